@@ -1,0 +1,517 @@
+//! `lie`: the SE(3) algebra under every rodlab model (record -> track ->
+//! observe -> identify -> simulate -> report all go through rod poses).
+//!
+//! Conventions (science page §1): twists, strains and wrenches are 6-vectors
+//! `[angular; linear]`; `hat(xi) = [[K~, Q], [0, 0]]`;
+//! `ad_xi = [[K~, 0], [Q~, K~]]`; `Ad_g = [[R, 0], [p~ R, R]]`.
+//!
+//! The exponential is exact (closed form with series near zero rotation), and
+//! so are its tangent maps `dexp_psi = sum ad_psi^k / (k+1)!` and
+//! `T(psi) = dexp_{-psi}`; the derivative of `dexp^T w` with respect to `psi`
+//! is exact too (dual numbers over the same closed form), which the rod's
+//! Newton solver needs for a consistent Hessian.
+
+pub mod scalar;
+
+use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector3, Vector6};
+pub use scalar::{Dual, Real};
+
+pub type Vec3 = Vector3<f64>;
+pub type Mat3 = Matrix3<f64>;
+/// Twist, strain or wrench `[angular; linear]`.
+pub type Vec6 = Vector6<f64>;
+pub type Mat6 = Matrix6<f64>;
+
+/// Skew-symmetric matrix `a~` with `a~ b = a x b`.
+#[inline]
+pub fn skew(a: &Vec3) -> Mat3 {
+    Mat3::new(0.0, -a.z, a.y, a.z, 0.0, -a.x, -a.y, a.x, 0.0)
+}
+
+/// Inverse of [`skew`] (reads the skew part of any 3x3 matrix).
+#[inline]
+pub fn unskew(m: &Mat3) -> Vec3 {
+    Vec3::new(
+        0.5 * (m[(2, 1)] - m[(1, 2)]),
+        0.5 * (m[(0, 2)] - m[(2, 0)]),
+        0.5 * (m[(1, 0)] - m[(0, 1)]),
+    )
+}
+
+#[inline]
+pub fn angular(v: &Vec6) -> Vec3 {
+    Vec3::new(v[0], v[1], v[2])
+}
+
+#[inline]
+pub fn linear(v: &Vec6) -> Vec3 {
+    Vec3::new(v[3], v[4], v[5])
+}
+
+#[inline]
+pub fn stack(a: &Vec3, b: &Vec3) -> Vec6 {
+    Vec6::new(a.x, a.y, a.z, b.x, b.y, b.z)
+}
+
+/// A rigid transformation `g = (R, p)` in SE(3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pose {
+    pub rot: Mat3,
+    pub pos: Vec3,
+}
+
+impl Default for Pose {
+    fn default() -> Self {
+        Self::identity()
+    }
+}
+
+impl Pose {
+    pub fn identity() -> Self {
+        Self { rot: Mat3::identity(), pos: Vec3::zeros() }
+    }
+
+    pub fn new(rot: Mat3, pos: Vec3) -> Self {
+        Self { rot, pos }
+    }
+
+    /// `self * other`.
+    #[inline]
+    pub fn compose(&self, other: &Pose) -> Pose {
+        Pose { rot: self.rot * other.rot, pos: self.pos + self.rot * other.pos }
+    }
+
+    pub fn inverse(&self) -> Pose {
+        let rt = self.rot.transpose();
+        Pose { rot: rt, pos: -(rt * self.pos) }
+    }
+
+    /// Maps a point given in this frame to the parent frame.
+    #[inline]
+    pub fn transform_point(&self, x: &Vec3) -> Vec3 {
+        self.pos + self.rot * x
+    }
+
+    /// `Ad_g = [[R, 0], [p~ R, R]]`.
+    pub fn adjoint(&self) -> Mat6 {
+        let mut m = Mat6::zeros();
+        let pr = skew(&self.pos) * self.rot;
+        m.fixed_view_mut::<3, 3>(0, 0).copy_from(&self.rot);
+        m.fixed_view_mut::<3, 3>(3, 3).copy_from(&self.rot);
+        m.fixed_view_mut::<3, 3>(3, 0).copy_from(&pr);
+        m
+    }
+
+    /// `Ad_g^{-1} = Ad_{g^{-1}}`.
+    pub fn adjoint_inv(&self) -> Mat6 {
+        self.inverse().adjoint()
+    }
+
+    /// `Ad_g^T w` for a wrench `w` given about the parent origin: the same
+    /// wrench expressed in this frame about this frame's origin.
+    #[inline]
+    pub fn coadjoint_apply(&self, w: &Vec6) -> Vec6 {
+        let m = angular(w);
+        let f = linear(w);
+        let rt = self.rot.transpose();
+        stack(&(rt * (m - self.pos.cross(&f))), &(rt * f))
+    }
+
+    /// Unit quaternion of the rotation (w, x, y, z).
+    pub fn quaternion(&self) -> UnitQuaternion<f64> {
+        UnitQuaternion::from_matrix(&self.rot)
+    }
+
+    /// Rotation from roll-pitch-yaw (radians, R = Rz(yaw) Ry(pitch) Rx(roll)).
+    pub fn from_rpy(roll: f64, pitch: f64, yaw: f64, pos: Vec3) -> Pose {
+        let q = UnitQuaternion::from_euler_angles(roll, pitch, yaw);
+        Pose { rot: *q.to_rotation_matrix().matrix(), pos }
+    }
+}
+
+/// `ad_xi = [[K~, 0], [Q~, K~]]`.
+pub fn ad(xi: &Vec6) -> Mat6 {
+    let k = skew(&angular(xi));
+    let q = skew(&linear(xi));
+    let mut m = Mat6::zeros();
+    m.fixed_view_mut::<3, 3>(0, 0).copy_from(&k);
+    m.fixed_view_mut::<3, 3>(3, 3).copy_from(&k);
+    m.fixed_view_mut::<3, 3>(3, 0).copy_from(&q);
+    m
+}
+
+/// The matrix `B(w)` with `ad_eta^T w = B(w) eta` for every twist `eta`.
+pub fn coad_bar(w: &Vec6) -> Mat6 {
+    let m = skew(&angular(w));
+    let f = skew(&linear(w));
+    let mut b = Mat6::zeros();
+    b.fixed_view_mut::<3, 3>(0, 0).copy_from(&m);
+    b.fixed_view_mut::<3, 3>(0, 3).copy_from(&f);
+    b.fixed_view_mut::<3, 3>(3, 0).copy_from(&f);
+    b
+}
+
+/// `sin(th)/th`, `(1-cos th)/th^2`, `(th - sin th)/th^3`, series near zero.
+fn so3_coeffs(theta: f64) -> (f64, f64, f64) {
+    if theta < 0.1 {
+        let t = theta * theta;
+        let a = 1.0 - t / 6.0 * (1.0 - t / 20.0 * (1.0 - t / 42.0 * (1.0 - t / 72.0)));
+        let b = 0.5 * (1.0 - t / 12.0 * (1.0 - t / 30.0 * (1.0 - t / 56.0 * (1.0 - t / 90.0))));
+        let c = (1.0 - t / 20.0 * (1.0 - t / 42.0 * (1.0 - t / 72.0 * (1.0 - t / 110.0)))) / 6.0;
+        (a, b, c)
+    } else {
+        let (s, co) = theta.sin_cos();
+        let t = theta * theta;
+        (s / theta, (1.0 - co) / t, (theta - s) / (t * theta))
+    }
+}
+
+/// Exact exponential `exp(hat(psi))` (science §1 with h folded into psi).
+pub fn exp(psi: &Vec6) -> Pose {
+    let k = angular(psi);
+    let q = linear(psi);
+    let theta = k.norm();
+    let (a, b, c) = so3_coeffs(theta);
+    let kx = skew(&k);
+    let kx2 = kx * kx;
+    let rot = Mat3::identity() + a * kx + b * kx2;
+    let v = Mat3::identity() + b * kx + c * kx2;
+    Pose { rot, pos: v * q }
+}
+
+/// Logarithm: the twist `psi` with `exp(psi) = g`, rotation angle in [0, pi].
+pub fn log(g: &Pose) -> Vec6 {
+    let r = &g.rot;
+    let cos_th = ((r.trace() - 1.0) * 0.5).clamp(-1.0, 1.0);
+    let theta = cos_th.acos();
+    let w = if theta < 1e-6 {
+        // R ~ I + w~ + w~^2/2: the skew part is w to second order.
+        unskew(r)
+    } else if std::f64::consts::PI - theta < 1e-4 {
+        // Near pi the skew part vanishes: read the axis from R + I = 2 n n^T (approx).
+        let b = (r + Mat3::identity()) * 0.5;
+        let i = (0..3).max_by(|&i, &j| b[(i, i)].total_cmp(&b[(j, j)])).unwrap();
+        let mut n = b.column(i).into_owned() / b[(i, i)].max(1e-300).sqrt();
+        n.normalize_mut();
+        // Fix the sign with the (small) skew part.
+        if n.dot(&unskew(r)) < 0.0 {
+            n = -n;
+        }
+        n * theta
+    } else {
+        unskew(r) * (theta / theta.sin())
+    };
+    let th = w.norm();
+    let wx = skew(&w);
+    // V^{-1} = I - w~/2 + (1/th^2)(1 - a/(2b)) w~^2.
+    let coef = if th < 1e-4 {
+        1.0 / 12.0 + th * th / 720.0
+    } else {
+        let (a, b, _) = so3_coeffs(th);
+        (1.0 - a / (2.0 * b)) / (th * th)
+    };
+    let vinv = Mat3::identity() - 0.5 * wx + coef * wx * wx;
+    stack(&w, &(vinv * g.pos))
+}
+
+/// Coefficients `a1..a4` of `dexp_psi = I + a1 ad + a2 ad^2 + a3 ad^3 + a4 ad^4`
+/// as functions of `t = |K|^2` (generic so dual numbers differentiate it).
+pub fn dexp_coeffs<S: Real>(t: S) -> [S; 4] {
+    if t.value() < 1.0 {
+        // Power series sum_m ad^m/(m+1)!, with ad^m reduced by the minimal
+        // polynomial ad^5 = -2 t ad^3 - t^2 ad (exact, fast convergence here).
+        let zero = S::from_f64(0.0);
+        let mut c = [S::from_f64(1.0), zero, zero, zero, zero];
+        let mut sum = [zero; 5];
+        let mut fact = 1.0;
+        for m in 0..30 {
+            fact *= (m + 1) as f64;
+            let inv = S::from_f64(1.0 / fact);
+            for j in 0..5 {
+                sum[j] = sum[j] + c[j] * inv;
+            }
+            let top = c[4];
+            c = [zero, c[0], c[1], c[2], c[3]];
+            c[1] = c[1] - t * t * top;
+            c[3] = c[3] - S::from_f64(2.0) * t * top;
+        }
+        [sum[1], sum[2], sum[3], sum[4]]
+    } else {
+        let th = t.sqrt();
+        let (s, co) = (th.sin(), th.cos());
+        let two = S::from_f64(2.0);
+        let th2 = t;
+        let th3 = th2 * th;
+        let th4 = th2 * th2;
+        let th5 = th4 * th;
+        let a1 = (S::from_f64(4.0) - S::from_f64(4.0) * co - th * s) / (two * th2);
+        let a2 = (S::from_f64(4.0) * th - S::from_f64(5.0) * s + th * co) / (two * th3);
+        let a3 = (two - two * co - th * s) / (two * th4);
+        let a4 = (two * th - S::from_f64(3.0) * s + th * co) / (two * th5);
+        [a1, a2, a3, a4]
+    }
+}
+
+/// `dexp_psi = sum_k ad_psi^k/(k+1)! = int_0^1 exp(s ad_psi) ds`:
+/// `exp(psi + d) = exp(dexp_psi d) exp(psi)` to first order.
+pub fn dexp(psi: &Vec6) -> Mat6 {
+    let k = angular(psi);
+    let [a1, a2, a3, a4] = dexp_coeffs(k.norm_squared());
+    let a = ad(psi);
+    let a_2 = a * a;
+    let a_3 = a_2 * a;
+    let a_4 = a_2 * a_2;
+    Mat6::identity() + a1 * a + a2 * a_2 + a3 * a_3 + a4 * a_4
+}
+
+/// `T(psi) = int_0^1 exp(-s ad_psi) ds = dexp_{-psi}`:
+/// `exp(psi + d) = exp(psi) exp(T(psi) d)` to first order.
+pub fn tangent(psi: &Vec6) -> Mat6 {
+    dexp(&(-psi))
+}
+
+type V3<S> = [S; 3];
+
+#[inline]
+fn cross<S: Real>(a: &V3<S>, b: &V3<S>) -> V3<S> {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+#[inline]
+fn add3<S: Real>(a: &V3<S>, b: &V3<S>) -> V3<S> {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+/// `ad_psi^T w = [m x k + f x q; f x k]` for `psi = [k; q]`, `w = [m; f]`.
+#[inline]
+fn ad_transpose_apply<S: Real>(k: &V3<S>, q: &V3<S>, m: &V3<S>, f: &V3<S>) -> (V3<S>, V3<S>) {
+    (add3(&cross(m, k), &cross(f, q)), cross(f, k))
+}
+
+/// `dexp_psi^T w` given the coefficients (generic for dual numbers).
+fn dexp_transpose_apply_with<S: Real>(coeffs: &[S; 4], k: &V3<S>, q: &V3<S>, w: &[S; 6]) -> [S; 6] {
+    let mut m = [w[0], w[1], w[2]];
+    let mut f = [w[3], w[4], w[5]];
+    let mut out = *w;
+    for a in coeffs {
+        let (m2, f2) = ad_transpose_apply(k, q, &m, &f);
+        m = m2;
+        f = f2;
+        for i in 0..3 {
+            out[i] = out[i] + *a * m[i];
+            out[i + 3] = out[i + 3] + *a * f[i];
+        }
+    }
+    out
+}
+
+/// `dexp_psi^T w`.
+pub fn dexp_transpose_apply(psi: &Vec6, w: &Vec6) -> Vec6 {
+    let k = [psi[0], psi[1], psi[2]];
+    let q = [psi[3], psi[4], psi[5]];
+    let c = dexp_coeffs(k[0] * k[0] + k[1] * k[1] + k[2] * k[2]);
+    let ws: [f64; 6] = (*w).into();
+    Vec6::from(dexp_transpose_apply_with(&c, &k, &q, &ws))
+}
+
+/// `Z = d(dexp_psi^T w)/d psi` (6x6), exact via dual numbers.
+pub fn dexp_transpose_jacobian(psi: &Vec6, w: &Vec6) -> Mat6 {
+    let t = psi[0] * psi[0] + psi[1] * psi[1] + psi[2] * psi[2];
+    // Coefficients and their derivatives with respect to t, once.
+    let ct = dexp_coeffs(Dual::new(t, 1.0));
+    let wd: [Dual; 6] = std::array::from_fn(|i| Dual::constant(w[i]));
+    let mut z = Mat6::zeros();
+    for c in 0..6 {
+        let dpsi = |i: usize| Dual::new(psi[i], if i == c { 1.0 } else { 0.0 });
+        let k = [dpsi(0), dpsi(1), dpsi(2)];
+        let q = [dpsi(3), dpsi(4), dpsi(5)];
+        let dt = if c < 3 { 2.0 * psi[c] } else { 0.0 };
+        let coeffs: [Dual; 4] = std::array::from_fn(|i| Dual::new(ct[i].re, ct[i].du * dt));
+        let out = dexp_transpose_apply_with(&coeffs, &k, &q, &wd);
+        for r in 0..6 {
+            z[(r, c)] = out[r].du;
+        }
+    }
+    z
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    fn random_twist(rng: &mut StdRng, ang_scale: f64) -> Vec6 {
+        Vec6::from_fn(|i, _| rng.gen_range(-1.0..1.0) * if i < 3 { ang_scale } else { 1.0 })
+    }
+
+    fn hat4(xi: &Vec6) -> nalgebra::Matrix4<f64> {
+        let mut m = nalgebra::Matrix4::zeros();
+        m.fixed_view_mut::<3, 3>(0, 0).copy_from(&skew(&angular(xi)));
+        m.fixed_view_mut::<3, 1>(0, 3).copy_from(&linear(xi));
+        m
+    }
+
+    fn to4(g: &Pose) -> nalgebra::Matrix4<f64> {
+        let mut m = nalgebra::Matrix4::identity();
+        m.fixed_view_mut::<3, 3>(0, 0).copy_from(&g.rot);
+        m.fixed_view_mut::<3, 1>(0, 3).copy_from(&g.pos);
+        m
+    }
+
+    fn vee4(m: &nalgebra::Matrix4<f64>) -> Vec6 {
+        let r = m.fixed_view::<3, 3>(0, 0).into_owned();
+        stack(&unskew(&r), &m.fixed_view::<3, 1>(0, 3).into_owned())
+    }
+
+    fn rel(a: &Mat6, b: &Mat6) -> f64 {
+        (a - b).norm() / b.norm().max(1e-300)
+    }
+
+    const SCALES: [f64; 5] = [0.0, 1e-9, 1e-4, 0.3, 2.5];
+
+    #[test]
+    fn exp_matches_matrix_exponential_series() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for &s in &SCALES {
+            for _ in 0..20 {
+                let psi = random_twist(&mut rng, s);
+                let g = exp(&psi);
+                // Scaling and squaring of the 4x4 matrix series, independent of the closed form.
+                let a = hat4(&psi) / 1024.0;
+                let mut e = nalgebra::Matrix4::identity();
+                let mut term = nalgebra::Matrix4::identity();
+                for k in 1..20 {
+                    term = term * a / k as f64;
+                    e += term;
+                }
+                for _ in 0..10 {
+                    e = e * e;
+                }
+                assert!((to4(&g) - e).norm() < 1e-12, "scale {s}: {}", (to4(&g) - e).norm());
+                assert!((g.rot.transpose() * g.rot - Mat3::identity()).norm() < 1e-14);
+            }
+        }
+    }
+
+    #[test]
+    fn exp_log_round_trip() {
+        let mut rng = StdRng::seed_from_u64(2);
+        for &s in &[0.0, 1e-10, 1e-5, 0.5, 1.7] {
+            for _ in 0..50 {
+                let psi = random_twist(&mut rng, s);
+                let back = log(&exp(&psi));
+                assert!((back - psi).norm() < 1e-10 * (1.0 + psi.norm()), "{psi} -> {back}");
+            }
+        }
+        // Near pi.
+        let psi = Vec6::new(0.0, 0.0, std::f64::consts::PI - 1e-7, 0.3, -0.2, 0.1);
+        let g = exp(&psi);
+        let back = log(&g);
+        assert!((to4(&exp(&back)) - to4(&g)).norm() < 1e-6);
+    }
+
+    #[test]
+    fn adjoint_identities() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..20 {
+            let g = exp(&random_twist(&mut rng, 1.0));
+            let h = exp(&random_twist(&mut rng, 1.0));
+            let xi = random_twist(&mut rng, 1.0);
+            let eta = random_twist(&mut rng, 1.0);
+            // Ad_g xi = vee(g hat(xi) g^{-1}).
+            let lhs = g.adjoint() * xi;
+            let rhs = vee4(&(to4(&g) * hat4(&xi) * to4(&g.inverse())));
+            assert!((lhs - rhs).norm() < 1e-12);
+            // Ad_{gh} = Ad_g Ad_h, Ad_g^{-1} = Ad_{g^{-1}}.
+            assert!(rel(&g.compose(&h).adjoint(), &(g.adjoint() * h.adjoint())) < 1e-13);
+            assert!(rel(&(g.adjoint() * g.adjoint_inv()), &Mat6::identity()) < 1e-13);
+            // ad_xi eta = vee([hat xi, hat eta]); ad_xi eta = -ad_eta xi.
+            let br = hat4(&xi) * hat4(&eta) - hat4(&eta) * hat4(&xi);
+            assert!((ad(&xi) * eta - vee4(&br)).norm() < 1e-13);
+            assert!((ad(&xi) * eta + ad(&eta) * xi).norm() < 1e-13);
+            // Ad_g ad_xi Ad_g^{-1} = ad_{Ad_g xi}.
+            assert!(rel(&(g.adjoint() * ad(&xi) * g.adjoint_inv()), &ad(&(g.adjoint() * xi))) < 1e-12);
+            // Ad_{exp psi} = exp(ad_psi): d/ds Ad_{exp(s xi)} = ad_xi Ad at s = 0 (central difference).
+            let e = 1e-6;
+            let d = (exp(&(xi * e)).adjoint() - exp(&(-xi * e)).adjoint()) / (2.0 * e);
+            assert!(rel(&d, &ad(&xi)) < 1e-8);
+            // coad_bar: ad_eta^T w = B(w) eta; coadjoint_apply = Ad^T w.
+            assert!((ad(&eta).transpose() * xi - coad_bar(&xi) * eta).norm() < 1e-13);
+            assert!((g.adjoint().transpose() * xi - g.coadjoint_apply(&xi)).norm() < 1e-13);
+        }
+    }
+
+    #[test]
+    fn dexp_closed_form_matches_series_and_both_branches_meet() {
+        let mut rng = StdRng::seed_from_u64(4);
+        for &s in &SCALES {
+            for _ in 0..20 {
+                let psi = random_twist(&mut rng, s);
+                let a = ad(&psi);
+                let mut sum = Mat6::identity();
+                let mut term = Mat6::identity();
+                for k in 1..60 {
+                    term = term * a / (k as f64 + 1.0);
+                    sum += term;
+                }
+                assert!(rel(&dexp(&psi), &sum) < 1e-12, "scale {s}");
+            }
+        }
+        // The series branch (t < 1) and the closed form (t >= 1) agree at the switch.
+        let lo = dexp_coeffs(1.0 - 1e-12);
+        let hi = dexp_coeffs(1.0 + 1e-12);
+        for i in 0..4 {
+            assert!((lo[i] - hi[i]).abs() < 1e-11 * lo[i].abs().max(1e-3), "a{}", i + 1);
+        }
+    }
+
+    /// The segment Jacobian update: exp(psi + e d) = exp(psi) exp(e T(psi) d)
+    /// and = exp(e dexp(psi) d) exp(psi), checked by central differences.
+    #[test]
+    fn tangent_maps_match_finite_differences() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for &s in &SCALES {
+            for _ in 0..20 {
+                let psi = random_twist(&mut rng, s);
+                let d = random_twist(&mut rng, 1.0);
+                let e = 1e-6;
+                let g = exp(&psi);
+                let gp = to4(&exp(&(psi + d * e)));
+                let gm = to4(&exp(&(psi - d * e)));
+                let dg = (gp - gm) / (2.0 * e);
+                let body = vee4(&(to4(&g.inverse()) * dg));
+                let spatial = vee4(&(dg * to4(&g.inverse())));
+                let tb = tangent(&psi) * d;
+                let ts = dexp(&psi) * d;
+                assert!((body - tb).norm() <= 1e-6 * tb.norm().max(1e-3), "scale {s}: {body} vs {tb}");
+                assert!((spatial - ts).norm() <= 1e-6 * ts.norm().max(1e-3));
+            }
+        }
+    }
+
+    #[test]
+    fn dexp_transpose_jacobian_matches_finite_differences() {
+        let mut rng = StdRng::seed_from_u64(6);
+        for &s in &[0.0, 1e-7, 0.2, 0.99, 1.01, 3.0] {
+            for _ in 0..10 {
+                let psi = random_twist(&mut rng, s);
+                let w = random_twist(&mut rng, 1.0);
+                assert!((dexp_transpose_apply(&psi, &w) - dexp(&psi).transpose() * w).norm() < 1e-13);
+                let z = dexp_transpose_jacobian(&psi, &w);
+                let e = 1e-6;
+                let mut fd = Mat6::zeros();
+                for c in 0..6 {
+                    let mut dp = Vec6::zeros();
+                    dp[c] = e;
+                    let col = (dexp_transpose_apply(&(psi + dp), &w) - dexp_transpose_apply(&(psi - dp), &w)) / (2.0 * e);
+                    fd.set_column(c, &col);
+                }
+                assert!((z - fd).norm() <= 1e-7 * fd.norm().max(1.0), "scale {s}: {}", (z - fd).norm());
+            }
+        }
+    }
+}
