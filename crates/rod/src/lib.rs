@@ -1,1 +1,15 @@
-//! placeholder
+//! `rod`: the soft rod itself — geometry, materials, the piecewise linear
+//! strain (PLS) Cosserat kinematics and statics. Stage "simulate" in
+//! record -> track -> observe -> identify -> simulate -> report; the observer
+//! and identification stand on its kinematics, Jacobians and static solver.
+
+pub mod config;
+pub mod geometry;
+pub mod model;
+pub mod shape;
+pub mod statics;
+
+pub use config::{Cable, ConfigError, Rod, StrainModes};
+pub use geometry::{CrossSection, Material, Profile};
+pub use model::{Frames, Kinematics, Model};
+pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

@@ -1,0 +1,473 @@
+//! The rod description: a TOML file (`configs/rod/*.toml`) read with serde and
+//! validated into a [`Rod`]. Every error names the file and the field.
+
+use crate::geometry::{CrossSection, Material, Profile};
+use lie::{Pose, Vec3};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Which of the six strain components `[Kx, Ky, Kz, Qx, Qy, Qz]` are free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrainModes {
+    pub free: [bool; 6],
+}
+
+pub const STRAIN_NAMES: [&str; 6] = ["kx", "ky", "kz", "qx", "qy", "qz"];
+
+impl StrainModes {
+    pub const COSSERAT: StrainModes = StrainModes { free: [true; 6] };
+    pub const EULER_BERNOULLI: StrainModes = StrainModes { free: [false, true, true, false, false, false] };
+    pub const KIRCHHOFF_EXTENSIBLE: StrainModes = StrainModes { free: [true, true, true, true, false, false] };
+    pub const TIMOSHENKO: StrainModes = StrainModes { free: [false, true, true, false, true, true] };
+
+    pub fn by_name(name: &str) -> Option<StrainModes> {
+        match name {
+            "cosserat" => Some(Self::COSSERAT),
+            "euler-bernoulli" => Some(Self::EULER_BERNOULLI),
+            "kirchhoff-extensible" => Some(Self::KIRCHHOFF_EXTENSIBLE),
+            "timoshenko" => Some(Self::TIMOSHENKO),
+            _ => None,
+        }
+    }
+
+    /// Indices of the free components.
+    pub fn indices(&self) -> Vec<usize> {
+        (0..6).filter(|&i| self.free[i]).collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.free.iter().filter(|&&f| f).count()
+    }
+}
+
+/// A cable running parallel to the rod's surface, pulled at the base.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cable {
+    pub name: String,
+    /// Angle around the rod axis, from body +y towards +z [rad].
+    pub angle_rad: f64,
+    /// Distance of the cable from the outer surface, towards the axis [m].
+    pub inset_m: f64,
+    /// Arc length where the cable is anchored [m].
+    pub anchor_m: f64,
+}
+
+/// A validated rod: geometry, materials, discretisation, loads' frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rod {
+    pub length_m: f64,
+    pub section_lengths_m: Vec<f64>,
+    pub subsegments_per_section: usize,
+    pub modes: StrainModes,
+    pub cross_section: CrossSection,
+    /// Rest curvature [Kx, Ky, Kz] in 1/m (zero for a straight rod).
+    pub rest_curvature_per_m: Vec3,
+    pub gravity_m_s2: Vec3,
+    pub base: Pose,
+    pub cables: Vec<Cable>,
+}
+
+impl Rod {
+    /// A uniform solid cylinder, gravity along -z, straight, Cosserat modes:
+    /// handy for analytic tests.
+    pub fn uniform_cylinder(length_m: f64, radius_m: f64, material: Material, sections: usize) -> Rod {
+        Rod {
+            length_m,
+            section_lengths_m: vec![length_m / sections as f64; sections],
+            subsegments_per_section: 8,
+            modes: StrainModes::COSSERAT,
+            cross_section: CrossSection { outer: Profile::constant(radius_m), hole: None, body: material, core: None },
+            rest_curvature_per_m: Vec3::zeros(),
+            gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
+            base: Pose::identity(),
+            cables: vec![],
+        }
+    }
+
+    /// The same rod with `n` equal sections.
+    pub fn with_equal_sections(&self, n: usize) -> Rod {
+        Rod { section_lengths_m: vec![self.length_m / n as f64; n], ..self.clone() }
+    }
+
+    pub fn with_modes(&self, modes: StrainModes) -> Rod {
+        Rod { modes, ..self.clone() }
+    }
+
+    pub fn with_material(&self, body: Material) -> Rod {
+        let mut r = self.clone();
+        r.cross_section.body = body;
+        r
+    }
+
+    /// Section boundaries (N + 1 arc lengths from 0 to L).
+    pub fn section_boundaries_m(&self) -> Vec<f64> {
+        let mut x = vec![0.0];
+        let mut acc = 0.0;
+        for l in &self.section_lengths_m {
+            acc += l;
+            x.push(acc);
+        }
+        // Remove the rounding of the sum at the tip.
+        *x.last_mut().unwrap() = self.length_m;
+        x
+    }
+
+    /// Reads and validates a rod file.
+    pub fn from_file(path: &Path) -> Result<Rod, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&file, "-", format!("cannot read rod file: {e}")))?;
+        Rod::from_toml_str(&text, &file)
+    }
+
+    pub fn from_toml_str(text: &str, file: &str) -> Result<Rod, ConfigError> {
+        let raw: RawRod = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            let msg = e.message().replace('\n', " ");
+            match line {
+                Some(l) => ConfigError::new(file, &format!("line {l}"), msg),
+                None => ConfigError::new(file, "-", msg),
+            }
+        })?;
+        raw.validate(file)
+    }
+}
+
+/// One-line error naming the file and the field.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[error("{file}: {field}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub field: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(file: &str, field: &str, message: impl Into<String>) -> Self {
+        Self { file: file.to_string(), field: field.to_string(), message: message.into() }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRod {
+    length_m: f64,
+    sections_m: Vec<f64>,
+    #[serde(default = "default_subsegments")]
+    subsegments_per_section: usize,
+    #[serde(default = "default_modes")]
+    modes: RawModes,
+    radius: RawProfile,
+    hole: Option<RawProfile>,
+    material: RawMaterial,
+    core: Option<RawCore>,
+    #[serde(default)]
+    rest_curvature_per_m: Option<[f64; 3]>,
+    #[serde(default = "default_gravity")]
+    gravity_m_s2: [f64; 3],
+    base: Option<RawBase>,
+    #[serde(default, rename = "cable")]
+    cables: Vec<RawCable>,
+}
+
+fn default_subsegments() -> usize {
+    8
+}
+fn default_modes() -> RawModes {
+    RawModes::Named("cosserat".into())
+}
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawModes {
+    Named(String),
+    Custom(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    base_m: Option<f64>,
+    tip_m: Option<f64>,
+    /// [[X_m, r_m], ...]
+    table: Option<Vec<[f64; 2]>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMaterial {
+    e_pa: f64,
+    g_pa: Option<f64>,
+    poisson: Option<f64>,
+    rho_kg_m3: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCore {
+    radius_m: f64,
+    e_pa: f64,
+    g_pa: Option<f64>,
+    poisson: Option<f64>,
+    rho_kg_m3: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBase {
+    #[serde(default)]
+    position_m: [f64; 3],
+    /// Roll, pitch, yaw in degrees (R = Rz(yaw) Ry(pitch) Rx(roll)).
+    #[serde(default)]
+    rpy_deg: [f64; 3],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCable {
+    name: Option<String>,
+    angle_deg: f64,
+    #[serde(default)]
+    inset_m: f64,
+    anchor_m: Option<f64>,
+}
+
+fn positive(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::new(file, field, format!("must be a positive number, got {v}")))
+    }
+}
+
+fn material(file: &str, field: &str, e: f64, g: Option<f64>, nu: Option<f64>, rho: f64) -> Result<Material, ConfigError> {
+    let e = positive(file, &format!("{field}.e_pa"), e)?;
+    let rho = positive(file, &format!("{field}.rho_kg_m3"), rho)?;
+    match (g, nu) {
+        (Some(g), None) => Ok(Material { e_pa: e, g_pa: positive(file, &format!("{field}.g_pa"), g)?, rho_kg_m3: rho }),
+        (None, Some(nu)) if nu.is_finite() && nu > -1.0 && nu < 0.5 => Ok(Material::from_poisson(e, nu, rho)),
+        (None, Some(nu)) => Err(ConfigError::new(file, &format!("{field}.poisson"), format!("must lie in (-1, 0.5), got {nu}"))),
+        (Some(_), Some(_)) => Err(ConfigError::new(file, field, "give either g_pa or poisson, not both")),
+        (None, None) => Err(ConfigError::new(file, field, "missing g_pa or poisson")),
+    }
+}
+
+impl RawProfile {
+    fn validate(&self, file: &str, field: &str, length: f64) -> Result<Profile, ConfigError> {
+        match (self.base_m, self.tip_m, &self.table) {
+            (Some(b), Some(t), None) => {
+                let b = nonneg(file, &format!("{field}.base_m"), b)?;
+                let t = nonneg(file, &format!("{field}.tip_m"), t)?;
+                Ok(Profile::Linear { base_m: b, tip_m: t })
+            }
+            (None, None, Some(tab)) => {
+                if tab.len() < 2 {
+                    return Err(ConfigError::new(file, &format!("{field}.table"), "needs at least two [X_m, r_m] rows"));
+                }
+                for (i, row) in tab.iter().enumerate() {
+                    nonneg(file, &format!("{field}.table[{i}]"), row[1])?;
+                    if i > 0 && row[0] <= tab[i - 1][0] {
+                        return Err(ConfigError::new(file, &format!("{field}.table[{i}]"), "arc lengths must increase"));
+                    }
+                }
+                let (x0, x1) = (tab[0][0], tab[tab.len() - 1][0]);
+                if x0.abs() > 1e-9 || (x1 - length).abs() > 1e-9 * length.max(1.0) {
+                    return Err(ConfigError::new(
+                        file,
+                        &format!("{field}.table"),
+                        format!("must cover [0, length_m = {length}], covers [{x0}, {x1}]"),
+                    ));
+                }
+                Ok(Profile::Table(tab.iter().map(|r| (r[0], r[1])).collect()))
+            }
+            _ => Err(ConfigError::new(file, field, "give base_m and tip_m, or a table of [X_m, r_m] rows")),
+        }
+    }
+}
+
+fn nonneg(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::new(file, field, format!("must be a non-negative number, got {v}")))
+    }
+}
+
+impl RawRod {
+    fn validate(self, file: &str) -> Result<Rod, ConfigError> {
+        let length = positive(file, "length_m", self.length_m)?;
+        if self.sections_m.is_empty() {
+            return Err(ConfigError::new(file, "sections_m", "needs at least one section"));
+        }
+        for (i, s) in self.sections_m.iter().enumerate() {
+            positive(file, &format!("sections_m[{i}]"), *s)?;
+        }
+        let sum: f64 = self.sections_m.iter().sum();
+        if (sum - length).abs() > 1e-9 * length {
+            return Err(ConfigError::new(file, "sections_m", format!("sections sum to {sum} m, length_m is {length} m")));
+        }
+        if self.subsegments_per_section == 0 || self.subsegments_per_section > 1000 {
+            return Err(ConfigError::new(file, "subsegments_per_section", "must be between 1 and 1000"));
+        }
+        let modes = match &self.modes {
+            RawModes::Named(n) => StrainModes::by_name(n).ok_or_else(|| {
+                ConfigError::new(
+                    file,
+                    "modes",
+                    format!("unknown mode '{n}' (cosserat, euler-bernoulli, kirchhoff-extensible, timoshenko, or a list like [\"ky\", \"kz\"])"),
+                )
+            })?,
+            RawModes::Custom(list) => {
+                let mut free = [false; 6];
+                for n in list {
+                    let i = STRAIN_NAMES
+                        .iter()
+                        .position(|s| s == n)
+                        .ok_or_else(|| ConfigError::new(file, "modes", format!("unknown strain component '{n}' (kx ky kz qx qy qz)")))?;
+                    free[i] = true;
+                }
+                if !free.iter().any(|&f| f) {
+                    return Err(ConfigError::new(file, "modes", "no strain component selected"));
+                }
+                StrainModes { free }
+            }
+        };
+        let outer = self.radius.validate(file, "radius", length)?;
+        for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
+            if outer.radius_m(x, length) <= 0.0 {
+                return Err(ConfigError::new(file, "radius", format!("radius must be positive, is {} at X = {x}", outer.radius_m(x, length))));
+            }
+        }
+        let hole = match &self.hole {
+            Some(h) => {
+                let p = h.validate(file, "hole", length)?;
+                for x in [0.0, length].into_iter().chain(p.breakpoints()).chain(outer.breakpoints()) {
+                    if p.radius_m(x, length) >= outer.radius_m(x, length) {
+                        return Err(ConfigError::new(file, "hole", format!("hole radius reaches the outer radius at X = {x}")));
+                    }
+                }
+                Some(p)
+            }
+            None => None,
+        };
+        let m = &self.material;
+        let body = material(file, "material", m.e_pa, m.g_pa, m.poisson, m.rho_kg_m3)?;
+        let core = match &self.core {
+            Some(c) => {
+                if hole.is_some() {
+                    return Err(ConfigError::new(file, "core", "a rod has either a hole or a core, not both"));
+                }
+                let r = positive(file, "core.radius_m", c.radius_m)?;
+                for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
+                    if r >= outer.radius_m(x, length) {
+                        return Err(ConfigError::new(file, "core.radius_m", format!("core reaches the outer radius at X = {x}")));
+                    }
+                }
+                Some((r, material(file, "core", c.e_pa, c.g_pa, c.poisson, c.rho_kg_m3)?))
+            }
+            None => None,
+        };
+        let g = self.gravity_m_s2;
+        if g.iter().any(|v| !v.is_finite()) {
+            return Err(ConfigError::new(file, "gravity_m_s2", "must be finite"));
+        }
+        let base = match &self.base {
+            Some(b) => {
+                if b.position_m.iter().chain(b.rpy_deg.iter()).any(|v| !v.is_finite()) {
+                    return Err(ConfigError::new(file, "base", "must be finite"));
+                }
+                let r = b.rpy_deg.map(f64::to_radians);
+                Pose::from_rpy(r[0], r[1], r[2], Vec3::from(b.position_m))
+            }
+            None => Pose::identity(),
+        };
+        let mut cables = vec![];
+        for (i, c) in self.cables.iter().enumerate() {
+            let field = format!("cable[{i}]");
+            if !c.angle_deg.is_finite() {
+                return Err(ConfigError::new(file, &format!("{field}.angle_deg"), "must be finite"));
+            }
+            let inset = nonneg(file, &format!("{field}.inset_m"), c.inset_m)?;
+            let anchor = c.anchor_m.unwrap_or(length);
+            if !(anchor > 0.0 && anchor <= length * (1.0 + 1e-12)) {
+                return Err(ConfigError::new(file, &format!("{field}.anchor_m"), format!("must lie in (0, length_m], got {anchor}")));
+            }
+            for x in [0.0, anchor] {
+                if outer.radius_m(x, length) - inset < 0.0 {
+                    return Err(ConfigError::new(file, &format!("{field}.inset_m"), format!("inset deeper than the radius at X = {x}")));
+                }
+            }
+            cables.push(Cable {
+                name: c.name.clone().unwrap_or_else(|| format!("cable{}", i + 1)),
+                angle_rad: c.angle_deg.to_radians(),
+                inset_m: inset,
+                anchor_m: anchor.min(length),
+            });
+        }
+        let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
+        if rest.iter().any(|v| !v.is_finite()) {
+            return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
+        }
+        Ok(Rod {
+            length_m: length,
+            section_lengths_m: self.sections_m,
+            subsegments_per_section: self.subsegments_per_section,
+            modes,
+            cross_section: CrossSection { outer, hole, body, core },
+            rest_curvature_per_m: Vec3::from(rest),
+            gravity_m_s2: Vec3::from(g),
+            base,
+            cables,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+length_m = 0.2
+sections_m = [0.09, 0.07, 0.04]
+modes = "cosserat"
+[radius]
+base_m = 0.01
+tip_m = 0.005
+[material]
+e_pa = 1.1e5
+g_pa = 3.793e4
+rho_kg_m3 = 2000
+"#;
+
+    #[test]
+    fn parses_good_file() {
+        let rod = Rod::from_toml_str(GOOD, "good.toml").unwrap();
+        assert_eq!(rod.section_lengths_m.len(), 3);
+        assert_eq!(rod.modes, StrainModes::COSSERAT);
+        assert_eq!(rod.gravity_m_s2, Vec3::new(0.0, 0.0, -9.81));
+    }
+
+    fn err(text: &str) -> String {
+        Rod::from_toml_str(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_file_and_field() {
+        let e = err(&GOOD.replace("length_m = 0.2\n", ""));
+        assert!(e.starts_with("bad.toml") && e.contains("length_m"), "{e}");
+        let e = err(&GOOD.replace("base_m = 0.01", "base_m = -0.01"));
+        assert!(e.contains("radius.base_m") && e.contains("non-negative"), "{e}");
+        let e = err(&GOOD.replace("0.04]", "0.05]"));
+        assert!(e.contains("sections_m") && e.contains("sum"), "{e}");
+        let e = err(&GOOD.replace("\"cosserat\"", "\"bogus\""));
+        assert!(e.contains("modes") && e.contains("bogus"), "{e}");
+        let e = err(&GOOD.replace("g_pa = 3.793e4", ""));
+        assert!(e.contains("material") && e.contains("poisson"), "{e}");
+        let e = err(&format!("{GOOD}\nfoo = 1\n"));
+        assert!(e.contains("foo"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}

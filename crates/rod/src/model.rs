@@ -1,0 +1,324 @@
+//! PLS discretisation and kinematics.
+//!
+//! Generalised coordinates `q` are the nodal strain *deviations* from rest at
+//! the section boundaries (only the free components of the strain modes), so
+//! `xi(X) = xi0(X) + Phi(X) q` with `Phi` the linear (hat) interpolation.
+//! Each section is cut into sub-segments of constant strain (the strain at the
+//! sub-segment's midpoint: second order) integrated with the exact SE(3)
+//! exponential; PCS is the special case of one constant strain per section.
+//!
+//! Extra grid points (point loads, markers, cable anchors) are inserted as
+//! sub-segment boundaries ("joints"), so everything attached to the rod sits
+//! on a joint frame.
+
+use crate::config::Rod;
+use lie::{Mat6, Pose, Vec3, Vec6};
+use nalgebra::{DMatrix, DVector, Matrix6xX};
+
+/// One constant-strain sub-segment `[x0, x0 + h]` inside section `section`.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub x0_m: f64,
+    pub h_m: f64,
+    pub section: usize,
+    /// Hat-function weights of nodes `section` and `section + 1` at the midpoint.
+    pub w_left: f64,
+    pub w_right: f64,
+    /// Rest strain at the midpoint.
+    pub rest_strain: Vec6,
+}
+
+/// Cable geometry on one sub-segment: offset d and d' at its midpoint, body frame.
+#[derive(Clone, Copy, Debug)]
+pub struct CableSpan {
+    pub offset_m: Vec3,
+    pub offset_slope: Vec3,
+}
+
+/// Discretised rod: grid, strain basis, stiffness and lumped masses.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub rod: Rod,
+    /// Section boundaries (nodes), N + 1.
+    pub node_x_m: Vec<f64>,
+    /// Free strain components (indices into `[Kx Ky Kz Qx Qy Qz]`).
+    pub free: Vec<usize>,
+    pub segments: Vec<Segment>,
+    /// Joint arc lengths, `segments.len() + 1`.
+    pub joint_x_m: Vec<f64>,
+    /// Mass lumped at joints so that mass and first moment of every
+    /// sub-segment are kept [kg].
+    pub joint_mass_kg: Vec<f64>,
+    /// `K = int Phi^T Sigma Phi dX`.
+    pub stiffness: DMatrix<f64>,
+    /// Per cable, per segment: `Some` where the cable runs.
+    pub cable_spans: Vec<Vec<Option<CableSpan>>>,
+}
+
+/// Rod configuration for a given `q`: joint frames and segment twists.
+#[derive(Clone, Debug)]
+pub struct Frames {
+    pub joints: Vec<Pose>,
+    /// `psi_k = h_k xi_k`.
+    pub psi: Vec<Vec6>,
+}
+
+/// Frames plus spatial Jacobians of every joint (`eta_s = J_s qdot`).
+#[derive(Clone, Debug)]
+pub struct Kinematics {
+    pub frames: Frames,
+    /// Spatial Jacobian of each joint frame, 6 x n.
+    pub spatial_jacobian: Vec<Matrix6xX<f64>>,
+    /// `A_k = Ad_{g_k} dexp(psi_k)` (6x6): spatial twist per unit `psi_k`.
+    pub segment_map: Vec<Mat6>,
+}
+
+const GAUSS4: [(f64, f64); 4] = [
+    (-0.861_136_311_594_052_6, 0.347_854_845_137_453_9),
+    (-0.339_981_043_584_856_3, 0.652_145_154_862_546_1),
+    (0.339_981_043_584_856_3, 0.652_145_154_862_546_1),
+    (0.861_136_311_594_052_6, 0.347_854_845_137_453_9),
+];
+
+impl Model {
+    /// Discretises `rod`, with extra joints at the given arc lengths.
+    pub fn new(rod: &Rod, extra_points_m: &[f64]) -> Model {
+        let node_x = rod.section_boundaries_m();
+        let l = rod.length_m;
+        let tol = 1e-12 * l;
+        let mut cuts: Vec<f64> = vec![];
+        for s in 0..node_x.len() - 1 {
+            let (a, b) = (node_x[s], node_x[s + 1]);
+            for j in 0..rod.subsegments_per_section {
+                cuts.push(a + (b - a) * j as f64 / rod.subsegments_per_section as f64);
+            }
+        }
+        cuts.push(l);
+        cuts.extend(extra_points_m.iter().copied().filter(|x| *x > 0.0 && *x < l));
+        cuts.extend(rod.cables.iter().map(|c| c.anchor_m).filter(|x| *x > 0.0 && *x < l));
+        cuts.extend(rod.cross_section.outer.breakpoints().into_iter().filter(|x| *x > 0.0 && *x < l));
+        cuts.sort_by(f64::total_cmp);
+        let mut joints: Vec<f64> = vec![];
+        for c in cuts {
+            if joints.last().is_none_or(|&p| c - p > tol) {
+                joints.push(c);
+            }
+        }
+        *joints.last_mut().unwrap() = l;
+
+        let k0 = rod.rest_curvature_per_m;
+        let rest = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
+        let mut segments = vec![];
+        for w in joints.windows(2) {
+            let (x0, x1) = (w[0], w[1]);
+            let xm = 0.5 * (x0 + x1);
+            let section = (0..node_x.len() - 1).find(|&s| xm < node_x[s + 1]).unwrap_or(node_x.len() - 2);
+            let (a, b) = (node_x[section], node_x[section + 1]);
+            let w_right = (xm - a) / (b - a);
+            segments.push(Segment { x0_m: x0, h_m: x1 - x0, section, w_left: 1.0 - w_right, w_right, rest_strain: rest });
+        }
+
+        let free = rod.modes.indices();
+        let m = free.len();
+        let n = m * node_x.len();
+        let mut stiffness = DMatrix::zeros(n, n);
+        let mut joint_mass = vec![0.0; joints.len()];
+        for (k, seg) in segments.iter().enumerate() {
+            let (a, b) = (node_x[seg.section], node_x[seg.section + 1]);
+            let mut mass = 0.0;
+            let mut moment = 0.0;
+            for (xi, wi) in GAUSS4 {
+                let s = 0.5 * seg.h_m * (1.0 + xi);
+                let x = seg.x0_m + s;
+                let w = 0.5 * seg.h_m * wi;
+                let props = rod.cross_section.properties(x, l);
+                mass += w * props.mass_per_length_kg_m;
+                moment += w * props.mass_per_length_kg_m * s;
+                let nr = (x - a) / (b - a);
+                let shape = [1.0 - nr, nr];
+                for (ia, na) in shape.iter().enumerate() {
+                    for (ib, nb) in shape.iter().enumerate() {
+                        for (jj, &c) in free.iter().enumerate() {
+                            let r = (seg.section + ia) * m + jj;
+                            let cc = (seg.section + ib) * m + jj;
+                            stiffness[(r, cc)] += w * na * nb * props.stiffness_diag[c];
+                        }
+                    }
+                }
+            }
+            let frac = if mass > 0.0 { moment / mass / seg.h_m } else { 0.5 };
+            joint_mass[k] += mass * (1.0 - frac);
+            joint_mass[k + 1] += mass * frac;
+        }
+
+        let cable_spans = rod
+            .cables
+            .iter()
+            .map(|c| {
+                let dir = Vec3::new(0.0, c.angle_rad.cos(), c.angle_rad.sin());
+                segments
+                    .iter()
+                    .map(|s| {
+                        let xm = s.x0_m + 0.5 * s.h_m;
+                        (s.x0_m + s.h_m <= c.anchor_m + tol).then(|| {
+                            let r = rod.cross_section.outer.radius_m(xm, l);
+                            let dr = rod.cross_section.outer.slope(xm, l);
+                            CableSpan { offset_m: dir * (r - c.inset_m), offset_slope: dir * dr }
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+
+        Model {
+            rod: rod.clone(),
+            node_x_m: node_x,
+            free,
+            segments,
+            joint_x_m: joints,
+            joint_mass_kg: joint_mass,
+            stiffness,
+            cable_spans,
+        }
+    }
+
+    pub fn n_dof(&self) -> usize {
+        self.free.len() * self.node_x_m.len()
+    }
+
+    pub fn n_joints(&self) -> usize {
+        self.joint_x_m.len()
+    }
+
+    /// Index of the joint at arc length `x_m` (nearest).
+    pub fn joint_at(&self, x_m: f64) -> usize {
+        let mut best = 0;
+        for (i, x) in self.joint_x_m.iter().enumerate() {
+            if (x - x_m).abs() < (self.joint_x_m[best] - x_m).abs() {
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Column offset of segment k's first node in `q`.
+    #[inline]
+    pub fn segment_dof_offset(&self, k: usize) -> usize {
+        self.segments[k].section * self.free.len()
+    }
+
+    /// Strain of segment k: `xi_k = xi0 + Phi(X_mid) q`.
+    pub fn segment_strain(&self, k: usize, q: &DVector<f64>) -> Vec6 {
+        let s = &self.segments[k];
+        let m = self.free.len();
+        let o = self.segment_dof_offset(k);
+        let mut xi = s.rest_strain;
+        for (j, &c) in self.free.iter().enumerate() {
+            xi[c] += s.w_left * q[o + j] + s.w_right * q[o + m + j];
+        }
+        xi
+    }
+
+    /// Strain at an arc length (the linear field, not the segment value).
+    pub fn strain_at(&self, x_m: f64, q: &DVector<f64>) -> Vec6 {
+        let nx = &self.node_x_m;
+        let s = (0..nx.len() - 1).find(|&s| x_m <= nx[s + 1]).unwrap_or(nx.len() - 2);
+        let wr = ((x_m - nx[s]) / (nx[s + 1] - nx[s])).clamp(0.0, 1.0);
+        let m = self.free.len();
+        let k0 = self.rod.rest_curvature_per_m;
+        let mut xi = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
+        for (j, &c) in self.free.iter().enumerate() {
+            xi[c] += (1.0 - wr) * q[s * m + j] + wr * q[(s + 1) * m + j];
+        }
+        xi
+    }
+
+    /// Sets q so that the strain field equals `xi` everywhere (components
+    /// that are not free are ignored).
+    pub fn uniform_q(&self, xi: &Vec6) -> DVector<f64> {
+        let m = self.free.len();
+        let k0 = self.rod.rest_curvature_per_m;
+        let rest = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
+        DVector::from_fn(self.n_dof(), |i, _| {
+            let c = self.free[i % m];
+            xi[c] - rest[c]
+        })
+    }
+
+    /// Joint frames for `q`.
+    pub fn frames(&self, q: &DVector<f64>) -> Frames {
+        let mut joints = Vec::with_capacity(self.n_joints());
+        let mut psi = Vec::with_capacity(self.segments.len());
+        let mut g = self.rod.base;
+        joints.push(g);
+        for k in 0..self.segments.len() {
+            let p = self.segment_strain(k, q) * self.segments[k].h_m;
+            g = g.compose(&lie::exp(&p));
+            joints.push(g);
+            psi.push(p);
+        }
+        Frames { joints, psi }
+    }
+
+    /// Frames and spatial Jacobians of every joint.
+    pub fn kinematics(&self, q: &DVector<f64>) -> Kinematics {
+        let frames = self.frames(q);
+        let n = self.n_dof();
+        let m = self.free.len();
+        let mut jac = Vec::with_capacity(self.n_joints());
+        let mut maps = Vec::with_capacity(self.segments.len());
+        let mut js = Matrix6xX::zeros(n);
+        jac.push(js.clone());
+        for (k, seg) in self.segments.iter().enumerate() {
+            let a = frames.joints[k].adjoint() * lie::dexp(&frames.psi[k]);
+            let o = self.segment_dof_offset(k);
+            for (j, &c) in self.free.iter().enumerate() {
+                let col = a.column(c) * seg.h_m;
+                let mut left = js.column_mut(o + j);
+                left.axpy(seg.w_left, &col, 1.0);
+                let mut right = js.column_mut(o + m + j);
+                right.axpy(seg.w_right, &col, 1.0);
+            }
+            jac.push(js.clone());
+            maps.push(a);
+        }
+        Kinematics { frames, spatial_jacobian: jac, segment_map: maps }
+    }
+
+    /// Body Jacobians of every joint by the exact segment update of the PLS
+    /// paper (eq. 25): `J_{k+1} = Ad^{-1}_{exp psi} J_k + T(psi) h Phi_k`.
+    pub fn body_jacobians(&self, q: &DVector<f64>) -> Vec<Matrix6xX<f64>> {
+        let frames = self.frames(q);
+        let n = self.n_dof();
+        let m = self.free.len();
+        let mut out = Vec::with_capacity(self.n_joints());
+        let mut jb = Matrix6xX::zeros(n);
+        out.push(jb.clone());
+        for (k, seg) in self.segments.iter().enumerate() {
+            let psi = &frames.psi[k];
+            jb = lie::exp(psi).adjoint_inv() * jb;
+            let t = lie::tangent(psi);
+            let o = self.segment_dof_offset(k);
+            for (j, &c) in self.free.iter().enumerate() {
+                let col = t.column(c) * seg.h_m;
+                jb.column_mut(o + j).axpy(seg.w_left, &col, 1.0);
+                jb.column_mut(o + m + j).axpy(seg.w_right, &col, 1.0);
+            }
+            out.push(jb.clone());
+        }
+        out
+    }
+
+    /// Total mass [kg].
+    pub fn mass_kg(&self) -> f64 {
+        self.joint_mass_kg.iter().sum()
+    }
+}
+
+/// Jacobian (3 x n) of a point rigidly attached to a joint frame, at world
+/// position `p`, from the joint's spatial Jacobian: `dp = (J_v - p~ J_w) dq`.
+pub fn point_jacobian(spatial: &Matrix6xX<f64>, p: &Vec3) -> nalgebra::Matrix3xX<f64> {
+    let jw = spatial.fixed_rows::<3>(0);
+    let jv = spatial.fixed_rows::<3>(3);
+    jv - lie::skew(p) * jw
+}
