@@ -40,6 +40,15 @@ impl StrainModes {
     }
 }
 
+/// How strain varies inside a section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrainBasis {
+    /// Piecewise linear strain (PLS): nodal strains at section boundaries.
+    Linear,
+    /// Piecewise constant strain (PCS): one strain per section.
+    Constant,
+}
+
 /// A cable running parallel to the rod's surface, pulled at the base.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cable {
@@ -59,6 +68,7 @@ pub struct Rod {
     pub section_lengths_m: Vec<f64>,
     pub subsegments_per_section: usize,
     pub modes: StrainModes,
+    pub strain_basis: StrainBasis,
     pub cross_section: CrossSection,
     /// Rest curvature [Kx, Ky, Kz] in 1/m (zero for a straight rod).
     pub rest_curvature_per_m: Vec3,
@@ -76,6 +86,7 @@ impl Rod {
             section_lengths_m: vec![length_m / sections as f64; sections],
             subsegments_per_section: 8,
             modes: StrainModes::COSSERAT,
+            strain_basis: StrainBasis::Linear,
             cross_section: CrossSection { outer: Profile::constant(radius_m), hole: None, body: material, core: None },
             rest_curvature_per_m: Vec3::zeros(),
             gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
@@ -87,6 +98,10 @@ impl Rod {
     /// The same rod with `n` equal sections.
     pub fn with_equal_sections(&self, n: usize) -> Rod {
         Rod { section_lengths_m: vec![self.length_m / n as f64; n], ..self.clone() }
+    }
+
+    pub fn with_basis(&self, strain_basis: StrainBasis) -> Rod {
+        Rod { strain_basis, ..self.clone() }
     }
 
     pub fn with_modes(&self, modes: StrainModes) -> Rod {
@@ -157,6 +172,9 @@ struct RawRod {
     subsegments_per_section: usize,
     #[serde(default = "default_modes")]
     modes: RawModes,
+    /// "pls" (piecewise linear, default) or "pcs" (piecewise constant).
+    #[serde(default)]
+    strain_basis: Option<String>,
     radius: RawProfile,
     hole: Option<RawProfile>,
     material: RawMaterial,
@@ -335,6 +353,11 @@ impl RawRod {
                 StrainModes { free }
             }
         };
+        let strain_basis = match self.strain_basis.as_deref() {
+            None | Some("pls") => StrainBasis::Linear,
+            Some("pcs") => StrainBasis::Constant,
+            Some(other) => return Err(ConfigError::new(file, "strain_basis", format!("unknown basis '{other}' (pls or pcs)"))),
+        };
         let outer = self.radius.validate(file, "radius", length)?;
         for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
             if outer.radius_m(x, length) <= 0.0 {
@@ -416,6 +439,7 @@ impl RawRod {
             section_lengths_m: self.sections_m,
             subsegments_per_section: self.subsegments_per_section,
             modes,
+            strain_basis,
             cross_section: CrossSection { outer, hole, body, core },
             rest_curvature_per_m: Vec3::from(rest),
             gravity_m_s2: Vec3::from(g),

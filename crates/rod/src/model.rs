@@ -11,7 +11,7 @@
 //! sub-segment boundaries ("joints"), so everything attached to the rod sits
 //! on a joint frame.
 
-use crate::config::Rod;
+use crate::config::{Rod, StrainBasis};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix6xX};
 
@@ -24,6 +24,9 @@ pub struct Segment {
     /// Hat-function weights of nodes `section` and `section + 1` at the midpoint.
     pub w_left: f64,
     pub w_right: f64,
+    /// Offsets in `q` of the two weighted nodal blocks (PCS: both the
+    /// section's own block, right weight 0).
+    pub dof: [usize; 2],
     /// Rest strain at the midpoint.
     pub rest_strain: Vec6,
 }
@@ -73,6 +76,23 @@ pub struct Kinematics {
     pub segment_map: Vec<Mat6>,
 }
 
+/// Offsets in `q` and weights of the (at most two) nodal blocks that give
+/// the strain at `x_m` in `section`.
+fn basis_at(basis: StrainBasis, node_x: &[f64], m: usize, section: usize, x_m: f64) -> ([usize; 2], [f64; 2]) {
+    match basis {
+        StrainBasis::Linear => {
+            let (a, b) = (node_x[section], node_x[section + 1]);
+            let wr = ((x_m - a) / (b - a)).clamp(0.0, 1.0);
+            ([section * m, (section + 1) * m], [1.0 - wr, wr])
+        }
+        StrainBasis::Constant => ([section * m, section * m], [1.0, 0.0]),
+    }
+}
+
+fn section_of(node_x: &[f64], x_m: f64) -> usize {
+    (0..node_x.len() - 1).find(|&s| x_m < node_x[s + 1]).unwrap_or(node_x.len() - 2)
+}
+
 const GAUSS4: [(f64, f64); 4] = [
     (-0.861_136_311_594_052_6, 0.347_854_845_137_453_9),
     (-0.339_981_043_584_856_3, 0.652_145_154_862_546_1),
@@ -108,23 +128,24 @@ impl Model {
 
         let k0 = rod.rest_curvature_per_m;
         let rest = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
+        let free = rod.modes.indices();
+        let m = free.len();
+        let basis = rod.strain_basis;
         let mut segments = vec![];
         for w in joints.windows(2) {
             let (x0, x1) = (w[0], w[1]);
             let xm = 0.5 * (x0 + x1);
-            let section = (0..node_x.len() - 1).find(|&s| xm < node_x[s + 1]).unwrap_or(node_x.len() - 2);
-            let (a, b) = (node_x[section], node_x[section + 1]);
-            let w_right = (xm - a) / (b - a);
-            segments.push(Segment { x0_m: x0, h_m: x1 - x0, section, w_left: 1.0 - w_right, w_right, rest_strain: rest });
+            let section = section_of(&node_x, xm);
+            let (dof, [w_left, w_right]) = basis_at(basis, &node_x, m, section, xm);
+            segments.push(Segment { x0_m: x0, h_m: x1 - x0, section, w_left, w_right, dof, rest_strain: rest });
         }
-
-        let free = rod.modes.indices();
-        let m = free.len();
-        let n = m * node_x.len();
+        let n = m * match basis {
+            StrainBasis::Linear => node_x.len(),
+            StrainBasis::Constant => node_x.len() - 1,
+        };
         let mut stiffness = DMatrix::zeros(n, n);
         let mut joint_mass = vec![0.0; joints.len()];
         for (k, seg) in segments.iter().enumerate() {
-            let (a, b) = (node_x[seg.section], node_x[seg.section + 1]);
             let mut mass = 0.0;
             let mut moment = 0.0;
             for (xi, wi) in GAUSS4 {
@@ -134,13 +155,12 @@ impl Model {
                 let props = rod.cross_section.properties(x, l);
                 mass += w * props.mass_per_length_kg_m;
                 moment += w * props.mass_per_length_kg_m * s;
-                let nr = (x - a) / (b - a);
-                let shape = [1.0 - nr, nr];
+                let (dof, shape) = basis_at(basis, &node_x, m, seg.section, x);
                 for (ia, na) in shape.iter().enumerate() {
                     for (ib, nb) in shape.iter().enumerate() {
                         for (jj, &c) in free.iter().enumerate() {
-                            let r = (seg.section + ia) * m + jj;
-                            let cc = (seg.section + ib) * m + jj;
+                            let r = dof[ia] + jj;
+                            let cc = dof[ib] + jj;
                             stiffness[(r, cc)] += w * na * nb * props.stiffness_diag[c];
                         }
                     }
@@ -183,7 +203,7 @@ impl Model {
     }
 
     pub fn n_dof(&self) -> usize {
-        self.free.len() * self.node_x_m.len()
+        self.stiffness.nrows()
     }
 
     pub fn n_joints(&self) -> usize {
@@ -201,34 +221,26 @@ impl Model {
         best
     }
 
-    /// Column offset of segment k's first node in `q`.
-    #[inline]
-    pub fn segment_dof_offset(&self, k: usize) -> usize {
-        self.segments[k].section * self.free.len()
-    }
-
     /// Strain of segment k: `xi_k = xi0 + Phi(X_mid) q`.
     pub fn segment_strain(&self, k: usize, q: &DVector<f64>) -> Vec6 {
         let s = &self.segments[k];
-        let m = self.free.len();
-        let o = self.segment_dof_offset(k);
+        let [dl, dr] = s.dof;
         let mut xi = s.rest_strain;
         for (j, &c) in self.free.iter().enumerate() {
-            xi[c] += s.w_left * q[o + j] + s.w_right * q[o + m + j];
+            xi[c] += s.w_left * q[dl + j] + s.w_right * q[dr + j];
         }
         xi
     }
 
-    /// Strain at an arc length (the linear field, not the segment value).
+    /// Strain at an arc length (the interpolated field, not the segment value).
     pub fn strain_at(&self, x_m: f64, q: &DVector<f64>) -> Vec6 {
-        let nx = &self.node_x_m;
-        let s = (0..nx.len() - 1).find(|&s| x_m <= nx[s + 1]).unwrap_or(nx.len() - 2);
-        let wr = ((x_m - nx[s]) / (nx[s + 1] - nx[s])).clamp(0.0, 1.0);
         let m = self.free.len();
+        let s = section_of(&self.node_x_m, x_m);
+        let (dof, w) = basis_at(self.rod.strain_basis, &self.node_x_m, m, s, x_m);
         let k0 = self.rod.rest_curvature_per_m;
         let mut xi = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
         for (j, &c) in self.free.iter().enumerate() {
-            xi[c] += (1.0 - wr) * q[s * m + j] + wr * q[(s + 1) * m + j];
+            xi[c] += w[0] * q[dof[0] + j] + w[1] * q[dof[1] + j];
         }
         xi
     }
@@ -264,19 +276,18 @@ impl Model {
     pub fn kinematics(&self, q: &DVector<f64>) -> Kinematics {
         let frames = self.frames(q);
         let n = self.n_dof();
-        let m = self.free.len();
         let mut jac = Vec::with_capacity(self.n_joints());
         let mut maps = Vec::with_capacity(self.segments.len());
         let mut js = Matrix6xX::zeros(n);
         jac.push(js.clone());
         for (k, seg) in self.segments.iter().enumerate() {
             let a = frames.joints[k].adjoint() * lie::dexp(&frames.psi[k]);
-            let o = self.segment_dof_offset(k);
+            let [dl, dr] = seg.dof;
             for (j, &c) in self.free.iter().enumerate() {
                 let col = a.column(c) * seg.h_m;
-                let mut left = js.column_mut(o + j);
+                let mut left = js.column_mut(dl + j);
                 left.axpy(seg.w_left, &col, 1.0);
-                let mut right = js.column_mut(o + m + j);
+                let mut right = js.column_mut(dr + j);
                 right.axpy(seg.w_right, &col, 1.0);
             }
             jac.push(js.clone());
@@ -290,7 +301,6 @@ impl Model {
     pub fn body_jacobians(&self, q: &DVector<f64>) -> Vec<Matrix6xX<f64>> {
         let frames = self.frames(q);
         let n = self.n_dof();
-        let m = self.free.len();
         let mut out = Vec::with_capacity(self.n_joints());
         let mut jb = Matrix6xX::zeros(n);
         out.push(jb.clone());
@@ -298,11 +308,11 @@ impl Model {
             let psi = &frames.psi[k];
             jb = lie::exp(psi).adjoint_inv() * jb;
             let t = lie::tangent(psi);
-            let o = self.segment_dof_offset(k);
+            let [dl, dr] = seg.dof;
             for (j, &c) in self.free.iter().enumerate() {
                 let col = t.column(c) * seg.h_m;
-                jb.column_mut(o + j).axpy(seg.w_left, &col, 1.0);
-                jb.column_mut(o + m + j).axpy(seg.w_right, &col, 1.0);
+                jb.column_mut(dl + j).axpy(seg.w_left, &col, 1.0);
+                jb.column_mut(dr + j).axpy(seg.w_right, &col, 1.0);
             }
             out.push(jb.clone());
         }

@@ -228,7 +228,6 @@ pub fn assemble(model: &Model, loads: &Loads, q: &DVector<f64>, lambda: f64, wit
 
 fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVector<f64>, lambda: f64, with_tangent: bool) -> Assembly {
     let n = model.n_dof();
-    let m = model.free.len();
     let kin: Option<Kinematics> = with_tangent.then(|| model.kinematics(q));
     let frames_owned;
     let frames = match &kin {
@@ -252,7 +251,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
             continue;
         }
         let seg = &model.segments[k];
-        let o = model.segment_dof_offset(k);
+        let dof = seg.dof;
         let g = &frames.joints[k];
         let psi = &frames.psi[k];
         let w_body = g.coadjoint_apply(&w_beyond);
@@ -260,7 +259,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
         for (a, wa) in wts.iter().enumerate() {
             for (j, &c) in model.free.iter().enumerate() {
-                r[o + a * m + j] -= wa * v[c];
+                r[dof[a] + j] -= wa * v[c];
             }
         }
         if let (Some(h), Some(kin)) = (h.as_mut(), kin.as_ref()) {
@@ -270,13 +269,13 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
             let z = lie::dexp_transpose_jacobian(psi, &w_body);
             for (a, wa) in wts.iter().enumerate() {
                 for (j, &c) in model.free.iter().enumerate() {
-                    let row = o + a * m + j;
+                    let row = dof[a] + j;
                     for col in 0..n {
                         h[(row, col)] -= wa * y[(c, col)];
                     }
                     for (b, wb) in wts.iter().enumerate() {
                         for (jj, &cc) in model.free.iter().enumerate() {
-                            h[(row, o + b * m + jj)] -= wa * wb * z[(c, cc)];
+                            h[(row, dof[b] + jj)] -= wa * wb * z[(c, cc)];
                         }
                     }
                 }
@@ -307,7 +306,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
         for (k, span) in spans.iter().enumerate() {
             let Some(span) = span else { continue };
             let seg = &model.segments[k];
-            let o = model.segment_dof_offset(k);
+            let dof = seg.dof;
             let xi = model.segment_strain(k, q);
             let d = span.offset_m;
             let v = lie::linear(&xi) + lie::angular(&xi).cross(&d) + span.offset_slope;
@@ -317,7 +316,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
             let wts = [seg.w_left, seg.w_right];
             for (a, wa) in wts.iter().enumerate() {
                 for (j, &cc) in model.free.iter().enumerate() {
-                    r[o + a * m + j] += wa * grad[cc];
+                    r[dof[a] + j] += wa * grad[cc];
                 }
             }
             if let Some(h) = h.as_mut() {
@@ -331,7 +330,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
                     for (bb, wb) in wts.iter().enumerate() {
                         for (j, &c1) in model.free.iter().enumerate() {
                             for (jj, &c2) in model.free.iter().enumerate() {
-                                h[(o + a * m + j, o + bb * m + jj)] += wa * wb * hxi[(c1, c2)];
+                                h[(dof[a] + j, dof[bb] + jj)] += wa * wb * hxi[(c1, c2)];
                             }
                         }
                     }

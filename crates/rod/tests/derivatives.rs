@@ -11,11 +11,16 @@ use rod::statics::{assemble, potential_energy};
 use rod::{Cable, Loads, Material, Model, PointLoad, Profile, Rod, StrainModes};
 
 fn busy_rod(modes: StrainModes) -> Rod {
+    busy_rod_basis(modes, rod::StrainBasis::Linear)
+}
+
+fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     let mut rod = Rod::uniform_cylinder(0.2, 0.01, Material { e_pa: 1.1e5, g_pa: 3.8e4, rho_kg_m3: 2000.0 }, 3);
     rod.section_lengths_m = vec![0.09, 0.07, 0.04];
     rod.subsegments_per_section = 3;
     rod.cross_section.outer = Profile::Linear { base_m: 0.01, tip_m: 0.005 };
     rod.modes = modes;
+    rod.strain_basis = basis;
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![
@@ -74,9 +79,13 @@ fn residual_is_gradient_of_potential() {
 
 #[test]
 fn tangent_is_jacobian_of_residual() {
-    for modes in [StrainModes::COSSERAT, StrainModes::EULER_BERNOULLI] {
+    for (modes, basis) in [
+        (StrainModes::COSSERAT, rod::StrainBasis::Linear),
+        (StrainModes::EULER_BERNOULLI, rod::StrainBasis::Linear),
+        (StrainModes::COSSERAT, rod::StrainBasis::Constant),
+    ] {
         for with_moment in [false, true] {
-            let rod = busy_rod(modes);
+            let rod = busy_rod_basis(modes, basis);
             let l = loads(with_moment);
             let model = Model::new(&rod, &l.points_m());
             for seed in 0..3 {

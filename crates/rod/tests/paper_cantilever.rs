@@ -1,0 +1,143 @@
+//! PLS paper Table II rod against an independent continuous-rod solution:
+//! a shooting method on the Cosserat ODEs written here, sharing no code with
+//! the PLS model (only nalgebra and the rod's section properties).
+
+use nalgebra::{Matrix3, Matrix6, Vector3, Vector6};
+use rod::statics::solve;
+use rod::{Loads, Model, NewtonOptions, Rod, StrainBasis};
+use std::path::PathBuf;
+
+fn paper_rod() -> Rod {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/pls-paper-cantilever.toml");
+    Rod::from_file(&path).unwrap()
+}
+
+fn skew(a: &Vector3<f64>) -> Matrix3<f64> {
+    Matrix3::new(0.0, -a.z, a.y, a.z, 0.0, -a.x, -a.y, a.x, 0.0)
+}
+
+/// State: position, rotation, internal force and moment (world frame).
+#[derive(Clone, Copy)]
+struct State {
+    p: Vector3<f64>,
+    r: Matrix3<f64>,
+    n: Vector3<f64>,
+    m: Vector3<f64>,
+}
+
+impl State {
+    fn axpy(&self, a: f64, d: &State) -> State {
+        State { p: self.p + d.p * a, r: self.r + d.r * a, n: self.n + d.n * a, m: self.m + d.m * a }
+    }
+}
+
+/// Cosserat rod ODEs: p' = R v, R' = R K~, n' = -f, m' = -p' x n, with
+/// K = Sigma_K^-1 R^T m, v = e1 + Sigma_Q^-1 R^T n.
+fn deriv(rod: &Rod, x: f64, s: &State, gscale: f64) -> State {
+    let props = rod.cross_section.properties(x, rod.length_m);
+    let k = props.stiffness_diag;
+    let mb = s.r.transpose() * s.m;
+    let nb = s.r.transpose() * s.n;
+    let kappa = Vector3::new(mb.x / k[0], mb.y / k[1], mb.z / k[2]);
+    let v = Vector3::new(1.0 + nb.x / k[3], nb.y / k[4], nb.z / k[5]);
+    let dp = s.r * v;
+    State { p: dp, r: s.r * skew(&kappa), n: -rod.gravity_m_s2 * (props.mass_per_length_kg_m * gscale), m: -dp.cross(&s.n) }
+}
+
+/// Integrates from the base with n(0), m(0); returns the tip state.
+fn shoot(rod: &Rod, base: &Vector6<f64>, steps: usize, gscale: f64) -> State {
+    let mut s = State { p: Vector3::zeros(), r: Matrix3::identity(), n: base.fixed_rows::<3>(0).into(), m: base.fixed_rows::<3>(3).into() };
+    let h = rod.length_m / steps as f64;
+    for i in 0..steps {
+        let x = i as f64 * h;
+        let k1 = deriv(rod, x, &s, gscale);
+        let k2 = deriv(rod, x + 0.5 * h, &s.axpy(0.5 * h, &k1), gscale);
+        let k3 = deriv(rod, x + 0.5 * h, &s.axpy(0.5 * h, &k2), gscale);
+        let k4 = deriv(rod, x + h, &s.axpy(h, &k3), gscale);
+        s = State {
+            p: s.p + (k1.p + k2.p * 2.0 + k3.p * 2.0 + k4.p) * (h / 6.0),
+            r: s.r + (k1.r + k2.r * 2.0 + k3.r * 2.0 + k4.r) * (h / 6.0),
+            n: s.n + (k1.n + k2.n * 2.0 + k3.n * 2.0 + k4.n) * (h / 6.0),
+            m: s.m + (k1.m + k2.m * 2.0 + k3.m * 2.0 + k4.m) * (h / 6.0),
+        };
+    }
+    s
+}
+
+/// Free tip: n(L) = 0, m(L) = 0. Newton on the base wrench with a
+/// finite-difference Jacobian and continuation in gravity.
+fn shooting_tip(rod: &Rod, steps: usize) -> Vector3<f64> {
+    let mut base = Vector6::zeros();
+    let residual = |b: &Vector6<f64>, gs: f64| {
+        let t = shoot(rod, b, steps, gs);
+        Vector6::new(t.n.x, t.n.y, t.n.z, t.m.x * 10.0, t.m.y * 10.0, t.m.z * 10.0)
+    };
+    let steps_c = 40;
+    for c in 1..=steps_c {
+        let gs = c as f64 / steps_c as f64;
+        // Predictor: the base wrench scales with gravity (exactly so for the force).
+        if c > 1 {
+            base *= gs / ((c - 1) as f64 / steps_c as f64);
+        }
+        for _ in 0..50 {
+            let r = residual(&base, gs);
+            if r.norm() < 1e-13 {
+                break;
+            }
+            let mut jac = Matrix6::zeros();
+            for j in 0..6 {
+                let e = 1e-7 * (1.0 + base[j].abs());
+                let mut bp = base;
+                bp[j] += e;
+                jac.set_column(j, &((residual(&bp, gs) - r) / e));
+            }
+            let step = jac.lu().solve(&r).unwrap();
+            // Backtracking on the residual norm.
+            let mut a = 1.0;
+            while a > 1e-3 && residual(&(base - step * a), gs).norm() >= r.norm() {
+                a *= 0.5;
+            }
+            base -= step * a;
+        }
+    }
+    let rn = residual(&base, 1.0).norm();
+    assert!(rn < 1e-11, "shooting did not converge: {rn:e}");
+    shoot(rod, &base, steps, 1.0).p
+}
+
+fn pls_tip(rod: &Rod) -> (Vector3<f64>, usize) {
+    let model = Model::new(rod, &[]);
+    let sol = solve(&model, &Loads::gravity(), None, &NewtonOptions::default()).unwrap();
+    (model.frames(&sol.q).joints.last().unwrap().pos, sol.iterations)
+}
+
+#[test]
+fn table_ii_rod_converges_to_the_continuous_rod() {
+    let rod = paper_rod();
+    let reference = shooting_tip(&rod, 4000);
+    // The shooting reference itself is converged in its step count.
+    let coarse = shooting_tip(&rod, 2000);
+    assert!((reference - coarse).norm() < 1e-9);
+
+    let (tip3, iters) = pls_tip(&rod);
+    let err3 = (tip3 - reference).norm();
+    let pcs3 = pls_tip(&rod.with_basis(StrainBasis::Constant)).0;
+    println!("continuous rod (shooting, 4000 RK4 steps): [{:.4}, {:.4}, {:.4}] cm", reference.x * 100.0, reference.y * 100.0, reference.z * 100.0);
+    println!("PLS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm, {iters} Newton iterations", tip3.x * 100.0, tip3.y * 100.0, tip3.z * 100.0, err3 * 1e3);
+    println!("PCS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm", pcs3.x * 100.0, pcs3.y * 100.0, pcs3.z * 100.0, (pcs3 - reference).norm() * 1e3);
+    println!("paper: FEM [5.8479, 0, -17.8395], PCS [5.3450, 0, -17.1693], PLS [5.7787, 0, -17.8394] cm");
+    assert!(err3 < 1e-3, "PLS with 3 sections is {err3} m from the continuous rod");
+    assert!(tip3.y.abs() < 1e-12);
+
+    println!("sections | PLS tip error [mm] | PCS tip error [mm]");
+    let mut last = f64::INFINITY;
+    for n in [2, 4, 8, 16] {
+        let refined = rod.with_equal_sections(n);
+        let e = (pls_tip(&refined).0 - reference).norm();
+        let e_pcs = (pls_tip(&refined.with_basis(StrainBasis::Constant)).0 - reference).norm();
+        println!("{n:>8} | {:>18.4} | {:>18.4}", e * 1e3, e_pcs * 1e3);
+        assert!(e < last, "error must shrink under refinement: {n} sections {e} >= {last}");
+        last = e;
+    }
+    assert!(last < 1e-4);
+}
