@@ -1,1 +1,68 @@
-fn main() {}
+//! `rodlab`: the command-line front end. Thin by design: argument parsing,
+//! file plumbing and printing; the work happens in the stage crates.
+//!
+//! Exit status: 0 success, 1 a computation failed (e.g. no convergence),
+//! 2 bad input (arguments, config or data files).
+
+mod paper;
+mod solve;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rodlab",
+    version,
+    about = "Soft-rod lab toolkit: PLS Cosserat rod model, identification, validation.",
+    after_help = "Examples:\n  rodlab paper-table\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 6"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Static equilibrium of a rod under gravity, cable tensions and tip loads.
+    Solve(solve::SolveArgs),
+    /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
+    PaperTable(paper::PaperArgs),
+}
+
+/// An error that is the user's input, not the computation (exit status 2).
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InputError(msg.into()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Solve(a) => solve::run(a),
+        Command::PaperTable(a) => paper::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the chain of causes joined.
+            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("rodlab: error: {}", msg.join(": "));
+            if e.chain().any(|c| c.is::<InputError>() || c.is::<rod::ConfigError>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -131,7 +131,7 @@ impl Rod {
     pub fn from_file(path: &Path) -> Result<Rod, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new(&file, "-", format!("cannot read rod file: {e}")))?;
+            .map_err(|e| ConfigError::new(&file, "", format!("cannot read rod file: {e}")))?;
         Rod::from_toml_str(&text, &file)
     }
 
@@ -141,7 +141,7 @@ impl Rod {
             let msg = e.message().replace('\n', " ");
             match line {
                 Some(l) => ConfigError::new(file, &format!("line {l}"), msg),
-                None => ConfigError::new(file, "-", msg),
+                None => ConfigError::new(file, "", msg),
             }
         })?;
         raw.validate(file)
@@ -149,13 +149,24 @@ impl Rod {
 }
 
 /// One-line error naming the file and the field.
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
-#[error("{file}: {field}: {message}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
     pub file: String,
     pub field: String,
     pub message: String,
 }
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 impl ConfigError {
     pub fn new(file: &str, field: &str, message: impl Into<String>) -> Self {

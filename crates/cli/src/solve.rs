@@ -1,0 +1,111 @@
+//! `rodlab solve`: one static equilibrium, printed and written as CSV.
+
+use crate::input_error;
+use anyhow::{Context, Result};
+use clap::Args;
+use lie::Vec3;
+use rod::statics::{model_for, solve};
+use rod::{Loads, NewtonOptions, Rod, StrainModes};
+use std::path::PathBuf;
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 8 --modes timoshenko")]
+pub struct SolveArgs {
+    /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Cable tensions in newtons, one per cable of the rod, comma-separated.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub tension: Vec<f64>,
+    /// Tip force in the world frame [N]: FX,FY,FZ.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub tip_force: Vec<f64>,
+    /// Tip moment in the world frame [N m]: MX,MY,MZ (fixed direction).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub tip_moment: Vec<f64>,
+    /// Replace the rod's sections by N equal sections.
+    #[arg(long)]
+    pub sections: Option<usize>,
+    /// Override the strain modes: cosserat, euler-bernoulli, kirchhoff-extensible, timoshenko.
+    #[arg(long)]
+    pub modes: Option<String>,
+    /// Turn gravity off.
+    #[arg(long)]
+    pub no_gravity: bool,
+    /// Write the shape (base to tip) as CSV.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn vec3_arg(name: &str, v: &[f64]) -> Result<Vec3> {
+    match v {
+        [] => Ok(Vec3::zeros()),
+        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(*x, *y, *z)),
+        _ => Err(input_error(format!("--{name}: expected three finite numbers X,Y,Z, got {} values", v.len()))),
+    }
+}
+
+pub fn load_rod(path: &std::path::Path, sections: Option<usize>, modes: Option<&str>) -> Result<Rod> {
+    let mut rod = Rod::from_file(path)?;
+    if let Some(n) = sections {
+        if n == 0 || n > 10_000 {
+            return Err(input_error(format!("--sections: must be between 1 and 10000, got {n}")));
+        }
+        rod = rod.with_equal_sections(n);
+    }
+    if let Some(m) = modes {
+        let modes = StrainModes::by_name(m).ok_or_else(|| input_error(format!("--modes: unknown mode '{m}'")))?;
+        rod = rod.with_modes(modes);
+    }
+    Ok(rod)
+}
+
+pub fn run(a: SolveArgs) -> Result<()> {
+    let rod = load_rod(&a.rod, a.sections, a.modes.as_deref())?;
+    let force = vec3_arg("tip-force", &a.tip_force)?;
+    let moment = vec3_arg("tip-moment", &a.tip_moment)?;
+    if !a.tension.is_empty() && a.tension.len() != rod.cables.len() {
+        return Err(input_error(format!(
+            "--tension: {} values given, {} has {} cables",
+            a.tension.len(),
+            a.rod.display(),
+            rod.cables.len()
+        )));
+    }
+    if a.tension.iter().any(|t| !t.is_finite() || *t < 0.0) {
+        return Err(input_error("--tension: tensions must be finite and non-negative (cables only pull)"));
+    }
+    let mut loads = Loads { gravity_scale: if a.no_gravity { 0.0 } else { 1.0 }, ..Loads::default() };
+    loads = loads.with_tensions(&a.tension);
+    if force != Vec3::zeros() || moment != Vec3::zeros() {
+        loads = loads.with_tip(rod.length_m, force, moment);
+    }
+    let model = model_for(&rod, &loads);
+    let started = std::time::Instant::now();
+    let sol = solve(&model, &loads, None, &NewtonOptions::default())?;
+    let elapsed = started.elapsed();
+    let rows = rod::shape::shape(&model, &sol.q);
+    let tip = rows.last().expect("a rod has a tip");
+    println!(
+        "rod: {} ({} sections, {} sub-segments each, {} strain dofs, mass {:.4} kg)",
+        a.rod.display(),
+        rod.section_lengths_m.len(),
+        rod.subsegments_per_section,
+        model.n_dof(),
+        model.mass_kg()
+    );
+    println!(
+        "converged: {} Newton iterations, {} load step(s), residual {:.2e}, {:.3} ms",
+        sol.iterations,
+        sol.load_steps,
+        sol.residual_norm,
+        elapsed.as_secs_f64() * 1e3
+    );
+    println!("tip position [m]: {:.6} {:.6} {:.6}", tip.pos_m.x, tip.pos_m.y, tip.pos_m.z);
+    if let Some(out) = &a.out {
+        let file = std::fs::File::create(out).with_context(|| format!("cannot write {}", out.display()))?;
+        rod::shape::write_csv(&rows, std::io::BufWriter::new(file)).with_context(|| format!("cannot write {}", out.display()))?;
+        println!("wrote {} ({} rows, base to tip)", out.display(), rows.len());
+    }
+    Ok(())
+}
