@@ -1,0 +1,221 @@
+//! The project's static-experiment format: a directory with two CSV files.
+//!
+//! `inputs.csv`: one row per experiment,
+//!   `experiment,tension_1_n,...,tension_K_n[,tip_force_x_n,tip_force_y_n,tip_force_z_n]`
+//!   (K = number of cables of the rod; no tension columns for a rod without cables).
+//! `measurements.csv`: one row per measured point,
+//!   `experiment,arc_m,offset_y_m,offset_z_m,x_m,y_m,z_m,sigma_m`
+//!   (a point at arc length `arc_m`, offset from the centre line in the body
+//!   y-z plane, measured at world position (x, y, z) with standard deviation
+//!   `sigma_m` per coordinate).
+//! Lines starting with `#` are comments. Units are SI.
+
+use lie::Vec3;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A measured point of the rod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub arc_m: f64,
+    pub offset_body_m: Vec3,
+    pub pos_m: Vec3,
+    pub sigma_m: f64,
+}
+
+/// One static experiment: known inputs and measured points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Experiment {
+    pub id: String,
+    pub tensions_n: Vec<f64>,
+    pub tip_force_n: Vec3,
+    pub measurements: Vec<Measurement>,
+}
+
+impl Experiment {
+    /// True when gravity is the only load.
+    pub fn gravity_only(&self) -> bool {
+        self.tensions_n.iter().all(|t| *t == 0.0) && self.tip_force_n == Vec3::zeros()
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[error("{file}: {place}: {message}")]
+pub struct DataError {
+    pub file: String,
+    pub place: String,
+    pub message: String,
+}
+
+fn err(file: &Path, place: impl Into<String>, message: impl Into<String>) -> DataError {
+    DataError { file: file.display().to_string(), place: place.into(), message: message.into() }
+}
+
+/// A parsed CSV: header and rows with their line numbers.
+struct Csv {
+    header: Vec<String>,
+    rows: Vec<(usize, Vec<String>)>,
+}
+
+fn read_csv(path: &Path) -> Result<Csv, DataError> {
+    let text = std::fs::read_to_string(path).map_err(|e| err(path, "file", format!("cannot read: {e}")))?;
+    let mut header = None;
+    let mut rows = vec![];
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cells: Vec<String> = line.split(',').map(|c| c.trim().to_string()).collect();
+        if header.is_none() {
+            header = Some(cells);
+        } else {
+            rows.push((i + 1, cells));
+        }
+    }
+    let header = header.ok_or_else(|| err(path, "header", "empty file"))?;
+    Ok(Csv { header, rows })
+}
+
+impl Csv {
+    fn column(&self, path: &Path, name: &str) -> Result<usize, DataError> {
+        self.header.iter().position(|h| h == name).ok_or_else(|| err(path, "header", format!("missing column '{name}'")))
+    }
+
+    fn number(&self, path: &Path, line: usize, cells: &[String], col: usize) -> Result<f64, DataError> {
+        let name = &self.header[col];
+        let cell = cells.get(col).ok_or_else(|| err(path, format!("line {line}"), format!("missing value for '{name}'")))?;
+        let v: f64 = cell.parse().map_err(|_| err(path, format!("line {line}, column '{name}'"), format!("not a number: '{cell}'")))?;
+        if !v.is_finite() {
+            return Err(err(path, format!("line {line}, column '{name}'"), format!("not finite: '{cell}'")));
+        }
+        Ok(v)
+    }
+}
+
+/// Reads `inputs.csv` and `measurements.csv` of `dir` for a rod with `n_cables` cables.
+pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, DataError> {
+    if !dir.is_dir() {
+        return Err(err(dir, "directory", "not a directory with inputs.csv and measurements.csv"));
+    }
+    let inputs_path = dir.join("inputs.csv");
+    let meas_path = dir.join("measurements.csv");
+    let inputs = read_csv(&inputs_path)?;
+    let id_col = inputs.column(&inputs_path, "experiment")?;
+    let tension_cols: Vec<usize> = (1..=n_cables)
+        .map(|k| inputs.column(&inputs_path, &format!("tension_{k}_n")))
+        .collect::<Result<_, _>>()?;
+    let extra = inputs.header.iter().filter(|h| h.starts_with("tension_")).count();
+    if extra != n_cables {
+        return Err(err(&inputs_path, "header", format!("{extra} tension columns, the rod has {n_cables} cables")));
+    }
+    let force_cols: Option<Vec<usize>> = if inputs.header.iter().any(|h| h.starts_with("tip_force_")) {
+        Some(["x", "y", "z"].iter().map(|a| inputs.column(&inputs_path, &format!("tip_force_{a}_n"))).collect::<Result<_, _>>()?)
+    } else {
+        None
+    };
+    let mut experiments: BTreeMap<String, Experiment> = BTreeMap::new();
+    let mut order = vec![];
+    for (line, cells) in &inputs.rows {
+        if cells.len() != inputs.header.len() {
+            return Err(err(&inputs_path, format!("line {line}"), format!("{} values, header has {}", cells.len(), inputs.header.len())));
+        }
+        let id = cells[id_col].clone();
+        let mut tensions = vec![];
+        for &c in &tension_cols {
+            let t = inputs.number(&inputs_path, *line, cells, c)?;
+            if t < 0.0 {
+                return Err(err(&inputs_path, format!("line {line}, column '{}'", inputs.header[c]), "a cable tension cannot be negative"));
+            }
+            tensions.push(t);
+        }
+        let tip_force = match &force_cols {
+            Some(fc) => Vec3::new(
+                inputs.number(&inputs_path, *line, cells, fc[0])?,
+                inputs.number(&inputs_path, *line, cells, fc[1])?,
+                inputs.number(&inputs_path, *line, cells, fc[2])?,
+            ),
+            None => Vec3::zeros(),
+        };
+        if experiments.contains_key(&id) {
+            return Err(err(&inputs_path, format!("line {line}"), format!("experiment '{id}' appears twice")));
+        }
+        order.push(id.clone());
+        experiments.insert(id.clone(), Experiment { id, tensions_n: tensions, tip_force_n: tip_force, measurements: vec![] });
+    }
+    let meas = read_csv(&meas_path)?;
+    let cols: Vec<usize> = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"]
+        .iter()
+        .map(|n| meas.column(&meas_path, n))
+        .collect::<Result<_, _>>()?;
+    for (line, cells) in &meas.rows {
+        if cells.len() != meas.header.len() {
+            return Err(err(&meas_path, format!("line {line}"), format!("{} values, header has {}", cells.len(), meas.header.len())));
+        }
+        let id = &cells[cols[0]];
+        let v: Vec<f64> = cols[1..].iter().map(|&c| meas.number(&meas_path, *line, cells, c)).collect::<Result<_, _>>()?;
+        if v[6] <= 0.0 {
+            return Err(err(&meas_path, format!("line {line}, column 'sigma_m'"), "must be positive"));
+        }
+        let e = experiments
+            .get_mut(id)
+            .ok_or_else(|| err(&meas_path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
+        e.measurements.push(Measurement {
+            arc_m: v[0],
+            offset_body_m: Vec3::new(0.0, v[1], v[2]),
+            pos_m: Vec3::new(v[3], v[4], v[5]),
+            sigma_m: v[6],
+        });
+    }
+    let out: Vec<Experiment> = order.into_iter().map(|id| experiments.remove(&id).unwrap()).collect();
+    if out.is_empty() {
+        return Err(err(&inputs_path, "rows", "no experiments"));
+    }
+    if let Some(e) = out.iter().find(|e| e.measurements.is_empty()) {
+        return Err(err(&meas_path, "rows", format!("experiment '{}' has no measurement", e.id)));
+    }
+    Ok(out)
+}
+
+/// Checks measurement arc lengths against the rod length.
+pub fn check_against_rod(experiments: &[Experiment], length_m: f64, meas_file: &Path) -> Result<(), DataError> {
+    for e in experiments {
+        for m in &e.measurements {
+            if !(m.arc_m >= 0.0 && m.arc_m <= length_m * (1.0 + 1e-9)) {
+                return Err(err(meas_file, format!("experiment '{}'", e.id), format!("arc_m = {} outside the rod [0, {length_m}]", m.arc_m)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes experiments in the format above (used for synthetic data sets).
+pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) -> std::io::Result<()> {
+    use std::fmt::Write;
+    std::fs::create_dir_all(dir)?;
+    let k = experiments.first().map_or(0, |e| e.tensions_n.len());
+    let mut s = format!("# {comment}\nexperiment");
+    for i in 1..=k {
+        let _ = write!(s, ",tension_{i}_n");
+    }
+    s.push_str(",tip_force_x_n,tip_force_y_n,tip_force_z_n\n");
+    for e in experiments {
+        s.push_str(&e.id);
+        for t in &e.tensions_n {
+            let _ = write!(s, ",{t}");
+        }
+        let _ = writeln!(s, ",{},{},{}", e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z);
+    }
+    std::fs::write(dir.join("inputs.csv"), s)?;
+    let mut s = format!("# {comment}\nexperiment,arc_m,offset_y_m,offset_z_m,x_m,y_m,z_m,sigma_m\n");
+    for e in experiments {
+        for m in &e.measurements {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{:.9},{:.9},{:.9},{}",
+                e.id, m.arc_m, m.offset_body_m.y, m.offset_body_m.z, m.pos_m.x, m.pos_m.y, m.pos_m.z, m.sigma_m
+            );
+        }
+    }
+    std::fs::write(dir.join("measurements.csv"), s)
+}

@@ -1,0 +1,331 @@
+//! Fitting: multi-start Levenberg-Marquardt (argmin), covariance and 95 %
+//! confidence intervals, identifiability warnings, leave-one-out prediction.
+
+use crate::data::Experiment;
+use crate::lm::LevenbergMarquardt;
+use crate::problem::{Layout, Problem, Values};
+use argmin::core::{Executor, State};
+use lie::Vec3;
+use nalgebra::{DMatrix, DVector};
+use rod::Rod;
+use serde::Serialize;
+use std::time::Instant;
+
+/// What to fit and from where.
+#[derive(Clone, Debug)]
+pub struct FitOptions {
+    /// Estimate a translation of the measurement frame.
+    pub translation: bool,
+    /// Estimate the base's pitch.
+    pub pitch: bool,
+    /// Initial guesses (E, G, rho); empty = a spread around the rod file's material.
+    pub starts: Vec<[f64; 3]>,
+    pub max_iterations: u64,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100 }
+    }
+}
+
+/// One start of the multi-start.
+#[derive(Clone, Debug, Serialize)]
+pub struct StartOutcome {
+    pub start_e_pa: f64,
+    pub start_g_pa: f64,
+    pub start_rho_kg_m3: f64,
+    pub converged: bool,
+    pub e_pa: f64,
+    pub g_pa: f64,
+    pub rho_kg_m3: f64,
+    pub cost: f64,
+    pub iterations: u64,
+    pub note: String,
+}
+
+/// A parameter with its 95 % confidence interval.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Estimate {
+    pub value: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+}
+
+/// The result of a fit.
+#[derive(Clone, Debug)]
+pub struct Fit {
+    pub layout: Layout,
+    pub params: DVector<f64>,
+    pub values: Values,
+    pub e_pa: Estimate,
+    pub g_pa: Estimate,
+    /// Without confidence interval when rho was held fixed.
+    pub rho_kg_m3: Estimate,
+    /// Covariance of the parameter vector (log-parameters, metres, radians).
+    pub covariance: DMatrix<f64>,
+    pub correlation: DMatrix<f64>,
+    pub parameter_names: Vec<&'static str>,
+    /// Residual standard deviation in units of sigma (sqrt(SSR / dof)).
+    pub residual_scale: f64,
+    pub condition_number: f64,
+    /// Per experiment, per measured point: predicted position.
+    pub predicted: Vec<Vec<Vec3>>,
+    /// Per experiment, per measured point: |predicted - measured| [mm].
+    pub errors_mm: Vec<Vec<f64>>,
+    pub rms_error_mm: f64,
+    pub cost: f64,
+    pub iterations: u64,
+    pub history: Vec<f64>,
+    pub wall_time_s: f64,
+    pub static_solves: usize,
+    pub warnings: Vec<String>,
+    pub starts: Vec<StartOutcome>,
+    pub equilibria: Vec<DVector<f64>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error("no start converged: {0}")]
+    NoStart(String),
+    #[error("{0}")]
+    Model(String),
+}
+
+/// Student-t 97.5 % quantile (Cornish-Fisher expansion, good to 1e-3 for dof >= 3).
+pub fn t975(dof: usize) -> f64 {
+    let z: f64 = 1.959_963_984_540_054;
+    if dof == 0 {
+        return f64::INFINITY;
+    }
+    let n = dof as f64;
+    let g1 = (z.powi(3) + z) / 4.0;
+    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
+    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
+    let g4 = (79.0 * z.powi(9) + 776.0 * z.powi(7) + 1482.0 * z.powi(5) - 1920.0 * z.powi(3) - 945.0 * z) / 92160.0;
+    match dof {
+        1 => 12.706,
+        2 => 4.303,
+        _ => z + g1 / n + g2 / n.powi(2) + g3 / n.powi(3) + g4 / n.powi(4),
+    }
+}
+
+fn default_starts(rod: &Rod) -> Vec<[f64; 3]> {
+    let m = rod.cross_section.body;
+    let (e, g, r) = (m.e_pa, m.g_pa, m.rho_kg_m3);
+    vec![[e, g, r], [3.0 * e, 3.0 * g, r], [0.5 * e, 0.5 * g, 1.3 * r], [2.0 * e, 0.5 * g, 0.8 * r], [e, 3.0 * g, r]]
+}
+
+struct Run {
+    params: DVector<f64>,
+    cost: f64,
+    iterations: u64,
+    history: Vec<f64>,
+}
+
+/// One Levenberg-Marquardt run from `p0`; a start whose model fails is
+/// stiffened (E and G doubled) up to five times.
+fn run_from(problem: &Problem, p0: &DVector<f64>, max_iter: u64) -> Result<(Run, String), String> {
+    let mut p0 = p0.clone();
+    let mut note = String::new();
+    for attempt in 0..6 {
+        if problem.evaluate(&p0, false).is_ok() {
+            break;
+        }
+        if attempt == 5 {
+            return Err("the static model does not converge at this start".into());
+        }
+        p0[0] += 2f64.ln();
+        p0[1] += 2f64.ln();
+        note = format!("start stiffened x{} to make every experiment solvable", 1 << (attempt + 1));
+    }
+    let res = Executor::new(problem, LevenbergMarquardt::default())
+        .configure(|s| s.param(p0).max_iters(max_iter))
+        .run()
+        .map_err(|e| e.to_string())?;
+    let state = res.state();
+    let params = state.get_best_param().or(state.get_param()).cloned().ok_or("no parameters")?;
+    Ok((Run { params, cost: state.get_best_cost(), iterations: state.get_iter(), history: res.solver().history.clone() }, note))
+}
+
+/// Fits (E, G, rho) (and nuisance parameters) to the experiments.
+pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+    let started = Instant::now();
+    let gravity_only = experiments.iter().all(|e| e.gravity_only());
+    let layout = Layout { fit_rho: !gravity_only, translation: opts.translation, pitch: opts.pitch };
+    let fixed_rho = rod.cross_section.body.rho_kg_m3;
+    let problem = Problem::new(rod, experiments, layout, fixed_rho);
+    let starts = if opts.starts.is_empty() { default_starts(rod) } else { opts.starts.clone() };
+    let mut runs = vec![];
+    let mut outcomes = vec![];
+    for (i, s) in starts.iter().enumerate() {
+        progress(&format!("start {}/{}", i + 1, starts.len()));
+        let v0 = Values { e_pa: s[0], g_pa: s[1], rho_kg_m3: s[2], translation_m: Vec3::zeros(), pitch_rad: 0.0 };
+        let p0 = problem.params(&v0);
+        match run_from(&problem, &p0, opts.max_iterations) {
+            Ok((run, note)) => {
+                let v = problem.values(&run.params);
+                outcomes.push(StartOutcome {
+                    start_e_pa: s[0],
+                    start_g_pa: s[1],
+                    start_rho_kg_m3: s[2],
+                    converged: true,
+                    e_pa: v.e_pa,
+                    g_pa: v.g_pa,
+                    rho_kg_m3: v.rho_kg_m3,
+                    cost: run.cost,
+                    iterations: run.iterations,
+                    note,
+                });
+                runs.push(run);
+            }
+            Err(e) => outcomes.push(StartOutcome {
+                start_e_pa: s[0],
+                start_g_pa: s[1],
+                start_rho_kg_m3: s[2],
+                converged: false,
+                e_pa: f64::NAN,
+                g_pa: f64::NAN,
+                rho_kg_m3: f64::NAN,
+                cost: f64::NAN,
+                iterations: 0,
+                note: e,
+            }),
+        }
+    }
+    let best = runs
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost))
+        .map(|(i, _)| i)
+        .ok_or_else(|| FitError::NoStart(outcomes.iter().map(|o| o.note.clone()).collect::<Vec<_>>().join("; ")))?;
+    let best_run = &runs[best];
+    let mut warnings = vec![];
+    // Do the starts agree?
+    let mut disagree = vec![];
+    for (o, r) in outcomes.iter().filter(|o| o.converged).zip(&runs) {
+        let dp = (&r.params - &best_run.params).amax();
+        let dc = (r.cost - best_run.cost).abs() / best_run.cost.max(1e-12);
+        if dp > 1e-3 && dc > 1e-6 {
+            disagree.push(format!("start E={:.3e} ended at cost {:.4e} (best {:.4e})", o.start_e_pa, r.cost, best_run.cost));
+        }
+    }
+    if !disagree.is_empty() {
+        warnings.push(format!("starts disagree (local minima): {}", disagree.join("; ")));
+    }
+    if outcomes.iter().any(|o| !o.converged) {
+        warnings.push(format!("{} of {} starts failed", outcomes.iter().filter(|o| !o.converged).count(), outcomes.len()));
+    }
+    let ev = problem.evaluate(&best_run.params, true).map_err(FitError::Model)?;
+    let j = ev.jacobian.clone().expect("jacobian");
+    let m = j.nrows();
+    let np = j.ncols();
+    let dof = m.saturating_sub(np);
+    let ssr = ev.residual.norm_squared();
+    let s2 = if dof > 0 { ssr / dof as f64 } else { f64::NAN };
+    let jtj = j.transpose() * &j;
+    // Condition number of the column-scaled normal matrix.
+    let d = DVector::from_iterator(np, (0..np).map(|i| 1.0 / jtj[(i, i)].sqrt().max(1e-300)));
+    let scaled = DMatrix::from_fn(np, np, |a, b| jtj[(a, b)] * d[a] * d[b]);
+    let eig = scaled.symmetric_eigenvalues();
+    let cond = eig.amax() / eig.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-300);
+    let inv = jtj.clone().pseudo_inverse(1e-14 * jtj.amax()).unwrap_or_else(|_| DMatrix::from_element(np, np, f64::NAN));
+    let cov = inv * s2;
+    let sd = DVector::from_iterator(np, (0..np).map(|i| cov[(i, i)].max(0.0).sqrt()));
+    let corr = DMatrix::from_fn(np, np, |a, b| cov[(a, b)] / (sd[a] * sd[b]).max(1e-300));
+    let t = t975(dof);
+    let v = problem.values(&best_run.params);
+    let est = |i: usize, value: f64| Estimate { value, ci95_low: value * (-t * sd[i]).exp(), ci95_high: value * (t * sd[i]).exp() };
+    let e_est = est(0, v.e_pa);
+    let g_est = est(1, v.g_pa);
+    let rho_est = if layout.fit_rho { est(2, v.rho_kg_m3) } else { Estimate { value: v.rho_kg_m3, ci95_low: f64::NAN, ci95_high: f64::NAN } };
+    if gravity_only {
+        warnings.push(format!(
+            "only gravity loads: only E/rho and G/rho are identifiable; rho held at {} kg/m^3 (known forces such as cable tensions fix the scale)",
+            fixed_rho
+        ));
+    }
+    if cond > 1e8 {
+        warnings.push(format!("ill-conditioned problem: condition number {cond:.2e}"));
+    }
+    let g_rel = (t * sd[1]).exp() - 1.0;
+    if !(g_rel < 0.5) {
+        warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
+    }
+    if dof == 0 {
+        warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
+    }
+    let errors_mm: Vec<Vec<f64>> = experiments
+        .iter()
+        .zip(&ev.predicted)
+        .map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect())
+        .collect();
+    let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
+    let rms = (all.iter().map(|e| e * e).sum::<f64>() / all.len() as f64).sqrt();
+    Ok(Fit {
+        layout,
+        params: best_run.params.clone(),
+        values: v,
+        e_pa: e_est,
+        g_pa: g_est,
+        rho_kg_m3: rho_est,
+        covariance: cov,
+        correlation: corr,
+        parameter_names: layout.names(),
+        residual_scale: s2.sqrt(),
+        condition_number: cond,
+        predicted: ev.predicted,
+        errors_mm,
+        rms_error_mm: rms,
+        cost: best_run.cost,
+        iterations: runs.iter().map(|r| r.iterations).sum(),
+        history: best_run.history.clone(),
+        wall_time_s: started.elapsed().as_secs_f64(),
+        static_solves: problem.solves.get(),
+        warnings,
+        starts: outcomes,
+        equilibria: ev.q,
+    })
+}
+
+/// Predicted positions of an experiment's measured points for given values.
+pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
+    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
+    let ev = problem.evaluate(&problem.params(values), false)?;
+    Ok((ev.predicted[0].clone(), ev.q[0].clone()))
+}
+
+/// Leave-one-out: fit on all but one experiment, predict that one.
+#[derive(Clone, Debug, Serialize)]
+pub struct LooResult {
+    pub experiment: String,
+    pub e_pa: f64,
+    pub g_pa: f64,
+    pub rho_kg_m3: f64,
+    /// Prediction error per measured point [mm].
+    pub errors_mm: Vec<f64>,
+}
+
+pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, mut progress: impl FnMut(&str)) -> Vec<LooResult> {
+    let mut out = vec![];
+    if experiments.len() < 2 {
+        return out;
+    }
+    let v = full.values;
+    for (i, left_out) in experiments.iter().enumerate() {
+        progress(&format!("leave-one-out {}/{}", i + 1, experiments.len()));
+        let rest: Vec<Experiment> = experiments.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, e)| e.clone()).collect();
+        let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
+        let Ok(f) = fit(rod, &rest, &o, |_| {}) else {
+            out.push(LooResult { experiment: left_out.id.clone(), e_pa: f64::NAN, g_pa: f64::NAN, rho_kg_m3: f64::NAN, errors_mm: vec![f64::NAN] });
+            continue;
+        };
+        let errors = match predict(rod, left_out, &f.values) {
+            Ok((p, _)) => left_out.measurements.iter().zip(&p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect(),
+            Err(_) => vec![f64::NAN],
+        };
+        out.push(LooResult { experiment: left_out.id.clone(), e_pa: f.values.e_pa, g_pa: f.values.g_pa, rho_kg_m3: f.values.rho_kg_m3, errors_mm: errors });
+    }
+    out
+}

@@ -1,0 +1,16 @@
+//! `identify`: material parameters (E, G, rho) from static experiments.
+//! Stage "identify" in record -> track -> observe -> identify -> simulate ->
+//! report: it reads experiments (known loads, measured points), solves the
+//! PLS static model of every experiment, and fits the parameters by
+//! least squares with argmin (Levenberg-Marquardt on log-parameters, exact
+//! sensitivities), with confidence intervals and identifiability checks.
+
+pub mod data;
+pub mod fit;
+pub mod lm;
+pub mod output;
+pub mod problem;
+
+pub use data::{read_experiments, DataError, Experiment, Measurement};
+pub use fit::{fit, leave_one_out, predict, Fit, FitError, FitOptions, LooResult};
+pub use problem::{Layout, Problem, Values};

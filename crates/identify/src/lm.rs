@@ -1,0 +1,113 @@
+//! Levenberg-Marquardt as an argmin [`Solver`]: Gauss-Newton steps on
+//! `1/2 |r|^2` with Marquardt's diagonal damping, adapted each iteration.
+//! A step that fails (the static model does not converge at the trial
+//! parameters) counts as a rejected step, like a cost increase.
+
+use argmin::core::{
+    ArgminFloat, Error, IterState, Jacobian, Operator, Problem, Solver, State, TerminationReason, TerminationStatus, KV,
+};
+use nalgebra::{DMatrix, DVector};
+
+pub type LmState = IterState<DVector<f64>, DVector<f64>, DMatrix<f64>, (), (), f64>;
+
+#[derive(Clone, Debug)]
+pub struct LevenbergMarquardt {
+    lambda: f64,
+    /// Stop when the cost decreases by less than this fraction.
+    pub cost_tolerance: f64,
+    /// Stop when the step is shorter than this (parameter units).
+    pub step_tolerance: f64,
+    stalled: bool,
+    last_rel_decrease: f64,
+    last_step: f64,
+    /// Cost after every iteration.
+    pub history: Vec<f64>,
+}
+
+impl Default for LevenbergMarquardt {
+    fn default() -> Self {
+        Self {
+            lambda: 1e-3,
+            cost_tolerance: 1e-12,
+            step_tolerance: 1e-10,
+            stalled: false,
+            last_rel_decrease: f64::INFINITY,
+            last_step: f64::INFINITY,
+            history: vec![],
+        }
+    }
+}
+
+fn cost_of(r: &DVector<f64>) -> f64 {
+    0.5 * r.norm_squared()
+}
+
+impl<O> Solver<O, LmState> for LevenbergMarquardt
+where
+    O: Operator<Param = DVector<f64>, Output = DVector<f64>> + Jacobian<Param = DVector<f64>, Jacobian = DMatrix<f64>>,
+{
+    fn name(&self) -> &str {
+        "Levenberg-Marquardt"
+    }
+
+    fn init(&mut self, problem: &mut Problem<O>, state: LmState) -> Result<(LmState, Option<KV>), Error> {
+        let p = state.get_param().ok_or_else(|| Error::msg("Levenberg-Marquardt needs an initial parameter vector"))?.clone();
+        let r = problem.apply(&p)?;
+        let c = cost_of(&r);
+        self.history.push(c);
+        Ok((state.cost(c), None))
+    }
+
+    fn next_iter(&mut self, problem: &mut Problem<O>, mut state: LmState) -> Result<(LmState, Option<KV>), Error> {
+        let p = state.take_param().ok_or_else(|| Error::msg("no parameter vector"))?;
+        let r = problem.apply(&p)?;
+        let j = problem.jacobian(&p)?;
+        let cost = cost_of(&r);
+        let g = j.transpose() * &r;
+        let a = j.transpose() * &j;
+        let max_diag = a.diagonal().amax().max(1e-300);
+        let mut accepted = None;
+        for _ in 0..30 {
+            let mut damped = a.clone();
+            for i in 0..a.nrows() {
+                damped[(i, i)] += self.lambda * (a[(i, i)] + 1e-9 * max_diag);
+            }
+            let Some(step) = damped.cholesky().map(|c| c.solve(&(-&g))) else {
+                self.lambda *= 4.0;
+                continue;
+            };
+            let trial = &p + &step;
+            match problem.apply(&trial) {
+                Ok(rt) if cost_of(&rt) < cost => {
+                    let ct = cost_of(&rt);
+                    self.last_rel_decrease = (cost - ct) / cost.max(1e-300);
+                    self.last_step = step.norm();
+                    self.lambda = (self.lambda / 3.0).max(1e-12);
+                    accepted = Some((trial, ct));
+                    break;
+                }
+                _ => self.lambda *= 4.0,
+            }
+        }
+        let (p_new, c_new) = match accepted {
+            Some(x) => x,
+            None => {
+                self.stalled = true;
+                (p, cost)
+            }
+        };
+        self.history.push(c_new);
+        Ok((state.param(p_new).cost(c_new), None))
+    }
+
+    fn terminate(&mut self, _state: &LmState) -> TerminationStatus {
+        if self.stalled || self.last_rel_decrease < self.cost_tolerance || self.last_step < self.step_tolerance {
+            TerminationStatus::Terminated(TerminationReason::SolverConverged)
+        } else {
+            TerminationStatus::NotTerminated
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_float<F: ArgminFloat>() {}

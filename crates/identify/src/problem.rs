@@ -1,0 +1,350 @@
+//! The least-squares problem of the PLS paper's eq. (26): residuals are the
+//! weighted position errors of every measured point of every experiment, each
+//! experiment's rod being in static equilibrium for the current parameters.
+//!
+//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch)]`. The
+//! Jacobian uses exact sensitivities (implicit-function theorem):
+//! `dq/dp = -H^{-1} dr/dp`, where `dr/dlnE = E K_E q`, `dr/dlnG = G K_G q`
+//! (the stiffness is linear in E and G) and `dr/dln rho` is the gravity
+//! residual of the body's mass (linear in rho). Only the base pitch uses a
+//! central difference, of the residual at fixed `q` (cheap and accurate to
+//! ~1e-10), never of the whole model.
+
+use crate::data::Experiment;
+use argmin::core::{Error as ArgminError, Jacobian, Operator};
+use lie::{Pose, Vec3};
+use nalgebra::{DMatrix, DVector};
+use rod::model::point_jacobian;
+use rod::statics::{assemble, solve};
+use rod::{Loads, Material, Model, NewtonOptions, Rod};
+use std::cell::{Cell, RefCell};
+
+/// Which parameters are estimated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// False when gravity is the only load (rho is then held fixed).
+    pub fit_rho: bool,
+    /// Translation of the measurement frame (nuisance).
+    pub translation: bool,
+    /// Pitch of the base about the world y axis (nuisance).
+    pub pitch: bool,
+}
+
+impl Layout {
+    pub fn len(&self) -> usize {
+        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn translation_index(&self) -> Option<usize> {
+        self.translation.then_some(2 + self.fit_rho as usize)
+    }
+
+    pub fn pitch_index(&self) -> Option<usize> {
+        self.pitch.then_some(2 + self.fit_rho as usize + 3 * self.translation as usize)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut n = vec!["ln_e", "ln_g"];
+        if self.fit_rho {
+            n.push("ln_rho");
+        }
+        if self.translation {
+            n.extend(["tx_m", "ty_m", "tz_m"]);
+        }
+        if self.pitch {
+            n.push("pitch_rad");
+        }
+        n
+    }
+}
+
+/// Physical values of a parameter vector.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Values {
+    pub e_pa: f64,
+    pub g_pa: f64,
+    pub rho_kg_m3: f64,
+    pub translation_m: Vec3,
+    pub pitch_rad: f64,
+}
+
+/// Per-experiment model pieces, linear in the parameters.
+struct ExperimentModel {
+    model: Model,
+    k_e: DMatrix<f64>,
+    k_g: DMatrix<f64>,
+    k_0: DMatrix<f64>,
+    mass_body: Vec<f64>,
+    mass_0: Vec<f64>,
+    gravity_model: Model,
+    loads: Loads,
+    joints: Vec<usize>,
+}
+
+/// Residuals, Jacobian and predictions at one parameter vector.
+#[derive(Clone, Debug)]
+pub struct Evaluation {
+    /// (predicted - measured) / sigma, 3 rows per measured point.
+    pub residual: DVector<f64>,
+    pub jacobian: Option<DMatrix<f64>>,
+    /// Predicted positions, per experiment, per measured point.
+    pub predicted: Vec<Vec<Vec3>>,
+    /// Equilibrium of each experiment.
+    pub q: Vec<DVector<f64>>,
+}
+
+/// The identification problem for argmin.
+pub struct Problem {
+    pub rod: Rod,
+    pub experiments: Vec<Experiment>,
+    pub layout: Layout,
+    /// Rho used when it is not estimated.
+    pub fixed_rho: f64,
+    models: Vec<ExperimentModel>,
+    warm: RefCell<Vec<Option<DVector<f64>>>>,
+    cache: RefCell<Option<(DVector<f64>, Evaluation)>>,
+    /// Static solves performed (all experiments count one each).
+    pub solves: Cell<usize>,
+    options: NewtonOptions,
+}
+
+fn unit_material(e: f64, g: f64, rho: f64) -> Material {
+    Material { e_pa: e, g_pa: g, rho_kg_m3: rho }
+}
+
+impl Problem {
+    pub fn new(rod: &Rod, experiments: &[Experiment], layout: Layout, fixed_rho: f64) -> Problem {
+        let models = experiments
+            .iter()
+            .map(|e| {
+                let mut points: Vec<f64> = e.measurements.iter().map(|m| m.arc_m).collect();
+                points.push(rod.length_m);
+                let loads = Loads { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: e.tensions_n.clone() }.with_tip(
+                    rod.length_m,
+                    e.tip_force_n,
+                    Vec3::zeros(),
+                );
+                let model = Model::new(rod, &points);
+                let part = |body: Material, keep_core: bool| {
+                    let mut r = rod.with_material(body);
+                    if !keep_core {
+                        r.cross_section.core = None;
+                        // The body annulus must stay the same without the core.
+                        if let Some((rc, _)) = rod.cross_section.core {
+                            r.cross_section.hole = Some(rod::Profile::constant(rc));
+                        }
+                    } else if let Some((rc, c)) = rod.cross_section.core {
+                        r.cross_section.core = Some((rc, c));
+                    }
+                    Model::new(&r, &points)
+                };
+                let m_e = part(unit_material(1.0, 0.0, 1.0), false);
+                let m_g = part(unit_material(0.0, 1.0, 0.0), false);
+                let m_0 = part(unit_material(0.0, 0.0, 0.0), true);
+                let mut gravity_model = m_e.clone();
+                gravity_model.stiffness.fill(0.0);
+                gravity_model.rod.cables.clear();
+                gravity_model.cable_spans.clear();
+                let joints = e.measurements.iter().map(|m| model.joint_at(m.arc_m)).collect();
+                ExperimentModel {
+                    k_e: m_e.stiffness.clone(),
+                    k_g: m_g.stiffness.clone(),
+                    k_0: m_0.stiffness.clone(),
+                    mass_body: m_e.joint_mass_kg.clone(),
+                    mass_0: m_0.joint_mass_kg.clone(),
+                    gravity_model,
+                    model,
+                    loads,
+                    joints,
+                }
+            })
+            .collect();
+        Problem {
+            rod: rod.clone(),
+            experiments: experiments.to_vec(),
+            layout,
+            fixed_rho,
+            models,
+            warm: RefCell::new(vec![None; experiments.len()]),
+            cache: RefCell::new(None),
+            solves: Cell::new(0),
+            options: NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() },
+        }
+    }
+
+    pub fn n_residuals(&self) -> usize {
+        3 * self.experiments.iter().map(|e| e.measurements.len()).sum::<usize>()
+    }
+
+    /// Parameter vector for physical values.
+    pub fn params(&self, v: &Values) -> DVector<f64> {
+        let mut p = vec![v.e_pa.ln(), v.g_pa.ln()];
+        if self.layout.fit_rho {
+            p.push(v.rho_kg_m3.ln());
+        }
+        if self.layout.translation {
+            p.extend(v.translation_m.iter());
+        }
+        if self.layout.pitch {
+            p.push(v.pitch_rad);
+        }
+        DVector::from_vec(p)
+    }
+
+    pub fn values(&self, p: &DVector<f64>) -> Values {
+        let rho = if self.layout.fit_rho { p[2].exp() } else { self.fixed_rho };
+        let translation_m = self.layout.translation_index().map_or(Vec3::zeros(), |i| Vec3::new(p[i], p[i + 1], p[i + 2]));
+        let pitch_rad = self.layout.pitch_index().map_or(0.0, |i| p[i]);
+        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad }
+    }
+
+    fn base_pose(&self, pitch: f64) -> Pose {
+        let b = self.rod.base;
+        let ry = Pose::from_rpy(0.0, pitch, 0.0, Vec3::zeros());
+        Pose { rot: ry.rot * b.rot, pos: b.pos }
+    }
+
+    /// Residuals (and Jacobian) at `p`; cached for the last `p`.
+    pub fn evaluate(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, String> {
+        if let Some((cp, ev)) = self.cache.borrow().as_ref() {
+            if cp == p && (ev.jacobian.is_some() || !with_jacobian) {
+                return Ok(ev.clone());
+            }
+        }
+        let ev = self.evaluate_uncached(p, with_jacobian)?;
+        *self.cache.borrow_mut() = Some((p.clone(), ev.clone()));
+        Ok(ev)
+    }
+
+    fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, String> {
+        let v = self.values(p);
+        if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 {
+            return Err("parameters out of range".into());
+        }
+        let np = self.layout.len();
+        let nr = self.n_residuals();
+        let mut residual = DVector::zeros(nr);
+        let mut jac = with_jacobian.then(|| DMatrix::zeros(nr, np));
+        let mut predicted = vec![];
+        let mut qs = vec![];
+        let base = self.base_pose(v.pitch_rad);
+        let mut row = 0;
+        for (i, (exp, em)) in self.experiments.iter().zip(&self.models).enumerate() {
+            let mut model = em.model.clone();
+            model.stiffness = &em.k_e * v.e_pa + &em.k_g * v.g_pa + &em.k_0;
+            model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| b * v.rho_kg_m3 + c).collect();
+            model.rod.base = base;
+            let warm = self.warm.borrow()[i].clone();
+            self.solves.set(self.solves.get() + 1);
+            let sol = match solve(&model, &em.loads, warm.as_ref(), &self.options) {
+                Ok(s) => s,
+                Err(_) if warm.is_some() => solve(&model, &em.loads, None, &self.options).map_err(|e| format!("experiment {}: {e}", exp.id))?,
+                Err(e) => return Err(format!("experiment {}: {e}", exp.id)),
+            };
+            let q = sol.q;
+            self.warm.borrow_mut()[i] = Some(q.clone());
+            let kin = model.kinematics(&q);
+            let mut pred = vec![];
+            let mut pts = vec![];
+            for (m, &j) in exp.measurements.iter().zip(&em.joints) {
+                let pw = kin.frames.joints[j].transform_point(&m.offset_body_m);
+                let pm = pw + v.translation_m;
+                for a in 0..3 {
+                    residual[row + 3 * pred.len() + a] = (pm[a] - m.pos_m[a]) / m.sigma_m;
+                }
+                pred.push(pm);
+                pts.push(pw);
+            }
+            if let Some(jac) = jac.as_mut() {
+                let h = assemble(&model, &em.loads, &q, 1.0, true).map_err(|e| e.to_string())?.tangent.expect("tangent");
+                let lu = h.lu();
+                let n = model.n_dof();
+                let mut dr = DMatrix::zeros(n, np);
+                dr.set_column(0, &(&em.k_e * &q * v.e_pa));
+                dr.set_column(1, &(&em.k_g * &q * v.g_pa));
+                if self.layout.fit_rho {
+                    let mut gm = em.gravity_model.clone();
+                    gm.rod.base = base;
+                    let g = assemble(&gm, &Loads::gravity(), &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    dr.set_column(2, &(g * v.rho_kg_m3));
+                }
+                if let Some(ip) = self.layout.pitch_index() {
+                    let eps = 1e-6;
+                    let mut mp = model.clone();
+                    mp.rod.base = self.base_pose(v.pitch_rad + eps);
+                    let rp = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    mp.rod.base = self.base_pose(v.pitch_rad - eps);
+                    let rm = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
+                }
+                let sens = lu.solve(&(-dr)).ok_or("singular tangent at equilibrium")?;
+                for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
+                    let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
+                    let block = pj * &sens / m.sigma_m;
+                    for a in 0..3 {
+                        for c in 0..np {
+                            jac[(row + 3 * k + a, c)] = block[(a, c)];
+                        }
+                    }
+                    if let Some(it) = self.layout.translation_index() {
+                        for a in 0..3 {
+                            jac[(row + 3 * k + a, it + a)] += 1.0 / m.sigma_m;
+                        }
+                    }
+                    if let Some(ip) = self.layout.pitch_index() {
+                        // Rigid rotation of the rod about world y through the base.
+                        let direct = Vec3::y().cross(&(pts[k] - base.pos));
+                        for a in 0..3 {
+                            jac[(row + 3 * k + a, ip)] += direct[a] / m.sigma_m;
+                        }
+                    }
+                }
+            }
+            row += 3 * exp.measurements.len();
+            predicted.push(pred);
+            qs.push(q);
+        }
+        Ok(Evaluation { residual, jacobian: jac, predicted, q: qs })
+    }
+}
+
+impl Operator for Problem {
+    type Param = DVector<f64>;
+    type Output = DVector<f64>;
+
+    fn apply(&self, p: &Self::Param) -> Result<Self::Output, ArgminError> {
+        self.evaluate(p, false).map(|e| e.residual).map_err(|m| ArgminError::msg(m))
+    }
+}
+
+impl Jacobian for Problem {
+    type Param = DVector<f64>;
+    type Jacobian = DMatrix<f64>;
+
+    fn jacobian(&self, p: &Self::Param) -> Result<Self::Jacobian, ArgminError> {
+        self.evaluate(p, true).map(|e| e.jacobian.expect("asked for")).map_err(|m| ArgminError::msg(m))
+    }
+}
+
+/// Borrowed form, so that one problem (and its warm starts) serves many runs.
+impl Operator for &Problem {
+    type Param = DVector<f64>;
+    type Output = DVector<f64>;
+
+    fn apply(&self, p: &Self::Param) -> Result<Self::Output, ArgminError> {
+        (**self).apply(p)
+    }
+}
+
+impl Jacobian for &Problem {
+    type Param = DVector<f64>;
+    type Jacobian = DMatrix<f64>;
+
+    fn jacobian(&self, p: &Self::Param) -> Result<Self::Jacobian, ArgminError> {
+        (**self).jacobian(p)
+    }
+}

@@ -1,0 +1,162 @@
+//! Identification: exact sensitivities, synthetic recovery with coverage of
+//! the confidence intervals, identifiability warnings, the shipped data.
+
+use identify::data::write_experiments;
+use identify::{fit, leave_one_out, predict, read_experiments, Experiment, FitOptions, Layout, Measurement, Problem, Values};
+use lie::Vec3;
+use nalgebra::DVector;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rod::Rod;
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn arm() -> Rod {
+    Rod::from_file(&root().join("configs/rod/pls-cable-arm.toml")).unwrap()
+}
+
+const TRUTH: Values = Values { e_pa: 6.0e5, g_pa: 2.1e5, rho_kg_m3: 1.2e3, translation_m: Vec3::new(0.0, 0.0, 0.0), pitch_rad: 0.0 };
+
+/// Cable experiments on the paper-like arm, tip plus a mid marker.
+fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
+    let rod = arm();
+    let inputs: [[f64; 4]; 6] = [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.98], [0.98, 0.0, 0.0, 1.96], [0.0, 0.0, 0.0, 1.96], [1.96, 0.0, 0.0, 0.98], [0.0, 0.98, 0.98, 0.0]];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut gauss = move || {
+        // Box-Muller.
+        let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+        let u2: f64 = rng.gen_range(0.0..1.0);
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    };
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut e = Experiment {
+                id: format!("{}", i + 1),
+                tensions_n: t.to_vec(),
+                tip_force_n: Vec3::zeros(),
+                measurements: [0.1, 0.2]
+                    .iter()
+                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m.max(1e-3) })
+                    .collect(),
+            };
+            let (p, _) = predict(&rod, &e, truth).unwrap();
+            for (m, p) in e.measurements.iter_mut().zip(p) {
+                m.pos_m = p + Vec3::new(gauss(), gauss(), gauss()) * noise_m;
+            }
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn jacobian_matches_finite_differences() {
+    let rod = arm();
+    let exps = synthetic(&TRUTH, 0.0, 1);
+    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let problem = Problem::new(&rod, &exps, layout, 1000.0);
+    let v = Values { translation_m: Vec3::new(0.001, -0.002, 0.003), pitch_rad: 0.05, ..TRUTH };
+    let p = problem.params(&v);
+    let ev = problem.evaluate(&p, true).unwrap();
+    let j = ev.jacobian.unwrap();
+    for c in 0..p.len() {
+        let e = 1e-6;
+        let mut pp = p.clone();
+        pp[c] += e;
+        let mut pm = p.clone();
+        pm[c] -= e;
+        let fd: DVector<f64> = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
+        let err = (&fd - j.column(c)).amax();
+        assert!(err <= 1e-5 * fd.amax().max(1e-3), "column {c}: {err} of {}", fd.amax());
+    }
+}
+
+#[test]
+fn noise_free_data_recovers_the_truth() {
+    let rod = arm();
+    let exps = synthetic(&TRUTH, 0.0, 1);
+    let f = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
+    for (got, want) in [(f.e_pa.value, TRUTH.e_pa), (f.g_pa.value, TRUTH.g_pa), (f.rho_kg_m3.value, TRUTH.rho_kg_m3)] {
+        assert!((got / want - 1.0).abs() < 1e-6, "{got} vs {want}");
+    }
+    println!("noise-free: {} LM iterations over {} starts, {} static solves, {:.3} s", f.iterations, f.starts.len(), f.static_solves, f.wall_time_s);
+}
+
+#[test]
+fn confidence_intervals_cover_the_truth() {
+    let rod = arm();
+    let mut e_in = 0;
+    let mut rho_in = 0;
+    let seeds = 50;
+    for seed in 0..seeds {
+        let exps = synthetic(&TRUTH, 1e-3, 100 + seed);
+        let opts = FitOptions { starts: vec![[TRUTH.e_pa * 1.5, TRUTH.g_pa * 0.7, TRUTH.rho_kg_m3 * 0.8]], ..FitOptions::default() };
+        let f = fit(&rod, &exps, &opts, |_| {}).unwrap();
+        e_in += (f.e_pa.ci95_low <= TRUTH.e_pa && TRUTH.e_pa <= f.e_pa.ci95_high) as usize;
+        rho_in += (f.rho_kg_m3.ci95_low <= TRUTH.rho_kg_m3 && TRUTH.rho_kg_m3 <= f.rho_kg_m3.ci95_high) as usize;
+    }
+    println!("95 % CI coverage over {seeds} seeds: E {e_in}, rho {rho_in}");
+    assert!(e_in >= 45 && rho_in >= 45, "E {e_in}/50, rho {rho_in}/50");
+}
+
+#[test]
+fn gravity_only_data_warns_that_only_ratios_are_identifiable() {
+    let rod = arm();
+    let mut exps = synthetic(&TRUTH, 0.0, 1);
+    exps.retain(|e| e.tensions_n.iter().all(|t| *t == 0.0));
+    // Two gravity-only experiments: same loads, different markers.
+    let mut second = exps[0].clone();
+    second.id = "1b".into();
+    second.measurements.truncate(1);
+    exps.push(second);
+    let f = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
+    assert!(f.warnings.iter().any(|w| w.contains("E/rho")), "{:?}", f.warnings);
+    assert!(!f.layout.fit_rho);
+    // E/rho is still right.
+    let ratio = f.e_pa.value / f.rho_kg_m3.value;
+    assert!((ratio / (TRUTH.e_pa / TRUTH.rho_kg_m3) - 1.0).abs() < 1e-5, "{ratio}");
+}
+
+#[test]
+fn shipped_paper_data_fit_converges_from_several_starts() {
+    let rod = arm();
+    let exps = read_experiments(&root().join("datasets/pls-cable-arm"), 4).unwrap();
+    assert_eq!(exps.len(), 6);
+    let f = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
+    let agreeing = f
+        .starts
+        .iter()
+        .filter(|s| s.converged && (s.e_pa / f.e_pa.value - 1.0).abs() < 1e-3 && (s.rho_kg_m3 / f.rho_kg_m3.value - 1.0).abs() < 1e-3)
+        .count();
+    println!(
+        "paper data: E {:.4e} [{:.3e}, {:.3e}] Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, rms {:.2} mm, errors {:?}, warnings {:?}",
+        f.e_pa.value, f.e_pa.ci95_low, f.e_pa.ci95_high, f.g_pa.value, f.rho_kg_m3.value, f.rms_error_mm, f.errors_mm, f.warnings
+    );
+    for s in &f.starts {
+        println!("  start E {:.2e}: -> E {:.4e} G {:.4e} rho {:.4e} cost {:.6e} ({})", s.start_e_pa, s.e_pa, s.g_pa, s.rho_kg_m3, s.cost, s.note);
+    }
+    assert!(agreeing >= 3, "only {agreeing} starts reach the optimum");
+    let loo = leave_one_out(&rod, &exps, &f, &FitOptions::default(), |_| {});
+    assert_eq!(loo.len(), 6);
+    for l in &loo {
+        println!("  LOO {}: {:.1} mm", l.experiment, l.errors_mm[0]);
+        assert!(l.errors_mm[0].is_finite());
+    }
+}
+
+#[test]
+fn experiment_files_round_trip() {
+    let exps = synthetic(&TRUTH, 1e-3, 3);
+    let dir = std::env::temp_dir().join(format!("rodlab-exp-{}", std::process::id()));
+    write_experiments(&dir, &exps, "synthetic").unwrap();
+    let back = read_experiments(&dir, 4).unwrap();
+    assert_eq!(back.len(), exps.len());
+    for (a, b) in back.iter().zip(&exps) {
+        assert_eq!(a.tensions_n, b.tensions_n);
+        assert!((a.measurements[1].pos_m - b.measurements[1].pos_m).norm() < 1e-8);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
