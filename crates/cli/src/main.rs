@@ -4,6 +4,7 @@
 //! Exit status: 0 success, 1 a computation failed (e.g. no convergence),
 //! 2 bad input (arguments, config or data files).
 
+mod identify;
 mod paper;
 mod solve;
 
@@ -15,7 +16,7 @@ use std::process::ExitCode;
     name = "rodlab",
     version,
     about = "Soft-rod lab toolkit: PLS Cosserat rod model, identification, validation.",
-    after_help = "Examples:\n  rodlab paper-table\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 6"
+    after_help = "Examples:\n  rodlab paper-table\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 6"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -26,6 +27,8 @@ struct Cli {
 enum Command {
     /// Static equilibrium of a rod under gravity, cable tensions and tip loads.
     Solve(solve::SolveArgs),
+    /// Fit E, G, rho to static experiments; writes identified.toml and an HTML report.
+    Identify(identify::IdentifyArgs),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(paper::PaperArgs),
 }
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(a) => solve::run(a),
         Command::PaperTable(a) => paper::run(a),
+        Command::Identify(a) => identify::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,1 +1,273 @@
-//! placeholder
+//! A whole identification study (fit, fit with nuisance parameters,
+//! leave-one-out, the paper's parameters) and its `identified.toml`.
+
+use crate::data::Experiment;
+use crate::fit::{fit, leave_one_out, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
+use crate::problem::{Layout, Problem, Values};
+use lie::Vec3;
+use rod::Rod;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Predictions with some fixed parameter values.
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    pub values: Values,
+    pub predicted: Vec<Vec<Vec3>>,
+    pub errors_mm: Vec<Vec<f64>>,
+    /// RMS over the experiments whose equilibrium was found.
+    pub rms_error_mm: f64,
+    pub shapes: Vec<Vec<Vec3>>,
+    /// Experiments without equilibrium (NaN errors, empty shape).
+    pub failures: usize,
+}
+
+/// Everything the report and `identified.toml` need.
+#[derive(Clone, Debug)]
+pub struct Study {
+    pub fit: Fit,
+    pub shapes: Vec<Vec<Vec3>>,
+    pub with_nuisance: Option<Fit>,
+    pub loo: Vec<LooResult>,
+    pub reference: Option<Evaluated>,
+}
+
+/// Evaluates fixed parameter values on the experiments.
+pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, String> {
+    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let mut predicted = vec![];
+    let mut errors_mm = vec![];
+    let mut shapes = vec![];
+    let mut failures = 0;
+    // One experiment at a time: the model may not reach equilibrium for some.
+    for e in experiments {
+        let problem = Problem::new(rod, std::slice::from_ref(e), layout, values.rho_kg_m3);
+        match problem.evaluate(&problem.params(values), false) {
+            Ok(ev) => {
+                errors_mm.push(e.measurements.iter().zip(&ev.predicted[0]).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect());
+                shapes.push(problem.shape(0, &ev.q[0], values));
+                predicted.push(ev.predicted[0].clone());
+            }
+            Err(_) => {
+                failures += 1;
+                let n = e.measurements.len();
+                errors_mm.push(vec![f64::NAN; n]);
+                predicted.push(vec![Vec3::from_element(f64::NAN); n]);
+                shapes.push(vec![]);
+            }
+        }
+    }
+    if failures == experiments.len() {
+        return Err("the static model converges for none of the experiments".into());
+    }
+    let all: Vec<f64> = errors_mm.iter().flatten().cloned().filter(|x: &f64| x.is_finite()).collect();
+    let rms = (all.iter().map(|x| x * x).sum::<f64>() / all.len() as f64).sqrt();
+    Ok(Evaluated { values: *values, predicted, errors_mm, rms_error_mm: rms, shapes, failures })
+}
+
+/// Runs the study. `nuisance_too` adds a second fit with frame translation
+/// and base pitch (or, when `opts` already has them, one without).
+pub fn run_study(
+    rod: &Rod,
+    experiments: &[Experiment],
+    opts: &FitOptions,
+    nuisance_too: bool,
+    reference: Option<Values>,
+    mut progress: impl FnMut(&str),
+) -> Result<Study, FitError> {
+    let main = fit(rod, experiments, opts, &mut progress)?;
+    let shapes = evaluate_values(rod, experiments, &main.values).map(|e| e.shapes).map_err(FitError::Model)?;
+    let with_nuisance = if nuisance_too {
+        progress("fit with nuisance parameters");
+        let v = main.values;
+        let o = FitOptions {
+            translation: !opts.translation,
+            pitch: !opts.pitch,
+            starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]],
+            ..opts.clone()
+        };
+        fit(rod, experiments, &o, |_| {}).ok()
+    } else {
+        None
+    };
+    let loo = leave_one_out(rod, experiments, &main, opts, &mut progress);
+    let reference = reference.and_then(|v| evaluate_values(rod, experiments, &v).ok());
+    Ok(Study { fit: main, shapes, with_nuisance, loo, reference })
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EstimateOut {
+    pub value: f64,
+    /// [low, high]; NaN when the parameter was held fixed.
+    pub ci95: [f64; 2],
+}
+
+impl From<Estimate> for EstimateOut {
+    fn from(e: Estimate) -> Self {
+        Self { value: e.value, ci95: [e.ci95_low, e.ci95_high] }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Parameters {
+    pub e_pa: EstimateOut,
+    pub g_pa: EstimateOut,
+    pub rho_kg_m3: EstimateOut,
+    /// True when rho was not estimated (gravity-only data).
+    pub rho_fixed: bool,
+    /// Nuisance parameters of this fit (zero when not estimated).
+    pub frame_translation_m: [f64; 3],
+    pub base_pitch_rad: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FitInfo {
+    pub parameter_names: Vec<String>,
+    pub correlation: Vec<Vec<f64>>,
+    pub condition_number: f64,
+    pub residual_scale: f64,
+    pub cost: f64,
+    pub rms_error_mm: f64,
+    pub iterations: u64,
+    pub static_solves: usize,
+    pub wall_time_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExperimentOut {
+    pub id: String,
+    pub errors_mm: Vec<f64>,
+    pub loo_errors_mm: Vec<f64>,
+    pub reference_errors_mm: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReferenceOut {
+    pub e_pa: f64,
+    pub g_pa: f64,
+    pub rho_kg_m3: f64,
+    /// Over the experiments whose equilibrium was found.
+    pub rms_error_mm: f64,
+    pub experiments_without_equilibrium: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AlternativeOut {
+    pub parameters: Parameters,
+    pub rms_error_mm: f64,
+    pub warnings: Vec<String>,
+}
+
+/// The contents of `identified.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdentifiedFile {
+    pub rodlab_version: String,
+    pub rod_file: String,
+    pub experiments_dir: String,
+    pub warnings: Vec<String>,
+    pub parameters: Parameters,
+    pub fit: FitInfo,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub alternative_fit: Option<AlternativeOut>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reference: Option<ReferenceOut>,
+    pub experiment: Vec<ExperimentOut>,
+    pub start: Vec<StartOutcomeOut>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StartOutcomeOut {
+    pub start_e_pa: f64,
+    pub start_g_pa: f64,
+    pub start_rho_kg_m3: f64,
+    pub converged: bool,
+    pub e_pa: f64,
+    pub g_pa: f64,
+    pub rho_kg_m3: f64,
+    pub cost: f64,
+    pub iterations: u64,
+    pub note: String,
+}
+
+impl From<&StartOutcome> for StartOutcomeOut {
+    fn from(s: &StartOutcome) -> Self {
+        Self {
+            start_e_pa: s.start_e_pa,
+            start_g_pa: s.start_g_pa,
+            start_rho_kg_m3: s.start_rho_kg_m3,
+            converged: s.converged,
+            e_pa: s.e_pa,
+            g_pa: s.g_pa,
+            rho_kg_m3: s.rho_kg_m3,
+            cost: s.cost,
+            iterations: s.iterations,
+            note: s.note.clone(),
+        }
+    }
+}
+
+fn parameters(f: &Fit) -> Parameters {
+    Parameters {
+        e_pa: f.e_pa.into(),
+        g_pa: f.g_pa.into(),
+        rho_kg_m3: f.rho_kg_m3.into(),
+        rho_fixed: !f.layout.fit_rho,
+        frame_translation_m: f.values.translation_m.into(),
+        base_pitch_rad: f.values.pitch_rad,
+    }
+}
+
+impl IdentifiedFile {
+    pub fn from_study(study: &Study, experiments: &[Experiment], rod_file: &str, experiments_dir: &str) -> Self {
+        let f = &study.fit;
+        let nan = |n: usize| vec![f64::NAN; n];
+        IdentifiedFile {
+            rodlab_version: env!("CARGO_PKG_VERSION").into(),
+            rod_file: rod_file.into(),
+            experiments_dir: experiments_dir.into(),
+            warnings: f.warnings.clone(),
+            parameters: parameters(f),
+            fit: FitInfo {
+                parameter_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
+                correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+                condition_number: f.condition_number,
+                residual_scale: f.residual_scale,
+                cost: f.cost,
+                rms_error_mm: f.rms_error_mm,
+                iterations: f.iterations,
+                static_solves: f.static_solves,
+                wall_time_s: f.wall_time_s,
+            },
+            alternative_fit: study.with_nuisance.as_ref().map(|a| AlternativeOut { parameters: parameters(a), rms_error_mm: a.rms_error_mm, warnings: a.warnings.clone() }),
+            reference: study.reference.as_ref().map(|r| ReferenceOut {
+                e_pa: r.values.e_pa,
+                g_pa: r.values.g_pa,
+                rho_kg_m3: r.values.rho_kg_m3,
+                rms_error_mm: r.rms_error_mm,
+                experiments_without_equilibrium: r.failures,
+            }),
+            experiment: experiments
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ExperimentOut {
+                    id: e.id.clone(),
+                    errors_mm: f.errors_mm[i].clone(),
+                    loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| nan(e.measurements.len())),
+                    reference_errors_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| nan(e.measurements.len())),
+                })
+                .collect(),
+            start: f.starts.iter().map(StartOutcomeOut::from).collect(),
+        }
+    }
+
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let text = toml::to_string(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, format!("# rodlab identify: E, G, rho with 95 % confidence intervals (SI units).\n{text}"))
+    }
+
+    /// Reads the identified values back (for `rodlab solve --params`).
+    pub fn read(path: &Path) -> Result<IdentifiedFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))
+    }
+}

@@ -348,3 +348,13 @@ impl Jacobian for &Problem {
         (**self).jacobian(p)
     }
 }
+
+impl Problem {
+    /// Centre line (joint positions, base to tip) of experiment `i` at
+    /// equilibrium `q`, in the measurement frame of `values`.
+    pub fn shape(&self, i: usize, q: &DVector<f64>, values: &Values) -> Vec<Vec3> {
+        let mut model = self.models[i].model.clone();
+        model.rod.base = self.base_pose(values.pitch_rad);
+        model.frames(q).joints.iter().map(|g| g.pos + values.translation_m).collect()
+    }
+}

@@ -1,0 +1,209 @@
+//! `rodlab identify`: fit E, G, rho to a directory of static experiments,
+//! write `identified.toml` and an HTML report.
+
+use crate::input_error;
+use anyhow::{Context, Result};
+use clap::Args;
+use identify::output::{run_study, IdentifiedFile};
+use identify::{read_experiments, FitOptions, Values};
+use lie::Vec3;
+use report::{AlternativeFit, ExperimentView, IdentificationReport, ParameterRow};
+use rod::Rod;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).")]
+pub struct IdentifyArgs {
+    /// Rod description (TOML); its material is the initial guess.
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Directory with inputs.csv and measurements.csv.
+    #[arg(long)]
+    pub experiments: PathBuf,
+    /// Output directory: identified.toml, index.html, summary.json, PNG figures.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Also estimate a translation of the measurement frame (nuisance).
+    #[arg(long)]
+    pub translation: bool,
+    /// Also estimate the base's pitch (nuisance).
+    #[arg(long)]
+    pub pitch: bool,
+    /// Reference parameters E,G,RHO to compare with (e.g. a paper's values).
+    #[arg(long, value_delimiter = ',')]
+    pub reference: Vec<f64>,
+    /// Skip leave-one-out cross-validation.
+    #[arg(long)]
+    pub no_loo: bool,
+}
+
+fn sha256_file(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(b) => format!("{:x}", Sha256::digest(&b)),
+        Err(_) => "unreadable".into(),
+    }
+}
+
+fn p3(v: &Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+pub fn run(a: IdentifyArgs) -> Result<()> {
+    let rod = Rod::from_file(&a.rod)?;
+    let experiments = read_experiments(&a.experiments, rod.cables.len()).map_err(|e| input_error(e.to_string()))?;
+    identify::data::check_against_rod(&experiments, rod.length_m, &a.experiments.join("measurements.csv")).map_err(|e| input_error(e.to_string()))?;
+    let reference = match a.reference.as_slice() {
+        [] => None,
+        [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => {
+            Some(Values { e_pa: *e, g_pa: *g, rho_kg_m3: *r, translation_m: Vec3::zeros(), pitch_rad: 0.0 })
+        }
+        _ => return Err(input_error("--reference: expected three positive numbers E,G,RHO")),
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let opts = FitOptions { translation: a.translation, pitch: a.pitch, ..FitOptions::default() };
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let mut study = run_study(&rod, &experiments, &opts, true, reference, |m| bar.set_message(m.to_string()))?;
+    if a.no_loo {
+        study.loo.clear();
+    }
+    bar.finish_and_clear();
+    let f = &study.fit;
+
+    let file = IdentifiedFile::from_study(&study, &experiments, &a.rod.display().to_string(), &a.experiments.display().to_string());
+    let toml_path = a.out.join("identified.toml");
+    file.write(&toml_path).with_context(|| format!("cannot write {}", toml_path.display()))?;
+
+    // Report.
+    let paper = reference.unwrap_or(Values { e_pa: f64::NAN, g_pa: f64::NAN, rho_kg_m3: f64::NAN, translation_m: Vec3::zeros(), pitch_rad: 0.0 });
+    let rows = |f: &identify::Fit, with_paper: bool| {
+        let pp = |v: f64| if with_paper { v } else { f64::NAN };
+        vec![
+            ParameterRow { name: "E".into(), unit: "Pa".into(), value: f.e_pa.value, ci95_low: f.e_pa.ci95_low, ci95_high: f.e_pa.ci95_high, paper: pp(paper.e_pa) },
+            ParameterRow { name: "G".into(), unit: "Pa".into(), value: f.g_pa.value, ci95_low: f.g_pa.ci95_low, ci95_high: f.g_pa.ci95_high, paper: pp(paper.g_pa) },
+            ParameterRow {
+                name: "rho".into(),
+                unit: "kg/m^3".into(),
+                value: f.rho_kg_m3.value,
+                ci95_low: f.rho_kg_m3.ci95_low,
+                ci95_high: f.rho_kg_m3.ci95_high,
+                paper: pp(paper.rho_kg_m3),
+            },
+        ]
+    };
+    let views = experiments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let n = e.measurements.len();
+            ExperimentView {
+                id: e.id.clone(),
+                inputs: format!(
+                    "T = [{}] N{}",
+                    e.tensions_n.iter().map(|t| format!("{t}")).collect::<Vec<_>>().join(", "),
+                    if e.tip_force_n == Vec3::zeros() { String::new() } else { format!(", tip force {:?} N", p3(&e.tip_force_n)) }
+                ),
+                measured_m: e.measurements.iter().map(|m| p3(&m.pos_m)).collect(),
+                predicted_m: f.predicted[i].iter().map(p3).collect(),
+                predicted_paper_m: study.reference.as_ref().map(|r| r.predicted[i].iter().map(p3).collect()).unwrap_or_default(),
+                shape_m: study.shapes[i].iter().map(p3).collect(),
+                shape_paper_m: study.reference.as_ref().map(|r| r.shapes[i].iter().map(p3).collect()).unwrap_or_default(),
+                errors_mm: f.errors_mm[i].clone(),
+                errors_paper_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+                loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+            }
+        })
+        .collect();
+    let alternatives = study
+        .with_nuisance
+        .iter()
+        .map(|alt| AlternativeFit {
+            label: format!(
+                "Fit {} frame translation and base pitch",
+                if alt.layout.translation || alt.layout.pitch { "with" } else { "without" }
+            ),
+            parameters: rows(alt, false),
+            extra: vec![
+                ("frame translation [mm]".into(), format!("{:.2?}", p3(&(alt.values.translation_m * 1e3)))),
+                ("base pitch [deg]".into(), format!("{:.3}", alt.values.pitch_rad.to_degrees())),
+            ],
+            rms_error_mm: alt.rms_error_mm,
+        })
+        .collect();
+    let rep = IdentificationReport {
+        title: format!("rodlab identification: {}", a.experiments.display()),
+        parameters: rows(f, true),
+        correlation_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
+        correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+        experiments: views,
+        history: f.history.clone(),
+        rms_error_mm: f.rms_error_mm,
+        rms_error_paper_mm: study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
+        warnings: f
+            .warnings
+            .iter()
+            .cloned()
+            .chain(study.reference.as_ref().filter(|r| r.failures > 0).map(|r| {
+                format!("with the reference parameters the static model finds no equilibrium for {} experiment(s): no shape or error is shown for them", r.failures)
+            }))
+            .collect(),
+        facts: vec![
+            ("solver".into(), "Levenberg-Marquardt (argmin) on log-parameters, exact sensitivities".into()),
+            ("starts".into(), format!("{} ({} converged)", f.starts.len(), f.starts.iter().filter(|s| s.converged).count())),
+            ("iterations (all starts)".into(), f.iterations.to_string()),
+            ("static solves".into(), f.static_solves.to_string()),
+            ("wall time".into(), format!("{:.3} s", f.wall_time_s)),
+            ("condition number".into(), format!("{:.3e}", f.condition_number)),
+            ("residual scale (units of sigma)".into(), format!("{:.3}", f.residual_scale)),
+        ],
+        alternatives,
+        provenance: vec![
+            ("rodlab version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("rod file".into(), format!("{} sha256 {}", a.rod.display(), sha256_file(&a.rod))),
+            ("inputs.csv".into(), sha256_file(&a.experiments.join("inputs.csv"))),
+            ("measurements.csv".into(), sha256_file(&a.experiments.join("measurements.csv"))),
+            ("rod".into(), format!("{:?}", rod).chars().take(2000).collect()),
+        ],
+    };
+    let written = report::write_identification_report(&a.out, &rep)?;
+
+    println!("identified from {} experiments ({}):", experiments.len(), a.experiments.display());
+    let line = |n: &str, e: &identify::fit::Estimate, u: &str, pv: f64| {
+        println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]   reference {:.4e}", e.value, e.ci95_low, e.ci95_high, pv);
+    };
+    line("E", &f.e_pa, "Pa", paper.e_pa);
+    line("G", &f.g_pa, "Pa", paper.g_pa);
+    line("rho", &f.rho_kg_m3, "kg/m^3", paper.rho_kg_m3);
+    println!(
+        "  rms error {:.2} mm (reference parameters: {:.2} mm); {} iterations, {} static solves, {:.3} s",
+        f.rms_error_mm,
+        study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
+        f.iterations,
+        f.static_solves,
+        f.wall_time_s
+    );
+    for (i, e) in experiments.iter().enumerate() {
+        let loo = study.loo.get(i).map_or(f64::NAN, |l| l.errors_mm[0]);
+        println!("  experiment {:<4} error {:>6.2} mm   leave-one-out {:>6.2} mm", e.id, f.errors_mm[i][0], loo);
+    }
+    if let Some(alt) = &study.with_nuisance {
+        println!(
+            "  alternative fit ({}nuisance): E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, rms {:.2} mm",
+            if alt.layout.translation || alt.layout.pitch { "with " } else { "without " },
+            alt.e_pa.value,
+            alt.g_pa.value,
+            alt.rho_kg_m3.value,
+            alt.rms_error_mm
+        );
+    }
+    if let Some(r) = study.reference.as_ref().filter(|r| r.failures > 0) {
+        println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above)", r.failures);
+    }
+    for w in &f.warnings {
+        println!("  warning: {w}");
+    }
+    println!("wrote {}, {} and {}", toml_path.display(), written.html.display(), written.json.display());
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! `report`: the last stage of record -> track -> observe -> identify ->
+//! simulate -> report. Turns results into a self-contained HTML page (plots
+//! drawn with plotters, inlined as SVG, with PNG copies beside the page) and
+//! a JSON summary for scripts.
+//!
+//! The report is built from plain data ([`IdentificationReport`]) so that it
+//! does not depend on the model crates.
+
+mod plots;
+
+/// A point [x, y, z] in metres.
+pub type P3 = [f64; 3];
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One identified parameter beside its published value.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParameterRow {
+    pub name: String,
+    pub unit: String,
+    pub value: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    pub paper: f64,
+}
+
+/// One experiment: measured points, predictions and rod shapes.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentView {
+    pub id: String,
+    pub inputs: String,
+    pub measured_m: Vec<P3>,
+    pub predicted_m: Vec<P3>,
+    pub predicted_paper_m: Vec<P3>,
+    /// Centre line, base to tip, with the fitted parameters.
+    pub shape_m: Vec<P3>,
+    /// Centre line with the paper's parameters.
+    pub shape_paper_m: Vec<P3>,
+    pub errors_mm: Vec<f64>,
+    pub errors_paper_mm: Vec<f64>,
+    /// Leave-one-out prediction errors (NaN if not computed).
+    pub loo_errors_mm: Vec<f64>,
+}
+
+/// A second fit shown for comparison (e.g. with nuisance parameters).
+#[derive(Clone, Debug, Serialize)]
+pub struct AlternativeFit {
+    pub label: String,
+    pub parameters: Vec<ParameterRow>,
+    pub extra: Vec<(String, String)>,
+    pub rms_error_mm: f64,
+}
+
+/// Everything the identification report shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct IdentificationReport {
+    pub title: String,
+    pub parameters: Vec<ParameterRow>,
+    pub correlation_names: Vec<String>,
+    pub correlation: Vec<Vec<f64>>,
+    pub experiments: Vec<ExperimentView>,
+    /// Cost 1/2 |r|^2 after each iteration of the best start.
+    pub history: Vec<f64>,
+    pub rms_error_mm: f64,
+    pub rms_error_paper_mm: f64,
+    pub warnings: Vec<String>,
+    pub facts: Vec<(String, String)>,
+    pub alternatives: Vec<AlternativeFit>,
+    /// (what, value): input file hashes, rod config, version.
+    pub provenance: Vec<(String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("plot {0}: {1}")]
+    Plot(String, String),
+}
+
+/// Files written.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub html: PathBuf,
+    pub json: PathBuf,
+    pub pngs: Vec<PathBuf>,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.is_nan() {
+        "—".into()
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
+/// Writes `index.html`, `summary.json` and one PNG per plot into `dir`.
+pub fn write_identification_report(dir: &Path, r: &IdentificationReport) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.to_path_buf(), e))?;
+    let figures = plots::identification_figures(r);
+    let mut pngs = vec![];
+    let mut svgs = vec![];
+    for fig in &figures {
+        let png = dir.join(format!("{}.png", fig.name));
+        (fig.draw_png)(&png).map_err(|e| ReportError::Plot(fig.name.to_string(), e))?;
+        pngs.push(png);
+        svgs.push((fig, (fig.draw_svg)().map_err(|e| ReportError::Plot(fig.name.to_string(), e))?));
+    }
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+td, th {{ border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }}
+th {{ background: #eee; }} td.l, th.l {{ text-align: left; }}
+.warn {{ background: #fff3cd; border: 1px solid #e0c36c; padding: 0.5em 1em; }}
+figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
+.thumbs img {{ width: 180px; border: 1px solid #ccc; margin-right: 0.5em; }}
+</style></head><body>
+<h1>{title}</h1>
+"#,
+        title = esc(&r.title)
+    );
+    if !r.warnings.is_empty() {
+        h.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
+        for w in &r.warnings {
+            let _ = write!(h, "<li>{}</li>", esc(w));
+        }
+        h.push_str("</ul></div>\n");
+    }
+    h.push_str("<h2>Parameters</h2><table><tr><th class=\"l\">parameter</th><th>identified</th><th>95 % CI low</th><th>95 % CI high</th><th>paper</th></tr>");
+    for p in &r.parameters {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&p.name),
+            esc(&p.unit),
+            fmt_num(p.value),
+            fmt_num(p.ci95_low),
+            fmt_num(p.ci95_high),
+            fmt_num(p.paper)
+        );
+    }
+    let _ = write!(
+        h,
+        "</table><p>RMS position error: <b>{:.2} mm</b> with the identified parameters, {:.2} mm with the paper's.</p>",
+        r.rms_error_mm, r.rms_error_paper_mm
+    );
+    h.push_str("<table>");
+    for (k, v) in &r.facts {
+        let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</table>");
+    if !r.correlation.is_empty() {
+        h.push_str("<h3>Correlation</h3><table><tr><th></th>");
+        for n in &r.correlation_names {
+            let _ = write!(h, "<th>{}</th>", esc(n));
+        }
+        h.push_str("</tr>");
+        for (n, row) in r.correlation_names.iter().zip(&r.correlation) {
+            let _ = write!(h, "<tr><th>{}</th>", esc(n));
+            for v in row {
+                let _ = write!(h, "<td>{v:.3}</td>");
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table>");
+    }
+    for alt in &r.alternatives {
+        let _ = write!(h, "<h3>{}</h3><table><tr><th class=\"l\">parameter</th><th>value</th><th>95 % CI low</th><th>95 % CI high</th></tr>", esc(&alt.label));
+        for p in &alt.parameters {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&p.name),
+                esc(&p.unit),
+                fmt_num(p.value),
+                fmt_num(p.ci95_low),
+                fmt_num(p.ci95_high)
+            );
+        }
+        for (k, v) in &alt.extra {
+            let _ = write!(h, "<tr><td class=\"l\">{}</td><td colspan=\"3\" class=\"l\">{}</td></tr>", esc(k), esc(v));
+        }
+        let _ = write!(h, "</table><p>RMS position error: {:.2} mm</p>", alt.rms_error_mm);
+    }
+    h.push_str("<h2>Experiments</h2><table><tr><th class=\"l\">experiment</th><th class=\"l\">inputs</th><th>error [mm]</th><th>error, paper's parameters [mm]</th><th>leave-one-out error [mm]</th></tr>");
+    for e in &r.experiments {
+        let j = |v: &[f64]| v.iter().map(|x| if x.is_nan() { "—".to_string() } else { format!("{x:.2}") }).collect::<Vec<_>>().join(", ");
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.id),
+            esc(&e.inputs),
+            j(&e.errors_mm),
+            j(&e.errors_paper_mm),
+            j(&e.loo_errors_mm)
+        );
+    }
+    h.push_str("</table>\n<h2>Figures</h2>\n");
+    for (fig, svg) in &svgs {
+        let _ = write!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n", fig.name, svg, esc(fig.caption));
+    }
+    h.push_str("<h3>PNG copies</h3><p class=\"thumbs\">");
+    for fig in &figures {
+        let _ = write!(h, "<a href=\"{0}.png\"><img src=\"{0}.png\" alt=\"{1}\"></a>", fig.name, esc(fig.caption));
+    }
+    h.push_str("</p><h2>Provenance</h2><table>");
+    for (k, v) in &r.provenance {
+        let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</table>\n");
+    // A self-check for browsers and tests: counts figures and loaded images.
+    h.push_str(
+        r#"<script>
+window.rodlabErrors = 0;
+window.addEventListener('error', function () { window.rodlabErrors += 1; }, true);
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  var svgs = document.querySelectorAll('figure svg').length;
+  document.body.setAttribute('data-check', 'images=' + ok + '/' + imgs.length + ' svgs=' + svgs + ' errors=' + window.rodlabErrors);
+});
+</script>
+</body></html>
+"#,
+    );
+    let html = dir.join("index.html");
+    std::fs::write(&html, h).map_err(|e| ReportError::Io(html.clone(), e))?;
+    let json = dir.join("summary.json");
+    let text = serde_json::to_string_pretty(r).expect("serialisable");
+    std::fs::write(&json, text).map_err(|e| ReportError::Io(json.clone(), e))?;
+    Ok(Written { html, json, pngs })
+}
