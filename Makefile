@@ -7,9 +7,15 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 setup:
 	@bash scripts/setup.sh
 
-## Main job: the PLS paper's conical cantilever, compared with the paper.
+RODLAB := target/release/rodlab
+
+## Main job: the PLS paper's cantilever (Tables II/III), then identification
+## of E, G, rho on the paper's cable-arm data -> reports/demo/index.html.
 demo: setup
-	cargo run --release --quiet -p rodlab-cli --bin rodlab -- paper-table
+	cargo build --release --quiet -p rodlab-cli --bin rodlab
+	$(RODLAB) paper-table
+	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
+		--out reports/demo --reference 2.563e5,8.543e4,1.41e3
 
 ## Every test of the workspace (unit, integration, end-to-end).
 test: setup
@@ -18,3 +24,4 @@ test: setup
 ## Criterion benchmarks (not part of the tests).
 bench: setup
 	cargo bench -p rod --bench statics
+	cargo bench -p identify --bench fit

@@ -32,6 +32,9 @@ pub struct SolveArgs {
     /// Turn gravity off.
     #[arg(long)]
     pub no_gravity: bool,
+    /// Use E, G, rho (and base pitch) from an identified.toml of `rodlab identify`.
+    #[arg(long)]
+    pub params: Option<PathBuf>,
     /// Write the shape (base to tip) as CSV.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -61,7 +64,22 @@ pub fn load_rod(path: &std::path::Path, sections: Option<usize>, modes: Option<&
 }
 
 pub fn run(a: SolveArgs) -> Result<()> {
-    let rod = load_rod(&a.rod, a.sections, a.modes.as_deref())?;
+    let mut rod = load_rod(&a.rod, a.sections, a.modes.as_deref())?;
+    if let Some(p) = &a.params {
+        let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
+        let pr = &id.parameters;
+        rod = rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value });
+        let pitch = lie::Pose::from_rpy(0.0, pr.base_pitch_rad, 0.0, Vec3::zeros());
+        rod.base = lie::Pose { rot: pitch.rot * rod.base.rot, pos: rod.base.pos };
+        println!(
+            "parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, base pitch {:.3} deg",
+            p.display(),
+            pr.e_pa.value,
+            pr.g_pa.value,
+            pr.rho_kg_m3.value,
+            pr.base_pitch_rad.to_degrees()
+        );
+    }
     let force = vec3_arg("tip-force", &a.tip_force)?;
     let moment = vec3_arg("tip-moment", &a.tip_moment)?;
     if !a.tension.is_empty() && a.tension.len() != rod.cables.len() {

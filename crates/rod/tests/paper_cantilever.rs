@@ -141,3 +141,22 @@ fn table_ii_rod_converges_to_the_continuous_rod() {
     }
     assert!(last < 1e-4);
 }
+
+/// The science page's independent check of the cable arm (solid cone, cables
+/// on the surface, the paper's E, G, rho): rest tip about [12.1, 0, -14.5] cm,
+/// tip with T4 = 1.96 N about [7.8, 0, 3.3] cm.
+#[test]
+fn cable_arm_with_paper_parameters_matches_the_independent_check() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/pls-cable-arm.toml");
+    let rod = Rod::from_file(&path).unwrap().with_material(rod::Material { e_pa: 2.563e5, g_pa: 8.543e4, rho_kg_m3: 1.41e3 });
+    for (tensions, expected_cm) in [([0.0; 4], [12.1, 0.0, -14.5]), ([0.0, 0.0, 0.0, 1.96], [7.8, 0.0, 3.3])] {
+        let loads = Loads::gravity().with_tensions(&tensions);
+        let model = Model::new(&rod, &[]);
+        let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+        let tip = model.frames(&sol.q).joints.last().unwrap().pos * 100.0;
+        let err = (tip - Vector3::from(expected_cm)).norm();
+        println!("cable arm, T = {tensions:?}: tip [{:.2}, {:.2}, {:.2}] cm, check {expected_cm:?}", tip.x, tip.y, tip.z);
+        // The check is quoted to 1 mm.
+        assert!(err < 0.1, "{err} cm");
+    }
+}
