@@ -61,6 +61,14 @@ pub struct Cable {
     pub anchor_m: f64,
 }
 
+/// A marker on the rod (tracked by the camera), base = marker 0 ordering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    pub arc_m: f64,
+    /// Offset of the marker's centre from the centre line, body frame [m].
+    pub offset_body_m: Vec3,
+}
+
 /// A validated rod: geometry, materials, discretisation, loads' frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rod {
@@ -75,6 +83,8 @@ pub struct Rod {
     pub gravity_m_s2: Vec3,
     pub base: Pose,
     pub cables: Vec<Cable>,
+    /// Markers ordered from base to tip (for the strain observer).
+    pub markers: Vec<Marker>,
 }
 
 impl Rod {
@@ -92,6 +102,7 @@ impl Rod {
             gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
             base: Pose::identity(),
             cables: vec![],
+            markers: vec![],
         }
     }
 
@@ -197,6 +208,18 @@ struct RawRod {
     base: Option<RawBase>,
     #[serde(default, rename = "cable")]
     cables: Vec<RawCable>,
+    #[serde(default, rename = "marker")]
+    markers: Vec<RawMarker>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMarker {
+    arc_m: f64,
+    #[serde(default)]
+    offset_y_m: f64,
+    #[serde(default)]
+    offset_z_m: f64,
 }
 
 fn default_subsegments() -> usize {
@@ -441,6 +464,20 @@ impl RawRod {
                 anchor_m: anchor.min(length),
             });
         }
+        let mut markers = vec![];
+        for (i, m) in self.markers.iter().enumerate() {
+            let field = format!("marker[{i}]");
+            if !(m.arc_m.is_finite() && m.arc_m >= 0.0 && m.arc_m <= length * (1.0 + 1e-12)) {
+                return Err(ConfigError::new(file, &format!("{field}.arc_m"), format!("must lie in [0, length_m = {length}], got {}", m.arc_m)));
+            }
+            if !(m.offset_y_m.is_finite() && m.offset_z_m.is_finite()) {
+                return Err(ConfigError::new(file, &field, "offsets must be finite"));
+            }
+            if i > 0 && m.arc_m <= self.markers[i - 1].arc_m {
+                return Err(ConfigError::new(file, &format!("{field}.arc_m"), "markers must be ordered from base to tip"));
+            }
+            markers.push(Marker { arc_m: m.arc_m.min(length), offset_body_m: Vec3::new(0.0, m.offset_y_m, m.offset_z_m) });
+        }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
@@ -456,6 +493,7 @@ impl RawRod {
             gravity_m_s2: Vec3::from(g),
             base,
             cables,
+            markers,
         })
     }
 }

@@ -9,7 +9,7 @@ pub mod model;
 pub mod shape;
 pub mod statics;
 
-pub use config::{Cable, ConfigError, Rod, StrainBasis, StrainModes};
+pub use config::{Cable, ConfigError, Marker, Rod, StrainBasis, StrainModes};
 pub use geometry::{CrossSection, Material, Profile};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

@@ -115,6 +115,8 @@ pub struct Assembly {
     pub tangent: Option<DMatrix<f64>>,
     /// |K q| + |r - K q|: the scale of the residual's terms.
     pub scale: f64,
+    /// Frames and Jacobians at `q` (computed with the tangent).
+    pub kinematics: Option<Kinematics>,
 }
 
 /// Loads resolved to joints.
@@ -339,7 +341,7 @@ fn assemble_resolved(model: &Model, loads: &Loads, joints_of: &[usize], q: &DVec
         }
     }
     let scale = kq.norm() + (&r - &kq).norm();
-    Assembly { residual: r, tangent: h, scale }
+    Assembly { residual: r, tangent: h, scale, kinematics: kin }
 }
 
 /// Solves the static equilibrium under `loads`, from `q_start` (or the rest

@@ -1,0 +1,186 @@
+//! The observer recovers the model's own strain from marker positions.
+
+use lie::{Vec3, Vec6};
+use nalgebra::DVector;
+use observe::{Mode, ObserveError, Observer, Status};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rod::statics::{model_for, solve};
+use rod::{Cable, Loads, Marker, Material, NewtonOptions, Rod};
+
+/// The contact paper's rod shape (steel core omitted), markers along it,
+/// every third one on the surface (+z body) where `offsets`.
+fn rod_with_markers(n_markers: usize) -> Rod {
+    rod_with(n_markers, 3, rod::StrainModes::COSSERAT, false)
+}
+
+fn rod_with(n_markers: usize, sections: usize, modes: rod::StrainModes, alternate_offsets: bool) -> Rod {
+    let mut rod = Rod::uniform_cylinder(0.25, 0.007, Material::from_poisson(2.56e5, 0.45, 1.41e3), sections).with_modes(modes);
+    rod.cross_section.outer = rod::Profile::Linear { base_m: 0.0085, tip_m: 0.005 };
+    rod.subsegments_per_section = 6;
+    rod.cables = vec![Cable { name: "c".into(), angle_rad: 1.2, inset_m: 0.001, anchor_m: 0.25 }];
+    rod.markers = (1..=n_markers)
+        .map(|i| {
+            let offset = if !alternate_offsets {
+                Vec3::zeros()
+            } else if i % 2 == 0 {
+                Vec3::new(0.0, 0.0, 0.005)
+            } else {
+                Vec3::new(0.0, 0.005, 0.0)
+            };
+            Marker { arc_m: 0.25 * i as f64 / n_markers as f64, offset_body_m: offset }
+        })
+        .collect();
+    rod
+}
+
+/// A loaded shape from the model itself: gravity + tip force + cable
+/// (in the x-z plane when `planar`).
+fn truth(rod: &Rod, scale: f64) -> (Vec<Vec3>, Vec<Vec6>) {
+    truth_with(rod, scale, Loading::PlanarCable)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Loading {
+    /// Gravity, a tip force and a cable, all in the x-z plane.
+    PlanarCable,
+    /// Gravity and 3-D forces at three markers (one at the tip): loads the
+    /// observer's own model can represent.
+    MarkerForces,
+}
+
+fn truth_with(rod: &Rod, scale: f64, loading: Loading) -> (Vec<Vec3>, Vec<Vec6>) {
+    let mut rod = rod.clone();
+    rod.cables[0].angle_rad = std::f64::consts::FRAC_PI_2;
+    let mut loads = match loading {
+        Loading::PlanarCable => Loads::gravity().with_tensions(&[0.3 * scale]).with_tip(0.25, Vec3::new(-0.01, 0.0, 0.02) * scale, Vec3::zeros()),
+        Loading::MarkerForces => Loads::gravity().with_tensions(&[0.0]),
+    };
+    if loading == Loading::MarkerForces {
+        let last = rod.markers.len() - 1;
+        for (k, f) in [(1, Vec3::new(0.0, -0.02, 0.01)), (3, Vec3::new(0.01, 0.015, -0.01)), (last, Vec3::new(-0.005, 0.01, 0.02))] {
+            let m = &rod.markers[k];
+            loads.point_loads.push(rod::PointLoad { x_m: m.arc_m, offset_body_m: m.offset_body_m, force_n: f * scale, moment_nm: Vec3::zeros() });
+        }
+    }
+    let mut points = loads.points_m();
+    points.extend(rod.markers.iter().map(|m| m.arc_m));
+    let model = rod::Model::new(&rod, &points);
+    let _ = model_for;
+    let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+    let frames = model.frames(&sol.q);
+    let markers = rod.markers.iter().map(|m| frames.joints[model.joint_at(m.arc_m)].transform_point(&m.offset_body_m)).collect();
+    let strain = model.node_x_m.iter().map(|&x| model.strain_at(x, &sol.q)).collect();
+    (markers, strain)
+}
+
+/// Largest nodal strain error relative to the strain range: curvatures
+/// against the range of all curvature values, stretch/shear against the
+/// range of all `Q - [1, 0, 0]` values.
+fn strain_error(a: &[Vec6], b: &[Vec6]) -> f64 {
+    let mut worst: f64 = 0.0;
+    for group in [0..3, 3..6] {
+        let vals: Vec<f64> = b.iter().flat_map(|s| group.clone().map(move |c| s[c] - if c == 3 { 1.0 } else { 0.0 })).collect();
+        let range = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - vals.iter().cloned().fold(f64::INFINITY, f64::min);
+        for (x, y) in a.iter().zip(b) {
+            for c in group.clone() {
+                worst = worst.max((x[c] - y[c]).abs() / range);
+            }
+        }
+    }
+    worst
+}
+
+#[test]
+fn hard_mode_reproduces_model_shapes() {
+    // Cable loads (not representable by marker forces): recovered when the
+    // markers determine the in-plane strain field (2 x 8 coordinates for
+    // 3 x 4 in-plane nodal strains). Loads the observer can represent
+    // (gravity and forces at markers, 3-D): recovered for 6 to 10 markers.
+    let cases = [
+        (rod_with(8, 3, rod::StrainModes::COSSERAT, false), Loading::PlanarCable),
+        (rod_with(6, 3, rod::StrainModes::COSSERAT, true), Loading::MarkerForces),
+        (rod_with(8, 3, rod::StrainModes::COSSERAT, true), Loading::MarkerForces),
+        (rod_with(10, 5, rod::StrainModes::COSSERAT, true), Loading::MarkerForces),
+    ];
+    for (rod, loading) in cases {
+        let planar = loading == Loading::PlanarCable;
+        let n_markers = rod.markers.len();
+        let mut obs = Observer::new(&rod, Mode::Hard).unwrap();
+        for scale in [0.5, 1.0, 1.5] {
+            let (markers, strain) = truth_with(&rod, scale, loading);
+            let o = obs.observe(&markers.iter().map(|p| Some(*p)).collect::<Vec<_>>(), &vec![1e-3; n_markers]).unwrap();
+            assert_eq!(o.status, Status::Ok);
+            assert!(o.marker_residual_m < 1e-9, "residual {}", o.marker_residual_m);
+            let err = strain_error(&o.nodal_strain, &strain);
+            println!(
+                "{n_markers} markers, {} sections, {}, load x{scale}: nodal strain error {:.3} % of range, {} Newton iterations",
+                rod.section_lengths_m.len(),
+                if planar { "planar, gravity + tip force + cable" } else { "3-D, gravity + forces at markers" },
+                err * 100.0,
+                o.iterations
+            );
+            assert!(err < 0.02, "{n_markers} markers, scale {scale}: {err}");
+        }
+    }
+}
+
+fn gauss(rng: &mut StdRng) -> f64 {
+    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+    let u2: f64 = rng.gen_range(0.0..1.0);
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+#[test]
+fn weighted_mode_beats_hard_mode_on_noisy_markers() {
+    let rod = rod_with(6, 3, rod::StrainModes::COSSERAT, true);
+    let (markers, strain) = truth_with(&rod, 1.0, Loading::MarkerForces);
+    let sigma = 3e-4;
+    let (mut hard_total, mut weighted_total) = (0.0, 0.0);
+    for seed in 0..8 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let noisy: Vec<Option<Vec3>> = markers.iter().map(|p| Some(p + Vec3::new(gauss(&mut rng), gauss(&mut rng), gauss(&mut rng)) * sigma)).collect();
+        let mut hard = Observer::new(&rod, Mode::Hard).unwrap();
+        let mut weighted = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).unwrap();
+        let oh = hard.observe(&noisy, &[sigma; 6]).unwrap();
+        let ow = weighted.observe(&noisy, &[sigma; 6]).unwrap();
+        assert_eq!(oh.status, Status::Ok);
+        assert_eq!(ow.status, Status::Ok);
+        let (eh, ew) = (strain_error(&oh.nodal_strain, &strain), strain_error(&ow.nodal_strain, &strain));
+        println!("seed {seed}: hard {:.2} %, weighted {:.2} % (energy scale {:.2e} J)", eh * 100.0, ew * 100.0, weighted.energy_scale_j().unwrap());
+        hard_total += eh;
+        weighted_total += ew;
+    }
+    assert!(weighted_total < hard_total, "weighted {weighted_total} vs hard {hard_total}");
+}
+
+#[test]
+fn missing_markers_are_handled_or_reported() {
+    let rod = rod_with(8, 3, rod::StrainModes::COSSERAT, false);
+    let (markers, strain) = truth(&rod, 1.0);
+    let mut measured: Vec<Option<Vec3>> = markers.iter().map(|p| Some(*p)).collect();
+    let mut weighted = Observer::new(&rod, Mode::Weighted { energy_scale_j: Some(1e-7) }).unwrap();
+    let full = weighted.observe(&measured, &[3e-4; 8]).unwrap();
+    measured[3] = None;
+    let o = weighted.observe(&measured, &[3e-4; 8]).unwrap();
+    assert_eq!(o.status, Status::MissingMarkers(1));
+    assert!(strain_error(&o.nodal_strain, &strain) < 2.0 * strain_error(&full.nodal_strain, &strain) + 0.02);
+    let mut hard = Observer::new(&rod, Mode::Hard).unwrap();
+    let o = hard.observe(&measured, &[3e-4; 8]).unwrap();
+    assert_eq!(o.status, Status::MissingMarkers(1));
+    assert_eq!(o.status.label(), "missing_markers:1");
+    assert!(o.marker_residual_m < 1e-9);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let mut rod = rod_with_markers(10);
+    assert!(matches!(Observer::new(&rod, Mode::Hard), Err(ObserveError::TooManyConstraints { constraints: 30, dofs: 24 })));
+    assert!(Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).is_ok());
+    rod.markers.clear();
+    assert_eq!(Observer::new(&rod, Mode::Hard).err(), Some(ObserveError::NoMarkers));
+    let rod = rod_with_markers(6);
+    let mut obs = Observer::new(&rod, Mode::Hard).unwrap();
+    assert!(matches!(obs.observe(&[None; 3], &[1e-3; 3]), Err(ObserveError::MarkerCount { .. })));
+    let _ = DVector::<f64>::zeros(1);
+}
+
