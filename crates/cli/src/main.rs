@@ -5,6 +5,7 @@
 //! 2 bad input (arguments, config or data files).
 
 mod identify;
+mod observe_cmd;
 mod paper;
 mod solve;
 
@@ -29,6 +30,8 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Fit E, G, rho to static experiments; writes identified.toml and an HTML report.
     Identify(identify::IdentifyArgs),
+    /// Strain field of the rod, frame by frame, from a tracked marker table.
+    Observe(observe_cmd::ObserveArgs),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(paper::PaperArgs),
 }
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Solve(a) => solve::run(a),
         Command::PaperTable(a) => paper::run(a),
         Command::Identify(a) => identify::run(a),
+        Command::Observe(a) => observe_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,146 @@
+//! `session`: the on-disk formats every stage shares (record -> track ->
+//! observe -> identify -> simulate -> report).
+//!
+//! * Parquet tables, written atomically (temporary name, then rename), read
+//!   with clear errors naming the file and the column.
+//! * Chunked streams: a directory of `NNNNNN.parquet` chunks, concatenated
+//!   on reading (a crash loses at most the chunk being written).
+//! * The marker table of `rodlab track` and the strain table of
+//!   `rodlab observe`.
+
+pub mod table;
+
+pub use table::{Table, TableError};
+
+use std::path::Path;
+
+/// Flag bits of the marker table.
+pub mod flags {
+    /// The marker was not found in this frame (position columns are NaN).
+    pub const MISSING: u32 = 1;
+    /// Two markers merged into one blob (position unreliable).
+    pub const MERGED: u32 = 2;
+    /// Found outside the predicted search window (re-acquired).
+    pub const REACQUIRED: u32 = 4;
+}
+
+/// One row of the marker table: a marker in a frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MarkerRow {
+    pub frame: i64,
+    pub t_s: f64,
+    /// Host monotonic clock at grab, when the session has a frames table.
+    pub t_host_ns: Option<i64>,
+    /// 0 = base.
+    pub marker: u32,
+    pub u_px: f64,
+    pub v_px: f64,
+    pub x_m: f64,
+    pub y_m: f64,
+    pub z_m: f64,
+    pub area_px: f64,
+    pub flags: u32,
+}
+
+pub const MARKER_COLUMNS: [&str; 10] = ["frame", "t_s", "marker", "u_px", "v_px", "x_m", "y_m", "z_m", "area_px", "flags"];
+
+/// Writes the marker table (Parquet).
+pub fn write_markers(path: &Path, rows: &[MarkerRow]) -> Result<(), TableError> {
+    let mut t = Table::new();
+    t.push_i64("frame", rows.iter().map(|r| r.frame).collect());
+    t.push_f64("t_s", rows.iter().map(|r| r.t_s).collect());
+    if rows.iter().all(|r| r.t_host_ns.is_some()) && !rows.is_empty() {
+        t.push_i64("t_host_ns", rows.iter().map(|r| r.t_host_ns.unwrap_or(0)).collect());
+    }
+    t.push_u32("marker", rows.iter().map(|r| r.marker).collect());
+    t.push_f64("u_px", rows.iter().map(|r| r.u_px).collect());
+    t.push_f64("v_px", rows.iter().map(|r| r.v_px).collect());
+    t.push_f64("x_m", rows.iter().map(|r| r.x_m).collect());
+    t.push_f64("y_m", rows.iter().map(|r| r.y_m).collect());
+    t.push_f64("z_m", rows.iter().map(|r| r.z_m).collect());
+    t.push_f64("area_px", rows.iter().map(|r| r.area_px).collect());
+    t.push_u32("flags", rows.iter().map(|r| r.flags).collect());
+    t.write(path)
+}
+
+/// Reads a marker table, checking its columns.
+pub fn read_markers(path: &Path) -> Result<Vec<MarkerRow>, TableError> {
+    let t = Table::read(path)?;
+    let frame = t.i64("frame")?;
+    let t_s = t.f64("t_s")?;
+    let t_host = if t.has("t_host_ns") { Some(t.i64("t_host_ns")?) } else { None };
+    let marker = t.u32("marker")?;
+    let u = t.f64("u_px")?;
+    let v = t.f64("v_px")?;
+    let x = t.f64("x_m")?;
+    let y = t.f64("y_m")?;
+    let z = t.f64("z_m")?;
+    let area = t.f64("area_px")?;
+    let fl = t.u32("flags")?;
+    Ok((0..frame.len())
+        .map(|i| MarkerRow {
+            frame: frame[i],
+            t_s: t_s[i],
+            t_host_ns: t_host.as_ref().map(|h| h[i]),
+            marker: marker[i],
+            u_px: u[i],
+            v_px: v[i],
+            x_m: x[i],
+            y_m: y[i],
+            z_m: z[i],
+            area_px: area[i],
+            flags: fl[i],
+        })
+        .collect())
+}
+
+/// One row of the strain table: a node of the observed rod in a frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StrainRow {
+    pub frame: i64,
+    pub t_host_ns: i64,
+    pub node: u32,
+    pub arc_m: f64,
+    /// [kappa_x, kappa_y, kappa_z, eps_x, eps_y, eps_z], eps = Q - [1, 0, 0].
+    pub strain: [f64; 6],
+    pub marker_residual_m: f64,
+    pub status: String,
+}
+
+pub const STRAIN_NAMES: [&str; 6] = ["kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
+
+pub fn write_strain(path: &Path, rows: &[StrainRow]) -> Result<(), TableError> {
+    let mut t = Table::new();
+    t.push_i64("frame", rows.iter().map(|r| r.frame).collect());
+    t.push_i64("t_host_ns", rows.iter().map(|r| r.t_host_ns).collect());
+    t.push_u32("node", rows.iter().map(|r| r.node).collect());
+    t.push_f64("arc_m", rows.iter().map(|r| r.arc_m).collect());
+    for (c, name) in STRAIN_NAMES.iter().enumerate() {
+        t.push_f64(name, rows.iter().map(|r| r.strain[c]).collect());
+    }
+    t.push_f64("marker_residual_m", rows.iter().map(|r| r.marker_residual_m).collect());
+    t.push_str("status", rows.iter().map(|r| r.status.clone()).collect());
+    t.write(path)
+}
+
+pub fn read_strain(path: &Path) -> Result<Vec<StrainRow>, TableError> {
+    let t = Table::read(path)?;
+    let frame = t.i64("frame")?;
+    let th = t.i64("t_host_ns")?;
+    let node = t.u32("node")?;
+    let arc = t.f64("arc_m")?;
+    let cols: Vec<Vec<f64>> = STRAIN_NAMES.iter().map(|n| t.f64(n)).collect::<Result<_, _>>()?;
+    let res = t.f64("marker_residual_m")?;
+    let status = t.str("status")?;
+    Ok((0..frame.len())
+        .map(|i| StrainRow {
+            frame: frame[i],
+            t_host_ns: th[i],
+            node: node[i],
+            arc_m: arc[i],
+            strain: std::array::from_fn(|c| cols[c][i]),
+            marker_residual_m: res[i],
+            status: status[i].clone(),
+        })
+        .collect())
+}

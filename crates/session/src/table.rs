@@ -1,0 +1,131 @@
+//! A thin typed layer over polars for the project's tables: build columns,
+//! write Parquet atomically, read with errors that name file and column.
+
+use polars::prelude::*;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("{0}: cannot read: {1}")]
+    Read(PathBuf, String),
+    #[error("{0}: cannot write: {1}")]
+    Write(PathBuf, String),
+    #[error("{0}: missing column '{1}'")]
+    MissingColumn(PathBuf, String),
+    #[error("{0}: column '{1}': {2}")]
+    BadColumn(PathBuf, String, String),
+}
+
+/// Columns under construction, or a table read from disk.
+#[derive(Default)]
+pub struct Table {
+    columns: Vec<Column>,
+    df: Option<DataFrame>,
+    path: PathBuf,
+}
+
+impl Table {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push_f64(&mut self, name: &str, v: Vec<f64>) {
+        self.columns.push(Column::new(name.into(), v));
+    }
+
+    pub fn push_i64(&mut self, name: &str, v: Vec<i64>) {
+        self.columns.push(Column::new(name.into(), v));
+    }
+
+    pub fn push_u32(&mut self, name: &str, v: Vec<u32>) {
+        self.columns.push(Column::new(name.into(), v));
+    }
+
+    pub fn push_str(&mut self, name: &str, v: Vec<String>) {
+        self.columns.push(Column::new(name.into(), v));
+    }
+
+    /// Writes Parquet to `path` via a temporary file and a rename, so a
+    /// reader never sees half a file.
+    pub fn write(self, path: &Path) -> Result<(), TableError> {
+        let werr = |e: String| TableError::Write(path.to_path_buf(), e);
+        let height = self.columns.first().map_or(0, |c| c.len());
+        let mut df = DataFrame::new(height, self.columns).map_err(|e| werr(e.to_string()))?;
+        let tmp = path.with_extension("parquet.tmp");
+        let file = std::fs::File::create(&tmp).map_err(|e| werr(e.to_string()))?;
+        ParquetWriter::new(file).finish(&mut df).map_err(|e| werr(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
+    }
+
+    pub fn read(path: &Path) -> Result<Table, TableError> {
+        let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
+        let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
+        let df = ParquetReader::new(file).finish().map_err(|e| rerr(e.to_string()))?;
+        Ok(Table { columns: vec![], df: Some(df), path: path.to_path_buf() })
+    }
+
+    /// Reads every `*.parquet` chunk of a stream directory, in name order.
+    pub fn read_chunks(dir: &Path) -> Result<Table, TableError> {
+        let rerr = |e: String| TableError::Read(dir.to_path_buf(), e);
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| rerr(e.to_string()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        names.sort();
+        let mut out: Option<DataFrame> = None;
+        for n in &names {
+            let t = Table::read(n)?;
+            let df = t.df.expect("read");
+            match out.as_mut() {
+                None => out = Some(df),
+                Some(o) => {
+                    o.vstack_mut(&df).map_err(|e| TableError::Read(n.clone(), e.to_string()))?;
+                }
+            }
+        }
+        Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf() })
+    }
+
+    pub fn height(&self) -> usize {
+        self.df.as_ref().map_or(0, |d| d.height())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.df.as_ref().is_some_and(|d| d.column(name).is_ok())
+    }
+
+    fn column(&self, name: &str, dtype: &DataType) -> Result<Series, TableError> {
+        let df = self.df.as_ref().ok_or_else(|| TableError::MissingColumn(self.path.clone(), name.into()))?;
+        let c = df.column(name).map_err(|_| TableError::MissingColumn(self.path.clone(), name.into()))?;
+        if c.null_count() > 0 {
+            return Err(TableError::BadColumn(self.path.clone(), name.into(), format!("{} null values", c.null_count())));
+        }
+        let s = c.as_materialized_series().cast(dtype).map_err(|e| TableError::BadColumn(self.path.clone(), name.into(), e.to_string()))?;
+        if s.null_count() > 0 {
+            return Err(TableError::BadColumn(self.path.clone(), name.into(), format!("values not representable as {dtype}")));
+        }
+        Ok(s)
+    }
+
+    pub fn f64(&self, name: &str) -> Result<Vec<f64>, TableError> {
+        let s = self.column(name, &DataType::Float64)?;
+        Ok(s.f64().expect("cast").into_no_null_iter().collect())
+    }
+
+    pub fn i64(&self, name: &str) -> Result<Vec<i64>, TableError> {
+        let s = self.column(name, &DataType::Int64)?;
+        Ok(s.i64().expect("cast").into_no_null_iter().collect())
+    }
+
+    pub fn u32(&self, name: &str) -> Result<Vec<u32>, TableError> {
+        let s = self.column(name, &DataType::UInt32)?;
+        Ok(s.u32().expect("cast").into_no_null_iter().collect())
+    }
+
+    pub fn str(&self, name: &str) -> Result<Vec<String>, TableError> {
+        let s = self.column(name, &DataType::String)?;
+        let ca = s.str().expect("cast");
+        Ok((0..ca.len()).map(|i| ca.get(i).unwrap_or_default().to_string()).collect())
+    }
+}

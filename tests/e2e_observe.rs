@@ -1,0 +1,136 @@
+//! End-to-end: `rodlab observe` on a synthetic marker table made by the
+//! model itself (loads at the markers, which the observer can represent).
+
+use lie::Vec3;
+use rod::statics::solve;
+use rod::{Loads, Model, NewtonOptions, PointLoad, Rod};
+use session::{read_strain, write_markers, MarkerRow};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rodlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().expect("run rodlab")
+}
+
+fn rod() -> Rod {
+    Rod::from_file(&root().join("configs/rod/contact-paper-steel-core.toml")).unwrap()
+}
+
+/// Frames of a rod pushed at its tip and mid marker; returns the marker rows
+/// and the true nodal strains per frame.
+fn synthetic_session(dir: &Path, frames: usize) -> Vec<Vec<[f64; 6]>> {
+    let rod = rod();
+    let points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
+    let model = Model::new(&rod, &points);
+    let mut rows = vec![];
+    let mut truth = vec![];
+    let mut q = None;
+    for f in 0..frames {
+        let s = f as f64 / frames as f64;
+        let mut loads = Loads::gravity();
+        loads.point_loads.push(PointLoad { x_m: 0.25, offset_body_m: Vec3::zeros(), force_n: Vec3::new(-0.02 * s, 0.01 * s, 0.3 + 0.1 * s), moment_nm: Vec3::zeros() });
+        loads.point_loads.push(PointLoad { x_m: 0.125, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, -0.02 * s, 0.05), moment_nm: Vec3::zeros() });
+        let sol = solve(&model, &loads, q.as_ref(), &NewtonOptions::default()).unwrap();
+        let frames_g = model.frames(&sol.q);
+        for (m, mk) in rod.markers.iter().enumerate() {
+            let p = frames_g.joints[model.joint_at(mk.arc_m)].transform_point(&mk.offset_body_m);
+            let missing = f == 7 && m == 3;
+            rows.push(MarkerRow {
+                frame: f as i64,
+                t_s: f as f64 / 100.0,
+                t_host_ns: Some(1_000_000_000 + f as i64 * 10_000_000),
+                marker: m as u32,
+                u_px: 0.0,
+                v_px: 0.0,
+                x_m: if missing { f64::NAN } else { p.x },
+                y_m: if missing { f64::NAN } else { p.y },
+                z_m: if missing { f64::NAN } else { p.z },
+                area_px: 50.0,
+                flags: if missing { session::flags::MISSING } else { 0 },
+            });
+        }
+        truth.push(model.node_x_m.iter().map(|&x| {
+            let s = model.strain_at(x, &sol.q);
+            [s[0], s[1], s[2], s[3] - 1.0, s[4], s[5]]
+        }).collect());
+        q = Some(sol.q);
+    }
+    write_markers(&dir.join("markers.parquet"), &rows).unwrap();
+    truth
+}
+
+#[test]
+fn observe_recovers_strain_from_a_marker_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synthetic_session(dir.path(), 20);
+    for mode in ["hard", "weighted"] {
+        let out = dir.path().join(format!("strain-{mode}.parquet"));
+        // Noise-free data: tell the weighted observer so (sigma 20 um).
+        let o = rodlab(&[
+            "observe",
+            dir.path().to_str().unwrap(),
+            "--rod",
+            "configs/rod/contact-paper-steel-core.toml",
+            "--mode",
+            mode,
+            "--sigma-m",
+            "2e-5",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(stdout.contains("solved with missing markers 1"), "{stdout}");
+        let rows = read_strain(&out).unwrap();
+        let nodes = truth[0].len();
+        assert_eq!(rows.len(), 20 * nodes);
+        assert_eq!(rows[nodes].t_host_ns, 1_010_000_000);
+        let range = truth.iter().flatten().map(|s| s[1]).fold(f64::NEG_INFINITY, f64::max) - truth.iter().flatten().map(|s| s[1]).fold(f64::INFINITY, f64::min);
+        let mut worst: f64 = 0.0;
+        for r in rows.iter().filter(|r| r.frame != 7) {
+            let t = truth[r.frame as usize][r.node as usize];
+            let e = (r.strain[1] - t[1]).abs().max((r.strain[2] - t[2]).abs()) / range;
+            worst = worst.max(e);
+            if mode == "hard" {
+                assert!(r.marker_residual_m < 1e-9, "{r:?}");
+            }
+        }
+        println!("{mode}: worst bending-strain error {:.3} % of range", worst * 100.0);
+        assert!(worst < if mode == "hard" { 1e-4 } else { 0.05 }, "{mode}: {worst}");
+        assert!(rows.iter().filter(|r| r.frame == 7).all(|r| r.status == "missing_markers:1"));
+    }
+}
+
+#[test]
+fn observe_bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // A table without the expected columns.
+    let bad = dir.path().join("markers.parquet");
+    let mut t = session::Table::new();
+    t.push_i64("frame", vec![0, 1]);
+    t.push_f64("x_m", vec![0.0, 0.1]);
+    t.write(&bad).unwrap();
+    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("markers.parquet") && err.contains("missing column"), "{err}");
+    // Marker outside the rod.
+    let text = std::fs::read_to_string(root().join("configs/rod/contact-paper-steel-core.toml")).unwrap();
+    let outside = dir.path().join("outside.toml");
+    std::fs::write(&outside, text.replace("arc_m = 0.25\n", "arc_m = 0.30\n")).unwrap();
+    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", outside.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("marker[7].arc_m"), "{err}");
+    // Hard mode with more marker constraints than strain dofs (1 section: 12 dofs).
+    let few = dir.path().join("few.toml");
+    std::fs::write(&few, text.replace("sections_m = [0.0625, 0.0625, 0.0625, 0.0625]", "sections_m = [0.25]")).unwrap();
+    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", few.to_str().unwrap(), "--mode", "hard"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("exceed"), "{err}");
+}
