@@ -23,14 +23,30 @@ fn rod() -> Rod {
 /// Frames of a rod pushed at its tip and mid marker; returns the marker rows
 /// and the true nodal strains per frame.
 fn synthetic_session(dir: &Path, frames: usize) -> Vec<Vec<[f64; 6]>> {
-    let rod = rod();
+    synthetic_session_with(dir, frames, false)
+}
+
+/// UR-style TCP pose [x, y, z, rx, ry, rz] of the robot holding the base.
+fn tcp_at(t_s: f64) -> [f64; 6] {
+    [0.02 * t_s, 0.0, 0.05 * t_s, 0.0, 0.3 * t_s, 0.0]
+}
+
+fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<Vec<[f64; 6]>> {
+    let mut rod = rod();
     let points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
     let model = Model::new(&rod, &points);
     let mut rows = vec![];
     let mut truth = vec![];
     let mut q = None;
+    let mut model = model;
     for f in 0..frames {
         let s = f as f64 / frames as f64;
+        if moving_base {
+            let p = tcp_at(f as f64 / 100.0);
+            let r = lie::exp(&lie::Vec6::new(p[3], p[4], p[5], 0.0, 0.0, 0.0));
+            rod.base = lie::Pose { rot: r.rot, pos: Vec3::new(p[0], p[1], p[2]) };
+            model.rod.base = rod.base;
+        }
         let mut loads = Loads::gravity();
         loads.point_loads.push(PointLoad { x_m: 0.25, offset_body_m: Vec3::zeros(), force_n: Vec3::new(-0.02 * s, 0.01 * s, 0.3 + 0.1 * s), moment_nm: Vec3::zeros() });
         loads.point_loads.push(PointLoad { x_m: 0.125, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, -0.02 * s, 0.05), moment_nm: Vec3::zeros() });
@@ -60,7 +76,39 @@ fn synthetic_session(dir: &Path, frames: usize) -> Vec<Vec<[f64; 6]>> {
         q = Some(sol.q);
     }
     write_markers(&dir.join("markers.parquet"), &rows).unwrap();
+    if moving_base {
+        // The robot stream at 500 Hz, in two chunks.
+        let stream = session::stream_dir(dir, "robot");
+        std::fs::create_dir_all(&stream).unwrap();
+        let n = frames * 5 + 10;
+        for (c, range) in [(0, 0..n / 2), (1, n / 2..n)] {
+            let mut t = session::Table::new();
+            t.push_i64("t_host_ns", range.clone().map(|k| 1_000_000_000 + k as i64 * 2_000_000).collect());
+            for i in 0..6 {
+                t.push_f64(&format!("actual_TCP_pose_{i}"), range.clone().map(|k| tcp_at(k as f64 * 0.002)[i]).collect());
+            }
+            t.write(&stream.join(format!("{c:06}.parquet"))).unwrap();
+        }
+    }
     truth
+}
+
+#[test]
+fn observe_follows_the_base_from_the_robot_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synthetic_session_with(dir.path(), 12, true);
+    let out = dir.path().join("strain.parquet");
+    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml", "--mode", "hard", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("robot log"));
+    let rows = read_strain(&out).unwrap();
+    let mut worst: f64 = 0.0;
+    for r in rows.iter().filter(|r| r.frame != 7) {
+        let t = truth[r.frame as usize][r.node as usize];
+        worst = worst.max((r.strain[1] - t[1]).abs());
+        assert!(r.marker_residual_m < 1e-9);
+    }
+    assert!(worst < 1e-4, "{worst} 1/m");
 }
 
 #[test]

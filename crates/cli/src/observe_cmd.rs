@@ -76,6 +76,14 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     if frames.is_empty() {
         return Err(input_error(format!("{}: no rows", markers_path.display())));
     }
+    // With a robot log, the base follows the flange: base = TCP * mount,
+    // where the rod file's [base] is the mount on the flange.
+    let session_dir = markers_path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let tcp = session::read_tcp_poses(&session_dir).map_err(|e| input_error(e.to_string()))?;
+    let mount = rod.base;
+    if tcp.is_some() {
+        println!("base pose from the robot log ({}), rod mount from {}", session::stream_dir(&session_dir, "robot").display(), a.rod.display());
+    }
     let bar = indicatif::ProgressBar::new(frames.len() as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames [{elapsed} < {eta}] {msg}").expect("template"));
     let sigma = vec![a.sigma_m; n_markers];
@@ -85,6 +93,13 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     let mut residuals = vec![];
     let started = std::time::Instant::now();
     for (frame, (t, measured)) in &frames {
+        if let Some(samples) = tcp.as_deref() {
+            if let Some(p) = session::tcp_pose_at(samples, *t) {
+                let flange = lie::exp(&lie::Vec6::new(p[3], p[4], p[5], 0.0, 0.0, 0.0));
+                let flange = lie::Pose { rot: flange.rot, pos: Vec3::new(p[0], p[1], p[2]) };
+                obs.set_base(&flange.compose(&mount));
+            }
+        }
         let o = obs.observe(measured, &sigma)?;
         match &o.status {
             Status::Ok => ok += 1,

@@ -178,6 +178,12 @@ impl Observer {
         })
     }
 
+    /// Sets the pose of the rod's base for the next frames (e.g. from the
+    /// robot log: flange pose composed with the rod's mount).
+    pub fn set_base(&mut self, base: &lie::Pose) {
+        self.model.rod.base = *base;
+    }
+
     /// Sets the warm start (strain coordinates of this observer's model).
     pub fn set_state(&mut self, q: &DVector<f64>) {
         self.q = q.clone();

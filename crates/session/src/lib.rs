@@ -144,3 +144,50 @@ pub fn read_strain(path: &Path) -> Result<Vec<StrainRow>, TableError> {
         })
         .collect())
 }
+
+/// Directory of a stream's chunks inside a session.
+pub fn stream_dir(session: &Path, stream: &str) -> std::path::PathBuf {
+    session.join("streams").join(stream)
+}
+
+/// A robot flange (TCP) pose sample: host time and UR pose
+/// `[x, y, z, rx, ry, rz]` (metres, axis-angle in radians, base frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSample {
+    pub t_host_ns: i64,
+    pub pose: [f64; 6],
+}
+
+/// The robot's TCP poses of a session (`streams/robot`, columns
+/// `t_host_ns`, `actual_TCP_pose_0` .. `actual_TCP_pose_5`), or `None` when
+/// the session has no robot stream.
+pub fn read_tcp_poses(session: &Path) -> Result<Option<Vec<TcpSample>>, TableError> {
+    let dir = stream_dir(session, "robot");
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let t = Table::read_chunks(&dir)?;
+    let th = t.i64("t_host_ns")?;
+    let cols: Vec<Vec<f64>> = (0..6).map(|i| t.f64(&format!("actual_TCP_pose_{i}"))).collect::<Result<_, _>>()?;
+    let mut out: Vec<TcpSample> = (0..th.len()).map(|k| TcpSample { t_host_ns: th[k], pose: std::array::from_fn(|i| cols[i][k]) }).collect();
+    out.sort_by_key(|s| s.t_host_ns);
+    Ok(Some(out))
+}
+
+/// Pose at `t_host_ns`, linearly interpolated between samples (axis-angle
+/// components interpolated directly: fine between samples at 125-500 Hz);
+/// clamped at the ends.
+pub fn tcp_pose_at(samples: &[TcpSample], t_host_ns: i64) -> Option<[f64; 6]> {
+    let first = samples.first()?;
+    let last = samples.last()?;
+    if t_host_ns <= first.t_host_ns {
+        return Some(first.pose);
+    }
+    if t_host_ns >= last.t_host_ns {
+        return Some(last.pose);
+    }
+    let i = samples.partition_point(|s| s.t_host_ns <= t_host_ns);
+    let (a, b) = (&samples[i - 1], &samples[i]);
+    let w = (t_host_ns - a.t_host_ns) as f64 / (b.t_host_ns - a.t_host_ns).max(1) as f64;
+    Some(std::array::from_fn(|k| a.pose[k] + w * (b.pose[k] - a.pose[k])))
+}

@@ -1,0 +1,77 @@
+//! Round trips of the session tables and clear errors for bad files.
+
+use session::{read_markers, read_strain, read_tcp_poses, tcp_pose_at, write_markers, write_strain, MarkerRow, StrainRow, Table, TcpSample};
+
+#[test]
+fn marker_and_strain_tables_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<MarkerRow> = (0..30)
+        .map(|i| MarkerRow {
+            frame: i / 3,
+            t_s: (i / 3) as f64 * 0.01,
+            t_host_ns: Some(5 + i),
+            marker: (i % 3) as u32,
+            u_px: i as f64,
+            v_px: 2.0 * i as f64,
+            x_m: 0.1,
+            y_m: -0.2,
+            z_m: f64::NAN,
+            area_px: 40.0,
+            flags: if i == 4 { session::flags::MISSING } else { 0 },
+        })
+        .collect();
+    let p = dir.path().join("markers.parquet");
+    write_markers(&p, &rows).unwrap();
+    let back = read_markers(&p).unwrap();
+    assert_eq!(back.len(), rows.len());
+    assert_eq!(back[4].flags, session::flags::MISSING);
+    assert_eq!(back[7].t_host_ns, Some(12));
+    assert!(back[0].z_m.is_nan());
+    // No temporary file is left behind.
+    assert!(!dir.path().join("markers.parquet.tmp").exists());
+
+    let s: Vec<StrainRow> = (0..10)
+        .map(|i| StrainRow { frame: i, t_host_ns: i * 10, node: 2, arc_m: 0.1, strain: [i as f64, 1.0, 2.0, 3.0, 4.0, 5.0], marker_residual_m: 1e-10, status: "ok".into() })
+        .collect();
+    let p = dir.path().join("strain.parquet");
+    write_strain(&p, &s).unwrap();
+    assert_eq!(read_strain(&p).unwrap(), s);
+}
+
+#[test]
+fn bad_tables_name_file_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.parquet");
+    let mut t = Table::new();
+    t.push_i64("frame", vec![1]);
+    t.write(&p).unwrap();
+    let e = read_markers(&p).unwrap_err().to_string();
+    assert!(e.contains("m.parquet") && e.contains("missing column 't_s'"), "{e}");
+    let garbage = dir.path().join("g.parquet");
+    std::fs::write(&garbage, b"not parquet").unwrap();
+    let e = read_markers(&garbage).unwrap_err().to_string();
+    assert!(e.contains("g.parquet") && e.contains("cannot read"), "{e}");
+}
+
+#[test]
+fn robot_stream_chunks_are_concatenated_and_interpolated() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = session::stream_dir(dir.path(), "robot");
+    std::fs::create_dir_all(&stream).unwrap();
+    for chunk in 0..3i64 {
+        let mut t = Table::new();
+        let times: Vec<i64> = (0..4).map(|k| (chunk * 4 + k) * 1000).collect();
+        t.push_i64("t_host_ns", times.clone());
+        for i in 0..6 {
+            t.push_f64(&format!("actual_TCP_pose_{i}"), times.iter().map(|&t| t as f64 * 1e-3 + i as f64).collect());
+        }
+        t.write(&stream.join(format!("{chunk:06}.parquet"))).unwrap();
+    }
+    let s = read_tcp_poses(dir.path()).unwrap().unwrap();
+    assert_eq!(s.len(), 12);
+    let p = tcp_pose_at(&s, 5500).unwrap();
+    assert!((p[0] - 5.5).abs() < 1e-12 && (p[5] - 10.5).abs() < 1e-12);
+    assert_eq!(tcp_pose_at(&s, -5).unwrap()[0], 0.0);
+    assert_eq!(tcp_pose_at(&[] as &[TcpSample], 0), None);
+    assert!(read_tcp_poses(&dir.path().join("none")).unwrap().is_none());
+}
