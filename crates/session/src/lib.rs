@@ -191,3 +191,115 @@ pub fn tcp_pose_at(samples: &[TcpSample], t_host_ns: i64) -> Option<[f64; 6]> {
     let w = (t_host_ns - a.t_host_ns) as f64 / (b.t_host_ns - a.t_host_ns).max(1) as f64;
     Some(std::array::from_fn(|k| a.pose[k] + w * (b.pose[k] - a.pose[k])))
 }
+
+/// Writes a stream as Parquet chunks `streams/<name>/NNNNNN.parquet`: rows
+/// are buffered and flushed as a new chunk at least every `flush_every`
+/// (temporary name, then rename), so a crash loses at most that long.
+pub struct StreamWriter {
+    dir: std::path::PathBuf,
+    columns: Vec<String>,
+    t_host_ns: Vec<i64>,
+    values: Vec<Vec<f64>>,
+    seq: u32,
+    last_flush: std::time::Instant,
+    flush_every: std::time::Duration,
+    pub rows_written: u64,
+}
+
+impl StreamWriter {
+    /// `columns`: value columns (besides `t_host_ns`).
+    pub fn create(session: &Path, stream: &str, columns: Vec<String>, flush_every: std::time::Duration) -> Result<StreamWriter, TableError> {
+        let dir = stream_dir(session, stream);
+        std::fs::create_dir_all(&dir).map_err(|e| TableError::Write(dir.clone(), e.to_string()))?;
+        // Continue numbering after existing chunks (a reconnect re-creates the writer).
+        let seq = std::fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "parquet")).count() as u32)
+            .unwrap_or(0);
+        let n = columns.len();
+        Ok(StreamWriter {
+            dir,
+            columns,
+            t_host_ns: vec![],
+            values: vec![vec![]; n],
+            seq,
+            last_flush: std::time::Instant::now(),
+            flush_every,
+            rows_written: 0,
+        })
+    }
+
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// Adds a row; flushes a chunk when due.
+    pub fn push(&mut self, t_host_ns: i64, values: &[f64]) -> Result<(), TableError> {
+        self.t_host_ns.push(t_host_ns);
+        for (c, v) in self.values.iter_mut().zip(values) {
+            c.push(*v);
+        }
+        if self.last_flush.elapsed() >= self.flush_every {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<(), TableError> {
+        self.last_flush = std::time::Instant::now();
+        if self.t_host_ns.is_empty() {
+            return Ok(());
+        }
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", std::mem::take(&mut self.t_host_ns));
+        for (name, col) in self.columns.iter().zip(self.values.iter_mut()) {
+            t.push_f64(name, std::mem::take(col));
+        }
+        let path = self.dir.join(format!("{:06}.parquet", self.seq));
+        let rows = t.height_pending();
+        t.write(&path)?;
+        self.seq += 1;
+        self.rows_written += rows as u64;
+        Ok(())
+    }
+}
+
+impl Drop for StreamWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// What `session check` found for one chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkReport {
+    pub path: std::path::PathBuf,
+    pub rows: usize,
+    pub problem: Option<String>,
+}
+
+/// Reads every chunk of every stream; reports damaged chunks and leftover
+/// temporary files precisely.
+pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
+    let streams = session.join("streams");
+    let mut out = vec![];
+    let rd = std::fs::read_dir(&streams).map_err(|e| TableError::Read(streams.clone(), e.to_string()))?;
+    let mut dirs: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for d in dirs {
+        let mut files: Vec<_> = std::fs::read_dir(&d).map_err(|e| TableError::Read(d.clone(), e.to_string()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            if name.ends_with(".parquet") {
+                match Table::read(&f) {
+                    Ok(t) if t.has("t_host_ns") => out.push(ChunkReport { path: f, rows: t.height(), problem: None }),
+                    Ok(_) => out.push(ChunkReport { path: f, rows: 0, problem: Some("no t_host_ns column".into()) }),
+                    Err(e) => out.push(ChunkReport { path: f, rows: 0, problem: Some(e.to_string()) }),
+                }
+            } else if name.ends_with(".tmp") {
+                out.push(ChunkReport { path: f, rows: 0, problem: Some("unfinished chunk (recorder stopped while writing it); its rows are lost".into()) });
+            }
+        }
+    }
+    Ok(out)
+}

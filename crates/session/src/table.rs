@@ -87,6 +87,11 @@ impl Table {
         Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf() })
     }
 
+    /// Rows of a table under construction.
+    pub fn height_pending(&self) -> usize {
+        self.columns.first().map_or(0, |c| c.len())
+    }
+
     pub fn height(&self) -> usize {
         self.df.as_ref().map_or(0, |d| d.height())
     }

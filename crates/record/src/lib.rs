@@ -1,0 +1,8 @@
+//! `record`: the first stage of record -> track -> observe -> identify ->
+//! simulate -> report. Device protocols (UR RTDE over TCP, Robotiq FT 300
+//! and ASCII line sensors over serial ports), emulators that speak the same
+//! bytes, and the recorder that writes every sample into a session.
+
+pub mod ft300;
+pub mod robot;
+pub mod rtde;

@@ -1,0 +1,127 @@
+//! Recording a UR robot over RTDE into a session stream: every data package
+//! is kept, gaps are detected from the controller's `timestamp`, and a lost
+//! connection is re-established with back-off (the gap is recorded).
+
+use crate::rtde::{Received, RtdeClient, RtdeError};
+use session::StreamWriter;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One host monotonic clock for every stream of a session.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    anchor: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock { anchor: Instant::now() }
+    }
+
+    /// Nanoseconds since the session started.
+    pub fn now_ns(&self) -> i64 {
+        self.anchor.elapsed().as_nanos() as i64
+    }
+}
+
+/// A robot in the rig config.
+#[derive(Clone, Debug)]
+pub struct RobotConfig {
+    pub name: String,
+    pub address: String,
+    pub frequency_hz: f64,
+    pub variables: Vec<String>,
+}
+
+/// Live counters for the status line.
+#[derive(Default, Debug)]
+pub struct Status {
+    pub rows: AtomicU64,
+    pub gaps: AtomicU64,
+    pub missing_packages: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Connects once (so configuration errors surface before recording starts).
+pub fn probe(cfg: &RobotConfig) -> Result<Vec<String>, RtdeError> {
+    let c = RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(2))?;
+    Ok(c.column_names())
+}
+
+/// Records until `stop` is set. Gaps (controller timestamps further apart
+/// than 1.5 periods, including those of a reconnection) go to the stream
+/// `<name>_gaps` (t_host_ns, gap_start_s, gap_end_s, missing_packages).
+pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), RtdeError> {
+    let period = 1.0 / cfg.frequency_hz;
+    let mut writer: Option<StreamWriter> = None;
+    let mut gaps = StreamWriter::create(session, &format!("{}_gaps", cfg.name), vec!["gap_start_s".into(), "gap_end_s".into(), "missing_packages".into()], Duration::from_secs(1))
+        .map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    let mut last_ts: Option<f64> = None;
+    let mut backoff = Duration::from_millis(50);
+    let mut messages = std::fs::OpenOptions::new().create(true).append(true).open(session.join(format!("{}_messages.log", cfg.name)))?;
+    while !stop.load(Ordering::Relaxed) {
+        let mut client = match RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(1)).and_then(|mut c| c.start().map(|_| c)) {
+            Ok(c) => {
+                backoff = Duration::from_millis(50);
+                c
+            }
+            Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
+            Err(_) => {
+                status.errors.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+        };
+        if writer.is_none() {
+            writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1)).map_err(|e| RtdeError::Protocol(e.to_string()))?);
+        }
+        let w = writer.as_mut().expect("created");
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                let _ = client.pause();
+                break;
+            }
+            match client.receive() {
+                Ok(Received::Data(v)) => {
+                    let t = clock.now_ns();
+                    let ts = v[0];
+                    if let Some(prev) = last_ts {
+                        if ts - prev > 1.5 * period || ts <= prev {
+                            // ts <= prev: the controller restarted (its clock
+                            // restarts too); how many packages are missing is unknown.
+                            let missing = if ts > prev { ((ts - prev) / period).round() - 1.0 } else { f64::NAN };
+                            status.gaps.fetch_add(1, Ordering::Relaxed);
+                            if missing.is_finite() {
+                                status.missing_packages.fetch_add(missing as u64, Ordering::Relaxed);
+                            }
+                            gaps.push(t, &[prev, ts, missing]).map_err(|e| RtdeError::Protocol(e.to_string()))?;
+                        }
+                    }
+                    last_ts = Some(ts);
+                    w.push(t, &v).map_err(|e| RtdeError::Protocol(e.to_string()))?;
+                    status.rows.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Received::Text(m)) => {
+                    use std::io::Write;
+                    let _ = writeln!(messages, "{} {}", clock.now_ns(), m);
+                }
+                Ok(Received::Other(_)) => {}
+                Err(_) => {
+                    // Lost the controller: flush what we have and reconnect.
+                    status.reconnects.fetch_add(1, Ordering::Relaxed);
+                    let _ = w.flush();
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(w) = writer.as_mut() {
+        w.flush().map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    }
+    gaps.flush().map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,552 @@
+//! Universal Robots RTDE (real-time data exchange), protocol version 2:
+//! package codec, a client that keeps *every* data package, and an emulator
+//! that speaks the same bytes (science §7).
+//!
+//! Package: `u16 size (incl. header) | u8 type | payload`, big-endian.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const REQUEST_PROTOCOL_VERSION: u8 = b'V';
+pub const GET_URCONTROL_VERSION: u8 = b'v';
+pub const TEXT_MESSAGE: u8 = b'M';
+pub const DATA_PACKAGE: u8 = b'U';
+pub const SETUP_OUTPUTS: u8 = b'O';
+pub const SETUP_INPUTS: u8 = b'I';
+pub const START: u8 = b'S';
+pub const PAUSE: u8 = b'P';
+
+/// RTDE field types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    Double,
+    Vector3d,
+    Vector6d,
+    Int32,
+    Uint32,
+    Vector6Int32,
+    Vector6Uint32,
+    Uint64,
+    Uint8,
+    Bool,
+}
+
+impl FieldType {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FieldType::Double => "DOUBLE",
+            FieldType::Vector3d => "VECTOR3D",
+            FieldType::Vector6d => "VECTOR6D",
+            FieldType::Int32 => "INT32",
+            FieldType::Uint32 => "UINT32",
+            FieldType::Vector6Int32 => "VECTOR6INT32",
+            FieldType::Vector6Uint32 => "VECTOR6UINT32",
+            FieldType::Uint64 => "UINT64",
+            FieldType::Uint8 => "UINT8",
+            FieldType::Bool => "BOOL",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FieldType> {
+        Some(match s {
+            "DOUBLE" => FieldType::Double,
+            "VECTOR3D" => FieldType::Vector3d,
+            "VECTOR6D" => FieldType::Vector6d,
+            "INT32" => FieldType::Int32,
+            "UINT32" => FieldType::Uint32,
+            "VECTOR6INT32" => FieldType::Vector6Int32,
+            "VECTOR6UINT32" => FieldType::Vector6Uint32,
+            "UINT64" => FieldType::Uint64,
+            "UINT8" => FieldType::Uint8,
+            "BOOL" => FieldType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// Number of values (columns) and bytes.
+    pub fn width(&self) -> (usize, usize) {
+        match self {
+            FieldType::Double => (1, 8),
+            FieldType::Vector3d => (3, 24),
+            FieldType::Vector6d => (6, 48),
+            FieldType::Int32 | FieldType::Uint32 => (1, 4),
+            FieldType::Vector6Int32 | FieldType::Vector6Uint32 => (6, 24),
+            FieldType::Uint64 => (1, 8),
+            FieldType::Uint8 | FieldType::Bool => (1, 1),
+        }
+    }
+}
+
+/// Standard output variables of UR's RTDE guide served by the emulator
+/// (a subset, with their proper types).
+pub const STANDARD_OUTPUTS: &[(&str, FieldType)] = &[
+    ("timestamp", FieldType::Double),
+    ("target_q", FieldType::Vector6d),
+    ("target_qd", FieldType::Vector6d),
+    ("target_qdd", FieldType::Vector6d),
+    ("target_current", FieldType::Vector6d),
+    ("target_moment", FieldType::Vector6d),
+    ("actual_q", FieldType::Vector6d),
+    ("actual_qd", FieldType::Vector6d),
+    ("actual_current", FieldType::Vector6d),
+    ("joint_control_output", FieldType::Vector6d),
+    ("actual_TCP_pose", FieldType::Vector6d),
+    ("actual_TCP_speed", FieldType::Vector6d),
+    ("actual_TCP_force", FieldType::Vector6d),
+    ("target_TCP_pose", FieldType::Vector6d),
+    ("target_TCP_speed", FieldType::Vector6d),
+    ("actual_digital_input_bits", FieldType::Uint64),
+    ("joint_temperatures", FieldType::Vector6d),
+    ("actual_execution_time", FieldType::Double),
+    ("robot_mode", FieldType::Int32),
+    ("joint_mode", FieldType::Vector6Int32),
+    ("safety_mode", FieldType::Int32),
+    ("actual_tool_accelerometer", FieldType::Vector3d),
+    ("speed_scaling", FieldType::Double),
+    ("target_speed_fraction", FieldType::Double),
+    ("actual_momentum", FieldType::Double),
+    ("actual_main_voltage", FieldType::Double),
+    ("actual_robot_voltage", FieldType::Double),
+    ("actual_robot_current", FieldType::Double),
+    ("actual_joint_voltage", FieldType::Vector6d),
+    ("actual_digital_output_bits", FieldType::Uint64),
+    ("runtime_state", FieldType::Uint32),
+    ("robot_status_bits", FieldType::Uint32),
+    ("safety_status_bits", FieldType::Uint32),
+    ("output_int_register_0", FieldType::Int32),
+    ("output_double_register_0", FieldType::Double),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum RtdeError {
+    #[error("cannot connect to {0}: {1}")]
+    Connect(String, String),
+    #[error("RTDE: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("RTDE protocol: {0}")]
+    Protocol(String),
+    #[error("RTDE: the controller does not know the output variable '{0}'")]
+    UnknownVariable(String),
+}
+
+/// Writes one package.
+pub fn write_package<W: Write>(w: &mut W, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+    let size = (payload.len() + 3) as u16;
+    let mut buf = Vec::with_capacity(payload.len() + 3);
+    buf.extend_from_slice(&size.to_be_bytes());
+    buf.push(kind);
+    buf.extend_from_slice(payload);
+    w.write_all(&buf)
+}
+
+/// Reads one package: (type, payload).
+pub fn read_package<R: Read>(r: &mut R) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut head = [0u8; 3];
+    r.read_exact(&mut head)?;
+    let size = u16::from_be_bytes([head[0], head[1]]) as usize;
+    if size < 3 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("RTDE package size {size} < 3")));
+    }
+    let mut payload = vec![0u8; size - 3];
+    r.read_exact(&mut payload)?;
+    Ok((head[2], payload))
+}
+
+/// Decodes a data package's values (after the recipe id) into columns.
+pub fn decode_values(types: &[FieldType], bytes: &[u8]) -> Result<Vec<f64>, RtdeError> {
+    let mut out = Vec::with_capacity(types.len() * 6);
+    let mut at = 0;
+    let take = |at: &mut usize, n: usize| -> Result<&[u8], RtdeError> {
+        let s = bytes.get(*at..*at + n).ok_or_else(|| RtdeError::Protocol(format!("data package too short ({} bytes)", bytes.len())))?;
+        *at += n;
+        Ok(s)
+    };
+    for t in types {
+        match t {
+            FieldType::Double => out.push(f64::from_be_bytes(take(&mut at, 8)?.try_into().unwrap())),
+            FieldType::Vector3d | FieldType::Vector6d => {
+                for _ in 0..t.width().0 {
+                    out.push(f64::from_be_bytes(take(&mut at, 8)?.try_into().unwrap()));
+                }
+            }
+            FieldType::Int32 => out.push(i32::from_be_bytes(take(&mut at, 4)?.try_into().unwrap()) as f64),
+            FieldType::Uint32 => out.push(u32::from_be_bytes(take(&mut at, 4)?.try_into().unwrap()) as f64),
+            FieldType::Vector6Int32 => {
+                for _ in 0..6 {
+                    out.push(i32::from_be_bytes(take(&mut at, 4)?.try_into().unwrap()) as f64);
+                }
+            }
+            FieldType::Vector6Uint32 => {
+                for _ in 0..6 {
+                    out.push(u32::from_be_bytes(take(&mut at, 4)?.try_into().unwrap()) as f64);
+                }
+            }
+            FieldType::Uint64 => out.push(u64::from_be_bytes(take(&mut at, 8)?.try_into().unwrap()) as f64),
+            FieldType::Uint8 | FieldType::Bool => out.push(take(&mut at, 1)?[0] as f64),
+        }
+    }
+    if at != bytes.len() {
+        return Err(RtdeError::Protocol(format!("data package has {} bytes, recipe needs {at}", bytes.len())));
+    }
+    Ok(out)
+}
+
+/// Column names of a recipe: `name` or `name_0..name_k`.
+pub fn column_names(names: &[String], types: &[FieldType]) -> Vec<String> {
+    names
+        .iter()
+        .zip(types)
+        .flat_map(|(n, t)| {
+            let k = t.width().0;
+            if k == 1 {
+                vec![n.clone()]
+            } else {
+                (0..k).map(|i| format!("{n}_{i}")).collect()
+            }
+        })
+        .collect()
+}
+
+/// What the client receives while streaming.
+#[derive(Debug)]
+pub enum Received {
+    Data(Vec<f64>),
+    Text(String),
+    Other(u8),
+}
+
+/// An RTDE client with one output recipe.
+pub struct RtdeClient {
+    stream: std::io::BufReader<TcpStream>,
+    writer: TcpStream,
+    pub names: Vec<String>,
+    pub types: Vec<FieldType>,
+    pub recipe_id: u8,
+    pub controller_version: [u32; 4],
+    /// Data packages that arrived before the start confirmation.
+    early: std::collections::VecDeque<Vec<f64>>,
+}
+
+impl RtdeClient {
+    /// Connects, negotiates protocol 2, reads the controller version and
+    /// sets up the output recipe (`timestamp` is always added first).
+    pub fn connect(addr: &str, frequency_hz: f64, variables: &[String], timeout: Duration) -> Result<RtdeClient, RtdeError> {
+        let sock: SocketAddr = addr
+            .to_socket_addrs()
+            .map_err(|e| RtdeError::Connect(addr.into(), e.to_string()))?
+            .next()
+            .ok_or_else(|| RtdeError::Connect(addr.into(), "no address".into()))?;
+        let s = TcpStream::connect_timeout(&sock, timeout).map_err(|e| RtdeError::Connect(addr.into(), e.to_string()))?;
+        s.set_nodelay(true).ok();
+        s.set_read_timeout(Some(timeout)).ok();
+        let mut writer = s.try_clone()?;
+        let mut stream = std::io::BufReader::with_capacity(1 << 16, s);
+        write_package(&mut writer, REQUEST_PROTOCOL_VERSION, &2u16.to_be_bytes())?;
+        let (_, p) = expect(&mut stream, REQUEST_PROTOCOL_VERSION)?;
+        if p.first() != Some(&1) {
+            return Err(RtdeError::Protocol("controller refused protocol version 2".into()));
+        }
+        write_package(&mut writer, GET_URCONTROL_VERSION, &[])?;
+        let (_, p) = expect(&mut stream, GET_URCONTROL_VERSION)?;
+        if p.len() < 16 {
+            return Err(RtdeError::Protocol("short controller version".into()));
+        }
+        let controller_version = std::array::from_fn(|i| u32::from_be_bytes(p[4 * i..4 * i + 4].try_into().unwrap()));
+        let mut names: Vec<String> = vec!["timestamp".into()];
+        names.extend(variables.iter().filter(|v| *v != "timestamp").cloned());
+        let mut payload = frequency_hz.to_be_bytes().to_vec();
+        payload.extend_from_slice(names.join(",").as_bytes());
+        write_package(&mut writer, SETUP_OUTPUTS, &payload)?;
+        let (_, p) = expect(&mut stream, SETUP_OUTPUTS)?;
+        let recipe_id = *p.first().ok_or_else(|| RtdeError::Protocol("empty recipe reply".into()))?;
+        let types_s = String::from_utf8_lossy(&p[1..]).to_string();
+        let mut types = vec![];
+        for (n, t) in names.iter().zip(types_s.split(',')) {
+            if t == "NOT_FOUND" {
+                return Err(RtdeError::UnknownVariable(n.clone()));
+            }
+            types.push(FieldType::parse(t).ok_or_else(|| RtdeError::Protocol(format!("unknown type '{t}' for '{n}'")))?);
+        }
+        if types.len() != names.len() {
+            return Err(RtdeError::Protocol(format!("recipe has {} types for {} variables", types.len(), names.len())));
+        }
+        Ok(RtdeClient { stream, writer, names, types, recipe_id, controller_version, early: Default::default() })
+    }
+
+    /// Starts streaming. Data packages that arrive before the confirmation
+    /// are kept and returned first by [`RtdeClient::receive`].
+    pub fn start(&mut self) -> Result<(), RtdeError> {
+        write_package(&mut self.writer, START, &[])?;
+        loop {
+            let (kind, p) = read_package(&mut self.stream)?;
+            match kind {
+                START => {
+                    return if p.first() == Some(&1) { Ok(()) } else { Err(RtdeError::Protocol("start refused".into())) };
+                }
+                DATA_PACKAGE => {
+                    let v = self.decode(&p)?;
+                    self.early.push_back(v);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn decode(&self, p: &[u8]) -> Result<Vec<f64>, RtdeError> {
+        if p.first() != Some(&self.recipe_id) {
+            return Err(RtdeError::Protocol(format!("data package for recipe {:?}, ours is {}", p.first(), self.recipe_id)));
+        }
+        decode_values(&self.types, &p[1..])
+    }
+
+    /// The next package (every data package, in order).
+    pub fn receive(&mut self) -> Result<Received, RtdeError> {
+        if let Some(v) = self.early.pop_front() {
+            return Ok(Received::Data(v));
+        }
+        let (kind, p) = read_package(&mut self.stream)?;
+        Ok(match kind {
+            DATA_PACKAGE => Received::Data(self.decode(&p)?),
+            TEXT_MESSAGE => Received::Text(String::from_utf8_lossy(&p).to_string()),
+            k => Received::Other(k),
+        })
+    }
+
+    pub fn pause(&mut self) -> Result<(), RtdeError> {
+        write_package(&mut self.writer, PAUSE, &[])?;
+        Ok(())
+    }
+
+    pub fn column_names(&self) -> Vec<String> {
+        column_names(&self.names, &self.types)
+    }
+}
+
+fn expect<R: Read>(r: &mut R, kind: u8) -> Result<(u8, Vec<u8>), RtdeError> {
+    loop {
+        let (k, p) = read_package(r)?;
+        if k == kind {
+            return Ok((k, p));
+        }
+        if k != TEXT_MESSAGE && k != DATA_PACKAGE {
+            return Err(RtdeError::Protocol(format!("expected '{}', got '{}'", kind as char, k as char)));
+        }
+    }
+}
+
+/// Emulator settings.
+#[derive(Clone, Debug)]
+pub struct EmulatorConfig {
+    /// 500 (e-Series) or 125 (CB3) Hz: the controller's own rate.
+    pub rate_hz: f64,
+    /// Send the first data package before the start confirmation (a quirk
+    /// clients must survive).
+    pub data_before_start_reply: bool,
+    /// Flange trajectory: amplitude of the sinusoidal motion [m] and period [s].
+    pub amplitude_m: f64,
+    pub period_s: f64,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        Self { rate_hz: 500.0, data_before_start_reply: true, amplitude_m: 0.02, period_s: 4.0 }
+    }
+}
+
+fn lookup(name: &str) -> Option<FieldType> {
+    STANDARD_OUTPUTS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Values of the emulated robot at controller time `t` (package index k).
+fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64> {
+    let w = std::f64::consts::TAU / cfg.period_s;
+    let a = cfg.amplitude_m;
+    match name {
+        "timestamp" => vec![t],
+        "actual_TCP_pose" | "target_TCP_pose" => vec![0.3 + a * (w * t).sin(), 0.0, 0.2 - 0.5 * a * (w * t).cos(), 0.0, std::f64::consts::PI, 0.0],
+        "actual_TCP_speed" | "target_TCP_speed" => vec![a * w * (w * t).cos(), 0.0, 0.5 * a * w * (w * t).sin(), 0.0, 0.0, 0.0],
+        "output_int_register_0" => vec![(k % (1 << 31)) as f64],
+        "robot_mode" => vec![7.0],
+        "safety_mode" => vec![1.0],
+        "runtime_state" => vec![2.0],
+        "speed_scaling" | "target_speed_fraction" => vec![1.0],
+        _ => {
+            let (n, _) = lookup(name).map(|t| t.width()).unwrap_or((1, 0));
+            (0..n).map(|i| 0.1 * i as f64 + 0.01 * (w * t).sin()).collect()
+        }
+    }
+}
+
+fn encode_value(t: FieldType, v: &[f64], out: &mut Vec<u8>) {
+    match t {
+        FieldType::Double | FieldType::Vector3d | FieldType::Vector6d => v.iter().for_each(|x| out.extend_from_slice(&x.to_be_bytes())),
+        FieldType::Int32 | FieldType::Vector6Int32 => v.iter().for_each(|x| out.extend_from_slice(&(*x as i32).to_be_bytes())),
+        FieldType::Uint32 | FieldType::Vector6Uint32 => v.iter().for_each(|x| out.extend_from_slice(&(*x as u32).to_be_bytes())),
+        FieldType::Uint64 => out.extend_from_slice(&(v[0] as u64).to_be_bytes()),
+        FieldType::Uint8 | FieldType::Bool => out.push(v[0] as u8),
+    }
+}
+
+/// A running emulator (stops when dropped or on [`Emulator::stop`]).
+pub struct Emulator {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Data packages sent over all connections.
+    pub sent: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Emulator {
+    /// Binds (loopback by default in the CLI) and serves clients one at a time.
+    pub fn spawn(bind: &str, cfg: EmulatorConfig) -> std::io::Result<Emulator> {
+        let listener = TcpListener::bind(bind)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (stop2, sent2) = (stop.clone(), sent.clone());
+        let thread = std::thread::spawn(move || {
+            let epoch = Instant::now();
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).ok();
+                        let _ = serve(s, &cfg, &stop2, &sent2, epoch);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Ok(Emulator { addr, stop, thread: Some(thread), sent })
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Serves one client until it disconnects or the emulator stops.
+fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync::atomic::AtomicU64, epoch: Instant) -> std::io::Result<()> {
+    s.set_nodelay(true).ok();
+    let mut w = s.try_clone()?;
+    let mut r = std::io::BufReader::new(s);
+    let mut recipe: Vec<(String, FieldType)> = vec![];
+    loop {
+        let (kind, p) = read_package(&mut r)?;
+        match kind {
+            REQUEST_PROTOCOL_VERSION => {
+                let v = p.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+                write_package(&mut w, REQUEST_PROTOCOL_VERSION, &[(v == Some(2)) as u8])?;
+            }
+            GET_URCONTROL_VERSION => {
+                let mut b = vec![];
+                for x in [5u32, 11, 0, 108249] {
+                    b.extend_from_slice(&x.to_be_bytes());
+                }
+                write_package(&mut w, GET_URCONTROL_VERSION, &b)?;
+            }
+            SETUP_OUTPUTS => {
+                let names = String::from_utf8_lossy(p.get(8..).unwrap_or_default()).to_string();
+                recipe.clear();
+                let mut types = vec![];
+                let mut all_found = true;
+                for n in names.split(',') {
+                    match lookup(n) {
+                        Some(t) => {
+                            types.push(t.name());
+                            recipe.push((n.to_string(), t));
+                        }
+                        None => {
+                            types.push("NOT_FOUND");
+                            all_found = false;
+                        }
+                    }
+                }
+                let mut reply = vec![if all_found { 1 } else { 0 }];
+                reply.extend_from_slice(types.join(",").as_bytes());
+                write_package(&mut w, SETUP_OUTPUTS, &reply)?;
+            }
+            SETUP_INPUTS => {
+                write_package(&mut w, SETUP_INPUTS, b"\x02IN_USE")?;
+            }
+            START => {
+                if recipe.is_empty() {
+                    write_package(&mut w, START, &[0])?;
+                    continue;
+                }
+                write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: streaming")?;
+                return stream(&mut w, &mut r, &recipe, cfg, stop, sent, epoch);
+            }
+            PAUSE => write_package(&mut w, PAUSE, &[1])?,
+            _ => write_package(&mut w, TEXT_MESSAGE, b"unsupported package")?,
+        }
+    }
+}
+
+fn stream(
+    w: &mut TcpStream,
+    r: &mut std::io::BufReader<TcpStream>,
+    recipe: &[(String, FieldType)],
+    cfg: &EmulatorConfig,
+    stop: &AtomicBool,
+    sent: &std::sync::atomic::AtomicU64,
+    epoch: Instant,
+) -> std::io::Result<()> {
+    let period = Duration::from_secs_f64(1.0 / cfg.rate_hz);
+    // Controller time runs from the emulator's start; package k at k * period.
+    let mut k = (epoch.elapsed().as_secs_f64() * cfg.rate_hz).ceil() as u64;
+    let package = |k: u64| {
+        let t = k as f64 / cfg.rate_hz;
+        let mut b = vec![1u8];
+        for (n, ty) in recipe {
+            encode_value(*ty, &emulated_values(n, t, k, cfg), &mut b);
+        }
+        b
+    };
+    if cfg.data_before_start_reply {
+        write_package(w, DATA_PACKAGE, &package(k))?;
+        sent.fetch_add(1, Ordering::Relaxed);
+        k += 1;
+    }
+    write_package(w, START, &[1])?;
+    r.get_ref().set_nonblocking(true)?;
+    let mut buf = std::io::BufWriter::with_capacity(1 << 14, w.try_clone()?);
+    while !stop.load(Ordering::Relaxed) {
+        let due = epoch + period * k as u32;
+        let now = Instant::now();
+        if due > now {
+            buf.flush()?;
+            std::thread::sleep(due - now);
+        }
+        write_package(&mut buf, DATA_PACKAGE, &package(k))?;
+        sent.fetch_add(1, Ordering::Relaxed);
+        k += 1;
+        // A pause request ends the stream.
+        let mut peek = [0u8; 3];
+        match r.get_ref().peek(&mut peek) {
+            Ok(0) => return Ok(()),
+            Ok(n) if n >= 3 && peek[2] == PAUSE => {
+                r.get_ref().set_nonblocking(false)?;
+                let _ = read_package(r)?;
+                buf.flush()?;
+                write_package(&mut buf, PAUSE, &[1])?;
+                buf.flush()?;
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+    buf.flush()
+}
