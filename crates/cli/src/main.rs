@@ -7,6 +7,7 @@
 mod identify;
 mod observe_cmd;
 mod paper;
+mod record_cmd;
 mod solve;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,14 @@ enum Command {
     Identify(identify::IdentifyArgs),
     /// Strain field of the rod, frame by frame, from a tracked marker table.
     Observe(observe_cmd::ObserveArgs),
+    /// Record a lab session from the devices of a rig file.
+    Record(record_cmd::RecordArgs),
+    /// Device emulators speaking the real protocols (for dry runs and tests).
+    #[command(subcommand)]
+    Emulate(record_cmd::EmulateCommand),
+    /// Look at a recorded session.
+    #[command(subcommand)]
+    Session(record_cmd::SessionCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(paper::PaperArgs),
 }
@@ -59,6 +68,9 @@ fn main() -> ExitCode {
         Command::PaperTable(a) => paper::run(a),
         Command::Identify(a) => identify::run(a),
         Command::Observe(a) => observe_cmd::run(a),
+        Command::Record(a) => record_cmd::record(a),
+        Command::Emulate(c) => record_cmd::emulate(c),
+        Command::Session(c) => record_cmd::session(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,5 +4,6 @@
 //! bytes, and the recorder that writes every sample into a session.
 
 pub mod ft300;
+pub mod rig;
 pub mod robot;
 pub mod rtde;
