@@ -1,20 +1,14 @@
 //! End-to-end: `rodlab identify` on the shipped data, the report in headless
 //! Chromium, `solve --params`, and bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::*;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
+use std::process::Command;
 
-fn rodlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().expect("run rodlab")
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+
 
 /// Renders the page in headless Chromium and returns the report's self-check.
 fn chromium_check(html: &Path) -> String {

@@ -1,20 +1,16 @@
 //! End-to-end: `rodlab observe` on a synthetic marker table made by the
 //! model itself (loads at the markers, which the observer can represent).
 
+mod common;
+use common::*;
+
 use lie::Vec3;
 use rod::statics::solve;
 use rod::{Loads, Model, NewtonOptions, PointLoad, Rod};
 use session::{read_strain, write_markers, MarkerRow};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
-fn rodlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().expect("run rodlab")
-}
 
 fn rod() -> Rod {
     Rod::from_file(&root().join("configs/rod/contact-paper-steel-core.toml")).unwrap()

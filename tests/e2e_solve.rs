@@ -1,19 +1,11 @@
 //! End-to-end tests of the `rodlab` binary: `solve` and `paper-table`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::*;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
-fn rodlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().expect("run rodlab")
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+
 
 #[test]
 fn solve_prints_tip_and_writes_shape_csv() {

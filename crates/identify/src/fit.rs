@@ -8,7 +8,7 @@ use argmin::core::{Executor, State};
 use lie::Vec3;
 use nalgebra::{DMatrix, DVector};
 use rod::Rod;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// What to fit and from where.
@@ -30,7 +30,7 @@ impl Default for FitOptions {
 }
 
 /// One start of the multi-start.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StartOutcome {
     pub start_e_pa: f64,
     pub start_g_pa: f64,

@@ -172,38 +172,7 @@ pub struct IdentifiedFile {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reference: Option<ReferenceOut>,
     pub experiment: Vec<ExperimentOut>,
-    pub start: Vec<StartOutcomeOut>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct StartOutcomeOut {
-    pub start_e_pa: f64,
-    pub start_g_pa: f64,
-    pub start_rho_kg_m3: f64,
-    pub converged: bool,
-    pub e_pa: f64,
-    pub g_pa: f64,
-    pub rho_kg_m3: f64,
-    pub cost: f64,
-    pub iterations: u64,
-    pub note: String,
-}
-
-impl From<&StartOutcome> for StartOutcomeOut {
-    fn from(s: &StartOutcome) -> Self {
-        Self {
-            start_e_pa: s.start_e_pa,
-            start_g_pa: s.start_g_pa,
-            start_rho_kg_m3: s.start_rho_kg_m3,
-            converged: s.converged,
-            e_pa: s.e_pa,
-            g_pa: s.g_pa,
-            rho_kg_m3: s.rho_kg_m3,
-            cost: s.cost,
-            iterations: s.iterations,
-            note: s.note.clone(),
-        }
-    }
+    pub start: Vec<StartOutcome>,
 }
 
 fn parameters(f: &Fit) -> Parameters {
@@ -256,7 +225,7 @@ impl IdentifiedFile {
                     reference_errors_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| nan(e.measurements.len())),
                 })
                 .collect(),
-            start: f.starts.iter().map(StartOutcomeOut::from).collect(),
+            start: f.starts.clone(),
         }
     }
 

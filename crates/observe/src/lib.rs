@@ -278,32 +278,7 @@ impl Observer {
         if let Ok(it) = self.solve_hard(targets) {
             return Ok(total + it);
         }
-        // Homotopy from the current marker positions to the measured ones.
-        let start = self.marker_positions(&self.q);
-        let mut done = 0.0f64;
-        let mut step = 0.25f64;
-        let mut total = 0;
-        while done < 1.0 {
-            let lam = (done + step).min(1.0);
-            let t: Vec<(usize, Vec3, f64)> = targets.iter().map(|(i, p, s)| (*i, start[*i] + (p - start[*i]) * lam, *s)).collect();
-            let (q0, f0) = (self.q.clone(), self.forces.clone());
-            match self.solve_hard(&t) {
-                Ok(it) => {
-                    total += it;
-                    done = lam;
-                    step = (step * 2.0).min(1.0);
-                }
-                Err(e) => {
-                    self.q = q0;
-                    self.forces = f0;
-                    step *= 0.5;
-                    if step < 1.0 / 256.0 {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(total)
+        self.homotopy(targets, Observer::solve_hard).map(|it| total + it)
     }
 
     fn solve_hard(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
@@ -487,11 +462,17 @@ impl Observer {
         self.solve_weighted_targets(targets)
     }
 
-    /// Homotopy from the current marker positions to the targets.
+    /// Weighted solve, through the homotopy when a direct solve fails.
     fn solve_weighted_targets(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
         if let Ok(it) = self.solve_weighted(targets) {
             return Ok(it);
         }
+        self.homotopy(targets, Observer::solve_weighted)
+    }
+
+    /// Moves the targets from the current marker positions to the measured
+    /// ones in adaptive steps, solving at each (state restored on failure).
+    fn homotopy(&mut self, targets: &[(usize, Vec3, f64)], solve: fn(&mut Observer, &[(usize, Vec3, f64)]) -> Result<usize, String>) -> Result<usize, String> {
         let start = self.marker_positions(&self.q);
         let mut done = 0.0f64;
         let mut step = 0.25f64;
@@ -499,8 +480,8 @@ impl Observer {
         while done < 1.0 {
             let lam = (done + step).min(1.0);
             let t: Vec<(usize, Vec3, f64)> = targets.iter().map(|(i, p, s)| (*i, start[*i] + (p - start[*i]) * lam, *s)).collect();
-            let q0 = self.q.clone();
-            match self.solve_weighted(&t) {
+            let (q0, f0) = (self.q.clone(), self.forces.clone());
+            match solve(self, &t) {
                 Ok(it) => {
                     total += it;
                     done = lam;
@@ -508,6 +489,7 @@ impl Observer {
                 }
                 Err(e) => {
                     self.q = q0;
+                    self.forces = f0;
                     step *= 0.5;
                     if step < 1.0 / 256.0 {
                         return Err(e);
