@@ -16,6 +16,12 @@ demo: setup
 	$(RODLAB) paper-table
 	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
 		--out reports/demo --reference 2.563e5,8.543e4,1.41e3
+	@# A short dry-run recording from the RTDE emulator (loopback).
+	$(RODLAB) emulate robot --bind 127.0.0.1:30004 --duration 6 > /dev/null & sleep 0.5; \
+		rm -rf sessions/demo-dry-run; \
+		$(RODLAB) record --rig configs/rig/emulated.toml --out sessions/demo-dry-run --duration 3 && \
+		$(RODLAB) session info sessions/demo-dry-run && $(RODLAB) session check sessions/demo-dry-run; \
+		status=$$?; wait; exit $$status
 
 ## Every test of the workspace (unit, integration, end-to-end).
 test: setup
