@@ -247,11 +247,21 @@ impl Problem {
             };
             let q = sol.q;
             self.warm.borrow_mut()[i] = Some(q.clone());
-            let kin = model.kinematics(&q);
+            // The tangent's assembly computes the kinematics the Jacobian
+            // needs; residuals alone need only the frames.
+            let asm = if with_jacobian { Some(assemble(&model, &em.loads, &q, 1.0, true).map_err(|e| e.to_string())?) } else { None };
+            let frames_only;
+            let frames = match asm.as_ref().and_then(|a| a.kinematics.as_ref()) {
+                Some(k) => &k.frames,
+                None => {
+                    frames_only = model.frames(&q);
+                    &frames_only
+                }
+            };
             let mut pred = vec![];
             let mut pts = vec![];
             for (m, &j) in exp.measurements.iter().zip(&em.joints) {
-                let pw = kin.frames.joints[j].transform_point(&m.offset_body_m);
+                let pw = frames.joints[j].transform_point(&m.offset_body_m);
                 let pm = pw + v.translation_m;
                 for a in 0..3 {
                     residual[row + 3 * pred.len() + a] = (pm[a] - m.pos_m[a]) / m.sigma_m;
@@ -259,8 +269,9 @@ impl Problem {
                 pred.push(pm);
                 pts.push(pw);
             }
-            if let Some(jac) = jac.as_mut() {
-                let h = assemble(&model, &em.loads, &q, 1.0, true).map_err(|e| e.to_string())?.tangent.expect("tangent");
+            if let (Some(jac), Some(asm)) = (jac.as_mut(), asm) {
+                let kin = asm.kinematics.expect("with tangent");
+                let h = asm.tangent.expect("with tangent");
                 let lu = h.lu();
                 let n = model.n_dof();
                 let mut dr = DMatrix::zeros(n, np);

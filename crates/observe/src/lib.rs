@@ -207,7 +207,11 @@ impl Observer {
 
     /// Marker positions of the observed rod at `q`.
     pub fn marker_positions(&self, q: &DVector<f64>) -> Vec<Vec3> {
-        let frames = self.model.frames(q);
+        self.marker_positions_in(&self.model.frames(q))
+    }
+
+    /// Marker positions for frames already computed.
+    fn marker_positions_in(&self, frames: &rod::Frames) -> Vec<Vec3> {
         self.markers.iter().zip(&self.joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect()
     }
 
@@ -291,14 +295,15 @@ impl Observer {
         let nc = 3 * targets.len();
         let mut q = self.q.clone();
         let mut f: Vec<Vec3> = targets.iter().map(|(i, _, _)| self.forces[*i]).collect();
-        let eval = |q: &DVector<f64>, f: &[Vec3], tangent: bool| -> (Assembly, DVector<f64>) {
+        // Always with the tangent: its kinematics also give the marker positions.
+        let eval = |q: &DVector<f64>, f: &[Vec3]| -> (Assembly, DVector<f64>) {
             let loads = self.loads(&targets.iter().zip(f).map(|((i, _, _), f)| (*i, *f)).collect::<Vec<_>>());
-            let asm = assemble(&self.model, &loads, q, 1.0, tangent).expect("marker joints exist");
-            let pos = self.marker_positions(q);
+            let asm = assemble(&self.model, &loads, q, 1.0, true).expect("marker joints exist");
+            let pos = self.marker_positions_in(&asm.kinematics.as_ref().expect("with tangent").frames);
             let c = DVector::from_iterator(nc, targets.iter().flat_map(|(i, p, _)| (pos[*i] - p).iter().cloned().collect::<Vec<_>>()));
             (asm, c)
         };
-        let (mut asm, mut c) = eval(&q, &f, true);
+        let (mut asm, mut c) = eval(&q, &f);
         let scale_c = self.model.stiffness.diagonal().amax().max(1e-300) / self.model.rod.length_m.powi(2);
         let merit = |a: &Assembly, c: &DVector<f64>| (a.residual.norm_squared() + (c.norm() * scale_c).powi(2)).sqrt();
         let mut m = merit(&asm, &c);
@@ -312,9 +317,9 @@ impl Observer {
                 }
                 return Ok(it);
             }
-            let kin = asm.kinematics.as_ref().expect("with tangent");
-            let h = asm.tangent.clone().expect("with tangent");
+            let h = asm.tangent.take().expect("with tangent");
             let h = &h;
+            let kin = asm.kinematics.as_ref().expect("with tangent");
             let frames = &kin.frames;
             let mut jc = DMatrix::zeros(nc, n);
             for (k, (i, _, _)) in targets.iter().enumerate() {
@@ -338,7 +343,7 @@ impl Observer {
                 while alpha >= 1e-4 {
                     let qn = &q + d.rows(0, n) * alpha;
                     let fnew: Vec<Vec3> = f.iter().enumerate().map(|(k, fi)| fi + Vec3::new(d[n + 3 * k], d[n + 3 * k + 1], d[n + 3 * k + 2]) * alpha).collect();
-                    let (an, cn) = eval(&qn, &fnew, true);
+                    let (an, cn) = eval(&qn, &fnew);
                     let mn = merit(&an, &cn);
                     if mn.is_finite() && (mn <= (1.0 - 1e-4 * alpha) * m || (cn.amax() < 5e-10 && an.residual.norm() <= 1e-10 * an.scale)) {
                         // Redundant constraints on slightly inconsistent data:

@@ -100,6 +100,25 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
+/// Table rows of parameters with their intervals (and the paper's value).
+fn parameter_rows(h: &mut String, params: &[ParameterRow], with_paper: bool) {
+    for p in params {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&p.name),
+            esc(&p.unit),
+            fmt_num(p.value),
+            fmt_num(p.ci95_low),
+            fmt_num(p.ci95_high)
+        );
+        if with_paper {
+            let _ = write!(h, "<td>{}</td>", fmt_num(p.paper));
+        }
+        h.push_str("</tr>");
+    }
+}
+
 /// Writes `index.html`, `summary.json` and one PNG per plot into `dir`.
 pub fn write_identification_report(dir: &Path, r: &IdentificationReport) -> Result<Written, ReportError> {
     std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.to_path_buf(), e))?;
@@ -138,18 +157,7 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
         h.push_str("</ul></div>\n");
     }
     h.push_str("<h2>Parameters</h2><table><tr><th class=\"l\">parameter</th><th>identified</th><th>95 % CI low</th><th>95 % CI high</th><th>paper</th></tr>");
-    for p in &r.parameters {
-        let _ = write!(
-            h,
-            "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&p.name),
-            esc(&p.unit),
-            fmt_num(p.value),
-            fmt_num(p.ci95_low),
-            fmt_num(p.ci95_high),
-            fmt_num(p.paper)
-        );
-    }
+    parameter_rows(&mut h, &r.parameters, true);
     let _ = write!(
         h,
         "</table><p>RMS position error: <b>{:.2} mm</b> with the identified parameters, {:.2} mm with the paper's.</p>",
@@ -177,17 +185,7 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     }
     for alt in &r.alternatives {
         let _ = write!(h, "<h3>{}</h3><table><tr><th class=\"l\">parameter</th><th>value</th><th>95 % CI low</th><th>95 % CI high</th></tr>", esc(&alt.label));
-        for p in &alt.parameters {
-            let _ = write!(
-                h,
-                "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&p.name),
-                esc(&p.unit),
-                fmt_num(p.value),
-                fmt_num(p.ci95_low),
-                fmt_num(p.ci95_high)
-            );
-        }
+        parameter_rows(&mut h, &alt.parameters, false);
         for (k, v) in &alt.extra {
             let _ = write!(h, "<tr><td class=\"l\">{}</td><td colspan=\"3\" class=\"l\">{}</td></tr>", esc(k), esc(v));
         }
