@@ -65,36 +65,165 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
+/// A `socat` pty pair: emulators write to `a`, the recorder reads `b`.
+struct PtyPair {
+    child: Child,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+impl PtyPair {
+    fn new(dir: &Path, name: &str) -> PtyPair {
+        let (a, b) = (dir.join(format!("{name}-a")), dir.join(format!("{name}-b")));
+        let child = Command::new("socat")
+            .args([format!("pty,raw,echo=0,link={}", a.display()), format!("pty,raw,echo=0,link={}", b.display())])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("socat (installed by scripts/setup.sh)");
+        let t = Instant::now();
+        while !(a.exists() && b.exists()) {
+            assert!(t.elapsed() < Duration::from_secs(10), "socat did not create the pty pair");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        PtyPair { child, a, b }
+    }
+}
+
+impl Drop for PtyPair {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serial_emulator(kind: &str, port: &Path, extra: &[&str]) -> Child {
+    rodlab().args(["emulate", kind, "--port", port.to_str().unwrap()]).args(extra).stdout(Stdio::piped()).spawn().unwrap()
+}
+
+fn wait_for(path: &Path) {
+    let t = Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "{} did not appear", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Frame counter carried on the emulated FT 300's Mz channel.
+fn ft300_counter(t: &session::Table) -> Vec<i64> {
+    t.f64("mz_nm").unwrap().iter().map(|m| (m * 1000.0).round() as i64).collect()
+}
+
+fn counter_contiguous(c: &[i64]) -> bool {
+    c.windows(2).all(|w| w[1] == (w[0] + 1) % 30_000)
+}
+
 #[test]
-fn sixty_seconds_at_500_hz_nothing_lost() {
+fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 63.0);
+    let emu = emulator(port, 67.0);
+    let (ft, ascii) = (PtyPair::new(dir.path(), "ft300"), PtyPair::new(dir.path(), "ascii"));
+    let rig_path = rig(dir.path(), port);
+    let mut text = std::fs::read_to_string(&rig_path).unwrap();
+    text.push_str(&format!(
+        "\n[[ft300]]\nname = \"ft300\"\nport = \"{}\"\n\n[[ascii]]\nname = \"load_cell\"\nport = \"{}\"\nbaud = 921600\ncolumns = [\"seq\", \"t_device_s\", \"force_n\"]\nscales = [1, 1e-6, 1e-3]\n",
+        ft.b.display(),
+        ascii.b.display()
+    ));
+    std::fs::write(&rig_path, text).unwrap();
     let out = dir.path().join("s");
     let mut rec = rodlab()
-        .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "60"])
+        .args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "64"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = rec.id();
-    std::thread::sleep(Duration::from_secs(59));
+    wait_for(&out.join("session.toml"));
+    std::thread::sleep(Duration::from_millis(500));
+    let ft_emu = serial_emulator("ft300", &ft.a, &["--duration", "60"]);
+    let ascii_emu = serial_emulator("ascii-sensor", &ascii.a, &["--duration", "60", "--rate-hz", "1000"]);
+    std::thread::sleep(Duration::from_secs(61));
     let cpu = cpu_seconds(pid);
-    assert!(rec.wait().unwrap().success());
+    let (ft_sent, ascii_sent) = (sent_by(ft_emu), sent_by(ascii_emu));
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success());
+    println!("{}", String::from_utf8_lossy(&o.stdout));
     let sent = sent_by(emu);
+
     let t = robot_table(&out);
     let seq = t.f64("output_int_register_0").unwrap();
     let ts = t.f64("timestamp").unwrap();
     let th = t.i64("t_host_ns").unwrap();
-    println!("60 s: {} rows, emulator sent {sent}, recorder CPU {:.1} % of one core", seq.len(), cpu / 59.0 * 100.0);
-    assert!(seq.len() >= 29_900, "{} rows", seq.len());
+    println!("robot: {} rows, emulator sent {sent}; recorder CPU {:.1} % of one core", seq.len(), cpu / 61.5 * 100.0);
+    assert!(seq.len() >= 31_000, "{} rows", seq.len());
     // Every package between the first and the last is there, in order.
     assert!(seq.windows(2).all(|w| w[1] == w[0] + 1.0), "a sequence number is missing or repeated");
     assert!(ts.windows(2).all(|w| w[1] > w[0]) && th.windows(2).all(|w| w[1] >= w[0]));
     // The emulator kept sending after the recorder paused: sent >= recorded.
     assert!(sent as usize >= seq.len());
-    assert!(cpu / 59.0 <= 0.20, "recorder CPU {:.1} %", cpu / 59.0 * 100.0);
+
+    let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
+    println!("ft300: {} rows, emulator sent {ft_sent}", f.height());
+    assert!(ft_sent >= 5_900, "{ft_sent}");
+    assert_eq!(f.height() as u64, ft_sent, "every FT 300 frame sent is in the session");
+    let c = ft300_counter(&f);
+    assert!(c[0] == 0 && counter_contiguous(&c));
+    assert!(f.i64("t_host_ns").unwrap().windows(2).all(|w| w[1] >= w[0]));
+
+    let a = session::Table::read_chunks(&session::stream_dir(&out, "load_cell")).unwrap();
+    println!("ascii: {} rows, emulator sent {ascii_sent}", a.height());
+    assert!(ascii_sent >= 59_000, "{ascii_sent}");
+    assert_eq!(a.height() as u64, ascii_sent, "every line sent is in the session");
+    let s = a.f64("seq").unwrap();
+    assert!(s.iter().enumerate().all(|(i, v)| *v == i as f64), "ASCII sequence numbers 0..n");
+    assert!(a.f64("t_device_s").unwrap().windows(2).all(|w| w[1] > w[0]));
+    assert!(a.f64("force_n").unwrap().iter().all(|f| f.abs() <= 1.5 + 1e-9));
+    assert!(a.i64("t_host_ns").unwrap().windows(2).all(|w| w[1] >= w[0]));
+
+    assert!(cpu / 61.5 <= 0.20, "recorder CPU {:.1} %", cpu / 61.5 * 100.0);
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn ft300_garbage_on_the_line_is_rejected_and_nothing_valid_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let ft = PtyPair::new(dir.path(), "ft300");
+    let rig_path = dir.path().join("rig.toml");
+    std::fs::write(&rig_path, format!("[[ft300]]\nport = \"{}\"\n", ft.b.display())).unwrap();
+    let out = dir.path().join("s");
+    let rec = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "4"]).stdout(Stdio::piped()).spawn().unwrap();
+    wait_for(&out.join("session.toml"));
+    let emu = serial_emulator("ft300", &ft.a, &["--duration", "2.5", "--inject-garbage-every", "10"]);
+    let sent = sent_by(emu);
+    let o = rec.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}");
+    let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
+    assert!(sent >= 200);
+    assert_eq!(f.height() as u64, sent);
+    assert!(counter_contiguous(&ft300_counter(&f)));
+    // Two damaged frames (truncated, corrupted) per injection at least.
+    let rejected: u64 = stdout.lines().find_map(|l| l.strip_prefix("ft300: ")).and_then(|l| l.split(", ").find_map(|p| p.strip_suffix(" rejected"))).and_then(|n| n.parse().ok()).unwrap();
+    assert!(rejected >= 2 * (sent / 10), "{stdout}");
+}
+
+#[test]
+fn missing_serial_port_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let rig_path = dir.path().join("rig.toml");
+    std::fs::write(&rig_path, "[[ascii]]\nport = \"/dev/rodlab-no-such-port\"\ncolumns = [\"force_n\"]\n").unwrap();
+    let o = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", dir.path().join("x").to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/rodlab-no-such-port") && err.contains("rig.toml"), "{err}");
+    std::fs::write(&rig_path, "[[ascii]]\nport = \"/dev/null\"\ncolumns = [\"force_n\", \"force_n\"]\n").unwrap();
+    let o = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", dir.path().join("x").to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ascii[0].columns"));
+    let o = rodlab().args(["emulate", "ft300", "--port", "/dev/rodlab-no-such-port", "--duration", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/dev/rodlab-no-such-port"));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod observe_cmd;
 mod paper;
 mod record_cmd;
 mod solve;
+mod track_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,6 +34,13 @@ enum Command {
     Identify(identify::IdentifyArgs),
     /// Strain field of the rod, frame by frame, from a tracked marker table.
     Observe(observe_cmd::ObserveArgs),
+    /// Camera intrinsics and the plane of motion from checkerboard images -> camera.toml.
+    Calibrate(track_cmd::CalibrateArgs),
+    /// Marker positions, ordered base to tip, frame by frame, from a video or image folder.
+    Track(track_cmd::TrackArgs),
+    /// Synthetic checkerboard images and marker videos with exact truth.
+    #[command(subcommand)]
+    Synth(track_cmd::SynthCommand),
     /// Record a lab session from the devices of a rig file.
     Record(record_cmd::RecordArgs),
     /// Device emulators speaking the real protocols (for dry runs and tests).
@@ -68,6 +76,9 @@ fn main() -> ExitCode {
         Command::PaperTable(a) => paper::run(a),
         Command::Identify(a) => identify::run(a),
         Command::Observe(a) => observe_cmd::run(a),
+        Command::Calibrate(a) => track_cmd::calibrate(a),
+        Command::Track(a) => track_cmd::track(a),
+        Command::Synth(c) => track_cmd::synth(c),
         Command::Record(a) => record_cmd::record(a),
         Command::Emulate(c) => record_cmd::emulate(c),
         Command::Session(c) => record_cmd::session(c),

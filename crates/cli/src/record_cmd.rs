@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 use record::rig::Rig;
 use record::robot::{self, Clock, Status};
 use record::rtde::{Emulator, EmulatorConfig};
+use record::serial;
+use record::serial_emulators::{self, Ft300EmulatorConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +42,34 @@ pub enum EmulateCommand {
         #[arg(long, default_value_t = 0.02)]
         amplitude_m: f64,
         /// Stop after this many seconds (default: until killed).
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// A Robotiq FT 300 on a serial device: answers the Modbus start command,
+    /// streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
+    #[command(after_help = "Example (a pty pair: the emulator writes to A, the rig reads B):\n  socat -d -d pty,raw,echo=0,link=/tmp/ft300-a pty,raw,echo=0,link=/tmp/ft300-b &\n  rodlab emulate ft300 --port /tmp/ft300-a")]
+    Ft300 {
+        /// Serial device to write to (one end of a socat pty pair).
+        #[arg(long)]
+        port: String,
+        #[arg(long, default_value_t = 100.0)]
+        rate_hz: f64,
+        /// Every N frames, also send garbage, a truncated and a corrupted frame.
+        #[arg(long)]
+        inject_garbage_every: Option<u64>,
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// An ASCII line sensor: `seq,t_us,force_mn` lines (scale t by 1e-6 and force by 1e-3 in the rig).
+    #[command(name = "ascii-sensor", after_help = "Example:\n  socat -d -d pty,raw,echo=0,link=/tmp/ascii-a pty,raw,echo=0,link=/tmp/ascii-b &\n  rodlab emulate ascii-sensor --port /tmp/ascii-a --rate-hz 1000")]
+    AsciiSensor {
+        #[arg(long)]
+        port: String,
+        #[arg(long, default_value_t = 1000.0)]
+        rate_hz: f64,
+        /// Field separator (one character; " " for whitespace).
+        #[arg(long, default_value = ",")]
+        separator: String,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -81,6 +111,11 @@ pub fn record(a: RecordArgs) -> Result<()> {
     for r in rig.robot_configs() {
         robot::probe(&r).map_err(|e| input_error(format!("{}: robot '{}' at {}: {e}", a.rig.display(), r.name, r.address)))?;
     }
+    let mut serial_ports = vec![];
+    for (cfg, sensor) in rig.serial_sensors() {
+        let port = serial::open(&cfg.port, cfg.baud).map_err(|e| input_error(format!("{}: {} '{}': {e}", a.rig.display(), "sensor", cfg.name)))?;
+        serial_ports.push((cfg, sensor, port));
+    }
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string();
@@ -103,7 +138,13 @@ pub fn record(a: RecordArgs) -> Result<()> {
         let status = Arc::new(Status::default());
         statuses.push((r.name.clone(), r.frequency_hz, status.clone()));
         let (s, dir) = (stop.clone(), a.out.clone());
-        threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status)));
+        threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status).map_err(anyhow::Error::from)));
+    }
+    for (cfg, sensor, port) in serial_ports {
+        let status = Arc::new(Status::default());
+        statuses.push((cfg.name.clone(), 0.0, status.clone()));
+        let (s, dir) = (stop.clone(), a.out.clone());
+        threads.push(std::thread::spawn(move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(anyhow::Error::from)));
     }
     let started = Instant::now();
     let bar = indicatif::ProgressBar::new_spinner();
@@ -124,10 +165,11 @@ pub fn record(a: RecordArgs) -> Result<()> {
                 let rate = (rows - *last) as f64 / dt;
                 *last = rows;
                 format!(
-                    "{name}: {rate:.0} Hz, {rows} rows, {} gaps, {} reconnects, {} errors",
+                    "{name}: {rate:.0} Hz, {rows} rows, {} gaps, {} reconnects, {} errors, {} rejected",
                     st.gaps.load(Ordering::Relaxed),
                     st.reconnects.load(Ordering::Relaxed),
-                    st.errors.load(Ordering::Relaxed)
+                    st.errors.load(Ordering::Relaxed),
+                    st.rejected.load(Ordering::Relaxed)
                 )
             })
             .collect();
@@ -140,11 +182,12 @@ pub fn record(a: RecordArgs) -> Result<()> {
     }
     for (name, _, st) in &statuses {
         println!(
-            "{name}: {} rows, {} gaps ({} packages missing), {} reconnects",
+            "{name}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected",
             st.rows.load(Ordering::Relaxed),
             st.gaps.load(Ordering::Relaxed),
             st.missing_packages.load(Ordering::Relaxed),
-            st.reconnects.load(Ordering::Relaxed)
+            st.reconnects.load(Ordering::Relaxed),
+            st.rejected.load(Ordering::Relaxed)
         );
     }
     println!("wrote session {}", a.out.display());
@@ -174,7 +217,48 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             let _ = writeln!(std::io::stdout(), "sent {} data packages", emu.sent.load(Ordering::Relaxed));
             Ok(())
         }
+        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration } => {
+            check_rate(rate_hz, 1000.0)?;
+            if inject_garbage_every == Some(0) {
+                return Err(input_error("--inject-garbage-every: must be at least 1"));
+            }
+            let cfg = Ft300EmulatorConfig { rate_hz, inject_garbage_every };
+            run_serial_emulator(duration, move |stop| serial_emulators::run_ft300(&port, &cfg, stop), "frames")
+        }
+        EmulateCommand::AsciiSensor { port, rate_hz, separator, duration } => {
+            check_rate(rate_hz, 10_000.0)?;
+            let sep = record::ascii::Separator::parse(&separator).map_err(|e| input_error(format!("--separator: {e}")))?;
+            run_serial_emulator(duration, move |stop| serial_emulators::run_ascii(&port, rate_hz, &sep, stop), "lines")
+        }
     }
+}
+
+fn check_rate(rate_hz: f64, max: f64) -> Result<()> {
+    if !(rate_hz > 0.0 && rate_hz <= max) {
+        return Err(input_error(format!("--rate-hz: must be in (0, {max}]")));
+    }
+    Ok(())
+}
+
+/// Runs a serial emulator until Ctrl-C or `duration`, then prints what it sent.
+fn run_serial_emulator(duration: Option<f64>, run: impl FnOnce(Arc<AtomicBool>) -> Result<u64, serial::SerialError> + Send + 'static, unit: &str) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    let s = stop.clone();
+    let worker = std::thread::spawn(move || run(s));
+    let started = Instant::now();
+    while !worker.is_finished() && !stop.load(Ordering::Relaxed) && !duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let sent = worker.join().map_err(|_| anyhow::anyhow!("emulator thread panicked"))?.map_err(|e| match e {
+        serial::SerialError::Open { .. } => input_error(e.to_string()),
+        e => anyhow::Error::from(e),
+    })?;
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "sent {sent} {unit}");
+    Ok(())
 }
 
 pub fn session(cmd: SessionCommand) -> Result<()> {

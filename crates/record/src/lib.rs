@@ -3,7 +3,10 @@
 //! and ASCII line sensors over serial ports), emulators that speak the same
 //! bytes, and the recorder that writes every sample into a session.
 
+pub mod ascii;
 pub mod ft300;
 pub mod rig;
 pub mod robot;
 pub mod rtde;
+pub mod serial;
+pub mod serial_emulators;

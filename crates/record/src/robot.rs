@@ -43,6 +43,8 @@ pub struct Status {
     pub missing_packages: AtomicU64,
     pub reconnects: AtomicU64,
     pub errors: AtomicU64,
+    /// Frames or lines the decoder rejected (CRC errors, bad lines).
+    pub rejected: AtomicU64,
 }
 
 /// Connects once (so configuration errors surface before recording starts).

@@ -1,0 +1,208 @@
+//! Recording serial-port sensors (FT 300, ASCII line sensors) into a
+//! session stream. One reader thread per port; every decoded sample is a row
+//! stamped with the host clock when the bytes that completed it arrived.
+//! A port that fails (cable pulled, emulator gone) is reopened with back-off.
+
+use crate::ascii::{LineDecoder, Separator};
+use crate::ft300::{self, Decoder as Ft300Decoder};
+use crate::robot::{Clock, Status};
+use session::StreamWriter;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SerialError {
+    #[error("cannot open serial port {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Session(String),
+}
+
+pub type Port = Box<dyn serialport::SerialPort>;
+
+/// Opens `path` raw, 8N1, with a short read timeout (so stop requests are seen).
+pub fn open(path: &str, baud: u32) -> Result<Port, SerialError> {
+    if !Path::new(path).exists() {
+        return Err(SerialError::Open { path: path.into(), message: "no such device".into() });
+    }
+    serialport::new(path, baud)
+        .timeout(Duration::from_millis(50))
+        .open()
+        .map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })
+}
+
+/// What the recorder needs to know about one kind of serial sensor.
+pub trait SerialSensor: Send {
+    /// Stream columns (after `t_host_ns`).
+    fn columns(&self) -> Vec<String>;
+    /// Called after (re)opening the port, and again when no sample came for
+    /// a second (the sensor may have missed the start command).
+    fn start(&mut self, _port: &mut Port) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>);
+    /// Called before closing the port on a clean stop.
+    fn stop(&mut self, _port: &mut Port) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Frames or lines rejected so far (CRC errors, bad lines).
+    fn rejected(&self) -> u64;
+}
+
+/// Robotiq FT 300 in stream mode.
+#[derive(Default)]
+pub struct Ft300 {
+    decoder: Ft300Decoder,
+    wrenches: Vec<ft300::Wrench>,
+}
+
+impl SerialSensor for Ft300 {
+    fn columns(&self) -> Vec<String> {
+        ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].iter().map(|s| s.to_string()).collect()
+    }
+    fn start(&mut self, port: &mut Port) -> std::io::Result<()> {
+        port.write_all(&ft300::start_stream_command())?;
+        port.flush()
+    }
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
+        self.wrenches.clear();
+        self.decoder.feed(bytes, &mut self.wrenches);
+        out.extend(self.wrenches.iter().map(|w| vec![w.force_n[0], w.force_n[1], w.force_n[2], w.moment_nm[0], w.moment_nm[1], w.moment_nm[2]]));
+    }
+    fn stop(&mut self, port: &mut Port) -> std::io::Result<()> {
+        port.write_all(&ft300::stop_stream_burst())?;
+        port.flush()
+    }
+    fn rejected(&self) -> u64 {
+        self.decoder.crc_errors
+    }
+}
+
+/// A sensor that prints one line of numbers per sample.
+pub struct AsciiSensor {
+    columns: Vec<String>,
+    decoder: LineDecoder,
+}
+
+impl AsciiSensor {
+    pub fn new(columns: Vec<String>, separator: Separator, scales: Vec<f64>) -> AsciiSensor {
+        AsciiSensor { columns, decoder: LineDecoder::new(separator, scales) }
+    }
+}
+
+impl SerialSensor for AsciiSensor {
+    fn columns(&self) -> Vec<String> {
+        self.columns.clone()
+    }
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
+        self.decoder.feed(bytes, out);
+    }
+    fn rejected(&self) -> u64 {
+        self.decoder.bad_lines
+    }
+}
+
+/// A serial sensor of the rig.
+#[derive(Clone, Debug)]
+pub struct SerialConfig {
+    pub name: String,
+    pub port: String,
+    pub baud: u32,
+}
+
+/// Records until `stop` is set. `port` is the port opened by the caller's
+/// probe (so a missing device is reported before recording starts).
+pub fn record(cfg: &SerialConfig, mut sensor: Box<dyn SerialSensor>, port: Port, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), SerialError> {
+    let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1)).map_err(|e| SerialError::Session(e.to_string()))?;
+    let mut port = Some(port);
+    let mut buf = vec![0u8; 4096];
+    let mut samples: Vec<Vec<f64>> = Vec::with_capacity(64);
+    let mut backoff = Duration::from_millis(50);
+    let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
+        for s in samples.drain(..) {
+            writer.push(t, &s).map_err(|e| SerialError::Session(e.to_string()))?;
+            status.rows.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let mut p = match port.take() {
+            Some(p) => p,
+            None => match open(&cfg.port, cfg.baud) {
+                Ok(p) => {
+                    backoff = Duration::from_millis(50);
+                    p
+                }
+                Err(_) => {
+                    status.errors.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            },
+        };
+        if sensor.start(&mut p).is_err() {
+            status.reconnects.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let mut last_sample = Instant::now();
+        let mut failed = false;
+        while !stop.load(Ordering::Relaxed) {
+            match p.read(&mut buf) {
+                Ok(0) => {}
+                Ok(n) => {
+                    let t = clock.now_ns();
+                    sensor.feed(&buf[..n], &mut samples);
+                    if !samples.is_empty() {
+                        last_sample = Instant::now();
+                    }
+                    push(&mut writer, &mut samples, t)?;
+                    status.rejected.store(sensor.rejected(), Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut || e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+            if last_sample.elapsed() > Duration::from_secs(1) {
+                // Silent for a second: ask again (a start command sent while
+                // the sensor was still booting is lost).
+                last_sample = Instant::now();
+                if sensor.start(&mut p).is_err() {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            status.reconnects.fetch_add(1, Ordering::Relaxed);
+            let _ = writer.flush();
+            std::thread::sleep(backoff);
+            continue;
+        }
+        // Clean stop: tell the sensor, then keep what was already in flight.
+        let _ = sensor.stop(&mut p);
+        let quiet_until = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < quiet_until {
+            match p.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    let t = clock.now_ns();
+                    sensor.feed(&buf[..n], &mut samples);
+                    push(&mut writer, &mut samples, t)?;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
+        status.rejected.store(sensor.rejected(), Ordering::Relaxed);
+    }
+    writer.flush().map_err(|e| SerialError::Session(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! Emulated serial sensors for dry runs and tests. They write the same bytes
+//! as the real devices to a serial device, usually one end of a `socat` pty
+//! pair whose other end the recorder opens.
+
+use crate::ascii::{format_line, Separator};
+use crate::ft300::{encode_frame, start_stream_command, Wrench};
+use crate::serial::{open, Port, SerialError};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Period of the emulated FT 300's frame counter, carried on Mz (in units of
+/// 0.001 N m) so that tests can check that no frame was lost.
+pub const FT300_COUNTER_MODULO: u64 = 30_000;
+
+/// The wrench of frame `k` at time `t_s`: smooth forces, the frame counter on Mz.
+pub fn ft300_wrench(k: u64, t_s: f64) -> Wrench {
+    let w = 2.0 * std::f64::consts::PI * 0.5;
+    Wrench {
+        force_n: [0.5 * (w * t_s).sin(), 0.3 * (w * t_s).cos(), 2.0 + (2.0 * w * t_s).sin()],
+        moment_nm: [0.01 * (w * t_s).sin(), -0.01 * (w * t_s).cos(), (k % FT300_COUNTER_MODULO) as f64 / 1000.0],
+    }
+}
+
+pub struct Ft300EmulatorConfig {
+    pub rate_hz: f64,
+    /// Every this many frames, inject garbage, a truncated and a corrupted frame.
+    pub inject_garbage_every: Option<u64>,
+}
+
+/// Plays a Robotiq FT 300: waits for the Modbus start command (answers it
+/// with its echo, as the sensor does), streams frames at `rate_hz`, and stops
+/// streaming at a burst of 0xFF. Returns the number of valid frames sent.
+pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
+    let mut port = open(path, 19_200)?;
+    port.set_timeout(Duration::from_millis(1)).map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })?;
+    let start = start_stream_command();
+    let period = Duration::from_secs_f64(1.0 / cfg.rate_hz);
+    let t0 = Instant::now();
+    let mut rx: Vec<u8> = vec![];
+    let mut buf = [0u8; 256];
+    let mut streaming = false;
+    let mut next = Instant::now();
+    let mut sent: u64 = 0;
+    let mut k: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        match port.read(&mut buf) {
+            Ok(n) => rx.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(i) = find(&rx, &start) {
+            port.write_all(&start)?; // Modbus echo of "write single register"
+            rx.drain(..i + start.len());
+            if !streaming {
+                streaming = true;
+                next = Instant::now();
+            }
+        }
+        if rx.windows(10).any(|w| w.iter().all(|b| *b == 0xFF)) {
+            streaming = false;
+            rx.clear();
+        }
+        if rx.len() > 4096 {
+            rx.drain(..rx.len() - 64);
+        }
+        let mut out = vec![];
+        while streaming && Instant::now() >= next {
+            let frame = encode_frame(&ft300_wrench(k, t0.elapsed().as_secs_f64()));
+            if cfg.inject_garbage_every.is_some_and(|n| k % n == n - 1) {
+                // A false header in garbage, a truncated frame, a corrupted frame.
+                out.extend_from_slice(&[0x20, 0x4E, 0x13, 0x37, 0x00]);
+                out.extend_from_slice(&frame[..9]);
+                let mut bad = frame;
+                bad[6] ^= 0x10;
+                out.extend_from_slice(&bad);
+            }
+            out.extend_from_slice(&frame);
+            sent += 1;
+            k += 1;
+            next += period;
+        }
+        if !out.is_empty() {
+            port.write_all(&out)?;
+        }
+    }
+    Ok(sent)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Plays an ASCII force sensor: `seq,t_us,force_mn` lines at `rate_hz`
+/// (a rig scales t to seconds and force to newtons). Returns lines sent.
+pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
+    let mut port: Port = open(path, 115_200)?;
+    let period = Duration::from_secs_f64(1.0 / rate_hz);
+    let t0 = Instant::now();
+    let mut next = t0;
+    let mut sent: u64 = 0;
+    let mut out = String::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(Duration::from_millis(5)));
+            continue;
+        }
+        out.clear();
+        while Instant::now() >= next {
+            let t_s = (next - t0).as_secs_f64();
+            let force_mn = 1500.0 * (2.0 * std::f64::consts::PI * 0.5 * t_s).sin();
+            out.push_str(&format_line(&[sent as f64, (t_s * 1e6).round(), force_mn.round()], separator));
+            sent += 1;
+            next += period;
+        }
+        port.write_all(out.as_bytes())?;
+    }
+    port.flush()?;
+    Ok(sent)
+}

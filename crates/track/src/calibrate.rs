@@ -1,0 +1,176 @@
+//! Camera calibration from checkerboard images (OpenCV calib3d), and the
+//! pose of the plane of motion from one image of the board lying in it.
+//!
+//! Rig frame: origin at the board's first inner corner (the one nearer the
+//! image's top-left), x along the board's `cols` direction, y along `rows`,
+//! z = x cross y (away from the camera for a board facing it).
+
+use crate::camera::{CameraModel, PlanePose};
+use crate::detect::TrackError;
+use opencv::core::{self, Mat, Point2f, Point3f, Size, TermCriteria, Vector};
+use opencv::prelude::*;
+use opencv::{calib3d, imgcodecs, imgproc};
+use std::path::{Path, PathBuf};
+
+/// Fewer usable views than this cannot constrain focal length and distortion.
+pub const MIN_VIEWS: usize = 5;
+
+#[derive(Clone, Debug)]
+pub struct BoardSpec {
+    /// Inner corners per row and per column.
+    pub cols: usize,
+    pub rows: usize,
+    pub square_m: f64,
+}
+
+impl BoardSpec {
+    /// "COLSxROWS", e.g. "9x6".
+    pub fn parse_size(s: &str) -> Result<(usize, usize), String> {
+        let (c, r) = s.split_once(['x', 'X']).ok_or_else(|| format!("--board {s:?}: expected COLSxROWS inner corners, e.g. 9x6"))?;
+        let (c, r): (usize, usize) = (c.trim().parse().map_err(|_| format!("--board {s:?}: bad column count"))?, r.trim().parse().map_err(|_| format!("--board {s:?}: bad row count"))?);
+        if c < 3 || r < 3 {
+            return Err(format!("--board {s:?}: need at least 3x3 inner corners"));
+        }
+        Ok((c, r))
+    }
+
+    fn object_points(&self) -> Vector<Point3f> {
+        let mut v = Vector::new();
+        for i in 0..self.rows {
+            for j in 0..self.cols {
+                v.push(Point3f::new((j as f64 * self.square_m) as f32, (i as f64 * self.square_m) as f32, 0.0));
+            }
+        }
+        v
+    }
+}
+
+/// What the calibration did, for the user.
+#[derive(Clone, Debug)]
+pub struct CalibrationSummary {
+    pub images: usize,
+    pub used: Vec<PathBuf>,
+    pub rejected: Vec<PathBuf>,
+    pub rms_px: f64,
+    pub plane_image: PathBuf,
+}
+
+fn read_grey(path: &Path) -> Result<Mat, TrackError> {
+    let m = imgcodecs::imread(&path.to_string_lossy(), imgcodecs::IMREAD_GRAYSCALE)?;
+    if m.empty() {
+        return Err(TrackError::Input(format!("{}: cannot read image", path.display())));
+    }
+    Ok(m)
+}
+
+/// Inner corners of the board in `grey`, refined to sub-pixel, in the
+/// canonical order (first corner nearer the image's top-left).
+pub fn find_corners(grey: &Mat, board: &BoardSpec) -> Result<Option<Vector<Point2f>>, TrackError> {
+    let mut corners: Vector<Point2f> = Vector::new();
+    let size = Size::new(board.cols as i32, board.rows as i32);
+    let found = calib3d::find_chessboard_corners(grey, size, &mut corners, calib3d::CALIB_CB_ADAPTIVE_THRESH | calib3d::CALIB_CB_NORMALIZE_IMAGE)?;
+    if !found || corners.len() != board.cols * board.rows {
+        return Ok(None);
+    }
+    let criteria = TermCriteria::new(core::TermCriteria_COUNT + core::TermCriteria_EPS, 50, 1e-4)?;
+    imgproc::corner_sub_pix(grey, &mut corners, Size::new(7, 7), Size::new(-1, -1), criteria)?;
+    let (first, last) = (corners.get(0)?, corners.get(corners.len() - 1)?);
+    if first.x + first.y > last.x + last.y {
+        let reversed: Vec<Point2f> = corners.iter().rev().collect();
+        corners = Vector::from_iter(reversed);
+    }
+    Ok(Some(corners))
+}
+
+/// Calibrates from `images`; the plane pose comes from `plane_image` (default:
+/// the first usable image). Rejects too few views and an RMS above `max_rms_px`.
+pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Path>, max_rms_px: f64) -> Result<(CameraModel, CalibrationSummary), TrackError> {
+    if images.is_empty() {
+        return Err(TrackError::Input("no images to calibrate from".into()));
+    }
+    let mut object_points: Vector<Vector<Point3f>> = Vector::new();
+    let mut image_points: Vector<Vector<Point2f>> = Vector::new();
+    let (mut used, mut rejected) = (vec![], vec![]);
+    let mut size: Option<Size> = None;
+    for path in images {
+        let grey = read_grey(path)?;
+        let s = grey.size()?;
+        if size.is_some_and(|z| z != s) {
+            return Err(TrackError::Input(format!("{}: {}x{} px, but earlier images are {}x{}", path.display(), s.width, s.height, size.unwrap_or(s).width, size.unwrap_or(s).height)));
+        }
+        size = Some(s);
+        match find_corners(&grey, board)? {
+            Some(c) => {
+                image_points.push(c);
+                object_points.push(board.object_points());
+                used.push(path.clone());
+            }
+            None => rejected.push(path.clone()),
+        }
+    }
+    let size = size.expect("at least one image");
+    if used.is_empty() {
+        return Err(TrackError::Input(format!(
+            "no image shows a {}x{} board (inner corners); check --board (inner corners, not squares) and the images",
+            board.cols, board.rows
+        )));
+    }
+    if used.len() < MIN_VIEWS {
+        return Err(TrackError::Input(format!("too few views: the board was found in {} of {} images, need at least {MIN_VIEWS}", used.len(), images.len())));
+    }
+    let mut k = Mat::default();
+    let mut dist = Mat::default();
+    let mut rvecs: Vector<Mat> = Vector::new();
+    let mut tvecs: Vector<Mat> = Vector::new();
+    let criteria = TermCriteria::new(core::TermCriteria_COUNT + core::TermCriteria_EPS, 100, 1e-10)?;
+    let rms = calib3d::calibrate_camera(&object_points, &image_points, size, &mut k, &mut dist, &mut rvecs, &mut tvecs, 0, criteria)?;
+    if !(rms <= max_rms_px) {
+        return Err(TrackError::Input(format!("calibration rejected: RMS reprojection error {rms:.3} px > {max_rms_px} px (blurred or mis-detected views?)")));
+    }
+    let kf = |r: i32, c: i32| -> Result<f64, TrackError> { Ok(*k.at_2d::<f64>(r, c)?) };
+    let d: Vec<f64> = (0..5).map(|i| dist.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
+    let mut camera = CameraModel {
+        width_px: size.width as u32,
+        height_px: size.height as u32,
+        fx_px: kf(0, 0)?,
+        fy_px: kf(1, 1)?,
+        cx_px: kf(0, 2)?,
+        cy_px: kf(1, 2)?,
+        distortion: [d[0], d[1], d[2], d[3], d[4]],
+        rms_reprojection_px: rms,
+        views: used.len(),
+        plane: None,
+    };
+    let plane_path = plane_image.map(Path::to_path_buf).unwrap_or_else(|| used[0].clone());
+    camera.plane = Some(plane_pose(&camera, &k, &dist, &plane_path, board)?);
+    Ok((camera, CalibrationSummary { images: images.len(), used, rejected, rms_px: rms, plane_image: plane_path }))
+}
+
+/// Pose of the board in `path` (solvePnP with the calibrated intrinsics).
+fn plane_pose(camera: &CameraModel, k: &Mat, dist: &Mat, path: &Path, board: &BoardSpec) -> Result<PlanePose, TrackError> {
+    let grey = read_grey(path)?;
+    let s = grey.size()?;
+    if s.width as u32 != camera.width_px || s.height as u32 != camera.height_px {
+        return Err(TrackError::Input(format!("{}: plane image size differs from the calibration images", path.display())));
+    }
+    let corners = find_corners(&grey, board)?.ok_or_else(|| TrackError::Input(format!("{}: no {}x{} board found in the plane image", path.display(), board.cols, board.rows)))?;
+    let mut rvec = Mat::default();
+    let mut tvec = Mat::default();
+    if !calib3d::solve_pnp(&board.object_points(), &corners, k, dist, &mut rvec, &mut tvec, false, calib3d::SOLVEPNP_ITERATIVE)? {
+        return Err(TrackError::Input(format!("{}: cannot estimate the plane pose", path.display())));
+    }
+    let r: Vec<f64> = (0..3).map(|i| rvec.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
+    let t: Vec<f64> = (0..3).map(|i| tvec.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
+    Ok(PlanePose { rotation_rad: [r[0], r[1], r[2]], translation_m: [t[0], t[1], t[2]] })
+}
+
+/// Image files of a directory (png, jpg, jpeg, bmp, tif, tiff), sorted by name.
+pub fn image_files(dir: &Path) -> Result<Vec<PathBuf>, TrackError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| TrackError::Input(format!("{}: cannot read directory: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()).is_some_and(|e| ["png", "jpg", "jpeg", "bmp", "tif", "tiff"].contains(&e.to_ascii_lowercase().as_str())))
+        .collect();
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,116 @@
+//! Where frames come from: a video file (OpenCV VideoCapture) or a directory
+//! of images (one frame per file, sorted by name). And where they go: video
+//! files and image directories (synthetic sequences, overlays).
+
+use crate::calibrate::image_files;
+use crate::detect::TrackError;
+use opencv::core::{Mat, Size};
+use opencv::prelude::*;
+use opencv::{imgcodecs, videoio};
+use std::path::{Path, PathBuf};
+
+pub enum FrameSource {
+    Video { capture: videoio::VideoCapture, path: PathBuf, fps: f64, frames: Option<usize> },
+    Images { files: Vec<PathBuf>, next: usize },
+}
+
+impl FrameSource {
+    pub fn open(path: &Path) -> Result<FrameSource, TrackError> {
+        if path.is_dir() {
+            let files = image_files(path)?;
+            if files.is_empty() {
+                return Err(TrackError::Input(format!("{}: no images (png, jpg, bmp, tif) in the directory", path.display())));
+            }
+            return Ok(FrameSource::Images { files, next: 0 });
+        }
+        if !path.exists() {
+            return Err(TrackError::Input(format!("{}: no such file or directory", path.display())));
+        }
+        let capture = videoio::VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY)?;
+        if !capture.is_opened()? {
+            return Err(TrackError::Input(format!("{}: cannot open as a video (unknown or damaged format)", path.display())));
+        }
+        let fps = capture.get(videoio::CAP_PROP_FPS)?;
+        let n = capture.get(videoio::CAP_PROP_FRAME_COUNT)?;
+        Ok(FrameSource::Video { capture, path: path.to_path_buf(), fps: if fps > 0.0 { fps } else { f64::NAN }, frames: (n > 0.0).then_some(n as usize) })
+    }
+
+    /// Frame rate stored in the video (NaN for image directories).
+    pub fn fps(&self) -> f64 {
+        match self {
+            FrameSource::Video { fps, .. } => *fps,
+            FrameSource::Images { .. } => f64::NAN,
+        }
+    }
+
+    /// Number of frames, when known.
+    pub fn len_hint(&self) -> Option<usize> {
+        match self {
+            FrameSource::Video { frames, .. } => *frames,
+            FrameSource::Images { files, .. } => Some(files.len()),
+        }
+    }
+
+    /// Reads the next frame into `frame` (BGR). False at the end.
+    pub fn read(&mut self, frame: &mut Mat) -> Result<bool, TrackError> {
+        match self {
+            FrameSource::Video { capture, .. } => Ok(capture.read(frame)? && !frame.empty()),
+            FrameSource::Images { files, next } => {
+                let Some(path) = files.get(*next) else { return Ok(false) };
+                *next += 1;
+                *frame = imgcodecs::imread(&path.to_string_lossy(), imgcodecs::IMREAD_COLOR)?;
+                if frame.empty() {
+                    return Err(TrackError::Input(format!("{}: cannot read image", path.display())));
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            FrameSource::Video { path, .. } => path.display().to_string(),
+            FrameSource::Images { files, .. } => format!("{} images", files.len()),
+        }
+    }
+}
+
+/// Writes frames to a video file: lossless FFV1 in .mkv (what tests and
+/// metric work want), Motion-JPEG in .avi (small, lossy).
+pub struct VideoSink {
+    writer: videoio::VideoWriter,
+}
+
+impl VideoSink {
+    pub fn create(path: &Path, fps: f64, width: i32, height: i32) -> Result<VideoSink, TrackError> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let fourcc = match ext.as_str() {
+            "mkv" => videoio::VideoWriter::fourcc('F', 'F', 'V', '1')?,
+            "avi" => videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')?,
+            _ => return Err(TrackError::Input(format!("{}: video files are .mkv (lossless FFV1) or .avi (Motion-JPEG)", path.display()))),
+        };
+        let writer = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(width, height), true)?;
+        if !writer.is_opened()? {
+            return Err(TrackError::Input(format!("{}: cannot open a video writer (codec missing from this OpenCV?)", path.display())));
+        }
+        Ok(VideoSink { writer })
+    }
+
+    pub fn write(&mut self, frame: &Mat) -> Result<(), TrackError> {
+        self.writer.write(frame)?;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<(), TrackError> {
+        self.writer.release()?;
+        Ok(())
+    }
+}
+
+/// Writes one image (format from the extension).
+pub fn write_image(path: &Path, image: &Mat) -> Result<(), TrackError> {
+    if !imgcodecs::imwrite(&path.to_string_lossy(), image, &opencv::core::Vector::new())? {
+        return Err(TrackError::Input(format!("{}: cannot write image", path.display())));
+    }
+    Ok(())
+}

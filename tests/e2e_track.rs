@@ -1,0 +1,88 @@
+//! End-to-end tracking with the `rodlab` binary: synthetic board ->
+//! calibrate -> synthetic video -> track -> marker table, and bad inputs.
+
+mod common;
+
+use common::{rodlab, stderr};
+
+fn truth(dir: &std::path::Path) -> Vec<(usize, usize, f64, f64, f64, f64, bool)> {
+    std::fs::read_to_string(dir.join("truth.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap(), f[6] == "1")
+        })
+        .collect()
+}
+
+#[test]
+fn calibrate_then_track_a_synthetic_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    let o = rodlab(&["synth", "board", "--out", &p("board")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "9x6", "--square-m", "0.016", "--plane-image", &p("board/plane.png"), "--out", &p("camera.toml")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("RMS reprojection"), "{out}");
+    let o = rodlab(&["synth", "video", "--out", &p("video"), "--frames", "60", "--occlude", "2,30,5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = rodlab(&["track", &p("video/video.mkv"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("markers.parquet"), "--overlay", &p("overlay")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    println!("{out}");
+    assert!(out.contains("60 frames, 6 markers: 5 missing"), "{out}");
+    let rows = session::read_markers(&dir.path().join("markers.parquet")).unwrap();
+    let truth = truth(&dir.path().join("video"));
+    assert_eq!(rows.len(), truth.len());
+    let mut sq = 0.0;
+    let mut n = 0;
+    for (r, t) in rows.iter().zip(&truth) {
+        assert_eq!((r.frame as usize, r.marker as usize), (t.0, t.1));
+        assert!((r.t_s - r.frame as f64 / 100.0).abs() < 1e-9);
+        if !t.6 {
+            assert_eq!(r.flags & session::flags::MISSING, session::flags::MISSING);
+            assert!(r.x_m.is_nan());
+            continue;
+        }
+        assert!((r.u_px - t.2).hypot(r.v_px - t.3) < 0.5, "frame {} marker {}: ({}, {}) vs ({}, {})", t.0, t.1, r.u_px, r.v_px, t.2, t.3);
+        sq += (r.x_m - t.4).powi(2) + (r.y_m - t.5).powi(2);
+        n += 1;
+    }
+    let rms_mm = (sq / n as f64).sqrt() * 1e3;
+    println!("rodlab track: metric RMS {rms_mm:.3} mm");
+    assert!(rms_mm < 0.2);
+    assert_eq!(std::fs::read_dir(dir.path().join("overlay")).unwrap().count(), 60);
+}
+
+#[test]
+fn bad_inputs_exit_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    assert!(rodlab(&["synth", "board", "--out", &p("board")]).status.success());
+    // Wrong board size.
+    let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "7x5", "--square-m", "0.016", "--out", &p("c.toml")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no image shows a 7x5 board"), "{}", stderr(&o));
+    let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "9by6", "--square-m", "0.016"]);
+    assert_eq!(o.status.code(), Some(2));
+    // Unreadable video.
+    std::fs::write(dir.path().join("broken.mkv"), b"not a video at all").unwrap();
+    let cam = dir.path().join("board/true-camera.toml");
+    let o = rodlab(&["track", &p("broken.mkv"), "--camera", cam.to_str().unwrap(), "--out", &p("m.parquet")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broken.mkv"), "{}", stderr(&o));
+    // No marker in the first frame (a folder of board images has none).
+    let o = rodlab(&["track", &p("board/views"), "--camera", cam.to_str().unwrap(), "--fps", "30", "--out", &p("m.parquet")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("frame 0: found 0 marker(s) in the first frame"), "{}", stderr(&o));
+    // A markers file with a bad field names it.
+    std::fs::write(dir.path().join("markers.toml"), "saturation_min = 3.0\n").unwrap();
+    let o = rodlab(&["track", &p("board/views"), "--camera", cam.to_str().unwrap(), "--markers", &p("markers.toml"), "--out", &p("m.parquet")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("markers.toml") && stderr(&o).contains("saturation_min"), "{}", stderr(&o));
+    let o = rodlab(&["track", &p("nothing-here.mkv"), "--camera", cam.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}
