@@ -132,7 +132,7 @@ fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     ));
     std::fs::write(&rig_path, text).unwrap();
     let out = dir.path().join("s");
-    let mut rec = rodlab()
+    let rec = rodlab()
         .args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "64"])
         .stdout(Stdio::piped())
         .spawn()

@@ -62,8 +62,12 @@ fn bad_inputs_exit_2_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     assert!(rodlab(&["synth", "board", "--out", &p("board")]).status.success());
-    // Wrong board size.
-    let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "7x5", "--square-m", "0.016", "--out", &p("c.toml")]);
+    // Wrong board size (two views suffice to show it).
+    std::fs::create_dir_all(dir.path().join("two")).unwrap();
+    for v in ["view_00.png", "view_01.png"] {
+        std::fs::copy(dir.path().join("board/views").join(v), dir.path().join("two").join(v)).unwrap();
+    }
+    let o = rodlab(&["calibrate", "--images", &p("two"), "--board", "7x5", "--square-m", "0.016", "--out", &p("c.toml")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no image shows a 7x5 board"), "{}", stderr(&o));
     let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "9by6", "--square-m", "0.016"]);
@@ -85,4 +89,34 @@ fn bad_inputs_exit_2_with_a_clear_message() {
     assert!(stderr(&o).contains("markers.toml") && stderr(&o).contains("saturation_min"), "{}", stderr(&o));
     let o = rodlab(&["track", &p("nothing-here.mkv"), "--camera", cam.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn record_a_camera_then_track_with_the_frames_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    assert!(rodlab(&["synth", "video", "--out", &p("video"), "--frames", "30"]).status.success());
+    std::fs::write(dir.path().join("rig.toml"), format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\n", p("video/video.mkv"))).unwrap();
+    let o = rodlab(&["record", "--rig", &p("rig.toml"), "--out", &p("s"), "--duration", "1.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let frames = session::Table::read_chunks(&session::stream_dir(&dir.path().join("s"), "camera")).unwrap();
+    let idx = frames.f64("frame").unwrap();
+    let t = frames.i64("t_host_ns").unwrap();
+    assert_eq!(idx, (0..30).map(|k| k as f64).collect::<Vec<_>>(), "every frame, in order");
+    // Played at the file's 100 frames/s.
+    let span_s = (t[29] - t[0]) as f64 * 1e-9;
+    assert!(t.windows(2).all(|w| w[1] > w[0]) && (0.2..0.6).contains(&span_s), "{span_s}");
+    let o = rodlab(&["track", &p("s/camera.mkv"), "--camera", &p("video/true-camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("m.parquet")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = session::read_markers(&dir.path().join("m.parquet")).unwrap();
+    assert_eq!(rows.len(), 30 * 6);
+    for r in &rows {
+        assert_eq!(r.t_host_ns, Some(t[r.frame as usize]), "times come from the frames table");
+        assert!((r.t_s - t[r.frame as usize] as f64 * 1e-9).abs() < 1e-12);
+    }
+    // Missing device -> exit 2.
+    std::fs::write(dir.path().join("bad.toml"), "[[camera]]\nfile = \"/nonexistent/video.mkv\"\n").unwrap();
+    let o = rodlab(&["record", "--rig", &p("bad.toml"), "--out", &p("x"), "--duration", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/video.mkv"), "{}", stderr(&o));
 }

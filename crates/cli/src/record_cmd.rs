@@ -111,6 +111,11 @@ pub fn record(a: RecordArgs) -> Result<()> {
     for r in rig.robot_configs() {
         robot::probe(&r).map_err(|e| input_error(format!("{}: robot '{}' at {}: {e}", a.rig.display(), r.name, r.address)))?;
     }
+    let mut cameras = vec![];
+    for cfg in rig.camera_configs() {
+        let capture = record::camera::open(&cfg).map_err(|e| input_error(format!("{}: {e}", a.rig.display())))?;
+        cameras.push((cfg, capture));
+    }
     let mut serial_ports = vec![];
     for (cfg, sensor) in rig.serial_sensors() {
         let port = serial::open(&cfg.port, cfg.baud).map_err(|e| input_error(format!("{}: {} '{}': {e}", a.rig.display(), "sensor", cfg.name)))?;
@@ -139,6 +144,12 @@ pub fn record(a: RecordArgs) -> Result<()> {
         statuses.push((r.name.clone(), r.frequency_hz, status.clone()));
         let (s, dir) = (stop.clone(), a.out.clone());
         threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status).map_err(anyhow::Error::from)));
+    }
+    for (cfg, capture) in cameras {
+        let status = Arc::new(Status::default());
+        statuses.push((cfg.name.clone(), 0.0, status.clone()));
+        let (s, dir) = (stop.clone(), a.out.clone());
+        threads.push(std::thread::spawn(move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(anyhow::Error::from)));
     }
     for (cfg, sensor, port) in serial_ports {
         let status = Arc::new(Status::default());

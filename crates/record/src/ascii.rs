@@ -48,6 +48,14 @@ impl LineDecoder {
         LineDecoder { separator, scales, buf: Vec::with_capacity(256), synced: false, discarding: false, lines: 0, bad_lines: 0 }
     }
 
+    /// The line was silent for a while (a read timed out with nothing
+    /// pending): the next byte starts a line, so the first line is whole.
+    pub fn mark_idle(&mut self) {
+        if self.buf.is_empty() && !self.discarding {
+            self.synced = true;
+        }
+    }
+
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
         for &b in bytes {
             if b == b'\n' {
@@ -149,6 +157,10 @@ mod tests {
         let mut d = LineDecoder::new(Separator::parse(" ").unwrap(), vec![1.0, 2.0]);
         assert_eq!(decode_all(&mut d, b"\n1 \t 2\n", 1), vec![vec![1.0, 4.0]]);
         assert!(Separator::parse("ab").is_err() && Separator::parse("1").is_err());
+        // After silence, the first line is known to be whole.
+        let mut d = LineDecoder::new(Separator::Char(','), vec![1.0]);
+        d.mark_idle();
+        assert_eq!(decode_all(&mut d, b"7\n8\n", 1), vec![vec![7.0], vec![8.0]]);
     }
 
     /// Property test: whatever garbage, truncation or chunking is injected

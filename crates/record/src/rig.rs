@@ -2,6 +2,7 @@
 //! records from. Errors name the file and the field.
 
 use crate::ascii::Separator;
+use crate::camera::{CameraConfig, CameraSource};
 use crate::robot::RobotConfig;
 use crate::serial::{AsciiSensor, Ft300, SerialConfig, SerialSensor};
 use serde::Deserialize;
@@ -65,6 +66,13 @@ pub struct RawCamera {
     pub file: Option<String>,
     /// Requested frame rate (devices) [frames/s].
     pub fps: Option<f64>,
+    /// Video container: "mkv" (lossless FFV1, default) or "avi" (Motion-JPEG, smaller).
+    #[serde(default = "default_container")]
+    pub container: String,
+}
+
+fn default_container() -> String {
+    "mkv".into()
 }
 
 fn default_ft300_name() -> String {
@@ -159,6 +167,9 @@ impl Rig {
             if c.device.is_some() == c.file.is_some() {
                 return Err(err(format!("camera[{i}]: give exactly one of `device` (index) or `file`")));
             }
+            if c.container != "mkv" && c.container != "avi" {
+                return Err(err(format!("camera[{i}].container: \"mkv\" or \"avi\", got {:?}", c.container)));
+            }
             if let Some(f) = c.fps {
                 if !(f > 0.0 && f <= 10_000.0) {
                     return Err(err(format!("camera[{i}].fps: must be in (0, 10000], got {f}")));
@@ -189,6 +200,21 @@ impl Rig {
 }
 
 impl Rig {
+    pub fn camera_configs(&self) -> Vec<CameraConfig> {
+        self.cameras
+            .iter()
+            .map(|c| CameraConfig {
+                name: c.name.clone(),
+                source: match (&c.device, &c.file) {
+                    (Some(i), _) => CameraSource::Device(*i),
+                    (None, f) => CameraSource::File(f.clone().unwrap_or_default().into()),
+                },
+                fps: c.fps,
+                container: c.container.clone(),
+            })
+            .collect()
+    }
+
     /// Serial sensors with their decoders, in rig order.
     pub fn serial_sensors(&self) -> Vec<(SerialConfig, Box<dyn SerialSensor>)> {
         let mut v: Vec<(SerialConfig, Box<dyn SerialSensor>)> = vec![];

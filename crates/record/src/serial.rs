@@ -46,6 +46,8 @@ pub trait SerialSensor: Send {
         Ok(())
     }
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>);
+    /// A read timed out: the line has been silent for the read timeout.
+    fn idle(&mut self) {}
     /// Called before closing the port on a clean stop.
     fn stop(&mut self, _port: &mut Port) -> std::io::Result<()> {
         Ok(())
@@ -101,6 +103,9 @@ impl SerialSensor for AsciiSensor {
     }
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
         self.decoder.feed(bytes, out);
+    }
+    fn idle(&mut self) {
+        self.decoder.mark_idle();
     }
     fn rejected(&self) -> u64 {
         self.decoder.bad_lines
@@ -164,7 +169,8 @@ pub fn record(cfg: &SerialConfig, mut sensor: Box<dyn SerialSensor>, port: Port,
                     push(&mut writer, &mut samples, t)?;
                     status.rejected.store(sensor.rejected(), Ordering::Relaxed);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut || e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => sensor.idle(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => {
                     failed = true;
                     break;

@@ -68,7 +68,7 @@ fn read_grey(path: &Path) -> Result<Mat, TrackError> {
 pub fn find_corners(grey: &Mat, board: &BoardSpec) -> Result<Option<Vector<Point2f>>, TrackError> {
     let mut corners: Vector<Point2f> = Vector::new();
     let size = Size::new(board.cols as i32, board.rows as i32);
-    let found = calib3d::find_chessboard_corners(grey, size, &mut corners, calib3d::CALIB_CB_ADAPTIVE_THRESH | calib3d::CALIB_CB_NORMALIZE_IMAGE)?;
+    let found = calib3d::find_chessboard_corners(grey, size, &mut corners, calib3d::CALIB_CB_ADAPTIVE_THRESH | calib3d::CALIB_CB_NORMALIZE_IMAGE | calib3d::CALIB_CB_FAST_CHECK)?;
     if !found || corners.len() != board.cols * board.rows {
         return Ok(None);
     }

@@ -1,0 +1,132 @@
+//! Recording a camera (OpenCV VideoCapture: a device or a video file played
+//! at its own rate) into `<session>/<name>.mkv` (lossless FFV1) or `.avi`
+//! (Motion-JPEG), with the frames table `streams/<name>`: frame index and
+//! the host clock at grab. OpenCV's own timestamps (CAP_PROP_POS_MSEC) are
+//! kept as `device_ms` but are not trusted for timing.
+
+use crate::robot::{Clock, Status};
+use opencv::core::{Mat, Size};
+use opencv::prelude::*;
+use opencv::videoio;
+use session::StreamWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CameraError {
+    #[error("{0}")]
+    Open(String),
+    #[error("OpenCV: {0}")]
+    OpenCv(#[from] opencv::Error),
+    #[error("{0}")]
+    Session(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum CameraSource {
+    Device(i32),
+    File(PathBuf),
+}
+
+#[derive(Clone, Debug)]
+pub struct CameraConfig {
+    pub name: String,
+    pub source: CameraSource,
+    pub fps: Option<f64>,
+    /// "mkv" (lossless FFV1) or "avi" (Motion-JPEG).
+    pub container: String,
+}
+
+/// Opens the camera and reads one frame (so a bad device or file is
+/// reported before recording starts).
+pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
+    let mut cap = match &cfg.source {
+        CameraSource::Device(i) => {
+            let mut c = videoio::VideoCapture::new(*i, videoio::CAP_ANY)?;
+            if let Some(fps) = cfg.fps {
+                c.set(videoio::CAP_PROP_FPS, fps)?;
+            }
+            c
+        }
+        CameraSource::File(p) => {
+            if !p.exists() {
+                return Err(CameraError::Open(format!("camera '{}': {}: no such file", cfg.name, p.display())));
+            }
+            videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_ANY)?
+        }
+    };
+    let what = match &cfg.source {
+        CameraSource::Device(i) => format!("device {i}"),
+        CameraSource::File(p) => p.display().to_string(),
+    };
+    if !cap.is_opened()? {
+        return Err(CameraError::Open(format!("camera '{}': cannot open {what}", cfg.name)));
+    }
+    // Re-open files after the probe read so that frame 0 is recorded.
+    let mut probe = Mat::default();
+    if !cap.read(&mut probe)? || probe.empty() {
+        return Err(CameraError::Open(format!("camera '{}': {what} gives no frames", cfg.name)));
+    }
+    if let CameraSource::File(p) = &cfg.source {
+        cap = videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_ANY)?;
+    }
+    Ok(cap)
+}
+
+/// Records until `stop` is set (or a file ends).
+pub fn record(cfg: &CameraConfig, mut capture: videoio::VideoCapture, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), CameraError> {
+    let session_err = |e: session::TableError| CameraError::Session(e.to_string());
+    let mut frames = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1)).map_err(session_err)?;
+    let file_fps = match cfg.source {
+        CameraSource::File(_) => Some(capture.get(videoio::CAP_PROP_FPS)?).filter(|f| *f > 0.0),
+        CameraSource::Device(_) => None,
+    };
+    let fps = cfg.fps.or(file_fps).unwrap_or(30.0);
+    let mut writer: Option<videoio::VideoWriter> = None;
+    let mut frame = Mat::default();
+    let started = Instant::now();
+    let mut k: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(f) = file_fps {
+            // A file plays at its own rate, like a live camera.
+            let due = started + Duration::from_secs_f64(k as f64 / f);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        if !capture.grab()? {
+            if file_fps.is_some() {
+                break; // end of the file
+            }
+            status.errors.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        let t = clock.now_ns();
+        if !capture.retrieve(&mut frame, 0)? || frame.empty() {
+            status.errors.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let device_ms = capture.get(videoio::CAP_PROP_POS_MSEC)?;
+        if writer.is_none() {
+            let path = session.join(format!("{}.{}", cfg.name, cfg.container));
+            let fourcc = if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('F', 'F', 'V', '1')? };
+            let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(frame.cols(), frame.rows()), true)?;
+            if !w.is_opened()? {
+                return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
+            }
+            writer = Some(w);
+        }
+        writer.as_mut().expect("created").write(&frame)?;
+        frames.push(t, &[k as f64, device_ms]).map_err(session_err)?;
+        status.rows.fetch_add(1, Ordering::Relaxed);
+        k += 1;
+    }
+    if let Some(mut w) = writer {
+        w.release()?;
+    }
+    frames.flush().map_err(session_err)?;
+    Ok(())
+}
