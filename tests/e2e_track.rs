@@ -97,15 +97,15 @@ fn record_a_camera_then_track_with_the_frames_table() {
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     assert!(rodlab(&["synth", "video", "--out", &p("video"), "--frames", "30"]).status.success());
     std::fs::write(dir.path().join("rig.toml"), format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\n", p("video/video.mkv"))).unwrap();
-    let o = rodlab(&["record", "--rig", &p("rig.toml"), "--out", &p("s"), "--duration", "1.5"]);
+    let o = rodlab(&["record", "--rig", &p("rig.toml"), "--out", &p("s"), "--duration", "4"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let frames = session::Table::read_chunks(&session::stream_dir(&dir.path().join("s"), "camera")).unwrap();
     let idx = frames.f64("frame").unwrap();
     let t = frames.i64("t_host_ns").unwrap();
     assert_eq!(idx, (0..30).map(|k| k as f64).collect::<Vec<_>>(), "every frame, in order");
-    // Played at the file's 100 frames/s.
+    // Played at the file's 100 frames/s, never faster.
     let span_s = (t[29] - t[0]) as f64 * 1e-9;
-    assert!(t.windows(2).all(|w| w[1] > w[0]) && (0.2..0.6).contains(&span_s), "{span_s}");
+    assert!(t.windows(2).all(|w| w[1] > w[0]) && (0.285..3.0).contains(&span_s), "{span_s}");
     let o = rodlab(&["track", &p("s/camera.mkv"), "--camera", &p("video/true-camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("m.parquet")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = session::read_markers(&dir.path().join("m.parquet")).unwrap();

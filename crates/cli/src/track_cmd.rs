@@ -180,7 +180,7 @@ pub enum SynthCommand {
         /// Sensor noise [grey levels].
         #[arg(long, default_value_t = 2.0)]
         noise: f64,
-        /// `mkv` (lossless FFV1), `avi` (Motion-JPEG) or `png` (an image directory).
+        /// `mkv` (lossless HuffYUV), `avi` (Motion-JPEG) or `png` (an image directory).
         #[arg(long, default_value = "mkv")]
         format: String,
         /// Hide marker M for N frames from frame F: M,F,N.

@@ -1,5 +1,5 @@
 //! Recording a camera (OpenCV VideoCapture: a device or a video file played
-//! at its own rate) into `<session>/<name>.mkv` (lossless FFV1) or `.avi`
+//! at its own rate) into `<session>/<name>.mkv` (lossless HuffYUV) or `.avi`
 //! (Motion-JPEG), with the frames table `streams/<name>`: frame index and
 //! the host clock at grab. OpenCV's own timestamps (CAP_PROP_POS_MSEC) are
 //! kept as `device_ms` but are not trusted for timing.
@@ -35,7 +35,7 @@ pub struct CameraConfig {
     pub name: String,
     pub source: CameraSource,
     pub fps: Option<f64>,
-    /// "mkv" (lossless FFV1) or "avi" (Motion-JPEG).
+    /// "mkv" (lossless HuffYUV) or "avi" (Motion-JPEG).
     pub container: String,
 }
 
@@ -112,7 +112,7 @@ pub fn record(cfg: &CameraConfig, mut capture: videoio::VideoCapture, session: &
         let device_ms = capture.get(videoio::CAP_PROP_POS_MSEC)?;
         if writer.is_none() {
             let path = session.join(format!("{}.{}", cfg.name, cfg.container));
-            let fourcc = if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('F', 'F', 'V', '1')? };
+            let fourcc = if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')? };
             let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(frame.cols(), frame.rows()), true)?;
             if !w.is_opened()? {
                 return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));

@@ -66,7 +66,7 @@ pub struct RawCamera {
     pub file: Option<String>,
     /// Requested frame rate (devices) [frames/s].
     pub fps: Option<f64>,
-    /// Video container: "mkv" (lossless FFV1, default) or "avi" (Motion-JPEG, smaller).
+    /// Video container: "mkv" (lossless HuffYUV, default) or "avi" (Motion-JPEG, smaller).
     #[serde(default = "default_container")]
     pub container: String,
 }

@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
         sink.write(f).unwrap();
     }
     sink.finish().unwrap();
-    g.bench_function("decode_ffv1", |b| {
+    g.bench_function("decode_huffyuv", |b| {
         b.iter_custom(|iters| {
             let mut source = FrameSource::open(&path).unwrap();
             let mut frame = Mat::default();

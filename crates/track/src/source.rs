@@ -75,7 +75,7 @@ impl FrameSource {
     }
 }
 
-/// Writes frames to a video file: lossless FFV1 in .mkv (what tests and
+/// Writes frames to a video file: lossless HuffYUV in .mkv (what tests and
 /// metric work want), Motion-JPEG in .avi (small, lossy).
 pub struct VideoSink {
     writer: videoio::VideoWriter,
@@ -85,9 +85,9 @@ impl VideoSink {
     pub fn create(path: &Path, fps: f64, width: i32, height: i32) -> Result<VideoSink, TrackError> {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
         let fourcc = match ext.as_str() {
-            "mkv" => videoio::VideoWriter::fourcc('F', 'F', 'V', '1')?,
+            "mkv" => videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')?,
             "avi" => videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')?,
-            _ => return Err(TrackError::Input(format!("{}: video files are .mkv (lossless FFV1) or .avi (Motion-JPEG)", path.display()))),
+            _ => return Err(TrackError::Input(format!("{}: video files are .mkv (lossless HuffYUV) or .avi (Motion-JPEG)", path.display()))),
         };
         let writer = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(width, height), true)?;
         if !writer.is_opened()? {
