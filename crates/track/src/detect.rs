@@ -155,11 +155,27 @@ impl Detector {
         if self.mask.rows() != rows || self.mask.cols() != cols {
             self.mask = Mat::new_rows_cols_with_default(rows, cols, core::CV_8UC1, core::Scalar::all(0.0))?;
         }
+        let (vmin, smin) = (self.colour.value_min, self.colour.saturation_min_q10);
         for y in 0..rows {
             let src = image.at_row::<Vec3b>(y)?;
             let dst = self.mask.at_row_mut::<u8>(y)?;
+            // Pass 1, branch-free (vectorises): bright and saturated enough.
+            let mut any = 0u8;
             for (d, p) in dst.iter_mut().zip(src.iter()) {
-                *d = if self.colour.is_marker_colour(p) { 255 } else { 0 };
+                let (b, g, r) = (p[0] as i32, p[1] as i32, p[2] as i32);
+                let v = b.max(g).max(r);
+                let c = v - b.min(g).min(r);
+                let ok = (v >= vmin) & (c * 1024 >= smin * v) & (c > 0);
+                *d = (ok as u8).wrapping_neg();
+                any |= *d;
+            }
+            // Pass 2, on the few candidates only: the hue.
+            if any != 0 {
+                for (d, p) in dst.iter_mut().zip(src.iter()) {
+                    if *d != 0 && !self.colour.is_marker_colour(p) {
+                        *d = 0;
+                    }
+                }
             }
         }
         Ok(())
