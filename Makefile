@@ -16,12 +16,16 @@ demo: setup
 	$(RODLAB) paper-table
 	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
 		--out reports/demo --reference 2.563e5,8.543e4,1.41e3
-	@# A short dry-run recording from the RTDE emulator (loopback).
-	$(RODLAB) emulate robot --bind 127.0.0.1:30004 --duration 6 > /dev/null & sleep 0.5; \
-		rm -rf sessions/demo-dry-run; \
-		$(RODLAB) record --rig configs/rig/emulated.toml --out sessions/demo-dry-run --duration 3 && \
-		$(RODLAB) session info sessions/demo-dry-run && $(RODLAB) session check sessions/demo-dry-run; \
-		status=$$?; wait; exit $$status
+	@# Tracking: calibrate on synthetic board images, track a synthetic video.
+	$(RODLAB) synth board --out reports/demo/track/board
+	$(RODLAB) calibrate --images reports/demo/track/board/views --board 9x6 --square-m 0.016 \
+		--plane-image reports/demo/track/board/plane.png --out reports/demo/track/camera.toml
+	$(RODLAB) synth video --out reports/demo/track/video --frames 200 --occlude 2,100,5
+	$(RODLAB) track reports/demo/track/video/video.mkv --camera reports/demo/track/camera.toml \
+		--markers reports/demo/track/video/markers.toml --out reports/demo/track/markers.parquet \
+		--overlay reports/demo/track/overlay
+	@# A short dry-run recording from the emulators (RTDE, FT 300, ASCII load cell).
+	bash scripts/dry-run.sh $(RODLAB) sessions/demo-dry-run 3
 
 ## Every test of the workspace (unit, integration, end-to-end).
 test: setup
@@ -31,3 +35,4 @@ test: setup
 bench: setup
 	cargo bench -p rod --bench statics
 	cargo bench -p identify --bench fit
+	cargo bench -p track --bench detect

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A short dry-run recording from the emulators: RTDE robot on loopback, FT 300
+# and an ASCII load cell behind socat pty pairs (configs/rig/emulated.toml).
+# Usage: scripts/dry-run.sh RODLAB OUT_DIR [SECONDS]
+set -euo pipefail
+RODLAB=${1:?rodlab binary}; OUT=${2:?session directory}; SECONDS_TO_RECORD=${3:-3}
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+"$RODLAB" emulate robot --bind 127.0.0.1:30004 > /dev/null & pids+=($!)
+for s in ft300 ascii; do
+  rm -f /tmp/rodlab-$s-a /tmp/rodlab-$s-b
+  socat pty,raw,echo=0,link=/tmp/rodlab-$s-a pty,raw,echo=0,link=/tmp/rodlab-$s-b 2>/dev/null & pids+=($!)
+done
+for _ in $(seq 100); do [ -e /tmp/rodlab-ft300-b ] && [ -e /tmp/rodlab-ascii-b ] && break; sleep 0.05; done
+"$RODLAB" emulate ft300 --port /tmp/rodlab-ft300-a > /dev/null & pids+=($!)
+"$RODLAB" emulate ascii-sensor --port /tmp/rodlab-ascii-a > /dev/null & pids+=($!)
+sleep 0.5
+rm -rf "$OUT"
+"$RODLAB" record --rig configs/rig/emulated.toml --out "$OUT" --duration "$SECONDS_TO_RECORD"
+"$RODLAB" session info "$OUT"
+"$RODLAB" session check "$OUT"
