@@ -19,7 +19,7 @@ use std::process::ExitCode;
     name = "rodlab",
     version,
     about = "Soft-rod lab toolkit: PLS Cosserat rod model, identification, validation.",
-    after_help = "Examples:\n  rodlab paper-table\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 6"
+    after_help = "Examples (record -> track -> observe -> identify):\n  rodlab record --rig configs/rig/emulated.toml --out sessions/run1 --duration 60\n  rodlab session info sessions/run1\n  rodlab calibrate --images board/ --board 9x6 --square-m 0.016 --plane-image board/plane.png --out camera.toml\n  rodlab track sessions/run1/camera.mkv --camera camera.toml --markers configs/markers.toml --out sessions/run1/markers.parquet\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --mode weighted\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --out shape.csv\n  rodlab paper-table"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -82,10 +82,15 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
             writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1)).map_err(|e| RtdeError::Protocol(e.to_string()))?);
         }
         let w = writer.as_mut().expect("created");
+        // On stop: ask for a pause and keep every data package the controller
+        // sends until it confirms, so nothing it sent is lost.
+        let mut pausing = false;
         loop {
-            if stop.load(Ordering::Relaxed) {
-                let _ = client.pause();
-                break;
+            if stop.load(Ordering::Relaxed) && !pausing {
+                if client.pause().is_err() {
+                    break;
+                }
+                pausing = true;
             }
             match client.receive() {
                 Ok(Received::Data(v)) => {
@@ -111,7 +116,9 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     use std::io::Write;
                     let _ = writeln!(messages, "{} {}", clock.now_ns(), m);
                 }
+                Ok(Received::Other(crate::rtde::PAUSE)) if pausing => break,
                 Ok(Received::Other(_)) => {}
+                Err(_) if pausing => break,
                 Err(_) => {
                     // Lost the controller: flush what we have and reconnect.
                     status.reconnects.fetch_add(1, Ordering::Relaxed);

@@ -51,7 +51,7 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
             Err(e) => return Err(e.into()),
         }
         if let Some(i) = find(&rx, &start) {
-            port.write_all(&start)?; // Modbus echo of "write single register"
+            write_fully(&mut port, &start)?; // Modbus echo of "write single register"
             rx.drain(..i + start.len());
             if !streaming {
                 streaming = true;
@@ -82,10 +82,34 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
             next += period;
         }
         if !out.is_empty() {
-            port.write_all(&out)?;
+            write_fully(&mut port, &out)?;
         }
     }
     Ok(sent)
+}
+
+/// Writes all of `bytes`, waiting while the line is full: a pty (or a USB
+/// adapter) pushes back when its reader is slow, and an emulator that gave
+/// up there would lose the count of what it sent. Fails only when the
+/// reader has taken nothing for `STALLED_WRITE`.
+fn write_fully(port: &mut Port, mut bytes: &[u8]) -> Result<(), SerialError> {
+    const STALLED_WRITE: Duration = Duration::from_secs(5);
+    let mut last_progress = Instant::now();
+    while !bytes.is_empty() {
+        match port.write(bytes) {
+            Ok(n) if n > 0 => {
+                bytes = &bytes[n..];
+                last_progress = Instant::now();
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if last_progress.elapsed() >= STALLED_WRITE {
+            return Err(SerialError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("nothing read from the line for {} s", STALLED_WRITE.as_secs()))));
+        }
+    }
+    Ok(())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -115,7 +139,7 @@ pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, stop: Arc<Atom
             sent += 1;
             next += period;
         }
-        port.write_all(out.as_bytes())?;
+        write_fully(&mut port, out.as_bytes())?;
     }
     port.flush()?;
     Ok(sent)
