@@ -55,6 +55,14 @@ fn calibrate_then_track_a_synthetic_video() {
     println!("rodlab track: metric RMS {rms_mm:.3} mm");
     assert!(rms_mm < 0.2);
     assert_eq!(std::fs::read_dir(dir.path().join("overlay")).unwrap().count(), 60);
+
+    // A video cut in half (a crash while writing it): what is there is
+    // tracked, and the user is told frames are missing.
+    let bytes = std::fs::read(dir.path().join("video/video.mkv")).unwrap();
+    std::fs::write(dir.path().join("half.mkv"), &bytes[..bytes.len() / 2]).unwrap();
+    let o = rodlab(&["track", &p("half.mkv"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--fps", "100", "--out", &p("half.parquet")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the video ends after") && stderr(&o).contains("of 60 frames"), "{}", stderr(&o));
 }
 
 #[test]
@@ -78,6 +86,7 @@ fn bad_inputs_exit_2_with_a_clear_message() {
     let o = rodlab(&["track", &p("broken.mkv"), "--camera", cam.to_str().unwrap(), "--out", &p("m.parquet")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.mkv"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "one line, no OpenCV/FFmpeg chatter: {}", stderr(&o));
     // No marker in the first frame (a folder of board images has none).
     let o = rodlab(&["track", &p("board/views"), "--camera", cam.to_str().unwrap(), "--fps", "30", "--out", &p("m.parquet")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

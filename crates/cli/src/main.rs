@@ -70,6 +70,7 @@ pub fn input_error(msg: impl Into<String>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
+    quiet_video_libraries();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Solve(a) => solve::run(a),
@@ -94,6 +95,17 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::from(1)
             }
+        }
+    }
+}
+
+/// OpenCV and FFmpeg print their own warnings (a damaged file gives a dozen
+/// lines); rodlab reports failures itself in one line. Set before OpenCV is
+/// first used, and only when the user has not chosen a level.
+fn quiet_video_libraries() {
+    for (name, value) in [("OPENCV_LOG_LEVEL", "SILENT"), ("OPENCV_FFMPEG_LOGLEVEL", "-8")] {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
         }
     }
 }

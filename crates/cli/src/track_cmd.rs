@@ -117,6 +117,10 @@ pub fn track(a: TrackArgs) -> Result<()> {
     })
     .map_err(track_error)?;
     bar.finish_and_clear();
+    // The container's count is an estimate (duration x fps): allow one frame.
+    if let Some(expected) = source.len_hint().filter(|n| timing.frames + 1 < *n) {
+        eprintln!("rodlab: warning: {}: the video ends after {} of {expected} frames (truncated or damaged?)", a.input.display(), timing.frames);
+    }
     session::write_markers(&a.out, &rows).with_context(|| format!("writing {}", a.out.display()))?;
     let count = |bit: u32| rows.iter().filter(|r| r.flags & bit != 0).count();
     println!(

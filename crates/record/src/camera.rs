@@ -54,7 +54,7 @@ pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
             if !p.exists() {
                 return Err(CameraError::Open(format!("camera '{}': {}: no such file", cfg.name, p.display())));
             }
-            videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_ANY)?
+            videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_FFMPEG)?
         }
     };
     let what = match &cfg.source {
@@ -70,7 +70,7 @@ pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
         return Err(CameraError::Open(format!("camera '{}': {what} gives no frames", cfg.name)));
     }
     if let CameraSource::File(p) = &cfg.source {
-        cap = videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_ANY)?;
+        cap = videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_FFMPEG)?;
     }
     Ok(cap)
 }

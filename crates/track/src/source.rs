@@ -26,7 +26,7 @@ impl FrameSource {
         if !path.exists() {
             return Err(TrackError::Input(format!("{}: no such file or directory", path.display())));
         }
-        let capture = videoio::VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY)?;
+        let capture = videoio::VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_FFMPEG)?;
         if !capture.is_opened()? {
             return Err(TrackError::Input(format!("{}: cannot open as a video (unknown or damaged format)", path.display())));
         }
