@@ -7,9 +7,6 @@ use common::*;
 use std::path::Path;
 use std::process::Command;
 
-
-
-
 /// Renders the page in headless Chromium and returns the report's self-check.
 fn chromium_check(html: &Path) -> String {
     let profile = tempfile::tempdir().unwrap();
@@ -91,7 +88,12 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
     let cases: Vec<(&str, String, String, &str)> = vec![
         ("missing-column", inputs.clone(), meas.replace(",sigma_m", ",sd"), "sigma_m"),
         ("nan", inputs.clone(), meas.replace("0.1577", "NaN"), "line"),
-        ("tensions", inputs.replace(",tension_4_n", "").replace(",0.98\n", "\n").replace(",4.90\n", "\n").replace(",1.96\n", "\n").replace(",0\n", "\n"), meas.clone(), "tension"),
+        (
+            "tensions",
+            inputs.replace(",tension_4_n", "").replace(",0.98\n", "\n").replace(",4.90\n", "\n").replace(",1.96\n", "\n").replace(",0\n", "\n"),
+            meas.clone(),
+            "tension",
+        ),
         ("unknown-experiment", inputs.clone(), meas.replace("\n6,", "\n7,"), "experiment '7'"),
     ];
     for (name, i, m, needle) in cases {
@@ -99,7 +101,15 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("inputs.csv"), i).unwrap();
         std::fs::write(d.join("measurements.csv"), m).unwrap();
-        let o = rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--experiments", d.to_str().unwrap(), "--out", dir.path().join("o").to_str().unwrap()]);
+        let o = rodlab(&[
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            d.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(".csv") && err.contains(needle), "{name}: {err}");

@@ -10,8 +10,6 @@ use rod::{Loads, Model, NewtonOptions, PointLoad, Rod};
 use session::{read_strain, write_markers, MarkerRow};
 use std::path::Path;
 
-
-
 fn rod() -> Rod {
     Rod::from_file(&root().join("configs/rod/contact-paper-steel-core.toml")).unwrap()
 }
@@ -44,7 +42,12 @@ fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<V
             model.rod.base = rod.base;
         }
         let mut loads = Loads::gravity();
-        loads.point_loads.push(PointLoad { x_m: 0.25, offset_body_m: Vec3::zeros(), force_n: Vec3::new(-0.02 * s, 0.01 * s, 0.3 + 0.1 * s), moment_nm: Vec3::zeros() });
+        loads.point_loads.push(PointLoad {
+            x_m: 0.25,
+            offset_body_m: Vec3::zeros(),
+            force_n: Vec3::new(-0.02 * s, 0.01 * s, 0.3 + 0.1 * s),
+            moment_nm: Vec3::zeros(),
+        });
         loads.point_loads.push(PointLoad { x_m: 0.125, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, -0.02 * s, 0.05), moment_nm: Vec3::zeros() });
         let sol = solve(&model, &loads, q.as_ref(), &NewtonOptions::default()).unwrap();
         let frames_g = model.frames(&sol.q);
@@ -65,10 +68,16 @@ fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<V
                 flags: if missing { session::flags::MISSING } else { 0 },
             });
         }
-        truth.push(model.node_x_m.iter().map(|&x| {
-            let s = model.strain_at(x, &sol.q);
-            [s[0], s[1], s[2], s[3] - 1.0, s[4], s[5]]
-        }).collect());
+        truth.push(
+            model
+                .node_x_m
+                .iter()
+                .map(|&x| {
+                    let s = model.strain_at(x, &sol.q);
+                    [s[0], s[1], s[2], s[3] - 1.0, s[4], s[5]]
+                })
+                .collect(),
+        );
         q = Some(sol.q);
     }
     write_markers(&dir.join("markers.parquet"), &rows).unwrap();
@@ -94,7 +103,16 @@ fn observe_follows_the_base_from_the_robot_log() {
     let dir = tempfile::tempdir().unwrap();
     let truth = synthetic_session_with(dir.path(), 12, true);
     let out = dir.path().join("strain.parquet");
-    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml", "--mode", "hard", "--out", out.to_str().unwrap()]);
+    let o = rodlab(&[
+        "observe",
+        dir.path().to_str().unwrap(),
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--mode",
+        "hard",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("robot log"));
     let rows = read_strain(&out).unwrap();

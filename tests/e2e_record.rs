@@ -39,7 +39,9 @@ fn rig(dir: &Path, port: u16) -> PathBuf {
     let p = dir.join("rig.toml");
     std::fs::write(
         &p,
-        format!("[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\nfrequency_hz = 500\nvariables = [\"actual_TCP_pose\", \"output_int_register_0\"]\n"),
+        format!(
+            "[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\nfrequency_hz = 500\nvariables = [\"actual_TCP_pose\", \"output_int_register_0\"]\n"
+        ),
     )
     .unwrap();
     p
@@ -193,7 +195,11 @@ fn ft300_garbage_on_the_line_is_rejected_and_nothing_valid_lost() {
     let rig_path = dir.path().join("rig.toml");
     std::fs::write(&rig_path, format!("[[ft300]]\nport = \"{}\"\n", ft.b.display())).unwrap();
     let out = dir.path().join("s");
-    let rec = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "4"]).stdout(Stdio::piped()).spawn().unwrap();
+    let rec = rodlab()
+        .args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "4"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for(&out.join("session.toml"));
     let emu = serial_emulator("ft300", &ft.a, &["--duration", "2.5", "--inject-garbage-every", "10"]);
     let sent = sent_by(emu);
@@ -205,7 +211,12 @@ fn ft300_garbage_on_the_line_is_rejected_and_nothing_valid_lost() {
     assert_eq!(f.height() as u64, sent);
     assert!(counter_contiguous(&ft300_counter(&f)));
     // Two damaged frames (truncated, corrupted) per injection at least.
-    let rejected: u64 = stdout.lines().find_map(|l| l.strip_prefix("ft300: ")).and_then(|l| l.split(", ").find_map(|p| p.strip_suffix(" rejected"))).and_then(|n| n.parse().ok()).unwrap();
+    let rejected: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ft300: "))
+        .and_then(|l| l.split(", ").find_map(|p| p.strip_suffix(" rejected")))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
     assert!(rejected >= 2 * (sent / 10), "{stdout}");
 }
 
@@ -265,11 +276,8 @@ fn recorder_killed_loses_at_most_one_second() {
     let port = free_port();
     let emu = emulator(port, 6.0);
     let out = dir.path().join("s");
-    let mut rec = rodlab()
-        .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut rec =
+        rodlab().args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()]).stdout(Stdio::null()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(3300));
     rec.kill().unwrap(); // SIGKILL
     rec.wait().unwrap();
@@ -292,7 +300,7 @@ fn recorder_killed_loses_at_most_one_second() {
 fn unknown_variable_and_unreachable_host_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let _emu = emulator(port, 5.0);
+    let mut emu = emulator(port, 5.0);
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, format!("[[robot]]\naddress = \"127.0.0.1:{port}\"\nvariables = [\"actual_TCP_pose\", \"actual_banana\"]\n")).unwrap();
     let o = rodlab().args(["record", "--rig", bad.to_str().unwrap(), "--out", dir.path().join("x").to_str().unwrap(), "--duration", "1"]).output().unwrap();
@@ -306,4 +314,6 @@ fn unknown_variable_and_unreachable_host_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
     let o = rodlab().args(["record", "--rig", "configs/rig/missing.toml", "--out", dir.path().join("z").to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
+    let _ = emu.kill();
+    let _ = emu.wait();
 }

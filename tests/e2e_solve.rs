@@ -3,10 +3,6 @@
 mod common;
 use common::*;
 
-
-
-
-
 #[test]
 fn solve_prints_tip_and_writes_shape_csv() {
     let dir = tempfile::tempdir().unwrap();
@@ -21,10 +17,7 @@ fn solve_prints_tip_and_writes_shape_csv() {
     assert!(stdout.contains("converged:"));
     let csv = std::fs::read_to_string(&out).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "arc_m,px_m,py_m,pz_m,rot_w,rot_x,rot_y,rot_z,kappa_x,kappa_y,kappa_z,eps_x,eps_y,eps_z"
-    );
+    assert_eq!(lines.next().unwrap(), "arc_m,px_m,py_m,pz_m,rot_w,rot_x,rot_y,rot_z,kappa_x,kappa_y,kappa_z,eps_x,eps_y,eps_z");
     let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|v| v.parse().unwrap()).collect()).collect();
     assert_eq!(rows[0][0], 0.0);
     assert!((rows.last().unwrap()[0] - 0.2).abs() < 1e-12);
@@ -41,7 +34,16 @@ fn solve_prints_tip_and_writes_shape_csv() {
 #[test]
 fn solve_with_tip_force_and_options() {
     let o = rodlab(&[
-        "solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--no-gravity", "--tip-force", "0,0,-0.001", "--sections", "4", "--modes", "euler-bernoulli",
+        "solve",
+        "--rod",
+        "configs/rod/pls-paper-cantilever.toml",
+        "--no-gravity",
+        "--tip-force",
+        "0,0,-0.001",
+        "--sections",
+        "4",
+        "--modes",
+        "euler-bernoulli",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);

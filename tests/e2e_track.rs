@@ -12,7 +12,15 @@ fn truth(dir: &std::path::Path) -> Vec<(usize, usize, f64, f64, f64, f64, bool)>
         .skip(1)
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap(), f[6] == "1")
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+                f[4].parse().unwrap(),
+                f[5].parse().unwrap(),
+                f[6] == "1",
+            )
         })
         .collect()
 }
@@ -23,13 +31,36 @@ fn calibrate_then_track_a_synthetic_video() {
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     let o = rodlab(&["synth", "board", "--out", &p("board")]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = rodlab(&["calibrate", "--images", &p("board/views"), "--board", "9x6", "--square-m", "0.016", "--plane-image", &p("board/plane.png"), "--out", &p("camera.toml")]);
+    let o = rodlab(&[
+        "calibrate",
+        "--images",
+        &p("board/views"),
+        "--board",
+        "9x6",
+        "--square-m",
+        "0.016",
+        "--plane-image",
+        &p("board/plane.png"),
+        "--out",
+        &p("camera.toml"),
+    ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("RMS reprojection"), "{out}");
     let o = rodlab(&["synth", "video", "--out", &p("video"), "--frames", "60", "--occlude", "2,30,5"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = rodlab(&["track", &p("video/video.mkv"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("markers.parquet"), "--overlay", &p("overlay")]);
+    let o = rodlab(&[
+        "track",
+        &p("video/video.mkv"),
+        "--camera",
+        &p("camera.toml"),
+        "--markers",
+        &p("video/markers.toml"),
+        "--out",
+        &p("markers.parquet"),
+        "--overlay",
+        &p("overlay"),
+    ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", stderr(&o));
     println!("{out}");
@@ -60,7 +91,8 @@ fn calibrate_then_track_a_synthetic_video() {
     // tracked, and the user is told frames are missing.
     let bytes = std::fs::read(dir.path().join("video/video.mkv")).unwrap();
     std::fs::write(dir.path().join("half.mkv"), &bytes[..bytes.len() / 2]).unwrap();
-    let o = rodlab(&["track", &p("half.mkv"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--fps", "100", "--out", &p("half.parquet")]);
+    let o =
+        rodlab(&["track", &p("half.mkv"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--fps", "100", "--out", &p("half.parquet")]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("the video ends after") && stderr(&o).contains("of 60 frames"), "{}", stderr(&o));
 }

@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).")]
+#[command(
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md)."
+)]
 pub struct IdentifyArgs {
     /// Rod description (TOML); its material is the initial guess.
     #[arg(long)]
@@ -81,8 +83,22 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     let rows = |f: &identify::Fit, with_paper: bool| {
         let pp = |v: f64| if with_paper { v } else { f64::NAN };
         vec![
-            ParameterRow { name: "E".into(), unit: "Pa".into(), value: f.e_pa.value, ci95_low: f.e_pa.ci95_low, ci95_high: f.e_pa.ci95_high, paper: pp(paper.e_pa) },
-            ParameterRow { name: "G".into(), unit: "Pa".into(), value: f.g_pa.value, ci95_low: f.g_pa.ci95_low, ci95_high: f.g_pa.ci95_high, paper: pp(paper.g_pa) },
+            ParameterRow {
+                name: "E".into(),
+                unit: "Pa".into(),
+                value: f.e_pa.value,
+                ci95_low: f.e_pa.ci95_low,
+                ci95_high: f.e_pa.ci95_high,
+                paper: pp(paper.e_pa),
+            },
+            ParameterRow {
+                name: "G".into(),
+                unit: "Pa".into(),
+                value: f.g_pa.value,
+                ci95_low: f.g_pa.ci95_low,
+                ci95_high: f.g_pa.ci95_high,
+                paper: pp(paper.g_pa),
+            },
             ParameterRow {
                 name: "rho".into(),
                 unit: "kg/m^3".into(),
@@ -120,10 +136,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         .with_nuisance
         .iter()
         .map(|alt| AlternativeFit {
-            label: format!(
-                "Fit {} frame translation and base pitch",
-                if alt.layout.translation || alt.layout.pitch { "with" } else { "without" }
-            ),
+            label: format!("Fit {} frame translation and base pitch", if alt.layout.translation || alt.layout.pitch { "with" } else { "without" }),
             parameters: rows(alt, false),
             extra: vec![
                 ("frame translation [mm]".into(), format!("{:.2?}", p3(&(alt.values.translation_m * 1e3)))),
@@ -146,7 +159,10 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             .iter()
             .cloned()
             .chain(study.reference.as_ref().filter(|r| r.failures > 0).map(|r| {
-                format!("with the reference parameters the static model finds no equilibrium for {} experiment(s): no shape or error is shown for them", r.failures)
+                format!(
+                    "with the reference parameters the static model finds no equilibrium for {} experiment(s): no shape or error is shown for them",
+                    r.failures
+                )
             }))
             .collect(),
         facts: vec![

@@ -18,7 +18,9 @@ pub enum ModeArg {
 }
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml\n  rodlab observe markers.parquet --rod rod.toml --mode weighted --sigma-m 3e-4 --out strain.parquet\n\nThe rod file lists the markers ([[marker]] arc_m, offset_y_m, offset_z_m), base first.")]
+#[command(
+    after_help = "Examples:\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml\n  rodlab observe markers.parquet --rod rod.toml --mode weighted --sigma-m 3e-4 --out strain.parquet\n\nThe rod file lists the markers ([[marker]] arc_m, offset_y_m, offset_z_m), base first."
+)]
 pub struct ObserveArgs {
     /// Session directory (with markers.parquet) or a marker table.
     pub input: PathBuf,
@@ -131,10 +133,16 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     write_strain(&out, &out_rows).map_err(anyhow::Error::new).with_context(|| "writing the strain table")?;
     let mean = residuals.iter().sum::<f64>() / residuals.len().max(1) as f64;
     let max = residuals.iter().cloned().fold(0.0, f64::max);
-    println!("observed {} frames in {:.2} s ({:.0} frames/s), mode {}", frames.len(), secs, frames.len() as f64 / secs, match a.mode {
-        ModeArg::Hard => "hard".to_string(),
-        ModeArg::Weighted => format!("weighted (energy scale {:.3e} J)", obs.energy_scale_j().unwrap_or(f64::NAN)),
-    });
+    println!(
+        "observed {} frames in {:.2} s ({:.0} frames/s), mode {}",
+        frames.len(),
+        secs,
+        frames.len() as f64 / secs,
+        match a.mode {
+            ModeArg::Hard => "hard".to_string(),
+            ModeArg::Weighted => format!("weighted (energy scale {:.3e} J)", obs.energy_scale_j().unwrap_or(f64::NAN)),
+        }
+    );
     println!("  solved {ok}, solved with missing markers {missing}, failed {failed}");
     for (why, n) in &reasons {
         println!("  failure: {why} ({n} frames)");

@@ -34,7 +34,9 @@ pub fn run(a: PaperArgs) -> Result<()> {
     row("rodlab PLS (paper's 3 sections)", &pls);
     let (pcs, _) = tip_cm(&rod.with_basis(StrainBasis::Constant))?;
     row("rodlab PCS (paper's 3 sections)", &pcs);
-    for (name, x, z) in [("paper FEM (650 elements, 3-D solid)", 5.8479, -17.8395), ("paper PCS (3 sections)", 5.3450, -17.1693), ("paper PLS (3 sections)", 5.7787, -17.8394)] {
+    for (name, x, z) in
+        [("paper FEM (650 elements, 3-D solid)", 5.8479, -17.8395), ("paper PCS (3 sections)", 5.3450, -17.1693), ("paper PLS (3 sections)", 5.7787, -17.8394)]
+    {
         row(name, &lie::Vec3::new(x, 0.0, z));
     }
     println!("(rodlab PLS, 3 sections: {iters} Newton iterations from the straight rod)");

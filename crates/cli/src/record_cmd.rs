@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab session info sessions/dry-run")]
+#[command(
+    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab session info sessions/dry-run"
+)]
 pub struct RecordArgs {
     /// Rig description (devices), e.g. configs/rig/emulated.toml.
     #[arg(long)]
@@ -47,7 +49,9 @@ pub enum EmulateCommand {
     },
     /// A Robotiq FT 300 on a serial device: answers the Modbus start command,
     /// streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
-    #[command(after_help = "Example (a pty pair: the emulator writes to A, the rig reads B):\n  socat -d -d pty,raw,echo=0,link=/tmp/ft300-a pty,raw,echo=0,link=/tmp/ft300-b &\n  rodlab emulate ft300 --port /tmp/ft300-a")]
+    #[command(
+        after_help = "Example (a pty pair: the emulator writes to A, the rig reads B):\n  socat -d -d pty,raw,echo=0,link=/tmp/ft300-a pty,raw,echo=0,link=/tmp/ft300-b &\n  rodlab emulate ft300 --port /tmp/ft300-a"
+    )]
     Ft300 {
         /// Serial device to write to (one end of a socat pty pair).
         #[arg(long)]
@@ -61,7 +65,10 @@ pub enum EmulateCommand {
         duration: Option<f64>,
     },
     /// An ASCII line sensor: `seq,t_us,force_mn` lines (scale t by 1e-6 and force by 1e-3 in the rig).
-    #[command(name = "ascii-sensor", after_help = "Example:\n  socat -d -d pty,raw,echo=0,link=/tmp/ascii-a pty,raw,echo=0,link=/tmp/ascii-b &\n  rodlab emulate ascii-sensor --port /tmp/ascii-a --rate-hz 1000")]
+    #[command(
+        name = "ascii-sensor",
+        after_help = "Example:\n  socat -d -d pty,raw,echo=0,link=/tmp/ascii-a pty,raw,echo=0,link=/tmp/ascii-b &\n  rodlab emulate ascii-sensor --port /tmp/ascii-a --rate-hz 1000"
+    )]
     AsciiSensor {
         #[arg(long)]
         port: String,
@@ -127,7 +134,10 @@ pub fn record(a: RecordArgs) -> Result<()> {
     let mut meta = String::new();
     meta.push_str(&format!("rodlab_version = \"{}\"\n", env!("CARGO_PKG_VERSION")));
     meta.push_str(&format!("start_utc = \"{}\"\nstart_unix_s = {}\n", utc(now.as_secs()), now.as_secs_f64()));
-    meta.push_str(&format!("host = {:?}\noperator_notes = {:?}\nclock = \"host monotonic, t_host_ns = ns since start_utc\"\n", host, rig.session.operator_notes));
+    meta.push_str(&format!(
+        "host = {:?}\noperator_notes = {:?}\nclock = \"host monotonic, t_host_ns = ns since start_utc\"\n",
+        host, rig.session.operator_notes
+    ));
     meta.push_str(&format!("rig_file = {:?}\nrig = '''\n{}'''\n", a.rig.display().to_string(), rig_text.replace("'''", "\"\"\"")));
     std::fs::write(a.out.join("session.toml"), meta).with_context(|| "writing session.toml")?;
 
@@ -252,7 +262,11 @@ fn check_rate(rate_hz: f64, max: f64) -> Result<()> {
 }
 
 /// Runs a serial emulator until Ctrl-C or `duration`, then prints what it sent.
-fn run_serial_emulator(duration: Option<f64>, run: impl FnOnce(Arc<AtomicBool>) -> Result<u64, serial::SerialError> + Send + 'static, unit: &str) -> Result<()> {
+fn run_serial_emulator(
+    duration: Option<f64>,
+    run: impl FnOnce(Arc<AtomicBool>) -> Result<u64, serial::SerialError> + Send + 'static,
+    unit: &str,
+) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));

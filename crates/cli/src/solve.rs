@@ -9,7 +9,9 @@ use rod::{Loads, NewtonOptions, Rod, StrainModes};
 use std::path::PathBuf;
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 8 --modes timoshenko")]
+#[command(
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --sections 8 --modes timoshenko"
+)]
 pub struct SolveArgs {
     /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
     #[arg(long)]
@@ -83,12 +85,7 @@ pub fn run(a: SolveArgs) -> Result<()> {
     let force = vec3_arg("tip-force", &a.tip_force)?;
     let moment = vec3_arg("tip-moment", &a.tip_moment)?;
     if !a.tension.is_empty() && a.tension.len() != rod.cables.len() {
-        return Err(input_error(format!(
-            "--tension: {} values given, {} has {} cables",
-            a.tension.len(),
-            a.rod.display(),
-            rod.cables.len()
-        )));
+        return Err(input_error(format!("--tension: {} values given, {} has {} cables", a.tension.len(), a.rod.display(), rod.cables.len())));
     }
     if a.tension.iter().any(|t| !t.is_finite() || *t < 0.0) {
         return Err(input_error("--tension: tensions must be finite and non-negative (cables only pull)"));

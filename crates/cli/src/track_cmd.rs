@@ -23,7 +23,9 @@ fn track_error(e: TrackError) -> anyhow::Error {
 }
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab synth board --out /tmp/board\n  rodlab calibrate --images /tmp/board/views --board 9x6 --square-m 0.016 --plane-image /tmp/board/plane.png --out camera.toml")]
+#[command(
+    after_help = "Examples:\n  rodlab synth board --out /tmp/board\n  rodlab calibrate --images /tmp/board/views --board 9x6 --square-m 0.016 --plane-image /tmp/board/plane.png --out camera.toml"
+)]
 pub struct CalibrateArgs {
     /// Directory of checkerboard images (png, jpg, bmp, tif).
     #[arg(long)]
@@ -67,7 +69,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
 }
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  rodlab track sessions/s1/camera.mkv --camera camera.toml --markers configs/markers.toml --out markers.parquet\n  rodlab track frames/ --camera camera.toml --fps 100 --out markers.parquet --overlay /tmp/overlay")]
+#[command(
+    after_help = "Examples:\n  rodlab track sessions/s1/camera.mkv --camera camera.toml --markers configs/markers.toml --out markers.parquet\n  rodlab track frames/ --camera camera.toml --fps 100 --out markers.parquet --overlay /tmp/overlay"
+)]
 pub struct TrackArgs {
     /// A video file or a directory of images (one frame per image).
     pub input: PathBuf,
@@ -109,7 +113,9 @@ pub fn track(a: TrackArgs) -> Result<()> {
         Some(n) => indicatif::ProgressBar::new(n as u64),
         None => indicatif::ProgressBar::new_spinner(),
     };
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &times, a.overlay.as_deref(), |k| {
         if k % 16 == 0 {
             bar.set_position(k as u64)
@@ -219,7 +225,11 @@ pub fn synth(cmd: SynthCommand) -> Result<()> {
             }
             let occlusion = occlude
                 .map(|s| {
-                    let v: Vec<usize> = s.split(',').map(|x| x.trim().parse()).collect::<Result<_, _>>().map_err(|_| input_error(format!("--occlude {s:?}: expected M,F,N")))?;
+                    let v: Vec<usize> = s
+                        .split(',')
+                        .map(|x| x.trim().parse())
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| input_error(format!("--occlude {s:?}: expected M,F,N")))?;
                     match v[..] {
                         [marker, first_frame, frames] => Ok(Occlusion { marker, first_frame, frames }),
                         _ => Err(input_error(format!("--occlude {s:?}: expected M,F,N"))),

@@ -102,9 +102,7 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
     let meas_path = dir.join("measurements.csv");
     let inputs = read_csv(&inputs_path)?;
     let id_col = inputs.column(&inputs_path, "experiment")?;
-    let tension_cols: Vec<usize> = (1..=n_cables)
-        .map(|k| inputs.column(&inputs_path, &format!("tension_{k}_n")))
-        .collect::<Result<_, _>>()?;
+    let tension_cols: Vec<usize> = (1..=n_cables).map(|k| inputs.column(&inputs_path, &format!("tension_{k}_n"))).collect::<Result<_, _>>()?;
     let extra = inputs.header.iter().filter(|h| h.starts_with("tension_")).count();
     if extra != n_cables {
         return Err(err(&inputs_path, "header", format!("{extra} tension columns, the rod has {n_cables} cables")));
@@ -157,15 +155,8 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         if v[6] <= 0.0 {
             return Err(err(&meas_path, format!("line {line}, column 'sigma_m'"), "must be positive"));
         }
-        let e = experiments
-            .get_mut(id)
-            .ok_or_else(|| err(&meas_path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
-        e.measurements.push(Measurement {
-            arc_m: v[0],
-            offset_body_m: Vec3::new(0.0, v[1], v[2]),
-            pos_m: Vec3::new(v[3], v[4], v[5]),
-            sigma_m: v[6],
-        });
+        let e = experiments.get_mut(id).ok_or_else(|| err(&meas_path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
+        e.measurements.push(Measurement { arc_m: v[0], offset_body_m: Vec3::new(0.0, v[1], v[2]), pos_m: Vec3::new(v[3], v[4], v[5]), sigma_m: v[6] });
     }
     let out: Vec<Experiment> = order.into_iter().map(|id| experiments.remove(&id).unwrap()).collect();
     if out.is_empty() {

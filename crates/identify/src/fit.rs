@@ -139,10 +139,7 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, max_iter: u64) -> Result<(Run,
         p0[1] += 2f64.ln();
         note = format!("start stiffened x{} to make every experiment solvable", 1 << (attempt + 1));
     }
-    let res = Executor::new(problem, LevenbergMarquardt::default())
-        .configure(|s| s.param(p0).max_iters(max_iter))
-        .run()
-        .map_err(|e| e.to_string())?;
+    let res = Executor::new(problem, LevenbergMarquardt::default()).configure(|s| s.param(p0).max_iters(max_iter)).run().map_err(|e| e.to_string())?;
     let state = res.state();
     let params = state.get_best_param().or(state.get_param()).cloned().ok_or("no parameters")?;
     Ok((Run { params, cost: state.get_best_cost(), iterations: state.get_iter(), history: res.solver().history.clone() }, note))
@@ -255,11 +252,8 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     if dof == 0 {
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
     }
-    let errors_mm: Vec<Vec<f64>> = experiments
-        .iter()
-        .zip(&ev.predicted)
-        .map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect())
-        .collect();
+    let errors_mm: Vec<Vec<f64>> =
+        experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
     let rms = (all.iter().map(|e| e * e).sum::<f64>() / all.len() as f64).sqrt();
     Ok(Fit {

@@ -80,12 +80,7 @@ pub fn run_study(
     let with_nuisance = if nuisance_too {
         progress("fit with nuisance parameters");
         let v = main.values;
-        let o = FitOptions {
-            translation: !opts.translation,
-            pitch: !opts.pitch,
-            starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]],
-            ..opts.clone()
-        };
+        let o = FitOptions { translation: !opts.translation, pitch: !opts.pitch, starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
         fit(rod, experiments, &o, |_| {}).ok()
     } else {
         None
@@ -207,7 +202,11 @@ impl IdentifiedFile {
                 static_solves: f.static_solves,
                 wall_time_s: f.wall_time_s,
             },
-            alternative_fit: study.with_nuisance.as_ref().map(|a| AlternativeOut { parameters: parameters(a), rms_error_mm: a.rms_error_mm, warnings: a.warnings.clone() }),
+            alternative_fit: study.with_nuisance.as_ref().map(|a| AlternativeOut {
+                parameters: parameters(a),
+                rms_error_mm: a.rms_error_mm,
+                warnings: a.warnings.clone(),
+            }),
             reference: study.reference.as_ref().map(|r| ReferenceOut {
                 e_pa: r.values.e_pa,
                 g_pa: r.values.g_pa,

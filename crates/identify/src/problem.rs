@@ -328,7 +328,7 @@ impl Operator for Problem {
     type Output = DVector<f64>;
 
     fn apply(&self, p: &Self::Param) -> Result<Self::Output, ArgminError> {
-        self.evaluate(p, false).map(|e| e.residual).map_err(|m| ArgminError::msg(m))
+        self.evaluate(p, false).map(|e| e.residual).map_err(ArgminError::msg)
     }
 }
 
@@ -337,7 +337,7 @@ impl Jacobian for Problem {
     type Jacobian = DMatrix<f64>;
 
     fn jacobian(&self, p: &Self::Param) -> Result<Self::Jacobian, ArgminError> {
-        self.evaluate(p, true).map(|e| e.jacobian.expect("asked for")).map_err(|m| ArgminError::msg(m))
+        self.evaluate(p, true).map(|e| e.jacobian.expect("asked for")).map_err(ArgminError::msg)
     }
 }
 

@@ -22,7 +22,8 @@ const TRUTH: Values = Values { e_pa: 6.0e5, g_pa: 2.1e5, rho_kg_m3: 1.2e3, trans
 /// Cable experiments on the paper-like arm, tip plus a mid marker.
 fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
     let rod = arm();
-    let inputs: [[f64; 4]; 6] = [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.98], [0.98, 0.0, 0.0, 1.96], [0.0, 0.0, 0.0, 1.96], [1.96, 0.0, 0.0, 0.98], [0.0, 0.98, 0.98, 0.0]];
+    let inputs: [[f64; 4]; 6] =
+        [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.98], [0.98, 0.0, 0.0, 1.96], [0.0, 0.0, 0.0, 1.96], [1.96, 0.0, 0.0, 0.98], [0.0, 0.98, 0.98, 0.0]];
     let mut rng = StdRng::seed_from_u64(seed);
     let mut gauss = move || {
         // Box-Muller.
@@ -126,11 +127,8 @@ fn shipped_paper_data_fit_converges_from_several_starts() {
     let exps = read_experiments(&root().join("datasets/pls-cable-arm"), 4).unwrap();
     assert_eq!(exps.len(), 6);
     let f = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
-    let agreeing = f
-        .starts
-        .iter()
-        .filter(|s| s.converged && (s.e_pa / f.e_pa.value - 1.0).abs() < 1e-3 && (s.rho_kg_m3 / f.rho_kg_m3.value - 1.0).abs() < 1e-3)
-        .count();
+    let agreeing =
+        f.starts.iter().filter(|s| s.converged && (s.e_pa / f.e_pa.value - 1.0).abs() < 1e-3 && (s.rho_kg_m3 / f.rho_kg_m3.value - 1.0).abs() < 1e-3).count();
     println!(
         "paper data: E {:.4e} [{:.3e}, {:.3e}] Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, rms {:.2} mm, errors {:?}, warnings {:?}",
         f.e_pa.value, f.e_pa.ci95_low, f.e_pa.ci95_high, f.g_pa.value, f.rho_kg_m3.value, f.rms_error_mm, f.errors_mm, f.warnings

@@ -31,11 +31,7 @@ pub fn skew(a: &Vec3) -> Mat3 {
 /// Inverse of [`skew`] (reads the skew part of any 3x3 matrix).
 #[inline]
 pub fn unskew(m: &Mat3) -> Vec3 {
-    Vec3::new(
-        0.5 * (m[(2, 1)] - m[(1, 2)]),
-        0.5 * (m[(0, 2)] - m[(2, 0)]),
-        0.5 * (m[(1, 0)] - m[(0, 1)]),
-    )
+    Vec3::new(0.5 * (m[(2, 1)] - m[(1, 2)]), 0.5 * (m[(0, 2)] - m[(2, 0)]), 0.5 * (m[(1, 0)] - m[(0, 1)]))
 }
 
 #[inline]
@@ -274,11 +270,7 @@ type V3<S> = [S; 3];
 
 #[inline]
 fn cross<S: Real>(a: &V3<S>, b: &V3<S>) -> V3<S> {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 }
 
 #[inline]

@@ -5,14 +5,7 @@
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// What the generic closed forms need from a scalar.
-pub trait Real:
-    Copy
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-{
+pub trait Real: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> {
     fn from_f64(v: f64) -> Self;
     /// The plain value (used for branch decisions only).
     fn value(self) -> f64;

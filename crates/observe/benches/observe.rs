@@ -15,7 +15,12 @@ fn sequence(rod: &Rod, frames: usize) -> Vec<Vec<Option<Vec3>>> {
         .map(|f| {
             let s = (f as f64 / frames as f64 * std::f64::consts::TAU).sin();
             let mut loads = Loads::gravity();
-            loads.point_loads.push(PointLoad { x_m: 0.25, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, 0.01 * s, 0.05 + 0.02 * s), moment_nm: Vec3::zeros() });
+            loads.point_loads.push(PointLoad {
+                x_m: 0.25,
+                offset_body_m: Vec3::zeros(),
+                force_n: Vec3::new(0.0, 0.01 * s, 0.05 + 0.02 * s),
+                moment_nm: Vec3::zeros(),
+            });
             let sol = solve(&model, &loads, q.as_ref(), &NewtonOptions::default()).unwrap();
             let g = model.frames(&sol.q);
             q = Some(sol.q);

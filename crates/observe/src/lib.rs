@@ -27,7 +27,9 @@ use rod::{Loads, Marker, Model, PointLoad, Rod};
 pub enum Mode {
     Hard,
     /// `energy_scale_j`: `c` in `k = c / sigma^2`; `None` = discrepancy principle.
-    Weighted { energy_scale_j: Option<f64> },
+    Weighted {
+        energy_scale_j: Option<f64>,
+    },
 }
 
 /// Outcome of one frame.
@@ -67,7 +69,9 @@ pub enum ObserveError {
     NoMarkers,
     #[error("marker {0} at arc length {1} m lies outside the rod [0, {2}] m")]
     MarkerOutside(usize, f64, f64),
-    #[error("hard mode: {constraints} marker constraints exceed the rod's {dofs} strain degrees of freedom (use fewer markers, more sections, or --mode weighted)")]
+    #[error(
+        "hard mode: {constraints} marker constraints exceed the rod's {dofs} strain degrees of freedom (use fewer markers, more sections, or --mode weighted)"
+    )]
     TooManyConstraints { constraints: usize, dofs: usize },
     #[error("{given} measured positions given, the rod has {markers} markers")]
     MarkerCount { given: usize, markers: usize },
@@ -333,16 +337,13 @@ impl Observer {
             // full KKT step with a tiny compliance in the multiplier block.
             let mut accepted = false;
             for attempt in 0..2 {
-                let d = if attempt == 0 {
-                    kkt_step(h, &jc, &asm.residual, &c)
-                } else {
-                    kkt_step_regularised(h, &jc, &asm.residual, &c, self.kkt_compliance)
-                };
+                let d = if attempt == 0 { kkt_step(h, &jc, &asm.residual, &c) } else { kkt_step_regularised(h, &jc, &asm.residual, &c, self.kkt_compliance) };
                 let Some(d) = d else { continue };
                 let mut alpha = 1.0;
                 while alpha >= 1e-4 {
                     let qn = &q + d.rows(0, n) * alpha;
-                    let fnew: Vec<Vec3> = f.iter().enumerate().map(|(k, fi)| fi + Vec3::new(d[n + 3 * k], d[n + 3 * k + 1], d[n + 3 * k + 2]) * alpha).collect();
+                    let fnew: Vec<Vec3> =
+                        f.iter().enumerate().map(|(k, fi)| fi + Vec3::new(d[n + 3 * k], d[n + 3 * k + 1], d[n + 3 * k + 2]) * alpha).collect();
                     let (an, cn) = eval(&qn, &fnew);
                     let mn = merit(&an, &cn);
                     if mn.is_finite() && (mn <= (1.0 - 1e-4 * alpha) * m || (cn.amax() < 5e-10 && an.residual.norm() <= 1e-10 * an.scale)) {

@@ -33,12 +33,6 @@ fn rod_with(n_markers: usize, sections: usize, modes: rod::StrainModes, alternat
     rod
 }
 
-/// A loaded shape from the model itself: gravity + tip force + cable
-/// (in the x-z plane when `planar`).
-fn truth(rod: &Rod, scale: f64) -> (Vec<Vec3>, Vec<Vec6>) {
-    truth_with(rod, scale, Loading::PlanarCable)
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Loading {
     /// Gravity, a tip force and a cable, all in the x-z plane.
@@ -48,6 +42,7 @@ enum Loading {
     MarkerForces,
 }
 
+/// A loaded shape from the model itself, and its nodal strains.
 fn truth_with(rod: &Rod, scale: f64, loading: Loading) -> (Vec<Vec3>, Vec<Vec6>) {
     let mut rod = rod.clone();
     rod.cables[0].angle_rad = std::f64::consts::FRAC_PI_2;
@@ -185,4 +180,3 @@ fn bad_configurations_are_refused() {
     assert!(matches!(obs.observe(&[None; 3], &[1e-3; 3]), Err(ObserveError::MarkerCount { .. })));
     let _ = DVector::<f64>::zeros(1);
 }
-

@@ -194,7 +194,7 @@ mod tests {
                     }
                     2 => {
                         // An over-long line.
-                        stream.extend(std::iter::repeat(b'7').take(MAX_LINE_BYTES + 5));
+                        stream.extend(std::iter::repeat_n(b'7', MAX_LINE_BYTES + 5));
                         stream.push(b'\n');
                     }
                     _ => {

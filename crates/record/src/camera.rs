@@ -76,7 +76,14 @@ pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
 }
 
 /// Records until `stop` is set (or a file ends).
-pub fn record(cfg: &CameraConfig, mut capture: videoio::VideoCapture, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), CameraError> {
+pub fn record(
+    cfg: &CameraConfig,
+    mut capture: videoio::VideoCapture,
+    session: &Path,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    status: Arc<Status>,
+) -> Result<(), CameraError> {
     let session_err = |e: session::TableError| CameraError::Session(e.to_string());
     let mut frames = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1)).map_err(session_err)?;
     let file_fps = match cfg.source {
@@ -112,7 +119,8 @@ pub fn record(cfg: &CameraConfig, mut capture: videoio::VideoCapture, session: &
         let device_ms = capture.get(videoio::CAP_PROP_POS_MSEC)?;
         if writer.is_none() {
             let path = session.join(format!("{}.{}", cfg.name, cfg.container));
-            let fourcc = if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')? };
+            let fourcc =
+                if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')? };
             let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(frame.cols(), frame.rows()), true)?;
             if !w.is_opened()? {
                 return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));

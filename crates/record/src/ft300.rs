@@ -54,10 +54,7 @@ pub fn encode_frame(w: &Wrench) -> [u8; FRAME_LEN] {
 
 fn decode_payload(f: &[u8]) -> Wrench {
     let v = |i: usize| i16::from_le_bytes([f[i], f[i + 1]]) as f64;
-    Wrench {
-        force_n: [v(2) / 100.0, v(4) / 100.0, v(6) / 100.0],
-        moment_nm: [v(8) / 1000.0, v(10) / 1000.0, v(12) / 1000.0],
-    }
+    Wrench { force_n: [v(2) / 100.0, v(4) / 100.0, v(6) / 100.0], moment_nm: [v(8) / 1000.0, v(10) / 1000.0, v(12) / 1000.0] }
 }
 
 /// Streaming decoder: feed bytes, get wrenches.

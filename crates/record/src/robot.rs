@@ -59,27 +59,34 @@ pub fn probe(cfg: &RobotConfig) -> Result<Vec<String>, RtdeError> {
 pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), RtdeError> {
     let period = 1.0 / cfg.frequency_hz;
     let mut writer: Option<StreamWriter> = None;
-    let mut gaps = StreamWriter::create(session, &format!("{}_gaps", cfg.name), vec!["gap_start_s".into(), "gap_end_s".into(), "missing_packages".into()], Duration::from_secs(1))
-        .map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    let mut gaps = StreamWriter::create(
+        session,
+        &format!("{}_gaps", cfg.name),
+        vec!["gap_start_s".into(), "gap_end_s".into(), "missing_packages".into()],
+        Duration::from_secs(1),
+    )
+    .map_err(|e| RtdeError::Protocol(e.to_string()))?;
     let mut last_ts: Option<f64> = None;
     let mut backoff = Duration::from_millis(50);
     let mut messages = std::fs::OpenOptions::new().create(true).append(true).open(session.join(format!("{}_messages.log", cfg.name)))?;
     while !stop.load(Ordering::Relaxed) {
-        let mut client = match RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(1)).and_then(|mut c| c.start().map(|_| c)) {
-            Ok(c) => {
-                backoff = Duration::from_millis(50);
-                c
-            }
-            Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
-            Err(_) => {
-                status.errors.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-                continue;
-            }
-        };
+        let mut client =
+            match RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(1)).and_then(|mut c| c.start().map(|_| c)) {
+                Ok(c) => {
+                    backoff = Duration::from_millis(50);
+                    c
+                }
+                Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
+                Err(_) => {
+                    status.errors.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
         if writer.is_none() {
-            writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1)).map_err(|e| RtdeError::Protocol(e.to_string()))?);
+            writer =
+                Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1)).map_err(|e| RtdeError::Protocol(e.to_string()))?);
         }
         let w = writer.as_mut().expect("created");
         // On stop: ask for a pause and keep every data package the controller

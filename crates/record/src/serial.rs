@@ -30,10 +30,7 @@ pub fn open(path: &str, baud: u32) -> Result<Port, SerialError> {
     if !Path::new(path).exists() {
         return Err(SerialError::Open { path: path.into(), message: "no such device".into() });
     }
-    serialport::new(path, baud)
-        .timeout(Duration::from_millis(50))
-        .open()
-        .map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })
+    serialport::new(path, baud).timeout(Duration::from_millis(50)).open().map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })
 }
 
 /// What the recorder needs to know about one kind of serial sensor.
@@ -122,7 +119,15 @@ pub struct SerialConfig {
 
 /// Records until `stop` is set. `port` is the port opened by the caller's
 /// probe (so a missing device is reported before recording starts).
-pub fn record(cfg: &SerialConfig, mut sensor: Box<dyn SerialSensor>, port: Port, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), SerialError> {
+pub fn record(
+    cfg: &SerialConfig,
+    mut sensor: Box<dyn SerialSensor>,
+    port: Port,
+    session: &Path,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    status: Arc<Status>,
+) -> Result<(), SerialError> {
     let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1)).map_err(|e| SerialError::Session(e.to_string()))?;
     let mut port = Some(port);
     let mut buf = vec![0u8; 4096];

@@ -106,7 +106,10 @@ fn write_fully(port: &mut Port, mut bytes: &[u8]) -> Result<(), SerialError> {
             Err(e) => return Err(e.into()),
         }
         if last_progress.elapsed() >= STALLED_WRITE {
-            return Err(SerialError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("nothing read from the line for {} s", STALLED_WRITE.as_secs()))));
+            return Err(SerialError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("nothing read from the line for {} s", STALLED_WRITE.as_secs()),
+            )));
         }
     }
     Ok(())

@@ -18,10 +18,7 @@ fn decoder_resyncs_after_garbage_and_truncation() {
         let mut generated = vec![];
         let mut intact = 0usize;
         for k in 0..200 {
-            let w = Wrench {
-                force_n: [k as f64 * 0.01, -(k as f64) * 0.02, 1.0],
-                moment_nm: [0.001 * (k % 7) as f64, 0.0, -0.002],
-            };
+            let w = Wrench { force_n: [k as f64 * 0.01, -(k as f64) * 0.02, 1.0], moment_nm: [0.001 * (k % 7) as f64, 0.0, -0.002] };
             let f = encode_frame(&w);
             generated.push(w);
             match rng.gen_range(0..10) {
@@ -55,7 +52,11 @@ fn decoder_resyncs_after_garbage_and_truncation() {
         // Every decoded frame was generated, in order (a subsequence).
         let mut it = generated.iter();
         for w in &out {
-            assert!(it.any(|s| encode_frame(s) == encode_frame(w)), "seed {seed}: decoded a frame that was never sent: {w:?}; decoded {:?}", out.iter().map(|w: &Wrench| (w.force_n[0] * 100.0).round() as i64).collect::<Vec<_>>());
+            assert!(
+                it.any(|s| encode_frame(s) == encode_frame(w)),
+                "seed {seed}: decoded a frame that was never sent: {w:?}; decoded {:?}",
+                out.iter().map(|w: &Wrench| (w.force_n[0] * 100.0).round() as i64).collect::<Vec<_>>()
+            );
         }
         // Frames that were sent whole after clean data are recovered: we may
         // lose at most the frame right after each damaged spot.

@@ -44,7 +44,12 @@ fn recorder_survives_an_emulator_restart_and_records_the_gap() {
     let dir = tempfile::tempdir().unwrap();
     let mut emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { rate_hz: 125.0, ..EmulatorConfig::default() }).unwrap();
     let addr = emu.addr;
-    let cfg = RobotConfig { name: "robot".into(), address: addr.to_string(), frequency_hz: 125.0, variables: vec!["actual_TCP_pose".into(), "output_int_register_0".into()] };
+    let cfg = RobotConfig {
+        name: "robot".into(),
+        address: addr.to_string(),
+        frequency_hz: 125.0,
+        variables: vec!["actual_TCP_pose".into(), "output_int_register_0".into()],
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let status = Arc::new(Status::default());
     let (s2, st2, p) = (stop.clone(), status.clone(), dir.path().to_path_buf());

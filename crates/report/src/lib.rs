@@ -206,7 +206,7 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     }
     h.push_str("</table>\n<h2>Figures</h2>\n");
     for (fig, svg) in &svgs {
-        let _ = write!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n", fig.name, svg, esc(fig.caption));
+        let _ = writeln!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", fig.name, svg, esc(fig.caption));
     }
     h.push_str("<h3>PNG copies</h3><p class=\"thumbs\">");
     for fig in &figures {

@@ -87,13 +87,15 @@ fn parity<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationR
     chart.draw_series(LineSeries::new(vec![(lo, lo), (hi, hi)], BLACK.mix(0.4))).map_err(e)?;
     for (a, name) in AXES.iter().enumerate() {
         let color = palette(a);
-        let pts: Vec<(f64, f64)> = r.experiments.iter().flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0))).collect();
+        let pts: Vec<(f64, f64)> =
+            r.experiments.iter().flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0))).collect();
         chart
             .draw_series(pts.iter().map(|p| Circle::new(*p, 5, color.filled())))
             .map_err(e)?
             .label(format!("{name} (identified)"))
             .legend(move |(x, y)| Circle::new((x, y), 5, color.filled()));
-        let pts: Vec<(f64, f64)> = r.experiments.iter().flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_paper_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0))).collect();
+        let pts: Vec<(f64, f64)> =
+            r.experiments.iter().flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_paper_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0))).collect();
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, color.stroke_width(2)))).map_err(e)?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;

@@ -141,8 +141,7 @@ impl Rod {
     /// Reads and validates a rod file.
     pub fn from_file(path: &Path) -> Result<Rod, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new(&file, "", format!("cannot read rod file: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(&file, "", format!("cannot read rod file: {e}")))?;
         Rod::from_toml_str(&text, &file)
     }
 
@@ -327,11 +326,7 @@ impl RawProfile {
                 }
                 let (x0, x1) = (tab[0][0], tab[tab.len() - 1][0]);
                 if x0.abs() > 1e-9 || (x1 - length).abs() > 1e-9 * length.max(1.0) {
-                    return Err(ConfigError::new(
-                        file,
-                        &format!("{field}.table"),
-                        format!("must cover [0, length_m = {length}], covers [{x0}, {x1}]"),
-                    ));
+                    return Err(ConfigError::new(file, &format!("{field}.table"), format!("must cover [0, length_m = {length}], covers [{x0}, {x1}]")));
                 }
                 Ok(Profile::Table(tab.iter().map(|r| (r[0], r[1])).collect()))
             }

@@ -190,16 +190,7 @@ impl Model {
             })
             .collect();
 
-        Model {
-            rod: rod.clone(),
-            node_x_m: node_x,
-            free,
-            segments,
-            joint_x_m: joints,
-            joint_mass_kg: joint_mass,
-            stiffness,
-            cable_spans,
-        }
+        Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans }
     }
 
     pub fn n_dof(&self) -> usize {

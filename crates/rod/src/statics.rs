@@ -183,11 +183,8 @@ fn resolve(model: &Model, loads: &Loads, joints_of: &[usize], frames: &crate::mo
         let p = frames.joints[j].transform_point(&pl.offset_body_m);
         add(j, p, pl.force_n * lambda, pl.moment_nm * lambda);
     }
-    let tensions = if loads.cable_tensions_n.is_empty() {
-        vec![0.0; model.rod.cables.len()]
-    } else {
-        loads.cable_tensions_n.iter().map(|t| t * lambda).collect()
-    };
+    let tensions =
+        if loads.cable_tensions_n.is_empty() { vec![0.0; model.rod.cables.len()] } else { loads.cable_tensions_n.iter().map(|t| t * lambda).collect() };
     JointLoads { force, wrench, fp, tensions, work }
 }
 

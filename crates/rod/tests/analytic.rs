@@ -30,11 +30,11 @@ fn helix(k: &Vec3, s: f64) -> (Vec3, Mat3) {
 fn constant_strain_gives_exact_arc_and_helix_for_any_subsegment_count() {
     let base = Rod::uniform_cylinder(0.7, 0.01, Material { e_pa: 1e6, g_pa: 4e5, rho_kg_m3: 1000.0 }, 3);
     let cases = [
-        Vec3::new(0.0, 4.0, 0.0),     // planar arc
-        Vec3::new(0.0, 0.0, -9.0),    // planar arc, other plane, > 2 pi total angle
-        Vec3::new(3.0, 0.0, 0.0),     // pure torsion: straight, twisting frame
-        Vec3::new(2.5, -1.5, 3.0),    // helix
-        Vec3::new(1e-9, 2e-10, 0.0),  // tiny curvature
+        Vec3::new(0.0, 4.0, 0.0),    // planar arc
+        Vec3::new(0.0, 0.0, -9.0),   // planar arc, other plane, > 2 pi total angle
+        Vec3::new(3.0, 0.0, 0.0),    // pure torsion: straight, twisting frame
+        Vec3::new(2.5, -1.5, 3.0),   // helix
+        Vec3::new(1e-9, 2e-10, 0.0), // tiny curvature
     ];
     for k in cases {
         for (sections, sub) in [(1, 1), (1, 2), (2, 3), (3, 7), (5, 16)] {
@@ -65,13 +65,7 @@ fn unit_bending_rod(sections: usize) -> Rod {
 #[test]
 fn pure_bending_matches_simsoft_table() {
     // science §5: tip (x, z) for tau = 1..5 N m, EI = 1, L = 1.
-    let table = [
-        (0.841471, -0.459698),
-        (0.454649, -0.708073),
-        (0.047040, -0.663331),
-        (-0.189201, -0.413411),
-        (-0.191785, -0.143268),
-    ];
+    let table = [(0.841471, -0.459698), (0.454649, -0.708073), (0.047040, -0.663331), (-0.189201, -0.413411), (-0.191785, -0.143268)];
     for sections in [1, 3] {
         let rod = unit_bending_rod(sections);
         for (i, (x_tab, z_tab)) in table.iter().enumerate() {
@@ -85,7 +79,10 @@ fn pure_bending_matches_simsoft_table() {
             assert!((tip - exact).norm() < 1e-9, "tau {tau}: {tip} vs {exact}");
             // And the published 6-digit table.
             assert!((tip.x - x_tab).abs() < 1e-6 && (tip.z - z_tab).abs() < 1e-6, "tau {tau}");
-            println!("tau {tau}: tip ({:.6}, {:.6}) table ({x_tab}, {z_tab}), {} Newton iterations, {} load steps", tip.x, tip.z, sol.iterations, sol.load_steps);
+            println!(
+                "tau {tau}: tip ({:.6}, {:.6}) table ({x_tab}, {z_tab}), {} Newton iterations, {} load steps",
+                tip.x, tip.z, sol.iterations, sol.load_steps
+            );
         }
     }
 }

@@ -98,9 +98,7 @@ fn tangent_is_jacobian_of_residual() {
                     qp[i] += e;
                     let mut qm = q.clone();
                     qm[i] -= e;
-                    let col = (assemble(&model, &l, &qp, 1.0, false).unwrap().residual
-                        - assemble(&model, &l, &qm, 1.0, false).unwrap().residual)
-                        / (2.0 * e);
+                    let col = (assemble(&model, &l, &qp, 1.0, false).unwrap().residual - assemble(&model, &l, &qm, 1.0, false).unwrap().residual) / (2.0 * e);
                     fd.set_column(i, &col);
                 }
                 let err = (&h - &fd).amax();

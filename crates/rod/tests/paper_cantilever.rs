@@ -123,8 +123,20 @@ fn table_ii_rod_converges_to_the_continuous_rod() {
     let err3 = (tip3 - reference).norm();
     let pcs3 = pls_tip(&rod.with_basis(StrainBasis::Constant)).0;
     println!("continuous rod (shooting, 4000 RK4 steps): [{:.4}, {:.4}, {:.4}] cm", reference.x * 100.0, reference.y * 100.0, reference.z * 100.0);
-    println!("PLS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm, {iters} Newton iterations", tip3.x * 100.0, tip3.y * 100.0, tip3.z * 100.0, err3 * 1e3);
-    println!("PCS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm", pcs3.x * 100.0, pcs3.y * 100.0, pcs3.z * 100.0, (pcs3 - reference).norm() * 1e3);
+    println!(
+        "PLS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm, {iters} Newton iterations",
+        tip3.x * 100.0,
+        tip3.y * 100.0,
+        tip3.z * 100.0,
+        err3 * 1e3
+    );
+    println!(
+        "PCS, paper's 3 sections: [{:.4}, {:.4}, {:.4}] cm, error {:.3} mm",
+        pcs3.x * 100.0,
+        pcs3.y * 100.0,
+        pcs3.z * 100.0,
+        (pcs3 - reference).norm() * 1e3
+    );
     println!("paper: FEM [5.8479, 0, -17.8395], PCS [5.3450, 0, -17.1693], PLS [5.7787, 0, -17.8394] cm");
     assert!(err3 < 1e-3, "PLS with 3 sections is {err3} m from the continuous rod");
     assert!(tip3.y.abs() < 1e-12);

@@ -216,16 +216,7 @@ impl StreamWriter {
             .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "parquet")).count() as u32)
             .unwrap_or(0);
         let n = columns.len();
-        Ok(StreamWriter {
-            dir,
-            columns,
-            t_host_ns: vec![],
-            values: vec![vec![]; n],
-            seq,
-            last_flush: std::time::Instant::now(),
-            flush_every,
-            rows_written: 0,
-        })
+        Ok(StreamWriter { dir, columns, t_host_ns: vec![], values: vec![vec![]; n], seq, last_flush: std::time::Instant::now(), flush_every, rows_written: 0 })
     }
 
     pub fn columns(&self) -> &[String] {
@@ -286,7 +277,8 @@ pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
     let mut dirs: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
     dirs.sort();
     for d in dirs {
-        let mut files: Vec<_> = std::fs::read_dir(&d).map_err(|e| TableError::Read(d.clone(), e.to_string()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut files: Vec<_> =
+            std::fs::read_dir(&d).map_err(|e| TableError::Read(d.clone(), e.to_string()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
         for f in files {
             let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();

@@ -31,7 +31,15 @@ fn marker_and_strain_tables_round_trip() {
     assert!(!dir.path().join("markers.parquet.tmp").exists());
 
     let s: Vec<StrainRow> = (0..10)
-        .map(|i| StrainRow { frame: i, t_host_ns: i * 10, node: 2, arc_m: 0.1, strain: [i as f64, 1.0, 2.0, 3.0, 4.0, 5.0], marker_residual_m: 1e-10, status: "ok".into() })
+        .map(|i| StrainRow {
+            frame: i,
+            t_host_ns: i * 10,
+            node: 2,
+            arc_m: 0.1,
+            strain: [i as f64, 1.0, 2.0, 3.0, 4.0, 5.0],
+            marker_residual_m: 1e-10,
+            status: "ok".into(),
+        })
         .collect();
     let p = dir.path().join("strain.parquet");
     write_strain(&p, &s).unwrap();

@@ -27,7 +27,8 @@ impl BoardSpec {
     /// "COLSxROWS", e.g. "9x6".
     pub fn parse_size(s: &str) -> Result<(usize, usize), String> {
         let (c, r) = s.split_once(['x', 'X']).ok_or_else(|| format!("--board {s:?}: expected COLSxROWS inner corners, e.g. 9x6"))?;
-        let (c, r): (usize, usize) = (c.trim().parse().map_err(|_| format!("--board {s:?}: bad column count"))?, r.trim().parse().map_err(|_| format!("--board {s:?}: bad row count"))?);
+        let (c, r): (usize, usize) =
+            (c.trim().parse().map_err(|_| format!("--board {s:?}: bad column count"))?, r.trim().parse().map_err(|_| format!("--board {s:?}: bad row count"))?);
         if c < 3 || r < 3 {
             return Err(format!("--board {s:?}: need at least 3x3 inner corners"));
         }
@@ -68,7 +69,12 @@ fn read_grey(path: &Path) -> Result<Mat, TrackError> {
 pub fn find_corners(grey: &Mat, board: &BoardSpec) -> Result<Option<Vector<Point2f>>, TrackError> {
     let mut corners: Vector<Point2f> = Vector::new();
     let size = Size::new(board.cols as i32, board.rows as i32);
-    let found = calib3d::find_chessboard_corners(grey, size, &mut corners, calib3d::CALIB_CB_ADAPTIVE_THRESH | calib3d::CALIB_CB_NORMALIZE_IMAGE | calib3d::CALIB_CB_FAST_CHECK)?;
+    let found = calib3d::find_chessboard_corners(
+        grey,
+        size,
+        &mut corners,
+        calib3d::CALIB_CB_ADAPTIVE_THRESH | calib3d::CALIB_CB_NORMALIZE_IMAGE | calib3d::CALIB_CB_FAST_CHECK,
+    )?;
     if !found || corners.len() != board.cols * board.rows {
         return Ok(None);
     }
@@ -96,7 +102,14 @@ pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Pat
         let grey = read_grey(path)?;
         let s = grey.size()?;
         if size.is_some_and(|z| z != s) {
-            return Err(TrackError::Input(format!("{}: {}x{} px, but earlier images are {}x{}", path.display(), s.width, s.height, size.unwrap_or(s).width, size.unwrap_or(s).height)));
+            return Err(TrackError::Input(format!(
+                "{}: {}x{} px, but earlier images are {}x{}",
+                path.display(),
+                s.width,
+                s.height,
+                size.unwrap_or(s).width,
+                size.unwrap_or(s).height
+            )));
         }
         size = Some(s);
         match find_corners(&grey, board)? {
@@ -128,7 +141,7 @@ pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Pat
         return Err(TrackError::Input(format!("calibration rejected: RMS reprojection error {rms:.3} px > {max_rms_px} px (blurred or mis-detected views?)")));
     }
     let kf = |r: i32, c: i32| -> Result<f64, TrackError> { Ok(*k.at_2d::<f64>(r, c)?) };
-    let d: Vec<f64> = (0..5).map(|i| dist.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
+    let d: Vec<f64> = (0..5).map(|i| dist.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
     let mut camera = CameraModel {
         width_px: size.width as u32,
         height_px: size.height as u32,
@@ -153,14 +166,15 @@ fn plane_pose(camera: &CameraModel, k: &Mat, dist: &Mat, path: &Path, board: &Bo
     if s.width as u32 != camera.width_px || s.height as u32 != camera.height_px {
         return Err(TrackError::Input(format!("{}: plane image size differs from the calibration images", path.display())));
     }
-    let corners = find_corners(&grey, board)?.ok_or_else(|| TrackError::Input(format!("{}: no {}x{} board found in the plane image", path.display(), board.cols, board.rows)))?;
+    let corners = find_corners(&grey, board)?
+        .ok_or_else(|| TrackError::Input(format!("{}: no {}x{} board found in the plane image", path.display(), board.cols, board.rows)))?;
     let mut rvec = Mat::default();
     let mut tvec = Mat::default();
     if !calib3d::solve_pnp(&board.object_points(), &corners, k, dist, &mut rvec, &mut tvec, false, calib3d::SOLVEPNP_ITERATIVE)? {
         return Err(TrackError::Input(format!("{}: cannot estimate the plane pose", path.display())));
     }
-    let r: Vec<f64> = (0..3).map(|i| rvec.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
-    let t: Vec<f64> = (0..3).map(|i| tvec.at::<f64>(i).map(|v| *v)).collect::<Result<_, _>>()?;
+    let r: Vec<f64> = (0..3).map(|i| rvec.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
+    let t: Vec<f64> = (0..3).map(|i| tvec.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
     Ok(PlanePose { rotation_rad: [r[0], r[1], r[2]], translation_m: [t[0], t[1], t[2]] })
 }
 
@@ -169,7 +183,9 @@ pub fn image_files(dir: &Path) -> Result<Vec<PathBuf>, TrackError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| TrackError::Input(format!("{}: cannot read directory: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().and_then(|e| e.to_str()).is_some_and(|e| ["png", "jpg", "jpeg", "bmp", "tif", "tiff"].contains(&e.to_ascii_lowercase().as_str())))
+        .filter(|p| {
+            p.extension().and_then(|e| e.to_str()).is_some_and(|e| ["png", "jpg", "jpeg", "bmp", "tif", "tiff"].contains(&e.to_ascii_lowercase().as_str()))
+        })
         .collect();
     files.sort();
     Ok(files)

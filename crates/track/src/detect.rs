@@ -191,7 +191,16 @@ impl Detector {
         let roi = Mat::roi(image, region)?;
         self.threshold(&roi)?;
         let mask = if self.params.open_kernel_px > 1 {
-            imgproc::morphology_ex(&self.mask, &mut self.opened, imgproc::MORPH_OPEN, &self.kernel, Point::new(-1, -1), 1, core::BORDER_CONSTANT, core::Scalar::all(0.0))?;
+            imgproc::morphology_ex(
+                &self.mask,
+                &mut self.opened,
+                imgproc::MORPH_OPEN,
+                &self.kernel,
+                Point::new(-1, -1),
+                1,
+                core::BORDER_CONSTANT,
+                core::Scalar::all(0.0),
+            )?;
             &self.opened
         } else {
             &self.mask

@@ -5,11 +5,11 @@
 //! moments), ordering and frame-to-frame tracking with gating, and a
 //! synthetic video generator with exact ground truth for tests and demos.
 
+pub mod calibrate;
 pub mod camera;
 pub mod detect;
-pub mod synth;
-pub mod tracker;
-pub mod calibrate;
 pub mod pipeline;
 pub mod sequence;
 pub mod source;
+pub mod synth;
+pub mod tracker;

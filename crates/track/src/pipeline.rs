@@ -42,14 +42,33 @@ pub fn rows_for_frame(frame: usize, times: &FrameTimes, camera: &CameraModel, ma
         .map(|(i, m)| {
             let xyz = if m.u_px.is_finite() { camera.plane.as_ref().and_then(|p| camera.pixel_to_plane(p, m.u_px, m.v_px)) } else { None };
             let [x, y, z] = xyz.unwrap_or([f64::NAN; 3]);
-            MarkerRow { frame: frame as i64, t_s, t_host_ns, marker: i as u32, u_px: m.u_px, v_px: m.v_px, x_m: x, y_m: y, z_m: z, area_px: m.area_px, flags: m.flags }
+            MarkerRow {
+                frame: frame as i64,
+                t_s,
+                t_host_ns,
+                marker: i as u32,
+                u_px: m.u_px,
+                v_px: m.v_px,
+                x_m: x,
+                y_m: y,
+                z_m: z,
+                area_px: m.area_px,
+                flags: m.flags,
+            }
         })
         .collect())
 }
 
 /// Tracks every frame of `source`. `progress(frames_done)` is called per frame;
 /// `overlay_dir` gets an annotated PNG per frame.
-pub fn track_video(source: &mut FrameSource, tracker: &mut Tracker, camera: &CameraModel, times: &FrameTimes, overlay_dir: Option<&Path>, mut progress: impl FnMut(usize)) -> Result<(Vec<MarkerRow>, Timing), TrackError> {
+pub fn track_video(
+    source: &mut FrameSource,
+    tracker: &mut Tracker,
+    camera: &CameraModel,
+    times: &FrameTimes,
+    overlay_dir: Option<&Path>,
+    mut progress: impl FnMut(usize),
+) -> Result<(Vec<MarkerRow>, Timing), TrackError> {
     let mut frame = Mat::default();
     let mut rows = vec![];
     let mut timing = Timing::default();

@@ -186,7 +186,10 @@ pub fn checkerboard(camera: &CameraModel, board: &PlanePose, cols: usize, rows: 
         let g = |x: usize, y: usize| grid[y * gw + x];
         let mut out = [0.0; 2];
         for (d, o) in out.iter_mut().enumerate() {
-            *o = g(gx, gy)[d] * (1.0 - tx) * (1.0 - ty) + g(gx + 1, gy)[d] * tx * (1.0 - ty) + g(gx, gy + 1)[d] * (1.0 - tx) * ty + g(gx + 1, gy + 1)[d] * tx * ty;
+            *o = g(gx, gy)[d] * (1.0 - tx) * (1.0 - ty)
+                + g(gx + 1, gy)[d] * tx * (1.0 - ty)
+                + g(gx, gy + 1)[d] * (1.0 - tx) * ty
+                + g(gx + 1, gy + 1)[d] * tx * ty;
         }
         out
     };
@@ -262,7 +265,20 @@ pub fn calibration_poses(cols: usize, rows: usize, square_m: f64) -> Vec<PlanePo
         [-0.1, 0.25, -0.3],
         [0.25, -0.2, 0.15],
     ];
-    let shifts = [[0.0, 0.0], [-0.04, -0.02], [0.04, 0.02], [-0.04, 0.02], [0.04, -0.02], [0.0, 0.02], [0.0, -0.02], [-0.03, 0.0], [0.03, 0.0], [0.02, 0.01], [-0.02, -0.01], [0.0, 0.0]];
+    let shifts = [
+        [0.0, 0.0],
+        [-0.04, -0.02],
+        [0.04, 0.02],
+        [-0.04, 0.02],
+        [0.04, -0.02],
+        [0.0, 0.02],
+        [0.0, -0.02],
+        [-0.03, 0.0],
+        [0.03, 0.0],
+        [0.02, 0.01],
+        [-0.02, -0.01],
+        [0.0, 0.0],
+    ];
     tilts
         .iter()
         .zip(shifts.iter())

@@ -48,12 +48,7 @@ pub fn order_chain(blobs: &[Blob], base: [f64; 2], count: usize) -> Vec<Blob> {
     let mut end = base;
     let n = if count == 0 { blobs.len() } else { count.min(blobs.len()) };
     while chain.len() < n {
-        let (i, _) = left
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (i, dist(end, [b.u_px, b.v_px])))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("blobs left");
+        let (i, _) = left.iter().enumerate().map(|(i, b)| (i, dist(end, [b.u_px, b.v_px]))).min_by(|a, b| a.1.total_cmp(&b.1)).expect("blobs left");
         let b = left.swap_remove(i);
         end = [b.u_px, b.v_px];
         chain.push(b);
@@ -179,7 +174,11 @@ impl Tracker {
             .zip(&self.markers)
             .map(|((p, g), m)| {
                 let half = g + 2.0 * (m.area_px / std::f64::consts::PI).sqrt() + 4.0;
-                clip(Rect::new((p[0] - half).floor() as i32, (p[1] - half).floor() as i32, (2.0 * half).ceil() as i32 + 1, (2.0 * half).ceil() as i32 + 1), width, height)
+                clip(
+                    Rect::new((p[0] - half).floor() as i32, (p[1] - half).floor() as i32, (2.0 * half).ceil() as i32 + 1, (2.0 * half).ceil() as i32 + 1),
+                    width,
+                    height,
+                )
             })
             .filter(|r| r.width > 0 && r.height > 0)
             .collect();
@@ -223,4 +222,3 @@ impl Tracker {
         Ok(chain.iter().map(|b| TrackedMarker { u_px: b.u_px, v_px: b.v_px, area_px: b.area_px, flags: 0 }).collect())
     }
 }
-

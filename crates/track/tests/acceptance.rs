@@ -48,7 +48,19 @@ fn calibration_recovers_focal_length_within_half_a_percent() {
     let (efx, efy) = ((cam.fx_px - truth.fx_px) / truth.fx_px, (cam.fy_px - truth.fy_px) / truth.fy_px);
     println!(
         "calibration: fx {:.2} (truth {}, {:+.3} %), fy {:.2} ({:+.3} %), cx {:.2} ({}), cy {:.2} ({}), k1 {:.4} ({}), RMS {:.3} px over {} views",
-        cam.fx_px, truth.fx_px, efx * 100.0, cam.fy_px, efy * 100.0, cam.cx_px, truth.cx_px, cam.cy_px, truth.cy_px, cam.distortion[0], truth.distortion[0], cam.rms_reprojection_px, cam.views
+        cam.fx_px,
+        truth.fx_px,
+        efx * 100.0,
+        cam.fy_px,
+        efy * 100.0,
+        cam.cx_px,
+        truth.cx_px,
+        cam.cy_px,
+        truth.cy_px,
+        cam.distortion[0],
+        truth.distortion[0],
+        cam.rms_reprojection_px,
+        cam.views
     );
     assert!(efx.abs() < 0.005 && efy.abs() < 0.005);
     assert!(cam.rms_reprojection_px < 0.3);
@@ -84,7 +96,7 @@ fn centroid_error_below_a_tenth_of_a_pixel_at_noise_sigma_2() {
     for _ in 0..20 {
         // Eight markers at random sub-pixel positions on a grid over the plane.
         let positions: Vec<[f64; 2]> = (0..8).map(|i| [-0.035 + 0.038 * i as f64 + rng.gen_range(-0.008..0.008), rng.gen_range(-0.02..0.09)]).collect();
-        let img = renderer.render(&[positions.clone()], &[true; 8]);
+        let img = renderer.render(std::slice::from_ref(&positions), &[true; 8]);
         let mat = mat_from_bgr(img.width, img.height, &img.bgr).unwrap();
         detector.detect(&mat, opencv::core::Rect::new(0, 0, img.width as i32, img.height as i32), &mut blobs).unwrap();
         assert_eq!(blobs.len(), 8);
@@ -148,15 +160,15 @@ fn merged_markers_are_flagged_not_swapped() {
     for k in 0..40 {
         let gap = (0.03 - 0.0015 * (20.0 - (k as f64 - 20.0).abs())).max(0.0045);
         let positions = vec![[0.0, 0.05], [0.06, 0.05], [0.06 + gap, 0.05]];
-        let img = renderer.render(&[positions.clone()], &[true; 3]);
+        let img = renderer.render(std::slice::from_ref(&positions), &[true; 3]);
         let out = tracker.track(&mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
         if out[1].flags & flags::MERGED != 0 {
             saw_merge = true;
             assert_eq!(out[2].flags & flags::MERGED, flags::MERGED, "frame {k}: both merged markers flagged");
         } else if gap > 0.01 {
             let p = |i: usize| renderer.pixel(positions[i]);
-            for i in 0..3 {
-                assert!((out[i].u_px - p(i)[0]).abs() < 1.0, "frame {k}: marker {i} swapped or lost");
+            for (i, m) in out.iter().enumerate().take(3) {
+                assert!((m.u_px - p(i)[0]).abs() < 1.0, "frame {k}: marker {i} swapped or lost");
             }
         }
     }
