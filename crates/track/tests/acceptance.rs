@@ -75,7 +75,7 @@ fn calibration_recovers_focal_length_within_half_a_percent() {
 }
 
 #[test]
-fn calibration_rejects_too_few_views_and_the_wrong_board() {
+fn calibration_rejects_too_few_views_the_wrong_board_and_a_high_rms() {
     let dir = tempfile::tempdir().unwrap();
     let (views, _) = board_images(dir.path());
     let e = calibrate::calibrate(&views[..3], &BOARD, None, 1.0).unwrap_err().to_string();
@@ -83,6 +83,9 @@ fn calibration_rejects_too_few_views_and_the_wrong_board() {
     let wrong = BoardSpec { cols: 8, rows: 5, square_m: 0.016 };
     let e = calibrate::calibrate(&views[..2], &wrong, None, 1.0).unwrap_err().to_string();
     assert!(e.contains("no image shows a 8x5 board"), "{e}");
+    // Good views but a stricter limit than their RMS (about 0.1 px).
+    let e = calibrate::calibrate(&views[..6], &BOARD, None, 0.01).unwrap_err().to_string();
+    assert!(e.contains("calibration rejected: RMS reprojection error"), "{e}");
 }
 
 #[test]
