@@ -141,11 +141,7 @@ pub fn record(a: RecordArgs) -> Result<()> {
     meta.push_str(&format!("rig_file = {:?}\nrig = '''\n{}'''\n", a.rig.display().to_string(), rig_text.replace("'''", "\"\"\"")));
     std::fs::write(a.out.join("session.toml"), meta).with_context(|| "writing session.toml")?;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let s = stop.clone();
-        let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
-    }
+    let stop = stop_on_ctrl_c();
     let clock = Clock::start();
     let mut threads = vec![];
     let mut statuses = vec![];
@@ -218,21 +214,13 @@ pub fn record(a: RecordArgs) -> Result<()> {
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
         EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration } => {
-            if !(rate_hz > 0.0 && rate_hz <= 1000.0) {
-                return Err(input_error("--rate-hz: must be in (0, 1000]"));
-            }
+            check_rate(rate_hz, 1000.0)?;
             let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, ..EmulatorConfig::default() })
                 .map_err(|e| input_error(format!("--bind {bind}: {e}")))?;
             // Output may go to a pipe nobody reads: never panic on it.
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "RTDE emulator listening on {} at {rate_hz} Hz", emu.addr);
-            let stop = Arc::new(AtomicBool::new(false));
-            let s = stop.clone();
-            let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
-            let started = Instant::now();
-            while !stop.load(Ordering::Relaxed) && !duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
             let mut emu = emu;
             emu.stop();
             let _ = writeln!(std::io::stdout(), "sent {} data packages", emu.sent.load(Ordering::Relaxed));
@@ -254,6 +242,22 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     }
 }
 
+/// A flag that Ctrl-C sets (the process then stops cleanly instead of dying).
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    stop
+}
+
+/// Returns at Ctrl-C (`stop` set), after `duration_s`, or once `finished()`.
+fn wait_for_stop(stop: &AtomicBool, duration_s: Option<f64>, finished: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !finished() && !stop.load(Ordering::Relaxed) && !duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn check_rate(rate_hz: f64, max: f64) -> Result<()> {
     if !(rate_hz > 0.0 && rate_hz <= max) {
         return Err(input_error(format!("--rate-hz: must be in (0, {max}]")));
@@ -267,15 +271,10 @@ fn run_serial_emulator(
     run: impl FnOnce(Arc<AtomicBool>) -> Result<u64, serial::SerialError> + Send + 'static,
     unit: &str,
 ) -> Result<()> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    let stop = stop_on_ctrl_c();
     let s = stop.clone();
     let worker = std::thread::spawn(move || run(s));
-    let started = Instant::now();
-    while !worker.is_finished() && !stop.load(Ordering::Relaxed) && !duration.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_stop(&stop, duration, || worker.is_finished());
     stop.store(true, Ordering::Relaxed);
     let sent = worker.join().map_err(|_| anyhow::anyhow!("emulator thread panicked"))?.map_err(|e| match e {
         serial::SerialError::Open { .. } => input_error(e.to_string()),

@@ -4,10 +4,10 @@
 use crate::input_error;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use track::calibrate::{self, BoardSpec};
 use track::camera::CameraModel;
-use track::detect::{mat_from_bgr, MarkerParams, TrackError};
+use track::detect::{MarkerParams, TrackError};
 use track::pipeline::{self, FrameTimes};
 use track::sequence::{Occlusion, Sequence, SequenceConfig};
 use track::source::{write_image, FrameSource, VideoSink};
@@ -201,22 +201,13 @@ pub enum SynthCommand {
 
 pub fn synth(cmd: SynthCommand) -> Result<()> {
     let (camera, plane) = synth::demo_camera();
+    let true_camera = CameraModel { plane: Some(plane.clone()), ..camera.clone() };
     match cmd {
         SynthCommand::Board { out, board, square_m, noise } => {
             let (cols, rows) = BoardSpec::parse_size(&board).map_err(input_error)?;
-            let views = out.join("views");
-            std::fs::create_dir_all(&views).with_context(|| format!("creating {}", views.display()))?;
-            let poses = synth::calibration_poses(cols, rows, square_m);
-            for (i, pose) in poses.iter().enumerate() {
-                let img = synth::checkerboard(&camera, pose, cols, rows, square_m, noise, i as u64);
-                save_png(&views.join(format!("view_{i:02}.png")), &img)?;
-            }
-            let img = synth::checkerboard(&camera, &plane, cols, rows, square_m, noise, 99);
-            save_png(&out.join("plane.png"), &img)?;
-            let mut truth = camera.clone();
-            truth.plane = Some(plane);
-            truth.save(&out.join("true-camera.toml"))?;
-            println!("wrote {} views, plane.png and true-camera.toml to {}", poses.len(), out.display());
+            let (views, _) = synth::write_board_images(&out, &camera, &plane, &BoardSpec { cols, rows, square_m }, noise).map_err(track_error)?;
+            true_camera.save(&out.join("true-camera.toml"))?;
+            println!("wrote {} views, plane.png and true-camera.toml to {}", views.len(), out.display());
             Ok(())
         }
         SynthCommand::Video { out, frames, markers, max_speed_px, noise, format, occlude } => {
@@ -254,7 +245,7 @@ pub fn synth(cmd: SynthCommand) -> Result<()> {
             let bar = indicatif::ProgressBar::new(frames as u64);
             for k in 0..frames {
                 let img = seq.render(k);
-                let mat = mat_from_bgr(img.width, img.height, &img.bgr).map_err(track_error)?;
+                let mat = img.to_mat().map_err(track_error)?;
                 match sink.as_mut() {
                     Some(s) => s.write(&mat).map_err(track_error)?,
                     None => write_image(&out.join("frames").join(format!("{k:06}.png")), &mat).map_err(track_error)?,
@@ -269,17 +260,10 @@ pub fn synth(cmd: SynthCommand) -> Result<()> {
                 s.finish().map_err(track_error)?;
             }
             std::fs::write(out.join("truth.csv"), truth)?;
-            let mut cam = camera.clone();
-            cam.plane = Some(plane);
-            cam.save(&out.join("true-camera.toml"))?;
+            true_camera.save(&out.join("true-camera.toml"))?;
             std::fs::write(out.join("markers.toml"), format!("# Red markers on the synthetic rod.\ncount = {markers}\n"))?;
             println!("wrote {frames} frames ({format}), truth.csv, true-camera.toml, markers.toml to {}", out.display());
             Ok(())
         }
     }
-}
-
-fn save_png(path: &Path, img: &synth::Image) -> Result<()> {
-    let mat = mat_from_bgr(img.width, img.height, &img.bgr).map_err(track_error)?;
-    write_image(path, &mat).map_err(track_error)
 }

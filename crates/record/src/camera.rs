@@ -21,7 +21,7 @@ pub enum CameraError {
     #[error("OpenCV: {0}")]
     OpenCv(#[from] opencv::Error),
     #[error("{0}")]
-    Session(String),
+    Session(#[from] session::TableError),
 }
 
 #[derive(Clone, Debug)]
@@ -84,8 +84,7 @@ pub fn record(
     stop: Arc<AtomicBool>,
     status: Arc<Status>,
 ) -> Result<(), CameraError> {
-    let session_err = |e: session::TableError| CameraError::Session(e.to_string());
-    let mut frames = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1)).map_err(session_err)?;
+    let mut frames = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1))?;
     let file_fps = match cfg.source {
         CameraSource::File(_) => Some(capture.get(videoio::CAP_PROP_FPS)?).filter(|f| *f > 0.0),
         CameraSource::Device(_) => None,
@@ -128,13 +127,13 @@ pub fn record(
             writer = Some(w);
         }
         writer.as_mut().expect("created").write(&frame)?;
-        frames.push(t, &[k as f64, device_ms]).map_err(session_err)?;
+        frames.push(t, &[k as f64, device_ms])?;
         status.rows.fetch_add(1, Ordering::Relaxed);
         k += 1;
     }
     if let Some(mut w) = writer {
         w.release()?;
     }
-    frames.flush().map_err(session_err)?;
+    frames.flush()?;
     Ok(())
 }

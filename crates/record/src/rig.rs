@@ -122,30 +122,20 @@ fn default_frequency() -> f64 {
     500.0
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
-pub struct RigError {
-    pub file: String,
-    pub message: String,
-}
+pub use session::ConfigFileError as RigError;
 
 impl Rig {
     pub fn from_file(path: &Path) -> Result<(Rig, String), RigError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| RigError { file: file.clone(), message: format!("cannot read rig file: {e}") })?;
-        let rig: Rig = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-            RigError { file: file.clone(), message: format!("{}{}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), e.message().replace('\n', " ")) }
-        })?;
+        let (rig, text): (Rig, String) = session::read_toml(path, "rig file")?;
+        let err = |message: String| RigError::new(path, message);
         for (i, r) in rig.robots.iter().enumerate() {
             if !(r.frequency_hz > 0.0 && r.frequency_hz <= 500.0) {
-                return Err(RigError { file: file.clone(), message: format!("robot[{i}].frequency_hz: must be in (0, 500], got {}", r.frequency_hz) });
+                return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500], got {}", r.frequency_hz)));
             }
             if r.address.is_empty() {
-                return Err(RigError { file: file.clone(), message: format!("robot[{i}].address: empty") });
+                return Err(err(format!("robot[{i}].address: empty")));
             }
         }
-        let err = |message: String| RigError { file: file.clone(), message };
         for (i, a) in rig.ascii_sensors.iter().enumerate() {
             Separator::parse(&a.separator).map_err(|m| err(format!("ascii[{i}].separator: {m}")))?;
             if a.columns.is_empty() {

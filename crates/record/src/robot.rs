@@ -26,6 +26,39 @@ impl Clock {
     }
 }
 
+/// Delay between attempts to reach a device that went away: 50 ms after a
+/// success, doubling up to 2 s while attempts keep failing.
+#[derive(Debug)]
+pub struct Backoff {
+    delay: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(50);
+    const LONGEST: Duration = Duration::from_secs(2);
+
+    pub fn new() -> Backoff {
+        Backoff { delay: Self::FIRST }
+    }
+
+    /// The device answered: the next failure waits the shortest delay again.
+    pub fn reset(&mut self) {
+        self.delay = Self::FIRST;
+    }
+
+    /// Sleeps the current delay, then doubles it.
+    pub fn wait(&mut self) {
+        std::thread::sleep(self.delay);
+        self.delay = (self.delay * 2).min(Self::LONGEST);
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff::new()
+    }
+}
+
 /// A robot in the rig config.
 #[derive(Clone, Debug)]
 pub struct RobotConfig {
@@ -64,29 +97,26 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
         &format!("{}_gaps", cfg.name),
         vec!["gap_start_s".into(), "gap_end_s".into(), "missing_packages".into()],
         Duration::from_secs(1),
-    )
-    .map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    )?;
     let mut last_ts: Option<f64> = None;
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new();
     let mut messages = std::fs::OpenOptions::new().create(true).append(true).open(session.join(format!("{}_messages.log", cfg.name)))?;
     while !stop.load(Ordering::Relaxed) {
         let mut client =
             match RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(1)).and_then(|mut c| c.start().map(|_| c)) {
                 Ok(c) => {
-                    backoff = Duration::from_millis(50);
+                    backoff.reset();
                     c
                 }
                 Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
                 Err(_) => {
                     status.errors.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    backoff.wait();
                     continue;
                 }
             };
         if writer.is_none() {
-            writer =
-                Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1)).map_err(|e| RtdeError::Protocol(e.to_string()))?);
+            writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1))?);
         }
         let w = writer.as_mut().expect("created");
         // On stop: ask for a pause and keep every data package the controller
@@ -112,11 +142,11 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                             if missing.is_finite() {
                                 status.missing_packages.fetch_add(missing as u64, Ordering::Relaxed);
                             }
-                            gaps.push(t, &[prev, ts, missing]).map_err(|e| RtdeError::Protocol(e.to_string()))?;
+                            gaps.push(t, &[prev, ts, missing])?;
                         }
                     }
                     last_ts = Some(ts);
-                    w.push(t, &v).map_err(|e| RtdeError::Protocol(e.to_string()))?;
+                    w.push(t, &v)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(Received::Text(m)) => {
@@ -136,8 +166,8 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
         }
     }
     if let Some(w) = writer.as_mut() {
-        w.flush().map_err(|e| RtdeError::Protocol(e.to_string()))?;
+        w.flush()?;
     }
-    gaps.flush().map_err(|e| RtdeError::Protocol(e.to_string()))?;
+    gaps.flush()?;
     Ok(())
 }

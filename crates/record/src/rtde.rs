@@ -130,6 +130,9 @@ pub enum RtdeError {
     Protocol(String),
     #[error("RTDE: the controller does not know the output variable '{0}'")]
     UnknownVariable(String),
+    /// Writing the session (disk full, permissions).
+    #[error("{0}")]
+    Session(#[from] session::TableError),
 }
 
 /// Writes one package.

@@ -5,7 +5,7 @@
 
 use crate::ascii::{LineDecoder, Separator};
 use crate::ft300::{self, Decoder as Ft300Decoder};
-use crate::robot::{Clock, Status};
+use crate::robot::{Backoff, Clock, Status};
 use session::StreamWriter;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -20,7 +20,7 @@ pub enum SerialError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
-    Session(String),
+    Session(#[from] session::TableError),
 }
 
 pub type Port = Box<dyn serialport::SerialPort>;
@@ -128,14 +128,14 @@ pub fn record(
     stop: Arc<AtomicBool>,
     status: Arc<Status>,
 ) -> Result<(), SerialError> {
-    let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1)).map_err(|e| SerialError::Session(e.to_string()))?;
+    let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1))?;
     let mut port = Some(port);
     let mut buf = vec![0u8; 4096];
     let mut samples: Vec<Vec<f64>> = Vec::with_capacity(64);
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new();
     let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
         for s in samples.drain(..) {
-            writer.push(t, &s).map_err(|e| SerialError::Session(e.to_string()))?;
+            writer.push(t, &s)?;
             status.rows.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -145,13 +145,12 @@ pub fn record(
             Some(p) => p,
             None => match open(&cfg.port, cfg.baud) {
                 Ok(p) => {
-                    backoff = Duration::from_millis(50);
+                    backoff.reset();
                     p
                 }
                 Err(_) => {
                     status.errors.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    backoff.wait();
                     continue;
                 }
             },
@@ -194,7 +193,7 @@ pub fn record(
         if failed {
             status.reconnects.fetch_add(1, Ordering::Relaxed);
             let _ = writer.flush();
-            std::thread::sleep(backoff);
+            backoff.wait();
             continue;
         }
         // Clean stop: tell the sensor, then keep what was already in flight.
@@ -214,6 +213,6 @@ pub fn record(
         }
         status.rejected.store(sensor.rejected(), Ordering::Relaxed);
     }
-    writer.flush().map_err(|e| SerialError::Session(e.to_string()))?;
+    writer.flush()?;
     Ok(())
 }

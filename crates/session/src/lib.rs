@@ -14,6 +14,33 @@ pub use table::{Table, TableError};
 
 use std::path::Path;
 
+/// A configuration file (rig, camera, markers) that is unreadable, does
+/// not parse or holds a bad value: one line naming the file, then the line
+/// or field.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigFileError {
+    pub file: String,
+    pub message: String,
+}
+
+impl ConfigFileError {
+    pub fn new(path: &Path, message: impl Into<String>) -> ConfigFileError {
+        ConfigFileError { file: path.display().to_string(), message: message.into() }
+    }
+}
+
+/// Reads and parses a TOML file; `kind` names it in errors ("rig file").
+/// Returns the value and the text (kept verbatim in a session).
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<(T, String), ConfigFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError::new(path, format!("cannot read {kind}: {e}")))?;
+    let value = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+        ConfigFileError::new(path, format!("{}{}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), e.message().replace('\n', " ")))
+    })?;
+    Ok((value, text))
+}
+
 /// Flag bits of the marker table.
 pub mod flags {
     /// The marker was not found in this frame (position columns are NaN).

@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use opencv::core::{Mat, Rect};
 use std::time::{Duration, Instant};
-use track::detect::{mat_from_bgr, Detector, MarkerParams};
+use track::detect::{Detector, MarkerParams};
 use track::sequence::{Sequence, SequenceConfig};
 use track::source::{FrameSource, VideoSink};
 use track::synth;
@@ -17,7 +17,7 @@ fn frames(n: usize) -> Vec<Mat> {
     (0..n)
         .map(|k| {
             let img = seq.render(k);
-            mat_from_bgr(img.width, img.height, &img.bgr).unwrap()
+            img.to_mat().unwrap()
         })
         .collect()
 }

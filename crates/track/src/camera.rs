@@ -48,30 +48,20 @@ impl PlanePose {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
-pub struct CameraFileError {
-    pub file: String,
-    pub message: String,
-}
+pub use session::ConfigFileError as CameraFileError;
 
 impl CameraModel {
     pub fn load(path: &Path) -> Result<CameraModel, CameraFileError> {
-        let file = path.display().to_string();
-        let err = |message: String| CameraFileError { file: file.clone(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read camera file: {e}")))?;
-        let cam: CameraModel = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-            err(format!("{}{}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), e.message().replace('\n', " ")))
-        })?;
+        let (cam, _): (CameraModel, _) = session::read_toml(path, "camera file")?;
+        let err = |message: &str| CameraFileError::new(path, message);
         if !(cam.fx_px > 0.0 && cam.fy_px > 0.0 && cam.fx_px.is_finite() && cam.fy_px.is_finite()) {
-            return Err(err("fx_px, fy_px: must be positive".into()));
+            return Err(err("fx_px, fy_px: must be positive"));
         }
         if cam.width_px == 0 || cam.height_px == 0 {
-            return Err(err("width_px, height_px: must be positive".into()));
+            return Err(err("width_px, height_px: must be positive"));
         }
         if cam.distortion.iter().any(|d| !d.is_finite()) || !cam.cx_px.is_finite() || !cam.cy_px.is_finite() {
-            return Err(err("cx_px, cy_px, distortion: must be finite".into()));
+            return Err(err("cx_px, cy_px, distortion: must be finite"));
         }
         Ok(cam)
     }

@@ -60,8 +60,8 @@ impl Default for MarkerParams {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrackError {
-    #[error("{file}: {message}")]
-    Config { file: String, message: String },
+    #[error(transparent)]
+    Config(#[from] session::ConfigFileError),
     #[error("OpenCV: {0}")]
     OpenCv(#[from] opencv::Error),
     #[error("{0}")]
@@ -70,13 +70,8 @@ pub enum TrackError {
 
 impl MarkerParams {
     pub fn load(path: &Path) -> Result<MarkerParams, TrackError> {
-        let file = path.display().to_string();
-        let err = |message: String| TrackError::Config { file: file.clone(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read markers file: {e}")))?;
-        let p: MarkerParams = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-            err(format!("{}{}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), e.message().replace('\n', " ")))
-        })?;
+        let (p, _): (MarkerParams, _) = session::read_toml(path, "markers file")?;
+        let err = |message: String| TrackError::Config(session::ConfigFileError::new(path, message));
         p.validate().map_err(err)?;
         Ok(p)
     }
@@ -322,7 +317,8 @@ pub fn clip(r: Rect, width: i32, height: i32) -> Rect {
     Rect::new(x0, y0, (x1 - x0).max(0), (y1 - y0).max(0))
 }
 
-fn intersects(a: Rect, b: Rect) -> bool {
+/// True if the rectangles share a pixel.
+pub fn intersects(a: Rect, b: Rect) -> bool {
     a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
 }
 

@@ -118,7 +118,7 @@ impl Sequence {
         rod_markers(&self.config, frame * scale).iter().map(|p| self.renderer.pixel(*p)).collect()
     }
 
-    /// Truth at (fractional) frame time `frame`.
+    /// Truth of every marker in frame `frame` (middle of the exposure).
     pub fn truth(&self, frame: usize) -> Vec<TruthRow> {
         let positions = rod_markers(&self.config, frame as f64 * self.time_scale);
         positions

@@ -9,9 +9,13 @@
 //! that approximation is < 1e-3 px over a marker), so the true image
 //! centroid of a marker is the projection of its centre.
 
+use crate::calibrate::BoardSpec;
 use crate::camera::{CameraModel, PlanePose};
+use crate::detect::{mat_from_bgr, TrackError};
+use crate::source::write_image;
 use nalgebra::{Matrix2, Vector2};
 use rand::{Rng, SeedableRng};
+use std::path::{Path, PathBuf};
 
 /// A BGR image.
 #[derive(Clone, Debug)]
@@ -51,6 +55,13 @@ impl Default for Look {
     }
 }
 
+impl Image {
+    /// As an OpenCV matrix (8UC3, BGR).
+    pub fn to_mat(&self) -> Result<opencv::core::Mat, TrackError> {
+        mat_from_bgr(self.width, self.height, &self.bgr)
+    }
+}
+
 /// Renders frames of markers moving in the camera's plane.
 pub struct Renderer {
     pub camera: CameraModel,
@@ -61,6 +72,11 @@ pub struct Renderer {
     /// Gaussian noise table (grey levels, rounded), read at a random offset per frame.
     noise: Vec<i8>,
     rng: rand::rngs::StdRng,
+}
+
+/// Brightness at column `u` of `width`: `gradient` from the left edge to the right.
+fn lighting(gradient: f64, u: usize, width: usize) -> f64 {
+    1.0 - gradient / 2.0 + gradient * u as f64 / width as f64
 }
 
 /// Standard normal samples (Box-Muller).
@@ -79,7 +95,7 @@ impl Renderer {
                 let (x, y) = (u as f64, v as f64);
                 // Low-contrast texture: a few incommensurate waves, slightly coloured.
                 let t = (x * 0.071 + y * 0.023).sin() * 0.5 + (x * 0.013 - y * 0.089).sin() * 0.3 + ((x + 2.0 * y) * 0.31).sin() * 0.2;
-                let light = 1.0 - look.lighting_gradient / 2.0 + look.lighting_gradient * x / w as f64;
+                let light = lighting(look.lighting_gradient, u, w);
                 let g = (look.background_grey + look.texture_amplitude * t) * light;
                 let i = (v * w + u) * 3;
                 background[i] = (g * 0.97) as f32;
@@ -149,7 +165,7 @@ impl Renderer {
             for u in 0..w {
                 let k = v * w + u;
                 let a = coverage[k].min(1.0);
-                let light = (1.0 - grad / 2.0 + grad * u as f64 / w as f64) as f32;
+                let light = lighting(grad, u, w) as f32;
                 for ch in 0..3 {
                     let bg = self.background[k * 3 + ch];
                     let val = bg * (1.0 - a) + mc[ch] as f32 * light * a + noise[k * 3 + ch] as f32;
@@ -245,6 +261,35 @@ pub fn demo_camera() -> (CameraModel, PlanePose) {
     };
     let plane = PlanePose { rotation_rad: [0.06, -0.04, 0.01], translation_m: [-0.10, -0.035, 0.55] };
     (camera, plane)
+}
+
+/// Writes an image (format from the extension, e.g. PNG).
+pub fn write_png(path: &Path, img: &Image) -> Result<(), TrackError> {
+    write_image(path, &img.to_mat()?)
+}
+
+/// A calibration set on disk: `dir/views/view_NN.png` (the poses of
+/// [`calibration_poses`]) and `dir/plane.png` (the board lying in the plane
+/// of motion). Returns (views, plane image).
+pub fn write_board_images(
+    dir: &Path,
+    camera: &CameraModel,
+    plane: &PlanePose,
+    board: &BoardSpec,
+    noise_sigma: f64,
+) -> Result<(Vec<PathBuf>, PathBuf), TrackError> {
+    let views_dir = dir.join("views");
+    std::fs::create_dir_all(&views_dir).map_err(|e| TrackError::Input(format!("{}: {e}", views_dir.display())))?;
+    let (cols, rows, square_m) = (board.cols, board.rows, board.square_m);
+    let mut views = vec![];
+    for (i, pose) in calibration_poses(cols, rows, square_m).iter().enumerate() {
+        let path = views_dir.join(format!("view_{i:02}.png"));
+        write_png(&path, &checkerboard(camera, pose, cols, rows, square_m, noise_sigma, i as u64))?;
+        views.push(path);
+    }
+    let plane_image = dir.join("plane.png");
+    write_png(&plane_image, &checkerboard(camera, plane, cols, rows, square_m, noise_sigma, 99))?;
+    Ok((views, plane_image))
 }
 
 /// Board poses for a calibration set: tilts of up to ~30 degrees about both

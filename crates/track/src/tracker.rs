@@ -7,7 +7,7 @@
 //! large blob are MERGED; a marker found again is REACQUIRED with the same
 //! identity. Identities are never reassigned silently.
 
-use crate::detect::{clip, Blob, Detector, MarkerParams, TrackError};
+use crate::detect::{clip, intersects, Blob, Detector, MarkerParams, TrackError};
 use opencv::core::{Mat, Rect};
 use opencv::prelude::*;
 use session::flags;
@@ -80,12 +80,12 @@ impl Tracker {
         if self.markers.is_empty() {
             return self.first_frame(image);
         }
-        let params = self.detector.params.clone();
+        let MarkerParams { gate_px, gate_growth_px, roi_tracking, .. } = self.detector.params;
         let predictions: Vec<[f64; 2]> = self.markers.iter().map(|m| [m.pos[0] + m.vel[0], m.pos[1] + m.vel[1]]).collect();
-        let gates: Vec<f64> = self.markers.iter().map(|m| params.gate_px + params.gate_growth_px * m.missing_frames as f64).collect();
+        let gates: Vec<f64> = self.markers.iter().map(|m| gate_px + gate_growth_px * m.missing_frames as f64).collect();
         let mut blobs = std::mem::take(&mut self.blobs);
         blobs.clear();
-        if params.roi_tracking {
+        if roi_tracking {
             for r in self.search_regions(&predictions, &gates, image.cols(), image.rows()) {
                 self.detector.detect(image, r, &mut self.region_blobs)?;
                 blobs.extend_from_slice(&self.region_blobs);
@@ -186,13 +186,9 @@ impl Tracker {
             let mut merged = false;
             'outer: for a in 0..rects.len() {
                 for b in a + 1..rects.len() {
-                    let (ra, rb) = (rects[a], rects[b]);
-                    if ra.x < rb.x + rb.width && rb.x < ra.x + ra.width && ra.y < rb.y + rb.height && rb.y < ra.y + ra.height {
-                        let x0 = ra.x.min(rb.x);
-                        let y0 = ra.y.min(rb.y);
-                        let x1 = (ra.x + ra.width).max(rb.x + rb.width);
-                        let y1 = (ra.y + ra.height).max(rb.y + rb.height);
-                        rects[a] = Rect::new(x0, y0, x1 - x0, y1 - y0);
+                    if intersects(rects[a], rects[b]) {
+                        // The bounding box of both (OpenCV's rectangle union).
+                        rects[a] = rects[a] | rects[b];
                         rects.swap_remove(b);
                         merged = true;
                         break 'outer;

@@ -8,31 +8,17 @@ use session::flags;
 use std::path::PathBuf;
 use track::calibrate::{self, BoardSpec};
 use track::camera::CameraModel;
-use track::detect::{mat_from_bgr, Blob, MarkerParams};
+use track::detect::{Blob, MarkerParams};
 use track::sequence::{Occlusion, Sequence, SequenceConfig};
-use track::source::write_image;
 use track::synth::{self, Look, Renderer};
 use track::tracker::Tracker;
 
 const BOARD: BoardSpec = BoardSpec { cols: 9, rows: 6, square_m: 0.016 };
 
-/// Board views + the plane image written as PNG; returns (views, plane image).
+/// Board views + the plane image written as PNG (noise sigma 2); returns (views, plane image).
 fn board_images(dir: &std::path::Path) -> (Vec<PathBuf>, PathBuf) {
     let (camera, plane) = synth::demo_camera();
-    let views: Vec<PathBuf> = synth::calibration_poses(BOARD.cols, BOARD.rows, BOARD.square_m)
-        .iter()
-        .enumerate()
-        .map(|(i, pose)| {
-            let img = synth::checkerboard(&camera, pose, BOARD.cols, BOARD.rows, BOARD.square_m, 2.0, i as u64);
-            let p = dir.join(format!("view_{i:02}.png"));
-            write_image(&p, &mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
-            p
-        })
-        .collect();
-    let img = synth::checkerboard(&camera, &plane, BOARD.cols, BOARD.rows, BOARD.square_m, 2.0, 99);
-    let plane_image = dir.join("plane.png");
-    write_image(&plane_image, &mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
-    (views, plane_image)
+    synth::write_board_images(dir, &camera, &plane, &BOARD, 2.0).unwrap()
 }
 
 fn calibrated() -> CameraModel {
@@ -100,7 +86,7 @@ fn centroid_error_below_a_tenth_of_a_pixel_at_noise_sigma_2() {
         // Eight markers at random sub-pixel positions on a grid over the plane.
         let positions: Vec<[f64; 2]> = (0..8).map(|i| [-0.035 + 0.038 * i as f64 + rng.gen_range(-0.008..0.008), rng.gen_range(-0.02..0.09)]).collect();
         let img = renderer.render(std::slice::from_ref(&positions), &[true; 8]);
-        let mat = mat_from_bgr(img.width, img.height, &img.bgr).unwrap();
+        let mat = img.to_mat().unwrap();
         detector.detect(&mat, opencv::core::Rect::new(0, 0, img.width as i32, img.height as i32), &mut blobs).unwrap();
         assert_eq!(blobs.len(), 8);
         for p in &positions {
@@ -133,7 +119,7 @@ fn thousand_fast_frames_no_identity_swap_and_occlusion_reacquired() {
         }
         prev = truth.clone();
         let img = seq.render(k);
-        let out = tracker.track(&mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
+        let out = tracker.track(&img.to_mat().unwrap()).unwrap();
         assert_eq!(out.len(), markers);
         for (i, (m, t)) in out.iter().zip(&truth).enumerate() {
             let hidden = i == occlusion.marker && (500..505).contains(&k);
@@ -164,7 +150,7 @@ fn merged_markers_are_flagged_not_swapped() {
         let gap = (0.03 - 0.0015 * (20.0 - (k as f64 - 20.0).abs())).max(0.0045);
         let positions = vec![[0.0, 0.05], [0.06, 0.05], [0.06 + gap, 0.05]];
         let img = renderer.render(std::slice::from_ref(&positions), &[true; 3]);
-        let out = tracker.track(&mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
+        let out = tracker.track(&img.to_mat().unwrap()).unwrap();
         if out[1].flags & flags::MERGED != 0 {
             saw_merge = true;
             assert_eq!(out[2].flags & flags::MERGED, flags::MERGED, "frame {k}: both merged markers flagged");
@@ -184,7 +170,7 @@ fn no_marker_in_the_first_frame_is_a_clear_error() {
     let mut renderer = Renderer::new(camera, plane, Look::default());
     let img = renderer.render(&[vec![]], &[]);
     let mut tracker = Tracker::new(MarkerParams { count: 4, ..MarkerParams::default() }).unwrap();
-    let e = tracker.track(&mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap_err().to_string();
+    let e = tracker.track(&img.to_mat().unwrap()).unwrap_err().to_string();
     assert!(e.contains("found 0 marker(s) in the first frame, expected 4"), "{e}");
 }
 
@@ -199,7 +185,7 @@ fn metric_error_below_0_2_mm_through_the_whole_chain() {
     let (mut sq, mut n) = (0.0, 0);
     for k in 0..60 {
         let img = seq.render(k);
-        let out = tracker.track(&mat_from_bgr(img.width, img.height, &img.bgr).unwrap()).unwrap();
+        let out = tracker.track(&img.to_mat().unwrap()).unwrap();
         let rows = track::pipeline::rows_for_frame(k, &track::pipeline::FrameTimes::Rate(100.0), &cam, &out).unwrap();
         for (r, t) in rows.iter().zip(seq.truth(k)) {
             sq += (r.x_m - t.x_m).powi(2) + (r.y_m - t.y_m).powi(2);
