@@ -118,8 +118,9 @@ pub fn record(
         let device_ms = capture.get(videoio::CAP_PROP_POS_MSEC)?;
         if writer.is_none() {
             let path = session.join(format!("{}.{}", cfg.name, cfg.container));
-            let fourcc =
-                if cfg.container == "avi" { videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')? } else { videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')? };
+            let [a, b, c, d] =
+                session::video_codec(&cfg.container).ok_or_else(|| CameraError::Open(format!("camera '{}': container {:?}", cfg.name, cfg.container)))?;
+            let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
             let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(frame.cols(), frame.rows()), true)?;
             if !w.is_opened()? {
                 return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));

@@ -157,7 +157,7 @@ impl Rig {
             if c.device.is_some() == c.file.is_some() {
                 return Err(err(format!("camera[{i}]: give exactly one of `device` (index) or `file`")));
             }
-            if c.container != "mkv" && c.container != "avi" {
+            if session::video_codec(&c.container).is_none() {
                 return Err(err(format!("camera[{i}].container: \"mkv\" or \"avi\", got {:?}", c.container)));
             }
             if let Some(f) = c.fps {

@@ -14,6 +14,18 @@ pub use table::{Table, TableError};
 
 use std::path::Path;
 
+/// Video files of a session, by extension: the codec's FourCC. `mkv`:
+/// lossless HuffYUV (decodes at > 100 frames/s at 1280x720; FFV1 managed
+/// 20-40), `avi`: Motion-JPEG (small, lossy). The camera recorder writes
+/// these and `rodlab track` reads them.
+pub fn video_codec(extension: &str) -> Option<[char; 4]> {
+    match extension {
+        "mkv" => Some(['H', 'F', 'Y', 'U']),
+        "avi" => Some(['M', 'J', 'P', 'G']),
+        _ => None,
+    }
+}
+
 /// A configuration file (rig, camera, markers) that is unreadable, does
 /// not parse or holds a bad value: one line naming the file, then the line
 /// or field.

@@ -84,11 +84,9 @@ pub struct VideoSink {
 impl VideoSink {
     pub fn create(path: &Path, fps: f64, width: i32, height: i32) -> Result<VideoSink, TrackError> {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-        let fourcc = match ext.as_str() {
-            "mkv" => videoio::VideoWriter::fourcc('H', 'F', 'Y', 'U')?,
-            "avi" => videoio::VideoWriter::fourcc('M', 'J', 'P', 'G')?,
-            _ => return Err(TrackError::Input(format!("{}: video files are .mkv (lossless HuffYUV) or .avi (Motion-JPEG)", path.display()))),
-        };
+        let [a, b, c, d] = session::video_codec(&ext)
+            .ok_or_else(|| TrackError::Input(format!("{}: video files are .mkv (lossless HuffYUV) or .avi (Motion-JPEG)", path.display())))?;
+        let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
         let writer = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(width, height), true)?;
         if !writer.is_opened()? {
             return Err(TrackError::Input(format!("{}: cannot open a video writer (codec missing from this OpenCV?)", path.display())));
