@@ -246,7 +246,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         warnings.push(format!("ill-conditioned problem: condition number {cond:.2e}"));
     }
     let g_rel = (t * sd[1]).exp() - 1.0;
-    if !(g_rel < 0.5) {
+    if g_rel.is_nan() || g_rel >= 0.5 {
         warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
     }
     if dof == 0 {

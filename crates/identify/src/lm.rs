@@ -20,6 +20,8 @@ pub struct LevenbergMarquardt {
     last_step: f64,
     /// Cost after every iteration.
     pub history: Vec<f64>,
+    /// Cost at which the fit is exact to the static model's precision.
+    noise_floor: f64,
 }
 
 impl Default for LevenbergMarquardt {
@@ -32,9 +34,13 @@ impl Default for LevenbergMarquardt {
             last_rel_decrease: f64::INFINITY,
             last_step: f64::INFINITY,
             history: vec![],
+            noise_floor: 0.0,
         }
     }
 }
+
+/// Largest change of a log-parameter per iteration (a factor e).
+const MAX_LOG_STEP: f64 = 1.0;
 
 fn cost_of(r: &DVector<f64>) -> f64 {
     0.5 * r.norm_squared()
@@ -52,6 +58,10 @@ where
         let p = state.get_param().ok_or_else(|| Error::msg("Levenberg-Marquardt needs an initial parameter vector"))?.clone();
         let r = problem.apply(&p)?;
         let c = cost_of(&r);
+        // Normalised residuals of 1e-8 (1e-11 m at 1 mm sigma) are the
+        // static solver's round-off: below that, further "decreases" are
+        // noise and would only walk along flat directions.
+        self.noise_floor = 0.5 * r.len() as f64 * 1e-16;
         self.history.push(c);
         Ok((state.cost(c), None))
     }
@@ -59,8 +69,13 @@ where
     fn next_iter(&mut self, problem: &mut Problem<O>, mut state: LmState) -> Result<(LmState, Option<KV>), Error> {
         let p = state.take_param().ok_or_else(|| Error::msg("no parameter vector"))?;
         let r = problem.apply(&p)?;
-        let j = problem.jacobian(&p)?;
         let cost = cost_of(&r);
+        if cost <= self.noise_floor {
+            self.stalled = true;
+            self.history.push(cost);
+            return Ok((state.param(p).cost(cost), None));
+        }
+        let j = problem.jacobian(&p)?;
         let g = j.transpose() * &r;
         let a = j.transpose() * &j;
         let max_diag = a.diagonal().amax().max(1e-300);
@@ -70,10 +85,17 @@ where
             for i in 0..a.nrows() {
                 damped[(i, i)] += self.lambda * (a[(i, i)] + 1e-9 * max_diag);
             }
-            let Some(step) = damped.cholesky().map(|c| c.solve(&(-&g))) else {
+            let Some(mut step) = damped.cholesky().map(|c| c.solve(&(-&g))) else {
                 self.lambda *= 4.0;
                 continue;
             };
+            // Trust region on the log-parameters: a nearly flat direction
+            // (G under planar loads) would otherwise take a step of
+            // hundreds of e-folds on round-off gradients.
+            let longest = step.amax();
+            if longest > MAX_LOG_STEP {
+                step *= MAX_LOG_STEP / longest;
+            }
             let trial = &p + &step;
             match problem.apply(&trial) {
                 Ok(rt) if cost_of(&rt) < cost => {

@@ -19,8 +19,9 @@
 use lie::{Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
-use rod::statics::{assemble, Assembly};
-use rod::{Loads, Marker, Model, PointLoad, Rod};
+use rod::newton::{self, Linearisation, Newton, Residual, System};
+use rod::terms::{self, Elastic, Gravity, PointLoad, PointLoads, Springs, Term};
+use rod::{Marker, Model, Rod};
 
 /// How markers constrain the rod.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,10 +91,6 @@ pub struct Observer {
     kkt_compliance: f64,
 }
 
-fn ls_solve(a: DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
-    a.lu().solve(b)
-}
-
 /// Full KKT step with compliance `delta` in the multiplier block (regular
 /// even for redundant constraints; the fixed point is unchanged).
 fn kkt_step_regularised(h: &DMatrix<f64>, jc: &DMatrix<f64>, r: &DVector<f64>, c: &DVector<f64>, delta: f64) -> Option<DVector<f64>> {
@@ -109,7 +106,7 @@ fn kkt_step_regularised(h: &DMatrix<f64>, jc: &DMatrix<f64>, r: &DVector<f64>, c
     let mut rhs = DVector::zeros(n + nc);
     rhs.rows_mut(0, n).copy_from(&(-r));
     rhs.rows_mut(n, nc).copy_from(&(-c));
-    ls_solve(a, &rhs)
+    a.lu().solve(&rhs)
 }
 
 /// Newton step of the KKT system `[H, -J^T; J, 0] [dq; dF] = -[r; c]` by
@@ -143,6 +140,174 @@ fn kkt_step(h: &DMatrix<f64>, jc: &DMatrix<f64>, r: &DVector<f64>, c: &DVector<f
     d.rows_mut(0, n).copy_from(&dq);
     d.rows_mut(n, nc).copy_from(&df);
     Some(d)
+}
+
+/// A measured marker: (marker index, position, sigma).
+type Target = (usize, Vec3, f64);
+
+/// Hard mode as a [`System`] over `x = [q; forces at the targets]`:
+/// residual `[K q + P(q) - J^T F; p(q) - target]`.
+struct HardSystem<'o> {
+    model: &'o Model,
+    markers: &'o [Marker],
+    joints: &'o [usize],
+    targets: &'o [Target],
+    kkt_compliance: f64,
+    /// Weight of the constraint part in the merit [N/m].
+    scale_c: f64,
+}
+
+impl HardSystem<'_> {
+    fn n(&self) -> usize {
+        self.model.n_dof()
+    }
+
+    fn point_loads(&self, x: &DVector<f64>) -> Vec<PointLoad> {
+        let n = self.n();
+        self.targets
+            .iter()
+            .enumerate()
+            .map(|(k, (i, _, _))| PointLoad {
+                x_m: self.markers[*i].arc_m,
+                offset_body_m: self.markers[*i].offset_body_m,
+                force_n: Vec3::new(x[n + 3 * k], x[n + 3 * k + 1], x[n + 3 * k + 2]),
+                moment_nm: Vec3::zeros(),
+            })
+            .collect()
+    }
+
+    /// Assembly, kinematics (with the tangent), constraint values; frames
+    /// come from the kinematics when there are any.
+    fn evaluate(&self, x: &DVector<f64>, with_tangent: bool) -> (terms::Assembly, Option<rod::Kinematics>, DVector<f64>, Option<rod::Frames>) {
+        let n = self.n();
+        let q = x.rows(0, n).into_owned();
+        let loads = self.point_loads(x);
+        let joints: Vec<usize> = self.targets.iter().map(|(i, _, _)| self.joints[*i]).collect();
+        let points = PointLoads { loads: &loads, joints, scale: 1.0 };
+        let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &points];
+        let kin = with_tangent.then(|| self.model.kinematics(&q));
+        let own = kin.is_none().then(|| self.model.frames(&q));
+        let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
+        let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
+        let c = DVector::from_iterator(
+            3 * self.targets.len(),
+            self.targets.iter().flat_map(|(i, p, _)| (frames.joints[self.joints[*i]].transform_point(&self.markers[*i].offset_body_m) - p).data.0[0]),
+        );
+        (asm, kin, c, own)
+    }
+
+    fn stack(&self, r: DVector<f64>, c: &DVector<f64>, scale: f64) -> Residual {
+        let n = r.len();
+        let mut v = DVector::zeros(n + c.len());
+        v.rows_mut(0, n).copy_from(&r);
+        v.rows_mut(n, c.len()).copy_from(c);
+        Residual { value: v, scale }
+    }
+
+    fn parts<'r>(&self, r: &'r Residual) -> (nalgebra::DVectorView<'r, f64>, nalgebra::DVectorView<'r, f64>) {
+        let n = self.n();
+        (r.value.rows(0, n), r.value.rows(n, r.value.len() - n))
+    }
+
+    fn holds(&self, r: &Residual, c_max: f64, rel: f64) -> bool {
+        let (rr, c) = self.parts(r);
+        c.amax() < c_max && rr.norm() <= rel * r.scale.max(1e-300)
+    }
+}
+
+impl System for HardSystem<'_> {
+    fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
+        let (asm, _, c, _) = self.evaluate(x, false);
+        Some(self.stack(asm.residual, &c, asm.scale))
+    }
+
+    fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+        let n = self.n();
+        let nc = 3 * self.targets.len();
+        let (asm, kin, c, _) = self.evaluate(x, true);
+        let kin = kin?;
+        let frames = &kin.frames;
+        let h = asm.tangent?;
+        let mut jc = DMatrix::zeros(nc, n);
+        for (k, (i, _, _)) in self.targets.iter().enumerate() {
+            let j = self.joints[*i];
+            let p = frames.joints[j].transform_point(&self.markers[*i].offset_body_m);
+            jc.view_mut((3 * k, 0), (3, n)).copy_from(&point_jacobian(&kin.spatial_jacobian[j], &p));
+        }
+        let mut t = DMatrix::zeros(n + nc, n + nc);
+        t.view_mut((0, 0), (n, n)).copy_from(&h);
+        t.view_mut((0, n), (n, nc)).copy_from(&(-jc.transpose()));
+        t.view_mut((n, 0), (nc, n)).copy_from(&jc);
+        Some(Linearisation { residual: self.stack(asm.residual, &c, asm.scale), tangent: t })
+    }
+
+    fn direction_count(&self) -> usize {
+        2
+    }
+
+    /// The Schur-complement step first (quadratic convergence even with
+    /// redundant constraints); the full KKT step with a tiny compliance in
+    /// the multiplier block when the line search rejects it.
+    fn direction(&mut self, lin: &Linearisation, attempt: usize) -> Option<DVector<f64>> {
+        let n = self.n();
+        let nc = lin.tangent.nrows() - n;
+        let h = lin.tangent.view((0, 0), (n, n)).into_owned();
+        let jc = lin.tangent.view((n, 0), (nc, n)).into_owned();
+        let r = lin.residual.value.rows(0, n).into_owned();
+        let c = lin.residual.value.rows(n, nc).into_owned();
+        if attempt == 0 {
+            kkt_step(&h, &jc, &r, &c)
+        } else {
+            kkt_step_regularised(&h, &jc, &r, &c, self.kkt_compliance)
+        }
+    }
+
+    fn merit(&self, r: &Residual) -> f64 {
+        let (rr, c) = self.parts(r);
+        (rr.norm_squared() + (c.norm() * self.scale_c).powi(2)).sqrt()
+    }
+
+    /// 0.5 nm: near-redundant constraints (e.g. many markers along the
+    /// axis) hold only to the precision of the data themselves.
+    fn converged(&self, r: &Residual, _tolerance: f64) -> bool {
+        self.holds(r, 5e-10, 1e-10)
+    }
+
+    fn acceptable(&self, r: &Residual, _tolerance: f64) -> bool {
+        self.holds(r, 1e-8, 1e-8)
+    }
+
+    /// Redundant constraints on slightly inconsistent data: stop once the
+    /// constraints hold to 10 nm and Newton no longer improves.
+    fn slow_but_acceptable(&self, r: &Residual, _tolerance: f64) -> bool {
+        self.holds(r, 1e-8, 1e-9)
+    }
+}
+
+/// Weighted mode as a [`System`] over `q`: springs `k = c / sigma^2` tie the
+/// markers to their measurements.
+struct WeightedSystem<'o> {
+    model: &'o Model,
+    springs: Springs,
+}
+
+impl WeightedSystem<'_> {
+    fn assemble(&self, q: &DVector<f64>, with_tangent: bool) -> terms::Assembly {
+        let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &self.springs];
+        terms::assemble(self.model, q, &list, with_tangent)
+    }
+}
+
+impl System for WeightedSystem<'_> {
+    fn residual(&mut self, q: &DVector<f64>) -> Option<Residual> {
+        let a = self.assemble(q, false);
+        Some(Residual { value: a.residual, scale: a.scale })
+    }
+
+    fn linearise(&mut self, q: &DVector<f64>) -> Option<Linearisation> {
+        let a = self.assemble(q, true);
+        Some(Linearisation { residual: Residual { value: a.residual, scale: a.scale }, tangent: a.tangent? })
+    }
 }
 
 impl Observer {
@@ -198,17 +363,6 @@ impl Observer {
         self.energy_scale_j
     }
 
-    fn loads(&self, forces: &[(usize, Vec3)]) -> Loads {
-        Loads {
-            gravity_scale: 1.0,
-            point_loads: forces
-                .iter()
-                .map(|(m, f)| PointLoad { x_m: self.markers[*m].arc_m, offset_body_m: self.markers[*m].offset_body_m, force_n: *f, moment_nm: Vec3::zeros() })
-                .collect(),
-            cable_tensions_n: vec![],
-        }
-    }
-
     /// Marker positions of the observed rod at `q`.
     pub fn marker_positions(&self, q: &DVector<f64>) -> Vec<Vec3> {
         self.marker_positions_in(&self.model.frames(q))
@@ -225,7 +379,7 @@ impl Observer {
         if measured.len() != self.markers.len() || sigma_m.len() != self.markers.len() {
             return Err(ObserveError::MarkerCount { given: measured.len(), markers: self.markers.len() });
         }
-        let targets: Vec<(usize, Vec3, f64)> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
+        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
         let missing = self.markers.len() - targets.len();
         let q_warm = self.q.clone();
         let f_warm = self.forces.clone();
@@ -255,7 +409,7 @@ impl Observer {
         Ok(Observation { q: self.q.clone(), nodal_strain, marker_residual_m, status, iterations })
     }
 
-    fn solve_hard_with_continuation(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
+    fn solve_hard_with_continuation(&mut self, targets: &[Target]) -> Result<usize, String> {
         // From a warm start a few iterations suffice; otherwise prepare.
         let (q0, f0) = (self.q.clone(), self.forces.clone());
         if let Ok(it) = self.solve_hard_limited(targets, 12) {
@@ -273,7 +427,7 @@ impl Observer {
         for factor in [1e1, 1e3, 1e5] {
             let sigma = 1e-3;
             self.energy_scale_j = Some(factor * k_rod * sigma * sigma);
-            let t: Vec<(usize, Vec3, f64)> = targets.iter().map(|(i, p, _)| (*i, *p, sigma)).collect();
+            let t: Vec<Target> = targets.iter().map(|(i, p, _)| (*i, *p, sigma)).collect();
             if let Ok(it) = self.solve_weighted_with_continuation(&t) {
                 total += it;
                 let pos = self.marker_positions(&self.q);
@@ -289,100 +443,27 @@ impl Observer {
         self.homotopy(targets, Observer::solve_hard).map(|it| total + it)
     }
 
-    fn solve_hard(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
+    fn solve_hard(&mut self, targets: &[Target]) -> Result<usize, String> {
         self.solve_hard_limited(targets, self.max_iterations)
     }
 
     /// KKT Newton on (q, marker forces).
-    fn solve_hard_limited(&mut self, targets: &[(usize, Vec3, f64)], max_iterations: usize) -> Result<usize, String> {
+    fn solve_hard_limited(&mut self, targets: &[Target], max_iterations: usize) -> Result<usize, String> {
         let n = self.model.n_dof();
-        let nc = 3 * targets.len();
-        let mut q = self.q.clone();
-        let mut f: Vec<Vec3> = targets.iter().map(|(i, _, _)| self.forces[*i]).collect();
-        // Always with the tangent: its kinematics also give the marker positions.
-        let eval = |q: &DVector<f64>, f: &[Vec3]| -> (Assembly, DVector<f64>) {
-            let loads = self.loads(&targets.iter().zip(f).map(|((i, _, _), f)| (*i, *f)).collect::<Vec<_>>());
-            let asm = assemble(&self.model, &loads, q, 1.0, true).expect("marker joints exist");
-            let pos = self.marker_positions_in(&asm.kinematics.as_ref().expect("with tangent").frames);
-            let c = DVector::from_iterator(nc, targets.iter().flat_map(|(i, p, _)| (pos[*i] - p).iter().cloned().collect::<Vec<_>>()));
-            (asm, c)
-        };
-        let (mut asm, mut c) = eval(&q, &f);
-        let scale_c = self.model.stiffness.diagonal().amax().max(1e-300) / self.model.rod.length_m.powi(2);
-        let merit = |a: &Assembly, c: &DVector<f64>| (a.residual.norm_squared() + (c.norm() * scale_c).powi(2)).sqrt();
-        let mut m = merit(&asm, &c);
-        for it in 0..max_iterations {
-            // 0.5 nm: near-redundant constraints (e.g. many markers along the
-            // axis) hold only to the precision of the data themselves.
-            if c.amax() < 5e-10 && asm.residual.norm() <= 1e-10 * asm.scale.max(1e-300) {
-                self.q = q;
-                for ((i, _, _), fi) in targets.iter().zip(&f) {
-                    self.forces[*i] = *fi;
-                }
-                return Ok(it);
-            }
-            let h = asm.tangent.take().expect("with tangent");
-            let h = &h;
-            let kin = asm.kinematics.as_ref().expect("with tangent");
-            let frames = &kin.frames;
-            let mut jc = DMatrix::zeros(nc, n);
-            for (k, (i, _, _)) in targets.iter().enumerate() {
-                let j = self.joints[*i];
-                let p = frames.joints[j].transform_point(&self.markers[*i].offset_body_m);
-                let jp = point_jacobian(&kin.spatial_jacobian[j], &p);
-                jc.view_mut((3 * k, 0), (3, n)).copy_from(&jp);
-            }
-            // The Schur-complement step (quadratic convergence even with
-            // redundant constraints); when the line search rejects it, the
-            // full KKT step with a tiny compliance in the multiplier block.
-            let mut accepted = false;
-            for attempt in 0..2 {
-                let d = if attempt == 0 { kkt_step(h, &jc, &asm.residual, &c) } else { kkt_step_regularised(h, &jc, &asm.residual, &c, self.kkt_compliance) };
-                let Some(d) = d else { continue };
-                let mut alpha = 1.0;
-                while alpha >= 1e-4 {
-                    let qn = &q + d.rows(0, n) * alpha;
-                    let fnew: Vec<Vec3> =
-                        f.iter().enumerate().map(|(k, fi)| fi + Vec3::new(d[n + 3 * k], d[n + 3 * k + 1], d[n + 3 * k + 2]) * alpha).collect();
-                    let (an, cn) = eval(&qn, &fnew);
-                    let mn = merit(&an, &cn);
-                    if mn.is_finite() && (mn <= (1.0 - 1e-4 * alpha) * m || (cn.amax() < 5e-10 && an.residual.norm() <= 1e-10 * an.scale)) {
-                        // Redundant constraints on slightly inconsistent data:
-                        // stop once the constraints hold to 10 nm and Newton
-                        // no longer improves.
-                        if mn > 0.5 * m && cn.amax() < 1e-8 && an.residual.norm() <= 1e-9 * an.scale {
-                            self.q = qn;
-                            for ((i, _, _), fi) in targets.iter().zip(&fnew) {
-                                self.forces[*i] = *fi;
-                            }
-                            return Ok(it + 1);
-                        }
-                        q = qn;
-                        f = fnew;
-                        asm = an;
-                        c = cn;
-                        m = mn;
-                        accepted = true;
-                        break;
-                    }
-                    alpha *= 0.5;
-                }
-                if accepted {
-                    break;
-                }
-            }
-            if !accepted {
-                if c.amax() < 1e-8 && asm.residual.norm() <= 1e-8 * asm.scale {
-                    self.q = q;
-                    for ((i, _, _), fi) in targets.iter().zip(&f) {
-                        self.forces[*i] = *fi;
-                    }
-                    return Ok(it);
-                }
-                return Err("line search failed".into());
-            }
+        let mut x = DVector::zeros(n + 3 * targets.len());
+        x.rows_mut(0, n).copy_from(&self.q);
+        for (k, (i, _, _)) in targets.iter().enumerate() {
+            x.fixed_rows_mut::<3>(n + 3 * k).copy_from(&self.forces[*i]);
         }
-        Err("no convergence".into())
+        let scale_c = self.model.stiffness.diagonal().amax().max(1e-300) / self.model.rod.length_m.powi(2);
+        let mut sys = HardSystem { model: &self.model, markers: &self.markers, joints: &self.joints, targets, kkt_compliance: self.kkt_compliance, scale_c };
+        let newton = Newton { max_iterations, ..Newton::default() };
+        let solved = newton.solve(&mut sys, &x).map_err(|e| e.to_string())?;
+        self.q = solved.x.rows(0, n).into_owned();
+        for (k, (i, _, _)) in targets.iter().enumerate() {
+            self.forces[*i] = solved.x.fixed_rows::<3>(n + 3 * k).into_owned();
+        }
+        Ok(solved.iterations)
     }
 
     fn spring(&self, sigma: f64) -> f64 {
@@ -390,58 +471,16 @@ impl Observer {
     }
 
     /// Newton on q with spring forces `-k (p - target)` at the markers.
-    fn solve_weighted(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
-        let n = self.model.n_dof();
-        let mut q = self.q.clone();
-        let eval = |q: &DVector<f64>, tangent: bool| -> (Assembly, DMatrix<f64>) {
-            let pos = self.marker_positions(q);
-            let forces: Vec<(usize, Vec3)> = targets.iter().map(|(i, p, s)| (*i, -(pos[*i] - p) * self.spring(*s))).collect();
-            let mut asm = assemble(&self.model, &self.loads(&forces), q, 1.0, tangent).expect("marker joints exist");
-            let mut extra = DMatrix::zeros(0, 0);
-            if let (Some(kin), Some(h)) = (asm.kinematics.as_ref(), asm.tangent.as_mut()) {
-                extra = DMatrix::zeros(n, n);
-                for (i, _, s) in targets {
-                    let j = self.joints[*i];
-                    let jp = point_jacobian(&kin.spatial_jacobian[j], &pos[*i]);
-                    extra.gemm_tr(self.spring(*s), &jp, &jp, 1.0);
-                }
-                *h += &extra;
-            }
-            (asm, extra)
-        };
-        let (mut asm, _) = eval(&q, true);
-        for it in 0..self.max_iterations {
-            let rn = asm.residual.norm();
-            if rn <= 1e-10 * asm.scale.max(1e-300) || rn < 1e-300 {
-                self.q = q;
-                return Ok(it);
-            }
-            let h = asm.tangent.take().expect("tangent");
-            let d = ls_solve(h, &(-&asm.residual)).ok_or("singular tangent")?;
-            let mut alpha = 1.0;
-            loop {
-                let qn = &q + &d * alpha;
-                let (an, _) = eval(&qn, true);
-                let tn = an.residual.norm();
-                if tn.is_finite() && (tn <= (1.0 - 1e-4 * alpha) * rn || tn <= 1e-10 * an.scale) {
-                    q = qn;
-                    asm = an;
-                    break;
-                }
-                alpha *= 0.5;
-                if alpha < 1e-4 {
-                    if rn <= 1e-7 * asm.scale {
-                        self.q = q;
-                        return Ok(it);
-                    }
-                    return Err("line search failed".into());
-                }
-            }
-        }
-        Err("no convergence".into())
+    fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, String> {
+        let springs = Springs { springs: targets.iter().map(|(i, p, s)| (self.joints[*i], self.markers[*i].offset_body_m, *p, self.spring(*s))).collect() };
+        let mut sys = WeightedSystem { model: &self.model, springs };
+        let newton = Newton { max_iterations: self.max_iterations, tolerance: 1e-10, ..Newton::default() };
+        let solved = newton.solve(&mut sys, &self.q).map_err(|e| e.to_string())?;
+        self.q = solved.x;
+        Ok(solved.iterations)
     }
 
-    fn solve_weighted_with_continuation(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
+    fn solve_weighted_with_continuation(&mut self, targets: &[Target]) -> Result<usize, String> {
         let q0 = self.q.clone();
         if let Ok(it) = self.solve_weighted(targets) {
             return Ok(it);
@@ -469,7 +508,7 @@ impl Observer {
     }
 
     /// Weighted solve, through the homotopy when a direct solve fails.
-    fn solve_weighted_targets(&mut self, targets: &[(usize, Vec3, f64)]) -> Result<usize, String> {
+    fn solve_weighted_targets(&mut self, targets: &[Target]) -> Result<usize, String> {
         if let Ok(it) = self.solve_weighted(targets) {
             return Ok(it);
         }
@@ -478,37 +517,24 @@ impl Observer {
 
     /// Moves the targets from the current marker positions to the measured
     /// ones in adaptive steps, solving at each (state restored on failure).
-    fn homotopy(&mut self, targets: &[(usize, Vec3, f64)], solve: fn(&mut Observer, &[(usize, Vec3, f64)]) -> Result<usize, String>) -> Result<usize, String> {
+    fn homotopy(&mut self, targets: &[Target], solve: fn(&mut Observer, &[Target]) -> Result<usize, String>) -> Result<usize, String> {
         let start = self.marker_positions(&self.q);
-        let mut done = 0.0f64;
-        let mut step = 0.25f64;
         let mut total = 0;
-        while done < 1.0 {
-            let lam = (done + step).min(1.0);
-            let t: Vec<(usize, Vec3, f64)> = targets.iter().map(|(i, p, s)| (*i, start[*i] + (p - start[*i]) * lam, *s)).collect();
+        newton::continuation(0.25, 1.0 / 256.0, |_, lam| {
+            let t: Vec<Target> = targets.iter().map(|(i, p, s)| (*i, start[*i] + (p - start[*i]) * lam, *s)).collect();
             let (q0, f0) = (self.q.clone(), self.forces.clone());
-            match solve(self, &t) {
-                Ok(it) => {
-                    total += it;
-                    done = lam;
-                    step = (step * 2.0).min(1.0);
-                }
-                Err(e) => {
-                    self.q = q0;
-                    self.forces = f0;
-                    step *= 0.5;
-                    if step < 1.0 / 256.0 {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(total)
+            solve(self, &t).map(|it| total += it).inspect_err(|_| {
+                self.q = q0;
+                self.forces = f0;
+            })
+        })
+        .map(|_| total)
+        .map_err(|(_, e)| e)
     }
 
     /// Discrepancy principle: the energy scale for which the normalised
     /// misfit chi^2 equals the number of measured coordinates.
-    fn calibrate(&mut self, targets: &[(usize, Vec3, f64)]) {
+    fn calibrate(&mut self, targets: &[Target]) {
         let goal = 3.0 * targets.len() as f64;
         let chi2 = |obs: &mut Observer, log_c: f64| -> Option<f64> {
             obs.energy_scale_j = Some(10f64.powf(log_c));

@@ -6,8 +6,10 @@
 pub mod config;
 pub mod geometry;
 pub mod model;
+pub mod newton;
 pub mod shape;
 pub mod statics;
+pub mod terms;
 
 pub use config::{Cable, ConfigError, Marker, Rod, StrainBasis, StrainModes};
 pub use geometry::{CrossSection, Material, Profile};

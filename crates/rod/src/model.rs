@@ -39,6 +39,11 @@ pub struct CableSpan {
 }
 
 /// Discretised rod: grid, strain basis, stiffness and lumped masses.
+///
+/// The generalised coordinates are the strain coordinates `q` (nodal strain
+/// deviations), followed, for a floating base, by a twist `zeta` (6) of the
+/// base: base pose = `rod.base * exp(zeta)` (the rod file's base is then the
+/// reference the twist is measured from, e.g. the previous time step's).
 #[derive(Clone, Debug)]
 pub struct Model {
     pub rod: Rod,
@@ -56,6 +61,8 @@ pub struct Model {
     pub stiffness: DMatrix<f64>,
     /// Per cable, per segment: `Some` where the cable runs.
     pub cable_spans: Vec<Vec<Option<CableSpan>>>,
+    /// The base is free (6 more coordinates after the strains).
+    pub floating_base: bool,
 }
 
 /// Rod configuration for a given `q`: joint frames and segment twists.
@@ -64,6 +71,8 @@ pub struct Frames {
     pub joints: Vec<Pose>,
     /// `psi_k = h_k xi_k`.
     pub psi: Vec<Vec6>,
+    /// Floating base: the twist `zeta` from the reference to the base.
+    pub base_twist: Vec6,
 }
 
 /// Frames plus spatial Jacobians of every joint (`eta_s = J_s qdot`).
@@ -74,6 +83,23 @@ pub struct Kinematics {
     pub spatial_jacobian: Vec<Matrix6xX<f64>>,
     /// `A_k = Ad_{g_k} dexp(psi_k)` (6x6): spatial twist per unit `psi_k`.
     pub segment_map: Vec<Mat6>,
+    /// Floating base: `Ad_{base_ref} dexp(zeta)`, the spatial twist of the
+    /// base per unit change of `zeta`.
+    pub root_map: Option<Mat6>,
+}
+
+/// A material point inside a segment, at `s_m` from the segment's start
+/// joint (the segment's strain is constant, so the frame there is
+/// `g_k exp(s xi_k)` exactly).
+#[derive(Clone, Debug)]
+pub struct InteriorPoint {
+    pub segment: usize,
+    pub s_m: f64,
+    /// Frame of the cross-section at the point.
+    pub pose: Pose,
+    /// `Ad_{g_k} dexp(s xi_k)`: spatial twist of the point's frame per unit
+    /// change of `s xi_k`.
+    pub map: Mat6,
 }
 
 /// Offsets in `q` and weights of the (at most two) nodal blocks that give
@@ -93,7 +119,9 @@ fn section_of(node_x: &[f64], x_m: f64) -> usize {
     (0..node_x.len() - 1).find(|&s| x_m < node_x[s + 1]).unwrap_or(node_x.len() - 2)
 }
 
-const GAUSS4: [(f64, f64); 4] = [
+/// Gauss-Legendre rule on [-1, 1] (nodes, weights) used for every integral
+/// along a sub-segment: stiffness, lumped masses, and the simulator's inertia.
+pub const GAUSS4: [(f64, f64); 4] = [
     (-0.861_136_311_594_052_6, 0.347_854_845_137_453_9),
     (-0.339_981_043_584_856_3, 0.652_145_154_862_546_1),
     (0.339_981_043_584_856_3, 0.652_145_154_862_546_1),
@@ -190,11 +218,44 @@ impl Model {
             })
             .collect();
 
-        Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans }
+        Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans, floating_base: false }
     }
 
+    /// The same model with a free base (6 more coordinates, see [`Model`]).
+    pub fn with_floating_base(mut self) -> Model {
+        self.floating_base = true;
+        self
+    }
+
+    /// All generalised coordinates: strains, then the base twist if free.
     pub fn n_dof(&self) -> usize {
+        self.n_strain_dof() + if self.floating_base { 6 } else { 0 }
+    }
+
+    /// Strain coordinates only.
+    pub fn n_strain_dof(&self) -> usize {
         self.stiffness.nrows()
+    }
+
+    /// Offset of the base twist in the coordinates (floating base).
+    pub fn base_dof(&self) -> Option<usize> {
+        self.floating_base.then(|| self.n_strain_dof())
+    }
+
+    /// The base twist `zeta` of `q` (zero for a fixed base).
+    pub fn base_twist(&self, q: &DVector<f64>) -> Vec6 {
+        match self.base_dof() {
+            Some(o) => Vec6::from_fn(|i, _| q[o + i]),
+            None => Vec6::zeros(),
+        }
+    }
+
+    /// Pose of the base for `q`.
+    pub fn base_pose(&self, q: &DVector<f64>) -> Pose {
+        match self.base_dof() {
+            Some(_) => self.rod.base.compose(&lie::exp(&self.base_twist(q))),
+            None => self.rod.base,
+        }
     }
 
     pub fn n_joints(&self) -> usize {
@@ -237,12 +298,16 @@ impl Model {
     }
 
     /// Sets q so that the strain field equals `xi` everywhere (components
-    /// that are not free are ignored).
+    /// that are not free are ignored; a floating base keeps its reference).
     pub fn uniform_q(&self, xi: &Vec6) -> DVector<f64> {
         let m = self.free.len();
         let k0 = self.rod.rest_curvature_per_m;
         let rest = Vec6::new(k0.x, k0.y, k0.z, 1.0, 0.0, 0.0);
+        let ns = self.n_strain_dof();
         DVector::from_fn(self.n_dof(), |i, _| {
+            if i >= ns {
+                return 0.0;
+            }
             let c = self.free[i % m];
             xi[c] - rest[c]
         })
@@ -252,7 +317,7 @@ impl Model {
     pub fn frames(&self, q: &DVector<f64>) -> Frames {
         let mut joints = Vec::with_capacity(self.n_joints());
         let mut psi = Vec::with_capacity(self.segments.len());
-        let mut g = self.rod.base;
+        let mut g = self.base_pose(q);
         joints.push(g);
         for k in 0..self.segments.len() {
             let p = self.segment_strain(k, q) * self.segments[k].h_m;
@@ -260,7 +325,7 @@ impl Model {
             joints.push(g);
             psi.push(p);
         }
-        Frames { joints, psi }
+        Frames { joints, psi, base_twist: self.base_twist(q) }
     }
 
     /// Frames and spatial Jacobians of every joint.
@@ -270,6 +335,11 @@ impl Model {
         let mut jac = Vec::with_capacity(self.n_joints());
         let mut maps = Vec::with_capacity(self.segments.len());
         let mut js = Matrix6xX::zeros(n);
+        let root_map = self.base_dof().map(|o| {
+            let a = self.rod.base.adjoint() * lie::dexp(&self.base_twist(q));
+            js.columns_mut(o, 6).copy_from(&a);
+            a
+        });
         jac.push(js.clone());
         for (k, seg) in self.segments.iter().enumerate() {
             let a = frames.joints[k].adjoint() * lie::dexp(&frames.psi[k]);
@@ -284,7 +354,28 @@ impl Model {
             jac.push(js.clone());
             maps.push(a);
         }
-        Kinematics { frames, spatial_jacobian: jac, segment_map: maps }
+        Kinematics { frames, spatial_jacobian: jac, segment_map: maps, root_map }
+    }
+
+    /// The material point at `s_m` inside segment `k` (0 <= s_m <= h_k).
+    pub fn interior_point(&self, frames: &Frames, k: usize, s_m: f64) -> InteriorPoint {
+        let xi = frames.psi[k] / self.segments[k].h_m;
+        let g = frames.joints[k];
+        let local = xi * s_m;
+        InteriorPoint { segment: k, s_m, pose: g.compose(&lie::exp(&local)), map: g.adjoint() * lie::dexp(&local) }
+    }
+
+    /// Spatial Jacobian (6 x n) of an interior point's frame.
+    pub fn interior_jacobian(&self, kin: &Kinematics, p: &InteriorPoint) -> Matrix6xX<f64> {
+        let mut js = kin.spatial_jacobian[p.segment].clone();
+        let seg = &self.segments[p.segment];
+        let [dl, dr] = seg.dof;
+        for (j, &c) in self.free.iter().enumerate() {
+            let col = p.map.column(c) * p.s_m;
+            js.column_mut(dl + j).axpy(seg.w_left, &col, 1.0);
+            js.column_mut(dr + j).axpy(seg.w_right, &col, 1.0);
+        }
+        js
     }
 
     /// Body Jacobians of every joint by the exact segment update of the PLS
@@ -294,6 +385,9 @@ impl Model {
         let n = self.n_dof();
         let mut out = Vec::with_capacity(self.n_joints());
         let mut jb = Matrix6xX::zeros(n);
+        if let Some(o) = self.base_dof() {
+            jb.columns_mut(o, 6).copy_from(&lie::tangent(&self.base_twist(q)));
+        }
         out.push(jb.clone());
         for (k, seg) in self.segments.iter().enumerate() {
             let psi = &frames.psi[k];

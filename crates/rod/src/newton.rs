@@ -1,0 +1,307 @@
+//! One Newton solver for every nonlinear system of rodlab: the rod's statics,
+//! the observer's KKT and spring systems, and the simulator's time steps.
+//!
+//! Shape borrowed from argmin: a problem is a value implementing [`System`]
+//! (residual, linearisation, Newton directions, merit), a line-search
+//! condition is a value implementing [`LineSearchCondition`], and the loop
+//! that combines them ([`Newton::solve`]) and the adaptive continuation in a
+//! parameter ([`continuation`]) are written once.
+
+use nalgebra::{DMatrix, DVector};
+
+/// A residual with the scale its convergence is judged against.
+#[derive(Clone, Debug)]
+pub struct Residual {
+    pub value: DVector<f64>,
+    /// Size of the terms that make up the residual (|K q| + |loads| ...):
+    /// converged when the merit is below `tolerance * scale`.
+    pub scale: f64,
+}
+
+/// A residual and its Jacobian at one point.
+#[derive(Clone, Debug)]
+pub struct Linearisation {
+    pub residual: Residual,
+    pub tangent: DMatrix<f64>,
+}
+
+/// A square nonlinear system `r(x) = 0`.
+pub trait System {
+    /// Residual at `x` (a line-search trial). `None`: not defined there.
+    fn residual(&mut self, x: &DVector<f64>) -> Option<Residual>;
+
+    /// Residual and tangent at `x`.
+    fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation>;
+
+    /// How many alternative Newton directions [`System::direction`] offers.
+    fn direction_count(&self) -> usize {
+        1
+    }
+
+    /// Newton direction number `attempt` (tried in order until one passes
+    /// the line search; `None`: not available). Default: the LU solution of
+    /// `H dx = -r`.
+    fn direction(&mut self, lin: &Linearisation, attempt: usize) -> Option<DVector<f64>> {
+        let _ = attempt;
+        lin.tangent.clone().lu().solve(&(-&lin.residual.value))
+    }
+
+    /// The line search's measure of a residual. Default: Euclidean norm.
+    fn merit(&self, r: &Residual) -> f64 {
+        r.value.norm()
+    }
+
+    /// Converged at `tolerance`. Default: merit <= tolerance * scale.
+    fn converged(&self, r: &Residual, tolerance: f64) -> bool {
+        let m = self.merit(r);
+        m <= tolerance * r.scale || m < 1e-300
+    }
+
+    /// Close enough to stop when the line search fails (Newton stalled at
+    /// round-off).
+    fn acceptable(&self, r: &Residual, tolerance: f64) -> bool {
+        self.merit(r) <= 1e3 * tolerance * r.scale
+    }
+
+    /// Close enough to stop after a step that did not halve the merit
+    /// (Newton no longer converging fast, e.g. redundant constraints on
+    /// slightly inconsistent data). Default: never.
+    fn slow_but_acceptable(&self, r: &Residual, tolerance: f64) -> bool {
+        let _ = (r, tolerance);
+        false
+    }
+}
+
+/// Condition for accepting a step of length `alpha` along a descent
+/// direction of the merit.
+pub trait LineSearchCondition {
+    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64) -> bool;
+}
+
+/// Armijo-type sufficient decrease of the residual norm:
+/// `m(x + a d) <= (1 - c a) m(x)` (the Newton direction is a descent
+/// direction of |r| with slope -|r|).
+#[derive(Clone, Copy, Debug)]
+pub struct ArmijoNorm {
+    pub c: f64,
+}
+
+impl Default for ArmijoNorm {
+    fn default() -> Self {
+        Self { c: 1e-4 }
+    }
+}
+
+impl LineSearchCondition for ArmijoNorm {
+    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64) -> bool {
+        merit_trial.is_finite() && merit_trial <= (1.0 - self.c * alpha) * merit_0
+    }
+}
+
+/// Newton iteration with backtracking.
+#[derive(Clone, Debug)]
+pub struct Newton<C = ArmijoNorm> {
+    pub max_iterations: usize,
+    pub tolerance: f64,
+    /// Backtracking halves the step down to this length.
+    pub min_step: f64,
+    pub condition: C,
+}
+
+impl Default for Newton<ArmijoNorm> {
+    fn default() -> Self {
+        Self { max_iterations: 40, tolerance: 1e-11, min_step: 1e-4, condition: ArmijoNorm::default() }
+    }
+}
+
+/// A converged solve.
+#[derive(Clone, Debug)]
+pub struct Solved {
+    pub x: DVector<f64>,
+    pub iterations: usize,
+    pub merit: f64,
+    pub residual: Residual,
+}
+
+/// Why a solve stopped without converging.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// Residual or tangent not defined at the start.
+    Undefined,
+    /// No direction gave a sufficient decrease.
+    LineSearch {
+        iterations: usize,
+        merit: f64,
+    },
+    MaxIterations {
+        iterations: usize,
+        merit: f64,
+    },
+}
+
+impl Failure {
+    pub fn merit(&self) -> f64 {
+        match self {
+            Failure::Undefined => f64::NAN,
+            Failure::LineSearch { merit, .. } | Failure::MaxIterations { merit, .. } => *merit,
+        }
+    }
+
+    pub fn iterations(&self) -> usize {
+        match self {
+            Failure::Undefined => 0,
+            Failure::LineSearch { iterations, .. } | Failure::MaxIterations { iterations, .. } => *iterations,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Undefined => write!(f, "residual not defined at the start"),
+            Failure::LineSearch { iterations, merit } => write!(f, "line search failed after {iterations} iterations (residual {merit:.3e})"),
+            Failure::MaxIterations { iterations, merit } => write!(f, "no convergence in {iterations} iterations (residual {merit:.3e})"),
+        }
+    }
+}
+
+impl<C: LineSearchCondition> Newton<C> {
+    /// Solves `sys` from `x0`.
+    pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
+        let mut x = x0.clone();
+        let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
+        let mut merit = sys.merit(&lin.residual);
+        let mut it = 0;
+        loop {
+            if sys.converged(&lin.residual, self.tolerance) {
+                return Ok(Solved { x, iterations: it, merit, residual: lin.residual });
+            }
+            if it >= self.max_iterations || !merit.is_finite() {
+                return Err(Failure::MaxIterations { iterations: it, merit });
+            }
+            it += 1;
+            let mut accepted = None;
+            'directions: for attempt in 0..sys.direction_count() {
+                let Some(d) = sys.direction(&lin, attempt) else { continue };
+                let mut alpha = 1.0;
+                while alpha >= self.min_step {
+                    let xn = &x + &d * alpha;
+                    if let Some(trial) = sys.residual(&xn) {
+                        let m = sys.merit(&trial);
+                        if self.condition.accept(merit, m, alpha) || sys.converged(&trial, self.tolerance) {
+                            accepted = Some((xn, trial, m));
+                            break 'directions;
+                        }
+                    }
+                    alpha *= 0.5;
+                }
+            }
+            let Some((xn, trial, m)) = accepted else {
+                // Stalled at round-off: accept if already close.
+                if sys.acceptable(&lin.residual, self.tolerance) {
+                    return Ok(Solved { x, iterations: it, merit, residual: lin.residual });
+                }
+                return Err(Failure::LineSearch { iterations: it, merit });
+            };
+            if m > 0.5 * merit && sys.slow_but_acceptable(&trial, self.tolerance) {
+                return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
+            }
+            x = xn;
+            merit = m;
+            lin = match sys.linearise(&x) {
+                Some(l) => l,
+                None => return Err(Failure::LineSearch { iterations: it, merit }),
+            };
+        }
+    }
+}
+
+/// Outcome of a continuation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Continued {
+    /// Increments that succeeded.
+    pub steps: usize,
+    /// Attempts that failed and were halved.
+    pub rejected: usize,
+}
+
+/// Drives a parameter from 0 to 1 in adaptive increments: `advance(from,
+/// to)` tries to move the solution from `from` to `to` (and must leave the
+/// state unchanged when it fails); a failed increment is halved, a success
+/// doubles the next one. Fails (returning the parameter reached) when an
+/// increment falls below `min_step`.
+pub fn continuation<E>(first_step: f64, min_step: f64, mut advance: impl FnMut(f64, f64) -> Result<(), E>) -> Result<Continued, (f64, E)> {
+    let mut done = 0.0f64;
+    let mut step = first_step.clamp(min_step, 1.0);
+    let mut out = Continued { steps: 0, rejected: 0 };
+    while done < 1.0 {
+        let to = (done + step).min(1.0);
+        match advance(done, to) {
+            Ok(()) => {
+                out.steps += 1;
+                done = to;
+                step = (step * 2.0).min(1.0);
+            }
+            Err(e) => {
+                out.rejected += 1;
+                step *= 0.5;
+                if step < min_step {
+                    return Err((done, e));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// r(x) = [x0^3 - 8, x0 x1 - 2]: root (2, 1).
+    struct Cubic;
+
+    impl System for Cubic {
+        fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
+            Some(Residual { value: DVector::from_vec(vec![x[0].powi(3) - 8.0, x[0] * x[1] - 2.0]), scale: 8.0 })
+        }
+        fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+            let residual = self.residual(x)?;
+            let tangent = DMatrix::from_row_slice(2, 2, &[3.0 * x[0] * x[0], 0.0, x[1], x[0]]);
+            Some(Linearisation { residual, tangent })
+        }
+    }
+
+    #[test]
+    fn newton_finds_root_quadratically() {
+        let s = Newton::default().solve(&mut Cubic, &DVector::from_vec(vec![5.0, 0.0])).unwrap();
+        assert!((s.x[0] - 2.0).abs() < 1e-12 && (s.x[1] - 1.0).abs() < 1e-12, "{}", s.x);
+        assert!(s.iterations < 12, "{} iterations", s.iterations);
+    }
+
+    #[test]
+    fn max_iterations_is_a_failure() {
+        let newton = Newton { max_iterations: 2, ..Newton::default() };
+        let e = newton.solve(&mut Cubic, &DVector::from_vec(vec![50.0, 0.0])).unwrap_err();
+        assert!(matches!(e, Failure::MaxIterations { iterations: 2, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn continuation_halves_and_doubles() {
+        // Increments larger than 0.3 fail.
+        let mut seen = vec![];
+        let out = continuation(1.0, 1e-3, |a: f64, b: f64| {
+            seen.push((a, b));
+            if b - a > 0.3 {
+                Err("too far")
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+        assert!(out.rejected >= 2 && out.steps >= 4, "{out:?}");
+        assert_eq!(seen.last().unwrap().1, 1.0);
+        let e = continuation(1.0, 0.1, |_, _| Err::<(), _>("never")).unwrap_err();
+        assert_eq!(e, (0.0, "never"));
+    }
+}

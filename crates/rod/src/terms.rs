@@ -1,0 +1,643 @@
+//! Every load and constraint on the rod is a [`Term`]: a small value that
+//! adds its residual (and tangent) to the system, and its energy where it is
+//! conservative. Statics, the observer and the simulator differ only in the
+//! list of terms they assemble (shape borrowed from PyElastica's forcing
+//! modules: a new physical effect is a new term).
+//!
+//! A term either adds generalised forces directly (elastic energy, cables,
+//! damping), or applies wrenches to material points of the rod: at a joint
+//! frame ([`Attach::Joint`]) or inside a constant-strain segment
+//! ([`Attach::Interior`]). The assembler maps wrenches to generalised forces
+//! by `r -= J^T W` (one backward pass over the segments), and builds the
+//! exact tangent: the change of `J^T` under the fixed wrench (frame change
+//! and the derivative of `dexp`) plus `J^T T J` for the wrench's own
+//! dependence on the motion, `T = -dW/deta`.
+//!
+//! Residual convention: `r(q) = grad Pi(q)` for conservative loads, i.e.
+//! internal minus external generalised forces.
+
+use crate::model::{Frames, InteriorPoint, Kinematics, Model};
+use lie::{skew, stack, Mat3, Mat6, Vec3, Vec6};
+use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x6, Matrix6xX};
+use std::ops::AddAssign;
+
+/// What a term sees: the model, the coordinates and the kinematics there.
+pub struct State<'a> {
+    pub model: &'a Model,
+    pub q: &'a DVector<f64>,
+    pub frames: &'a Frames,
+    /// Present when the tangent is assembled.
+    pub kinematics: Option<&'a Kinematics>,
+}
+
+/// Where a wrench acts.
+#[derive(Clone, Copy, Debug)]
+pub enum Attach<'p> {
+    /// Rigidly attached to joint `j`'s frame.
+    Joint(usize),
+    /// At a material point inside a segment.
+    Interior(&'p InteriorPoint),
+}
+
+/// A load or constraint acting on the rod.
+pub trait Term {
+    fn name(&self) -> &str;
+    /// Potential energy at the state; `None` when the term is not
+    /// conservative (dead moments, friction, inertia, damping).
+    fn energy(&self, state: &State) -> Option<f64>;
+    /// Adds the term's residual (and tangent, when the sink wants one).
+    fn contribute(&self, state: &State, sink: &mut Sink);
+}
+
+/// Per-segment accumulators for interior points (see [`Sink::wrench`]).
+#[derive(Clone)]
+struct InteriorBlocks {
+    /// `sum s map^T B(W)`: frame change of the interior part of `J^T`.
+    geometric: Mat6,
+    /// `sum s^2 Z(s xi, w_body)`: derivative of `dexp(s xi)^T`.
+    dexp: Mat6,
+    /// `sum T B_p` (6 x 6 over strain components, times the segment's
+    /// weights later), `sum B_p^T T`, `sum B_p^T T B_p`.
+    t_b: Mat6,
+    bt_t: Mat6,
+    bt_t_b: Mat6,
+}
+
+impl InteriorBlocks {
+    fn zero() -> Self {
+        Self { geometric: Mat6::zeros(), dexp: Mat6::zeros(), t_b: Mat6::zeros(), bt_t: Mat6::zeros(), bt_t_b: Mat6::zeros() }
+    }
+}
+
+/// Collects the contributions of the terms.
+pub struct Sink<'a> {
+    model: &'a Model,
+    frames: &'a Frames,
+    /// The current term's generalised residual (direct part and the
+    /// interior points' own-segment part).
+    residual: DVector<f64>,
+    /// The current term's wrenches per joint.
+    joint_wrench: Vec<Vec6>,
+    touched: bool,
+    /// Totals over all terms, for the tangent.
+    tangent: Option<DMatrix<f64>>,
+    total_wrench: Vec<Vec6>,
+    /// Per joint `T` and whether its force rows are non-zero (dead forces
+    /// only change the moment rows: 3-row products suffice). Allocated on
+    /// first use.
+    joint_t: Vec<Option<(Mat6, bool)>>,
+    interior: Vec<Option<InteriorBlocks>>,
+}
+
+/// `P = [-p~ | I]`: velocity of the point `p` for a spatial twist.
+fn point_map(p: &Vec3) -> Matrix3x6<f64> {
+    let mut m = Matrix3x6::zeros();
+    m.fixed_view_mut::<3, 3>(0, 0).copy_from(&(-skew(p)));
+    m.fixed_view_mut::<3, 3>(0, 3).copy_from(&Matrix3::identity());
+    m
+}
+
+/// `-dW/deta` of a force `f` at the moving point `p` (W = [p x f; f]) with
+/// `df = -k dp`: the dead-force part `[f~ P; 0]` plus `[p~; I] k P`.
+pub fn point_force_tangent(p: &Vec3, f: &Vec3, stiffness: Option<&Mat3>) -> Mat6 {
+    let pm = point_map(p);
+    let mut t = Mat6::zeros();
+    t.fixed_view_mut::<3, 6>(0, 0).copy_from(&(skew(f) * pm));
+    if let Some(k) = stiffness {
+        t += pm.transpose() * k * pm;
+    }
+    t
+}
+
+impl<'a> Sink<'a> {
+    fn new(model: &'a Model, frames: &'a Frames, with_tangent: bool) -> Self {
+        let n = model.n_dof();
+        let nj = model.n_joints();
+        Sink {
+            model,
+            frames,
+            residual: DVector::zeros(n),
+            joint_wrench: vec![Vec6::zeros(); nj],
+            touched: false,
+            tangent: with_tangent.then(|| DMatrix::zeros(n, n)),
+            total_wrench: vec![Vec6::zeros(); nj],
+            joint_t: vec![],
+            interior: vec![],
+        }
+    }
+
+    pub fn model(&self) -> &Model {
+        self.model
+    }
+
+    pub fn wants_tangent(&self) -> bool {
+        self.tangent.is_some()
+    }
+
+    /// The current term's direct generalised residual.
+    pub fn residual_mut(&mut self) -> &mut DVector<f64> {
+        &mut self.residual
+    }
+
+    /// The total tangent (direct contributions), when assembled.
+    pub fn tangent_mut(&mut self) -> Option<&mut DMatrix<f64>> {
+        self.tangent.as_mut()
+    }
+
+    /// A wrench `w` on the rod (world frame, about the world origin) at
+    /// `at`, with `t = -dW/deta` for its dependence on the motion of the
+    /// point's frame (`None`: a dead wrench, fixed in space).
+    pub fn wrench(&mut self, at: Attach, w: Vec6, t: Option<Mat6>) {
+        self.touched = true;
+        match at {
+            Attach::Joint(j) => {
+                self.joint_wrench[j] += w;
+                if let (Some(t), true) = (t, self.tangent.is_some()) {
+                    self.add_joint_t(j, &t);
+                }
+            }
+            Attach::Interior(p) => {
+                let k = p.segment;
+                // J_p = J_k + map s Phi_k: the J_k part goes with joint k,
+                // the segment's own part is added here.
+                self.joint_wrench[k] += w;
+                let seg = &self.model.segments[k];
+                // dexp(s xi)^T Ad_{g_k}^T W = map^T W.
+                let v = p.map.transpose() * w;
+                let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
+                for (a, wa) in wts.iter().enumerate() {
+                    for (j, &c) in self.model.free.iter().enumerate() {
+                        self.residual[seg.dof[a] + j] -= wa * v[c];
+                    }
+                }
+                if self.tangent.is_some() {
+                    let g_k = &self.frames.joints[k];
+                    let w_local = g_k.coadjoint_apply(&w);
+                    let local = self.frames.psi[k] * (p.s_m / seg.h_m);
+                    if self.interior.is_empty() {
+                        self.interior = vec![None; self.model.segments.len()];
+                    }
+                    let blocks = self.interior[k].get_or_insert_with(InteriorBlocks::zero);
+                    blocks.geometric += p.map.transpose() * lie::coad_bar(&w) * p.s_m;
+                    blocks.dexp += lie::dexp_transpose_jacobian(&local, &w_local) * (p.s_m * p.s_m);
+                    if let Some(t) = t {
+                        let b = p.map * p.s_m;
+                        blocks.t_b += t * b;
+                        blocks.bt_t += b.transpose() * t;
+                        blocks.bt_t_b += b.transpose() * t * b;
+                        self.add_joint_t(k, &t);
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_joint_t(&mut self, j: usize, t: &Mat6) {
+        if self.joint_t.is_empty() {
+            self.joint_t = vec![None; self.model.n_joints()];
+        }
+        let force_rows = t.fixed_rows::<3>(3).iter().any(|v| *v != 0.0);
+        let e = self.joint_t[j].get_or_insert_with(|| (Mat6::zeros(), false));
+        e.0 += t;
+        e.1 |= force_rows;
+    }
+
+    /// A force `f` and moment `m` (world) at the world point `p` attached at
+    /// `at`; `stiffness = -df/dp` when the force follows the point (springs).
+    pub fn point_force(&mut self, at: Attach, p: &Vec3, f: &Vec3, m: &Vec3, stiffness: Option<&Mat3>) {
+        let w = stack(&(p.cross(f) + m), f);
+        let t = self.tangent.is_some().then(|| point_force_tangent(p, f, stiffness));
+        self.wrench(at, w, t);
+    }
+
+    /// Ends a term: its wrenches become generalised forces. Returns the norm
+    /// of the term's generalised force (for the residual's scale).
+    fn finish_term(&mut self, total: &mut DVector<f64>) -> f64 {
+        if self.touched {
+            generalised_force(self.model, self.frames, &self.joint_wrench, &mut self.residual);
+            for (t, w) in self.total_wrench.iter_mut().zip(self.joint_wrench.iter_mut()) {
+                *t += *w;
+                *w = Vec6::zeros();
+            }
+            self.touched = false;
+        }
+        let norm = self.residual.norm();
+        *total += &self.residual;
+        self.residual.fill(0.0);
+        norm
+    }
+}
+
+/// `r -= J^T W` for wrenches `W_j` at the joints: one backward pass, the
+/// wrench beyond each segment pulled back through `Ad^T` and `dexp^T`.
+pub fn generalised_force(model: &Model, frames: &Frames, joint_wrench: &[Vec6], r: &mut DVector<f64>) {
+    let mut w_beyond = Vec6::zeros();
+    for k in (0..model.segments.len()).rev() {
+        w_beyond += joint_wrench[k + 1];
+        if w_beyond == Vec6::zeros() {
+            continue;
+        }
+        let seg = &model.segments[k];
+        let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
+        let v = lie::dexp_transpose_apply(&frames.psi[k], &w_body);
+        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
+        for (a, wa) in wts.iter().enumerate() {
+            for (j, &c) in model.free.iter().enumerate() {
+                r[seg.dof[a] + j] -= wa * v[c];
+            }
+        }
+    }
+    if let Some(o) = model.base_dof() {
+        w_beyond += joint_wrench[0];
+        let w_ref = model.rod.base.coadjoint_apply(&w_beyond);
+        let v = lie::dexp_transpose_apply(&frames.base_twist, &w_ref);
+        for i in 0..6 {
+            r[o + i] -= v[i];
+        }
+    }
+}
+
+/// Residual, tangent and what they were computed from.
+pub struct Assembly {
+    pub residual: DVector<f64>,
+    pub tangent: Option<DMatrix<f64>>,
+    /// Sum of the norms of every term's generalised force: the scale the
+    /// residual is judged against.
+    pub scale: f64,
+    /// Frames and Jacobians at `q` (computed with the tangent).
+    pub kinematics: Option<Kinematics>,
+    /// Total wrench of all applied loads on the rod (world, about the world
+    /// origin): for a prescribed base, the base's reaction is its negative.
+    pub applied_wrench: Vec6,
+}
+
+/// Assembles the residual (and tangent) of a list of terms at `q`.
+pub fn assemble(model: &Model, q: &DVector<f64>, terms: &[&dyn Term], with_tangent: bool) -> Assembly {
+    let kin: Option<Kinematics> = with_tangent.then(|| model.kinematics(q));
+    let frames_owned;
+    let frames = match &kin {
+        Some(k) => &k.frames,
+        None => {
+            frames_owned = model.frames(q);
+            &frames_owned
+        }
+    };
+    assemble_with(model, q, frames, kin.as_ref(), terms, with_tangent).with_kinematics(kin)
+}
+
+impl Assembly {
+    fn with_kinematics(mut self, kin: Option<Kinematics>) -> Self {
+        self.kinematics = kin;
+        self
+    }
+}
+
+/// [`assemble`] on frames (and kinematics) already computed.
+pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Option<&Kinematics>, terms: &[&dyn Term], with_tangent: bool) -> Assembly {
+    let n = model.n_dof();
+    let state = State { model, q, frames, kinematics: kin };
+    let mut sink = Sink::new(model, frames, with_tangent && kin.is_some());
+    let mut r = DVector::zeros(n);
+    let mut scale = 0.0;
+    for t in terms {
+        t.contribute(&state, &mut sink);
+        scale += sink.finish_term(&mut r);
+    }
+    let applied_wrench = sink.total_wrench.iter().sum();
+    let tangent = match (sink.tangent.take(), kin) {
+        (Some(mut h), Some(kin)) => {
+            add_wrench_tangent(model, kin, &sink, &mut h);
+            Some(h)
+        }
+        _ => None,
+    };
+    Assembly { residual: r, tangent, scale, kinematics: None, applied_wrench }
+}
+
+/// The tangent of `-J^T W`: frame change of `Ad_{g_k}` and derivative of
+/// `dexp` for every segment under the wrench beyond it, `J^T T J` per
+/// joint, and the interior points' own-segment parts.
+fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+    let n = model.n_dof();
+    let frames = &kin.frames;
+    let mut w_beyond = Vec6::zeros();
+    for k in (0..model.segments.len()).rev() {
+        w_beyond += sink.total_wrench[k + 1];
+        if w_beyond == Vec6::zeros() {
+            continue;
+        }
+        let seg = &model.segments[k];
+        let dof = seg.dof;
+        let psi = &frames.psi[k];
+        let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
+        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
+        // Frame change of Ad_{g_k}: A_k^T ad_{eta_k}^T W = A_k^T B(W) J_k.
+        let y = kin.segment_map[k].transpose() * lie::coad_bar(&w_beyond) * &kin.spatial_jacobian[k];
+        // Derivative of dexp at psi_k.
+        let z = lie::dexp_transpose_jacobian(psi, &w_body);
+        for (a, wa) in wts.iter().enumerate() {
+            for (j, &c) in model.free.iter().enumerate() {
+                let row = dof[a] + j;
+                for col in 0..n {
+                    h[(row, col)] -= wa * y[(c, col)];
+                }
+                for (b, wb) in wts.iter().enumerate() {
+                    for (jj, &cc) in model.free.iter().enumerate() {
+                        h[(row, dof[b] + jj)] -= wa * wb * z[(c, cc)];
+                    }
+                }
+            }
+        }
+    }
+    if let Some(o) = model.base_dof() {
+        w_beyond += sink.total_wrench[0];
+        // The reference frame is fixed: only the derivative of dexp(zeta).
+        let w_ref = model.rod.base.coadjoint_apply(&w_beyond);
+        let z = lie::dexp_transpose_jacobian(&frames.base_twist, &w_ref);
+        for i in 0..6 {
+            for c in 0..6 {
+                h[(o + i, o + c)] -= z[(i, c)];
+            }
+        }
+    }
+    // J^T T J per joint.
+    for (j, t) in sink.joint_t.iter().enumerate() {
+        let Some((t, force_rows)) = t else { continue };
+        let js = &kin.spatial_jacobian[j];
+        if *force_rows {
+            let tj = t * js;
+            h.gemm_tr(1.0, js, &tj, 1.0);
+        } else {
+            let tj = t.fixed_rows::<3>(0) * js;
+            h.gemm_tr(1.0, &js.fixed_rows::<3>(0), &tj, 1.0);
+        }
+    }
+    // Interior points: the segment's own columns.
+    for (k, blocks) in sink.interior.iter().enumerate() {
+        let Some(b) = blocks else { continue };
+        let seg = &model.segments[k];
+        let js = &kin.spatial_jacobian[k];
+        let wts = [seg.w_left, seg.w_right];
+        // Rows of the segment: frame change (sum s map^T B(W)) J_k and the
+        // cross term sum B^T T J_k.
+        let rows_geo: Matrix6xX<f64> = (b.geometric - b.bt_t) * js;
+        // Columns of the segment: J_k^T sum T B.
+        let cols: Matrix6xX<f64> = (js.transpose() * b.t_b).transpose();
+        for (a, wa) in wts.iter().enumerate() {
+            for (j, &c) in model.free.iter().enumerate() {
+                let idx = seg.dof[a] + j;
+                for col in 0..n {
+                    h[(idx, col)] -= wa * rows_geo[(c, col)];
+                    h[(col, idx)] += wa * cols[(c, col)];
+                }
+                for (bb, wb) in wts.iter().enumerate() {
+                    for (jj, &cc) in model.free.iter().enumerate() {
+                        h[(idx, seg.dof[bb] + jj)] += wa * wb * (b.bt_t_b[(c, cc)] - b.dexp[(c, cc)]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sum of the energies of conservative terms; `None` if any term is not.
+pub fn energy(model: &Model, q: &DVector<f64>, terms: &[&dyn Term]) -> Option<f64> {
+    let frames = model.frames(q);
+    let state = State { model, q, frames: &frames, kinematics: None };
+    terms.iter().map(|t| t.energy(&state)).sum()
+}
+
+// ---------------------------------------------------------------------------
+// The rod's own terms.
+
+/// Elastic energy `1/2 q^T K q` (strain coordinates).
+pub struct Elastic;
+
+impl Term for Elastic {
+    fn name(&self) -> &str {
+        "elastic"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        let ns = s.model.n_strain_dof();
+        let q = s.q.rows(0, ns);
+        Some(0.5 * q.dot(&(&s.model.stiffness * q)))
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let ns = s.model.n_strain_dof();
+        let kq = &s.model.stiffness * s.q.rows(0, ns);
+        sink.residual_mut().rows_mut(0, ns).add_assign(&kq);
+        if let Some(h) = sink.tangent_mut() {
+            h.view_mut((0, 0), (ns, ns)).add_assign(&s.model.stiffness);
+        }
+    }
+}
+
+/// Gravity `rho A g`, lumped at the joints (mass and first moment of every
+/// sub-segment kept), times `scale`.
+pub struct Gravity {
+    pub scale: f64,
+}
+
+impl Term for Gravity {
+    fn name(&self) -> &str {
+        "gravity"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        let g = s.model.rod.gravity_m_s2 * self.scale;
+        Some(-s.model.joint_mass_kg.iter().zip(&s.frames.joints).map(|(m, f)| m * g.dot(&f.pos)).sum::<f64>())
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let g = s.model.rod.gravity_m_s2 * self.scale;
+        if g.norm_squared() == 0.0 {
+            return;
+        }
+        for (j, m) in s.model.joint_mass_kg.iter().enumerate() {
+            if *m != 0.0 {
+                sink.point_force(Attach::Joint(j), &s.frames.joints[j].pos, &(g * *m), &Vec3::zeros(), None);
+            }
+        }
+    }
+}
+
+/// A dead force and moment at a point of the rod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointLoad {
+    /// Arc length of the joint it acts on [m].
+    pub x_m: f64,
+    /// Offset of the point of application from the centre line, body frame [m].
+    pub offset_body_m: Vec3,
+    /// World-frame force [N].
+    pub force_n: Vec3,
+    /// World-frame moment [N m] (virtual work: not conservative).
+    pub moment_nm: Vec3,
+}
+
+/// Dead point loads resolved to joints, times `scale`.
+pub struct PointLoads<'l> {
+    pub loads: &'l [PointLoad],
+    pub joints: Vec<usize>,
+    pub scale: f64,
+}
+
+impl Term for PointLoads<'_> {
+    fn name(&self) -> &str {
+        "point loads"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        let mut e = 0.0;
+        for (pl, &j) in self.loads.iter().zip(&self.joints) {
+            if pl.moment_nm != Vec3::zeros() {
+                return None;
+            }
+            e -= self.scale * pl.force_n.dot(&s.frames.joints[j].transform_point(&pl.offset_body_m));
+        }
+        Some(e)
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        for (pl, &j) in self.loads.iter().zip(&self.joints) {
+            let p = s.frames.joints[j].transform_point(&pl.offset_body_m);
+            sink.point_force(Attach::Joint(j), &p, &(pl.force_n * self.scale), &(pl.moment_nm * self.scale), None);
+        }
+    }
+}
+
+/// Linear springs from material points to fixed targets (the observer's
+/// weighted markers): force `-k (p - target)` at joint `j`, body offset `d`.
+pub struct Springs {
+    /// (joint, body offset, target, stiffness [N/m]).
+    pub springs: Vec<(usize, Vec3, Vec3, f64)>,
+}
+
+impl Term for Springs {
+    fn name(&self) -> &str {
+        "springs"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        Some(self.springs.iter().map(|(j, d, t, k)| 0.5 * k * (s.frames.joints[*j].transform_point(d) - t).norm_squared()).sum())
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        for (j, d, t, k) in &self.springs {
+            let p = s.frames.joints[*j].transform_point(d);
+            let stiff = Mat3::identity() * *k;
+            sink.point_force(Attach::Joint(*j), &p, &(-(p - t) * *k), &Vec3::zeros(), Some(&stiff));
+        }
+    }
+}
+
+/// Cables pulled with tensions `T_c` (times `scale`): energy
+/// `sum T_c l_c(q)`, `l_c = sum_k h_k |Q_k + K_k x d + d'|` (strains only).
+pub struct Cables<'t> {
+    pub tensions_n: &'t [f64],
+    pub scale: f64,
+}
+
+/// Cable length `l_c` for every cable.
+pub fn cable_lengths_m(model: &Model, q: &DVector<f64>) -> Vec<f64> {
+    model
+        .cable_spans
+        .iter()
+        .map(|spans| {
+            spans
+                .iter()
+                .enumerate()
+                .filter_map(|(k, s)| s.map(|s| (k, s)))
+                .map(|(k, s)| {
+                    let xi = model.segment_strain(k, q);
+                    let v = lie::linear(&xi) + lie::angular(&xi).cross(&s.offset_m) + s.offset_slope;
+                    model.segments[k].h_m * v.norm()
+                })
+                .sum()
+        })
+        .collect()
+}
+
+impl Term for Cables<'_> {
+    fn name(&self) -> &str {
+        "cables"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        Some(cable_lengths_m(s.model, s.q).iter().zip(self.tensions_n).map(|(l, t)| l * t * self.scale).sum())
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let model = s.model;
+        for (c, spans) in model.cable_spans.iter().enumerate() {
+            let t_n = self.tensions_n.get(c).copied().unwrap_or(0.0) * self.scale;
+            if t_n == 0.0 {
+                continue;
+            }
+            for (k, span) in spans.iter().enumerate() {
+                let Some(span) = span else { continue };
+                let seg = &model.segments[k];
+                let dof = seg.dof;
+                let xi = model.segment_strain(k, s.q);
+                let d = span.offset_m;
+                let v = lie::linear(&xi) + lie::angular(&xi).cross(&d) + span.offset_slope;
+                let nv = v.norm();
+                let t = v / nv;
+                let grad = stack(&d.cross(&t), &t) * (t_n * seg.h_m);
+                let wts = [seg.w_left, seg.w_right];
+                {
+                    let r = sink.residual_mut();
+                    for (a, wa) in wts.iter().enumerate() {
+                        for (j, &cc) in model.free.iter().enumerate() {
+                            r[dof[a] + j] += wa * grad[cc];
+                        }
+                    }
+                }
+                if let Some(h) = sink.tangent_mut() {
+                    // B = [-d~ | I], Hxi = T h B^T (I - t t^T) B / |v|.
+                    let b = point_map(&d);
+                    let p = (Matrix3::identity() - t * t.transpose()) / nv;
+                    let hxi = b.transpose() * p * b * (t_n * seg.h_m);
+                    for (a, wa) in wts.iter().enumerate() {
+                        for (bb, wb) in wts.iter().enumerate() {
+                            for (j, &c1) in model.free.iter().enumerate() {
+                                for (jj, &c2) in model.free.iter().enumerate() {
+                                    h[(dof[a] + j, dof[bb] + jj)] += wa * wb * hxi[(c1, c2)];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `T = -dW/deta` of a spring-like force at a moving point, by central
+    /// differences of the wrench under small spatial twists.
+    #[test]
+    fn point_force_tangent_is_minus_dw_deta() {
+        let p = Vec3::new(0.1, -0.2, 0.3);
+        let f = Vec3::new(1.0, 2.0, -0.5);
+        let k = Mat3::new(2.0, 0.1, 0.0, 0.1, 3.0, 0.2, 0.0, 0.2, 1.0);
+        let t = point_force_tangent(&p, &f, Some(&k));
+        let w_at = |eta: &Vec6| {
+            let pn = lie::exp(eta).transform_point(&p);
+            let fnew = f - k * (pn - p);
+            stack(&pn.cross(&fnew), &fnew)
+        };
+        let e = 1e-7;
+        for c in 0..6 {
+            let mut eta = Vec6::zeros();
+            eta[c] = e;
+            let fd = (w_at(&eta) - w_at(&(-eta))) / (2.0 * e);
+            let col = -t.column(c);
+            assert!((fd - col).norm() < 1e-6, "column {c}: {fd} vs {col}");
+        }
+    }
+}
