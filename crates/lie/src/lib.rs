@@ -12,6 +12,7 @@
 //! Newton solver needs for a consistent Hessian.
 
 pub mod scalar;
+pub mod trajectory;
 
 use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector3, Vector6};
 pub use scalar::{Dual, Real};
@@ -210,28 +211,81 @@ pub fn log(g: &Pose) -> Vec6 {
     stack(&w, &(vinv * g.pos))
 }
 
+/// Taylor coefficients in `t` of `a1..a4` (exact rationals rounded; the
+/// terms beyond `t^11` are below 1e-23 for `t < 1`).
+const DEXP_TAYLOR: [[f64; 12]; 4] = [
+    [
+        0.5,
+        0.0,
+        -0.001388888888888889,
+        4.96031746031746e-05,
+        -8.267195767195768e-07,
+        8.35070279514724e-09,
+        -5.735372798864862e-11,
+        2.867686399432431e-13,
+        -1.093344487801036e-15,
+        3.288254098649732e-18,
+        -8.007112253205516e-21,
+        1.6117375710961184e-23,
+    ],
+    [
+        0.16666666666666666,
+        0.0,
+        -0.0001984126984126984,
+        5.5114638447971785e-06,
+        -7.515632515632516e-08,
+        6.423617534728645e-10,
+        -3.823581865909908e-12,
+        1.6868743526073125e-14,
+        -5.75444467263703e-17,
+        1.565835285071301e-19,
+        -3.4813531535676156e-22,
+        6.446950284384473e-25,
+    ],
+    [
+        0.041666666666666664,
+        -0.002777777777777778,
+        7.440476190476191e-05,
+        -1.1022927689594355e-06,
+        1.043837849393405e-08,
+        -6.882447358637835e-11,
+        3.3456341326711696e-13,
+        -1.249536557486898e-15,
+        3.6992858609809485e-18,
+        -8.896791392450573e-21,
+        1.77291132820573e-23,
+        -2.975515515869757e-26,
+    ],
+    [
+        0.008333333333333333,
+        -0.0003968253968253968,
+        8.267195767195768e-06,
+        -1.0020843354176688e-07,
+        8.029521918410807e-10,
+        -4.58829823909189e-12,
+        1.9680200780418645e-14,
+        -6.576508197299464e-17,
+        1.7615646957052136e-19,
+        -3.868170170630684e-22,
+        7.091645312822921e-25,
+        -1.1020427836554655e-27,
+    ],
+];
+
 /// Coefficients `a1..a4` of `dexp_psi = I + a1 ad + a2 ad^2 + a3 ad^3 + a4 ad^4`
 /// as functions of `t = |K|^2` (generic so dual numbers differentiate it).
 pub fn dexp_coeffs<S: Real>(t: S) -> [S; 4] {
     if t.value() < 1.0 {
-        // Power series sum_m ad^m/(m+1)!, with ad^m reduced by the minimal
-        // polynomial ad^5 = -2 t ad^3 - t^2 ad (exact, fast convergence here).
-        let zero = S::from_f64(0.0);
-        let mut c = [S::from_f64(1.0), zero, zero, zero, zero];
-        let mut sum = [zero; 5];
-        let mut fact = 1.0;
-        for m in 0..30 {
-            fact *= (m + 1) as f64;
-            let inv = S::from_f64(1.0 / fact);
-            for j in 0..5 {
-                sum[j] = sum[j] + c[j] * inv;
+        // Power series sum_m ad^m/(m+1)!, reduced by the minimal polynomial
+        // ad^5 = -2 t ad^3 - t^2 ad, summed once into polynomials in t.
+        std::array::from_fn(|i| {
+            let c = &DEXP_TAYLOR[i];
+            let mut acc = S::from_f64(c[11]);
+            for k in (0..11).rev() {
+                acc = acc * t + S::from_f64(c[k]);
             }
-            let top = c[4];
-            c = [zero, c[0], c[1], c[2], c[3]];
-            c[1] = c[1] - t * t * top;
-            c[3] = c[3] - S::from_f64(2.0) * t * top;
-        }
-        [sum[1], sum[2], sum[3], sum[4]]
+            acc
+        })
     } else {
         let th = t.sqrt();
         let (s, co) = (th.sin(), th.cos());
@@ -250,14 +304,42 @@ pub fn dexp_coeffs<S: Real>(t: S) -> [S; 4] {
 
 /// `dexp_psi = sum_k ad_psi^k/(k+1)! = int_0^1 exp(s ad_psi) ds`:
 /// `exp(psi + d) = exp(dexp_psi d) exp(psi)` to first order.
+///
+/// Computed in 3x3 blocks: `ad^n = [[K~^n, 0], [sum_i K~^i Q~ K~^(n-1-i), K~^n]]`,
+/// so `dexp = [[D, 0], [C, D]]` with `D = sum a_n K~^n` and `C` the
+/// corresponding sums of the mixed products.
 pub fn dexp(psi: &Vec6) -> Mat6 {
     let k = angular(psi);
     let [a1, a2, a3, a4] = dexp_coeffs(k.norm_squared());
-    let a = ad(psi);
-    let a_2 = a * a;
-    let a_3 = a_2 * a;
-    let a_4 = a_2 * a_2;
-    Mat6::identity() + a1 * a + a2 * a_2 + a3 * a_3 + a4 * a_4
+    let kx = skew(&k);
+    let qx = skew(&linear(psi));
+    let k2 = kx * kx;
+    let kq = kx * qx;
+    let qk = qx * kx;
+    let kqk = kq * kx;
+    let k2q = kx * kq;
+    let qk2 = qk * kx;
+    let d = Mat3::identity() + kx * a1 + k2 * a2 + k2 * kx * a3 + k2 * k2 * a4;
+    let c = qx * a1 + (kq + qk) * a2 + (k2q + kqk + qk2) * a3 + (kx * k2q + kx * kqk + kqk * kx + qk2 * kx) * a4;
+    let mut m = Mat6::zeros();
+    m.fixed_view_mut::<3, 3>(0, 0).copy_from(&d);
+    m.fixed_view_mut::<3, 3>(3, 3).copy_from(&d);
+    m.fixed_view_mut::<3, 3>(3, 0).copy_from(&c);
+    m
+}
+
+/// `Ad_g M` for a block lower-triangular `M = [[D, 0], [C, E]]` (such as
+/// `dexp`), in 3x3 blocks.
+pub fn adjoint_times_lower(g: &Pose, m: &Mat6) -> Mat6 {
+    let d = m.fixed_view::<3, 3>(0, 0).into_owned();
+    let c = m.fixed_view::<3, 3>(3, 0).into_owned();
+    let e = m.fixed_view::<3, 3>(3, 3).into_owned();
+    let rd = g.rot * d;
+    let mut out = Mat6::zeros();
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&rd);
+    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&(skew(&g.pos) * rd + g.rot * c));
+    out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(g.rot * e));
+    out
 }
 
 /// `T(psi) = int_0^1 exp(-s ad_psi) ds = dexp_{-psi}`:
@@ -310,8 +392,65 @@ pub fn dexp_transpose_apply(psi: &Vec6, w: &Vec6) -> Vec6 {
     Vec6::from(dexp_transpose_apply_with(&c, &k, &q, &ws))
 }
 
-/// `Z = d(dexp_psi^T w)/d psi` (6x6), exact via dual numbers.
+/// `Z = d(dexp_psi^T w)/d psi` (6x6), exact.
+///
+/// With `A = ad_psi`, `dexp_psi^T w = sum_i a_i(t) (A^T)^i w` (`t = |K|^2`,
+/// `a_0 = 1`), so column c of Z is `sum_i a_i'(t) dt/dpsi_c v_i` plus
+/// `sum_i a_i sum_j (A^T)^j ad_{e_c}^T v_{i-1-j}` with `v_i = (A^T)^i w`;
+/// `ad_{e_c}^T u = B(u) e_c`, so the second part is a Horner sum of 6x6
+/// matrices `C_j = sum_m a_{m+1+j} B(v_m)`. The coefficients' derivatives
+/// come from dual numbers.
 pub fn dexp_transpose_jacobian(psi: &Vec6, w: &Vec6) -> Mat6 {
+    let k = angular(psi);
+    let q = linear(psi);
+    let t = k.norm_squared();
+    let ct = dexp_coeffs(Dual::new(t, 1.0));
+    let a = [1.0, ct[0].re, ct[1].re, ct[2].re, ct[3].re];
+    let da = [0.0, ct[0].du, ct[1].du, ct[2].du, ct[3].du];
+    // ad_psi^T [m; f] = [m x k + f x q; f x k].
+    let adt = |v: &Vec6| -> Vec6 {
+        let m = angular(v);
+        let f = linear(v);
+        stack(&(m.cross(&k) + f.cross(&q)), &f.cross(&k))
+    };
+    let mut v = [*w; 5];
+    for i in 1..5 {
+        v[i] = adt(&v[i - 1]);
+    }
+    // Coefficient part: sum_i a_i'(t) v_i (2 K^T, 0).
+    let mut dv = Vec6::zeros();
+    for i in 1..5 {
+        dv += v[i] * da[i];
+    }
+    let mut z = Mat6::zeros();
+    for c in 0..3 {
+        z.set_column(c, &(dv * (2.0 * k[c])));
+    }
+    // Horner: C_0 + A^T (C_1 + A^T (C_2 + A^T C_3)), A^T applied by columns.
+    let b: [Mat6; 4] = std::array::from_fn(|m| coad_bar(&v[m]));
+    let c_j = |j: usize| -> Mat6 {
+        let mut acc = Mat6::zeros();
+        for m in 0..=(3 - j) {
+            acc += b[m] * a[m + 1 + j];
+        }
+        acc
+    };
+    let mut h = c_j(3);
+    for j in (0..3).rev() {
+        let mut next = c_j(j);
+        for col in 0..6 {
+            let applied = adt(&h.column(col).into_owned());
+            let mut dst = next.column_mut(col);
+            dst += applied;
+        }
+        h = next;
+    }
+    z + h
+}
+
+/// The same derivative by dual numbers over the closed form (reference for
+/// the tests of [`dexp_transpose_jacobian`]).
+pub fn dexp_transpose_jacobian_dual(psi: &Vec6, w: &Vec6) -> Mat6 {
     let t = psi[0] * psi[0] + psi[1] * psi[1] + psi[2] * psi[2];
     // Coefficients and their derivatives with respect to t, once.
     let ct = dexp_coeffs(Dual::new(t, 1.0));
@@ -431,6 +570,9 @@ mod tests {
             let e = 1e-6;
             let d = (exp(&(xi * e)).adjoint() - exp(&(-xi * e)).adjoint()) / (2.0 * e);
             assert!(rel(&d, &ad(&xi)) < 1e-8);
+            // Ad times a block lower-triangular matrix.
+            let d = dexp(&xi);
+            assert!(rel(&adjoint_times_lower(&g, &d), &(g.adjoint() * d)) < 1e-13);
             // coad_bar: ad_eta^T w = B(w) eta; coadjoint_apply = Ad^T w.
             assert!((ad(&eta).transpose() * xi - coad_bar(&xi) * eta).norm() < 1e-13);
             assert!((g.adjoint().transpose() * xi - g.coadjoint_apply(&xi)).norm() < 1e-13);
@@ -494,6 +636,8 @@ mod tests {
                 let w = random_twist(&mut rng, 1.0);
                 assert!((dexp_transpose_apply(&psi, &w) - dexp(&psi).transpose() * w).norm() < 1e-13);
                 let z = dexp_transpose_jacobian(&psi, &w);
+                let zd = dexp_transpose_jacobian_dual(&psi, &w);
+                assert!((z - zd).norm() <= 1e-12 * zd.norm().max(1.0), "scale {s}: fast vs dual {}", (z - zd).norm());
                 let e = 1e-6;
                 let mut fd = Mat6::zeros();
                 for c in 0..6 {

@@ -9,6 +9,8 @@ pub trait Real: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Se
     fn from_f64(v: f64) -> Self;
     /// The plain value (used for branch decisions only).
     fn value(self) -> f64;
+    /// Largest absolute part (value or derivatives): for series cut-offs.
+    fn magnitude(self) -> f64;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
     fn sqrt(self) -> Self;
@@ -20,6 +22,9 @@ impl Real for f64 {
     }
     fn value(self) -> f64 {
         self
+    }
+    fn magnitude(self) -> f64 {
+        self.abs()
     }
     fn sin(self) -> Self {
         f64::sin(self)
@@ -86,6 +91,9 @@ impl Real for Dual {
     }
     fn value(self) -> f64 {
         self.re
+    }
+    fn magnitude(self) -> f64 {
+        self.re.abs().max(self.du.abs())
     }
     fn sin(self) -> Self {
         Self::new(self.re.sin(), self.du * self.re.cos())

@@ -69,6 +69,17 @@ pub struct Marker {
     pub offset_body_m: Vec3,
 }
 
+/// Kelvin-Voigt damping of the strains (used by the simulator's dynamic
+/// mode): internal force `tau K dq/dt`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Damping {
+    /// `tau` in seconds.
+    TimeConstant(f64),
+    /// Damping ratio of the first bending mode: `tau = 2 zeta / omega_1`
+    /// (omega_1 from the rod's mass and stiffness at rest).
+    Ratio(f64),
+}
+
 /// A validated rod: geometry, materials, discretisation, loads' frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rod {
@@ -85,6 +96,8 @@ pub struct Rod {
     pub cables: Vec<Cable>,
     /// Markers ordered from base to tip (for the strain observer).
     pub markers: Vec<Marker>,
+    /// Material damping (simulator only; `None`: undamped).
+    pub damping: Option<Damping>,
 }
 
 impl Rod {
@@ -103,6 +116,7 @@ impl Rod {
             base: Pose::identity(),
             cables: vec![],
             markers: vec![],
+            damping: None,
         }
     }
 
@@ -146,16 +160,29 @@ impl Rod {
     }
 
     pub fn from_toml_str(text: &str, file: &str) -> Result<Rod, ConfigError> {
-        let raw: RawRod = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-            let msg = e.message().replace('\n', " ");
-            match line {
-                Some(l) => ConfigError::new(file, &format!("line {l}"), msg),
-                None => ConfigError::new(file, "", msg),
-            }
-        })?;
+        let raw: RawRod = parse_toml(text, file)?;
         raw.validate(file)
     }
+}
+
+/// Parses TOML text into `T`; a syntax or type error names the file and
+/// the line.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+        let msg = e.message().replace('\n', " ");
+        match line {
+            Some(l) => ConfigError::new(file, &format!("line {l}"), msg),
+            None => ConfigError::new(file, "", msg),
+        }
+    })
+}
+
+/// Reads a TOML file into `T` (`kind` names it in the error: "scene file").
+pub fn read_toml_file<T: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<T, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(&file, "", format!("cannot read {kind}: {e}")))?;
+    parse_toml(&text, &file)
 }
 
 /// One-line error naming the file and the field.
@@ -209,6 +236,15 @@ struct RawRod {
     cables: Vec<RawCable>,
     #[serde(default, rename = "marker")]
     markers: Vec<RawMarker>,
+    damping: Option<RawDamping>,
+}
+
+/// `[damping]`: either `time_constant_s` or `damping_ratio`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDamping {
+    time_constant_s: Option<f64>,
+    damping_ratio: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -473,6 +509,12 @@ impl RawRod {
             }
             markers.push(Marker { arc_m: m.arc_m.min(length), offset_body_m: Vec3::new(0.0, m.offset_y_m, m.offset_z_m) });
         }
+        let damping = match &self.damping {
+            None => None,
+            Some(RawDamping { time_constant_s: Some(t), damping_ratio: None }) => Some(Damping::TimeConstant(nonneg(file, "damping.time_constant_s", *t)?)),
+            Some(RawDamping { time_constant_s: None, damping_ratio: Some(z) }) => Some(Damping::Ratio(nonneg(file, "damping.damping_ratio", *z)?)),
+            Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio")),
+        };
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
@@ -489,6 +531,7 @@ impl RawRod {
             base,
             cables,
             markers,
+            damping,
         })
     }
 }

@@ -11,7 +11,7 @@ pub mod shape;
 pub mod statics;
 pub mod terms;
 
-pub use config::{Cable, ConfigError, Marker, Rod, StrainBasis, StrainModes};
+pub use config::{Cable, ConfigError, Damping, Marker, Rod, StrainBasis, StrainModes};
 pub use geometry::{CrossSection, Material, Profile};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

@@ -97,9 +97,11 @@ pub struct InteriorPoint {
     pub s_m: f64,
     /// Frame of the cross-section at the point.
     pub pose: Pose,
+    /// `s xi_k`: the twist from the segment's start joint to the point.
+    pub local: Vec6,
     /// `Ad_{g_k} dexp(s xi_k)`: spatial twist of the point's frame per unit
-    /// change of `s xi_k`.
-    pub map: Mat6,
+    /// change of `s xi_k` (computed only for tangents).
+    pub map: Option<Mat6>,
 }
 
 /// Offsets in `q` and weights of the (at most two) nodal blocks that give
@@ -336,13 +338,13 @@ impl Model {
         let mut maps = Vec::with_capacity(self.segments.len());
         let mut js = Matrix6xX::zeros(n);
         let root_map = self.base_dof().map(|o| {
-            let a = self.rod.base.adjoint() * lie::dexp(&self.base_twist(q));
+            let a = lie::adjoint_times_lower(&self.rod.base, &lie::dexp(&self.base_twist(q)));
             js.columns_mut(o, 6).copy_from(&a);
             a
         });
         jac.push(js.clone());
         for (k, seg) in self.segments.iter().enumerate() {
-            let a = frames.joints[k].adjoint() * lie::dexp(&frames.psi[k]);
+            let a = lie::adjoint_times_lower(&frames.joints[k], &lie::dexp(&frames.psi[k]));
             let [dl, dr] = seg.dof;
             for (j, &c) in self.free.iter().enumerate() {
                 let col = a.column(c) * seg.h_m;
@@ -357,12 +359,14 @@ impl Model {
         Kinematics { frames, spatial_jacobian: jac, segment_map: maps, root_map }
     }
 
-    /// The material point at `s_m` inside segment `k` (0 <= s_m <= h_k).
-    pub fn interior_point(&self, frames: &Frames, k: usize, s_m: f64) -> InteriorPoint {
+    /// The material point at `s_m` inside segment `k` (0 <= s_m <= h_k),
+    /// with its tangent map when `with_map` (Jacobians, tangents).
+    pub fn interior_point(&self, frames: &Frames, k: usize, s_m: f64, with_map: bool) -> InteriorPoint {
         let xi = frames.psi[k] / self.segments[k].h_m;
         let g = frames.joints[k];
         let local = xi * s_m;
-        InteriorPoint { segment: k, s_m, pose: g.compose(&lie::exp(&local)), map: g.adjoint() * lie::dexp(&local) }
+        let map = with_map.then(|| lie::adjoint_times_lower(&g, &lie::dexp(&local)));
+        InteriorPoint { segment: k, s_m, pose: g.compose(&lie::exp(&local)), local, map }
     }
 
     /// Spatial Jacobian (6 x n) of an interior point's frame.
@@ -370,8 +374,9 @@ impl Model {
         let mut js = kin.spatial_jacobian[p.segment].clone();
         let seg = &self.segments[p.segment];
         let [dl, dr] = seg.dof;
+        let map = p.map.unwrap_or_else(|| lie::adjoint_times_lower(&kin.frames.joints[p.segment], &lie::dexp(&p.local)));
         for (j, &c) in self.free.iter().enumerate() {
-            let col = p.map.column(c) * p.s_m;
+            let col = map.column(c) * p.s_m;
             js.column_mut(dl + j).axpy(seg.w_left, &col, 1.0);
             js.column_mut(dr + j).axpy(seg.w_right, &col, 1.0);
         }

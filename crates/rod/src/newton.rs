@@ -169,13 +169,16 @@ impl<C: LineSearchCondition> Newton<C> {
     /// Solves `sys` from `x0`.
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut x = x0.clone();
+        // A warm start may already be converged: then no tangent is needed.
+        let first = sys.residual(&x).ok_or(Failure::Undefined)?;
+        if sys.converged(&first, self.tolerance) {
+            let merit = sys.merit(&first);
+            return Ok(Solved { x, iterations: 0, merit, residual: first });
+        }
         let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
         let mut merit = sys.merit(&lin.residual);
         let mut it = 0;
         loop {
-            if sys.converged(&lin.residual, self.tolerance) {
-                return Ok(Solved { x, iterations: it, merit, residual: lin.residual });
-            }
             if it >= self.max_iterations || !merit.is_finite() {
                 return Err(Failure::MaxIterations { iterations: it, merit });
             }
@@ -203,7 +206,8 @@ impl<C: LineSearchCondition> Newton<C> {
                 }
                 return Err(Failure::LineSearch { iterations: it, merit });
             };
-            if m > 0.5 * merit && sys.slow_but_acceptable(&trial, self.tolerance) {
+            // Converged at the trial point: no new tangent needed.
+            if sys.converged(&trial, self.tolerance) || (m > 0.5 * merit && sys.slow_but_acceptable(&trial, self.tolerance)) {
                 return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
             }
             x = xn;

@@ -18,7 +18,7 @@
 
 use crate::model::{Frames, InteriorPoint, Kinematics, Model};
 use lie::{skew, stack, Mat3, Mat6, Vec3, Vec6};
-use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x6, Matrix6xX};
+use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x6};
 use std::ops::AddAssign;
 
 /// What a term sees: the model, the coordinates and the kinematics there.
@@ -162,8 +162,10 @@ impl<'a> Sink<'a> {
                 // the segment's own part is added here.
                 self.joint_wrench[k] += w;
                 let seg = &self.model.segments[k];
-                // dexp(s xi)^T Ad_{g_k}^T W = map^T W.
-                let v = p.map.transpose() * w;
+                // map^T W = dexp(s xi)^T Ad_{g_k}^T W.
+                let g_k = &self.frames.joints[k];
+                let w_local = g_k.coadjoint_apply(&w);
+                let v = lie::dexp_transpose_apply(&p.local, &w_local);
                 let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
                 for (a, wa) in wts.iter().enumerate() {
                     for (j, &c) in self.model.free.iter().enumerate() {
@@ -171,20 +173,19 @@ impl<'a> Sink<'a> {
                     }
                 }
                 if self.tangent.is_some() {
-                    let g_k = &self.frames.joints[k];
-                    let w_local = g_k.coadjoint_apply(&w);
-                    let local = self.frames.psi[k] * (p.s_m / seg.h_m);
+                    let map = p.map.unwrap_or_else(|| lie::adjoint_times_lower(g_k, &lie::dexp(&p.local)));
                     if self.interior.is_empty() {
                         self.interior = vec![None; self.model.segments.len()];
                     }
                     let blocks = self.interior[k].get_or_insert_with(InteriorBlocks::zero);
-                    blocks.geometric += p.map.transpose() * lie::coad_bar(&w) * p.s_m;
-                    blocks.dexp += lie::dexp_transpose_jacobian(&local, &w_local) * (p.s_m * p.s_m);
+                    blocks.geometric += map.transpose() * lie::coad_bar(&w) * p.s_m;
+                    blocks.dexp += lie::dexp_transpose_jacobian(&p.local, &w_local) * (p.s_m * p.s_m);
                     if let Some(t) = t {
-                        let b = p.map * p.s_m;
-                        blocks.t_b += t * b;
-                        blocks.bt_t += b.transpose() * t;
-                        blocks.bt_t_b += b.transpose() * t * b;
+                        let b = map * p.s_m;
+                        let tb = t * b;
+                        blocks.bt_t_b += b.transpose() * tb;
+                        blocks.t_b += tb;
+                        blocks.bt_t += (t.transpose() * b).transpose();
                         self.add_joint_t(k, &t);
                     }
                 }
@@ -318,8 +319,18 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
 /// `dexp` for every segment under the wrench beyond it, `J^T T J` per
 /// joint, and the interior points' own-segment parts.
 fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
-    let n = model.n_dof();
     let frames = &kin.frames;
+    let m = model.free.len();
+    // Columns where joint j's Jacobian can be non-zero: the strain
+    // coordinates of the segments before it, and the base. Products are
+    // formed on these columns only (about half of them on average).
+    let mut reach = vec![0usize; model.n_joints()];
+    for (k, seg) in model.segments.iter().enumerate() {
+        reach[k + 1] = reach[k].max(seg.dof[0] + m).max(seg.dof[1] + m);
+    }
+    let base = model.base_dof().map_or(0..0, |o| o..o + 6);
+    let column_lists: Vec<Vec<usize>> = reach.iter().map(|&r| (0..r).chain(base.clone()).collect()).collect();
+    let columns = |j: usize| column_lists[j].iter().copied();
     let mut w_beyond = Vec6::zeros();
     for k in (0..model.segments.len()).rev() {
         w_beyond += sink.total_wrench[k + 1];
@@ -331,16 +342,22 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
         let psi = &frames.psi[k];
         let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
+        let js = &kin.spatial_jacobian[k];
         // Frame change of Ad_{g_k}: A_k^T ad_{eta_k}^T W = A_k^T B(W) J_k.
-        let y = kin.segment_map[k].transpose() * lie::coad_bar(&w_beyond) * &kin.spatial_jacobian[k];
+        let ab = kin.segment_map[k].transpose() * lie::coad_bar(&w_beyond);
+        for col in columns(k) {
+            let y = ab * js.column(col);
+            for (j, &c) in model.free.iter().enumerate() {
+                for (a, wa) in wts.iter().enumerate() {
+                    h[(dof[a] + j, col)] -= wa * y[c];
+                }
+            }
+        }
         // Derivative of dexp at psi_k.
         let z = lie::dexp_transpose_jacobian(psi, &w_body);
         for (a, wa) in wts.iter().enumerate() {
             for (j, &c) in model.free.iter().enumerate() {
                 let row = dof[a] + j;
-                for col in 0..n {
-                    h[(row, col)] -= wa * y[(c, col)];
-                }
                 for (b, wb) in wts.iter().enumerate() {
                     for (jj, &cc) in model.free.iter().enumerate() {
                         h[(row, dof[b] + jj)] -= wa * wb * z[(c, cc)];
@@ -360,16 +377,34 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
             }
         }
     }
-    // J^T T J per joint.
+    // J^T T J per joint, on the joint's columns (small: plain loops).
     for (j, t) in sink.joint_t.iter().enumerate() {
         let Some((t, force_rows)) = t else { continue };
         let js = &kin.spatial_jacobian[j];
-        if *force_rows {
-            let tj = t * js;
-            h.gemm_tr(1.0, js, &tj, 1.0);
-        } else {
-            let tj = t.fixed_rows::<3>(0) * js;
-            h.gemm_tr(1.0, &js.fixed_rows::<3>(0), &tj, 1.0);
+        let k = if *force_rows { 6 } else { 3 };
+        // T J on the joint's columns.
+        let idx = columns(j);
+        let mut tj = nalgebra::Matrix6xX::<f64>::zeros(column_lists[j].len());
+        for (a, ia) in idx.clone().enumerate() {
+            let col = js.column(ia);
+            for r in 0..k {
+                let mut acc = 0.0;
+                for c in 0..6 {
+                    acc += t[(r, c)] * col[c];
+                }
+                tj[(r, a)] = acc;
+            }
+        }
+        for (b, ib) in idx.clone().enumerate() {
+            let tcol = tj.column(b);
+            for ia in idx.clone() {
+                let jcol = js.column(ia);
+                let mut acc = 0.0;
+                for r in 0..k {
+                    acc += jcol[r] * tcol[r];
+                }
+                h[(ia, ib)] += acc;
+            }
         }
     }
     // Interior points: the segment's own columns.
@@ -379,20 +414,27 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
         let js = &kin.spatial_jacobian[k];
         let wts = [seg.w_left, seg.w_right];
         // Rows of the segment: frame change (sum s map^T B(W)) J_k and the
-        // cross term sum B^T T J_k.
-        let rows_geo: Matrix6xX<f64> = (b.geometric - b.bt_t) * js;
-        // Columns of the segment: J_k^T sum T B.
-        let cols: Matrix6xX<f64> = (js.transpose() * b.t_b).transpose();
+        // cross term sum B^T T J_k; its columns: J_k^T sum T B.
+        let row_map = b.geometric - b.bt_t;
+        let col_map = b.t_b.transpose();
+        for col in columns(k) {
+            let jcol = js.column(col);
+            let rows_geo = row_map * jcol;
+            let cols = col_map * jcol;
+            for (j, &c) in model.free.iter().enumerate() {
+                for (a, wa) in wts.iter().enumerate() {
+                    let own = seg.dof[a] + j;
+                    h[(own, col)] -= wa * rows_geo[c];
+                    h[(col, own)] += wa * cols[c];
+                }
+            }
+        }
         for (a, wa) in wts.iter().enumerate() {
             for (j, &c) in model.free.iter().enumerate() {
-                let idx = seg.dof[a] + j;
-                for col in 0..n {
-                    h[(idx, col)] -= wa * rows_geo[(c, col)];
-                    h[(col, idx)] += wa * cols[(c, col)];
-                }
+                let own = seg.dof[a] + j;
                 for (bb, wb) in wts.iter().enumerate() {
                     for (jj, &cc) in model.free.iter().enumerate() {
-                        h[(idx, seg.dof[bb] + jj)] += wa * wb * (b.bt_t_b[(c, cc)] - b.dexp[(c, cc)]);
+                        h[(own, seg.dof[bb] + jj)] += wa * wb * (b.bt_t_b[(c, cc)] - b.dexp[(c, cc)]);
                     }
                 }
             }
@@ -446,18 +488,38 @@ impl Term for Gravity {
     }
 
     fn energy(&self, s: &State) -> Option<f64> {
-        let g = s.model.rod.gravity_m_s2 * self.scale;
-        Some(-s.model.joint_mass_kg.iter().zip(&s.frames.joints).map(|(m, f)| m * g.dot(&f.pos)).sum::<f64>())
+        BodyForce { acceleration_m_s2: s.model.rod.gravity_m_s2 * self.scale }.energy(s)
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
-        let g = s.model.rod.gravity_m_s2 * self.scale;
-        if g.norm_squared() == 0.0 {
+        BodyForce { acceleration_m_s2: s.model.rod.gravity_m_s2 * self.scale }.contribute(s, sink)
+    }
+}
+
+/// A uniform field of acceleration `a` acting on the rod's mass like
+/// gravity (lumped at the joints): force `m_j a` at every joint. Pushes a rod
+/// with a total force `m a` without deforming it.
+pub struct BodyForce {
+    pub acceleration_m_s2: Vec3,
+}
+
+impl Term for BodyForce {
+    fn name(&self) -> &str {
+        "body force"
+    }
+
+    fn energy(&self, s: &State) -> Option<f64> {
+        Some(-s.model.joint_mass_kg.iter().zip(&s.frames.joints).map(|(m, f)| m * self.acceleration_m_s2.dot(&f.pos)).sum::<f64>())
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let a = self.acceleration_m_s2;
+        if a.norm_squared() == 0.0 {
             return;
         }
         for (j, m) in s.model.joint_mass_kg.iter().enumerate() {
             if *m != 0.0 {
-                sink.point_force(Attach::Joint(j), &s.frames.joints[j].pos, &(g * *m), &Vec3::zeros(), None);
+                sink.point_force(Attach::Joint(j), &s.frames.joints[j].pos, &(a * *m), &Vec3::zeros(), None);
             }
         }
     }

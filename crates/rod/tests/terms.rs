@@ -96,7 +96,7 @@ struct InteriorSprings {
 
 impl InteriorSprings {
     fn point(&self, s: &State, k: usize, s_m: f64) -> InteriorPoint {
-        s.model.interior_point(s.frames, k, s_m)
+        s.model.interior_point(s.frames, k, s_m, false)
     }
 }
 
@@ -136,7 +136,7 @@ impl Term for InteriorTorque {
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         for (k, sm, m_body) in &self.points {
-            let ip = s.model.interior_point(s.frames, *k, *sm);
+            let ip = s.model.interior_point(s.frames, *k, *sm, sink.wants_tangent());
             let m = ip.pose.rot * m_body;
             // W = [R m_b; 0]; dW = [dtheta x R m_b; 0] -> T = [(R m_b)~, 0; 0, 0].
             let mut t = Mat6::zeros();
@@ -171,7 +171,7 @@ fn interior_jacobian_matches_finite_differences() {
         let kin = model.kinematics(&q);
         let k = model.segments.len() / 2;
         let s_m = 0.37 * model.segments[k].h_m;
-        let ip = model.interior_point(&kin.frames, k, s_m);
+        let ip = model.interior_point(&kin.frames, k, s_m, true);
         let js = model.interior_jacobian(&kin, &ip);
         let e = 1e-6;
         for i in 0..model.n_dof() {
@@ -179,8 +179,8 @@ fn interior_jacobian_matches_finite_differences() {
             qp[i] += e;
             let mut qm = q.clone();
             qm[i] -= e;
-            let gp = model.interior_point(&model.frames(&qp), k, s_m).pose;
-            let gm = model.interior_point(&model.frames(&qm), k, s_m).pose;
+            let gp = model.interior_point(&model.frames(&qp), k, s_m, false).pose;
+            let gm = model.interior_point(&model.frames(&qm), k, s_m, false).pose;
             // Spatial twist: log(g+ g^-1) - log(g- g^-1).
             let fd = (lie::log(&gp.compose(&ip.pose.inverse())) - lie::log(&gm.compose(&ip.pose.inverse()))) / (2.0 * e);
             let col = js.column(i);

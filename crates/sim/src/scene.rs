@@ -1,0 +1,406 @@
+//! The scene file (`configs/scene/*.toml`): what the simulator needs
+//! besides the rod: time stepping, gravity, the table, how the base moves,
+//! the contact law, solver tolerances and applied loads. Parsed once into
+//! typed values; every error names the file and the field.
+
+use crate::contact::{Law, Plane};
+use lie::{Pose, Vec3};
+use rod::config::{parse_toml, read_toml_file};
+use rod::ConfigError;
+use serde::Deserialize;
+use std::path::Path;
+
+/// Time integration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Inertia, damping, implicit (backward) Euler.
+    Dynamic,
+    /// No inertia: a sequence of equilibria with incremental friction
+    /// (valid when the base moves slowly against the first bending mode).
+    QuasiStatic,
+}
+
+/// How the base moves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BaseSpec {
+    /// Held by the robot: the flange (TCP) pose over time, in the robot's
+    /// base frame, `[t_s, x_m, y_m, z_m, rx, ry, rz]` (rotation vector);
+    /// the rod's base is `world_from_robot * flange * mount` (mount: the rod
+    /// file's `[base]`). Empty: given by `--trajectory` or `--session`.
+    Prescribed { waypoints: Vec<[f64; 7]> },
+    /// Free (floating) base, starting at `pose` (the rod's base in the world).
+    Free { pose: Pose },
+}
+
+/// The state at t = 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Initial {
+    /// Straight (rest strain), at rest.
+    Rest,
+    /// Static equilibrium under gravity and contact at t = 0 (friction
+    /// measured from the rest shape), at rest.
+    Static,
+}
+
+/// Where contact is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContactPoints {
+    /// Every sub-segment joint (and the tip).
+    Subsegments,
+    /// Section boundaries (and the tip): fewer points than strain dofs.
+    Nodes,
+}
+
+/// A load applied by the experimenter, active on `[start_s, end_s)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoadSpec {
+    /// Total force spread over the rod in proportion to its mass.
+    BodyForce { total_force_n: Vec3, start_s: f64, end_s: f64 },
+    /// A dead force at arc length `arc_m` (centre line).
+    PointForce { arc_m: f64, force_n: Vec3, start_s: f64, end_s: f64 },
+    /// A spring in the table plane from an anchor moving at constant
+    /// velocity (starting at the point's initial position) to the point at
+    /// `arc_m`.
+    Tow { arc_m: f64, velocity_m_s: Vec3, stiffness_n_m: f64 },
+}
+
+/// A validated scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scene {
+    pub step_s: f64,
+    pub duration_s: f64,
+    pub mode: Mode,
+    pub gravity_m_s2: Vec3,
+    pub table: Option<Plane>,
+    pub base: BaseSpec,
+    /// The robot's base frame in the world (`T_world_robot`).
+    pub world_from_robot: Pose,
+    pub initial: Initial,
+    pub contact_points: ContactPoints,
+    pub law: Law,
+    /// Alart-Curnier scale `r_n = r_t` [N/m]; `None`: automatic.
+    pub contact_scale_n_m: Option<f64>,
+    /// Contact compliance [m/N]; `None`: 1e-7 / scale (see the simulator).
+    pub contact_compliance: Option<f64>,
+    pub tolerance: f64,
+    pub max_iterations: usize,
+    pub loads: Vec<LoadSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScene {
+    time: RawTime,
+    #[serde(default = "default_gravity")]
+    gravity_m_s2: [f64; 3],
+    table: Option<RawTable>,
+    base: RawBase,
+    robot: Option<RawPose>,
+    #[serde(default)]
+    initial: Option<String>,
+    #[serde(default)]
+    contact: RawContact,
+    #[serde(default)]
+    solver: RawSolver,
+    #[serde(default, rename = "load")]
+    loads: Vec<RawLoad>,
+}
+
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTime {
+    step_s: f64,
+    duration_s: f64,
+    mode: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    #[serde(default)]
+    point_m: [f64; 3],
+    normal: Option<[f64; 3]>,
+    mu: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBase {
+    kind: String,
+    #[serde(default)]
+    waypoints: Vec<Vec<f64>>,
+    position_m: Option<[f64; 3]>,
+    rpy_deg: Option<[f64; 3]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPose {
+    #[serde(default)]
+    position_m: [f64; 3],
+    #[serde(default)]
+    rpy_deg: [f64; 3],
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawContact {
+    points: Option<String>,
+    law: Option<String>,
+    width_n: Option<f64>,
+    scale_n_m: Option<f64>,
+    compliance_m_n: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSolver {
+    tolerance: Option<f64>,
+    max_iterations: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    kind: String,
+    total_force_n: Option<[f64; 3]>,
+    force_n: Option<[f64; 3]>,
+    arc_m: Option<f64>,
+    velocity_m_s: Option<[f64; 3]>,
+    stiffness_n_m: Option<f64>,
+    #[serde(default)]
+    start_s: f64,
+    end_s: Option<f64>,
+}
+
+fn finite3(file: &str, field: &str, v: [f64; 3]) -> Result<Vec3, ConfigError> {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(Vec3::from(v))
+    } else {
+        Err(ConfigError::new(file, field, "must be finite"))
+    }
+}
+
+fn positive(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ConfigError::new(file, field, format!("must be a positive number, got {v}")))
+    }
+}
+
+fn pose(file: &str, field: &str, position: [f64; 3], rpy_deg: [f64; 3]) -> Result<Pose, ConfigError> {
+    let p = finite3(file, &format!("{field}.position_m"), position)?;
+    let r = finite3(file, &format!("{field}.rpy_deg"), rpy_deg)?;
+    Ok(Pose::from_rpy(r.x.to_radians(), r.y.to_radians(), r.z.to_radians(), p))
+}
+
+impl Scene {
+    pub fn from_file(path: &Path) -> Result<Scene, ConfigError> {
+        let raw: RawScene = read_toml_file(path, "scene file")?;
+        raw.validate(&path.display().to_string())
+    }
+
+    pub fn from_toml_str(text: &str, file: &str) -> Result<Scene, ConfigError> {
+        let raw: RawScene = parse_toml(text, file)?;
+        raw.validate(file)
+    }
+
+    /// Number of steps to cover the duration.
+    pub fn steps(&self) -> usize {
+        (self.duration_s / self.step_s - 1e-9).ceil().max(0.0) as usize
+    }
+}
+
+impl RawScene {
+    fn validate(self, file: &str) -> Result<Scene, ConfigError> {
+        let step_s = positive(file, "time.step_s", self.time.step_s)?;
+        let duration_s = positive(file, "time.duration_s", self.time.duration_s)?;
+        let mode = match self.time.mode.as_str() {
+            "dynamic" => Mode::Dynamic,
+            "quasi-static" => Mode::QuasiStatic,
+            other => return Err(ConfigError::new(file, "time.mode", format!("unknown mode '{other}' (dynamic or quasi-static)"))),
+        };
+        let gravity_m_s2 = finite3(file, "gravity_m_s2", self.gravity_m_s2)?;
+        let table = match self.table {
+            None => None,
+            Some(t) => {
+                let normal =
+                    t.normal.ok_or_else(|| ConfigError::new(file, "table.normal", "missing: the table's unit normal, pointing up out of the table"))?;
+                let n = finite3(file, "table.normal", normal)?;
+                if n.norm() < 1e-9 {
+                    return Err(ConfigError::new(file, "table.normal", "must not be zero"));
+                }
+                if !(t.mu.is_finite() && t.mu >= 0.0) {
+                    return Err(ConfigError::new(file, "table.mu", format!("must be a number >= 0, got {}", t.mu)));
+                }
+                Some(Plane { point_m: finite3(file, "table.point_m", t.point_m)?, normal: n.normalize(), mu: t.mu })
+            }
+        };
+        let base = match self.base.kind.as_str() {
+            "prescribed" => {
+                let mut waypoints = vec![];
+                for (i, w) in self.base.waypoints.iter().enumerate() {
+                    let field = format!("base.waypoints[{i}]");
+                    if w.len() != 7 {
+                        return Err(ConfigError::new(file, &field, format!("needs 7 numbers [t_s, x_m, y_m, z_m, rx, ry, rz], has {}", w.len())));
+                    }
+                    if w.iter().any(|v| !v.is_finite()) {
+                        return Err(ConfigError::new(file, &field, "must be finite"));
+                    }
+                    if i > 0 && w[0] <= waypoints.last().map(|p: &[f64; 7]| p[0]).unwrap_or(f64::NEG_INFINITY) {
+                        return Err(ConfigError::new(file, &field, "times must increase strictly (not monotonic in time)"));
+                    }
+                    waypoints.push(std::array::from_fn(|k| w[k]));
+                }
+                if let Some(first) = waypoints.first() {
+                    if first[0] > 0.0 {
+                        return Err(ConfigError::new(file, "base.waypoints[0]", format!("must start at t_s <= 0, starts at {}", first[0])));
+                    }
+                }
+                if self.base.position_m.is_some() || self.base.rpy_deg.is_some() {
+                    return Err(ConfigError::new(file, "base", "a prescribed base moves along its waypoints: position_m and rpy_deg are for kind = \"free\""));
+                }
+                BaseSpec::Prescribed { waypoints }
+            }
+            "free" => {
+                if !self.base.waypoints.is_empty() {
+                    return Err(ConfigError::new(file, "base.waypoints", "a free base has no waypoints (kind = \"prescribed\" has)"));
+                }
+                BaseSpec::Free { pose: pose(file, "base", self.base.position_m.unwrap_or_default(), self.base.rpy_deg.unwrap_or_default())? }
+            }
+            other => return Err(ConfigError::new(file, "base.kind", format!("unknown base kind '{other}' (prescribed or free)"))),
+        };
+        let world_from_robot = match &self.robot {
+            Some(r) => pose(file, "robot", r.position_m, r.rpy_deg)?,
+            None => Pose::identity(),
+        };
+        let initial = match self.initial.as_deref() {
+            None | Some("rest") => Initial::Rest,
+            Some("static") => Initial::Static,
+            Some(other) => return Err(ConfigError::new(file, "initial", format!("unknown initial state '{other}' (rest or static)"))),
+        };
+        let contact_points = match self.contact.points.as_deref() {
+            None | Some("subsegments") => ContactPoints::Subsegments,
+            Some("nodes") => ContactPoints::Nodes,
+            Some(other) => return Err(ConfigError::new(file, "contact.points", format!("unknown '{other}' (subsegments or nodes)"))),
+        };
+        let width = |law: &str| -> Result<f64, ConfigError> {
+            let w = self.contact.width_n.ok_or_else(|| ConfigError::new(file, "contact.width_n", format!("the {law} law needs a smoothing width in N")))?;
+            positive(file, "contact.width_n", w)
+        };
+        let law = match self.contact.law.as_deref() {
+            None | Some("exact") => Law::Exact,
+            Some("sigmoid") => Law::Sigmoid { width_n: width("sigmoid")? },
+            Some("trigonometric") => Law::Trigonometric { width_n: width("trigonometric")? },
+            Some(other) => return Err(ConfigError::new(file, "contact.law", format!("unknown law '{other}' (exact, sigmoid or trigonometric)"))),
+        };
+        let contact_scale_n_m = self.contact.scale_n_m.map(|v| positive(file, "contact.scale_n_m", v)).transpose()?;
+        let contact_compliance = match self.contact.compliance_m_n {
+            Some(c) if !(c.is_finite() && c >= 0.0) => return Err(ConfigError::new(file, "contact.compliance_m_n", format!("must be >= 0, got {c}"))),
+            other => other,
+        };
+        let tolerance = positive(file, "solver.tolerance", self.solver.tolerance.unwrap_or(1e-10))?;
+        let max_iterations = self.solver.max_iterations.unwrap_or(40);
+        if max_iterations == 0 {
+            return Err(ConfigError::new(file, "solver.max_iterations", "must be at least 1"));
+        }
+        let mut loads = vec![];
+        for (i, l) in self.loads.iter().enumerate() {
+            let field = |f: &str| format!("load[{i}].{f}");
+            let need3 = |v: Option<[f64; 3]>, f: &str| -> Result<Vec3, ConfigError> {
+                finite3(file, &field(f), v.ok_or_else(|| ConfigError::new(file, &field(f), format!("missing for kind = \"{}\"", l.kind)))?)
+            };
+            let end_s = l.end_s.unwrap_or(f64::INFINITY);
+            if !(l.start_s.is_finite() && end_s > l.start_s) {
+                return Err(ConfigError::new(file, &field("end_s"), "must be later than start_s"));
+            }
+            loads.push(match l.kind.as_str() {
+                "body_force" => LoadSpec::BodyForce { total_force_n: need3(l.total_force_n, "total_force_n")?, start_s: l.start_s, end_s },
+                "point_force" => LoadSpec::PointForce {
+                    arc_m: l.arc_m.ok_or_else(|| ConfigError::new(file, &field("arc_m"), "missing for kind = \"point_force\""))?,
+                    force_n: need3(l.force_n, "force_n")?,
+                    start_s: l.start_s,
+                    end_s,
+                },
+                "tow" => LoadSpec::Tow {
+                    arc_m: l.arc_m.unwrap_or(0.0),
+                    velocity_m_s: need3(l.velocity_m_s, "velocity_m_s")?,
+                    stiffness_n_m: positive(file, &field("stiffness_n_m"), l.stiffness_n_m.unwrap_or(f64::NAN))?,
+                },
+                other => return Err(ConfigError::new(file, &field("kind"), format!("unknown load '{other}' (body_force, point_force or tow)"))),
+            });
+        }
+        Ok(Scene {
+            step_s,
+            duration_s,
+            mode,
+            gravity_m_s2,
+            table,
+            base,
+            world_from_robot,
+            initial,
+            contact_points,
+            law,
+            contact_scale_n_m,
+            contact_compliance,
+            tolerance,
+            max_iterations,
+            loads,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[time]
+step_s = 0.005
+duration_s = 1.0
+mode = "dynamic"
+[table]
+normal = [0.0, 0.0, 1.0]
+mu = 0.4
+[base]
+kind = "free"
+position_m = [0.0, 0.0, 0.025]
+[[load]]
+kind = "body_force"
+total_force_n = [2.0, 0.0, 0.0]
+"#;
+
+    #[test]
+    fn parses_a_scene() {
+        let s = Scene::from_toml_str(GOOD, "good.toml").unwrap();
+        assert_eq!(s.mode, Mode::Dynamic);
+        assert_eq!(s.steps(), 200);
+        assert_eq!(s.table.unwrap().mu, 0.4);
+        assert!(matches!(s.base, BaseSpec::Free { .. }));
+    }
+
+    fn err(text: &str) -> String {
+        Scene::from_toml_str(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bad_scenes_name_file_and_field() {
+        let e = err(&GOOD.replace("normal = [0.0, 0.0, 1.0]\n", ""));
+        assert!(e.starts_with("bad.toml: table.normal"), "{e}");
+        let e = err(&GOOD.replace("mu = 0.4", "mu = -0.1"));
+        assert!(e.starts_with("bad.toml: table.mu"), "{e}");
+        let e = err(&GOOD.replace("step_s = 0.005", "step_s = 0.0"));
+        assert!(e.starts_with("bad.toml: time.step_s"), "{e}");
+        let e =
+            err(&GOOD.replace("kind = \"free\"\nposition_m = [0.0, 0.0, 0.025]", "kind = \"prescribed\"\nwaypoints = [[0, 0,0,0, 0,0,0], [0, 0,0,0, 0,0,0]]"));
+        assert!(e.starts_with("bad.toml: base.waypoints[1]") && e.contains("monotonic"), "{e}");
+        let e = err(&GOOD.replace("\"dynamic\"", "\"fast\""));
+        assert!(e.contains("time.mode"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}

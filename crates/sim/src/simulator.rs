@@ -1,0 +1,996 @@
+//! Time stepping: each step solves the rod (strains, and the base twist for
+//! a free base) together with the contact multipliers by one semismooth
+//! Newton ([`rod::newton`]) on
+//!
+//! ```text
+//!   r(q) - sum_i J_c,i^T U^T Lambda_i = 0        (rod: elastic, gravity, inertia, damping, loads)
+//!   C_i(Lambda_i, u_i(q)) = 0                     (contact law, every candidate point)
+//! ```
+//!
+//! Candidates whose augmented normal force is negative decouple
+//! (`Lambda_i = 0`) and leave the linear system; the others enter it with a
+//! tiny compliance on their rows' diagonal (1e-9, in the Newton matrix only:
+//! the solution is exact) so that redundant contacts, such as a rod lying
+//! along a table with more contact rows than strain coordinates, still give
+//! a regular system. A step that does not converge is retried from the last
+//! state without extrapolation, then split in two halves, recursively.
+
+use crate::contact::{self, ContactState, LawParams, Plane};
+use crate::inertia::Inertia;
+use crate::loads::{Damping, TowSpring};
+use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, Scene};
+use lie::{Mat6, Pose, Vec3, Vec6};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use rod::model::point_jacobian;
+use rod::newton::{self, Linearisation, Newton, Residual, System};
+use rod::terms::{self, Attach, BodyForce, Elastic, Gravity, PointLoad, PointLoads, Sink, State, Term};
+use rod::{Model, Rod};
+use std::time::Instant;
+
+/// Why a simulation cannot start or stopped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The inputs do not describe a simulation (exit status 2).
+    #[error("{0}")]
+    Input(String),
+    /// The solver failed (exit status 1).
+    #[error("step {step} at t = {t_s:.4} s did not converge: {why}")]
+    NoConvergence { step: usize, t_s: f64, why: String },
+}
+
+/// How the base moves during the run.
+#[derive(Clone, Debug)]
+pub enum BaseMotion {
+    /// The flange (TCP) in the world over the simulation's time, and the
+    /// mount (rod base in the flange frame): rod base = flange * mount.
+    Prescribed { flange: lie::trajectory::PoseTrajectory, mount: Pose },
+    /// Floating base starting at this pose.
+    Free { start: Pose },
+}
+
+impl BaseMotion {
+    /// The base motion a scene describes by itself (waypoints or a free
+    /// base); `None` for a prescribed base without waypoints.
+    pub fn from_scene(scene: &Scene, rod: &Rod) -> Result<Option<BaseMotion>, SimError> {
+        match &scene.base {
+            BaseSpec::Free { pose } => Ok(Some(BaseMotion::Free { start: *pose })),
+            BaseSpec::Prescribed { waypoints } if waypoints.is_empty() => Ok(None),
+            BaseSpec::Prescribed { waypoints } => {
+                let samples =
+                    waypoints.iter().map(|w| (w[0], scene.world_from_robot.compose(&lie::trajectory::pose_from_ur(&[w[1], w[2], w[3], w[4], w[5], w[6]]))));
+                let flange = lie::trajectory::PoseTrajectory::new(samples).map_err(|e| SimError::Input(format!("base waypoints: {e}")))?;
+                Ok(Some(BaseMotion::Prescribed { flange, mount: rod.base }))
+            }
+        }
+    }
+
+    /// From flange poses in the robot's base frame (`[x, y, z, rx, ry, rz]`)
+    /// at simulation times, e.g. a trajectory file or a session's robot log.
+    pub fn from_robot_samples(samples: &[(f64, [f64; 6])], world_from_robot: &Pose, mount: &Pose) -> Result<BaseMotion, SimError> {
+        let flange = lie::trajectory::PoseTrajectory::new(samples.iter().map(|(t, p)| (*t, world_from_robot.compose(&lie::trajectory::pose_from_ur(p)))))
+            .map_err(|e| SimError::Input(format!("trajectory: {e}")))?;
+        Ok(BaseMotion::Prescribed { flange, mount: *mount })
+    }
+}
+
+/// One contact candidate after a step.
+#[derive(Clone, Debug)]
+pub struct ContactRecord {
+    pub joint: usize,
+    pub arc_m: f64,
+    /// Lowest surface point of the section (world).
+    pub point_m: Vec3,
+    pub gap_m: f64,
+    pub normal_force_n: f64,
+    /// Friction force on the rod (world, in the table plane).
+    pub tangential_force_n: Vec3,
+    pub state: ContactState,
+    /// Velocity of the material point in the table plane over the step.
+    pub slip_velocity_m_s: Vec3,
+}
+
+/// Everything recorded at the end of a step.
+#[derive(Clone, Debug)]
+pub struct StepRecord {
+    pub step: usize,
+    pub t_s: f64,
+    /// Strain coordinates.
+    pub q: Vec<f64>,
+    pub base_pose: Pose,
+    /// `[K; Q]` at every section boundary, base to tip.
+    pub node_strain: Vec<Vec6>,
+    /// Rod file's markers (world).
+    pub markers_m: Vec<Vec3>,
+    pub tip_m: Vec3,
+    pub contacts: Vec<ContactRecord>,
+    pub normal_force_n: f64,
+    pub tangential_force_n: Vec3,
+    /// Distance in the table plane between the tip (end of the centre line,
+    /// where a tip marker sits) now and when the tip first touched [m] (0
+    /// before touching).
+    pub tip_slide_m: f64,
+    /// Path length the tip's contact point has slipped on the table [m]
+    /// (material slip; 0 while it sticks, whatever the rod does).
+    pub tip_slip_m: f64,
+    /// What a force sensor at the flange reads: the wrench the rod exerts on
+    /// the flange, `[moment; force]` in the flange frame about its origin.
+    /// Zero for a free base.
+    pub base_wrench_flange: Vec6,
+    pub kinetic_energy_j: f64,
+    pub elastic_energy_j: f64,
+    pub gravity_energy_j: f64,
+    pub iterations: usize,
+    pub substeps: usize,
+    pub wall_time_s: f64,
+}
+
+/// The contact candidates and their multipliers.
+#[derive(Clone, Debug)]
+struct ContactSet {
+    plane: Plane,
+    /// Rows of U: (n, t1, t2).
+    basis: Matrix3<f64>,
+    joints: Vec<usize>,
+    radii_m: Vec<f64>,
+    lambda: Vec<Vector3<f64>>,
+    /// Joint frames at the previous step (slip reference).
+    prev_frames: Vec<Pose>,
+    /// Body-frame offset of each candidate's contact point: the section's
+    /// lowest surface point at the previous step, a material point during
+    /// the step (so its gap and slip are exact functions of the strains and
+    /// Newton's Jacobian is exact; the lowest point moves on between steps).
+    offsets: Vec<Vec3>,
+    params: LawParams,
+    /// Compliance of the contact [m/N] (see [`CONTACT_COMPLIANCE`]).
+    compliance_m_n: f64,
+    states: Vec<ContactState>,
+    /// Slip velocity of each candidate over the last step (world).
+    slip_m_s: Vec<Vec3>,
+}
+
+/// Dead forces at given points: the contact forces for the current
+/// multipliers.
+struct ContactForces {
+    items: Vec<(usize, Vec3, Vec3)>,
+}
+
+impl Term for ContactForces {
+    fn name(&self) -> &str {
+        "contact"
+    }
+
+    fn energy(&self, _s: &State) -> Option<f64> {
+        None
+    }
+
+    fn contribute(&self, _s: &State, sink: &mut Sink) {
+        for (j, p, f) in &self.items {
+            sink.point_force(Attach::Joint(*j), p, f, &Vec3::zeros(), None);
+        }
+    }
+}
+
+/// Geometry of one candidate at the current iterate.
+struct CandidateGeometry {
+    point: Vec3,
+    /// (gap, slip t1, slip t2) [m].
+    u: Vector3<f64>,
+}
+
+/// The state the simulator carries from step to step.
+#[derive(Clone)]
+struct Carry {
+    q: DVector<f64>,
+    q_prev: DVector<f64>,
+    base_ref: Pose,
+    inertia: Option<Inertia>,
+    contact: Option<ContactSet>,
+    tip_touch: Option<Vec3>,
+    /// Path length slid by the tip's contact point [m].
+    tip_slip_m: f64,
+    t_s: f64,
+    /// Wrench of all loads on the rod (gravity, inertia, contact, applied)
+    /// at the state, world frame about the origin.
+    applied_wrench: Vec6,
+}
+
+/// A simulation of one scene.
+pub struct Simulator {
+    pub scene: Scene,
+    pub model: Model,
+    motion: BaseMotion,
+    carry: Carry,
+    damping_tau_s: f64,
+    marker_joints: Vec<usize>,
+    load_joints: Vec<Option<usize>>,
+    tow_anchor0: Vec<Option<Vec3>>,
+    mass_kg: f64,
+    step_index: usize,
+}
+
+impl Simulator {
+    /// Sets up the rod in the scene at t = 0.
+    pub fn new(rod: &Rod, scene: &Scene, motion: BaseMotion) -> Result<Simulator, SimError> {
+        let mut rod = rod.clone();
+        rod.gravity_m_s2 = scene.gravity_m_s2;
+        let mut points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
+        for l in &scene.loads {
+            match l {
+                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } => {
+                    if !(*arc_m >= 0.0 && *arc_m <= rod.length_m) {
+                        return Err(SimError::Input(format!("load at arc_m = {arc_m} lies outside the rod [0, {}] m", rod.length_m)));
+                    }
+                    points.push(*arc_m)
+                }
+                LoadSpec::BodyForce { .. } => {}
+            }
+        }
+        let free = matches!(motion, BaseMotion::Free { .. });
+        if free != matches!(scene.base, BaseSpec::Free { .. }) {
+            return Err(SimError::Input("the base motion does not match the scene's base kind".into()));
+        }
+        let base0 = match &motion {
+            BaseMotion::Free { start } => *start,
+            BaseMotion::Prescribed { flange, mount } => {
+                let (t0, t1) = flange.span_s();
+                if t0 > 0.0 || t1 < scene.duration_s - 1e-9 {
+                    return Err(SimError::Input(format!(
+                        "the base trajectory covers [{t0}, {t1}] s, the scene needs [0, {}] s (time.duration_s)",
+                        scene.duration_s
+                    )));
+                }
+                flange.at(0.0).map_err(|e| SimError::Input(e.to_string()))?.compose(mount)
+            }
+        };
+        rod.base = base0;
+        let mut model = Model::new(&rod, &points);
+        if free {
+            model = model.with_floating_base();
+        }
+        let n = model.n_dof();
+        let q = DVector::zeros(n);
+        let frames = model.frames(&q);
+        if let Some(table) = &scene.table {
+            // The base must not start inside the table.
+            let r0 = rod.cross_section.outer.radius_m(0.0, rod.length_m);
+            let h = table.height_m(&base0.pos);
+            if h < -1e-9 || (free && h < r0 - 1e-9 * r0) && h < 0.0 {
+                return Err(SimError::Input(format!("the rod's base starts {:.4} m below the table plane", -h)));
+            }
+        }
+        let mass_kg = model.mass_kg();
+        let inertia = (scene.mode == Mode::Dynamic).then(|| Inertia::new(&model, &q, scene.step_s));
+        let damping_tau_s = match rod.damping {
+            None => 0.0,
+            Some(rod::Damping::TimeConstant(t)) => t,
+            Some(rod::Damping::Ratio(z)) => 2.0 * z / first_bending_frequency_rad_s(&model),
+        };
+        let contact = scene.table.map(|plane| {
+            let joints: Vec<usize> = match scene.contact_points {
+                ContactPoints::Subsegments => (0..model.n_joints()).collect(),
+                ContactPoints::Nodes => {
+                    let mut j: Vec<usize> = model.node_x_m.iter().map(|&x| model.joint_at(x)).collect();
+                    j.dedup();
+                    j
+                }
+            };
+            let l = rod.length_m;
+            let radii_m = joints.iter().map(|&j| rod.cross_section.outer.radius_m(model.joint_x_m[j], l)).collect();
+            let (t1, t2) = plane.tangents();
+            let basis = Matrix3::from_rows(&[plane.normal.transpose(), t1.transpose(), t2.transpose()]);
+            let props = rod.cross_section.properties(0.0, l);
+            let bending = 3.0 * props.stiffness_diag[1].min(props.stiffness_diag[2]) / l.powi(3);
+            let per_point = mass_kg / joints.len() as f64;
+            let r = scene.contact_scale_n_m.unwrap_or(match scene.mode {
+                Mode::Dynamic => (per_point / scene.step_s.powi(2)).max(bending),
+                Mode::QuasiStatic => 10.0 * bending,
+            });
+            let nc = joints.len();
+            ContactSet {
+                plane,
+                basis,
+                prev_frames: joints.iter().map(|&j| frames.joints[j]).collect(),
+                offsets: joints.iter().map(|&j| plane.lowest_offset(&frames.joints[j].rot, rod.cross_section.outer.radius_m(model.joint_x_m[j], l))).collect(),
+                joints,
+                radii_m,
+                lambda: vec![Vector3::zeros(); nc],
+                params: LawParams { law: scene.law, mu: plane.mu, r_n: r, r_t: r },
+                compliance_m_n: scene.contact_compliance.unwrap_or(CONTACT_COMPLIANCE / r),
+                states: vec![ContactState::Free; nc],
+                slip_m_s: vec![Vec3::zeros(); nc],
+            }
+        });
+        let marker_joints = rod.markers.iter().map(|m| model.joint_at(m.arc_m)).collect();
+        let load_joints = scene
+            .loads
+            .iter()
+            .map(|l| match l {
+                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } => Some(model.joint_at(*arc_m)),
+                LoadSpec::BodyForce { .. } => None,
+            })
+            .collect::<Vec<_>>();
+        let tow_anchor0 = scene.loads.iter().zip(&load_joints).map(|(l, j)| matches!(l, LoadSpec::Tow { .. }).then(|| frames.joints[j.unwrap()].pos)).collect();
+        let mut sim = Simulator {
+            scene: scene.clone(),
+            model,
+            motion,
+            carry: Carry {
+                q: q.clone(),
+                q_prev: q,
+                base_ref: base0,
+                inertia,
+                contact,
+                tip_touch: None,
+                tip_slip_m: 0.0,
+                t_s: 0.0,
+                applied_wrench: Vec6::zeros(),
+            },
+            damping_tau_s,
+            marker_joints,
+            load_joints,
+            tow_anchor0,
+            mass_kg,
+            step_index: 0,
+        };
+        if scene.initial == Initial::Static {
+            sim.settle()?;
+        } else {
+            let gravity = Gravity { scale: 1.0 };
+            sim.carry.applied_wrench = terms::assemble(&sim.model, &sim.carry.q, &[&gravity], false).applied_wrench;
+        }
+        Ok(sim)
+    }
+
+    pub fn mass_kg(&self) -> f64 {
+        self.mass_kg
+    }
+
+    pub fn time_s(&self) -> f64 {
+        self.carry.t_s
+    }
+
+    /// Linear momentum of the rod [kg m/s] (dynamic mode; zero otherwise).
+    pub fn momentum(&self) -> Vec3 {
+        self.carry.inertia.as_ref().map_or(Vec3::zeros(), |i| i.momentum())
+    }
+
+    /// Material damping time constant in use [s].
+    pub fn damping_time_constant_s(&self) -> f64 {
+        self.damping_tau_s
+    }
+
+    /// Sets the velocity of a rigid motion (world twist about the origin).
+    pub fn set_rigid_velocity(&mut self, twist: &Vec6) {
+        if let Some(i) = self.carry.inertia.as_mut() {
+            i.set_rigid_velocity(twist);
+        }
+    }
+
+    /// Static equilibrium at t = 0 with contact, gravity ramped in.
+    fn settle(&mut self) -> Result<(), SimError> {
+        // An equilibrium: no inertia, no damping.
+        let saved_inertia = self.carry.inertia.take();
+        let saved_tau = std::mem::replace(&mut self.damping_tau_s, 0.0);
+        let mut newton_fail = String::new();
+        let result = newton::continuation(1.0, 1.0 / 64.0, |_, to| {
+            let before = self.carry.clone();
+            match self.solve_step(0.0, self.scene.step_s, to, false) {
+                Ok((x, _, w)) => {
+                    self.accept(&x, self.scene.step_s, 0.0, w);
+                    Ok(())
+                }
+                Err(e) => {
+                    self.carry = before;
+                    newton_fail = e.clone();
+                    Err(e)
+                }
+            }
+        });
+        self.carry.inertia = saved_inertia;
+        self.damping_tau_s = saved_tau;
+        if let Some(i) = self.carry.inertia.as_mut() {
+            // At rest in the settled shape.
+            *i = Inertia::new(&self.model, &self.carry.q, self.scene.step_s);
+        }
+        self.carry.q_prev = self.carry.q.clone();
+        self.carry.t_s = 0.0;
+        result.map(|_| ()).map_err(|(reached, _)| SimError::NoConvergence {
+            step: 0,
+            t_s: 0.0,
+            why: format!("initial static equilibrium: gravity reached {reached:.3}: {newton_fail}"),
+        })
+    }
+
+    /// The record of the current state (t = 0 before any step).
+    pub fn record(&self) -> StepRecord {
+        let x = self.state_vector();
+        self.make_record(&x, 0, 0, 0.0)
+    }
+
+    fn state_vector(&self) -> DVector<f64> {
+        let n = self.model.n_dof();
+        let nc = self.carry.contact.as_ref().map_or(0, |c| c.joints.len());
+        let mut x = DVector::zeros(n + 3 * nc);
+        x.rows_mut(0, n).copy_from(&self.carry.q);
+        if let Some(c) = &self.carry.contact {
+            for (i, l) in c.lambda.iter().enumerate() {
+                x.fixed_rows_mut::<3>(n + 3 * i).copy_from(l);
+            }
+        }
+        x
+    }
+
+    /// Advances one step of the scene's length.
+    pub fn step(&mut self) -> Result<StepRecord, SimError> {
+        let start = Instant::now();
+        let h = self.scene.step_s;
+        let t_end = (self.carry.t_s + h).min(self.scene.duration_s.max(self.carry.t_s + h));
+        let (iterations, substeps) = self.advance_to(t_end, 0)?;
+        self.step_index += 1;
+        let x = self.state_vector();
+        Ok(self.make_record(&x, iterations, substeps, start.elapsed().as_secs_f64()))
+    }
+
+    /// Runs the whole scene; `progress(done, total)` after every step.
+    pub fn run(&mut self, mut progress: impl FnMut(usize, usize)) -> Result<Vec<StepRecord>, SimError> {
+        let total = self.scene.steps();
+        let mut out = Vec::with_capacity(total + 1);
+        out.push(self.record());
+        for k in 0..total {
+            out.push(self.step()?);
+            progress(k + 1, total);
+        }
+        Ok(out)
+    }
+
+    /// Moves the state to `t_end`, splitting the step when Newton fails.
+    fn advance_to(&mut self, t_end: f64, depth: usize) -> Result<(usize, usize), SimError> {
+        let h = t_end - self.carry.t_s;
+        let before = self.carry.clone();
+        let mut why = String::new();
+        for extrapolate in [true, false] {
+            match self.solve_step(t_end, h, 1.0, extrapolate) {
+                Ok((x, it, w)) => {
+                    self.accept(&x, h, t_end, w);
+                    return Ok((it, 1));
+                }
+                Err(e) => {
+                    why = e;
+                    self.carry = before.clone();
+                }
+            }
+        }
+        if depth >= 6 {
+            return Err(SimError::NoConvergence { step: self.step_index + 1, t_s: t_end, why });
+        }
+        let mid = self.carry.t_s + 0.5 * h;
+        let (i1, s1) = self.advance_to(mid, depth + 1)?;
+        let (i2, s2) = self.advance_to(t_end, depth + 1)?;
+        Ok((i1 + i2, s1 + s2))
+    }
+
+    /// The rod base's pose at time `t_s` (prescribed base).
+    fn base_at(&self, t_s: f64) -> Pose {
+        match &self.motion {
+            BaseMotion::Prescribed { flange, mount } => flange.at(t_s.clamp(flange.span_s().0, flange.span_s().1)).expect("checked span").compose(mount),
+            BaseMotion::Free { .. } => self.carry.base_ref,
+        }
+    }
+
+    fn flange_at(&self, t_s: f64) -> Option<Pose> {
+        match &self.motion {
+            BaseMotion::Prescribed { flange, .. } => Some(flange.at(t_s.clamp(flange.span_s().0, flange.span_s().1)).expect("checked span")),
+            BaseMotion::Free { .. } => None,
+        }
+    }
+
+    /// Solves one step of length `h` ending at `t_end` with gravity scaled
+    /// by `gravity_scale`; returns the solution vector, the iterations and
+    /// the applied wrench there.
+    fn solve_step(&mut self, t_end: f64, h: f64, gravity_scale: f64, extrapolate: bool) -> Result<(DVector<f64>, usize, Vec6), String> {
+        self.model.rod.base = self.base_at(t_end);
+        let n = self.model.n_dof();
+        let mut x0 = self.state_vector();
+        if extrapolate {
+            let dq = &self.carry.q - &self.carry.q_prev;
+            let mut q = x0.rows_mut(0, n);
+            q += dq;
+        }
+        if let Some(inertia) = self.carry.inertia.as_mut() {
+            inertia.h_s = h;
+        }
+        let damping = Damping { tau_s: self.damping_tau_s, h_s: h, q_prev: &self.carry.q };
+        let gravity = Gravity { scale: gravity_scale };
+        // Applied loads active at t_end.
+        let mut body = Vec3::zeros();
+        let mut point_loads = vec![];
+        let mut point_joints = vec![];
+        let mut tows = vec![];
+        for (k, l) in self.scene.loads.iter().enumerate() {
+            match l {
+                LoadSpec::BodyForce { total_force_n, start_s, end_s } if t_end >= *start_s && t_end < *end_s => body += total_force_n / self.mass_kg,
+                LoadSpec::PointForce { arc_m, force_n, start_s, end_s } if t_end >= *start_s && t_end < *end_s => {
+                    point_loads.push(PointLoad { x_m: *arc_m, offset_body_m: Vec3::zeros(), force_n: *force_n, moment_nm: Vec3::zeros() });
+                    point_joints.push(self.load_joints[k].expect("point load joint"));
+                }
+                LoadSpec::Tow { velocity_m_s, stiffness_n_m, .. } => tows.push(TowSpring {
+                    joint: self.load_joints[k].expect("tow joint"),
+                    anchor_m: self.tow_anchor0[k].expect("anchor") + velocity_m_s * t_end,
+                    stiffness_n_m: *stiffness_n_m,
+                    plane_normal: self.scene.table.map(|p| p.normal).unwrap_or_else(|| -self.scene.gravity_m_s2.normalize()),
+                }),
+                _ => {}
+            }
+        }
+        let body_force = BodyForce { acceleration_m_s2: body };
+        let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
+        let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
+        for t in &tows {
+            list.push(t);
+        }
+        if self.damping_tau_s > 0.0 {
+            list.push(&damping);
+        }
+        if let Some(i) = self.carry.inertia.as_ref() {
+            list.push(i);
+        }
+        let force_scale =
+            self.mass_kg * self.scene.gravity_m_s2.norm() + body.norm() * self.mass_kg + point_loads.iter().map(|p| p.force_n.norm()).sum::<f64>();
+        let mut sys = StepSystem {
+            model: &self.model,
+            terms: list,
+            contact: self.carry.contact.as_ref(),
+            force_scale: force_scale.max(1e-12),
+            cache: None,
+            wrenches: vec![],
+        };
+        let newton = Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, ..Newton::default() };
+        let solved = newton.solve(&mut sys, &x0).map_err(|e| e.to_string())?;
+        let w = sys.wrenches.iter().rev().find(|(x, _)| *x == solved.x).map(|(_, w)| *w).unwrap_or_else(Vec6::zeros);
+        Ok((solved.x, solved.iterations, w))
+    }
+
+    /// Makes `x` the new state at `t_end` (after a step of length `h`).
+    fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
+        self.carry.applied_wrench = applied_wrench;
+        let n = self.model.n_dof();
+        let q_new = x.rows(0, n).into_owned();
+        let frames = self.model.frames(&q_new);
+        if let Some(i) = self.carry.inertia.as_mut() {
+            i.h_s = h;
+            i.advance(&self.model, &q_new);
+        }
+        if let Some(c) = self.carry.contact.as_mut() {
+            let n = self.model.n_dof();
+            for (i, &j) in c.joints.iter().enumerate() {
+                let lam: Vector3<f64> = x.fixed_rows::<3>(n + 3 * i).into_owned();
+                let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
+                let slip = (g.u[1] * g.u[1] + g.u[2] * g.u[2]).sqrt();
+                // On the cone's edge without slipping is sticking.
+                c.states[i] = if rows.state == ContactState::Slide && slip < SLIP_THRESHOLD_M { ContactState::Stick } else { rows.state };
+                if i + 1 == c.joints.len() && c.joints[i] + 1 == self.model.n_joints() && c.states[i] != ContactState::Free {
+                    self.carry.tip_slip_m += slip;
+                }
+                c.lambda[i] = if rows.free { Vector3::zeros() } else { lam };
+                c.prev_frames[i] = frames.joints[j];
+                c.offsets[i] = c.plane.lowest_offset(&frames.joints[j].rot, c.radii_m[i]);
+                let (t1, t2) = c.plane.tangents();
+                c.slip_m_s[i] = (t1 * g.u[1] + t2 * g.u[2]) / h;
+            }
+            // Where the tip (centre line) was when it first touched.
+            let last = c.joints.len() - 1;
+            if c.joints[last] == self.model.n_joints() - 1 && c.states[last] != ContactState::Free && self.carry.tip_touch.is_none() {
+                self.carry.tip_touch = Some(frames.joints[c.joints[last]].pos);
+            }
+        }
+        let mut q_store = q_new.clone();
+        if let Some(o) = self.model.base_dof() {
+            // Re-reference the floating base: the twist becomes the new base.
+            let zeta = self.model.base_twist(&q_new);
+            self.carry.base_ref = self.carry.base_ref.compose(&lie::exp(&zeta));
+            self.model.rod.base = self.carry.base_ref;
+            for i in 0..6 {
+                q_store[o + i] = 0.0;
+            }
+            // Keep the base's velocity for the extrapolation: q_prev = -zeta.
+            let mut prev = q_store.clone();
+            prev.rows_mut(0, o).copy_from(&self.carry.q.rows(0, o));
+            for i in 0..6 {
+                prev[o + i] = -zeta[i];
+            }
+            self.carry.q_prev = prev;
+        } else {
+            self.carry.q_prev = self.carry.q.clone();
+        }
+        self.carry.q = q_store;
+        self.carry.t_s = t_end;
+    }
+
+    fn make_record(&self, x: &DVector<f64>, iterations: usize, substeps: usize, wall_time_s: f64) -> StepRecord {
+        let n = self.model.n_dof();
+        let q = x.rows(0, n).into_owned();
+        let mut model = self.model.clone();
+        model.rod.base = match &self.motion {
+            BaseMotion::Free { .. } => self.carry.base_ref,
+            BaseMotion::Prescribed { .. } => self.base_at(self.carry.t_s),
+        };
+        let frames = model.frames(&q);
+        let ns = model.n_strain_dof();
+        let node_strain = model.node_x_m.iter().map(|&xn| model.strain_at(xn, &q)).collect();
+        let markers_m = model.rod.markers.iter().zip(&self.marker_joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect();
+        let tip_m = *frames.joints.last().map(|g| &g.pos).expect("joints");
+        let mut contacts = vec![];
+        let mut normal = 0.0;
+        let mut tangential = Vec3::zeros();
+        let mut tip_slide_m = 0.0;
+        if let Some(c) = &self.carry.contact {
+            let (t1, t2) = c.plane.tangents();
+            for (i, &j) in c.joints.iter().enumerate() {
+                let g = &frames.joints[j];
+                let d = c.plane.lowest_offset(&g.rot, c.radii_m[i]);
+                let p = g.transform_point(&d);
+                let lam = c.lambda[i];
+                let ft = t1 * lam[1] + t2 * lam[2];
+                normal += lam[0];
+                tangential += ft;
+                contacts.push(ContactRecord {
+                    joint: j,
+                    arc_m: model.joint_x_m[j],
+                    point_m: p,
+                    gap_m: c.plane.height_m(&p),
+                    normal_force_n: lam[0],
+                    tangential_force_n: ft,
+                    state: c.states[i],
+                    slip_velocity_m_s: c.slip_m_s[i],
+                });
+            }
+            if let Some(touch) = self.carry.tip_touch {
+                let d = tip_m - touch;
+                tip_slide_m = (d - c.plane.normal * c.plane.normal.dot(&d)).norm();
+            }
+        }
+        let gravity_energy_j = -model.joint_mass_kg.iter().zip(&frames.joints).map(|(m, f)| m * model.rod.gravity_m_s2.dot(&f.pos)).sum::<f64>();
+        let qs = q.rows(0, ns);
+        let elastic_energy_j = 0.5 * qs.dot(&(&model.stiffness * qs));
+        let kinetic_energy_j = self.carry.inertia.as_ref().map_or(0.0, |i| i.kinetic_energy_j());
+        // Sensor: the rod's total applied wrench (gravity, inertia, contact,
+        // loads) is what the flange holds; expressed at the flange.
+        let base_wrench_flange = match self.flange_at(self.carry.t_s) {
+            Some(flange) => flange.coadjoint_apply(&self.carry.applied_wrench),
+            None => Vec6::zeros(),
+        };
+        StepRecord {
+            step: self.step_index,
+            t_s: self.carry.t_s,
+            q: qs.iter().copied().collect(),
+            base_pose: model.base_pose(&q),
+            node_strain,
+            markers_m,
+            tip_m,
+            contacts,
+            normal_force_n: normal,
+            tangential_force_n: tangential,
+            tip_slide_m,
+            tip_slip_m: self.carry.tip_slip_m,
+            base_wrench_flange,
+            kinetic_energy_j,
+            elastic_energy_j,
+            gravity_energy_j,
+            iterations,
+            substeps,
+            wall_time_s,
+        }
+    }
+
+    /// The tow springs' forces at the current state (what a gauge on each
+    /// string reads), in scene order.
+    pub fn tow_forces_n(&self) -> Vec<Vec3> {
+        let t = self.carry.t_s;
+        let frames = self.model.frames(&self.carry.q);
+        self.scene
+            .loads
+            .iter()
+            .enumerate()
+            .filter_map(|(k, l)| match l {
+                LoadSpec::Tow { velocity_m_s, stiffness_n_m, .. } => {
+                    let tow = TowSpring {
+                        joint: self.load_joints[k].expect("joint"),
+                        anchor_m: self.tow_anchor0[k].expect("anchor") + velocity_m_s * t,
+                        stiffness_n_m: *stiffness_n_m,
+                        plane_normal: self.scene.table.map(|p| p.normal).unwrap_or_else(|| -self.scene.gravity_m_s2.normalize()),
+                    };
+                    Some(tow.force_n(&frames.joints[tow.joint].pos))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The law's rows of candidate `i` at joint frame `g` and multipliers
+/// `lam`, with the contact compliance: the gap and slip the law sees are
+/// `delta_n + c Lambda_n` and `u_t + c (Lambda_t - Lambda_t,prev)`.
+fn candidate_rows(c: &ContactSet, i: usize, g: &Pose, lam: &Vector3<f64>) -> (CandidateGeometry, contact::LawRows) {
+    let geo = geometry(c, i, g);
+    let prev = c.lambda[i];
+    let u = geo.u + (lam - Vector3::new(0.0, prev[1], prev[2])) * c.compliance_m_n;
+    let mut rows = contact::evaluate(&c.params, lam, &u);
+    rows.dc_dlambda += rows.dc_du * c.compliance_m_n;
+    (geo, rows)
+}
+
+/// Contact geometry of candidate `i` at joint frame `g`.
+fn geometry(c: &ContactSet, i: usize, g: &Pose) -> CandidateGeometry {
+    let d = c.offsets[i];
+    let point = g.transform_point(&d);
+    let prev = c.prev_frames[i].transform_point(&d);
+    let gap = c.plane.height_m(&point);
+    let slip = c.basis * (point - prev);
+    CandidateGeometry { point, u: Vector3::new(gap, slip[1], slip[2]) }
+}
+
+/// Evaluation of one step's system at an iterate, kept for the direction.
+struct Cached {
+    /// Candidates that enter the linear system.
+    active: Vec<usize>,
+    /// `U J_c` (3 x n) of every candidate.
+    ujc: Vec<nalgebra::Matrix3xX<f64>>,
+    lambda: Vec<Vector3<f64>>,
+}
+
+/// One time step as a [`System`]: `x = [q; Lambda_1; ...; Lambda_nc]`.
+struct StepSystem<'a> {
+    model: &'a Model,
+    terms: Vec<&'a dyn Term>,
+    contact: Option<&'a ContactSet>,
+    /// Force scale of the contact rows' convergence test [N].
+    force_scale: f64,
+    cache: Option<Cached>,
+    /// Applied wrench of every evaluation, by iterate.
+    wrenches: Vec<(DVector<f64>, Vec6)>,
+}
+
+/// A contact point on the friction cone's edge that moved less than this in
+/// a step is reported as sticking [m].
+const SLIP_THRESHOLD_M: f64 = 1e-9;
+
+/// Compliance added to the diagonal of contact rows (Newton matrix only).
+const CONTACT_REGULARISATION: f64 = 1e-9;
+
+/// Default contact compliance, relative to the contact scale `1 / r`: the
+/// table yields `1e-7 Lambda / r` (nanometres here) and sticking points
+/// slip elastically by as much. Without it the force distribution over
+/// redundant contact points (a rod lying along the table has more contact
+/// rows than strain coordinates) is not unique, and with exact Coulomb
+/// friction neither is the slip onset; with it the solution is unique and
+/// Newton's Schur complement regular.
+pub const CONTACT_COMPLIANCE: f64 = 1e-7;
+
+impl StepSystem<'_> {
+    fn n(&self) -> usize {
+        self.model.n_dof()
+    }
+
+    /// Residual (and reduced tangent) at `x`.
+    fn evaluate(&mut self, x: &DVector<f64>, with_tangent: bool) -> (Residual, Option<DMatrix<f64>>) {
+        let n = self.n();
+        let q = x.rows(0, n).into_owned();
+        let kin = with_tangent.then(|| self.model.kinematics(&q));
+        let own = kin.is_none().then(|| self.model.frames(&q));
+        let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
+        let nc = self.contact.map_or(0, |c| c.joints.len());
+        let mut rows_all = Vec::with_capacity(nc);
+        let mut forces = ContactForces { items: vec![] };
+        let mut geo = Vec::with_capacity(nc);
+        if let Some(c) = self.contact {
+            for (i, &j) in c.joints.iter().enumerate() {
+                let lam: Vector3<f64> = x.fixed_rows::<3>(n + 3 * i).into_owned();
+                let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
+                if lam != Vector3::zeros() {
+                    let f = c.basis.transpose() * lam;
+                    forces.items.push((j, g.point, f));
+                }
+                rows_all.push(rows);
+                geo.push(g);
+            }
+        }
+        let mut list = self.terms.clone();
+        list.push(&forces);
+        let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
+        if self.wrenches.len() > 4 {
+            self.wrenches.remove(0);
+        }
+        self.wrenches.push((x.clone(), asm.applied_wrench));
+        let mut value = DVector::zeros(n + 3 * nc);
+        value.rows_mut(0, n).copy_from(&asm.residual);
+        for (i, r) in rows_all.iter().enumerate() {
+            value.fixed_rows_mut::<3>(n + 3 * i).copy_from(&r.c);
+        }
+        let residual = Residual { value, scale: asm.scale };
+        if !with_tangent {
+            return (residual, None);
+        }
+        let kin = kin.expect("kinematics");
+        let h = asm.tangent.expect("tangent");
+        let c = match self.contact {
+            Some(c) => c,
+            None => {
+                self.cache = Some(Cached { active: vec![], ujc: vec![], lambda: vec![] });
+                return (residual, Some(h));
+            }
+        };
+        let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
+        let ujc: Vec<nalgebra::Matrix3xX<f64>> =
+            c.joints.iter().zip(&geo).map(|(&j, g)| c.basis * point_jacobian(&kin.spatial_jacobian[j], &g.point)).collect();
+        let na = active.len();
+        let mut t = DMatrix::zeros(n + 3 * na, n + 3 * na);
+        t.view_mut((0, 0), (n, n)).copy_from(&h);
+        for (a, &i) in active.iter().enumerate() {
+            let col = n + 3 * a;
+            // d r / d Lambda = -(U J_c)^T.
+            t.view_mut((0, col), (n, 3)).copy_from(&(-ujc[i].transpose()));
+            let r = &rows_all[i];
+            t.view_mut((col, 0), (3, n)).copy_from(&(r.dc_du * &ujc[i]));
+            t.view_mut((col, col), (3, 3)).copy_from(&r.dc_dlambda);
+        }
+        let lambda = (0..nc).map(|i| x.fixed_rows::<3>(n + 3 * i).into_owned()).collect();
+        self.cache = Some(Cached { active, ujc, lambda });
+        (residual, Some(t))
+    }
+
+    fn split<'r>(&self, r: &'r Residual) -> (nalgebra::DVectorView<'r, f64>, nalgebra::DVectorView<'r, f64>) {
+        let n = self.n();
+        (r.value.rows(0, n), r.value.rows(n, r.value.len() - n))
+    }
+
+    fn within(&self, r: &Residual, tol: f64) -> bool {
+        let (rr, cc) = self.split(r);
+        rr.norm() <= tol * r.scale.max(1e-300) && cc.norm() <= tol * self.force_scale
+    }
+}
+
+impl System for StepSystem<'_> {
+    fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
+        let (r, _) = self.evaluate(x, false);
+        r.value.iter().all(|v| v.is_finite()).then_some(r)
+    }
+
+    fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+        let (residual, t) = self.evaluate(x, true);
+        Some(Linearisation { residual, tangent: t? })
+    }
+
+    fn direction_count(&self) -> usize {
+        3
+    }
+
+    /// Attempts 0 and 1: block elimination of the rod,
+    /// `S dLambda = -C + B_q H^-1 r` with `S = B_q H^-1 A^T + B_lambda`,
+    /// solved by a pseudo-inverse (SVD). Attempt 0 keeps every direction
+    /// (the contact compliance makes `S` regular): the Newton step. With
+    /// redundant contacts (more contact rows than the rod can move
+    /// independently, e.g. a rod lying along the table) an iterate whose
+    /// gaps the rod cannot close all at once makes that step huge along the
+    /// compliance's directions; attempt 1 then drops singular values below
+    /// 1e-6 of the largest: the least-squares step with minimum-norm
+    /// multiplier updates, which restores consistency. Attempt 2: the whole
+    /// reduced system by LU with a regularised diagonal.
+    fn direction(&mut self, lin: &Linearisation, attempt: usize) -> Option<DVector<f64>> {
+        let n = self.n();
+        let cache = self.cache.as_ref()?;
+        let total = lin.residual.value.len();
+        let nc = (total - n) / 3;
+        let na = cache.active.len();
+        // Reduced right-hand side: decoupled candidates step to Lambda = 0.
+        let mut rhs_q = -lin.residual.value.rows(0, n).into_owned();
+        let mut is_active = vec![false; nc];
+        for &i in &cache.active {
+            is_active[i] = true;
+        }
+        for (i, (active, lam)) in is_active.iter().zip(&cache.lambda).enumerate() {
+            if !active && *lam != Vector3::zeros() {
+                rhs_q -= cache.ujc[i].transpose() * lam;
+            }
+        }
+        let mut rhs_c = DVector::zeros(3 * na);
+        for (a, &i) in cache.active.iter().enumerate() {
+            rhs_c.fixed_rows_mut::<3>(3 * a).copy_from(&(-lin.residual.value.fixed_rows::<3>(n + 3 * i)));
+        }
+        let (dq, dl) = if attempt < 2 {
+            let h = lin.tangent.view((0, 0), (n, n)).into_owned();
+            let lu = h.lu();
+            let hinv_r = lu.solve(&rhs_q)?;
+            if na == 0 {
+                (hinv_r, DVector::zeros(0))
+            } else {
+                // -A^T is the tangent's upper-right block.
+                let at = -lin.tangent.view((0, n), (n, 3 * na)).into_owned();
+                let bq = lin.tangent.view((n, 0), (3 * na, n)).into_owned();
+                let bl = lin.tangent.view((n, n), (3 * na, 3 * na)).into_owned();
+                let hinv_at = lu.solve(&at)?;
+                let s = &bq * &hinv_at + bl;
+                let rhs = &rhs_c - &bq * &hinv_r;
+                let svd = s.svd(true, true);
+                let top = svd.singular_values.amax();
+                let cutoff = if attempt == 0 { 1e-13 } else { 1e-6 };
+                let dl = svd.solve(&rhs, cutoff * top).ok()?;
+                (hinv_r + hinv_at * &dl, dl)
+            }
+        } else {
+            let mut rhs = DVector::zeros(n + 3 * na);
+            rhs.rows_mut(0, n).copy_from(&rhs_q);
+            rhs.rows_mut(n, 3 * na).copy_from(&rhs_c);
+            let mut t = lin.tangent.clone();
+            for k in n..n + 3 * na {
+                t[(k, k)] += CONTACT_REGULARISATION;
+            }
+            let d = t.lu().solve(&rhs)?;
+            (d.rows(0, n).into_owned(), d.rows(n, 3 * na).into_owned())
+        };
+        let mut full = DVector::zeros(total);
+        full.rows_mut(0, n).copy_from(&dq);
+        for (i, (active, lam)) in is_active.iter().zip(&cache.lambda).enumerate() {
+            if !active {
+                full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&(-lam));
+            }
+        }
+        for (a, &i) in cache.active.iter().enumerate() {
+            full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&dl.fixed_rows::<3>(3 * a));
+        }
+        Some(full)
+    }
+
+    fn merit(&self, r: &Residual) -> f64 {
+        r.value.norm()
+    }
+
+    fn converged(&self, r: &Residual, tolerance: f64) -> bool {
+        self.within(r, tolerance)
+    }
+
+    fn acceptable(&self, r: &Residual, tolerance: f64) -> bool {
+        self.within(r, 1e3 * tolerance)
+    }
+}
+
+/// Lowest natural frequency of the rod at rest with a clamped base
+/// [rad/s]: generalised eigenvalues of `K` and `M = sum J^T Mcal J`.
+pub fn first_bending_frequency_rad_s(model: &Model) -> f64 {
+    let mut m = model.clone();
+    m.floating_base = false;
+    let q = DVector::zeros(m.n_dof());
+    let mass = mass_matrix(&m, &q);
+    let k = &m.stiffness;
+    // M = L L^T; eig of L^-1 K L^-T.
+    let Some(chol) = mass.clone().cholesky() else { return f64::NAN };
+    let l = chol.l();
+    let Some(linv) = l.clone().try_inverse() else { return f64::NAN };
+    let a = &linv * k * linv.transpose();
+    let a = (&a + a.transpose()) * 0.5;
+    let eig = a.symmetric_eigenvalues();
+    eig.iter().cloned().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).sqrt()
+}
+
+/// The generalised mass matrix `M(q) = sum_p J_p^T Mcal_p J_p` over the
+/// inertia points (Gauss points of every segment), spatial form.
+pub fn mass_matrix(model: &Model, q: &DVector<f64>) -> DMatrix<f64> {
+    let kin = model.kinematics(q);
+    let inertia = Inertia::new(model, q, 1.0);
+    let n = model.n_dof();
+    let mut m = DMatrix::zeros(n, n);
+    for p in &inertia.points {
+        let ip = model.interior_point(&kin.frames, p.segment, p.s_m, true);
+        let js = model.interior_jacobian(&kin, &ip);
+        // Spatial inertia of the point about the world origin:
+        // Ad^-T diag(I, m) Ad^-1 with the body frame at the point.
+        let mut mb = Mat6::zeros();
+        for k in 0..3 {
+            mb[(k, k)] = p.rotary_kg_m2[k];
+            mb[(3 + k, 3 + k)] = p.mass_kg;
+        }
+        let adinv = ip.pose.adjoint_inv();
+        let ms = adinv.transpose() * mb * adinv;
+        m += js.transpose() * ms * &js;
+    }
+    m
+}
