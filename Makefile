@@ -34,5 +34,7 @@ test: setup
 ## Criterion benchmarks (not part of the tests).
 bench: setup
 	cargo bench -p rod --bench statics
+	cargo bench -p observe --bench observe
 	cargo bench -p identify --bench fit
+	cargo bench -p sim --bench scenes
 	cargo bench -p track --bench detect

@@ -40,7 +40,7 @@ pub struct IdentifyArgs {
     pub no_loo: bool,
 }
 
-fn sha256_file(path: &Path) -> String {
+pub fn sha256_file(path: &Path) -> String {
     match std::fs::read(path) {
         Ok(b) => format!("{:x}", Sha256::digest(&b)),
         Err(_) => "unreadable".into(),

@@ -8,6 +8,7 @@ mod identify;
 mod observe_cmd;
 mod paper;
 mod record_cmd;
+mod simulate_cmd;
 mod solve;
 mod track_cmd;
 
@@ -19,7 +20,7 @@ use std::process::ExitCode;
     name = "rodlab",
     version,
     about = "Soft-rod lab toolkit: PLS Cosserat rod model, identification, validation.",
-    after_help = "Examples (record -> track -> observe -> identify):\n  rodlab record --rig configs/rig/emulated.toml --out sessions/run1 --duration 60\n  rodlab session info sessions/run1\n  rodlab calibrate --images board/ --board 9x6 --square-m 0.016 --plane-image board/plane.png --out camera.toml\n  rodlab track sessions/run1/camera.mkv --camera camera.toml --markers configs/markers.toml --out sessions/run1/markers.parquet\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --mode weighted\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --out shape.csv\n  rodlab paper-table"
+    after_help = "Examples (record -> track -> observe -> identify):\n  rodlab record --rig configs/rig/emulated.toml --out sessions/run1 --duration 60\n  rodlab session info sessions/run1\n  rodlab calibrate --images board/ --board 9x6 --square-m 0.016 --plane-image board/plane.png --out camera.toml\n  rodlab track sessions/run1/camera.mkv --camera camera.toml --markers configs/markers.toml --out sessions/run1/markers.parquet\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --mode weighted\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --out shape.csv\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-slide.toml --out reports/sim/slide\n  rodlab paper-table"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +52,11 @@ enum Command {
     Session(record_cmd::SessionCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(paper::PaperArgs),
+    /// Simulate an experiment: the rod held by the robot (or free) on a table with friction -> tables and a report.
+    Simulate(simulate_cmd::SimulateArgs),
+    /// Benchmarks with analytic answers, run and plotted.
+    #[command(subcommand)]
+    Verify(simulate_cmd::VerifyCommand),
 }
 
 /// An error that is the user's input, not the computation (exit status 2).
@@ -83,6 +89,8 @@ fn main() -> ExitCode {
         Command::Record(a) => record_cmd::record(a),
         Command::Emulate(c) => record_cmd::emulate(c),
         Command::Session(c) => record_cmd::session(c),
+        Command::Simulate(a) => simulate_cmd::simulate(a),
+        Command::Verify(c) => simulate_cmd::verify(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -211,7 +211,7 @@ pub fn synth(cmd: SynthCommand) -> Result<()> {
             Ok(())
         }
         SynthCommand::Video { out, frames, markers, max_speed_px, noise, format, occlude } => {
-            if frames == 0 || markers == 0 || !(max_speed_px > 0.0) {
+            if frames == 0 || markers == 0 || max_speed_px.is_nan() || max_speed_px <= 0.0 {
                 return Err(input_error("--frames, --markers and --max-speed-px must be positive"));
             }
             let occlusion = occlude

@@ -6,6 +6,7 @@
 //! The report is built from plain data ([`IdentificationReport`]) so that it
 //! does not depend on the model crates.
 
+pub mod page;
 mod plots;
 
 /// A point [x, y, z] in metres.
@@ -88,7 +89,7 @@ pub struct Written {
     pub pngs: Vec<PathBuf>,
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

@@ -10,6 +10,7 @@
 //! forces join the rod's elastic energy and gravity; the contact law
 //! ([`contact`]) adds its rows, and [`rod::newton`] solves each step.
 
+pub mod benchmarks;
 pub mod contact;
 pub mod inertia;
 pub mod loads;

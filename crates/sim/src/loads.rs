@@ -83,3 +83,39 @@ pub fn padded_stiffness(model: &rod::Model) -> DMatrix<f64> {
     k.view_mut((0, 0), (ns, ns)).copy_from(&model.stiffness);
     k
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rod::{Material, Model, Rod};
+
+    /// Damping and tow spring: residual against central differences of
+    /// the residual's integral (tow) and tangent against the residual's.
+    #[test]
+    fn damping_and_tow_terms_match_finite_differences() {
+        let rod = Rod::uniform_cylinder(0.3, 0.01, Material { e_pa: 1e6, g_pa: 3.5e5, rho_kg_m3: 1200.0 }, 2);
+        let model = Model::new(&rod, &[]).with_floating_base();
+        let n = model.n_dof();
+        let q_prev = DVector::from_fn(n, |i, _| 0.01 * (i as f64).sin());
+        let q = DVector::from_fn(n, |i, _| 0.2 * ((i * 3 % 7) as f64 / 7.0 - 0.5));
+        let damping = Damping { tau_s: 0.01, h_s: 0.005, q_prev: &q_prev };
+        let tow = TowSpring { joint: model.n_joints() - 1, anchor_m: Vec3::new(0.4, 0.1, 0.05), stiffness_n_m: 300.0, plane_normal: Vec3::z() };
+        for (name, term) in [("damping", &damping as &dyn Term), ("tow", &tow)] {
+            let a = rod::terms::assemble(&model, &q, &[term], true);
+            let h = a.tangent.unwrap();
+            let e = 1e-7;
+            for i in 0..n {
+                let mut qp = q.clone();
+                qp[i] += e;
+                let mut qm = q.clone();
+                qm[i] -= e;
+                let col = (rod::terms::assemble(&model, &qp, &[term], false).residual - rod::terms::assemble(&model, &qm, &[term], false).residual) / (2.0 * e);
+                assert!((h.column(i) - &col).amax() < 1e-6 * h.amax().max(1.0), "{name}: tangent column {i}");
+                if name == "tow" {
+                    let de = (rod::terms::energy(&model, &qp, &[term]).unwrap() - rod::terms::energy(&model, &qm, &[term]).unwrap()) / (2.0 * e);
+                    assert!((de - a.residual[i]).abs() < 1e-6 * a.residual.amax().max(1e-9), "tow: gradient {i}");
+                }
+            }
+        }
+    }
+}

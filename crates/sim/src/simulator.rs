@@ -101,6 +101,8 @@ pub struct StepRecord {
     pub node_strain: Vec<Vec6>,
     /// Rod file's markers (world).
     pub markers_m: Vec<Vec3>,
+    /// `[K; Q]` at the markers' arc lengths (the control points).
+    pub marker_strain: Vec<Vec6>,
     pub tip_m: Vec3,
     pub contacts: Vec<ContactRecord>,
     pub normal_force_n: f64,
@@ -252,10 +254,9 @@ impl Simulator {
         let frames = model.frames(&q);
         if let Some(table) = &scene.table {
             // The base must not start inside the table.
-            let r0 = rod.cross_section.outer.radius_m(0.0, rod.length_m);
             let h = table.height_m(&base0.pos);
-            if h < -1e-9 || (free && h < r0 - 1e-9 * r0) && h < 0.0 {
-                return Err(SimError::Input(format!("the rod's base starts {:.4} m below the table plane", -h)));
+            if h < 0.0 {
+                return Err(SimError::Input(format!("base: the rod's base starts {:.4} m below the table plane", -h)));
             }
         }
         let mass_kg = model.mass_kg();
@@ -618,6 +619,7 @@ impl Simulator {
         let ns = model.n_strain_dof();
         let node_strain = model.node_x_m.iter().map(|&xn| model.strain_at(xn, &q)).collect();
         let markers_m = model.rod.markers.iter().zip(&self.marker_joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect();
+        let marker_strain = model.rod.markers.iter().map(|m| model.strain_at(m.arc_m, &q)).collect();
         let tip_m = *frames.joints.last().map(|g| &g.pos).expect("joints");
         let mut contacts = vec![];
         let mut normal = 0.0;
@@ -666,6 +668,7 @@ impl Simulator {
             base_pose: model.base_pose(&q),
             node_strain,
             markers_m,
+            marker_strain,
             tip_m,
             contacts,
             normal_force_n: normal,

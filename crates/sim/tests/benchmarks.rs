@@ -4,44 +4,15 @@
 //! dragged at constant speed.
 
 use lie::{Pose, Vec3, Vec6};
-use rod::{Material, Rod};
+use rod::Rod;
 use sim::{BaseMotion, Scene, Simulator, StepRecord};
 
-/// DisMech's friction rod (Sec. IV-C): L = 1 m, r = 0.025 m, m = 1 kg,
-/// E = 1e5 Pa, with DisMech's kinematics: bending, twist and stretch, no
-/// shear (our extensible Kirchhoff modes). With shear, the friction at the
-/// bottom surface against a push at the centre line tilts the sections of
-/// this soft rod (G A = 67 N) and the slip onset is no longer rigid.
-fn dismech_rod() -> Rod {
-    let mut rod = Rod::uniform_cylinder(1.0, 0.025, Material::from_poisson(1e5, 0.45, 509.3), 4);
-    rod.subsegments_per_section = 4;
-    rod.modes = rod::StrainModes::KIRCHHOFF_EXTENSIBLE;
-    rod
-}
+use sim::benchmarks::{dismech_rod, flat_scene, slip_onset};
 
 fn simulator(rod: &Rod, scene_toml: &str) -> Simulator {
     let scene = Scene::from_toml_str(scene_toml, "test-scene.toml").unwrap();
     let motion = BaseMotion::from_scene(&scene, rod).unwrap().expect("motion in scene");
     Simulator::new(rod, &scene, motion).unwrap()
-}
-
-fn flat_scene(step_s: f64, duration_s: f64, mu: f64, extra: &str) -> String {
-    format!(
-        r#"
-gravity_m_s2 = [0.0, 0.0, -9.8]
-[time]
-step_s = {step_s}
-duration_s = {duration_s}
-mode = "dynamic"
-[table]
-normal = [0.0, 0.0, 1.0]
-mu = {mu}
-[base]
-kind = "free"
-position_m = [0.0, 0.0, 0.025]
-{extra}
-"#
-    )
 }
 
 #[test]
@@ -152,19 +123,13 @@ fn swinging_rod_loses_energy_only_through_implicit_euler_first_order() {
     assert!((1.6..2.4).contains(&ratio), "ratio {ratio}");
 }
 
-/// Kinetic energy after 1 s of a uniform axial push `force_n` on the rod
-/// lying on the table (DisMech Sec. IV-C).
 fn slip_onset_kinetic_energy(force_n: f64) -> (f64, f64) {
-    let rod = dismech_rod();
-    let load = format!("[[load]]\nkind = \"body_force\"\ntotal_force_n = [{force_n}, 0.0, 0.0]\n");
-    let mut sim = simulator(&rod, &flat_scene(0.01, 1.0, 0.4, &load));
-    let records = sim.run(|_, _| {}).unwrap();
-    (records.last().unwrap().kinetic_energy_j, sim.mass_kg())
+    let p = slip_onset(force_n, 1.0).unwrap();
+    (p.kinetic_energy_j, p.analytic_j)
 }
 
 #[test]
 fn axial_slip_onset_matches_coulomb() {
-    let mu_m_g = |m: f64| 0.4 * m * 9.8;
     // 0, 0.5, ..., 10.5 N and 3.9 N (just below mu m g = 3.92 N), without
     // 4.0 N: within ~0.1 N above the onset the friction couple at the
     // bottom surface shifts the normal force towards the front and part of
@@ -175,8 +140,7 @@ fn axial_slip_onset_matches_coulomb() {
     assert!(forces.len() >= 20);
     let mut rows = vec![];
     for &f in &forces {
-        let (ke, m) = slip_onset_kinetic_energy(f);
-        let expect = if f <= mu_m_g(m) { 0.0 } else { (f - mu_m_g(m)).powi(2) / (2.0 * m) };
+        let (ke, expect) = slip_onset_kinetic_energy(f);
         rows.push((f, ke, expect));
     }
     println!("axial slip onset, t = 1 s (F [N], simulated KE [J], (t^2/2m)(F - mu m g)^2 [J]):");
@@ -194,8 +158,7 @@ fn axial_slip_onset_matches_coulomb() {
 
 #[test]
 fn axial_slip_onset_just_above_the_threshold() {
-    let (ke, m) = slip_onset_kinetic_energy(4.0);
-    let expect = (4.0 - 0.4 * m * 9.8f64).powi(2) / (2.0 * m);
+    let (ke, expect) = slip_onset_kinetic_energy(4.0);
     println!("F = 4.0 N: kinetic energy {ke:.5e} J, rigid sliding {expect:.5e} J ({:+.2} %)", 100.0 * (ke / expect - 1.0));
     assert!((ke - expect).abs() < 0.02 * expect);
 }
@@ -271,4 +234,81 @@ fn rod_dragged_at_constant_speed_pulls_with_mu_m_g() {
     let worst = late.iter().map(|f| (f - mu_m_g).abs()).fold(0.0, f64::max);
     println!("drag at 0.1 m/s: tow force {mean:.5} N (last 0.5 s, worst deviation {worst:.2e} N), mu m g = {mu_m_g:.5} N");
     assert!(worst < 0.01 * mu_m_g, "tow force deviates by {worst} N from {mu_m_g} N");
+}
+
+/// The generalised mass matrix M(q) = sum J^T Mcal J: with a floating base, a
+/// rigid translation v has kinetic energy m v^2 / 2 and a rigid rotation w
+/// about the base's z axis has I_zz w^2 / 2 (the rod's second moment about
+/// its base, both at any deformation of the straight rod's integrand).
+#[test]
+fn mass_matrix_gives_the_rigid_body_kinetic_energy() {
+    let rod = paper_rod();
+    let model = rod::Model::new(&rod, &[]).with_floating_base();
+    let q = nalgebra::DVector::zeros(model.n_dof());
+    let m_q = sim::simulator::mass_matrix(&model, &q);
+    let o = model.base_dof().unwrap();
+    let mut v = nalgebra::DVector::zeros(model.n_dof());
+    v[o + 3] = 1.0;
+    let ke_translation = 0.5 * v.dot(&(&m_q * &v));
+    let mass = model.mass_kg();
+    assert!((ke_translation - 0.5 * mass).abs() < 1e-12 * mass, "{ke_translation} vs {}", 0.5 * mass);
+    // Rotation about z through the base: I_zz = int rho A x^2 + rho J_z.
+    let mut w = nalgebra::DVector::zeros(model.n_dof());
+    w[o + 2] = 1.0;
+    let ke_rotation = 0.5 * w.dot(&(&m_q * &w));
+    // Reference by 200-point midpoint quadrature of the cross-section's properties.
+    let l = rod.length_m;
+    let n = 20000;
+    let i_zz: f64 = (0..n)
+        .map(|k| {
+            let x = (k as f64 + 0.5) * l / n as f64;
+            let p = rod.cross_section.properties(x, l);
+            (p.mass_per_length_kg_m * x * x + p.inertia_diag[2]) * l / n as f64
+        })
+        .sum();
+    assert!((ke_rotation - 0.5 * i_zz).abs() < 1e-6 * i_zz, "{ke_rotation} vs {}", 0.5 * i_zz);
+    // Symmetric positive definite.
+    assert!((&m_q - m_q.transpose()).amax() < 1e-12 * m_q.amax());
+    assert!(m_q.clone().cholesky().is_some());
+}
+
+/// A rod spun about a vertical axis through its base at constant rate w
+/// (no gravity, no table): the base must pull it inwards with the
+/// centripetal force m w^2 x_cm, which only the inertia's centrifugal part
+/// produces.
+#[test]
+fn spinning_rod_base_pulls_with_the_centripetal_force() {
+    let mut rod = paper_rod();
+    // Heavy material damping (tau = 0.1 s, about 50 % of critical on the
+    // first bending mode) settles the swing the spin-up excites; it does
+    // not act on the steady rotation (no strain rate).
+    rod.damping = Some(rod::Damping::TimeConstant(0.1));
+    let omega: f64 = 4.0;
+    let duration = 2.0;
+    // Waypoints every 5 ms of the rotation vector [0, 0, w t].
+    let mut wp = String::new();
+    for k in 0..=((duration / 0.005) as usize) {
+        let t = k as f64 * 0.005;
+        // Spin up smoothly over the first 0.5 s: angle = w (t - (T/pi) sin(pi t / T)) / 2 ... then w t.
+        let ramp = 0.5;
+        let angle = if t < ramp { omega * (t * t / (2.0 * ramp)) } else { omega * (t - ramp / 2.0) };
+        wp.push_str(&format!("  [{t}, 0.0, 0.0, 0.0, 0.0, 0.0, {angle}],\n"));
+    }
+    let scene = format!("gravity_m_s2 = [0.0, 0.0, 0.0]\n[time]\nstep_s = 0.001\nduration_s = {duration}\nmode = \"dynamic\"\n[base]\nkind = \"prescribed\"\nwaypoints = [\n{wp}]\n");
+    let mut sim = simulator(&rod, &scene);
+    let records = sim.run(|_, _| {}).unwrap();
+    let last = records.last().unwrap();
+    // Centre of mass of the (barely stretched) rod along the flange's x axis.
+    let l = rod.length_m;
+    let n = 20000;
+    let (m, mx): (f64, f64) = (0..n).fold((0.0, 0.0), |(m, mx), k| {
+        let x = (k as f64 + 0.5) * l / n as f64;
+        let dm = rod.cross_section.properties(x, l).mass_per_length_kg_m * l / n as f64;
+        (m + dm, mx + dm * x)
+    });
+    let expect = m * omega * omega * (mx / m);
+    // The sensor reads the rod pulling the flange outwards (+x).
+    let fx = last.base_wrench_flange[3];
+    println!("spinning rod at {omega} rad/s: flange force {fx:.6} N outwards, m w^2 x_cm = {expect:.6} N");
+    assert!((fx - expect).abs() < 0.005 * expect, "{fx} vs {expect}");
 }

@@ -137,7 +137,7 @@ pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Pat
     let mut tvecs: Vector<Mat> = Vector::new();
     let criteria = TermCriteria::new(core::TermCriteria_COUNT + core::TermCriteria_EPS, 100, 1e-10)?;
     let rms = calib3d::calibrate_camera(&object_points, &image_points, size, &mut k, &mut dist, &mut rvecs, &mut tvecs, 0, criteria)?;
-    if !(rms <= max_rms_px) {
+    if rms.is_nan() || rms > max_rms_px {
         return Err(TrackError::Input(format!("calibration rejected: RMS reprojection error {rms:.3} px > {max_rms_px} px (blurred or mis-detected views?)")));
     }
     let kf = |r: i32, c: i32| -> Result<f64, TrackError> { Ok(*k.at_2d::<f64>(r, c)?) };

@@ -115,9 +115,8 @@ impl Tracker {
         let mut out = Vec::with_capacity(self.markers.len());
         // Blobs shared by a marker without one of its own (merged markers).
         let mut shared: Vec<usize> = vec![];
-        for i in 0..self.markers.len() {
-            let m = &self.markers[i];
-            let result = match blob_of[i] {
+        for (i, (m, blob)) in self.markers.iter().zip(&blob_of).enumerate() {
+            let result = match *blob {
                 Some(j) => {
                     let b = blobs[j];
                     let flag = if m.missing_frames > 0 { flags::REACQUIRED } else { 0 };

@@ -1,0 +1,288 @@
+//! Generic report pages: line charts (time series, parity plots, phase
+//! timelines) drawn once as inline SVG and once as PNG, and an HTML page of
+//! sections (text, tables, charts, warnings, provenance) with a JSON summary.
+//! The simulation and validation reports are built from these.
+
+use crate::{esc, ReportError, Written};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Style {
+    Line,
+    Dashed,
+    Points,
+}
+
+/// One curve of a chart.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub style: Style,
+    /// Palette index (same index, same colour across charts).
+    pub color: usize,
+    /// Optional band (x, low, high) drawn shaded under the curve.
+    pub band: Vec<(f64, f64, f64)>,
+}
+
+impl Series {
+    pub fn line(label: impl Into<String>, points: Vec<(f64, f64)>, color: usize) -> Series {
+        Series { label: label.into(), points, style: Style::Line, color, band: vec![] }
+    }
+
+    pub fn dashed(label: impl Into<String>, points: Vec<(f64, f64)>, color: usize) -> Series {
+        Series { label: label.into(), points, style: Style::Dashed, color, band: vec![] }
+    }
+
+    pub fn points(label: impl Into<String>, points: Vec<(f64, f64)>, color: usize) -> Series {
+        Series { label: label.into(), points, style: Style::Points, color, band: vec![] }
+    }
+}
+
+/// A chart of series over a common x axis.
+#[derive(Clone, Debug, Serialize)]
+pub struct Chart {
+    /// File stem of the PNG.
+    pub name: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// Draw the line y = x (parity plots).
+    pub diagonal: bool,
+}
+
+const SIZE: (u32, u32) = (900, 460);
+
+fn palette(i: usize) -> RGBColor {
+    let c = Palette99::pick(i).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
+
+fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
+    let mut xs = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut ys = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in &chart.series {
+        for &(x, y) in &s.points {
+            if x.is_finite() && y.is_finite() {
+                xs = (xs.0.min(x), xs.1.max(x));
+                ys = (ys.0.min(y), ys.1.max(y));
+            }
+        }
+        for &(x, lo, hi) in &s.band {
+            if x.is_finite() && lo.is_finite() && hi.is_finite() {
+                ys = (ys.0.min(lo), ys.1.max(hi));
+            }
+        }
+    }
+    if !xs.0.is_finite() {
+        xs = (0.0, 1.0);
+        ys = (0.0, 1.0);
+    }
+    if chart.diagonal {
+        let lo = xs.0.min(ys.0);
+        let hi = xs.1.max(ys.1);
+        xs = (lo, hi);
+        ys = (lo, hi);
+    }
+    let pad = |r: (f64, f64)| {
+        let span = (r.1 - r.0).abs().max(1e-12 * r.0.abs().max(1.0)).max(1e-300);
+        (r.0 - 0.05 * span, r.1 + 0.05 * span)
+    };
+    (pad(xs), pad(ys))
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let ((x0, x1), (y0, y1)) = range(chart);
+    let mut c = ChartBuilder::on(root)
+        .caption(&chart.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e)?;
+    c.configure_mesh().x_desc(chart.x_label.as_str()).y_desc(chart.y_label.as_str()).draw().map_err(e)?;
+    if chart.diagonal {
+        c.draw_series(LineSeries::new(vec![(x0, x0), (x1, x1)], BLACK.mix(0.4))).map_err(e)?;
+    }
+    for s in &chart.series {
+        let color = palette(s.color);
+        if !s.band.is_empty() {
+            let mut poly: Vec<(f64, f64)> = s.band.iter().map(|&(x, lo, _)| (x, lo)).collect();
+            poly.extend(s.band.iter().rev().map(|&(x, _, hi)| (x, hi)));
+            c.draw_series(std::iter::once(Polygon::new(poly, color.mix(0.18)))).map_err(e)?;
+        }
+        let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+        let drawn = match s.style {
+            Style::Line => c.draw_series(LineSeries::new(pts, color.stroke_width(2))).map_err(e)?,
+            Style::Dashed => c.draw_series(DashedLineSeries::new(pts, 8, 5, color.stroke_width(2))).map_err(e)?,
+            Style::Points => c.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?,
+        };
+        if !s.label.is_empty() {
+            drawn.label(s.label.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+    }
+    if chart.series.iter().any(|s| !s.label.is_empty()) {
+        c.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(e)?;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+impl Chart {
+    /// The chart as an SVG document.
+    pub fn svg(&self) -> Result<String, ReportError> {
+        let mut s = String::new();
+        {
+            let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
+            draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m))?;
+        }
+        Ok(s)
+    }
+
+    /// The chart as a PNG file.
+    pub fn png(&self, path: &Path) -> Result<(), ReportError> {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m))
+    }
+}
+
+/// A block of a page.
+#[derive(Clone, Debug, Serialize)]
+pub enum Block {
+    Heading(String),
+    Text(String),
+    /// Header row, then rows.
+    Table(Vec<String>, Vec<Vec<String>>),
+    Chart(Chart),
+    Warnings(Vec<String>),
+}
+
+/// A report page.
+#[derive(Clone, Debug, Serialize)]
+pub struct Page {
+    pub title: String,
+    pub blocks: Vec<Block>,
+    /// (what, value): inputs and their hashes, versions.
+    pub provenance: Vec<(String, String)>,
+}
+
+/// Writes `index.html` (charts inline as SVG), `summary.json` (the given
+/// summary) and one PNG per chart into `dir`.
+pub fn write_page<S: Serialize>(dir: &Path, page: &Page, summary: &S) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.to_path_buf(), e))?;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{t}</title><style>\
+body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}\
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;padding:3px 8px;text-align:right}}\
+td.l,th.l{{text-align:left}}.warn{{background:#fff4d6;border:1px solid #e0b000;padding:0.5em 1em}}\
+figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}</style></head><body><h1>{t}</h1>",
+        t = esc(&page.title)
+    );
+    let mut pngs = vec![];
+    for b in &page.blocks {
+        match b {
+            Block::Heading(s) => {
+                let _ = write!(h, "<h2>{}</h2>", esc(s));
+            }
+            Block::Text(s) => {
+                let _ = write!(h, "<p>{}</p>", esc(s));
+            }
+            Block::Table(head, rows) => {
+                h.push_str("<table><tr>");
+                for (i, c) in head.iter().enumerate() {
+                    let _ = write!(h, "<th{}>{}</th>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+                }
+                h.push_str("</tr>");
+                for r in rows {
+                    h.push_str("<tr>");
+                    for (i, c) in r.iter().enumerate() {
+                        let _ = write!(h, "<td{}>{}</td>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+                    }
+                    h.push_str("</tr>");
+                }
+                h.push_str("</table>");
+            }
+            Block::Chart(c) => {
+                let svg = c.svg()?;
+                let png = dir.join(format!("{}.png", c.name));
+                c.png(&png)?;
+                pngs.push(png);
+                let _ = write!(h, "<figure>{svg}<figcaption>{} (<a href=\"{}.png\">PNG</a>)</figcaption></figure>", esc(&c.title), esc(&c.name));
+            }
+            Block::Warnings(ws) if ws.is_empty() => {}
+            Block::Warnings(ws) => {
+                h.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
+                for w in ws {
+                    let _ = write!(h, "<li>{}</li>", esc(w));
+                }
+                h.push_str("</ul></div>");
+            }
+        }
+    }
+    if !page.provenance.is_empty() {
+        h.push_str("<h2>Provenance</h2><table>");
+        for (k, v) in &page.provenance {
+            let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>", esc(k), esc(v));
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("</body></html>\n");
+    let html = dir.join("index.html");
+    std::fs::write(&html, h).map_err(|e| ReportError::Io(html.clone(), e))?;
+    let json = dir.join("summary.json");
+    let text = serde_json::to_string_pretty(summary).map_err(|e| ReportError::Io(json.clone(), std::io::Error::other(e)))?;
+    std::fs::write(&json, text).map_err(|e| ReportError::Io(json.clone(), e))?;
+    Ok(Written { html, json, pngs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_with_every_block_renders() {
+        let dir = std::env::temp_dir().join(format!("rodlab-page-{}", std::process::id()));
+        let chart = Chart {
+            name: "sine".into(),
+            title: "A sine <and> a band".into(),
+            x_label: "t [s]".into(),
+            y_label: "y".into(),
+            series: vec![
+                Series {
+                    band: (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).sin() - 0.1, (k as f64 * 0.1).sin() + 0.1)).collect(),
+                    ..Series::line("sin", (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).sin())).collect(), 0)
+                },
+                Series::dashed("cos", (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).cos())).collect(), 1),
+                Series::points("pts", vec![(1.0, 0.5), (2.0, f64::NAN)], 2),
+            ],
+            diagonal: false,
+        };
+        let page = Page {
+            title: "Test & page".into(),
+            blocks: vec![
+                Block::Heading("Section".into()),
+                Block::Text("text".into()),
+                Block::Table(vec!["a".into(), "b".into()], vec![vec!["1".into(), "2".into()]]),
+                Block::Chart(chart),
+                Block::Warnings(vec!["careful".into()]),
+            ],
+            provenance: vec![("rod".into(), "x.toml".into())],
+        };
+        let w = write_page(&dir, &page, &serde_json::json!({"ok": true})).unwrap();
+        let html = std::fs::read_to_string(&w.html).unwrap();
+        assert!(html.contains("<svg") && html.contains("Test &amp; page") && html.contains("careful"));
+        assert_eq!(w.pngs.len(), 1);
+        assert!(std::fs::metadata(&w.pngs[0]).unwrap().len() > 1000);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
