@@ -42,10 +42,19 @@ pub struct ObserveArgs {
 }
 
 pub fn run(a: ObserveArgs) -> Result<()> {
-    let rod = rod::Rod::from_file(&a.rod)?;
+    let mut rod = rod::Rod::from_file(&a.rod)?;
     let markers_path = if a.input.is_dir() { a.input.join("markers.parquet") } else { a.input.clone() };
     if !(a.sigma_m.is_finite() && a.sigma_m > 0.0) {
         return Err(input_error("--sigma-m: must be positive"));
+    }
+    // The session the marker table belongs to: its frames (world W) and
+    // robot log.
+    let session_dir = markers_path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let meta = session::SessionMeta::read(&session_dir).map_err(|e| input_error(e.to_string()))?;
+    let frames_w = meta.as_ref().map(|m| m.frames).unwrap_or_default();
+    if meta.is_some() {
+        // One world: gravity from the rig, not the rod file.
+        rod.gravity_m_s2 = frames_w.gravity();
     }
     let mode = match a.mode {
         ModeArg::Hard => Mode::Hard,
@@ -55,6 +64,16 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     let rows = read_markers(&markers_path).map_err(|e| input_error(e.to_string()))?;
     let out = a.out.clone().unwrap_or_else(|| markers_path.with_file_name("strain.parquet"));
     let n_markers = rod.markers.len();
+    let tcp = session::read_tcp_poses(&session_dir).map_err(|e| input_error(e.to_string()))?;
+    // One clock: host time. A table without it cannot meet a robot log.
+    let host_times = rows.iter().all(|r| r.t_host_ns.is_some());
+    if tcp.is_some() && !host_times {
+        return Err(input_error(format!(
+            "{}: no t_host_ns column, but the session {} has host times (streams/robot): track the session's video with its frames table so that both are on the host clock",
+            markers_path.display(),
+            session_dir.display()
+        )));
+    }
     // Frames in order; each frame: marker -> position (None if missing/merged).
     let mut frames: BTreeMap<i64, (i64, Vec<Option<Vec3>>)> = BTreeMap::new();
     for r in &rows {
@@ -78,30 +97,65 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     if frames.is_empty() {
         return Err(input_error(format!("{}: no rows", markers_path.display())));
     }
-    // With a robot log, the base follows the flange: base = TCP * mount,
-    // where the rod file's [base] is the mount on the flange.
-    let session_dir = markers_path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-    let tcp = session::read_tcp_poses(&session_dir).map_err(|e| input_error(e.to_string()))?;
+    // With a robot log, the base follows the flange: base = T_WB * TCP *
+    // mount (the rod file's [base] is the mount on the flange).
+    let log = match tcp.as_deref() {
+        Some(samples) => Some(session::RobotLog::new(samples).map_err(|e| input_error(format!("{}: {e}", session_dir.display())))?),
+        None => None,
+    };
     let mount = rod.base;
-    if tcp.is_some() {
-        println!("base pose from the robot log ({}), rod mount from {}", session::stream_dir(&session_dir, "robot").display(), a.rod.display());
+    let world_from_robot = frames_w.world_from_robot();
+    if log.is_some() {
+        println!(
+            "base pose from the robot log ({}) in the rig's world frame, rod mount from {}",
+            session::stream_dir(&session_dir, "robot").display(),
+            a.rod.display()
+        );
+    }
+    let base_at = |t: i64| -> Option<lie::Pose> {
+        match &log {
+            Some(l) => l.flange_at(t).ok().map(|f| world_from_robot.compose(&f).compose(&mount)),
+            None => Some(mount),
+        }
+    };
+    let sigma = vec![a.sigma_m; n_markers];
+    // Weighted mode without a given scale: choose it on the most deformed frame.
+    if matches!(a.mode, ModeArg::Weighted) && a.energy_scale_j.is_none() {
+        let candidates: Vec<(lie::Pose, Vec<Option<Vec3>>)> = frames.values().filter_map(|(t, m)| base_at(*t).map(|b| (b, m.clone()))).collect();
+        if let Some(choice) = obs.choose_energy_scale(&candidates, &sigma) {
+            if let Some(w) = choice.warning() {
+                eprintln!("rodlab: warning: {w}");
+            }
+            println!("energy scale {:.3e} J, chosen on the most deformed frame", choice.energy_scale_j);
+        }
     }
     let bar = indicatif::ProgressBar::new(frames.len() as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames [{elapsed} < {eta}] {msg}").expect("template"));
-    let sigma = vec![a.sigma_m; n_markers];
     let mut out_rows = Vec::with_capacity(frames.len() * obs.model.node_x_m.len());
     let (mut ok, mut missing, mut failed) = (0usize, 0usize, 0usize);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut residuals = vec![];
     let started = std::time::Instant::now();
     for (frame, (t, measured)) in &frames {
-        if let Some(samples) = tcp.as_deref() {
-            if let Some(p) = session::tcp_pose_at(samples, *t) {
-                let flange = lie::exp(&lie::Vec6::new(p[3], p[4], p[5], 0.0, 0.0, 0.0));
-                let flange = lie::Pose { rot: flange.rot, pos: Vec3::new(p[0], p[1], p[2]) };
-                obs.set_base(&flange.compose(&mount));
+        let Some(base) = base_at(*t) else {
+            // Outside the robot log: no base pose, a flagged row.
+            failed += 1;
+            *reasons.entry("no robot pose at this time (outside the robot log)".into()).or_default() += 1;
+            for (node, x) in obs.model.node_x_m.iter().enumerate() {
+                out_rows.push(StrainRow {
+                    frame: *frame,
+                    t_host_ns: *t,
+                    node: node as u32,
+                    arc_m: *x,
+                    strain: [f64::NAN; 6],
+                    marker_residual_m: f64::NAN,
+                    status: "failed:outside robot log".into(),
+                });
             }
-        }
+            bar.inc(1);
+            continue;
+        };
+        obs.set_base(&base);
         let o = obs.observe(measured, &sigma)?;
         match &o.status {
             Status::Ok => ok += 1,

@@ -90,23 +90,6 @@ pub enum SessionCommand {
     Check { dir: PathBuf },
 }
 
-/// UTC date-time from Unix seconds (no time-zone database needed).
-fn utc(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // Civil from days (H. Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
 pub fn record(a: RecordArgs) -> Result<()> {
     let (rig, rig_text) = Rig::from_file(&a.rig).map_err(|e| input_error(e.to_string()))?;
     if let Some(d) = a.duration {
@@ -129,17 +112,7 @@ pub fn record(a: RecordArgs) -> Result<()> {
         serial_ports.push((cfg, sensor, port));
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string();
-    let mut meta = String::new();
-    meta.push_str(&format!("rodlab_version = \"{}\"\n", env!("CARGO_PKG_VERSION")));
-    meta.push_str(&format!("start_utc = \"{}\"\nstart_unix_s = {}\n", utc(now.as_secs()), now.as_secs_f64()));
-    meta.push_str(&format!(
-        "host = {:?}\noperator_notes = {:?}\nclock = \"host monotonic, t_host_ns = ns since start_utc\"\n",
-        host, rig.session.operator_notes
-    ));
-    meta.push_str(&format!("rig_file = {:?}\nrig = '''\n{}'''\n", a.rig.display().to_string(), rig_text.replace("'''", "\"\"\"")));
-    std::fs::write(a.out.join("session.toml"), meta).with_context(|| "writing session.toml")?;
+    session::SessionMeta::start(&rig.session.operator_notes, &a.rig.display().to_string(), &rig_text, rig.frames).write(&a.out)?;
 
     let stop = stop_on_ctrl_c();
     let clock = Clock::start();

@@ -11,8 +11,10 @@
 //! * **weighted** mode: each marker is tied to its measurement by a spring of
 //!   stiffness `c / sigma^2` (a weighted least-squares misfit with the
 //!   potential energy as regulariser). The energy scale `c` is given, or set
-//!   on the first frame by the discrepancy principle (misfit chi^2 = number
-//!   of measured coordinates). Missing markers simply drop out.
+//!   by the discrepancy principle (misfit chi^2 = number of measured
+//!   coordinates) on the most deformed frame ([`Observer::choose_energy_scale`];
+//!   on the first frame otherwise), with a warning when it hits a bound of
+//!   its search. Missing markers simply drop out.
 //!
 //! Each frame warm-starts from the previous one.
 
@@ -89,6 +91,8 @@ pub struct Observer {
     max_iterations: usize,
     /// Compliance of the regularised KKT fallback [m/N].
     kkt_compliance: f64,
+    /// The scale chosen on the first frame, when no scale was given.
+    last_choice: Option<ScaleChoice>,
 }
 
 /// Full KKT step with compliance `delta` in the multiplier block (regular
@@ -201,7 +205,7 @@ impl HardSystem<'_> {
         let mut v = DVector::zeros(n + c.len());
         v.rows_mut(0, n).copy_from(&r);
         v.rows_mut(n, c.len()).copy_from(c);
-        Residual { value: v, scale }
+        Residual::new(v, scale)
     }
 
     fn parts<'r>(&self, r: &'r Residual) -> (nalgebra::DVectorView<'r, f64>, nalgebra::DVectorView<'r, f64>) {
@@ -298,15 +302,67 @@ impl WeightedSystem<'_> {
     }
 }
 
+/// The weighted observer minimises an energy: the line search asks for a
+/// sufficient decrease of it (Armijo), and a direction that is not a
+/// descent direction (an indefinite tangent far from the solution) is
+/// replaced by a Levenberg-shifted one. A residual-norm line search could
+/// settle on a saddle (a buckled, unstable shape) centimetres away from the
+/// markers.
 impl System for WeightedSystem<'_> {
     fn residual(&mut self, q: &DVector<f64>) -> Option<Residual> {
         let a = self.assemble(q, false);
-        Some(Residual { value: a.residual, scale: a.scale })
+        let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &self.springs];
+        let energy = terms::energy(self.model, q, &list);
+        Some(Residual { value: a.residual, scale: a.scale, energy })
     }
 
     fn linearise(&mut self, q: &DVector<f64>) -> Option<Linearisation> {
         let a = self.assemble(q, true);
-        Some(Linearisation { residual: Residual { value: a.residual, scale: a.scale }, tangent: a.tangent? })
+        let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &self.springs];
+        let energy = terms::energy(self.model, q, &list);
+        Some(Linearisation { residual: Residual { value: a.residual, scale: a.scale, energy }, tangent: a.tangent? })
+    }
+
+    fn direction(&mut self, lin: &Linearisation, _attempt: usize) -> Option<DVector<f64>> {
+        let r = &lin.residual.value;
+        let descent = |d: &DVector<f64>| r.dot(d) < -1e-14 * r.norm() * d.norm();
+        if let Some(d) = lin.tangent.clone().lu().solve(&(-r)) {
+            if descent(&d) {
+                return Some(d);
+            }
+        }
+        let top = lin.tangent.diagonal().amax().max(1e-300);
+        let mut mu = 1e-8 * top;
+        for _ in 0..20 {
+            let mut h = lin.tangent.clone();
+            for i in 0..h.nrows() {
+                h[(i, i)] += mu;
+            }
+            if let Some(d) = h.cholesky().map(|c| c.solve(&(-r))) {
+                if descent(&d) {
+                    return Some(d);
+                }
+            }
+            mu *= 10.0;
+        }
+        Some(-r.clone())
+    }
+
+    fn merit(&self, r: &Residual) -> f64 {
+        r.energy.unwrap_or(f64::NAN)
+    }
+
+    fn slope(&self, lin: &Linearisation, d: &DVector<f64>) -> f64 {
+        lin.residual.value.dot(d)
+    }
+
+    fn converged(&self, r: &Residual, tolerance: f64) -> bool {
+        let n = r.value.norm();
+        n <= tolerance * r.scale || n < 1e-300
+    }
+
+    fn acceptable(&self, r: &Residual, tolerance: f64) -> bool {
+        r.value.norm() <= 1e3 * tolerance * r.scale
     }
 }
 
@@ -344,6 +400,7 @@ impl Observer {
             forces: vec![Vec3::zeros(); rod.markers.len()],
             max_iterations: 200,
             kkt_compliance,
+            last_choice: None,
         })
     }
 
@@ -361,6 +418,11 @@ impl Observer {
     /// The energy scale in use (weighted mode, after calibration).
     pub fn energy_scale_j(&self) -> Option<f64> {
         self.energy_scale_j
+    }
+
+    /// How the scale was chosen when the first frame calibrated it.
+    pub fn first_frame_choice(&self) -> Option<ScaleChoice> {
+        self.last_choice
     }
 
     /// Marker positions of the observed rod at `q`.
@@ -387,7 +449,8 @@ impl Observer {
             Mode::Hard => self.solve_hard_with_continuation(&targets),
             Mode::Weighted { .. } => {
                 if self.energy_scale_j.is_none() {
-                    self.calibrate(&targets);
+                    let choice = self.calibrate(&targets);
+                    self.last_choice = Some(choice);
                 }
                 self.solve_weighted_with_continuation(&targets)
             }
@@ -534,7 +597,7 @@ impl Observer {
 
     /// Discrepancy principle: the energy scale for which the normalised
     /// misfit chi^2 equals the number of measured coordinates.
-    fn calibrate(&mut self, targets: &[Target]) {
+    fn calibrate(&mut self, targets: &[Target]) -> ScaleChoice {
         let goal = 3.0 * targets.len() as f64;
         let chi2 = |obs: &mut Observer, log_c: f64| -> Option<f64> {
             obs.energy_scale_j = Some(10f64.powf(log_c));
@@ -544,7 +607,7 @@ impl Observer {
         };
         // chi^2 falls as c grows (stiffer springs). Bisection in log10(c),
         // walking up from soft springs so that warm starts stay close.
-        let (mut lo, mut hi) = (-14.0f64, 2.0f64);
+        let (mut lo, mut hi) = (SCALE_LOG10_BOUNDS.0, SCALE_LOG10_BOUNDS.1);
         let mut found = None;
         for _ in 0..40 {
             let mid = 0.5 * (lo + hi);
@@ -560,6 +623,95 @@ impl Observer {
                 break;
             }
         }
-        self.energy_scale_j = Some(10f64.powf(found.unwrap_or(hi)));
+        let log_c = found.unwrap_or(hi);
+        self.energy_scale_j = Some(10f64.powf(log_c));
+        let at_bound = if log_c - SCALE_LOG10_BOUNDS.0 < 0.05 {
+            Some(ScaleBound::Lower)
+        } else if SCALE_LOG10_BOUNDS.1 - log_c < 0.05 {
+            Some(ScaleBound::Upper)
+        } else {
+            None
+        };
+        ScaleChoice { energy_scale_j: 10f64.powf(log_c), frame: 0, at_bound }
+    }
+
+    /// Chooses the weighted mode's energy scale on the most deformed of
+    /// `frames` (base pose, measured markers): the frame whose markers lie
+    /// farthest (RMS) from the shape the rod takes under gravity alone at
+    /// that base. A frame at rest fits any scale (the springs need not
+    /// pull), so a choice there runs to the lower bound and later frames
+    /// would ignore their markers. At most 200 frames, evenly spaced, are
+    /// compared. Leaves the observer at rest with the chosen scale.
+    pub fn choose_energy_scale(&mut self, frames: &[(lie::Pose, Vec<Option<Vec3>>)], sigma_m: &[f64]) -> Option<ScaleChoice> {
+        let rest = DVector::zeros(self.model.n_dof());
+        let mut best: Option<(usize, f64)> = None;
+        let stride = frames.len().div_ceil(200).max(1);
+        let mut sag: Option<DVector<f64>> = None;
+        for (k, (base, measured)) in frames.iter().enumerate().step_by(stride) {
+            self.set_base(base);
+            // The unloaded shape: gravity only (warm-started frame to frame).
+            let unloaded = rod::statics::solve(&self.model, &rod::Loads::gravity(), sag.as_ref(), &rod::NewtonOptions::default())
+                .map(|s| s.q)
+                .unwrap_or_else(|_| rest.clone());
+            let shape = self.marker_positions(&unloaded);
+            sag = Some(unloaded);
+            let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| (m - r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
+            if n == 0 {
+                continue;
+            }
+            let rms = (sum / n as f64).sqrt();
+            if best.is_none_or(|(_, b)| rms > b) {
+                best = Some((k, rms));
+            }
+        }
+        let (k, _) = best?;
+        let (base, measured) = &frames[k];
+        self.set_base(base);
+        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
+        let mut choice = self.calibrate(&targets);
+        choice.frame = k;
+        self.q = rest;
+        self.forces = vec![Vec3::zeros(); self.markers.len()];
+        Some(choice)
+    }
+}
+
+/// Bounds of the weighted mode's energy scale search, log10 of joules.
+pub const SCALE_LOG10_BOUNDS: (f64, f64) = (-14.0, 2.0);
+
+/// Which bound of the search a scale hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleBound {
+    /// The markers are fitted by any spring (a frame at rest, or noise larger
+    /// than sigma): the springs barely pull.
+    Lower,
+    /// No spring is stiff enough to fit the markers within sigma (sigma too
+    /// small, markers inconsistent with the rod).
+    Upper,
+}
+
+/// The weighted mode's energy scale and where it came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScaleChoice {
+    pub energy_scale_j: f64,
+    /// Index of the frame it was calibrated on.
+    pub frame: usize,
+    pub at_bound: Option<ScaleBound>,
+}
+
+impl ScaleChoice {
+    /// A warning when the scale hit a bound of the search.
+    pub fn warning(&self) -> Option<String> {
+        match self.at_bound {
+            Some(ScaleBound::Lower) => Some(format!(
+                "weighted mode: the energy scale hit its lower bound ({:.1e} J) on frame {}: the markers fit without the springs pulling (a rod at rest, or sigma too large); give --energy-scale-j",
+                self.energy_scale_j, self.frame
+            )),
+            Some(ScaleBound::Upper) => Some(format!(
+                "weighted mode: the energy scale hit its upper bound ({:.1e} J) on frame {}: no spring fits the markers within sigma (sigma too small, or markers inconsistent with the rod)",
+                self.energy_scale_j, self.frame
+            )),
+            None => None,
+        }
     }
 }

@@ -13,6 +13,10 @@ use std::path::Path;
 pub struct Rig {
     #[serde(default)]
     pub session: SessionInfo,
+    /// The world frame W: robot base, board (plane of motion), marker
+    /// height, gravity, table (see `session::frames`).
+    #[serde(default)]
+    pub frames: session::RigFrames,
     #[serde(default, rename = "robot")]
     pub robots: Vec<RawRobot>,
     #[serde(default, rename = "ft300")]
@@ -128,6 +132,7 @@ impl Rig {
     pub fn from_file(path: &Path) -> Result<(Rig, String), RigError> {
         let (rig, text): (Rig, String) = session::read_toml(path, "rig file")?;
         let err = |message: String| RigError::new(path, message);
+        rig.frames.validate().map_err(err)?;
         for (i, r) in rig.robots.iter().enumerate() {
             if !(r.frequency_hz > 0.0 && r.frequency_hz <= 500.0) {
                 return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500], got {}", r.frequency_hz)));

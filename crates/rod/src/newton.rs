@@ -16,6 +16,15 @@ pub struct Residual {
     /// Size of the terms that make up the residual (|K q| + |loads| ...):
     /// converged when the merit is below `tolerance * scale`.
     pub scale: f64,
+    /// The potential whose gradient the residual is, for systems that
+    /// minimise it (line search on the energy).
+    pub energy: Option<f64>,
+}
+
+impl Residual {
+    pub fn new(value: DVector<f64>, scale: f64) -> Residual {
+        Residual { value, scale, energy: None }
+    }
 }
 
 /// A residual and its Jacobian at one point.
@@ -51,6 +60,14 @@ pub trait System {
         r.value.norm()
     }
 
+    /// Slope of the merit along `d` at the linearisation point (the
+    /// Armijo condition's reference). Default: `-|r|`, the slope of the
+    /// residual norm along a Newton direction.
+    fn slope(&self, lin: &Linearisation, d: &DVector<f64>) -> f64 {
+        let _ = d;
+        -self.merit(&lin.residual)
+    }
+
     /// Converged at `tolerance`. Default: merit <= tolerance * scale.
     fn converged(&self, r: &Residual, tolerance: f64) -> bool {
         let m = self.merit(r);
@@ -73,14 +90,14 @@ pub trait System {
 }
 
 /// Condition for accepting a step of length `alpha` along a descent
-/// direction of the merit.
+/// direction of the merit with slope `slope` (< 0) at the start.
 pub trait LineSearchCondition {
-    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64) -> bool;
+    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64, slope: f64) -> bool;
 }
 
-/// Armijo-type sufficient decrease of the residual norm:
-/// `m(x + a d) <= (1 - c a) m(x)` (the Newton direction is a descent
-/// direction of |r| with slope -|r|).
+/// Armijo's sufficient decrease: `m(x + a d) <= m(x) + c a slope`. For the
+/// residual norm along a Newton direction (slope -|r|) this is
+/// `|r(x + a d)| <= (1 - c a) |r(x)|`.
 #[derive(Clone, Copy, Debug)]
 pub struct ArmijoNorm {
     pub c: f64,
@@ -93,8 +110,8 @@ impl Default for ArmijoNorm {
 }
 
 impl LineSearchCondition for ArmijoNorm {
-    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64) -> bool {
-        merit_trial.is_finite() && merit_trial <= (1.0 - self.c * alpha) * merit_0
+    fn accept(&self, merit_0: f64, merit_trial: f64, alpha: f64, slope: f64) -> bool {
+        merit_trial.is_finite() && merit_trial <= merit_0 + self.c * alpha * slope
     }
 }
 
@@ -186,12 +203,13 @@ impl<C: LineSearchCondition> Newton<C> {
             let mut accepted = None;
             'directions: for attempt in 0..sys.direction_count() {
                 let Some(d) = sys.direction(&lin, attempt) else { continue };
+                let slope = sys.slope(&lin, &d);
                 let mut alpha = 1.0;
                 while alpha >= self.min_step {
                     let xn = &x + &d * alpha;
                     if let Some(trial) = sys.residual(&xn) {
                         let m = sys.merit(&trial);
-                        if self.condition.accept(merit, m, alpha) || sys.converged(&trial, self.tolerance) {
+                        if self.condition.accept(merit, m, alpha, slope) || sys.converged(&trial, self.tolerance) {
                             accepted = Some((xn, trial, m));
                             break 'directions;
                         }
@@ -267,7 +285,7 @@ mod tests {
 
     impl System for Cubic {
         fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
-            Some(Residual { value: DVector::from_vec(vec![x[0].powi(3) - 8.0, x[0] * x[1] - 2.0]), scale: 8.0 })
+            Some(Residual::new(DVector::from_vec(vec![x[0].powi(3) - 8.0, x[0] * x[1] - 2.0]), 8.0))
         }
         fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
             let residual = self.residual(x)?;

@@ -183,12 +183,12 @@ struct StaticSystem<'m, 'l> {
 impl System for StaticSystem<'_, '_> {
     fn residual(&mut self, q: &DVector<f64>) -> Option<Residual> {
         let a = terms::assemble(self.model, q, &self.terms.all(), false);
-        Some(Residual { value: a.residual, scale: a.scale })
+        Some(Residual::new(a.residual, a.scale))
     }
 
     fn linearise(&mut self, q: &DVector<f64>) -> Option<Linearisation> {
         let a = terms::assemble(self.model, q, &self.terms.all(), true);
-        Some(Linearisation { residual: Residual { value: a.residual, scale: a.scale }, tangent: a.tangent? })
+        Some(Linearisation { residual: Residual::new(a.residual, a.scale), tangent: a.tangent? })
     }
 }
 

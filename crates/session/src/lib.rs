@@ -8,9 +8,18 @@
 //! * The marker table of `rodlab track` and the strain table of
 //!   `rodlab observe`.
 
+pub mod frames;
+pub mod meta;
 pub mod table;
 
+pub use frames::{FramePose, RigFrames, TablePlane};
+pub use meta::SessionMeta;
 pub use table::{Table, TableError};
+
+/// Metadata key naming the frame a table's positions are in.
+pub const FRAME_KEY: &str = "frame";
+/// Value of [`FRAME_KEY`] for tables in a rig's world frame W.
+pub const WORLD_FRAME: &str = "world (the rig's frame W; session.toml [frames])";
 
 use std::path::Path;
 
@@ -99,6 +108,7 @@ pub fn write_markers(path: &Path, rows: &[MarkerRow]) -> Result<(), TableError> 
     t.push_f64("z_m", rows.iter().map(|r| r.z_m).collect());
     t.push_f64("area_px", rows.iter().map(|r| r.area_px).collect());
     t.push_u32("flags", rows.iter().map(|r| r.flags).collect());
+    t.set_meta(FRAME_KEY, WORLD_FRAME);
     t.write(path)
 }
 
@@ -159,6 +169,7 @@ pub fn write_strain(path: &Path, rows: &[StrainRow]) -> Result<(), TableError> {
     }
     t.push_f64("marker_residual_m", rows.iter().map(|r| r.marker_residual_m).collect());
     t.push_str("status", rows.iter().map(|r| r.status.clone()).collect());
+    t.set_meta(FRAME_KEY, "body (strains of the rod's own frames; the base in W)");
     t.write(path)
 }
 
@@ -213,22 +224,34 @@ pub fn read_tcp_poses(session: &Path) -> Result<Option<Vec<TcpSample>>, TableErr
     Ok(Some(out))
 }
 
-/// Pose at `t_host_ns`, linearly interpolated between samples (axis-angle
-/// components interpolated directly: fine between samples at 125-500 Hz);
-/// clamped at the ends.
-pub fn tcp_pose_at(samples: &[TcpSample], t_host_ns: i64) -> Option<[f64; 6]> {
-    let first = samples.first()?;
-    let last = samples.last()?;
-    if t_host_ns <= first.t_host_ns {
-        return Some(first.pose);
+/// A robot's flange poses on the host clock, for interpolation.
+pub struct RobotLog {
+    /// Host time of the first sample [ns]; trajectory times are seconds
+    /// after it.
+    pub t0_host_ns: i64,
+    /// Flange poses in the robot's base frame (slerp between samples).
+    pub flange: lie::trajectory::PoseTrajectory,
+}
+
+impl RobotLog {
+    /// From TCP samples (sorted by host time; repeated times dropped).
+    pub fn new(samples: &[TcpSample]) -> Result<RobotLog, String> {
+        let t0 = samples.first().ok_or("the robot stream has no rows")?.t_host_ns;
+        let mut last = i64::MIN;
+        let poses = samples.iter().filter(|s| {
+            let keep = s.t_host_ns > last;
+            last = last.max(s.t_host_ns);
+            keep
+        });
+        let flange = lie::trajectory::PoseTrajectory::from_ur(poses.map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose))).map_err(|e| e.to_string())?;
+        Ok(RobotLog { t0_host_ns: t0, flange })
     }
-    if t_host_ns >= last.t_host_ns {
-        return Some(last.pose);
+
+    /// The flange pose at host time `t_host_ns` (an error outside the log's
+    /// span: never extrapolated).
+    pub fn flange_at(&self, t_host_ns: i64) -> Result<lie::Pose, lie::trajectory::TrajectoryError> {
+        self.flange.at((t_host_ns - self.t0_host_ns) as f64 * 1e-9)
     }
-    let i = samples.partition_point(|s| s.t_host_ns <= t_host_ns);
-    let (a, b) = (&samples[i - 1], &samples[i]);
-    let w = (t_host_ns - a.t_host_ns) as f64 / (b.t_host_ns - a.t_host_ns).max(1) as f64;
-    Some(std::array::from_fn(|k| a.pose[k] + w * (b.pose[k] - a.pose[k])))
 }
 
 /// Writes a stream as Parquet chunks `streams/<name>/NNNNNN.parquet`: rows

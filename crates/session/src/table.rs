@@ -1,6 +1,7 @@
 //! A thin typed layer over polars for the project's tables: build columns,
 //! write Parquet atomically, read with errors that name file and column.
 
+use polars::io::parquet::write::KeyValueMetadata;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,8 @@ pub struct Table {
     columns: Vec<Column>,
     df: Option<DataFrame>,
     path: PathBuf,
+    /// File-level key/value metadata (e.g. `frame = world`).
+    metadata: Vec<(String, String)>,
 }
 
 impl Table {
@@ -45,6 +48,17 @@ impl Table {
         self.columns.push(Column::new(name.into(), v));
     }
 
+    /// Adds file-level metadata (written into the Parquet footer).
+    pub fn set_meta(&mut self, key: &str, value: &str) {
+        self.metadata.retain(|(k, _)| k != key);
+        self.metadata.push((key.into(), value.into()));
+    }
+
+    /// File-level metadata of a table read from disk.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
     /// Writes Parquet to `path` via a temporary file and a rename, so a
     /// reader never sees half a file.
     pub fn write(self, path: &Path) -> Result<(), TableError> {
@@ -53,15 +67,24 @@ impl Table {
         let mut df = DataFrame::new(height, self.columns).map_err(|e| werr(e.to_string()))?;
         let tmp = path.with_extension("parquet.tmp");
         let file = std::fs::File::create(&tmp).map_err(|e| werr(e.to_string()))?;
-        ParquetWriter::new(file).finish(&mut df).map_err(|e| werr(e.to_string()))?;
+        let kv = (!self.metadata.is_empty()).then(|| KeyValueMetadata::from_static(self.metadata.clone()));
+        ParquetWriter::new(file).with_key_value_metadata(kv).finish(&mut df).map_err(|e| werr(e.to_string()))?;
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
     }
 
     pub fn read(path: &Path) -> Result<Table, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        let df = ParquetReader::new(file).finish().map_err(|e| rerr(e.to_string()))?;
-        Ok(Table { columns: vec![], df: Some(df), path: path.to_path_buf() })
+        let mut reader = ParquetReader::new(file);
+        let metadata = reader
+            .get_metadata()
+            .map_err(|e| rerr(e.to_string()))?
+            .key_value_metadata()
+            .as_ref()
+            .map(|kv| kv.iter().filter_map(|k| k.value.clone().map(|v| (k.key.clone(), v))).collect())
+            .unwrap_or_default();
+        let df = reader.finish().map_err(|e| rerr(e.to_string()))?;
+        Ok(Table { columns: vec![], df: Some(df), path: path.to_path_buf(), metadata })
     }
 
     /// Reads every `*.parquet` chunk of a stream directory, in name order.
@@ -84,7 +107,7 @@ impl Table {
                 }
             }
         }
-        Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf() })
+        Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
     }
 
     /// Rows of a table under construction.

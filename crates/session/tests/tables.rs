@@ -1,6 +1,6 @@
 //! Round trips of the session tables and clear errors for bad files.
 
-use session::{read_markers, read_strain, read_tcp_poses, tcp_pose_at, write_markers, write_strain, MarkerRow, StrainRow, Table, TcpSample};
+use session::{read_markers, read_strain, read_tcp_poses, write_markers, write_strain, MarkerRow, RobotLog, StrainRow, Table};
 
 #[test]
 fn marker_and_strain_tables_round_trip() {
@@ -29,6 +29,8 @@ fn marker_and_strain_tables_round_trip() {
     assert!(back[0].z_m.is_nan());
     // No temporary file is left behind.
     assert!(!dir.path().join("markers.parquet.tmp").exists());
+    // The table says which frame its positions are in.
+    assert_eq!(Table::read(&p).unwrap().meta(session::FRAME_KEY), Some(session::WORLD_FRAME));
 
     let s: Vec<StrainRow> = (0..10)
         .map(|i| StrainRow {
@@ -70,16 +72,24 @@ fn robot_stream_chunks_are_concatenated_and_interpolated() {
         let mut t = Table::new();
         let times: Vec<i64> = (0..4).map(|k| (chunk * 4 + k) * 1000).collect();
         t.push_i64("t_host_ns", times.clone());
+        // Position along x, rotation about z: both linear in time.
         for i in 0..6 {
-            t.push_f64(&format!("actual_TCP_pose_{i}"), times.iter().map(|&t| t as f64 * 1e-3 + i as f64).collect());
+            let f = |t: i64| match i {
+                0 => t as f64 * 1e-3,
+                5 => t as f64 * 1e-4,
+                _ => 0.0,
+            };
+            t.push_f64(&format!("actual_TCP_pose_{i}"), times.iter().map(|&t| f(t)).collect());
         }
         t.write(&stream.join(format!("{chunk:06}.parquet"))).unwrap();
     }
     let s = read_tcp_poses(dir.path()).unwrap().unwrap();
     assert_eq!(s.len(), 12);
-    let p = tcp_pose_at(&s, 5500).unwrap();
-    assert!((p[0] - 5.5).abs() < 1e-12 && (p[5] - 10.5).abs() < 1e-12);
-    assert_eq!(tcp_pose_at(&s, -5).unwrap()[0], 0.0);
-    assert_eq!(tcp_pose_at(&[] as &[TcpSample], 0), None);
+    let log = RobotLog::new(&s).unwrap();
+    let p = lie::trajectory::pose_to_ur(&log.flange_at(5500).unwrap());
+    assert!((p[0] - 5.5).abs() < 1e-12 && (p[5] - 0.55).abs() < 1e-12, "{p:?}");
+    // Outside the log: an error, not the end pose.
+    assert!(log.flange_at(-5).is_err() && log.flange_at(11_001).is_err());
+    assert!(RobotLog::new(&[]).is_err());
     assert!(read_tcp_poses(&dir.path().join("none")).unwrap().is_none());
 }

@@ -809,7 +809,7 @@ impl StepSystem<'_> {
         for (i, r) in rows_all.iter().enumerate() {
             value.fixed_rows_mut::<3>(n + 3 * i).copy_from(&r.c);
         }
-        let residual = Residual { value, scale: asm.scale };
+        let residual = Residual::new(value, asm.scale);
         if !with_tangent {
             return (residual, None);
         }

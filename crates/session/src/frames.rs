@@ -1,0 +1,139 @@
+//! One world frame W for a rig (science §8): where the robot's base frame
+//! B, the camera's plane of motion P (the calibration board's frame) and the
+//! table are in W, how high the marker centres sit above the board, and
+//! which way gravity points. Given in the rig file's `[frames]` table,
+//! copied into every session's `session.toml`, and used by `track` (markers
+//! in W), `observe` and `identify` (base = T_WB * TCP * mount, gravity) and
+//! `simulate` (base, gravity, table) so that every table they write is in W.
+
+use lie::{Pose, Vec3};
+use serde::{Deserialize, Serialize};
+
+/// A pose given by a position and roll-pitch-yaw angles
+/// (`R = Rz(yaw) Ry(pitch) Rx(roll)`, as in rod and scene files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FramePose {
+    #[serde(default)]
+    pub position_m: [f64; 3],
+    #[serde(default)]
+    pub rpy_deg: [f64; 3],
+}
+
+impl FramePose {
+    pub fn pose(&self) -> Pose {
+        let r = self.rpy_deg.map(f64::to_radians);
+        Pose::from_rpy(r[0], r[1], r[2], Vec3::from(self.position_m))
+    }
+
+    /// The angles and position of a pose (inverse of [`FramePose::pose`]).
+    pub fn from_pose(g: &Pose) -> FramePose {
+        let (roll, pitch, yaw) = g.quaternion().euler_angles();
+        FramePose { position_m: g.pos.into(), rpy_deg: [roll.to_degrees(), pitch.to_degrees(), yaw.to_degrees()] }
+    }
+
+    fn finite(&self) -> bool {
+        self.position_m.iter().chain(&self.rpy_deg).all(|v| v.is_finite())
+    }
+}
+
+/// The table: a plane through `point_m` with unit `normal` (up, out of it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TablePlane {
+    #[serde(default)]
+    pub point_m: [f64; 3],
+    pub normal: [f64; 3],
+}
+
+/// The frames of a rig. The default is the world = robot base = board
+/// frame, markers on the board plane, gravity along -z, no table.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RigFrames {
+    /// The robot's base frame B in W (`T_world_robot`).
+    #[serde(default)]
+    pub robot_base: FramePose,
+    /// The calibration board lying in the plane of motion, P in W
+    /// (`T_world_board`; the board's plane is its z = 0).
+    #[serde(default)]
+    pub board: FramePose,
+    /// Height of the marker centres above the board plane, towards the
+    /// camera (rod radius + board thickness) [m].
+    #[serde(default)]
+    pub marker_height_m: f64,
+    #[serde(default = "default_gravity")]
+    pub gravity_m_s2: [f64; 3],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<TablePlane>,
+}
+
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+
+impl Default for RigFrames {
+    fn default() -> Self {
+        RigFrames { robot_base: FramePose::default(), board: FramePose::default(), marker_height_m: 0.0, gravity_m_s2: default_gravity(), table: None }
+    }
+}
+
+impl RigFrames {
+    /// Checks the values; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.robot_base.finite() {
+            return Err("frames.robot_base: must be finite".into());
+        }
+        if !self.board.finite() {
+            return Err("frames.board: must be finite".into());
+        }
+        if !(self.marker_height_m.is_finite() && self.marker_height_m >= 0.0) {
+            return Err(format!("frames.marker_height_m: must be >= 0, got {}", self.marker_height_m));
+        }
+        if !self.gravity_m_s2.iter().all(|v| v.is_finite()) {
+            return Err("frames.gravity_m_s2: must be finite".into());
+        }
+        if let Some(t) = &self.table {
+            let n = Vec3::from(t.normal);
+            if !(n.iter().all(|v| v.is_finite()) && n.norm() > 1e-9) || !t.point_m.iter().all(|v| v.is_finite()) {
+                return Err("frames.table: needs a finite point_m and a non-zero normal".into());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn world_from_robot(&self) -> Pose {
+        self.robot_base.pose()
+    }
+
+    pub fn world_from_board(&self) -> Pose {
+        self.board.pose()
+    }
+
+    pub fn gravity(&self) -> Vec3 {
+        Vec3::from(self.gravity_m_s2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_pose_round_trip() {
+        let f = FramePose { position_m: [0.1, -0.2, 0.3], rpy_deg: [10.0, -20.0, 170.0] };
+        let back = FramePose::from_pose(&f.pose());
+        assert!((back.pose().rot - f.pose().rot).amax() < 1e-12);
+        assert_eq!(back.position_m, f.position_m);
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let f: RigFrames = toml::from_str("").unwrap();
+        assert_eq!(f, RigFrames::default());
+        let bad: RigFrames = toml::from_str("marker_height_m = -0.01").unwrap();
+        assert!(bad.validate().unwrap_err().contains("frames.marker_height_m"));
+        let bad: RigFrames = toml::from_str("[table]\nnormal = [0.0, 0.0, 0.0]").unwrap();
+        assert!(bad.validate().unwrap_err().contains("frames.table"));
+    }
+}

@@ -1,0 +1,90 @@
+//! `session.toml`: what a session is (start time, host, rodlab version,
+//! operator notes, the rig file verbatim) and the rig's frames, written with
+//! serde and read back by every later stage.
+
+use crate::frames::RigFrames;
+use crate::ConfigFileError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::SystemTime;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    pub rodlab_version: String,
+    /// RFC 3339, seconds.
+    pub start_utc: String,
+    pub start_unix_s: f64,
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub operator_notes: String,
+    #[serde(default = "default_clock")]
+    pub clock: String,
+    #[serde(default)]
+    pub rig_file: String,
+    /// The rig's frames (world frame W), parsed from the rig file.
+    #[serde(default)]
+    pub frames: RigFrames,
+    /// The rig file, verbatim.
+    #[serde(default)]
+    pub rig: String,
+}
+
+fn default_clock() -> String {
+    "host monotonic, t_host_ns = ns since start_utc".into()
+}
+
+impl SessionMeta {
+    /// A session starting now.
+    pub fn start(operator_notes: &str, rig_file: &str, rig_text: &str, frames: RigFrames) -> SessionMeta {
+        let now = SystemTime::now();
+        let unix = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        SessionMeta {
+            rodlab_version: env!("CARGO_PKG_VERSION").into(),
+            start_utc: humantime::format_rfc3339_seconds(now).to_string(),
+            start_unix_s: unix.as_secs_f64(),
+            host: std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string(),
+            operator_notes: operator_notes.into(),
+            clock: default_clock(),
+            rig_file: rig_file.into(),
+            frames,
+            rig: rig_text.into(),
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<(), ConfigFileError> {
+        let path = dir.join("session.toml");
+        let text = toml::to_string(self).map_err(|e| ConfigFileError::new(&path, e.to_string()))?;
+        std::fs::write(&path, format!("# rodlab session: what was recorded, when, with which rig (frames: the world frame W).\n{text}"))
+            .map_err(|e| ConfigFileError::new(&path, format!("cannot write: {e}")))
+    }
+
+    /// The session's `session.toml`, or `None` when the directory has none.
+    pub fn read(dir: &Path) -> Result<Option<SessionMeta>, ConfigFileError> {
+        let path = dir.join("session.toml");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let (meta, _): (SessionMeta, String) = crate::read_toml(&path, "session file")?;
+        meta.frames.validate().map_err(|m| ConfigFileError::new(&path, m))?;
+        Ok(Some(meta))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_awkward_rig_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let frames = RigFrames { marker_height_m: 0.01, ..RigFrames::default() };
+        let rig = "# a rig with \"quotes\", ''' and a backslash \\\n[[robot]]\naddress = \"127.0.0.1:30004\"\n";
+        let meta = SessionMeta::start("notes with \"quotes\"", "configs/rig/x.toml", rig, frames);
+        meta.write(dir.path()).unwrap();
+        let back = SessionMeta::read(dir.path()).unwrap().unwrap();
+        assert_eq!(back, meta);
+        assert!(back.start_utc.ends_with('Z') && back.start_utc.len() == 20, "{}", back.start_utc);
+        assert!(SessionMeta::read(&dir.path().join("none")).unwrap().is_none());
+    }
+}
