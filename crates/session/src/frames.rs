@@ -95,7 +95,7 @@ impl RigFrames {
         }
         if let Some(t) = &self.table {
             let n = Vec3::from(t.normal);
-            if !(n.iter().all(|v| v.is_finite()) && n.norm() > 1e-9) || !t.point_m.iter().all(|v| v.is_finite()) {
+            if !(n.iter().all(|v| v.is_finite()) && n.norm() > 1e-9 && t.point_m.iter().all(|v| v.is_finite())) {
                 return Err("frames.table: needs a finite point_m and a non-zero normal".into());
             }
         }
