@@ -8,6 +8,7 @@ mod identify;
 mod observe_cmd;
 mod paper;
 mod record_cmd;
+mod rig_cmd;
 mod simulate_cmd;
 mod solve;
 mod track_cmd;
@@ -57,6 +58,9 @@ enum Command {
     /// Benchmarks with analytic answers, run and plotted.
     #[command(subcommand)]
     Verify(simulate_cmd::VerifyCommand),
+    /// The rig's world frame: measure where the robot stands.
+    #[command(subcommand)]
+    Rig(rig_cmd::RigCommand),
 }
 
 /// An error that is the user's input, not the computation (exit status 2).
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Session(c) => record_cmd::session(c),
         Command::Simulate(a) => simulate_cmd::simulate(a),
         Command::Verify(c) => simulate_cmd::verify(c),
+        Command::Rig(c) => rig_cmd::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

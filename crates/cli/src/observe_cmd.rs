@@ -150,6 +150,7 @@ pub fn run(a: ObserveArgs) -> Result<()> {
                     strain: [f64::NAN; 6],
                     marker_residual_m: f64::NAN,
                     status: "failed:outside robot log".into(),
+                    base_pose: [f64::NAN; 6],
                 });
             }
             bar.inc(1);
@@ -169,6 +170,7 @@ pub fn run(a: ObserveArgs) -> Result<()> {
             residuals.push(o.marker_residual_m);
         }
         let label = o.status.label();
+        let base_pose = lie::trajectory::pose_to_ur(&base);
         for (node, (x, s)) in obs.model.node_x_m.iter().zip(&o.nodal_strain).enumerate() {
             out_rows.push(StrainRow {
                 frame: *frame,
@@ -178,6 +180,7 @@ pub fn run(a: ObserveArgs) -> Result<()> {
                 strain: [s[0], s[1], s[2], s[3] - 1.0, s[4], s[5]],
                 marker_residual_m: o.marker_residual_m,
                 status: label.clone(),
+                base_pose,
             });
         }
         bar.inc(1);

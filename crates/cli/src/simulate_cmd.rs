@@ -98,7 +98,20 @@ fn base_motion(a: &SimulateArgs, scene: &Scene, rod: &rod::Rod) -> Result<(BaseM
 
 pub fn simulate(a: SimulateArgs) -> Result<()> {
     let mut rod = rod::Rod::from_file(&a.rod)?;
-    let scene = Scene::from_file(&a.scene)?;
+    let mut scene = Scene::from_file(&a.scene)?;
+    if let Some(dir) = &a.session {
+        // One world: the session's rig places the robot, the table and gravity.
+        if let Some(meta) = session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))? {
+            let f = meta.frames;
+            scene.world_from_robot = f.world_from_robot();
+            scene.gravity_m_s2 = f.gravity();
+            if let (Some(t), Some(plane)) = (f.table, scene.table.as_mut()) {
+                plane.point_m = lie::Vec3::from(t.point_m);
+                plane.normal = lie::Vec3::from(t.normal).normalize();
+            }
+            println!("robot base, gravity and table from {}/session.toml (the rig's world frame); friction from {}", dir.display(), a.scene.display());
+        }
+    }
     if let Some(p) = &a.params {
         let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
         let pr = &id.parameters;

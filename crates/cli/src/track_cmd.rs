@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use track::calibrate::{self, BoardSpec};
 use track::camera::CameraModel;
 use track::detect::{MarkerParams, TrackError};
-use track::pipeline::{self, FrameTimes};
+use track::pipeline::{self, FrameTimes, PlaneToWorld};
 use track::sequence::{Occlusion, Sequence, SequenceConfig};
 use track::source::{write_image, FrameSource, VideoSink};
 use track::synth;
@@ -92,6 +92,11 @@ pub struct TrackArgs {
     /// Write annotated frames (PNG) here, for checking by eye.
     #[arg(long)]
     pub overlay: Option<PathBuf>,
+    /// Height of the marker centres above the board plane, towards the
+    /// camera [m] (default: camera.toml's plane_offset_m, else the session's
+    /// frames.marker_height_m, else 0).
+    #[arg(long)]
+    pub marker_height_m: Option<f64>,
 }
 
 pub fn track(a: TrackArgs) -> Result<()> {
@@ -105,6 +110,18 @@ pub fn track(a: TrackArgs) -> Result<()> {
     };
     let mut source = FrameSource::open(&a.input).map_err(track_error)?;
     let times = frame_times(&a, &source)?;
+    // The world: the session's rig frames when the video sits in a session.
+    let session_dir = a.input.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let frames_w = session::SessionMeta::read(&session_dir).map_err(|e| input_error(e.to_string()))?.map(|m| m.frames);
+    let marker_height_m = a.marker_height_m.or(camera.plane_offset_m).or(frames_w.map(|f| f.marker_height_m)).unwrap_or(0.0);
+    if !(marker_height_m.is_finite() && marker_height_m >= 0.0) {
+        return Err(input_error(format!("--marker-height-m / plane_offset_m: must be >= 0, got {marker_height_m}")));
+    }
+    let world = PlaneToWorld { world_from_board: frames_w.map(|f| f.world_from_board()).unwrap_or_else(lie::Pose::identity), marker_height_m };
+    match frames_w {
+        Some(_) => println!("positions in the world frame of {}/session.toml, markers {:.1} mm above the board", session_dir.display(), 1e3 * marker_height_m),
+        None => println!("positions in the board frame (no session.toml beside the video), markers {:.1} mm above the board", 1e3 * marker_height_m),
+    }
     if let Some(dir) = &a.overlay {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -116,7 +133,7 @@ pub fn track(a: TrackArgs) -> Result<()> {
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &times, a.overlay.as_deref(), |k| {
+    let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &world, &times, a.overlay.as_deref(), |k| {
         if k % 16 == 0 {
             bar.set_position(k as u64)
         }

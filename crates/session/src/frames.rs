@@ -137,3 +137,81 @@ mod tests {
         assert!(bad.validate().unwrap_err().contains("frames.table"));
     }
 }
+
+/// The robot's base in the world from pairs of (a point in the robot's base
+/// frame, the same point seen in the world): least squares over the pairs
+/// (Kabsch), with the residuals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaseCalibration {
+    pub world_from_robot: Pose,
+    pub rms_residual_m: f64,
+    pub max_residual_m: f64,
+    pub pairs: usize,
+}
+
+/// Why the pairs do not determine the robot's base.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("{0} pairs: at least 3 poses are needed")]
+    TooFew(usize),
+    #[error("degenerate poses: the points lie on a line ({0:.2} mm across it): move the robot in two directions")]
+    Collinear(f64),
+}
+
+/// Kabsch: the rotation and translation with `p_world = R p_robot + t`
+/// closest to the pairs.
+pub fn calibrate_robot_base(pairs: &[(Vec3, Vec3)]) -> Result<BaseCalibration, CalibrationError> {
+    let n = pairs.len();
+    if n < 3 {
+        return Err(CalibrationError::TooFew(n));
+    }
+    let ca: Vec3 = pairs.iter().map(|(a, _)| a).sum::<Vec3>() / n as f64;
+    let cb: Vec3 = pairs.iter().map(|(_, b)| b).sum::<Vec3>() / n as f64;
+    let mut h = lie::Mat3::zeros();
+    for (a, b) in pairs {
+        h += (a - ca) * (b - cb).transpose();
+    }
+    // The spread of the robot-side points across their main direction:
+    // points on a line leave the rotation about it undetermined.
+    let mut spread = lie::Mat3::zeros();
+    for (a, _) in pairs {
+        spread += (a - ca) * (a - ca).transpose();
+    }
+    let eig = spread.symmetric_eigen();
+    let mut ev: Vec<f64> = eig.eigenvalues.iter().map(|v| v.max(0.0)).collect();
+    ev.sort_by(f64::total_cmp);
+    let across = (ev[1] / n as f64).sqrt();
+    if across < 1e-3 {
+        return Err(CalibrationError::Collinear(across * 1e3));
+    }
+    let svd = h.svd(true, true);
+    let (u, vt) = (svd.u.expect("u"), svd.v_t.expect("v_t"));
+    let d = (vt.transpose() * u.transpose()).determinant().signum();
+    let rot = vt.transpose() * lie::Mat3::from_diagonal(&Vec3::new(1.0, 1.0, d)) * u.transpose();
+    let pos = cb - rot * ca;
+    let g = Pose { rot, pos };
+    let res: Vec<f64> = pairs.iter().map(|(a, b)| (g.transform_point(a) - b).norm()).collect();
+    Ok(BaseCalibration {
+        world_from_robot: g,
+        rms_residual_m: (res.iter().map(|r| r * r).sum::<f64>() / n as f64).sqrt(),
+        max_residual_m: res.iter().cloned().fold(0.0, f64::max),
+        pairs: n,
+    })
+}
+
+#[cfg(test)]
+mod calibration_tests {
+    use super::*;
+
+    #[test]
+    fn kabsch_recovers_a_pose_and_refuses_a_line() {
+        let truth = Pose::from_rpy(0.2, -0.1, 2.5, Vec3::new(0.3, -0.2, 0.5));
+        let pts: Vec<Vec3> = (0..10).map(|k| Vec3::new(0.1 * (k as f64).cos(), 0.15 * (k as f64 * 0.7).sin(), 0.02 * k as f64)).collect();
+        let pairs: Vec<(Vec3, Vec3)> = pts.iter().map(|p| (*p, truth.transform_point(p))).collect();
+        let c = calibrate_robot_base(&pairs).unwrap();
+        assert!((c.world_from_robot.rot - truth.rot).amax() < 1e-12 && (c.world_from_robot.pos - truth.pos).amax() < 1e-12);
+        assert!(c.rms_residual_m < 1e-12);
+        let line: Vec<(Vec3, Vec3)> = (0..5).map(|k| (Vec3::new(0.05 * k as f64, 0.0, 0.0), Vec3::new(0.05 * k as f64, 0.0, 0.0))).collect();
+        assert!(matches!(calibrate_robot_base(&line), Err(CalibrationError::Collinear(_))));
+    }
+}

@@ -154,7 +154,13 @@ pub struct StrainRow {
     pub strain: [f64; 6],
     pub marker_residual_m: f64,
     pub status: String,
+    /// The rod's base pose used for the frame (world): position and
+    /// rotation vector.
+    pub base_pose: [f64; 6],
 }
+
+/// Columns of the base pose in the strain table.
+pub const BASE_POSE_NAMES: [&str; 6] = ["base_x_m", "base_y_m", "base_z_m", "base_rx_rad", "base_ry_rad", "base_rz_rad"];
 
 pub const STRAIN_NAMES: [&str; 6] = ["kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
 
@@ -169,7 +175,10 @@ pub fn write_strain(path: &Path, rows: &[StrainRow]) -> Result<(), TableError> {
     }
     t.push_f64("marker_residual_m", rows.iter().map(|r| r.marker_residual_m).collect());
     t.push_str("status", rows.iter().map(|r| r.status.clone()).collect());
-    t.set_meta(FRAME_KEY, "body (strains of the rod's own frames; the base in W)");
+    for (c, name) in BASE_POSE_NAMES.iter().enumerate() {
+        t.push_f64(name, rows.iter().map(|r| r.base_pose[c]).collect());
+    }
+    t.set_meta(FRAME_KEY, "strains in the rod's own frames; base pose in the world frame W");
     t.write(path)
 }
 
@@ -182,6 +191,8 @@ pub fn read_strain(path: &Path) -> Result<Vec<StrainRow>, TableError> {
     let cols: Vec<Vec<f64>> = STRAIN_NAMES.iter().map(|n| t.f64(n)).collect::<Result<_, _>>()?;
     let res = t.f64("marker_residual_m")?;
     let status = t.str("status")?;
+    let base: Vec<Vec<f64>> =
+        if t.has(BASE_POSE_NAMES[0]) { BASE_POSE_NAMES.iter().map(|n| t.f64(n)).collect::<Result<_, _>>()? } else { vec![vec![f64::NAN; frame.len()]; 6] };
     Ok((0..frame.len())
         .map(|i| StrainRow {
             frame: frame[i],
@@ -191,6 +202,7 @@ pub fn read_strain(path: &Path) -> Result<Vec<StrainRow>, TableError> {
             strain: std::array::from_fn(|c| cols[c][i]),
             marker_residual_m: res[i],
             status: status[i].clone(),
+            base_pose: std::array::from_fn(|c| base[c][i]),
         })
         .collect())
 }

@@ -41,6 +41,7 @@ fn marker_and_strain_tables_round_trip() {
             strain: [i as f64, 1.0, 2.0, 3.0, 4.0, 5.0],
             marker_residual_m: 1e-10,
             status: "ok".into(),
+            base_pose: [0.1, 0.2, 0.3, 0.0, 0.0, i as f64 * 0.01],
         })
         .collect();
     let p = dir.path().join("strain.parquet");

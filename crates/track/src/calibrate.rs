@@ -153,6 +153,7 @@ pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Pat
         rms_reprojection_px: rms,
         views: used.len(),
         plane: None,
+        plane_offset_m: None,
     };
     let plane_path = plane_image.map(Path::to_path_buf).unwrap_or_else(|| used[0].clone());
     camera.plane = Some(plane_pose(&camera, &k, &dist, &plane_path, board)?);

@@ -1,5 +1,5 @@
 //! A whole video through the tracker: frames -> ordered markers -> metric
-//! positions in the rig frame -> rows of the marker table.
+//! positions in the rig's world frame -> rows of the marker table.
 
 use crate::camera::CameraModel;
 use crate::detect::TrackError;
@@ -27,8 +27,39 @@ pub struct Timing {
     pub track: Duration,
 }
 
-/// Marker table rows of one frame.
-pub fn rows_for_frame(frame: usize, times: &FrameTimes, camera: &CameraModel, markers: &[TrackedMarker]) -> Result<Vec<MarkerRow>, TrackError> {
+/// From pixels to the world: the plane the marker centres move in (the
+/// board plane raised by the markers' height towards the camera) and the
+/// board's pose in the rig's world frame W.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlaneToWorld {
+    pub world_from_board: lie::Pose,
+    pub marker_height_m: f64,
+}
+
+impl Default for PlaneToWorld {
+    /// Board frame = world, markers on the board.
+    fn default() -> Self {
+        PlaneToWorld { world_from_board: lie::Pose::identity(), marker_height_m: 0.0 }
+    }
+}
+
+impl PlaneToWorld {
+    /// The world position of a marker seen at pixel (u, v).
+    pub fn locate(&self, camera: &CameraModel, u: f64, v: f64) -> Option<[f64; 3]> {
+        let plane = camera.plane.as_ref()?;
+        let p = camera.pixel_to_plane_at(plane, u, v, self.marker_height_m)?;
+        Some(self.world_from_board.transform_point(&lie::Vec3::from(p)).into())
+    }
+}
+
+/// Marker table rows of one frame (positions in the world frame).
+pub fn rows_for_frame(
+    frame: usize,
+    times: &FrameTimes,
+    camera: &CameraModel,
+    world: &PlaneToWorld,
+    markers: &[TrackedMarker],
+) -> Result<Vec<MarkerRow>, TrackError> {
     let (t_s, t_host_ns) = match times {
         FrameTimes::Table(t) => {
             let ns = *t.get(frame).ok_or_else(|| TrackError::Input(format!("the frames table has {} rows, the video more frames", t.len())))?;
@@ -40,7 +71,7 @@ pub fn rows_for_frame(frame: usize, times: &FrameTimes, camera: &CameraModel, ma
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let xyz = if m.u_px.is_finite() { camera.plane.as_ref().and_then(|p| camera.pixel_to_plane(p, m.u_px, m.v_px)) } else { None };
+            let xyz = if m.u_px.is_finite() { world.locate(camera, m.u_px, m.v_px) } else { None };
             let [x, y, z] = xyz.unwrap_or([f64::NAN; 3]);
             MarkerRow {
                 frame: frame as i64,
@@ -65,6 +96,7 @@ pub fn track_video(
     source: &mut FrameSource,
     tracker: &mut Tracker,
     camera: &CameraModel,
+    world: &PlaneToWorld,
     times: &FrameTimes,
     overlay_dir: Option<&Path>,
     mut progress: impl FnMut(usize),
@@ -99,7 +131,7 @@ pub fn track_video(
             draw_overlay(&mut frame, &markers)?;
             write_image(&dir.join(format!("{k:06}.png")), &frame)?;
         }
-        rows.extend(rows_for_frame(k, times, camera, &markers)?);
+        rows.extend(rows_for_frame(k, times, camera, world, &markers)?);
         k += 1;
         progress(k);
     }

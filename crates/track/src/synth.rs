@@ -258,6 +258,7 @@ pub fn demo_camera() -> (CameraModel, PlanePose) {
         rms_reprojection_px: 0.0,
         views: 0,
         plane: None,
+        plane_offset_m: None,
     };
     let plane = PlanePose { rotation_rad: [0.06, -0.04, 0.01], translation_m: [-0.10, -0.035, 0.55] };
     (camera, plane)

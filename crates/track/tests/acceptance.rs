@@ -186,7 +186,7 @@ fn metric_error_below_0_2_mm_through_the_whole_chain() {
     for k in 0..60 {
         let img = seq.render(k);
         let out = tracker.track(&img.to_mat().unwrap()).unwrap();
-        let rows = track::pipeline::rows_for_frame(k, &track::pipeline::FrameTimes::Rate(100.0), &cam, &out).unwrap();
+        let rows = track::pipeline::rows_for_frame(k, &track::pipeline::FrameTimes::Rate(100.0), &cam, &Default::default(), &out).unwrap();
         for (r, t) in rows.iter().zip(seq.truth(k)) {
             sq += (r.x_m - t.x_m).powi(2) + (r.y_m - t.y_m).powi(2);
             n += 1;
