@@ -10,7 +10,7 @@
 //!   `sigma_m` per coordinate).
 //! Lines starting with `#` are comments. Units are SI.
 
-use lie::Vec3;
+use lie::{Pose, Vec3, Vec6};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -23,6 +23,19 @@ pub struct Measurement {
     pub sigma_m: f64,
 }
 
+/// The wrench a force/torque sensor between the flange and the rod
+/// measured (bias removed): what the rod exerts on the sensor, in the
+/// sensor's frame about its origin, `[moment; force]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrenchMeasurement {
+    /// The sensor's frame in the rod's base frame.
+    pub sensor_in_base: Pose,
+    /// `[mx, my, mz, fx, fy, fz]` [N m, N].
+    pub wrench: Vec6,
+    /// Standard deviation per component [N m, N].
+    pub sigma: Vec6,
+}
+
 /// One static experiment: known inputs and measured points.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Experiment {
@@ -30,12 +43,27 @@ pub struct Experiment {
     pub tensions_n: Vec<f64>,
     pub tip_force_n: Vec3,
     pub measurements: Vec<Measurement>,
+    /// The rod's base in the world for this experiment (from the robot);
+    /// `None`: the rod file's `[base]`.
+    pub base_pose: Option<Pose>,
+    /// The base wrench measured by a flange force sensor, if any.
+    pub base_wrench: Option<WrenchMeasurement>,
 }
 
 impl Experiment {
+    /// An experiment with measured points and loads, at the rod file's base.
+    pub fn new(id: impl Into<String>, tensions_n: Vec<f64>, tip_force_n: Vec3, measurements: Vec<Measurement>) -> Experiment {
+        Experiment { id: id.into(), tensions_n, tip_force_n, measurements, base_pose: None, base_wrench: None }
+    }
+
     /// True when gravity is the only load.
     pub fn gravity_only(&self) -> bool {
         self.tensions_n.iter().all(|t| *t == 0.0) && self.tip_force_n == Vec3::zeros()
+    }
+
+    /// Residual rows: 3 per measured point, 6 for a measured base wrench.
+    pub fn n_residuals(&self) -> usize {
+        3 * self.measurements.len() + if self.base_wrench.is_some() { 6 } else { 0 }
     }
 }
 
@@ -139,7 +167,7 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
             return Err(err(&inputs_path, format!("line {line}"), format!("experiment '{id}' appears twice")));
         }
         order.push(id.clone());
-        experiments.insert(id.clone(), Experiment { id, tensions_n: tensions, tip_force_n: tip_force, measurements: vec![] });
+        experiments.insert(id.clone(), Experiment::new(id, tensions, tip_force, vec![]));
     }
     let meas = read_csv(&meas_path)?;
     let cols: Vec<usize> = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"]

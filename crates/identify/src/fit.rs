@@ -148,8 +148,12 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, max_iter: u64) -> Result<(Run,
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
 pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
     let started = Instant::now();
+    // Gravity alone scales with rho like the stiffness with E: only the
+    // ratios are identifiable, unless a known force (cable tension, tip
+    // force) or a weighed base (flange force sensor) fixes the scale.
     let gravity_only = experiments.iter().all(|e| e.gravity_only());
-    let layout = Layout { fit_rho: !gravity_only, translation: opts.translation, pitch: opts.pitch };
+    let weighed = experiments.iter().any(|e| e.base_wrench.is_some());
+    let layout = Layout { fit_rho: !gravity_only || weighed, translation: opts.translation, pitch: opts.pitch };
     let fixed_rho = rod.cross_section.body.rho_kg_m3;
     let problem = Problem::new(rod, experiments, layout, fixed_rho);
     let starts = if opts.starts.is_empty() { default_starts(rod) } else { opts.starts.clone() };
@@ -236,9 +240,9 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     let e_est = est(0, v.e_pa);
     let g_est = est(1, v.g_pa);
     let rho_est = if layout.fit_rho { est(2, v.rho_kg_m3) } else { Estimate { value: v.rho_kg_m3, ci95_low: f64::NAN, ci95_high: f64::NAN } };
-    if gravity_only {
+    if !layout.fit_rho {
         warnings.push(format!(
-            "only gravity loads: only E/rho and G/rho are identifiable; rho held at {} kg/m^3 (known forces such as cable tensions fix the scale)",
+            "only gravity loads: only E/rho and G/rho are identifiable; rho held at {} kg/m^3 (known forces such as cable tensions, or a flange force sensor weighing the rod, fix the scale)",
             fixed_rho
         ));
     }

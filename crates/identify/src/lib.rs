@@ -11,6 +11,6 @@ pub mod lm;
 pub mod output;
 pub mod problem;
 
-pub use data::{read_experiments, DataError, Experiment, Measurement};
+pub use data::{read_experiments, DataError, Experiment, Measurement, WrenchMeasurement};
 pub use fit::{fit, leave_one_out, predict, Fit, FitError, FitOptions, LooResult};
 pub use problem::{Layout, Problem, Values};

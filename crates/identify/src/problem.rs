@@ -12,7 +12,7 @@
 
 use crate::data::Experiment;
 use argmin::core::{Error as ArgminError, Jacobian, Operator};
-use lie::{Pose, Vec3};
+use lie::{Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
 use rod::statics::{assemble, solve};
@@ -177,7 +177,7 @@ impl Problem {
     }
 
     pub fn n_residuals(&self) -> usize {
-        3 * self.experiments.iter().map(|e| e.measurements.len()).sum::<usize>()
+        self.experiments.iter().map(|e| e.n_residuals()).sum::<usize>()
     }
 
     /// Parameter vector for physical values.
@@ -202,10 +202,21 @@ impl Problem {
         Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad }
     }
 
-    fn base_pose(&self, pitch: f64) -> Pose {
-        let b = self.rod.base;
+    /// Experiment `i`'s base, pitched by the nuisance angle about world y
+    /// through its origin.
+    fn base_pose(&self, i: usize, pitch: f64) -> Pose {
+        let b = self.experiments[i].base_pose.unwrap_or(self.rod.base);
         let ry = Pose::from_rpy(0.0, pitch, 0.0, Vec3::zeros());
         Pose { rot: ry.rot * b.rot, pos: b.pos }
+    }
+
+    /// The wrench the sensor of experiment `i` sees at equilibrium `q` with
+    /// the rod's base at `base` (`model.rod.base` is replaced).
+    fn sensor_wrench(&self, i: usize, model: &mut Model, q: &DVector<f64>, base: Pose) -> Result<Vec6, String> {
+        let sensor = &self.experiments[i].base_wrench.as_ref().expect("a wrench measurement").sensor_in_base;
+        model.rod.base = base;
+        let w = assemble(model, &self.models[i].loads, q, 1.0, false).map_err(|e| e.to_string())?.applied_wrench;
+        Ok(base.compose(sensor).coadjoint_apply(&w))
     }
 
     /// Residuals (and Jacobian) at `p`; cached for the last `p`.
@@ -231,9 +242,9 @@ impl Problem {
         let mut jac = with_jacobian.then(|| DMatrix::zeros(nr, np));
         let mut predicted = vec![];
         let mut qs = vec![];
-        let base = self.base_pose(v.pitch_rad);
         let mut row = 0;
         for (i, (exp, em)) in self.experiments.iter().zip(&self.models).enumerate() {
+            let base = self.base_pose(i, v.pitch_rad);
             let mut model = em.model.clone();
             model.stiffness = &em.k_e * v.e_pa + &em.k_g * v.g_pa + &em.k_0;
             model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| b * v.rho_kg_m3 + c).collect();
@@ -269,6 +280,13 @@ impl Problem {
                 pred.push(pm);
                 pts.push(pw);
             }
+            let wrench_row = row + 3 * exp.measurements.len();
+            if let Some(wm) = &exp.base_wrench {
+                let w = self.sensor_wrench(i, &mut model.clone(), &q, base)?;
+                for c in 0..6 {
+                    residual[wrench_row + c] = (w[c] - wm.wrench[c]) / wm.sigma[c];
+                }
+            }
             if let (Some(jac), Some(asm)) = (jac.as_mut(), asm) {
                 let kin = asm.kinematics.expect("with tangent");
                 let h = asm.tangent.expect("with tangent");
@@ -286,9 +304,9 @@ impl Problem {
                 if let Some(ip) = self.layout.pitch_index() {
                     let eps = 1e-6;
                     let mut mp = model.clone();
-                    mp.rod.base = self.base_pose(v.pitch_rad + eps);
+                    mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
                     let rp = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
-                    mp.rod.base = self.base_pose(v.pitch_rad - eps);
+                    mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
                     let rm = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
                     dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
                 }
@@ -314,12 +332,73 @@ impl Problem {
                         }
                     }
                 }
+                if let Some(wm) = &exp.base_wrench {
+                    let block = self.wrench_jacobian(i, &model, &q, base, &sens, &v)?;
+                    for a in 0..6 {
+                        for c in 0..np {
+                            jac[(wrench_row + a, c)] = block[(a, c)] / wm.sigma[a];
+                        }
+                    }
+                }
             }
-            row += 3 * exp.measurements.len();
+            row += exp.n_residuals();
             predicted.push(pred);
             qs.push(q);
         }
         Ok(Evaluation { residual, jacobian: jac, predicted, q: qs })
+    }
+}
+
+impl Problem {
+    /// Derivative of experiment `i`'s sensor wrench with respect to the
+    /// parameters: through the equilibrium (`d/dq`, by central differences
+    /// at fixed parameters, times the sensitivities `sens`) plus the direct
+    /// parts (rho scales the weight; the pitch turns base and sensor).
+    fn wrench_jacobian(&self, i: usize, model: &Model, q: &DVector<f64>, base: Pose, sens: &DMatrix<f64>, v: &Values) -> Result<DMatrix<f64>, String> {
+        let np = self.layout.len();
+        let n = q.len();
+        let mut scratch = model.clone();
+        let mut d_dq = DMatrix::zeros(6, n);
+        let eps = 1e-7;
+        for k in 0..n {
+            let mut qp = q.clone();
+            qp[k] += eps;
+            let wp = self.sensor_wrench(i, &mut scratch, &qp, base)?;
+            qp[k] -= 2.0 * eps;
+            let wm = self.sensor_wrench(i, &mut scratch, &qp, base)?;
+            d_dq.set_column(k, &((wp - wm) / (2.0 * eps)));
+        }
+        let mut out = &d_dq * sens;
+        if self.layout.fit_rho {
+            let sensor = &self.experiments[i].base_wrench.as_ref().expect("a wrench measurement").sensor_in_base;
+            let mut gm = self.models[i].gravity_model.clone();
+            gm.rod.base = base;
+            let w = assemble(&gm, &Loads::gravity(), q, 1.0, false).map_err(|e| e.to_string())?.applied_wrench;
+            let dw = base.compose(sensor).coadjoint_apply(&w) * v.rho_kg_m3;
+            for a in 0..6 {
+                out[(a, 2)] += dw[a];
+            }
+        }
+        if let Some(ip) = self.layout.pitch_index() {
+            let e = 1e-6;
+            let wp = self.sensor_wrench(i, &mut scratch, q, self.base_pose(i, v.pitch_rad + e))?;
+            let wm = self.sensor_wrench(i, &mut scratch, q, self.base_pose(i, v.pitch_rad - e))?;
+            let dw = (wp - wm) / (2.0 * e);
+            for a in 0..6 {
+                out[(a, ip)] += dw[a];
+            }
+        }
+        debug_assert_eq!(out.ncols(), np);
+        Ok(out)
+    }
+
+    /// Predicted sensor wrench of experiment `i` at equilibrium `q`.
+    pub fn predicted_wrench(&self, i: usize, q: &DVector<f64>, values: &Values) -> Option<Vec6> {
+        self.experiments[i].base_wrench.as_ref()?;
+        let mut model = self.models[i].model.clone();
+        model.stiffness.fill(0.0);
+        model.joint_mass_kg = self.models[i].mass_body.iter().zip(&self.models[i].mass_0).map(|(b, c)| b * values.rho_kg_m3 + c).collect();
+        self.sensor_wrench(i, &mut model, q, self.base_pose(i, values.pitch_rad)).ok()
     }
 }
 
@@ -365,7 +444,7 @@ impl Problem {
     /// equilibrium `q`, in the measurement frame of `values`.
     pub fn shape(&self, i: usize, q: &DVector<f64>, values: &Values) -> Vec<Vec3> {
         let mut model = self.models[i].model.clone();
-        model.rod.base = self.base_pose(values.pitch_rad);
+        model.rod.base = self.base_pose(i, values.pitch_rad);
         model.frames(q).joints.iter().map(|g| g.pos + values.translation_m).collect()
     }
 }

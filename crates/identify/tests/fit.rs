@@ -35,15 +35,12 @@ fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let mut e = Experiment {
-                id: format!("{}", i + 1),
-                tensions_n: t.to_vec(),
-                tip_force_n: Vec3::zeros(),
-                measurements: [0.1, 0.2]
-                    .iter()
-                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m.max(1e-3) })
-                    .collect(),
-            };
+            let mut e = Experiment::new(
+                format!("{}", i + 1),
+                t.to_vec(),
+                Vec3::zeros(),
+                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m.max(1e-3) }).collect(),
+            );
             let (p, _) = predict(&rod, &e, truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
                 m.pos_m = p + Vec3::new(gauss(), gauss(), gauss()) * noise_m;
@@ -157,4 +154,91 @@ fn experiment_files_round_trip() {
         assert!((a.measurements[1].pos_m - b.measurements[1].pos_m).norm() < 1e-8);
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Gravity-only experiments at four base orientations (as a robot holds
+/// them), each weighed by a flange force sensor mounted off the base.
+fn weighed(truth: &Values) -> Vec<Experiment> {
+    let rod = arm();
+    let sensor_in_base = lie::Pose::from_rpy(0.3, 0.0, 0.1, Vec3::new(-0.02, 0.01, 0.0));
+    let bases = [(0.0, 0.0, 0.0), (0.0, -0.5, 0.0), (0.0, 0.4, 0.3), (1.2, 0.2, 0.0)];
+    bases
+        .iter()
+        .enumerate()
+        .map(|(i, &(r, p, y))| {
+            let mut e = Experiment::new(
+                format!("hold{i}"),
+                vec![0.0; 4],
+                Vec3::zeros(),
+                [0.1, 0.15, 0.2]
+                    .iter()
+                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::new(0.0, 0.0, 0.004), pos_m: Vec3::zeros(), sigma_m: 3e-4 })
+                    .collect(),
+            );
+            e.base_pose = Some(lie::Pose::from_rpy(r, p, y, Vec3::new(0.1 * i as f64, 0.0, 0.3)));
+            e.base_wrench = Some(identify::WrenchMeasurement { sensor_in_base, wrench: lie::Vec6::zeros(), sigma: lie::Vec6::from_element(1e-3) });
+            let (pts, q) = predict(&rod, &e, truth).unwrap();
+            for (m, p) in e.measurements.iter_mut().zip(pts) {
+                m.pos_m = p;
+            }
+            let problem = Problem::new(&rod, std::slice::from_ref(&e), Layout { fit_rho: true, translation: false, pitch: false }, truth.rho_kg_m3);
+            let w = problem.predicted_wrench(0, &q, truth).unwrap();
+            e.base_wrench.as_mut().unwrap().wrench = w;
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn weighed_experiments_jacobian_matches_finite_differences() {
+    let rod = arm();
+    let exps = weighed(&TRUTH);
+    // The sensor reads the weight: |F| = m g.
+    let w = exps[0].base_wrench.as_ref().unwrap().wrench;
+    // Solid cone, R = 10 mm to r = 5 mm over 0.2 m: V = pi L (R^2 + R r + r^2) / 3.
+    let mass = TRUTH.rho_kg_m3 * std::f64::consts::PI * 0.2 * (1e-4 + 5e-5 + 2.5e-5) / 3.0;
+    assert!((lie::linear(&w).norm() / (mass * 9.81) - 1.0).abs() < 1e-9, "{} vs {}", lie::linear(&w).norm(), mass * 9.81);
+    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let problem = Problem::new(&rod, &exps, layout, TRUTH.rho_kg_m3);
+    let v = Values { e_pa: 5.0e5, g_pa: 2.5e5, rho_kg_m3: 1.0e3, translation_m: Vec3::new(0.001, -0.002, 0.0005), pitch_rad: 0.03 };
+    let p = problem.params(&v);
+    let ev = problem.evaluate(&p, true).unwrap();
+    assert_eq!(ev.residual.len(), 4 * (9 + 6));
+    let j = ev.jacobian.unwrap();
+    for c in 0..p.len() {
+        let e = 1e-6;
+        let mut pp = p.clone();
+        pp[c] += e;
+        let mut pm = p.clone();
+        pm[c] -= e;
+        let fd: DVector<f64> = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
+        let err = (&fd - j.column(c)).amax();
+        // Absolute 1e-4 sigma: the static solves' own tolerance in the differences.
+        assert!(err <= 1e-5 * fd.amax() + 1e-4, "column {c}: {err} of {}", fd.amax());
+    }
+}
+
+#[test]
+fn a_weighed_rod_fixes_rho_and_e_under_gravity_alone() {
+    let rod = arm();
+    let exps = weighed(&TRUTH);
+    let f = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
+    assert!(f.layout.fit_rho);
+    assert!(!f.warnings.iter().any(|w| w.contains("E/rho")), "{:?}", f.warnings);
+    for (got, want) in [(f.e_pa.value, TRUTH.e_pa), (f.rho_kg_m3.value, TRUTH.rho_kg_m3)] {
+        assert!((got / want - 1.0).abs() < 1e-6, "{got} vs {want}");
+    }
+    // Without the sensor: only the ratios, and the warning.
+    let unweighed: Vec<Experiment> = exps
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            e.base_wrench = None;
+            e
+        })
+        .collect();
+    let f = fit(&rod, &unweighed, &FitOptions::default(), |_| {}).unwrap();
+    assert!(!f.layout.fit_rho);
+    assert!(f.warnings.iter().any(|w| w.contains("E/rho")), "{:?}", f.warnings);
+    assert!((f.e_pa.value / f.rho_kg_m3.value / (TRUTH.e_pa / TRUTH.rho_kg_m3) - 1.0).abs() < 1e-5);
 }
