@@ -1,28 +1,36 @@
-//! `rodlab identify`: fit E, G, rho to a directory of static experiments,
-//! write `identified.toml` and an HTML report.
+//! `rodlab identify`: fit E, G, rho to static experiments (a directory of
+//! CSV files, or the static holds of recorded sessions), write
+//! `identified.toml` and an HTML report.
 
 use crate::input_error;
 use anyhow::{Context, Result};
 use clap::Args;
 use identify::output::{run_study, IdentifiedFile};
-use identify::{read_experiments, FitOptions, Values};
+use identify::sessions::{experiments_from_session, Hold, HoldStatus, LoadsFile, RodMarkers};
+use identify::{read_experiments, Experiment, FitOptions, Problem, Values};
 use lie::Vec3;
-use report::{AlternativeFit, ExperimentView, IdentificationReport, ParameterRow};
+use report::{AlternativeFit, ExperimentView, IdentificationReport, ParameterRow, ReportTable};
 use rod::Rod;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md)."
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml)."
 )]
 pub struct IdentifyArgs {
     /// Rod description (TOML); its material is the initial guess.
     #[arg(long)]
     pub rod: PathBuf,
     /// Directory with inputs.csv and measurements.csv.
-    #[arg(long)]
-    pub experiments: PathBuf,
+    #[arg(long, required_unless_present = "sessions", conflicts_with = "sessions")]
+    pub experiments: Option<PathBuf>,
+    /// Recorded session directories; their static holds are the experiments.
+    #[arg(long, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    /// With --sessions: loads from streams and hold thresholds (default: gravity only).
+    #[arg(long, requires = "sessions")]
+    pub loads: Option<PathBuf>,
     /// Output directory: identified.toml, index.html, summary.json, PNG figures.
     #[arg(long)]
     pub out: PathBuf,
@@ -51,10 +59,133 @@ fn p3(v: &Vec3) -> [f64; 3] {
     [v.x, v.y, v.z]
 }
 
+/// Experiments from the sessions' static holds; the rod takes the rig's gravity.
+fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<(String, String)>)> {
+    let loads: LoadsFile = match &a.loads {
+        Some(p) => {
+            let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;
+            l.validate(rod.cables.len()).map_err(|e| input_error(format!("{}: {e}", p.display())))?;
+            l
+        }
+        None => LoadsFile::default(),
+    };
+    let loads_name = a.loads.as_ref().map_or("loads (default)".to_string(), |p| p.display().to_string());
+    let mut requests: Vec<crate::session_data::StreamRequest> = vec![];
+    for (field, stream, column) in loads.channels() {
+        match requests.iter_mut().find(|r| r.stream == stream) {
+            Some(r) => r.columns.push(column),
+            None => requests.push(crate::session_data::StreamRequest { stream, columns: vec![column], asked_by: format!("{loads_name}: {field}") }),
+        }
+    }
+    let rod_markers = RodMarkers { markers: &rod.markers, mount: rod.base };
+    if rod.markers.is_empty() {
+        return Err(input_error(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", a.rod.display())));
+    }
+    let mut experiments = vec![];
+    let mut holds = vec![];
+    let mut provenance = vec![];
+    let mut gravity: Option<(Vec3, &PathBuf)> = None;
+    for dir in &a.sessions {
+        let s = crate::session_data::load(dir, rod_markers.markers.len(), &requests)?;
+        match gravity {
+            Some((g, first)) if (g - s.data.gravity_m_s2).norm() > 1e-9 => {
+                return Err(input_error(format!("{}: gravity {:?} differs from {}'s {:?}: sessions of one fit share a rig", dir.display(), s.data.gravity_m_s2, first.display(), g)));
+            }
+            Some(_) => {}
+            None => gravity = Some((s.data.gravity_m_s2, dir)),
+        }
+        let (e, h) = experiments_from_session(&s.data, &rod_markers, &loads);
+        println!("{}: {} still intervals, {} used as holds", dir.display(), h.len(), e.len());
+        experiments.extend(e);
+        holds.extend(h);
+        for f in ["session.toml", "markers.parquet"] {
+            provenance.push((format!("{}/{f}", dir.display()), format!("sha256 {}", sha256_file(&dir.join(f)))));
+        }
+    }
+    if let Some(p) = &a.loads {
+        provenance.push((p.display().to_string(), format!("sha256 {}", sha256_file(p))));
+    }
+    if let Some((g, _)) = gravity {
+        rod.gravity_m_s2 = g;
+    }
+    if experiments.is_empty() {
+        let why: Vec<String> = holds.iter().filter_map(|h| if let HoldStatus::Rejected(w) = &h.status { Some(format!("{} at {:.1} s: {w}", h.session, h.start_s)) } else { None }).collect();
+        return Err(input_error(format!(
+            "no usable static hold in the sessions ({}): {}",
+            a.sessions.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            if why.is_empty() { "the robot and the markers are never still together for long enough (see [holds] in loads.toml)".to_string() } else { why.join("; ") }
+        )));
+    }
+    Ok((experiments, holds, provenance))
+}
+
+fn holds_table(holds: &[Hold]) -> ReportTable {
+    ReportTable {
+        title: "Static holds found in the sessions".into(),
+        header: ["session", "from [s]", "to [s]", "frames", "used as / rejected because"].map(String::from).to_vec(),
+        rows: holds
+            .iter()
+            .map(|h| {
+                vec![
+                    h.session.clone(),
+                    format!("{:.2}", h.start_s),
+                    format!("{:.2}", h.end_s),
+                    h.frames.to_string(),
+                    match &h.status {
+                        HoldStatus::Used(id) => format!("used: {id}"),
+                        HoldStatus::Rejected(w) => format!("rejected: {w}"),
+                    },
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Measured against predicted base wrenches (flange sensor) at the fit.
+fn wrench_table(rod: &Rod, experiments: &[Experiment], f: &identify::Fit) -> Option<ReportTable> {
+    let rows: Vec<Vec<String>> = experiments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let w = e.base_wrench.as_ref()?;
+            let problem = Problem::new(rod, std::slice::from_ref(e), f.layout, f.values.rho_kg_m3);
+            let p = problem.predicted_wrench(0, &f.equilibria[i], &f.values)?;
+            let v3 = |x: &lie::Vec6, o: usize| format!("{:.4} {:.4} {:.4}", x[o], x[o + 1], x[o + 2]);
+            Some(vec![
+                e.id.clone(),
+                v3(&w.wrench, 3),
+                v3(&p, 3),
+                format!("{:.2e}", (lie::linear(&p) - lie::linear(&w.wrench)).norm()),
+                v3(&w.wrench, 0),
+                v3(&p, 0),
+                format!("{:.2e}", (lie::angular(&p) - lie::angular(&w.wrench)).norm()),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then(|| ReportTable {
+        title: "Base wrench: flange sensor (bias removed) against the model".into(),
+        header: ["experiment", "measured F [N]", "model F [N]", "|dF| [N]", "measured M [N m]", "model M [N m]", "|dM| [N m]"].map(String::from).to_vec(),
+        rows,
+    })
+}
+
 pub fn run(a: IdentifyArgs) -> Result<()> {
-    let rod = Rod::from_file(&a.rod)?;
-    let experiments = read_experiments(&a.experiments, rod.cables.len()).map_err(|e| input_error(e.to_string()))?;
-    identify::data::check_against_rod(&experiments, rod.length_m, &a.experiments.join("measurements.csv")).map_err(|e| input_error(e.to_string()))?;
+    let mut rod = Rod::from_file(&a.rod)?;
+    let (experiments, holds, mut input_provenance, source) = match &a.experiments {
+        Some(dir) => {
+            let experiments = read_experiments(dir, rod.cables.len()).map_err(|e| input_error(e.to_string()))?;
+            identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv")).map_err(|e| input_error(e.to_string()))?;
+            let prov = vec![
+                ("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))),
+                ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv"))),
+            ];
+            (experiments, vec![], prov, dir.display().to_string())
+        }
+        None => {
+            let (e, h, p) = from_sessions(&a, &mut rod)?;
+            (e, h, p, a.sessions.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+    };
     let reference = match a.reference.as_slice() {
         [] => None,
         [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => {
@@ -74,7 +205,8 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     bar.finish_and_clear();
     let f = &study.fit;
 
-    let file = IdentifiedFile::from_study(&study, &experiments, &a.rod.display().to_string(), &a.experiments.display().to_string());
+    let mut file = IdentifiedFile::from_study(&study, &experiments, &a.rod.display().to_string(), &source);
+    file.rod_geometry = Some(identify::output::rod_geometry(&rod));
     let toml_path = a.out.join("identified.toml");
     file.write(&toml_path).with_context(|| format!("cannot write {}", toml_path.display()))?;
 
@@ -117,9 +249,11 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             ExperimentView {
                 id: e.id.clone(),
                 inputs: format!(
-                    "T = [{}] N{}",
-                    e.tensions_n.iter().map(|t| format!("{t}")).collect::<Vec<_>>().join(", "),
-                    if e.tip_force_n == Vec3::zeros() { String::new() } else { format!(", tip force {:?} N", p3(&e.tip_force_n)) }
+                    "T = [{}] N{}{}{}",
+                    e.tensions_n.iter().map(|t| format!("{t:.4}")).collect::<Vec<_>>().join(", "),
+                    if e.tip_force_n == Vec3::zeros() { String::new() } else { format!(", tip force {:.4?} N", p3(&e.tip_force_n)) },
+                    e.base_pose.map(|b| format!(", base at {:.4?} m", p3(&b.pos))).unwrap_or_default(),
+                    if e.base_wrench.is_some() { ", base wrench measured" } else { "" }
                 ),
                 measured_m: e.measurements.iter().map(|m| p3(&m.pos_m)).collect(),
                 predicted_m: f.predicted[i].iter().map(p3).collect(),
@@ -146,7 +280,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         })
         .collect();
     let rep = IdentificationReport {
-        title: format!("rodlab identification: {}", a.experiments.display()),
+        title: format!("rodlab identification: {source}"),
         parameters: rows(f, true),
         correlation_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
         correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
@@ -175,17 +309,20 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             ("residual scale (units of sigma)".into(), format!("{:.3}", f.residual_scale)),
         ],
         alternatives,
-        provenance: vec![
-            ("rodlab version".into(), env!("CARGO_PKG_VERSION").into()),
-            ("rod file".into(), format!("{} sha256 {}", a.rod.display(), sha256_file(&a.rod))),
-            ("inputs.csv".into(), sha256_file(&a.experiments.join("inputs.csv"))),
-            ("measurements.csv".into(), sha256_file(&a.experiments.join("measurements.csv"))),
-            ("rod".into(), format!("{:?}", rod).chars().take(2000).collect()),
-        ],
+        tables: (!holds.is_empty()).then(|| holds_table(&holds)).into_iter().chain(wrench_table(&rod, &experiments, f)).collect(),
+        provenance: {
+            let mut p = vec![
+                ("rodlab version".into(), env!("CARGO_PKG_VERSION").into()),
+                ("rod file".into(), format!("{} sha256 {}", a.rod.display(), sha256_file(&a.rod))),
+            ];
+            p.append(&mut input_provenance);
+            p.push(("rod".into(), format!("{:?}", rod).chars().take(2000).collect()));
+            p
+        },
     };
     let written = report::write_identification_report(&a.out, &rep)?;
 
-    println!("identified from {} experiments ({}):", experiments.len(), a.experiments.display());
+    println!("identified from {} experiments ({source}):", experiments.len());
     let line = |n: &str, e: &identify::fit::Estimate, u: &str, pv: f64| {
         println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]   reference {:.4e}", e.value, e.ci95_low, e.ci95_high, pv);
     };
@@ -200,9 +337,10 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         f.static_solves,
         f.wall_time_s
     );
+    let rms = |v: &[f64]| (v.iter().map(|x| x * x).sum::<f64>() / v.len().max(1) as f64).sqrt();
     for (i, e) in experiments.iter().enumerate() {
-        let loo = study.loo.get(i).map_or(f64::NAN, |l| l.errors_mm[0]);
-        println!("  experiment {:<4} error {:>6.2} mm   leave-one-out {:>6.2} mm", e.id, f.errors_mm[i][0], loo);
+        let loo = study.loo.get(i).map_or(f64::NAN, |l| rms(&l.errors_mm));
+        println!("  experiment {:<4} error {:>6.2} mm   leave-one-out {:>6.2} mm  (RMS over {} points)", e.id, rms(&f.errors_mm[i]), loo, e.measurements.len());
     }
     if let Some(alt) = &study.with_nuisance {
         println!(

@@ -9,6 +9,7 @@ mod observe_cmd;
 mod paper;
 mod record_cmd;
 mod rig_cmd;
+mod session_data;
 mod simulate_cmd;
 mod solve;
 mod track_cmd;

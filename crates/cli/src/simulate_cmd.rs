@@ -28,6 +28,9 @@ pub struct SimulateArgs {
     /// Base motion from a CSV file t_s,x_m,y_m,z_m,rx,ry,rz (flange pose).
     #[arg(long)]
     pub trajectory: Option<PathBuf>,
+    /// Simulated time [s] (default: the scene's; with --session, the robot log's span).
+    #[arg(long)]
+    pub duration_s: Option<f64>,
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
@@ -69,58 +72,114 @@ fn read_trajectory(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
     Ok(out)
 }
 
-/// The base motion: --session, --trajectory, or the scene's own.
-fn base_motion(a: &SimulateArgs, scene: &Scene, rod: &rod::Rod) -> Result<(BaseMotion, Option<i64>)> {
-    let from_samples = |samples: &[(f64, [f64; 6])], what: &Path| -> Result<BaseMotion> {
-        if !matches!(scene.base, sim::BaseSpec::Prescribed { .. }) {
-            return Err(input_error(format!("{}: base.kind: a base trajectory needs kind = \"prescribed\"", a.scene.display())));
-        }
-        BaseMotion::from_robot_samples(samples, &scene.world_from_robot, &rod.base).map_err(|e| input_error(format!("{}: {e}", what.display())))
-    };
-    if let Some(dir) = &a.session {
-        let tcp = session::read_tcp_poses(dir).map_err(|e| input_error(e.to_string()))?;
-        let Some(tcp) = tcp else {
-            return Err(input_error(format!("{}: the session has no robot stream (streams/robot): nothing drives the base", dir.display())));
-        };
-        let t0 = tcp.first().map(|s| s.t_host_ns).unwrap_or(0);
-        let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
-        return Ok((from_samples(&samples, dir)?, Some(t0)));
-    }
-    if let Some(path) = &a.trajectory {
-        let samples = read_trajectory(path)?;
-        return Ok((from_samples(&samples, path)?, None));
-    }
-    match BaseMotion::from_scene(scene, rod).map_err(|e| input_error(format!("{}: {e}", a.scene.display())))? {
-        Some(m) => Ok((m, None)),
-        None => Err(input_error(format!("{}: base.waypoints: a prescribed base without waypoints needs --trajectory or --session", a.scene.display()))),
+/// Where the rod's base goes: a session's robot stream, a trajectory CSV,
+/// or the scene's own waypoints.
+pub enum BaseSource<'a> {
+    Session(&'a Path),
+    Trajectory(&'a Path),
+    Scene,
+}
+
+/// One simulation to run and write (what `rodlab simulate` does; also
+/// the first half of `validate` and of `synth session`).
+pub struct SimulateJob<'a> {
+    pub rod: &'a Path,
+    pub scene: &'a Path,
+    pub params: Option<&'a Path>,
+    pub base: BaseSource<'a>,
+    /// The rig's frames (robot base, gravity, table) when no session gives them.
+    pub rig_frames: Option<session::RigFrames>,
+    /// Overrides the scene's duration (a session: default the robot log's span).
+    pub duration_s: Option<f64>,
+    pub out: &'a Path,
+}
+
+/// A finished simulation.
+pub struct Simulated {
+    pub sim: Simulator,
+    pub records: Vec<StepRecord>,
+    /// Host time of the simulation's t = 0 (session-driven runs).
+    pub t0_host_ns: Option<i64>,
+    pub rod: rod::Rod,
+    pub summary: Summary,
+}
+
+/// Puts a scene in a rig's world: robot base, gravity, table plane (the
+/// friction stays the scene's).
+pub fn apply_rig_frames(scene: &mut Scene, f: &session::RigFrames) {
+    scene.world_from_robot = f.world_from_robot();
+    scene.gravity_m_s2 = f.gravity();
+    if let (Some(t), Some(plane)) = (f.table, scene.table.as_mut()) {
+        plane.point_m = lie::Vec3::from(t.point_m);
+        plane.normal = lie::Vec3::from(t.normal).normalize();
     }
 }
 
-pub fn simulate(a: SimulateArgs) -> Result<()> {
-    let mut rod = rod::Rod::from_file(&a.rod)?;
-    let mut scene = Scene::from_file(&a.scene)?;
-    if let Some(dir) = &a.session {
-        // One world: the session's rig places the robot, the table and gravity.
-        if let Some(meta) = session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))? {
-            let f = meta.frames;
-            scene.world_from_robot = f.world_from_robot();
-            scene.gravity_m_s2 = f.gravity();
-            if let (Some(t), Some(plane)) = (f.table, scene.table.as_mut()) {
-                plane.point_m = lie::Vec3::from(t.point_m);
-                plane.normal = lie::Vec3::from(t.normal).normalize();
-            }
-            println!("robot base, gravity and table from {}/session.toml (the rig's world frame); friction from {}", dir.display(), a.scene.display());
+/// The rod with the body material of an identified.toml (checked to be
+/// identified for this rod's shape).
+pub fn rod_with_params(rod: rod::Rod, rod_path: &Path, params: Option<&Path>) -> Result<rod::Rod> {
+    let Some(p) = params else { return Ok(rod) };
+    let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
+    id.check_rod(&rod, rod_path, p).map_err(input_error)?;
+    let pr = &id.parameters;
+    println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.display(), pr.e_pa.value, pr.g_pa.value, pr.rho_kg_m3.value);
+    Ok(rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value }))
+}
+
+/// The base motion and the host time of t = 0.
+fn base_motion(job: &SimulateJob, scene: &mut Scene, rod: &rod::Rod) -> Result<(BaseMotion, Option<i64>)> {
+    let from_samples = |scene: &Scene, samples: &[(f64, [f64; 6])], what: &Path| -> Result<BaseMotion> {
+        if !matches!(scene.base, sim::BaseSpec::Prescribed { .. }) {
+            return Err(input_error(format!("{}: base.kind: a base trajectory needs kind = \"prescribed\"", job.scene.display())));
         }
+        BaseMotion::from_robot_samples(samples, &scene.world_from_robot, &rod.base).map_err(|e| input_error(format!("{}: {e}", what.display())))
+    };
+    match job.base {
+        BaseSource::Session(dir) => {
+            let tcp = session::read_tcp_poses(dir).map_err(|e| input_error(e.to_string()))?;
+            let Some(tcp) = tcp.filter(|t| !t.is_empty()) else {
+                return Err(input_error(format!("{}: the session has no robot stream (streams/robot): nothing drives the base", dir.display())));
+            };
+            let t0 = tcp[0].t_host_ns;
+            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
+            // The robot log's span, unless asked otherwise.
+            scene.duration_s = job.duration_s.unwrap_or(samples.last().map_or(0.0, |s| s.0));
+            Ok((from_samples(scene, &samples, dir)?, Some(t0)))
+        }
+        BaseSource::Trajectory(path) => {
+            let samples = read_trajectory(path)?;
+            Ok((from_samples(scene, &samples, path)?, None))
+        }
+        BaseSource::Scene => match BaseMotion::from_scene(scene, rod).map_err(|e| input_error(format!("{}: {e}", job.scene.display())))? {
+            Some(m) => Ok((m, None)),
+            None => Err(input_error(format!("{}: base.waypoints: a prescribed base without waypoints needs --trajectory or --session", job.scene.display()))),
+        },
     }
-    if let Some(p) = &a.params {
-        let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
-        let pr = &id.parameters;
-        rod = rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value });
-        println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.display(), pr.e_pa.value, pr.g_pa.value, pr.rho_kg_m3.value);
+}
+
+/// Runs a simulation job and writes its tables and report into `job.out`.
+pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
+    let rod = rod::Rod::from_file(job.rod)?;
+    let mut scene = Scene::from_file(job.scene)?;
+    let frames = match job.base {
+        BaseSource::Session(dir) => session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))?.map(|m| (m.frames, format!("{}/session.toml", dir.display()))),
+        _ => job.rig_frames.map(|f| (f, "the rig file".to_string())),
+    };
+    if let Some((f, from)) = frames {
+        // One world: the rig places the robot, the table and gravity.
+        apply_rig_frames(&mut scene, &f);
+        println!("robot base, gravity and table from {from} (the rig's world frame); friction from {}", job.scene.display());
     }
-    let (motion, t0_host_ns) = base_motion(&a, &scene, &rod)?;
+    if let Some(d) = job.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(input_error(format!("--duration-s: must be positive, got {d}")));
+        }
+        scene.duration_s = d;
+    }
+    let rod = rod_with_params(rod, job.rod, job.params)?;
+    let (motion, t0_host_ns) = base_motion(job, &mut scene, &rod)?;
     let mut sim = Simulator::new(&rod, &scene, motion).map_err(|e| match e {
-        SimError::Input(m) => input_error(format!("{}: {m}", a.scene.display())),
+        SimError::Input(m) => input_error(format!("{}: {m}", job.scene.display())),
         other => anyhow::Error::new(other),
     })?;
     let total = scene.steps();
@@ -130,19 +189,30 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
     let records = sim.run(|done, _| bar.set_position(done as u64)).context("simulation stopped")?;
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    std::fs::create_dir_all(&a.out).map_err(|e| input_error(format!("{}: {e}", a.out.display())))?;
-    write_tables(&a.out, &sim, &records, t0_host_ns)?;
+    std::fs::create_dir_all(job.out).map_err(|e| input_error(format!("{}: {e}", job.out.display())))?;
+    write_tables(job.out, &sim, &records, t0_host_ns)?;
     let summary = summarise(&sim, &records, wall);
-    let page = report_page(&a, &scene, &rod, &records, &summary);
-    let written = report::page::write_page(&a.out, &page, &summary)?;
-    print_summary(&summary);
-    println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, {}", a.out.display(), written.html.display());
+    let page = report_page(job, &scene, &rod, &records, &summary);
+    report::page::write_page(job.out, &page, &summary)?;
+    Ok(Simulated { sim, records, t0_host_ns, rod, summary })
+}
+
+pub fn simulate(a: SimulateArgs) -> Result<()> {
+    let base = match (&a.session, &a.trajectory) {
+        (Some(s), _) => BaseSource::Session(s),
+        (None, Some(t)) => BaseSource::Trajectory(t),
+        (None, None) => BaseSource::Scene,
+    };
+    let job = SimulateJob { rod: &a.rod, scene: &a.scene, params: a.params.as_deref(), base, rig_frames: None, duration_s: a.duration_s, out: &a.out };
+    let done = run_job(&job)?;
+    print_summary(&done.summary);
+    println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, index.html", a.out.display());
     Ok(())
 }
 
 /// Figures of a run, printed and written to summary.json.
 #[derive(serde::Serialize)]
-struct Summary {
+pub struct Summary {
     steps: usize,
     simulated_s: f64,
     wall_time_s: f64,
@@ -284,7 +354,7 @@ fn write_tables(out: &Path, sim: &Simulator, records: &[StepRecord], t0_host_ns:
     Ok(())
 }
 
-fn report_page(a: &SimulateArgs, scene: &Scene, rod: &rod::Rod, records: &[StepRecord], s: &Summary) -> Page {
+fn report_page(a: &SimulateJob, scene: &Scene, rod: &rod::Rod, records: &[StepRecord], s: &Summary) -> Page {
     let t: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let series = |f: &dyn Fn(&StepRecord) -> f64| -> Vec<(f64, f64)> { t.iter().copied().zip(records.iter().map(f)).collect() };
     let nodes = records.first().map_or(0, |r| r.node_strain.len());
@@ -369,17 +439,16 @@ fn report_page(a: &SimulateArgs, scene: &Scene, rod: &rod::Rod, records: &[StepR
     let hash = |p: &Path| format!("sha256 {}", crate::identify::sha256_file(p));
     let mut provenance = vec![
         ("rodlab".into(), env!("CARGO_PKG_VERSION").into()),
-        (format!("rod {}", a.rod.display()), hash(&a.rod)),
-        (format!("scene {}", a.scene.display()), hash(&a.scene)),
+        (format!("rod {}", a.rod.display()), hash(a.rod)),
+        (format!("scene {}", a.scene.display()), hash(a.scene)),
     ];
-    if let Some(p) = &a.params {
+    if let Some(p) = a.params {
         provenance.push((format!("params {}", p.display()), hash(p)));
     }
-    if let Some(p) = &a.trajectory {
-        provenance.push((format!("trajectory {}", p.display()), hash(p)));
-    }
-    if let Some(p) = &a.session {
-        provenance.push(("session".into(), p.display().to_string()));
+    match a.base {
+        BaseSource::Trajectory(p) => provenance.push((format!("trajectory {}", p.display()), hash(p))),
+        BaseSource::Session(p) => provenance.push(("session".into(), p.display().to_string())),
+        BaseSource::Scene => {}
     }
     Page { title: "rodlab simulate".into(), blocks, provenance }
 }

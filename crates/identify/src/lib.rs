@@ -10,6 +10,7 @@ pub mod fit;
 pub mod lm;
 pub mod output;
 pub mod problem;
+pub mod sessions;
 
 pub use data::{read_experiments, DataError, Experiment, Measurement, WrenchMeasurement};
 pub use fit::{fit, leave_one_out, predict, Fit, FitError, FitOptions, LooResult};

@@ -158,6 +158,11 @@ pub struct AlternativeOut {
 pub struct IdentifiedFile {
     pub rodlab_version: String,
     pub rod_file: String,
+    /// Fingerprint of the rod's shape (length, radii, hole, core): what
+    /// the parameters belong to; see [`rod_geometry`].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rod_geometry: Option<String>,
+    /// Where the experiments came from (a directory, or sessions).
     pub experiments_dir: String,
     pub warnings: Vec<String>,
     pub parameters: Parameters,
@@ -181,13 +186,43 @@ fn parameters(f: &Fit) -> Parameters {
     }
 }
 
+/// A fingerprint of a rod's shape and core, not its body material (the
+/// body's E, G, rho are what identification changes) nor its discretisation:
+/// `len=<m>;hash=<16 hex digits>` (FNV-1a of the shape's description).
+pub fn rod_geometry(rod: &Rod) -> String {
+    let cs = &rod.cross_section;
+    let text = format!("{:?}|{:?}|{:?}|{:?}|{:?}", rod.length_m, cs.outer, cs.hole, cs.core, rod.rest_curvature_per_m);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("len={};hash={h:016x}", rod.length_m)
+}
+
 impl IdentifiedFile {
+    /// Checks that these parameters were identified for `rod`'s shape
+    /// (files written before the fingerprint existed pass).
+    pub fn check_rod(&self, rod: &Rod, rod_path: &Path, params_path: &Path) -> Result<(), String> {
+        match &self.rod_geometry {
+            Some(g) if *g != rod_geometry(rod) => Err(format!(
+                "{}: identified for another rod ({}, geometry {g}), not {} (geometry {})",
+                params_path.display(),
+                self.rod_file,
+                rod_path.display(),
+                rod_geometry(rod)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn from_study(study: &Study, experiments: &[Experiment], rod_file: &str, experiments_dir: &str) -> Self {
         let f = &study.fit;
         let nan = |n: usize| vec![f64::NAN; n];
         IdentifiedFile {
             rodlab_version: env!("CARGO_PKG_VERSION").into(),
             rod_file: rod_file.into(),
+            rod_geometry: None,
             experiments_dir: experiments_dir.into(),
             warnings: f.warnings.clone(),
             parameters: parameters(f),

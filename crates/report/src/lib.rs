@@ -69,8 +69,37 @@ pub struct IdentificationReport {
     pub warnings: Vec<String>,
     pub facts: Vec<(String, String)>,
     pub alternatives: Vec<AlternativeFit>,
+    /// Further tables (e.g. the static holds found in sessions).
+    pub tables: Vec<ReportTable>,
     /// (what, value): input file hashes, rod config, version.
     pub provenance: Vec<(String, String)>,
+}
+
+/// A titled table of text cells.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReportTable {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+pub(crate) fn table_html(h: &mut String, t: &ReportTable) {
+    if !t.title.is_empty() {
+        let _ = write!(h, "<h2>{}</h2>", esc(&t.title));
+    }
+    h.push_str("<table><tr>");
+    for (i, c) in t.header.iter().enumerate() {
+        let _ = write!(h, "<th{}>{}</th>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+    }
+    h.push_str("</tr>");
+    for r in &t.rows {
+        h.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let _ = write!(h, "<td{}>{}</td>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +234,11 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
             j(&e.loo_errors_mm)
         );
     }
-    h.push_str("</table>\n<h2>Figures</h2>\n");
+    h.push_str("</table>\n");
+    for t in &r.tables {
+        table_html(&mut h, t);
+    }
+    h.push_str("<h2>Figures</h2>\n");
     for (fig, svg) in &svgs {
         let _ = writeln!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", fig.name, svg, esc(fig.caption));
     }

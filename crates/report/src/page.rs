@@ -197,21 +197,7 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}</style></head><body
             Block::Text(s) => {
                 let _ = write!(h, "<p>{}</p>", esc(s));
             }
-            Block::Table(head, rows) => {
-                h.push_str("<table><tr>");
-                for (i, c) in head.iter().enumerate() {
-                    let _ = write!(h, "<th{}>{}</th>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
-                }
-                h.push_str("</tr>");
-                for r in rows {
-                    h.push_str("<tr>");
-                    for (i, c) in r.iter().enumerate() {
-                        let _ = write!(h, "<td{}>{}</td>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
-                    }
-                    h.push_str("</tr>");
-                }
-                h.push_str("</table>");
-            }
+            Block::Table(head, rows) => crate::table_html(&mut h, &crate::ReportTable { title: String::new(), header: head.clone(), rows: rows.clone() }),
             Block::Chart(c) => {
                 let svg = c.svg()?;
                 let png = dir.join(format!("{}.png", c.name));

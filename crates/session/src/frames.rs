@@ -9,33 +9,7 @@
 use lie::{Pose, Vec3};
 use serde::{Deserialize, Serialize};
 
-/// A pose given by a position and roll-pitch-yaw angles
-/// (`R = Rz(yaw) Ry(pitch) Rx(roll)`, as in rod and scene files).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FramePose {
-    #[serde(default)]
-    pub position_m: [f64; 3],
-    #[serde(default)]
-    pub rpy_deg: [f64; 3],
-}
-
-impl FramePose {
-    pub fn pose(&self) -> Pose {
-        let r = self.rpy_deg.map(f64::to_radians);
-        Pose::from_rpy(r[0], r[1], r[2], Vec3::from(self.position_m))
-    }
-
-    /// The angles and position of a pose (inverse of [`FramePose::pose`]).
-    pub fn from_pose(g: &Pose) -> FramePose {
-        let (roll, pitch, yaw) = g.quaternion().euler_angles();
-        FramePose { position_m: g.pos.into(), rpy_deg: [roll.to_degrees(), pitch.to_degrees(), yaw.to_degrees()] }
-    }
-
-    fn finite(&self) -> bool {
-        self.position_m.iter().chain(&self.rpy_deg).all(|v| v.is_finite())
-    }
-}
+pub use lie::FramePose;
 
 /// The table: a plane through `point_m` with unit `normal` (up, out of it).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,567 @@
+//! Static experiments from recorded sessions: static holds are found
+//! automatically (the robot and every tracked marker still for long
+//! enough), and each hold becomes one [`Experiment`]: the markers' mean
+//! world positions with their standard error as sigma, the base pose from
+//! the robot, loads from the streams as `loads.toml` maps them, and the
+//! base wrench of a flange force sensor.
+//!
+//! Reading the session's files is the caller's job (the CLI, with the
+//! `session` crate): this module works on [`SessionData`], so that the
+//! physics crates stay free of the Parquet stack.
+
+use crate::data::{Experiment, Measurement, WrenchMeasurement};
+use lie::{FramePose, Pose, Vec3, Vec6};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Thresholds of hold detection (`loads.toml` `[holds]`).
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HoldOptions {
+    /// The flange's translation speed below this counts as still.
+    pub max_robot_speed_m_s: f64,
+    pub max_robot_angular_speed_rad_s: f64,
+    /// Every tracked marker's speed (slope of a line fitted over
+    /// `window_s`, so that 0.3 mm of tracking noise reads as < 0.5 mm/s).
+    pub max_marker_speed_m_s: f64,
+    pub window_s: f64,
+    /// Shorter still intervals are rejected.
+    pub min_duration_s: f64,
+    /// Dropped at the start of every hold (the rod settling).
+    pub settle_s: f64,
+    /// A marker missing in more of a hold's frames rejects the hold.
+    pub max_missing_fraction: f64,
+    /// Lower bound of a mean marker position's sigma [m].
+    pub sigma_floor_m: f64,
+}
+
+impl Default for HoldOptions {
+    fn default() -> Self {
+        HoldOptions {
+            max_robot_speed_m_s: 1e-3,
+            max_robot_angular_speed_rad_s: 1e-2,
+            max_marker_speed_m_s: 2e-3,
+            window_s: 0.5,
+            min_duration_s: 1.0,
+            settle_s: 0.2,
+            max_missing_fraction: 0.2,
+            sigma_floor_m: 2e-5,
+        }
+    }
+}
+
+/// A scalar read from a stream: `scale * column + offset`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Channel {
+    pub stream: String,
+    pub column: String,
+    #[serde(default = "one")]
+    pub scale: f64,
+    #[serde(default)]
+    pub offset: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A tip force of known direction (a string over a pulley to a load cell).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TipForce {
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// Direction of the force on the tip, world frame (normalised).
+    pub direction: [f64; 3],
+}
+
+/// A force/torque sensor between the flange and the rod.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlangeSensor {
+    pub stream: String,
+    /// The stream's columns `[fx, fy, fz, mx, my, mz]` (N, N m).
+    #[serde(default = "ft_columns")]
+    pub columns: [String; 6],
+    /// The sensor's frame in the flange frame.
+    #[serde(default)]
+    pub mount: FramePose,
+    /// The sensor's reading without the rod (tare), subtracted.
+    #[serde(default)]
+    pub bias_force_n: [f64; 3],
+    #[serde(default)]
+    pub bias_moment_nm: [f64; 3],
+    /// Lower bounds of a hold's mean force and moment sigma.
+    #[serde(default = "force_floor")]
+    pub sigma_floor_force_n: f64,
+    #[serde(default = "moment_floor")]
+    pub sigma_floor_moment_nm: f64,
+    /// Use the wrench as residuals of the fit (false: recorded, not fitted).
+    #[serde(default = "yes")]
+    pub fit: bool,
+}
+
+fn ft_columns() -> [String; 6] {
+    ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].map(String::from)
+}
+
+fn force_floor() -> f64 {
+    1e-3
+}
+
+fn moment_floor() -> f64 {
+    1e-4
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `loads.toml`: how a session's streams make the loads of its holds.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadsFile {
+    #[serde(default)]
+    pub holds: HoldOptions,
+    /// One per cable of the rod, in the rod file's order (none: no tension).
+    #[serde(default, rename = "cable")]
+    pub cables: Vec<Channel>,
+    pub tip_force: Option<TipForce>,
+    /// A known mass hanging from the tip [kg].
+    #[serde(default)]
+    pub tip_mass_kg: f64,
+    pub flange_sensor: Option<FlangeSensor>,
+}
+
+impl LoadsFile {
+    /// Checks values; the error names the field.
+    pub fn validate(&self, n_cables: usize) -> Result<(), String> {
+        let h = &self.holds;
+        for (name, v) in [
+            ("holds.max_robot_speed_m_s", h.max_robot_speed_m_s),
+            ("holds.max_robot_angular_speed_rad_s", h.max_robot_angular_speed_rad_s),
+            ("holds.max_marker_speed_m_s", h.max_marker_speed_m_s),
+            ("holds.window_s", h.window_s),
+            ("holds.min_duration_s", h.min_duration_s),
+            ("holds.sigma_floor_m", h.sigma_floor_m),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name}: must be positive, got {v}"));
+            }
+        }
+        if !(h.settle_s.is_finite() && h.settle_s >= 0.0) {
+            return Err(format!("holds.settle_s: must be >= 0, got {}", h.settle_s));
+        }
+        if !(0.0..1.0).contains(&h.max_missing_fraction) {
+            return Err(format!("holds.max_missing_fraction: must be in [0, 1), got {}", h.max_missing_fraction));
+        }
+        if !self.cables.is_empty() && self.cables.len() != n_cables {
+            return Err(format!("cable: {} entries, the rod has {n_cables} cables", self.cables.len()));
+        }
+        if !(self.tip_mass_kg.is_finite() && self.tip_mass_kg >= 0.0) {
+            return Err(format!("tip_mass_kg: must be >= 0, got {}", self.tip_mass_kg));
+        }
+        if let Some(t) = &self.tip_force {
+            if !(Vec3::from(t.direction).norm() > 1e-9) {
+                return Err("tip_force.direction: must be a non-zero vector".into());
+            }
+        }
+        if let Some(s) = &self.flange_sensor {
+            if !(s.sigma_floor_force_n > 0.0 && s.sigma_floor_moment_nm > 0.0) {
+                return Err("flange_sensor.sigma_floor_force_n, sigma_floor_moment_nm: must be positive".into());
+            }
+            if !s.mount.finite() {
+                return Err("flange_sensor.mount: must be finite".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every (field, stream, column) the file reads.
+    pub fn channels(&self) -> Vec<(String, &str, &str)> {
+        let mut out = vec![];
+        for (i, c) in self.cables.iter().enumerate() {
+            out.push((format!("cable[{i}]"), c.stream.as_str(), c.column.as_str()));
+        }
+        if let Some(t) = &self.tip_force {
+            out.push(("tip_force".into(), t.channel.stream.as_str(), t.channel.column.as_str()));
+        }
+        if let Some(s) = &self.flange_sensor {
+            for c in &s.columns {
+                out.push(("flange_sensor".into(), s.stream.as_str(), c.as_str()));
+            }
+        }
+        out
+    }
+}
+
+/// A stream's samples: times and named columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stream {
+    pub t_s: Vec<f64>,
+    pub columns: BTreeMap<String, Vec<f64>>,
+}
+
+impl Stream {
+    /// Mean and standard deviation of `column` over `[a, b]`, and the count.
+    fn stats(&self, column: &str, a: f64, b: f64) -> Option<(f64, f64, usize)> {
+        let v = self.columns.get(column)?;
+        let xs: Vec<f64> = self.t_s.iter().zip(v).filter(|(t, x)| **t >= a && **t <= b && x.is_finite()).map(|(_, x)| *x).collect();
+        let n = xs.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 { xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        Some((mean, var.sqrt(), n))
+    }
+}
+
+/// One session's recordings on one clock (seconds since its start), in the
+/// rig's world frame.
+#[derive(Clone, Debug, Default)]
+pub struct SessionData {
+    pub name: String,
+    /// Flange poses in the world (`T_WB * TCP`), time-sorted.
+    pub flange: Vec<(f64, Pose)>,
+    /// Tracked frames: time and each marker's position (`None`: missing).
+    pub markers: Vec<(f64, Vec<Option<Vec3>>)>,
+    pub streams: BTreeMap<String, Stream>,
+    pub gravity_m_s2: Vec3,
+}
+
+/// A still interval and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hold {
+    pub session: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub frames: usize,
+    pub status: HoldStatus,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum HoldStatus {
+    /// Became the experiment with this id.
+    Used(String),
+    Rejected(String),
+}
+
+impl Hold {
+    pub fn duration_s(&self) -> f64 {
+        self.end_s - self.start_s
+    }
+}
+
+/// Slope of the least-squares line through `(t, x)`.
+fn slope(t: &[f64], x: &[f64]) -> f64 {
+    let n = t.len() as f64;
+    let tm = t.iter().sum::<f64>() / n;
+    let xm = x.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (ti, xi) in t.iter().zip(x) {
+        sxy += (ti - tm) * (xi - xm);
+        sxx += (ti - tm) * (ti - tm);
+    }
+    if sxx > 0.0 {
+        sxy / sxx
+    } else {
+        0.0
+    }
+}
+
+/// Index range of the samples within `half` of `times[i]` (sorted times).
+fn window(times: &[f64], i: usize, half: f64) -> std::ops::Range<usize> {
+    let t = times[i];
+    let a = times.partition_point(|x| *x < t - half);
+    let b = times.partition_point(|x| *x <= t + half);
+    a..b
+}
+
+/// Per robot sample: is the flange still (translation and rotation)?
+fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
+    let t: Vec<f64> = flange.iter().map(|s| s.0).collect();
+    (0..flange.len())
+        .map(|i| {
+            let w = window(&t, i, 0.5 * o.window_s);
+            if w.len() < 2 {
+                return false;
+            }
+            let ts = &t[w.clone()];
+            let v = Vec3::from_fn(|a, _| slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
+            let (first, last) = (&flange[w.start].1, &flange[w.end - 1].1);
+            let dt = (flange[w.end - 1].0 - flange[w.start].0).max(1e-12);
+            let rel = first.rot.transpose() * last.rot;
+            let angle = nalgebra::Rotation3::from_matrix_unchecked(rel).angle();
+            v.norm() <= o.max_robot_speed_m_s && angle / dt <= o.max_robot_angular_speed_rad_s
+        })
+        .collect()
+}
+
+/// Per tracked frame: the largest marker speed (line fits over the window).
+fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f64> {
+    let t: Vec<f64> = markers.iter().map(|f| f.0).collect();
+    let n_markers = markers.iter().map(|f| f.1.len()).max().unwrap_or(0);
+    (0..markers.len())
+        .map(|i| {
+            let w = window(&t, i, 0.5 * o.window_s);
+            let mut fastest: f64 = 0.0;
+            let mut seen = false;
+            for m in 0..n_markers {
+                let pts: Vec<(f64, Vec3)> = markers[w.clone()].iter().filter_map(|(tf, ps)| ps.get(m).copied().flatten().map(|p| (*tf, p))).collect();
+                if pts.len() < 3 {
+                    continue;
+                }
+                seen = true;
+                let ts: Vec<f64> = pts.iter().map(|p| p.0).collect();
+                let v = Vec3::from_fn(|a, _| slope(&ts, &pts.iter().map(|p| p.1[a]).collect::<Vec<_>>()));
+                fastest = fastest.max(v.norm());
+            }
+            if seen {
+                fastest
+            } else {
+                f64::INFINITY
+            }
+        })
+        .collect()
+}
+
+/// Still intervals of a session: runs of tracked frames where every marker
+/// and the robot (over the window around the frame) are still. Intervals
+/// shorter than the window are not listed; the others are `Used` (with an
+/// empty id, to be filled by [`experiments_from_session`]) or rejected as
+/// too short.
+pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
+    let rs = robot_still(&data.flange, o);
+    let rt: Vec<f64> = data.flange.iter().map(|s| s.0).collect();
+    let speeds = marker_speeds(&data.markers, o);
+    let still: Vec<bool> = data
+        .markers
+        .iter()
+        .zip(&speeds)
+        .map(|((t, _), s)| {
+            // The robot sample nearest the frame (its speed already spans the window).
+            let k = rt.partition_point(|x| x < t);
+            let nearest = [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
+            *s <= o.max_marker_speed_m_s && nearest.is_some_and(|k| rs[k])
+        })
+        .collect();
+    let mut holds = vec![];
+    let mut i = 0;
+    while i < still.len() {
+        if !still[i] {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j + 1 < still.len() && still[j + 1] {
+            j += 1;
+        }
+        let (t0, t1) = (data.markers[i].0, data.markers[j].0);
+        if t1 - t0 >= o.window_s {
+            // A line fit over the window barely sees motion at its edge: a
+            // run's ends are uncertain by half a window, so both are trimmed.
+            let start_s = t0 + 0.5 * o.window_s + o.settle_s;
+            let end_s = t1 - 0.5 * o.window_s;
+            let frames = data.markers[i..=j].iter().filter(|f| f.0 >= start_s && f.0 <= end_s).count();
+            let status = if end_s - start_s < o.min_duration_s {
+                HoldStatus::Rejected(format!("still for {:.2} s after settling, shorter than holds.min_duration_s = {} s", end_s - start_s, o.min_duration_s))
+            } else {
+                HoldStatus::Used(String::new())
+            };
+            holds.push(Hold { session: data.name.clone(), start_s, end_s, frames, status });
+        }
+        i = j + 1;
+    }
+    holds
+}
+
+/// What an experiment needs from the rod file.
+pub struct RodMarkers<'a> {
+    pub markers: &'a [rod::Marker],
+    /// The rod's base in the flange frame (the rod file's `[base]`).
+    pub mount: Pose,
+}
+
+/// The experiment of one hold, or why the hold cannot be used.
+pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &RodMarkers, loads: &LoadsFile) -> Result<Experiment, String> {
+    let o = &loads.holds;
+    let (a, b) = (hold.start_s, hold.end_s);
+    let frames: Vec<&Vec<Option<Vec3>>> = data.markers.iter().filter(|f| f.0 >= a && f.0 <= b).map(|f| &f.1).collect();
+    if frames.is_empty() {
+        return Err("no tracked frame".into());
+    }
+    let mut measurements = vec![];
+    for (k, m) in rod.markers.iter().enumerate() {
+        let pts: Vec<Vec3> = frames.iter().filter_map(|f| f.get(k).copied().flatten()).collect();
+        let missing = 1.0 - pts.len() as f64 / frames.len() as f64;
+        if missing > o.max_missing_fraction {
+            return Err(format!("marker {k} missing in {:.0} % of the hold's frames (holds.max_missing_fraction = {})", 100.0 * missing, o.max_missing_fraction));
+        }
+        let n = pts.len() as f64;
+        let mean = pts.iter().sum::<Vec3>() / n;
+        // Scatter per coordinate (pooled), then the standard error of the mean.
+        let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
+        measurements.push(Measurement { arc_m: m.arc_m, offset_body_m: m.offset_body_m, pos_m: mean, sigma_m: (scatter / n.sqrt()).max(o.sigma_floor_m) });
+    }
+    // The base: the flange's mean position and its middle sample's rotation
+    // (the robot is still) times the mount.
+    let robot: Vec<&(f64, Pose)> = data.flange.iter().filter(|s| s.0 >= a && s.0 <= b).collect();
+    if robot.is_empty() {
+        return Err("no robot sample".into());
+    }
+    let pos = robot.iter().map(|s| s.1.pos).sum::<Vec3>() / robot.len() as f64;
+    let flange = Pose { rot: robot[robot.len() / 2].1.rot, pos };
+    let base = flange.compose(&rod.mount);
+    let mean_of = |c: &Channel| -> Result<(f64, f64, usize), String> {
+        let s = data.streams.get(&c.stream).ok_or_else(|| format!("no stream '{}'", c.stream))?;
+        let (m, sd, n) = s.stats(&c.column, a, b).ok_or_else(|| format!("stream '{}' has no sample of '{}' in the hold", c.stream, c.column))?;
+        Ok((c.scale * m + c.offset, (c.scale * sd).abs(), n))
+    };
+    let mut tensions_n = vec![];
+    for (i, c) in loads.cables.iter().enumerate() {
+        let (t, _, _) = mean_of(c).map_err(|e| format!("cable[{i}]: {e}"))?;
+        tensions_n.push(t.max(0.0));
+    }
+    let mut tip_force_n = data.gravity_m_s2 * loads.tip_mass_kg;
+    if let Some(tf) = &loads.tip_force {
+        let (f, _, _) = mean_of(&tf.channel).map_err(|e| format!("tip_force: {e}"))?;
+        tip_force_n += Vec3::from(tf.direction).normalize() * f;
+    }
+    let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
+    e.base_pose = Some(base);
+    if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
+        let bias = [s.bias_force_n[0], s.bias_force_n[1], s.bias_force_n[2], s.bias_moment_nm[0], s.bias_moment_nm[1], s.bias_moment_nm[2]];
+        let mut wrench = Vec6::zeros();
+        let mut sigma = Vec6::zeros();
+        for (c, col) in s.columns.iter().enumerate() {
+            let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -bias[c] };
+            let (m, sd, n) = mean_of(&ch).map_err(|e| format!("flange_sensor: {e}"))?;
+            // Columns are force then moment; wrenches are [moment; force].
+            let (row, floor) = if c < 3 { (3 + c, s.sigma_floor_force_n) } else { (c - 3, s.sigma_floor_moment_nm) };
+            wrench[row] = m;
+            sigma[row] = (sd / (n as f64).sqrt()).max(floor);
+        }
+        e.base_wrench = Some(WrenchMeasurement { sensor_in_base: rod.mount.inverse().compose(&s.mount.pose()), wrench, sigma });
+    }
+    Ok(e)
+}
+
+/// Finds a session's holds and makes an experiment of every usable one
+/// (ids `<session>/hold<k>`); returns the experiments and every hold with
+/// its status.
+pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &LoadsFile) -> (Vec<Experiment>, Vec<Hold>) {
+    let mut holds = find_holds(data, &loads.holds);
+    let mut experiments = vec![];
+    for (k, h) in holds.iter_mut().enumerate() {
+        if matches!(h.status, HoldStatus::Rejected(_)) {
+            continue;
+        }
+        let id = format!("{}/hold{}", data.name, k + 1);
+        h.status = match experiment_from_hold(data, h, &id, rod, loads) {
+            Ok(e) => {
+                experiments.push(e);
+                HoldStatus::Used(id)
+            }
+            Err(why) => HoldStatus::Rejected(why),
+        };
+    }
+    (experiments, holds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session whose robot holds still in [1, 3.5] s and [4.5, 5.7] s and
+    /// moves otherwise; one marker follows the flange.
+    fn session(noise_m: f64) -> SessionData {
+        let pos = |t: f64| -> Vec3 {
+            let x = if t < 1.0 {
+                0.01 * t
+            } else if t < 3.5 {
+                0.01
+            } else if t < 4.5 {
+                0.01 + 0.02 * (t - 3.5)
+            } else if t < 5.7 {
+                0.03
+            } else {
+                0.03 + 0.02 * (t - 5.7)
+            };
+            Vec3::new(x, 0.0, 0.2)
+        };
+        let flange = (0..=600).map(|k| k as f64 * 0.01).map(|t| (t, Pose { rot: lie::Mat3::identity(), pos: pos(t) })).collect();
+        let mut seed = 7u64;
+        let mut noise = move || {
+            // A small LCG: reproducible uniform noise of the given amplitude.
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2.0 * noise_m
+        };
+        let markers = (0..=300)
+            .map(|k| k as f64 * 0.02)
+            .map(|t| (t, vec![Some(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())), if t > 2.0 && t < 2.6 { None } else { Some(pos(t)) }]))
+            .collect();
+        let ft = Stream {
+            t_s: (0..=600).map(|k| k as f64 * 0.01).collect(),
+            columns: ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"]
+                .iter()
+                .enumerate()
+                .map(|(c, n)| (n.to_string(), (0..=600).map(|k| c as f64 + 0.01 * (k % 2) as f64).collect()))
+                .collect(),
+        };
+        SessionData { name: "s".into(), flange, markers, streams: [("ft".to_string(), ft)].into_iter().collect(), gravity_m_s2: Vec3::new(0.0, 0.0, -9.81) }
+    }
+
+    #[test]
+    fn holds_are_the_still_intervals() {
+        let o = HoldOptions::default();
+        let holds = find_holds(&session(3e-4), &o);
+        assert_eq!(holds.len(), 2, "{holds:?}");
+        // Robot still in [1, 3.5]: the window (0.5 s) blurs the edges, a
+        // quarter second is trimmed at each end, the settling 0.2 s more at
+        // the start; nothing moving is inside.
+        assert!(holds[0].start_s > 1.45 && holds[0].start_s < 1.8 && holds[0].end_s > 3.0 && holds[0].end_s < 3.5, "{:?}", holds[0]);
+        assert_eq!(holds[0].status, HoldStatus::Used(String::new()));
+        assert!(matches!(&holds[1].status, HoldStatus::Rejected(w) if w.contains("min_duration_s")), "{:?}", holds[1]);
+    }
+
+    #[test]
+    fn a_hold_makes_an_experiment_with_its_means_and_standard_errors() {
+        let data = session(3e-4);
+        let markers = [rod::Marker { arc_m: 0.1, offset_body_m: Vec3::zeros() }, rod::Marker { arc_m: 0.0, offset_body_m: Vec3::zeros() }];
+        let rod_markers = RodMarkers { markers: &markers, mount: Pose::from_rpy(0.0, 0.0, 0.0, Vec3::new(0.0, 0.0, -0.01)) };
+        let loads = LoadsFile {
+            flange_sensor: Some(FlangeSensor {
+                stream: "ft".into(),
+                columns: ft_columns(),
+                mount: FramePose::default(),
+                bias_force_n: [1.0, 0.0, 0.0],
+                bias_moment_nm: [0.0; 3],
+                sigma_floor_force_n: 1e-6,
+                sigma_floor_moment_nm: 1e-6,
+                fit: true,
+            }),
+            holds: HoldOptions { max_missing_fraction: 0.5, ..HoldOptions::default() },
+            ..LoadsFile::default()
+        };
+        let (exps, holds) = experiments_from_session(&data, &rod_markers, &loads);
+        assert_eq!(exps.len(), 1);
+        assert_eq!(holds[0].status, HoldStatus::Used("s/hold1".into()));
+        let e = &exps[0];
+        assert!((e.measurements[0].pos_m - Vec3::new(0.11, 0.0, 0.2)).norm() < 1e-4);
+        // Uniform noise of amplitude a: sd a/sqrt(3); standard error over ~66 frames.
+        let se = 3e-4 / 3f64.sqrt() / (holds[0].frames as f64).sqrt();
+        assert!((e.measurements[0].sigma_m / se - 1.0).abs() < 0.3, "{} vs {se}", e.measurements[0].sigma_m);
+        assert_eq!(e.measurements[1].sigma_m, 2e-5);
+        assert!((e.base_pose.unwrap().pos - Vec3::new(0.01, 0.0, 0.19)).norm() < 1e-12);
+        let w = e.base_wrench.as_ref().unwrap();
+        // Force x = 0 + 0.005 - bias 1; wrench order [m; f].
+        assert!((w.wrench[3] - (0.005 - 1.0)).abs() < 1e-3 && (w.wrench[0] - 3.005).abs() < 1e-3, "{:?}", w.wrench);
+        // A stricter missing-marker rule rejects the hold, naming the marker.
+        let strict = LoadsFile { holds: HoldOptions { max_missing_fraction: 0.1, ..HoldOptions::default() }, ..loads };
+        let (exps, holds) = experiments_from_session(&data, &rod_markers, &strict);
+        assert!(exps.is_empty());
+        assert!(matches!(&holds[0].status, HoldStatus::Rejected(w) if w.contains("marker 1")), "{:?}", holds[0]);
+    }
+}
