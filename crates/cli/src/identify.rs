@@ -89,7 +89,13 @@ fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<(Vec<Experiment>, Ve
         let s = crate::session_data::load(dir, rod_markers.markers.len(), &requests)?;
         match gravity {
             Some((g, first)) if (g - s.data.gravity_m_s2).norm() > 1e-9 => {
-                return Err(input_error(format!("{}: gravity {:?} differs from {}'s {:?}: sessions of one fit share a rig", dir.display(), s.data.gravity_m_s2, first.display(), g)));
+                return Err(input_error(format!(
+                    "{}: gravity {:?} differs from {}'s {:?}: sessions of one fit share a rig",
+                    dir.display(),
+                    s.data.gravity_m_s2,
+                    first.display(),
+                    g
+                )));
             }
             Some(_) => {}
             None => gravity = Some((s.data.gravity_m_s2, dir)),
@@ -109,11 +115,18 @@ fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<(Vec<Experiment>, Ve
         rod.gravity_m_s2 = g;
     }
     if experiments.is_empty() {
-        let why: Vec<String> = holds.iter().filter_map(|h| if let HoldStatus::Rejected(w) = &h.status { Some(format!("{} at {:.1} s: {w}", h.session, h.start_s)) } else { None }).collect();
+        let why: Vec<String> = holds
+            .iter()
+            .filter_map(|h| if let HoldStatus::Rejected(w) = &h.status { Some(format!("{} at {:.1} s: {w}", h.session, h.start_s)) } else { None })
+            .collect();
         return Err(input_error(format!(
             "no usable static hold in the sessions ({}): {}",
             a.sessions.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
-            if why.is_empty() { "the robot and the markers are never still together for long enough (see [holds] in loads.toml)".to_string() } else { why.join("; ") }
+            if why.is_empty() {
+                "the robot and the markers are never still together for long enough (see [holds] in loads.toml)".to_string()
+            } else {
+                why.join("; ")
+            }
         )));
     }
     Ok((experiments, holds, provenance))
@@ -175,10 +188,8 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         Some(dir) => {
             let experiments = read_experiments(dir, rod.cables.len()).map_err(|e| input_error(e.to_string()))?;
             identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv")).map_err(|e| input_error(e.to_string()))?;
-            let prov = vec![
-                ("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))),
-                ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv"))),
-            ];
+            let prov =
+                vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
             (experiments, vec![], prov, dir.display().to_string())
         }
         None => {
@@ -324,15 +335,16 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
 
     println!("identified from {} experiments ({source}):", experiments.len());
     let line = |n: &str, e: &identify::fit::Estimate, u: &str, pv: f64| {
-        println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]   reference {:.4e}", e.value, e.ci95_low, e.ci95_high, pv);
+        let r = if pv.is_nan() { String::new() } else { format!("   reference {pv:.4e}") };
+        println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]{r}", e.value, e.ci95_low, e.ci95_high);
     };
     line("E", &f.e_pa, "Pa", paper.e_pa);
     line("G", &f.g_pa, "Pa", paper.g_pa);
     line("rho", &f.rho_kg_m3, "kg/m^3", paper.rho_kg_m3);
     println!(
-        "  rms error {:.2} mm (reference parameters: {:.2} mm); {} iterations, {} static solves, {:.3} s",
+        "  rms error {:.2} mm{}; {} iterations, {} static solves, {:.3} s",
         f.rms_error_mm,
-        study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
+        study.reference.as_ref().map_or(String::new(), |r| format!(" (reference parameters: {:.2} mm)", r.rms_error_mm)),
         f.iterations,
         f.static_solves,
         f.wall_time_s

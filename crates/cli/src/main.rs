@@ -12,6 +12,7 @@ mod rig_cmd;
 mod session_data;
 mod simulate_cmd;
 mod solve;
+mod synth_session;
 mod track_cmd;
 
 use clap::{Parser, Subcommand};

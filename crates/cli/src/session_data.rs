@@ -77,8 +77,7 @@ pub fn load(dir: &Path, n_markers: usize, requests: &[StreamRequest]) -> Result<
         return Err(input_error(format!("{}: the robot stream has no rows", session::stream_dir(dir, "robot").display())));
     }
     let world_from_robot = frames.world_from_robot();
-    let flange: Vec<(f64, Pose)> =
-        tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_robot.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect();
+    let flange: Vec<(f64, Pose)> = tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_robot.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect();
     let mut streams = BTreeMap::new();
     for req in requests {
         if streams.contains_key(req.stream) {

@@ -59,7 +59,7 @@ struct TrajectoryRow {
 }
 
 /// Reads a trajectory CSV into (t, UR pose) samples.
-fn read_trajectory(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
+pub fn read_trajectory(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
     let mut reader = csv::Reader::from_path(path).map_err(|e| input_error(format!("{}: {e}", path.display())))?;
     let mut out = vec![];
     for (i, row) in reader.deserialize::<TrajectoryRow>().enumerate() {
@@ -86,6 +86,8 @@ pub struct SimulateJob<'a> {
     pub rod: &'a Path,
     pub scene: &'a Path,
     pub params: Option<&'a Path>,
+    /// The body material, overriding the rod file's and `params` (a synthetic truth).
+    pub material: Option<rod::Material>,
     pub base: BaseSource<'a>,
     /// The rig's frames (robot base, gravity, table) when no session gives them.
     pub rig_frames: Option<session::RigFrames>,
@@ -162,7 +164,9 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
     let rod = rod::Rod::from_file(job.rod)?;
     let mut scene = Scene::from_file(job.scene)?;
     let frames = match job.base {
-        BaseSource::Session(dir) => session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))?.map(|m| (m.frames, format!("{}/session.toml", dir.display()))),
+        BaseSource::Session(dir) => {
+            session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))?.map(|m| (m.frames, format!("{}/session.toml", dir.display())))
+        }
         _ => job.rig_frames.map(|f| (f, "the rig file".to_string())),
     };
     if let Some((f, from)) = frames {
@@ -176,7 +180,10 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
         }
         scene.duration_s = d;
     }
-    let rod = rod_with_params(rod, job.rod, job.params)?;
+    let mut rod = rod_with_params(rod, job.rod, job.params)?;
+    if let Some(m) = job.material {
+        rod = rod.with_material(m);
+    }
     let (motion, t0_host_ns) = base_motion(job, &mut scene, &rod)?;
     let mut sim = Simulator::new(&rod, &scene, motion).map_err(|e| match e {
         SimError::Input(m) => input_error(format!("{}: {m}", job.scene.display())),
@@ -203,7 +210,16 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
         (None, Some(t)) => BaseSource::Trajectory(t),
         (None, None) => BaseSource::Scene,
     };
-    let job = SimulateJob { rod: &a.rod, scene: &a.scene, params: a.params.as_deref(), base, rig_frames: None, duration_s: a.duration_s, out: &a.out };
+    let job = SimulateJob {
+        rod: &a.rod,
+        scene: &a.scene,
+        params: a.params.as_deref(),
+        material: None,
+        base,
+        rig_frames: None,
+        duration_s: a.duration_s,
+        out: &a.out,
+    };
     let done = run_job(&job)?;
     print_summary(&done.summary);
     println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, index.html", a.out.display());
@@ -213,20 +229,20 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
 /// Figures of a run, printed and written to summary.json.
 #[derive(serde::Serialize)]
 pub struct Summary {
-    steps: usize,
-    simulated_s: f64,
-    wall_time_s: f64,
-    real_time_factor: f64,
-    mean_newton_iterations: f64,
-    max_substeps: usize,
-    mass_kg: f64,
-    first_touch_s: Option<f64>,
-    tip_stick_steps: usize,
-    tip_slide_steps: usize,
-    max_normal_force_n: f64,
-    final_tip_slide_m: f64,
-    final_tip_slip_m: f64,
-    final_base_force_flange_n: [f64; 3],
+    pub steps: usize,
+    pub simulated_s: f64,
+    pub wall_time_s: f64,
+    pub real_time_factor: f64,
+    pub mean_newton_iterations: f64,
+    pub max_substeps: usize,
+    pub mass_kg: f64,
+    pub first_touch_s: Option<f64>,
+    pub tip_stick_steps: usize,
+    pub tip_slide_steps: usize,
+    pub max_normal_force_n: f64,
+    pub final_tip_slide_m: f64,
+    pub final_tip_slip_m: f64,
+    pub final_base_force_flange_n: [f64; 3],
 }
 
 fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {

@@ -214,12 +214,15 @@ pub enum SynthCommand {
         #[arg(long)]
         occlude: Option<String>,
     },
+    /// A lab session made from the simulator (robot, force sensor, tracked markers) and its truth beside it.
+    Session(Box<crate::synth_session::SynthSessionArgs>),
 }
 
 pub fn synth(cmd: SynthCommand) -> Result<()> {
     let (camera, plane) = synth::demo_camera();
     let true_camera = CameraModel { plane: Some(plane.clone()), ..camera.clone() };
     match cmd {
+        SynthCommand::Session(a) => crate::synth_session::run(*a),
         SynthCommand::Board { out, board, square_m, noise } => {
             let (cols, rows) = BoardSpec::parse_size(&board).map_err(input_error)?;
             let (views, _) = synth::write_board_images(&out, &camera, &plane, &BoardSpec { cols, rows, square_m }, noise).map_err(track_error)?;

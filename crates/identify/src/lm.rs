@@ -89,13 +89,11 @@ where
                 self.lambda *= 4.0;
                 continue;
             };
-            // Trust region on the log-parameters: a nearly flat direction
-            // (G under planar loads) would otherwise take a step of
-            // hundreds of e-folds on round-off gradients.
-            let longest = step.amax();
-            if longest > MAX_LOG_STEP {
-                step *= MAX_LOG_STEP / longest;
-            }
+            // Trust region on the log-parameters, per component: a nearly
+            // flat direction (G under planar loads) would otherwise take a
+            // step of hundreds of e-folds on round-off gradients, and
+            // scaling the whole step down for it would stall E with it.
+            step.apply(|s| *s = s.clamp(-MAX_LOG_STEP, MAX_LOG_STEP));
             let trial = &p + &step;
             match problem.apply(&trial) {
                 Ok(rt) if cost_of(&rt) < cost => {

@@ -343,7 +343,8 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
         .map(|((t, _), s)| {
             // The robot sample nearest the frame (its speed already spans the window).
             let k = rt.partition_point(|x| x < t);
-            let nearest = [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
+            let nearest =
+                [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
             *s <= o.max_marker_speed_m_s && nearest.is_some_and(|k| rs[k])
         })
         .collect();
@@ -397,7 +398,11 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
         let pts: Vec<Vec3> = frames.iter().filter_map(|f| f.get(k).copied().flatten()).collect();
         let missing = 1.0 - pts.len() as f64 / frames.len() as f64;
         if missing > o.max_missing_fraction {
-            return Err(format!("marker {k} missing in {:.0} % of the hold's frames (holds.max_missing_fraction = {})", 100.0 * missing, o.max_missing_fraction));
+            return Err(format!(
+                "marker {k} missing in {:.0} % of the hold's frames (holds.max_missing_fraction = {})",
+                100.0 * missing,
+                o.max_missing_fraction
+            ));
         }
         let n = pts.len() as f64;
         let mean = pts.iter().sum::<Vec3>() / n;
@@ -500,7 +505,9 @@ mod tests {
         };
         let markers = (0..=300)
             .map(|k| k as f64 * 0.02)
-            .map(|t| (t, vec![Some(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())), if t > 2.0 && t < 2.6 { None } else { Some(pos(t)) }]))
+            .map(|t| {
+                (t, vec![Some(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())), if t > 2.0 && t < 2.6 { None } else { Some(pos(t)) }])
+            })
             .collect();
         let ft = Stream {
             t_s: (0..=600).map(|k| k as f64 * 0.01).collect(),
