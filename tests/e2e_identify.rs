@@ -4,34 +4,6 @@
 mod common;
 use common::*;
 
-use std::path::Path;
-use std::process::Command;
-
-/// Renders the page in headless Chromium and returns the report's self-check.
-fn chromium_check(html: &Path) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", html.canonicalize().unwrap().display()))
-        .output()
-        .expect("chromium is installed by scripts/setup.sh");
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let start = dom.find("data-check=\"").expect("the page ran its self-check") + 12;
-    dom[start..start + dom[start..].find('"').unwrap()].to_string()
-}
-
 #[test]
 fn identify_writes_toml_and_a_report_that_renders() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Helpers shared by the end-to-end tests of the `rodlab` binary.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The workspace root (tests run the binary from there).
@@ -16,4 +16,29 @@ pub fn rodlab(args: &[&str]) -> Output {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Renders the page in headless Chromium and returns the report's self-check.
+pub fn chromium_check(html: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.canonicalize().unwrap().display()))
+        .output()
+        .expect("chromium is installed by scripts/setup.sh");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom.find("data-check=\"").expect("the page ran its self-check") + 12;
+    dom[start..start + dom[start..].find('"').unwrap()].to_string()
 }

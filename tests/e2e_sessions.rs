@@ -1,0 +1,180 @@
+//! End-to-end: sessions made by `rodlab synth session` (the simulator's
+//! truth sampled as the lab's devices record it) -> `rodlab identify
+//! --sessions`: holds found, E and rho recovered with a flange force
+//! sensor, only E/rho without one; bad sessions exit 2 naming the problem.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+const TRUTH_E_PA: f64 = 2.5e5;
+const TRUTH_RHO_KG_M3: f64 = 1.3e3;
+const BIAS: [f64; 6] = [0.5, -0.3, 1.2, 0.01, 0.0, -0.02];
+
+/// A synthetic identification day (four gravity holds) with seed `seed`.
+fn synth(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    let out = dir.join(name);
+    let bias = BIAS.map(|b| b.to_string()).join(",");
+    let o = rodlab(&[
+        "synth",
+        "session",
+        "--scene",
+        "configs/scene/cable-arm-holds.toml",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--e-pa",
+        &TRUTH_E_PA.to_string(),
+        "--rho-kg-m3",
+        &TRUTH_RHO_KG_M3.to_string(),
+        "--ft-bias",
+        &bias,
+        "--seed",
+        &seed.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("session.toml").is_file() && out.join("markers.parquet").is_file());
+    assert!(out.join("streams/robot").is_dir() && out.join("streams/ft300").is_dir());
+    // The truth lies beside the session, never inside it.
+    assert!(dir.join(format!("{name}-truth/truth.toml")).is_file());
+    assert!(!out.join("truth.toml").exists() && !out.join("sim.parquet").exists());
+    out
+}
+
+/// configs/loads.toml with the sensor's bias (its tare) filled in.
+fn loads_with_bias(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("configs/loads.toml")).unwrap();
+    let text = text
+        .replace("bias_force_n = [0.0, 0.0, 0.0]", &format!("bias_force_n = [{}, {}, {}]", BIAS[0], BIAS[1], BIAS[2]))
+        .replace("bias_moment_nm = [0.0, 0.0, 0.0]", &format!("bias_moment_nm = [{}, {}, {}]", BIAS[3], BIAS[4], BIAS[5]));
+    assert!(text.contains("bias_force_n = [0.5"), "configs/loads.toml changed: update this test");
+    let p = dir.join("loads.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn param(v: &toml::Value, name: &str) -> (f64, f64, f64) {
+    let p = &v["parameters"][name];
+    let ci = p["ci95"].as_array().unwrap();
+    (p["value"].as_float().unwrap(), ci[0].as_float().unwrap(), ci[1].as_float().unwrap())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn identify_from_sessions_with_a_flange_sensor_fixes_e_and_rho() {
+    let dir = tempfile::tempdir().unwrap();
+    let s1 = synth(dir.path(), "day1", 1);
+    let s2 = synth(dir.path(), "day2", 2);
+    let loads = loads_with_bias(dir.path());
+    let out = dir.path().join("fit");
+    let o = rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--sessions",
+        s1.to_str().unwrap(),
+        s2.to_str().unwrap(),
+        "--loads",
+        loads.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    // Four holds per session, all used; E and rho both fitted, no warning.
+    assert_eq!(stdout.matches("4 still intervals, 4 used as holds").count(), 2, "{stdout}");
+    assert!(!stdout.contains("E/rho"), "{stdout}");
+    assert!(!stdout.contains("warning"), "{stdout}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    assert_eq!(v["experiment"].as_array().unwrap().len(), 8);
+    for (name, truth) in [("e_pa", TRUTH_E_PA), ("rho_kg_m3", TRUTH_RHO_KG_M3)] {
+        let (value, lo, hi) = param(&v, name);
+        assert!((value / truth - 1.0).abs() < 0.03, "{name} = {value}, truth {truth}");
+        assert!(lo <= truth && truth <= hi, "{name}: truth {truth} outside the 95 % CI [{lo}, {hi}]");
+    }
+    // The report lists the holds and the measured against predicted wrench, and renders.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert_eq!(html.matches("used: day1/hold").count(), 4, "holds table");
+    assert!(html.contains("day2/hold4"));
+    assert!(html.contains("flange"), "wrench table");
+    let check = chromium_check(&out.join("index.html"));
+    assert!(check.ends_with("errors=0"), "{check}");
+
+    // The same sessions without the sensor: only E/rho, and the warning says so.
+    let out = dir.path().join("fit-no-sensor");
+    let o = rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", s1.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout.contains("only E/rho and G/rho are identifiable"), "{stdout}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    let ratio = param(&v, "e_pa").0 / param(&v, "rho_kg_m3").0;
+    assert!((ratio / (TRUTH_E_PA / TRUTH_RHO_KG_M3) - 1.0).abs() < 0.03, "E/rho = {ratio}");
+}
+
+#[test]
+fn bad_sessions_exit_2_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = synth(dir.path(), "good", 3);
+    let out = dir.path().join("o");
+    let identify = |session: &Path, loads: Option<&Path>| {
+        let mut args =
+            vec!["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", session.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"];
+        if let Some(l) = loads {
+            args.extend(["--loads", l.to_str().unwrap()]);
+        }
+        rodlab(&args)
+    };
+    let expect_2 = |o: std::process::Output, needles: &[&str]| {
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n:?} not in: {err}");
+        }
+    };
+
+    let no_markers = dir.path().join("no-markers");
+    copy_dir(&good, &no_markers);
+    std::fs::remove_file(no_markers.join("markers.parquet")).unwrap();
+    expect_2(identify(&no_markers, None), &["no-markers", "markers.parquet"]);
+
+    let no_robot = dir.path().join("no-robot");
+    copy_dir(&good, &no_robot);
+    std::fs::remove_dir_all(no_robot.join("streams/robot")).unwrap();
+    expect_2(identify(&no_robot, None), &["no-robot", "robot stream"]);
+
+    let loads = dir.path().join("loads.toml");
+    std::fs::write(&loads, "[tip_force]\nstream = \"load_cell\"\ncolumn = \"force_n\"\ndirection = [0.0, 0.0, -1.0]\n").unwrap();
+    expect_2(identify(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);
+
+    // Parameters identified for one rod, used with another.
+    let fit = dir.path().join("fit");
+    let o = rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", good.to_str().unwrap(), "--out", fit.to_str().unwrap(), "--no-loo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let params = fit.join("identified.toml");
+    let o = rodlab(&[
+        "simulate",
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--scene",
+        "configs/scene/contact-paper-stick.toml",
+        "--params",
+        params.to_str().unwrap(),
+        "--out",
+        dir.path().join("sim").to_str().unwrap(),
+    ]);
+    expect_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+}
