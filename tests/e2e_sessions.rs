@@ -177,4 +177,17 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
         dir.path().join("sim").to_str().unwrap(),
     ]);
     expect_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+    let o = rodlab(&[
+        "validate",
+        good.to_str().unwrap(),
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--scene",
+        "configs/scene/contact-paper-stick.toml",
+        "--params",
+        params.to_str().unwrap(),
+        "--out",
+        dir.path().join("validate").to_str().unwrap(),
+    ]);
+    expect_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
 }

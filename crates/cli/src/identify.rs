@@ -60,7 +60,10 @@ fn p3(v: &Vec3) -> [f64; 3] {
 }
 
 /// Experiments from the sessions' static holds; the rod takes the rig's gravity.
-fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<(String, String)>)> {
+/// Experiments, every hold found, and provenance rows.
+type FromSessions = (Vec<Experiment>, Vec<Hold>, Vec<(String, String)>);
+
+fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<FromSessions> {
     let loads: LoadsFile = match &a.loads {
         Some(p) => {
             let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;

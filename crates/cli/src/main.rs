@@ -14,6 +14,7 @@ mod simulate_cmd;
 mod solve;
 mod synth_session;
 mod track_cmd;
+mod validate_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -57,6 +58,8 @@ enum Command {
     PaperTable(paper::PaperArgs),
     /// Simulate an experiment: the rod held by the robot (or free) on a table with friction -> tables and a report.
     Simulate(simulate_cmd::SimulateArgs),
+    /// Validate parameters on a recorded session: simulate it, observe it, compare strain, force, slip -> report.
+    Validate(Box<validate_cmd::ValidateArgs>),
     /// Benchmarks with analytic answers, run and plotted.
     #[command(subcommand)]
     Verify(simulate_cmd::VerifyCommand),
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::Session(c) => record_cmd::session(c),
         Command::Simulate(a) => simulate_cmd::simulate(a),
         Command::Verify(c) => simulate_cmd::verify(c),
+        Command::Validate(a) => validate_cmd::run(*a),
         Command::Rig(c) => rig_cmd::run(c),
     };
     match result {

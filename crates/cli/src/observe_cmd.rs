@@ -42,7 +42,22 @@ pub struct ObserveArgs {
 }
 
 pub fn run(a: ObserveArgs) -> Result<()> {
-    let mut rod = rod::Rod::from_file(&a.rod)?;
+    let rod = rod::Rod::from_file(&a.rod)?;
+    run_with_rod(&a, rod).map(|_| ())
+}
+
+/// What an observer run found.
+pub struct Observed {
+    pub out: PathBuf,
+    pub frames: usize,
+    pub failed: usize,
+    /// Failure reasons and their frame counts.
+    pub reasons: BTreeMap<String, usize>,
+}
+
+/// Observes with a rod already read (e.g. with identified parameters);
+/// `a.rod` names it in messages.
+pub fn run_with_rod(a: &ObserveArgs, mut rod: rod::Rod) -> Result<Observed> {
     let markers_path = if a.input.is_dir() { a.input.join("markers.parquet") } else { a.input.clone() };
     if !(a.sigma_m.is_finite() && a.sigma_m > 0.0) {
         return Err(input_error("--sigma-m: must be positive"));
@@ -206,5 +221,5 @@ pub fn run(a: ObserveArgs) -> Result<()> {
     }
     println!("  marker residual [m]: mean {mean:.3e}, max {max:.3e}");
     println!("wrote {} ({} rows: frame x node)", out.display(), out_rows.len());
-    Ok(())
+    Ok(Observed { out, frames: frames.len(), failed, reasons })
 }

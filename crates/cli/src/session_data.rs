@@ -9,14 +9,11 @@ use identify::sessions::{SessionData, Stream};
 use lie::{Pose, Vec3};
 use session::{flags, RigFrames, SessionMeta, Table};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub struct LoadedSession {
-    pub dir: PathBuf,
     pub frames: RigFrames,
     pub data: SessionData,
-    /// Tracked frames: frame number and host time [ns], in order.
-    pub frame_ids: Vec<(i64, i64)>,
 }
 
 /// A stream the caller needs, and who asks (for the error message).
@@ -112,7 +109,7 @@ pub fn load(dir: &Path, n_markers: usize, requests: &[StreamRequest]) -> Result<
         streams,
         gravity_m_s2: frames.gravity(),
     };
-    Ok(LoadedSession { dir: dir.to_path_buf(), frames, data, frame_ids: tracked.iter().map(|(f, t, _)| (*f, *t)).collect() })
+    Ok(LoadedSession { frames, data })
 }
 
 /// The session's streams, for messages.

@@ -98,11 +98,9 @@ pub struct SimulateJob<'a> {
 
 /// A finished simulation.
 pub struct Simulated {
-    pub sim: Simulator,
     pub records: Vec<StepRecord>,
     /// Host time of the simulation's t = 0 (session-driven runs).
     pub t0_host_ns: Option<i64>,
-    pub rod: rod::Rod,
     pub summary: Summary,
 }
 
@@ -201,7 +199,7 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
     let summary = summarise(&sim, &records, wall);
     let page = report_page(job, &scene, &rod, &records, &summary);
     report::page::write_page(job.out, &page, &summary)?;
-    Ok(Simulated { sim, records, t0_host_ns, rod, summary })
+    Ok(Simulated { records, t0_host_ns, summary })
 }
 
 pub fn simulate(a: SimulateArgs) -> Result<()> {

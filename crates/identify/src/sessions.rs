@@ -163,7 +163,8 @@ impl LoadsFile {
             return Err(format!("tip_mass_kg: must be >= 0, got {}", self.tip_mass_kg));
         }
         if let Some(t) = &self.tip_force {
-            if !(Vec3::from(t.direction).norm() > 1e-9) {
+            let n = Vec3::from(t.direction).norm();
+            if n.is_nan() || n <= 1e-9 {
                 return Err("tip_force.direction: must be a non-zero vector".into());
             }
         }

@@ -250,7 +250,8 @@ fn a_weighed_rod_fixes_rho_and_e_under_gravity_alone() {
 fn a_stiff_start_converges_when_g_is_nearly_flat() {
     let rod = arm();
     let mut exps = vec![];
-    for (i, p) in [0.0, 0.5236, 1.0472, -0.5236].iter().enumerate() {
+    use std::f64::consts::{FRAC_PI_3, FRAC_PI_6};
+    for (i, p) in [0.0, FRAC_PI_6, FRAC_PI_3, -FRAC_PI_6].iter().enumerate() {
         let mut e = Experiment::new(
             format!("h{i}"),
             vec![0.0; 4],

@@ -609,23 +609,34 @@ impl Observer {
         // walking up from soft springs so that warm starts stay close.
         let (mut lo, mut hi) = (SCALE_LOG10_BOUNDS.0, SCALE_LOG10_BOUNDS.1);
         let mut found = None;
+        // The best fit solved so far, for when no scale meets the goal.
+        let mut closest: Option<(f64, f64)> = None;
         for _ in 0..40 {
             let mid = 0.5 * (lo + hi);
             match chi2(self, mid) {
-                Some(x) if x > goal => lo = mid,
+                Some(x) if x > goal => {
+                    lo = mid;
+                    if closest.is_none_or(|(c, _)| x < c) {
+                        closest = Some((x, mid));
+                    }
+                }
                 Some(_) => {
                     hi = mid;
                     found = Some(mid);
                 }
+                // Stiff springs the solver cannot follow: softer.
                 None => hi = mid,
             }
             if hi - lo < 0.01 {
                 break;
             }
         }
-        let log_c = found.unwrap_or(hi);
+        let log_c = found.or(closest.map(|c| c.1)).unwrap_or(hi);
         self.energy_scale_j = Some(10f64.powf(log_c));
-        let at_bound = if log_c - SCALE_LOG10_BOUNDS.0 < 0.05 {
+        let at_bound = if found.is_none() && closest.is_some() {
+            // No scale fits within sigma: the stiffest that solved, flagged.
+            Some(ScaleBound::Upper)
+        } else if log_c - SCALE_LOG10_BOUNDS.0 < 0.05 {
             Some(ScaleBound::Lower)
         } else if SCALE_LOG10_BOUNDS.1 - log_c < 0.05 {
             Some(ScaleBound::Upper)

@@ -7,6 +7,20 @@
 //! does not depend on the model crates.
 
 pub mod page;
+
+/// A self-check for browsers and tests: counts figures and loaded images
+/// and script errors into `body[data-check]`.
+pub(crate) const SELF_CHECK_SCRIPT: &str = r#"<script>
+window.rodlabErrors = 0;
+window.addEventListener('error', function () { window.rodlabErrors += 1; }, true);
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  var svgs = document.querySelectorAll('figure svg').length;
+  document.body.setAttribute('data-check', 'images=' + ok + '/' + imgs.length + ' svgs=' + svgs + ' errors=' + window.rodlabErrors);
+});
+</script>
+"#;
 mod plots;
 
 /// A point [x, y, z] in metres.
@@ -251,21 +265,8 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
         let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>", esc(k), esc(v));
     }
     h.push_str("</table>\n");
-    // A self-check for browsers and tests: counts figures and loaded images.
-    h.push_str(
-        r#"<script>
-window.rodlabErrors = 0;
-window.addEventListener('error', function () { window.rodlabErrors += 1; }, true);
-window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.images);
-  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-  var svgs = document.querySelectorAll('figure svg').length;
-  document.body.setAttribute('data-check', 'images=' + ok + '/' + imgs.length + ' svgs=' + svgs + ' errors=' + window.rodlabErrors);
-});
-</script>
-</body></html>
-"#,
-    );
+    h.push_str(SELF_CHECK_SCRIPT);
+    h.push_str("</body></html>\n");
     let html = dir.join("index.html");
     std::fs::write(&html, h).map_err(|e| ReportError::Io(html.clone(), e))?;
     let json = dir.join("summary.json");

@@ -163,6 +163,8 @@ pub enum Block {
     Table(Vec<String>, Vec<Vec<String>>),
     Chart(Chart),
     Warnings(Vec<String>),
+    /// (label, relative address) links, as a list.
+    Links(Vec<(String, String)>),
 }
 
 /// A report page.
@@ -205,6 +207,13 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}</style></head><body
                 pngs.push(png);
                 let _ = write!(h, "<figure>{svg}<figcaption>{} (<a href=\"{}.png\">PNG</a>)</figcaption></figure>", esc(&c.title), esc(&c.name));
             }
+            Block::Links(links) => {
+                h.push_str("<ul>");
+                for (label, href) in links {
+                    let _ = write!(h, "<li><a href=\"{}\">{}</a></li>", esc(href), esc(label));
+                }
+                h.push_str("</ul>");
+            }
             Block::Warnings(ws) if ws.is_empty() => {}
             Block::Warnings(ws) => {
                 h.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
@@ -222,6 +231,7 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}</style></head><body
         }
         h.push_str("</table>");
     }
+    h.push_str(crate::SELF_CHECK_SCRIPT);
     h.push_str("</body></html>\n");
     let html = dir.join("index.html");
     std::fs::write(&html, h).map_err(|e| ReportError::Io(html.clone(), e))?;

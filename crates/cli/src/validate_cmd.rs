@@ -1,0 +1,894 @@
+//! `rodlab validate`: a recorded session against its simulation. The
+//! session's robot stream drives the simulator (`rodlab simulate`
+//! underneath), the observer turns the tracked markers into measured
+//! strain (or its strain.parquet is reused), and both are compared on the
+//! session's host clock: strain per component, the flange force sensor
+//! against the simulated base wrench, the tip's slide and the stick/slide
+//! phases, the markers. Figures are checked against limits; a report page
+//! and summary.json per session, and a summary page for several sessions.
+
+use crate::input_error;
+use crate::observe_cmd::{ModeArg, ObserveArgs};
+use crate::simulate_cmd::{apply_rig_frames, rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
+use anyhow::Result;
+use clap::Args;
+use identify::sessions::{FlangeSensor, LoadsFile};
+use lie::{Pose, Vec3};
+use report::page::{Block, Chart, Page, Series};
+use serde::Serialize;
+use sim::{ContactState, Scene, StepRecord};
+use std::path::{Path, PathBuf};
+use validate::{bracket, errors, point_errors, range, Check, ErrorFigures, Phase, PhaseOptions, Plane};
+
+#[derive(Args, Clone)]
+#[command(
+    after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components that bend the rod (range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation over the first --rest-s seconds (before contact)."
+)]
+pub struct ValidateArgs {
+    /// Session directories (tracked markers, robot stream, optionally a force sensor).
+    #[arg(required = true, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// identified.toml: E, G, rho to validate (default: the rod file's material).
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// Scene: table, friction, time step, contact law (the base comes from the session).
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// loads.toml: the flange force sensor's stream, mount and tare (default: stream ft300 if the session has it).
+    #[arg(long)]
+    pub loads: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "weighted")]
+    pub observer: ModeArg,
+    /// Tracking noise per coordinate [m] (observer weights, contact detection).
+    #[arg(long, default_value_t = 3e-4)]
+    pub sigma_m: f64,
+    /// The tracked tip touches when its rim is less than this above the table [m] (default: 3 x --sigma-m).
+    #[arg(long)]
+    pub contact_gap_m: Option<f64>,
+    /// The tracked tip slides when it moves faster than this along the table [m/s].
+    #[arg(long, default_value_t = 2e-3)]
+    pub slide_speed_m_s: f64,
+    /// Tracked speeds are line fits over this window [s].
+    #[arg(long, default_value_t = 0.3)]
+    pub speed_window_s: f64,
+    /// The first seconds, before contact: the force sensor's bias is estimated there.
+    #[arg(long, default_value_t = 0.5)]
+    pub rest_s: f64,
+    /// Limit of the strain RMS error when the tip sticks [% of range].
+    #[arg(long, default_value_t = 10.0)]
+    pub strain_stick_pct: f64,
+    /// Limit of the strain RMS error when the tip slides [% of range].
+    #[arg(long, default_value_t = 15.0)]
+    pub strain_slide_pct: f64,
+    /// Limit of the force RMS error [% of the peak measured force].
+    #[arg(long, default_value_t = 5.0)]
+    pub force_pct: f64,
+    /// Limit of the tip slide RMS error [mm].
+    #[arg(long, default_value_t = 2.0)]
+    pub slide_mm: f64,
+    /// Least agreement of the stick/slide phase timelines [% of frames].
+    #[arg(long, default_value_t = 90.0)]
+    pub phase_pct: f64,
+    /// The force sensor's readings are averaged over this window (centred) before comparing [s]: sensor noise, not the experiment.
+    #[arg(long, default_value_t = 0.2)]
+    pub force_window_s: f64,
+    /// Sessions validated at once.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Exit with status 1 when a check is exceeded.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+const COMPONENTS: [&str; 6] = ["kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
+const COMPONENT_UNITS: [&str; 6] = ["1/m", "1/m", "1/m", "-", "-", "-"];
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ComponentFigures {
+    pub component: String,
+    pub unit: String,
+    pub significant: bool,
+    pub errors: ErrorFigures,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MarkerFigures {
+    pub marker: usize,
+    pub arc_m: f64,
+    /// Distances tracked - simulated [mm].
+    pub errors_mm: ErrorFigures,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ForceFigures {
+    pub stream: String,
+    /// "loads file" or "estimated at rest".
+    pub bias_source: String,
+    pub bias: [f64; 6],
+    /// |F_measured - F_simulated| in the flange frame [N], % of the peak |F_measured|.
+    pub force_n: ErrorFigures,
+    /// Normal contact force: the sensor's change along the table normal since rest against the simulated total [N].
+    pub normal_force_n: Option<ErrorFigures>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ContactFigures {
+    /// Tip slide distance along the table, tracked against simulated [mm].
+    pub slide_mm: ErrorFigures,
+    pub final_slide_measured_mm: f64,
+    pub final_slide_simulated_mm: f64,
+    pub phase_agreement_pct: f64,
+    /// Fraction of the measured contact time spent sliding.
+    pub measured_slide_fraction: f64,
+    pub first_touch_measured_s: Option<f64>,
+    pub first_touch_simulated_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionSummary {
+    pub session: String,
+    pub dir: String,
+    pub report: String,
+    pub parameters: [f64; 3],
+    pub frames_compared: usize,
+    pub strain: Vec<ComponentFigures>,
+    pub strain_headline_rms_pct: f64,
+    pub strain_headline_max_pct: f64,
+    pub markers: Vec<MarkerFigures>,
+    pub marker_mean_offset_mm: [f64; 3],
+    pub force: Option<ForceFigures>,
+    pub contact: Option<ContactFigures>,
+    pub observer_reused: bool,
+    pub observer_failed_frames: usize,
+    pub simulation_real_time_factor: f64,
+    pub checks: Vec<Check>,
+    pub pass: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Series for the plots (not in the summary).
+#[derive(Default)]
+struct Plots {
+    /// Headline component: per node, (t, measured, simulated).
+    strain_nodes: Vec<Vec<(f64, f64, f64)>>,
+    headline: usize,
+    parity: Vec<(usize, f64, f64)>,
+    force: Vec<(f64, Vec3, Vec3)>,
+    normal: Vec<(f64, f64, f64)>,
+    slide: Vec<(f64, f64, f64)>,
+    phases: Vec<(f64, Phase, Phase)>,
+    marker_err: Vec<Vec<(f64, f64)>>,
+}
+
+pub fn run(a: ValidateArgs) -> Result<()> {
+    for (name, v) in [
+        ("--sigma-m", a.sigma_m),
+        ("--slide-speed-m-s", a.slide_speed_m_s),
+        ("--speed-window-s", a.speed_window_s),
+        ("--rest-s", a.rest_s),
+        ("--force-window-s", a.force_window_s),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(input_error(format!("{name}: must be positive, got {v}")));
+        }
+    }
+    if let Some(g) = a.contact_gap_m.filter(|g| !(g.is_finite() && *g > 0.0)) {
+        return Err(input_error(format!("--contact-gap-m: must be positive, got {g}")));
+    }
+    let mut names: Vec<String> = a.sessions.iter().map(|d| crate::session_data::session_name(d)).collect();
+    names.sort();
+    names.dedup();
+    if names.len() != a.sessions.len() {
+        return Err(input_error("sessions: two sessions share a directory name (their reports would overwrite each other)"));
+    }
+    let single = a.sessions.len() == 1;
+    let out_of = |dir: &Path| if single { a.out.clone() } else { a.out.join(crate::session_data::session_name(dir)) };
+    // Parallel over sessions: each simulation and observer runs on one core.
+    let jobs = a.jobs.clamp(1, a.sessions.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<SessionSummary>>>> = a.sessions.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(dir) = a.sessions.get(i) else { break };
+                let r = validate_session(&a, dir, &out_of(dir));
+                *results[i].lock().expect("no panic while holding") = Some(r);
+            });
+        }
+    });
+    let mut summaries = vec![];
+    for r in results {
+        summaries.push(r.into_inner().expect("no panic").expect("every session ran")?);
+    }
+    for s in &summaries {
+        println!("{}: {}", s.session, if s.pass { "every check passed" } else { "CHECKS EXCEEDED" });
+        for c in &s.checks {
+            println!("  {}", c.line());
+        }
+        for w in &s.warnings {
+            println!("  warning: {w}");
+        }
+        println!("  report: {}", s.report);
+    }
+    if !single {
+        let written = write_batch_page(&a, &summaries)?;
+        println!("summary of {} sessions: {}", summaries.len(), written.display());
+    }
+    if a.strict && summaries.iter().any(|s| !s.pass) {
+        return Err(anyhow::anyhow!("validation: a check was exceeded (--strict)"));
+    }
+    Ok(())
+}
+
+/// The flange sensor to compare with: the loads file's, or the session's
+/// `ft300` stream with its default columns; `true` when the loads file
+/// gives its tare.
+fn flange_sensor(a: &ValidateArgs, dir: &Path, n_cables: usize) -> Result<Option<(FlangeSensor, bool)>> {
+    if let Some(p) = &a.loads {
+        let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;
+        l.validate(n_cables).map_err(|e| input_error(format!("{}: {e}", p.display())))?;
+        return Ok(l.flange_sensor.map(|s| (s, true)));
+    }
+    if session::stream_dir(dir, "ft300").is_dir() {
+        let s: FlangeSensor = toml::from_str("stream = \"ft300\"").map_err(|e| anyhow::anyhow!("default sensor: {e}"))?;
+        return Ok(Some((s, false)));
+    }
+    Ok(None)
+}
+
+/// Samples `f` of the records at `t`, linear between steps.
+fn at_records<T>(t_rec: &[f64], records: &[StepRecord], t: f64, f: impl Fn(&StepRecord) -> T) -> Option<T>
+where
+    T: std::ops::Mul<f64, Output = T> + std::ops::Add<Output = T>,
+{
+    bracket(t_rec, t).map(|(i, j, w)| f(&records[i]) * (1.0 - w) + f(&records[j]) * w)
+}
+
+fn tip_phase(r: &StepRecord) -> Phase {
+    match r.contacts.last().map(|c| c.state) {
+        Some(ContactState::Stick) => Phase::Stick,
+        Some(ContactState::Slide) => Phase::Slide,
+        _ => Phase::Free,
+    }
+}
+
+fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionSummary> {
+    let rod = rod_with_params(rod::Rod::from_file(&a.rod)?, &a.rod, a.params.as_deref())?;
+    if rod.markers.is_empty() {
+        return Err(input_error(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", a.rod.display())));
+    }
+    let sensor = flange_sensor(a, dir, rod.cables.len())?;
+    let requests: Vec<crate::session_data::StreamRequest> = sensor
+        .iter()
+        .map(|(s, _)| crate::session_data::StreamRequest {
+            stream: s.stream.as_str(),
+            columns: s.columns.iter().map(String::as_str).collect(),
+            asked_by: a.loads.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
+        })
+        .collect();
+    let s = crate::session_data::load(dir, rod.markers.len(), &requests)?;
+    std::fs::create_dir_all(out).map_err(|e| input_error(format!("{}: {e}", out.display())))?;
+
+    // The simulation, driven by the session's robot.
+    let done: Simulated = run_job(&SimulateJob {
+        rod: &a.rod,
+        scene: &a.scene,
+        params: a.params.as_deref(),
+        material: None,
+        base: BaseSource::Session(dir),
+        rig_frames: None,
+        duration_s: None,
+        out: &out.join("sim"),
+    })?;
+    let records = &done.records;
+    let t0_ns = done.t0_host_ns.expect("a session-driven simulation has a host time origin");
+    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+    let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
+    let mut warnings = vec![];
+
+    // Measured strain: the session's own strain table, or the observer now.
+    let reuse = dir.join("strain.parquet");
+    let (strain_path, observer_failed) = if reuse.is_file() {
+        (reuse, 0)
+    } else {
+        let args = ObserveArgs {
+            input: dir.to_path_buf(),
+            rod: a.rod.clone(),
+            mode: a.observer,
+            sigma_m: a.sigma_m,
+            energy_scale_j: None,
+            out: Some(out.join("strain.parquet")),
+        };
+        let o = crate::observe_cmd::run_with_rod(&args, rod.clone())?;
+        if o.failed > 0 {
+            let (why, n) = o.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
+            warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", o.failed, o.frames));
+        }
+        (o.out, o.failed)
+    };
+    let observer_reused = observer_failed == 0 && strain_path == dir.join("strain.parquet");
+    let strain_rows = session::read_strain(&strain_path).map_err(|e| input_error(e.to_string()))?;
+
+    // Strain per component, on the frames inside the simulation.
+    let n_nodes = records[0].node_strain.len();
+    let mut measured: [Vec<f64>; 6] = Default::default();
+    let mut simulated: [Vec<f64>; 6] = Default::default();
+    // Per node: (t, observed, simulated).
+    type NodeSamples = Vec<(f64, [f64; 6], [f64; 6])>;
+    let mut per_node: Vec<NodeSamples> = vec![vec![]; n_nodes];
+    let mut frames_compared = std::collections::BTreeSet::new();
+    for r in &strain_rows {
+        let t = t_of(r.t_host_ns as f64 * 1e-9);
+        let node = r.node as usize;
+        if r.status.starts_with("failed") || node >= n_nodes || r.strain.iter().any(|v| !v.is_finite()) {
+            continue;
+        }
+        let Some(sim) = at_records(&t_rec, records, t, |x| x.node_strain[node]) else { continue };
+        let sim: [f64; 6] = std::array::from_fn(|c| if c == 3 { sim[c] - 1.0 } else { sim[c] });
+        for c in 0..6 {
+            measured[c].push(r.strain[c]);
+            simulated[c].push(sim[c]);
+        }
+        per_node[node].push((t, r.strain, sim));
+        frames_compared.insert(r.frame);
+    }
+    if frames_compared.is_empty() {
+        return Err(input_error(format!("{}: no observed frame lies inside the simulated span (robot log)", dir.display())));
+    }
+    // Curvatures scaled by the length, strains as they are: comparable.
+    let scaled: Vec<f64> = (0..6).map(|c| range(&measured[c]) * if c < 3 { rod.length_m } else { 1.0 }).collect();
+    let largest = scaled.iter().cloned().fold(0.0, f64::max);
+    let strain: Vec<ComponentFigures> = (0..6)
+        .map(|c| ComponentFigures {
+            component: COMPONENTS[c].into(),
+            unit: COMPONENT_UNITS[c].into(),
+            significant: scaled[c] >= 0.2 * largest && largest > 0.0,
+            errors: errors(&measured[c], &simulated[c], range(&measured[c])),
+        })
+        .collect();
+    let headline = (0..6).filter(|c| strain[*c].significant).max_by(|x, y| strain[*x].errors.rms_pct.total_cmp(&strain[*y].errors.rms_pct)).unwrap_or(1);
+    let mut plots = Plots { headline, ..Plots::default() };
+    plots.strain_nodes = per_node.iter().map(|v| v.iter().map(|(t, m, s)| (*t, m[headline], s[headline])).collect()).collect();
+    for c in (0..6).filter(|c| strain[*c].significant) {
+        plots.parity.extend(measured[c].iter().zip(&simulated[c]).step_by((measured[c].len() / 400).max(1)).map(|(m, s)| (c, *m, *s)));
+    }
+
+    // Markers, tracked against simulated.
+    let n_markers = rod.markers.len();
+    let mut tracked: Vec<Vec<Vec3>> = vec![vec![]; n_markers];
+    let mut sim_markers: Vec<Vec<Vec3>> = vec![vec![]; n_markers];
+    plots.marker_err = vec![vec![]; n_markers];
+    for (t_host, ms) in &s.data.markers {
+        let t = t_of(*t_host);
+        for (m, p) in ms.iter().enumerate() {
+            let (Some(p), Some(q)) = (p, at_records(&t_rec, records, t, |x| x.markers_m[m])) else { continue };
+            tracked[m].push(*p);
+            sim_markers[m].push(q);
+            plots.marker_err[m].push((t, (p - q).norm() * 1e3));
+        }
+    }
+    let markers: Vec<MarkerFigures> = (0..n_markers)
+        .map(|m| {
+            let e = point_errors(&tracked[m], &sim_markers[m], 1.0);
+            MarkerFigures { marker: m, arc_m: rod.markers[m].arc_m, errors_mm: scale_figures(e, 1e3) }
+        })
+        .collect();
+    let all_tracked: Vec<Vec3> = tracked.concat();
+    let all_sim: Vec<Vec3> = sim_markers.concat();
+    let offset = validate::mean_offset(&all_tracked, &all_sim);
+    let marker_rms = point_errors(&all_tracked, &all_sim, 1.0).rms;
+    // A consistent offset is the rig's frames, not the model: say so.
+    if offset.norm() > (3.0 * a.sigma_m).max(5e-4) && offset.norm() > 0.5 * marker_rms {
+        warnings.push(format!(
+            "the tracked markers sit {:.2} mm from the simulated ones on average ({:.2}, {:.2}, {:.2} mm, world frame), a consistent offset: the rig's frames are likely off (robot_base, board or marker_height_m in the rig file; measure them with `rodlab rig calibrate`)",
+            offset.norm() * 1e3,
+            offset.x * 1e3,
+            offset.y * 1e3,
+            offset.z * 1e3
+        ));
+    }
+
+    // The table, as the simulation placed it.
+    let mut scene = Scene::from_file(&a.scene)?;
+    if dir.join("session.toml").is_file() {
+        apply_rig_frames(&mut scene, &s.frames);
+    }
+    let plane = scene.table.as_ref().map(|p| Plane { point_m: p.point_m, normal: p.normal.normalize() });
+    let flange_world = lie::trajectory::PoseTrajectory::new(s.data.flange.iter().map(|(t, g)| (t_of(*t), *g)).collect::<Vec<_>>())
+        .map_err(|e| input_error(format!("{}: robot stream: {e}", dir.display())))?;
+
+    // Force sensor against the simulated base wrench.
+    let force = match &sensor {
+        Some((fs, tare_given)) => Some(compare_force(
+            fs,
+            *tare_given,
+            &s.data.streams[&fs.stream],
+            &t_rec,
+            records,
+            &t_of,
+            a.rest_s,
+            a.force_window_s,
+            plane.as_ref(),
+            &flange_world,
+            &mut plots,
+        )?),
+        None => None,
+    };
+
+    // Contact: the tracked tip's rim point, its phases and slide.
+    let contact = plane.map(|plane| compare_contact(a, &rod, &s.data.markers, &t_rec, records, &t_of, &plane, &mut plots));
+
+    // Checks.
+    let sliding = contact.as_ref().is_some_and(|c| c.measured_slide_fraction > 0.05);
+    let mut checks = vec![Check::at_most(
+        format!("strain RMS error ({}, {})", COMPONENTS[headline], if sliding { "slide" } else { "stick" }),
+        strain[headline].errors.rms_pct,
+        if sliding { a.strain_slide_pct } else { a.strain_stick_pct },
+        "% of range",
+    )];
+    if let Some(f) = &force {
+        checks.push(Check::at_most("force RMS error", f.force_n.rms_pct, a.force_pct, "% of peak"));
+    }
+    if let Some(c) = &contact {
+        if c.first_touch_measured_s.is_some() || c.first_touch_simulated_s.is_some() {
+            checks.push(Check::at_most("tip slide RMS error", c.slide_mm.rms, a.slide_mm, "mm"));
+            checks.push(Check::at_least("stick/slide phase agreement", c.phase_agreement_pct, a.phase_pct, "% of frames"));
+        }
+    }
+    for c in checks.iter().filter(|c| !c.pass) {
+        warnings.push(format!(
+            "{} is {:.3} {}, beyond the limit of {} {}: the model with these parameters does not describe this session{}",
+            c.name,
+            c.value,
+            c.unit,
+            c.limit,
+            c.unit,
+            a.params.as_ref().map_or(String::new(), |p| format!(" (parameters from {})", p.display()))
+        ));
+    }
+    warnings.extend(stream_gaps(dir, &s.data.streams, &s.data.flange));
+
+    let body = rod.cross_section.body;
+    let summary = SessionSummary {
+        session: s.data.name.clone(),
+        dir: dir.display().to_string(),
+        report: out.join("index.html").display().to_string(),
+        parameters: [body.e_pa, body.g_pa, body.rho_kg_m3],
+        frames_compared: frames_compared.len(),
+        strain_headline_rms_pct: strain[headline].errors.rms_pct,
+        strain_headline_max_pct: strain[headline].errors.max_pct,
+        strain,
+        markers,
+        marker_mean_offset_mm: [offset.x * 1e3, offset.y * 1e3, offset.z * 1e3],
+        force,
+        contact,
+        observer_reused,
+        observer_failed_frames: observer_failed,
+        simulation_real_time_factor: done.summary.real_time_factor,
+        pass: checks.iter().all(|c| c.pass),
+        checks,
+        warnings,
+    };
+    let page = session_page(a, dir, &summary, &plots);
+    report::page::write_page(out, &page, &summary)?;
+    Ok(summary)
+}
+
+fn scale_figures(e: ErrorFigures, k: f64) -> ErrorFigures {
+    ErrorFigures { rms: e.rms * k, max_abs: e.max_abs * k, mean: e.mean * k, scale: e.scale * k, ..e }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare_force(
+    fs: &FlangeSensor,
+    tare_given: bool,
+    stream: &identify::sessions::Stream,
+    t_rec: &[f64],
+    records: &[StepRecord],
+    t_of: &dyn Fn(f64) -> f64,
+    rest_s: f64,
+    window_s: f64,
+    plane: Option<&Plane>,
+    flange_world: &lie::trajectory::PoseTrajectory,
+    plots: &mut Plots,
+) -> Result<ForceFigures> {
+    let col = |k: usize| &stream.columns[&fs.columns[k]];
+    let mount: Pose = fs.mount.pose();
+    // Samples inside the simulation: time, sensor force and moment (sensor frame), simulated force (flange frame).
+    let mut samples: Vec<(f64, Vec3, Vec3, Vec3)> = vec![];
+    for (i, th) in stream.t_s.iter().enumerate() {
+        let t = t_of(*th);
+        let Some(w) = at_records(t_rec, records, t, |r| r.base_wrench_flange) else { continue };
+        let f = Vec3::new(col(0)[i], col(1)[i], col(2)[i]);
+        let m = Vec3::new(col(3)[i], col(4)[i], col(5)[i]);
+        if f.iter().chain(m.iter()).all(|v| v.is_finite()) {
+            samples.push((t, f, m, lie::linear(&w)));
+        }
+    }
+    if samples.is_empty() {
+        return Err(input_error(format!("stream '{}': no sample inside the simulated span", fs.stream)));
+    }
+    let (bias_f, bias_m, bias_source) = if tare_given {
+        (Vec3::from(fs.bias_force_n), Vec3::from(fs.bias_moment_nm), "loads file (tare)".to_string())
+    } else {
+        // Reading minus simulation over the first seconds, in the sensor frame.
+        let rest: Vec<&(f64, Vec3, Vec3, Vec3)> = samples.iter().filter(|s| s.0 <= samples[0].0 + rest_s).collect();
+        let bf = rest.iter().map(|s| s.1 - mount.rot.transpose() * s.3).sum::<Vec3>() / rest.len() as f64;
+        (bf, Vec3::zeros(), format!("estimated over the first {rest_s} s (reading minus simulation)"))
+    };
+    let raw: Vec<Vec3> = samples.iter().map(|s| mount.rot * (s.1 - bias_f)).collect();
+    let times: Vec<f64> = samples.iter().map(|s| s.0).collect();
+    // The same filter on both: the sensor's noise goes, the comparison stays fair.
+    let meas = validate::moving_average(&times, &raw, window_s);
+    let simf_raw: Vec<Vec3> = samples.iter().map(|s| s.3).collect();
+    let simf = validate::moving_average(&times, &simf_raw, window_s);
+    let peak = meas.iter().map(|f| f.norm()).fold(0.0, f64::max);
+    let force_n = point_errors(&meas, &simf, peak);
+    plots.force = times.iter().zip(meas.iter().zip(&simf)).map(|(t, (m, f))| (*t, *m, *f)).collect();
+    // Normal contact force: the sensor's change along the table normal since rest.
+    let normal_force_n = plane.and_then(|plane| {
+        let world = |t: f64, f: &Vec3| flange_world.at(t).ok().map(|g| g.rot * f);
+        let rest: Vec<Vec3> = samples.iter().zip(&meas).filter(|(s, _)| s.0 <= samples[0].0 + rest_s).filter_map(|(s, m)| world(s.0, m)).collect();
+        if rest.is_empty() {
+            return None;
+        }
+        let rest_mean = rest.iter().sum::<Vec3>() / rest.len() as f64;
+        let rows: Vec<(f64, f64, f64)> = samples
+            .iter()
+            .zip(&meas)
+            .filter_map(|(s, m)| {
+                let fw = world(s.0, m)?;
+                let n_sim = at_records(t_rec, records, s.0, |r| r.normal_force_n)?;
+                // The rod pulls the flange with its weight less what the table
+                // carries: the change along the normal is the normal force.
+                Some((s.0, (fw - rest_mean).dot(&plane.normal), n_sim))
+            })
+            .collect();
+        let m: Vec<f64> = rows.iter().map(|r| r.1).collect();
+        // The simulated total through the sensor's filter too.
+        let t: Vec<f64> = rows.iter().map(|r| r.0).collect();
+        let sm: Vec<f64> =
+            validate::moving_average(&t, &rows.iter().map(|r| Vec3::new(r.2, 0.0, 0.0)).collect::<Vec<_>>(), window_s).iter().map(|v| v.x).collect();
+        let rows: Vec<(f64, f64, f64)> = rows.iter().zip(&sm).map(|(r, s)| (r.0, r.1, *s)).collect();
+        let peak = m.iter().chain(&sm).cloned().fold(0.0, f64::max);
+        plots.normal = rows;
+        (peak > 0.0).then(|| errors(&m, &sm, peak))
+    });
+    Ok(ForceFigures { stream: fs.stream.clone(), bias_source, bias: [bias_f.x, bias_f.y, bias_f.z, bias_m.x, bias_m.y, bias_m.z], force_n, normal_force_n })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare_contact(
+    a: &ValidateArgs,
+    rod: &rod::Rod,
+    markers: &[(f64, Vec<Option<Vec3>>)],
+    t_rec: &[f64],
+    records: &[StepRecord],
+    t_of: &dyn Fn(f64) -> f64,
+    plane: &Plane,
+    plots: &mut Plots,
+) -> ContactFigures {
+    let n = rod.markers.len();
+    let tip_arc = rod.markers[n - 1].arc_m;
+    let radius = rod.cross_section.outer.radius_m(rod.length_m, rod.length_m);
+    // The tip's centre (extrapolated along the last two markers when the
+    // last marker is not at the tip), and its rim point nearest the table.
+    let mut t = vec![];
+    let mut centre = vec![];
+    let mut rim = vec![];
+    for (th, ms) in markers {
+        let tt = t_of(*th);
+        if bracket(t_rec, tt).is_none() {
+            continue;
+        }
+        let (Some(Some(p)), Some(Some(q))) = (ms.get(n - 1), n.checked_sub(2).and_then(|k| ms.get(k))) else { continue };
+        let tangent = (p - q).normalize();
+        let c = p + tangent * (rod.length_m - tip_arc);
+        t.push(tt);
+        centre.push(c);
+        rim.push(validate::lowest_rim_point(&c, &tangent, radius, plane));
+    }
+    let o = PhaseOptions { contact_gap_m: a.contact_gap_m.unwrap_or(3.0 * a.sigma_m), slide_speed_m_s: a.slide_speed_m_s, speed_window_s: a.speed_window_s };
+    let measured = validate::measured_phases(&t, &rim, plane, &o);
+    let simulated: Vec<Phase> =
+        t.iter().map(|tt| bracket(t_rec, *tt).map_or(Phase::Free, |(i, j, w)| tip_phase(&records[if w < 0.5 { i } else { j }]))).collect();
+    let slide_m = validate::slide_since_touch(&centre, &measured, plane);
+    let slide_sim: Vec<f64> = t.iter().map(|tt| at_records(t_rec, records, *tt, |r| r.tip_slide_m).unwrap_or(f64::NAN)).collect();
+    let in_contact = measured.iter().filter(|p| **p != Phase::Free).count();
+    plots.phases = t.iter().zip(measured.iter().zip(&simulated)).map(|(t, (m, s))| (*t, *m, *s)).collect();
+    plots.slide = t.iter().zip(slide_m.iter().zip(&slide_sim)).map(|(t, (m, s))| (*t, m * 1e3, s * 1e3)).collect();
+    let first = |p: &[Phase]| p.iter().position(|x| *x != Phase::Free).map(|k| t[k]);
+    ContactFigures {
+        slide_mm: scale_figures(errors(&slide_m, &slide_sim, 1.0), 1e3),
+        final_slide_measured_mm: slide_m.last().map_or(f64::NAN, |v| v * 1e3),
+        final_slide_simulated_mm: slide_sim.last().map_or(f64::NAN, |v| v * 1e3),
+        phase_agreement_pct: 100.0 * validate::agreement(&measured, &simulated),
+        measured_slide_fraction: if in_contact > 0 { measured.iter().filter(|p| **p == Phase::Slide).count() as f64 / in_contact as f64 } else { 0.0 },
+        first_touch_measured_s: first(&measured),
+        first_touch_simulated_s: first(&simulated),
+    }
+}
+
+/// Gaps in the streams: intervals longer than 3 median sample intervals.
+fn stream_gaps(dir: &Path, streams: &std::collections::BTreeMap<String, identify::sessions::Stream>, flange: &[(f64, Pose)]) -> Vec<String> {
+    let robot: Vec<f64> = flange.iter().map(|s| s.0).collect();
+    let mut out = vec![];
+    for (name, t) in std::iter::once(("robot", &robot)).chain(streams.iter().map(|(k, v)| (k.as_str(), &v.t_s))) {
+        if t.len() < 3 {
+            continue;
+        }
+        let mut dt: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        let longest = dt.iter().cloned().fold(0.0, f64::max);
+        dt.sort_by(f64::total_cmp);
+        let median = dt[dt.len() / 2];
+        let gaps = dt.iter().filter(|d| **d > 3.0 * median).count();
+        if gaps > 0 {
+            out.push(format!("stream '{name}' of {} has {gaps} gaps (longest {longest:.3} s, median interval {median:.4} s)", dir.display()));
+        }
+    }
+    out
+}
+
+fn fmt_fig(e: &ErrorFigures, unit: &str) -> [String; 4] {
+    [format!("{:.4} {unit}", e.rms), format!("{:.4} {unit}", e.max_abs), format!("{:.2} %", e.rms_pct), format!("{:.2} %", e.max_pct)]
+}
+
+fn session_page(a: &ValidateArgs, dir: &Path, s: &SessionSummary, p: &Plots) -> Page {
+    let mut blocks = vec![Block::Text(format!(
+        "Session {} against the simulation of the scene {} driven by its robot stream. {} frames compared. Verdict: {}.",
+        dir.display(),
+        a.scene.display(),
+        s.frames_compared,
+        if s.pass { "every check passed" } else { "checks exceeded (see the warnings)" }
+    ))];
+    blocks.push(Block::Warnings(s.warnings.clone()));
+    blocks.push(Block::Heading("Checks".into()));
+    blocks.push(Block::Table(
+        ["figure", "value", "limit", "result"].map(String::from).to_vec(),
+        s.checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.name.clone(),
+                    format!("{:.3} {}", c.value, c.unit),
+                    format!("{} {} {}", if c.at_least { ">=" } else { "<=" }, c.limit, c.unit),
+                    if c.pass { "pass" } else { "EXCEEDED" }.into(),
+                ]
+            })
+            .collect(),
+    ));
+    blocks.push(Block::Heading("Parameters".into()));
+    let mut rows = vec![];
+    let ci = a.params.as_ref().and_then(|p| identify::output::IdentifiedFile::read(p).ok());
+    for (k, (name, unit)) in [("E", "Pa"), ("G", "Pa"), ("rho", "kg/m^3")].iter().enumerate() {
+        let interval = ci.as_ref().map_or("-".to_string(), |f| {
+            let e = [&f.parameters.e_pa, &f.parameters.g_pa, &f.parameters.rho_kg_m3][k];
+            format!("[{:.4e}, {:.4e}]", e.ci95[0], e.ci95[1])
+        });
+        rows.push(vec![name.to_string(), format!("{:.4e} {unit}", s.parameters[k]), interval]);
+    }
+    blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
+
+    blocks.push(Block::Heading("Strain: observed (measured) against simulated".into()));
+    blocks.push(Block::Table(
+        ["component", "measured range", "RMS error", "max error", "RMS % of range", "max % of range", "in the headline"].map(String::from).to_vec(),
+        s.strain
+            .iter()
+            .map(|c| {
+                let f = fmt_fig(&c.errors, &c.unit);
+                vec![
+                    c.component.clone(),
+                    format!("{:.4} {}", c.errors.scale, c.unit),
+                    f[0].clone(),
+                    f[1].clone(),
+                    f[2].clone(),
+                    f[3].clone(),
+                    if c.significant { "yes" } else { "no" }.into(),
+                ]
+            })
+            .collect(),
+    ));
+    let h = p.headline;
+    blocks.push(Block::Chart(Chart {
+        name: "strain_time".into(),
+        title: format!("{} at the section boundaries: observed (solid), simulated (dashed), the difference shaded", COMPONENTS[h]),
+        x_label: "t [s]".into(),
+        y_label: format!("{} [{}]", COMPONENTS[h], COMPONENT_UNITS[h]),
+        series: p
+            .strain_nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .flat_map(|(k, v)| {
+                [
+                    Series::line(format!("node {k} observed"), v.iter().map(|x| (x.0, x.1)).collect(), k),
+                    Series {
+                        band: v.iter().map(|x| (x.0, x.1.min(x.2), x.1.max(x.2))).collect(),
+                        ..Series::dashed(format!("node {k} simulated"), v.iter().map(|x| (x.0, x.2)).collect(), k)
+                    },
+                ]
+            })
+            .collect(),
+        diagonal: false,
+    }));
+    blocks.push(Block::Chart(Chart {
+        name: "strain_parity".into(),
+        title: "Parity: simulated against observed strain (components in the headline)".into(),
+        x_label: "observed".into(),
+        y_label: "simulated".into(),
+        series: (0..6)
+            .filter_map(|c| {
+                let pts: Vec<(f64, f64)> = p.parity.iter().filter(|x| x.0 == c).map(|x| (x.1, x.2)).collect();
+                (!pts.is_empty()).then(|| Series::points(COMPONENTS[c], pts, c))
+            })
+            .collect(),
+        diagonal: true,
+    }));
+    if let Some(f) = &s.force {
+        blocks.push(Block::Heading("Force: flange sensor against the simulated base wrench".into()));
+        let fig = fmt_fig(&f.force_n, "N");
+        let mut rows = vec![vec!["|F| (flange frame)".into(), fig[0].clone(), fig[1].clone(), fig[2].clone(), fig[3].clone()]];
+        if let Some(n) = &f.normal_force_n {
+            let fig = fmt_fig(n, "N");
+            rows.push(vec!["normal contact force".into(), fig[0].clone(), fig[1].clone(), fig[2].clone(), fig[3].clone()]);
+        }
+        blocks.push(Block::Text(format!(
+            "Stream '{}'; bias {} [{:.4}, {:.4}, {:.4}] N. Percentages of the peak measured force.",
+            f.stream, f.bias_source, f.bias[0], f.bias[1], f.bias[2]
+        )));
+        blocks.push(Block::Table(["quantity", "RMS error", "max error", "RMS %", "max %"].map(String::from).to_vec(), rows));
+        let axis = ["F_x", "F_y", "F_z"];
+        blocks.push(Block::Chart(Chart {
+            name: "force_time".into(),
+            title: "Force on the flange (flange frame): sensor minus bias (solid), simulated (dashed)".into(),
+            x_label: "t [s]".into(),
+            y_label: "force [N]".into(),
+            series: (0..3)
+                .flat_map(|k| {
+                    [
+                        Series::line(format!("{} measured", axis[k]), p.force.iter().map(|x| (x.0, x.1[k])).collect(), k),
+                        Series::dashed(format!("{} simulated", axis[k]), p.force.iter().map(|x| (x.0, x.2[k])).collect(), k),
+                    ]
+                })
+                .collect(),
+            diagonal: false,
+        }));
+        if !p.normal.is_empty() {
+            blocks.push(Block::Chart(Chart {
+                name: "normal_force".into(),
+                title: "Normal contact force: from the sensor (its change along the table normal since rest) and simulated".into(),
+                x_label: "t [s]".into(),
+                y_label: "force [N]".into(),
+                series: vec![
+                    Series::line("measured", p.normal.iter().map(|x| (x.0, x.1)).collect(), 0),
+                    Series::dashed("simulated", p.normal.iter().map(|x| (x.0, x.2)).collect(), 1),
+                ],
+                diagonal: false,
+            }));
+        }
+    }
+    if let Some(c) = &s.contact {
+        blocks.push(Block::Heading("Contact: tip slide and stick/slide phases".into()));
+        blocks.push(Block::Text(format!(
+            "First touch: tracked {}, simulated {}. Tip slide at the end: tracked {:.3} mm, simulated {:.3} mm; RMS error {:.3} mm, max {:.3} mm. Phases agree on {:.2} % of the frames; the tracked tip slides {:.1} % of its contact time.",
+            c.first_touch_measured_s.map_or("never".into(), |t| format!("{t:.3} s")),
+            c.first_touch_simulated_s.map_or("never".into(), |t| format!("{t:.3} s")),
+            c.final_slide_measured_mm,
+            c.final_slide_simulated_mm,
+            c.slide_mm.rms,
+            c.slide_mm.max_abs,
+            c.phase_agreement_pct,
+            100.0 * c.measured_slide_fraction
+        )));
+        blocks.push(Block::Chart(Chart {
+            name: "tip_slide".into(),
+            title: "Tip slide distance along the table since touch".into(),
+            x_label: "t [s]".into(),
+            y_label: "distance [mm]".into(),
+            series: vec![
+                Series::line("tracked", p.slide.iter().map(|x| (x.0, x.1)).collect(), 0),
+                Series {
+                    band: p.slide.iter().map(|x| (x.0, x.1.min(x.2), x.1.max(x.2))).collect(),
+                    ..Series::dashed("simulated", p.slide.iter().map(|x| (x.0, x.2)).collect(), 1)
+                },
+            ],
+            diagonal: false,
+        }));
+        blocks.push(Block::Chart(Chart {
+            name: "phases".into(),
+            title: "Phase timelines (0 free, 1 stick, 2 slide): tracked (solid), simulated (dashed, offset by 0.05)".into(),
+            x_label: "t [s]".into(),
+            y_label: "phase".into(),
+            series: vec![
+                Series::line("tracked", p.phases.iter().map(|x| (x.0, x.1.level())).collect(), 0),
+                Series::dashed("simulated", p.phases.iter().map(|x| (x.0, x.2.level() + 0.05)).collect(), 1),
+            ],
+            diagonal: false,
+        }));
+    }
+    blocks.push(Block::Heading("Markers: tracked against simulated".into()));
+    blocks.push(Block::Text(format!(
+        "Mean offset tracked - simulated: ({:.3}, {:.3}, {:.3}) mm (world frame).",
+        s.marker_mean_offset_mm[0], s.marker_mean_offset_mm[1], s.marker_mean_offset_mm[2]
+    )));
+    blocks.push(Block::Table(
+        ["marker", "arc [m]", "RMS distance", "max distance"].map(String::from).to_vec(),
+        s.markers
+            .iter()
+            .map(|m| vec![m.marker.to_string(), format!("{:.4}", m.arc_m), format!("{:.3} mm", m.errors_mm.rms), format!("{:.3} mm", m.errors_mm.max_abs)])
+            .collect(),
+    ));
+    blocks.push(Block::Chart(Chart {
+        name: "marker_errors".into(),
+        title: "Distance between tracked and simulated markers".into(),
+        x_label: "t [s]".into(),
+        y_label: "distance [mm]".into(),
+        series: p.marker_err.iter().enumerate().map(|(m, v)| Series::line(format!("marker {m}"), v.clone(), m)).collect(),
+        diagonal: false,
+    }));
+    let hash = |p: &Path| format!("sha256 {}", crate::identify::sha256_file(p));
+    let mut provenance = vec![
+        ("rodlab".into(), env!("CARGO_PKG_VERSION").into()),
+        (format!("rod {}", a.rod.display()), hash(&a.rod)),
+        (format!("scene {}", a.scene.display()), hash(&a.scene)),
+        (format!("{}/session.toml", dir.display()), hash(&dir.join("session.toml"))),
+        (format!("{}/markers.parquet", dir.display()), hash(&dir.join("markers.parquet"))),
+        (
+            "observed strain".into(),
+            if s.observer_reused {
+                format!("reused {}/strain.parquet", dir.display())
+            } else {
+                "observer run by validate (strain.parquet beside this page)".into()
+            },
+        ),
+    ];
+    if let Some(p) = &a.params {
+        provenance.push((format!("params {}", p.display()), hash(p)));
+    }
+    if let Some(p) = &a.loads {
+        provenance.push((format!("loads {}", p.display()), hash(p)));
+    }
+    Page { title: format!("rodlab validate: {}", s.session), blocks, provenance }
+}
+
+fn write_batch_page(a: &ValidateArgs, all: &[SessionSummary]) -> Result<PathBuf> {
+    let na = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.2} {unit}"));
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|s| {
+            vec![
+                s.session.clone(),
+                format!("{:.2} %", s.strain_headline_rms_pct),
+                na(s.force.as_ref().map(|f| f.force_n.rms_pct), "%"),
+                na(s.contact.as_ref().map(|c| c.slide_mm.rms), "mm"),
+                na(s.contact.as_ref().map(|c| c.phase_agreement_pct), "%"),
+                if s.pass { "pass" } else { "EXCEEDED" }.into(),
+            ]
+        })
+        .collect();
+    let page = Page {
+        title: format!("rodlab validate: {} sessions", all.len()),
+        blocks: vec![
+            Block::Text(format!(
+                "Rod {}, scene {}, parameters {}.",
+                a.rod.display(),
+                a.scene.display(),
+                a.params.as_ref().map_or("of the rod file".to_string(), |p| p.display().to_string())
+            )),
+            Block::Warnings(all.iter().filter(|s| !s.pass).map(|s| format!("{}: checks exceeded", s.session)).collect()),
+            Block::Table(
+                ["session", "strain RMS (% of range)", "force RMS (% of peak)", "tip slide RMS", "phase agreement", "verdict"].map(String::from).to_vec(),
+                rows,
+            ),
+            Block::Links(all.iter().map(|s| (format!("{}: report", s.session), format!("{}/index.html", s.session))).collect()),
+        ],
+        provenance: vec![("rodlab".into(), env!("CARGO_PKG_VERSION").into())],
+    };
+    Ok(report::page::write_page(&a.out, &page, &all)?.html)
+}
