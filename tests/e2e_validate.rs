@@ -113,7 +113,7 @@ fn validate_reproduces_a_session_made_with_the_same_parameters_and_flags_wrong_o
     assert!(f(&wrong["contact"]["slide_mm"]["rms"]) > f(&good["contact"]["slide_mm"]["rms"]));
     assert_eq!(wrong["pass"], false);
     let warnings: Vec<&str> = wrong["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    assert!(warnings.iter().any(|w| w.starts_with("force RMS error") && w.contains("beyond the limit")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.starts_with("force RMS error beyond sensor noise") && w.contains("beyond the limit")), "{warnings:?}");
     let page = std::fs::read_to_string(batch.join("stiff/index.html")).unwrap();
     assert!(page.contains("EXCEEDED") && page.contains("beyond the limit"));
     let index = std::fs::read_to_string(batch.join("index.html")).unwrap();
