@@ -126,10 +126,9 @@ struct Run {
 /// One Levenberg-Marquardt run from `p0`; a start whose model fails is
 /// stiffened (E and G doubled) up to five times.
 /// Width of the weak prior on the log-parameters around the rod file's
-/// material: a factor of 1000. Data that determine a parameter outweigh it
-/// by orders of magnitude (on the shipped data it moves G by 0.04 %); a
-/// parameter the data do not see stays near its starting value instead of
-/// wandering on round-off gradients.
+/// material (a factor of 1000), for parameters the data do not see (the
+/// solver applies it to those only): they stay near the rod file's value
+/// instead of wandering on round-off gradients.
 const PRIOR_SIGMA_LOG: f64 = 6.907_755_278_982_137;
 
 fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter: u64) -> Result<(Run, String), String> {
