@@ -10,7 +10,9 @@ setup:
 RODLAB := target/release/rodlab
 
 ## Main job: the PLS paper's cantilever (Tables II/III), then identification
-## of E, G, rho on the paper's cable-arm data -> reports/demo/index.html.
+## of E, G, rho on the paper's cable-arm data -> reports/demo/index.html;
+## tracking, a dry-run recording, and a virtual lab day (synthetic sessions
+## -> identify --sessions -> validate) -> reports/demo/lab-day/.
 demo: setup
 	cargo build --release --quiet -p rodlab-cli --bin rodlab
 	$(RODLAB) paper-table
@@ -26,6 +28,20 @@ demo: setup
 		--overlay reports/demo/track/overlay
 	@# A short dry-run recording from the emulators (RTDE, FT 300, ASCII load cell).
 	bash scripts/dry-run.sh $(RODLAB) sessions/demo-dry-run 3
+	@# A virtual lab day: sessions made by the simulator (the truth beside each,
+	@# never inside), E and rho identified from the static holds of two of
+	@# them, the fit validated on the stick and slide experiments.
+	rm -rf sessions/lab-day
+	$(RODLAB) synth session --scene configs/scene/cable-arm-holds.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/holds-1 --seed 1
+	$(RODLAB) synth session --scene configs/scene/cable-arm-holds.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/holds-2 --seed 2
+	$(RODLAB) identify --rod configs/rod/contact-paper-steel-core.toml --sessions sessions/lab-day/holds-1 sessions/lab-day/holds-2 \
+		--loads configs/loads.toml --out reports/demo/lab-day/fit
+	$(RODLAB) synth session --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/stick --seed 3
+	$(RODLAB) synth session --scene configs/scene/contact-paper-slide.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/slide --seed 4
+	$(RODLAB) validate sessions/lab-day/stick --rod configs/rod/contact-paper-steel-core.toml --params reports/demo/lab-day/fit/identified.toml \
+		--scene configs/scene/contact-paper-stick.toml --out reports/demo/lab-day/stick
+	$(RODLAB) validate sessions/lab-day/slide --rod configs/rod/contact-paper-steel-core.toml --params reports/demo/lab-day/fit/identified.toml \
+		--scene configs/scene/contact-paper-slide.toml --out reports/demo/lab-day/slide
 
 ## Every test of the workspace (unit, integration, end-to-end).
 test: setup
