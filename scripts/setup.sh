@@ -24,6 +24,25 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# SDU's ur_rtde (PyPI), the UR client most labs use, for the interop test
+# against our RTDE emulator (tests/e2e_ur_rtde.rs): a venv in .venv, made
+# once. Where Python or PyPI cannot be had, the test says so and skips.
+VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+if ! "$VENV/bin/python" -c "import rtde_receive" >/dev/null 2>&1; then
+  if ! python3 -m venv --help >/dev/null 2>&1; then
+    echo "setup: installing python3 python3-venv" >&2
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3 python3-venv; } >/dev/null || true
+  fi
+  echo "setup: creating $VENV with ur_rtde" >&2
+  rm -rf "$VENV"
+  if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde; } >/dev/null 2>&1; then
+    echo "setup: WARNING: could not install ur_rtde into $VENV: the ur_rtde interop test will be skipped" >&2
+  fi
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   for d in "$HOME/.cargo/bin" /usr/local/cargo/bin; do
     if [ -x "$d/cargo" ]; then export PATH="$d:$PATH"; fi

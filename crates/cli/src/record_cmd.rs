@@ -46,6 +46,9 @@ pub enum EmulateCommand {
         /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
+        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages).
+        #[arg(long, default_value = "")]
+        quirk: record::rtde::Quirks,
     },
     /// A Robotiq FT 300 on a serial device: answers the Modbus start command,
     /// streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
@@ -186,9 +189,9 @@ pub fn record(a: RecordArgs) -> Result<()> {
 
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
-        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration } => {
+        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk } => {
             check_rate(rate_hz, 1000.0)?;
-            let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, ..EmulatorConfig::default() })
+            let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, quirks: quirk, ..EmulatorConfig::default() })
                 .map_err(|e| input_error(format!("--bind {bind}: {e}")))?;
             // Output may go to a pipe nobody reads: never panic on it.
             use std::io::Write;

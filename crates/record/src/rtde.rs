@@ -116,9 +116,45 @@ pub const STANDARD_OUTPUTS: &[(&str, FieldType)] = &[
     ("runtime_state", FieldType::Uint32),
     ("robot_status_bits", FieldType::Uint32),
     ("safety_status_bits", FieldType::Uint32),
-    ("output_int_register_0", FieldType::Int32),
-    ("output_double_register_0", FieldType::Double),
+    ("standard_analog_input0", FieldType::Double),
+    ("standard_analog_input1", FieldType::Double),
+    ("standard_analog_output0", FieldType::Double),
+    ("standard_analog_output1", FieldType::Double),
+    ("analog_io_types", FieldType::Uint32),
+    ("io_current", FieldType::Double),
+    ("tool_mode", FieldType::Uint32),
+    ("tool_analog_input_types", FieldType::Uint32),
+    ("tool_analog_input0", FieldType::Double),
+    ("tool_analog_input1", FieldType::Double),
+    ("tool_output_voltage", FieldType::Int32),
+    ("tool_output_current", FieldType::Double),
+    ("tool_temperature", FieldType::Double),
+    ("tcp_force_scalar", FieldType::Double),
+    ("elbow_position", FieldType::Vector3d),
+    ("elbow_velocity", FieldType::Vector3d),
+    ("ft_raw_wrench", FieldType::Vector6d),
+    ("payload", FieldType::Double),
+    ("payload_cog", FieldType::Vector3d),
+    ("payload_inertia", FieldType::Vector6d),
+    ("output_bit_registers0_to_31", FieldType::Uint32),
+    ("output_bit_registers32_to_63", FieldType::Uint32),
 ];
+
+/// The general purpose registers of UR's RTDE guide, 0..47 for the
+/// outputs and 0..47 for the inputs (which clients may read back).
+fn register(name: &str) -> Option<FieldType> {
+    for (prefix, ty) in [
+        ("output_int_register_", FieldType::Int32),
+        ("output_double_register_", FieldType::Double),
+        ("input_int_register_", FieldType::Int32),
+        ("input_double_register_", FieldType::Double),
+    ] {
+        if let Some(n) = name.strip_prefix(prefix).and_then(|k| k.parse::<u32>().ok()) {
+            return (n < 48).then_some(ty);
+        }
+    }
+    None
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum RtdeError {
@@ -229,8 +265,9 @@ pub struct RtdeClient {
     pub types: Vec<FieldType>,
     pub recipe_id: u8,
     pub controller_version: [u32; 4],
-    /// Data packages that arrived before the start confirmation.
-    early: std::collections::VecDeque<Vec<f64>>,
+    /// Packages that arrived during setup and before the start
+    /// confirmation (text messages, data), returned first by `receive`.
+    early: std::collections::VecDeque<Received>,
 }
 
 impl RtdeClient {
@@ -247,13 +284,14 @@ impl RtdeClient {
         s.set_read_timeout(Some(timeout)).ok();
         let mut writer = s.try_clone()?;
         let mut stream = std::io::BufReader::with_capacity(1 << 16, s);
+        let mut early = std::collections::VecDeque::new();
         write_package(&mut writer, REQUEST_PROTOCOL_VERSION, &2u16.to_be_bytes())?;
-        let (_, p) = expect(&mut stream, REQUEST_PROTOCOL_VERSION)?;
+        let (_, p) = expect(&mut stream, REQUEST_PROTOCOL_VERSION, &mut early)?;
         if p.first() != Some(&1) {
             return Err(RtdeError::Protocol("controller refused protocol version 2".into()));
         }
         write_package(&mut writer, GET_URCONTROL_VERSION, &[])?;
-        let (_, p) = expect(&mut stream, GET_URCONTROL_VERSION)?;
+        let (_, p) = expect(&mut stream, GET_URCONTROL_VERSION, &mut early)?;
         if p.len() < 16 {
             return Err(RtdeError::Protocol("short controller version".into()));
         }
@@ -263,7 +301,7 @@ impl RtdeClient {
         let mut payload = frequency_hz.to_be_bytes().to_vec();
         payload.extend_from_slice(names.join(",").as_bytes());
         write_package(&mut writer, SETUP_OUTPUTS, &payload)?;
-        let (_, p) = expect(&mut stream, SETUP_OUTPUTS)?;
+        let (_, p) = expect(&mut stream, SETUP_OUTPUTS, &mut early)?;
         let recipe_id = *p.first().ok_or_else(|| RtdeError::Protocol("empty recipe reply".into()))?;
         let types_s = String::from_utf8_lossy(&p[1..]).to_string();
         let mut types = vec![];
@@ -276,7 +314,10 @@ impl RtdeClient {
         if types.len() != names.len() {
             return Err(RtdeError::Protocol(format!("recipe has {} types for {} variables", types.len(), names.len())));
         }
-        Ok(RtdeClient { stream, writer, names, types, recipe_id, controller_version, early: Default::default() })
+        if recipe_id == 0 {
+            return Err(RtdeError::Protocol(format!("the controller refused the output recipe (id 0): {types_s}")));
+        }
+        Ok(RtdeClient { stream, writer, names, types, recipe_id, controller_version, early })
     }
 
     /// Starts streaming. Data packages that arrive before the confirmation
@@ -291,8 +332,9 @@ impl RtdeClient {
                 }
                 DATA_PACKAGE => {
                     let v = self.decode(&p)?;
-                    self.early.push_back(v);
+                    self.early.push_back(Received::Data(v));
                 }
+                TEXT_MESSAGE => self.early.push_back(Received::Text(String::from_utf8_lossy(&p).to_string())),
                 _ => {}
             }
         }
@@ -307,8 +349,8 @@ impl RtdeClient {
 
     /// The next package (every data package, in order).
     pub fn receive(&mut self) -> Result<Received, RtdeError> {
-        if let Some(v) = self.early.pop_front() {
-            return Ok(Received::Data(v));
+        if let Some(r) = self.early.pop_front() {
+            return Ok(r);
         }
         let (kind, p) = read_package(&mut self.stream)?;
         Ok(match kind {
@@ -328,15 +370,52 @@ impl RtdeClient {
     }
 }
 
-fn expect<R: Read>(r: &mut R, kind: u8) -> Result<(u8, Vec<u8>), RtdeError> {
+/// The reply of `kind`; text messages on the way are kept in `early`
+/// (data before a recipe exists cannot be decoded and is skipped).
+fn expect<R: Read>(r: &mut R, kind: u8, early: &mut std::collections::VecDeque<Received>) -> Result<(u8, Vec<u8>), RtdeError> {
     loop {
         let (k, p) = read_package(r)?;
         if k == kind {
             return Ok((k, p));
         }
-        if k != TEXT_MESSAGE && k != DATA_PACKAGE {
+        if k == TEXT_MESSAGE {
+            early.push_back(Received::Text(String::from_utf8_lossy(&p).to_string()));
+            continue;
+        }
+        if k != DATA_PACKAGE {
             return Err(RtdeError::Protocol(format!("expected '{}', got '{}'", kind as char, k as char)));
         }
+    }
+}
+
+/// Ways the emulator departs from a controller, on request, to test that
+/// clients survive them. None by default: the emulator behaves like a
+/// controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// Send the first data package before the start confirmation.
+    pub early_data: bool,
+    /// Send a text message during setup and before the start confirmation.
+    pub text: bool,
+    /// Close the connection after this many data packages.
+    pub drop_after: Option<u64>,
+}
+
+impl std::str::FromStr for Quirks {
+    type Err = String;
+
+    /// `early-data,text,drop-after=N` (any subset).
+    fn from_str(s: &str) -> Result<Quirks, String> {
+        let mut q = Quirks::default();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                None if item == "early-data" => q.early_data = true,
+                None if item == "text" => q.text = true,
+                Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| format!("drop-after={n}: expected a number of packages"))?),
+                _ => return Err(format!("unknown quirk '{item}' (early-data, text, drop-after=N)")),
+            }
+        }
+        Ok(q)
     }
 }
 
@@ -345,9 +424,7 @@ fn expect<R: Read>(r: &mut R, kind: u8) -> Result<(u8, Vec<u8>), RtdeError> {
 pub struct EmulatorConfig {
     /// 500 (e-Series) or 125 (CB3) Hz: the controller's own rate.
     pub rate_hz: f64,
-    /// Send the first data package before the start confirmation (a quirk
-    /// clients must survive).
-    pub data_before_start_reply: bool,
+    pub quirks: Quirks,
     /// Flange trajectory: amplitude of the sinusoidal motion [m] and period [s].
     pub amplitude_m: f64,
     pub period_s: f64,
@@ -355,12 +432,12 @@ pub struct EmulatorConfig {
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        Self { rate_hz: 500.0, data_before_start_reply: true, amplitude_m: 0.02, period_s: 4.0 }
+        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0 }
     }
 }
 
 fn lookup(name: &str) -> Option<FieldType> {
-    STANDARD_OUTPUTS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    STANDARD_OUTPUTS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).or_else(|| register(name))
 }
 
 /// Values of the emulated robot at controller time `t` (package index k).
@@ -446,6 +523,9 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
     let mut w = s.try_clone()?;
     let mut r = std::io::BufReader::new(s);
     let mut recipe: Vec<(String, FieldType)> = vec![];
+    // A controller numbers valid output recipes from 1; 0 means invalid.
+    let mut recipe_id = 0u8;
+    let mut next_id = 1u8;
     loop {
         let (kind, p) = read_package(&mut r)?;
         match kind {
@@ -465,7 +545,9 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                 recipe.clear();
                 let mut types = vec![];
                 let mut all_found = true;
-                for n in names.split(',') {
+                // Clients end the list with a comma (ur_rtde does): a
+                // controller ignores the empty name.
+                for n in names.split(',').filter(|n| !n.is_empty()) {
                     match lookup(n) {
                         Some(t) => {
                             types.push(t.name());
@@ -477,8 +559,17 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                         }
                     }
                 }
-                let mut reply = vec![if all_found { 1 } else { 0 }];
+                recipe_id = if all_found && !recipe.is_empty() { next_id } else { 0 };
+                if recipe_id != 0 {
+                    next_id = next_id.checked_add(1).unwrap_or(1);
+                } else {
+                    recipe.clear();
+                }
+                let mut reply = vec![recipe_id];
                 reply.extend_from_slice(types.join(",").as_bytes());
+                if cfg.quirks.text {
+                    write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: output recipe set up")?;
+                }
                 write_package(&mut w, SETUP_OUTPUTS, &reply)?;
             }
             SETUP_INPUTS => {
@@ -489,8 +580,10 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                     write_package(&mut w, START, &[0])?;
                     continue;
                 }
-                write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: streaming")?;
-                return stream(&mut w, &mut r, &recipe, cfg, stop, sent, epoch);
+                if cfg.quirks.text {
+                    write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: streaming")?;
+                }
+                return stream(&mut w, &mut r, &recipe, recipe_id, cfg, stop, sent, epoch);
             }
             PAUSE => write_package(&mut w, PAUSE, &[1])?,
             _ => write_package(&mut w, TEXT_MESSAGE, b"unsupported package")?,
@@ -498,10 +591,12 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn stream(
     w: &mut TcpStream,
     r: &mut std::io::BufReader<TcpStream>,
     recipe: &[(String, FieldType)],
+    recipe_id: u8,
     cfg: &EmulatorConfig,
     stop: &AtomicBool,
     sent: &std::sync::atomic::AtomicU64,
@@ -512,13 +607,14 @@ fn stream(
     let mut k = (epoch.elapsed().as_secs_f64() * cfg.rate_hz).ceil() as u64;
     let package = |k: u64| {
         let t = k as f64 / cfg.rate_hz;
-        let mut b = vec![1u8];
+        let mut b = vec![recipe_id];
         for (n, ty) in recipe {
             encode_value(*ty, &emulated_values(n, t, k, cfg), &mut b);
         }
         b
     };
-    if cfg.data_before_start_reply {
+    let mut streamed = 0u64;
+    if cfg.quirks.early_data {
         write_package(w, DATA_PACKAGE, &package(k))?;
         sent.fetch_add(1, Ordering::Relaxed);
         k += 1;
@@ -536,6 +632,12 @@ fn stream(
         write_package(&mut buf, DATA_PACKAGE, &package(k))?;
         sent.fetch_add(1, Ordering::Relaxed);
         k += 1;
+        streamed += 1;
+        if cfg.quirks.drop_after.is_some_and(|n| streamed >= n) {
+            // The quirk: the connection drops mid-stream.
+            buf.flush()?;
+            return w.shutdown(std::net::Shutdown::Both);
+        }
         // A pause request ends the stream.
         let mut peek = [0u8; 3];
         match r.get_ref().peek(&mut peek) {

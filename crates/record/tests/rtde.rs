@@ -2,20 +2,29 @@
 //! reconnection after the emulator restarts, clear errors.
 
 use record::robot::{record, Clock, RobotConfig, Status};
-use record::rtde::{Emulator, EmulatorConfig, Received, RtdeClient, RtdeError};
+use record::rtde::{read_package, write_package, Emulator, EmulatorConfig, Quirks, Received, RtdeClient, RtdeError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
 fn client_keeps_every_package_including_one_before_the_start_reply() {
-    let emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig::default()).unwrap();
+    let quirks = Quirks { early_data: true, text: true, drop_after: None };
+    let emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { quirks, ..EmulatorConfig::default() }).unwrap();
     let vars = vec!["actual_TCP_pose".to_string(), "output_int_register_0".to_string(), "robot_mode".to_string()];
     let mut c = RtdeClient::connect(&emu.addr.to_string(), 500.0, &vars, Duration::from_secs(2)).unwrap();
     assert_eq!(c.controller_version[0], 5);
     assert_eq!(c.column_names()[0], "timestamp");
     assert_eq!(c.column_names().len(), 1 + 6 + 1 + 1);
     c.start().unwrap();
+    // The text sent during setup and the one before the start reply come first, in order.
+    let texts: Vec<String> = (0..2)
+        .map(|_| match c.receive().unwrap() {
+            Received::Text(t) => t,
+            other => panic!("expected the setup text, got {other:?}"),
+        })
+        .collect();
+    assert!(texts[0].contains("recipe set up") && texts[1].contains("streaming"), "{texts:?}");
     let mut seq = vec![];
     while seq.len() < 1000 {
         if let Received::Data(v) = c.receive().unwrap() {
@@ -25,6 +34,57 @@ fn client_keeps_every_package_including_one_before_the_start_reply() {
     }
     // Consecutive: nothing dropped, nothing duplicated.
     assert!(seq.windows(2).all(|w| w[1] == w[0] + 1), "gap in {seq:?}");
+}
+
+/// The bytes of a controller's setup, as ur_rtde sends them: a recipe
+/// ending with a comma, recipe ids from 1, nothing before the start reply.
+#[test]
+fn the_emulator_answers_setup_like_a_controller() {
+    let emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig::default()).unwrap();
+    let mut s = std::net::TcpStream::connect(emu.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let setup = |s: &mut std::net::TcpStream, names: &str| {
+        let mut p = 500f64.to_be_bytes().to_vec();
+        p.extend_from_slice(names.as_bytes());
+        write_package(s, b'O', &p).unwrap();
+        let (kind, reply) = read_package(s).unwrap();
+        assert_eq!(kind, b'O', "the reply comes first: no text message before it");
+        (reply[0], String::from_utf8_lossy(&reply[1..]).to_string())
+    };
+    write_package(&mut s, b'V', &2u16.to_be_bytes()).unwrap();
+    assert_eq!(read_package(&mut s).unwrap(), (b'V', vec![1]));
+    // ur_rtde's default list: registers 12..19, payload, ft_raw_wrench, a trailing comma.
+    let (id, types) =
+        setup(&mut s, "timestamp,actual_TCP_pose,output_int_register_12,output_double_register_19,payload,payload_cog,ft_raw_wrench,standard_analog_input0,");
+    assert_eq!(id, 1);
+    assert_eq!(types, "DOUBLE,VECTOR6D,INT32,DOUBLE,DOUBLE,VECTOR3D,VECTOR6D,DOUBLE");
+    let (id, _) = setup(&mut s, "timestamp,");
+    assert_eq!(id, 2, "every valid recipe gets the next id");
+    let (id, types) = setup(&mut s, "timestamp,no_such_thing,output_int_register_48");
+    assert_eq!((id, types.as_str()), (0, "DOUBLE,NOT_FOUND,NOT_FOUND"), "invalid recipe: id 0");
+    let (id, _) = setup(&mut s, "timestamp,actual_q");
+    assert_eq!(id, 3);
+    write_package(&mut s, b'S', &[]).unwrap();
+    assert_eq!(read_package(&mut s).unwrap(), (b'S', vec![1]), "the start reply before any data");
+    let (kind, data) = read_package(&mut s).unwrap();
+    assert_eq!((kind, data[0], data.len()), (b'U', 3, 1 + 8 + 48), "data carry the recipe id");
+}
+
+#[test]
+fn quirk_drop_after_closes_the_connection_mid_stream() {
+    let quirks = Quirks { drop_after: Some(100), ..Quirks::default() };
+    assert_eq!("drop-after=100".parse::<Quirks>().unwrap(), quirks);
+    assert_eq!("early-data, text".parse::<Quirks>().unwrap(), Quirks { early_data: true, text: true, drop_after: None });
+    assert!("fast".parse::<Quirks>().unwrap_err().contains("unknown quirk 'fast'"));
+    let emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { quirks, ..EmulatorConfig::default() }).unwrap();
+    let mut c = RtdeClient::connect(&emu.addr.to_string(), 500.0, &[], Duration::from_secs(2)).unwrap();
+    c.start().unwrap();
+    let mut n = 0;
+    while let Ok(r) = c.receive() {
+        assert!(matches!(r, Received::Data(_)), "no text without the text quirk");
+        n += 1;
+    }
+    assert_eq!(n, 100);
 }
 
 #[test]
@@ -42,7 +102,8 @@ fn unknown_variable_and_unreachable_host_are_clear_errors() {
 #[test]
 fn recorder_survives_an_emulator_restart_and_records_the_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let mut emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { rate_hz: 125.0, ..EmulatorConfig::default() }).unwrap();
+    let quirks = Quirks { text: true, ..Quirks::default() };
+    let mut emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { rate_hz: 125.0, quirks, ..EmulatorConfig::default() }).unwrap();
     let addr = emu.addr;
     let cfg = RobotConfig {
         name: "robot".into(),
@@ -59,7 +120,7 @@ fn recorder_survives_an_emulator_restart_and_records_the_gap() {
     let sent_first = emu.sent.load(Ordering::Relaxed);
     drop(emu);
     std::thread::sleep(Duration::from_millis(500));
-    let emu2 = Emulator::spawn(&addr.to_string(), EmulatorConfig { rate_hz: 125.0, ..EmulatorConfig::default() }).unwrap();
+    let emu2 = Emulator::spawn(&addr.to_string(), EmulatorConfig { rate_hz: 125.0, quirks, ..EmulatorConfig::default() }).unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
@@ -76,6 +137,9 @@ fn recorder_survives_an_emulator_restart_and_records_the_gap() {
     assert!(gaps.height() >= 1, "the reconnection gap is recorded");
     let th = t.i64("t_host_ns").unwrap();
     assert!(th.windows(2).all(|w| w[1] >= w[0]), "host time is monotonic");
+    // Every text message is kept, those of the setup included.
+    let log = std::fs::read_to_string(dir.path().join("robot_messages.log")).unwrap();
+    assert_eq!(log.matches("output recipe set up").count(), 2, "one per connection: {log}");
     // Rows after the reconnection are the new emulator's, in sequence.
     let reg = t.f64("output_int_register_0").unwrap();
     let tail = &reg[reg.len() - 50..];
