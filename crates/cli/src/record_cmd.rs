@@ -183,8 +183,21 @@ pub fn record(a: RecordArgs) -> Result<()> {
             st.rejected.load(Ordering::Relaxed)
         );
     }
+    if let Some(cpu_s) = own_cpu_seconds() {
+        let wall = started.elapsed().as_secs_f64();
+        println!("recorder CPU: {cpu_s:.1} s over {wall:.1} s ({:.1} % of one core)", 100.0 * cpu_s / wall.max(1e-9));
+    }
     println!("wrote session {}", a.out.display());
     Ok(())
+}
+
+/// CPU time (user + system) of this process so far, from /proc (Linux;
+/// USER_HZ is 100 there).
+fn own_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
