@@ -3,7 +3,7 @@
 //! A step that fails (the static model does not converge at the trial
 //! parameters) counts as a rejected step, like a cost increase.
 
-use argmin::core::{ArgminFloat, Error, IterState, Jacobian, Operator, Problem, Solver, State, TerminationReason, TerminationStatus, KV};
+use argmin::core::{Error, IterState, Jacobian, Operator, Problem, Solver, State, TerminationReason, TerminationStatus, KV};
 use nalgebra::{DMatrix, DVector};
 
 pub type LmState = IterState<DVector<f64>, DVector<f64>, DMatrix<f64>, (), (), f64>;
@@ -167,5 +167,3 @@ where
     }
 }
 
-#[allow(dead_code)]
-fn _assert_float<F: ArgminFloat>() {}

@@ -31,12 +31,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn len(&self) -> usize {
+    /// Number of fitted parameters.
+    pub fn n_params(&self) -> usize {
         2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     pub fn translation_index(&self) -> Option<usize> {
@@ -236,7 +233,7 @@ impl Problem {
         if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 {
             return Err("parameters out of range".into());
         }
-        let np = self.layout.len();
+        let np = self.layout.n_params();
         let nr = self.n_residuals();
         let mut residual = DVector::zeros(nr);
         let mut jac = with_jacobian.then(|| DMatrix::zeros(nr, np));
@@ -355,7 +352,7 @@ impl Problem {
     /// at fixed parameters, times the sensitivities `sens`) plus the direct
     /// parts (rho scales the weight; the pitch turns base and sensor).
     fn wrench_jacobian(&self, i: usize, model: &Model, q: &DVector<f64>, base: Pose, sens: &DMatrix<f64>, v: &Values) -> Result<DMatrix<f64>, String> {
-        let np = self.layout.len();
+        let np = self.layout.n_params();
         let n = q.len();
         let mut scratch = model.clone();
         let mut d_dq = DMatrix::zeros(6, n);

@@ -1,10 +1,9 @@
 //! The observer recovers the model's own strain from marker positions.
 
 use lie::{Vec3, Vec6};
-use nalgebra::DVector;
 use observe::{Mode, ObserveError, Observer, Status};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use rod::statics::{model_for, solve};
+use rod::statics::solve;
 use rod::{Cable, Loads, Marker, Material, NewtonOptions, Rod};
 
 /// The contact paper's rod shape (steel core omitted), markers along it,
@@ -60,7 +59,6 @@ fn truth_with(rod: &Rod, scale: f64, loading: Loading) -> (Vec<Vec3>, Vec<Vec6>)
     let mut points = loads.points_m();
     points.extend(rod.markers.iter().map(|m| m.arc_m));
     let model = rod::Model::new(&rod, &points);
-    let _ = model_for;
     let sol = solve(&model, &loads, None, &NewtonOptions { tolerance: 1e-14, ..NewtonOptions::default() }).unwrap();
     let frames = model.frames(&sol.q);
     let markers = rod.markers.iter().map(|m| frames.joints[model.joint_at(m.arc_m)].transform_point(&m.offset_body_m)).collect();
@@ -178,7 +176,6 @@ fn bad_configurations_are_refused() {
     let rod = rod_with_markers(6);
     let mut obs = Observer::new(&rod, Mode::Hard).unwrap();
     assert!(matches!(obs.observe(&[None; 3], &[1e-3; 3]), Err(ObserveError::MarkerCount { .. })));
-    let _ = DVector::<f64>::zeros(1);
 }
 
 /// A recording that starts at rest and then bends (cable pulled, tip
