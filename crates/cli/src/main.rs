@@ -4,6 +4,10 @@
 //! Exit status: 0 success, 1 a computation failed (e.g. no convergence),
 //! 2 bad input (arguments, config or data files).
 
+// The arguments' doc comments are clap's --help text, shown verbatim:
+// units in brackets ("[m]", "[Pa]") are for users, not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod identify;
 mod observe_cmd;
 mod paper;

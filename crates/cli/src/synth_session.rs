@@ -50,7 +50,7 @@ pub struct SynthSessionArgs {
     /// Session directory to write.
     #[arg(long)]
     pub out: PathBuf,
-    /// Where the truth goes (default: <out>-truth).
+    /// Where the truth goes (default: OUT-truth, beside the session).
     #[arg(long)]
     pub truth: Option<PathBuf>,
     /// Simulated time [s] (default: the scene's).

@@ -81,7 +81,7 @@ pub struct TrackArgs {
     /// markers.toml: colour, size and tracking parameters (default: red markers).
     #[arg(long)]
     pub markers: Option<PathBuf>,
-    /// Frames table of a session (streams/<camera>); default: looked up next to the video.
+    /// Frames table of a session (streams/CAMERA); default: looked up next to the video.
     #[arg(long)]
     pub frames: Option<PathBuf>,
     /// Frame rate when there is no frames table (default: the video's).

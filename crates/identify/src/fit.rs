@@ -71,7 +71,7 @@ pub struct Fit {
     pub condition_number: f64,
     /// Per experiment, per measured point: predicted position.
     pub predicted: Vec<Vec<Vec3>>,
-    /// Per experiment, per measured point: |predicted - measured| [mm].
+    /// Per experiment, per measured point: |predicted - measured| \[mm\].
     pub errors_mm: Vec<Vec<f64>>,
     pub rms_error_mm: f64,
     pub cost: f64,
@@ -310,7 +310,7 @@ pub struct LooResult {
     pub e_pa: f64,
     pub g_pa: f64,
     pub rho_kg_m3: f64,
-    /// Prediction error per measured point [mm].
+    /// Prediction error per measured point \[mm\].
     pub errors_mm: Vec<f64>,
 }
 

@@ -31,7 +31,7 @@ pub struct HoldOptions {
     pub settle_s: f64,
     /// A marker missing in more of a hold's frames rejects the hold.
     pub max_missing_fraction: f64,
-    /// Lower bound of a mean marker position's sigma [m].
+    /// Lower bound of a mean marker position's sigma \[m\].
     pub sigma_floor_m: f64,
 }
 
@@ -128,7 +128,7 @@ pub struct LoadsFile {
     #[serde(default, rename = "cable")]
     pub cables: Vec<Channel>,
     pub tip_force: Option<TipForce>,
-    /// A known mass hanging from the tip [kg].
+    /// A known mass hanging from the tip \[kg\].
     #[serde(default)]
     pub tip_mass_kg: f64,
     pub flange_sensor: Option<FlangeSensor>,

@@ -60,7 +60,7 @@ pub struct Observation {
     pub q: DVector<f64>,
     /// Strain `[K; Q]` at every node (section boundary), base to tip.
     pub nodal_strain: Vec<Vec6>,
-    /// RMS distance between observed rod and measured markers [m].
+    /// RMS distance between observed rod and measured markers \[m\].
     pub marker_residual_m: f64,
     pub status: Status,
     pub iterations: usize,

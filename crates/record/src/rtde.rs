@@ -425,7 +425,7 @@ pub struct EmulatorConfig {
     /// 500 (e-Series) or 125 (CB3) Hz: the controller's own rate.
     pub rate_hz: f64,
     pub quirks: Quirks,
-    /// Flange trajectory: amplitude of the sinusoidal motion [m] and period [s].
+    /// Flange trajectory: amplitude of the sinusoidal motion \[m\] and period \[s\].
     pub amplitude_m: f64,
     pub period_s: f64,
 }

@@ -53,11 +53,11 @@ pub enum StrainBasis {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cable {
     pub name: String,
-    /// Angle around the rod axis, from body +y towards +z [rad].
+    /// Angle around the rod axis, from body +y towards +z \[rad\].
     pub angle_rad: f64,
-    /// Distance of the cable from the outer surface, towards the axis [m].
+    /// Distance of the cable from the outer surface, towards the axis \[m\].
     pub inset_m: f64,
-    /// Arc length where the cable is anchored [m].
+    /// Arc length where the cable is anchored \[m\].
     pub anchor_m: f64,
 }
 
@@ -65,7 +65,7 @@ pub struct Cable {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Marker {
     pub arc_m: f64,
-    /// Offset of the marker's centre from the centre line, body frame [m].
+    /// Offset of the marker's centre from the centre line, body frame \[m\].
     pub offset_body_m: Vec3,
 }
 

@@ -9,7 +9,7 @@ use std::f64::consts::PI;
 pub enum Profile {
     /// Linear taper from `base_m` at X = 0 to `tip_m` at X = L.
     Linear { base_m: f64, tip_m: f64 },
-    /// Piecewise-linear table of (X [m], r [m]), X strictly increasing,
+    /// Piecewise-linear table of (X \[m\], r \[m\]), X strictly increasing,
     /// covering [0, L].
     Table(Vec<(f64, f64)>),
 }

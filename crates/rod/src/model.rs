@@ -55,7 +55,7 @@ pub struct Model {
     /// Joint arc lengths, `segments.len() + 1`.
     pub joint_x_m: Vec<f64>,
     /// Mass lumped at joints so that mass and first moment of every
-    /// sub-segment are kept [kg].
+    /// sub-segment are kept \[kg\].
     pub joint_mass_kg: Vec<f64>,
     /// `K = int Phi^T Sigma Phi dX`.
     pub stiffness: DMatrix<f64>,
@@ -409,7 +409,7 @@ impl Model {
         out
     }
 
-    /// Total mass [kg].
+    /// Total mass \[kg\].
     pub fn mass_kg(&self) -> f64 {
         self.joint_mass_kg.iter().sum()
     }

@@ -24,7 +24,7 @@ pub struct Loads {
     /// Multiplies the rod's gravity vector (1 = as configured, 0 = off).
     pub gravity_scale: f64,
     pub point_loads: Vec<PointLoad>,
-    /// Tension of each cable of the rod, in its order [N].
+    /// Tension of each cable of the rod, in its order \[N\].
     pub cable_tensions_n: Vec<f64>,
 }
 

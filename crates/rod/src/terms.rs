@@ -528,11 +528,11 @@ impl Term for BodyForce {
 /// A dead force and moment at a point of the rod.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PointLoad {
-    /// Arc length of the joint it acts on [m].
+    /// Arc length of the joint it acts on \[m\].
     pub x_m: f64,
-    /// Offset of the point of application from the centre line, body frame [m].
+    /// Offset of the point of application from the centre line, body frame \[m\].
     pub offset_body_m: Vec3,
-    /// World-frame force [N].
+    /// World-frame force \[N\].
     pub force_n: Vec3,
     /// World-frame moment [N m] (virtual work: not conservative).
     pub moment_nm: Vec3,

@@ -33,7 +33,7 @@ pub struct RigFrames {
     #[serde(default)]
     pub board: FramePose,
     /// Height of the marker centres above the board plane, towards the
-    /// camera (rod radius + board thickness) [m].
+    /// camera (rod radius + board thickness) \[m\].
     #[serde(default)]
     pub marker_height_m: f64,
     #[serde(default = "default_gravity")]

@@ -238,7 +238,7 @@ pub fn read_tcp_poses(session: &Path) -> Result<Option<Vec<TcpSample>>, TableErr
 
 /// A robot's flange poses on the host clock, for interpolation.
 pub struct RobotLog {
-    /// Host time of the first sample [ns]; trajectory times are seconds
+    /// Host time of the first sample \[ns\]; trajectory times are seconds
     /// after it.
     pub t0_host_ns: i64,
     /// Flange poses in the robot's base frame (slerp between samples).

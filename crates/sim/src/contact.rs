@@ -97,10 +97,10 @@ impl ContactState {
 /// Residual rows of one contact point and their derivatives.
 #[derive(Clone, Debug)]
 pub struct LawRows {
-    /// `C = Lambda - proj(...)`, components (n, t1, t2) [N].
+    /// `C = Lambda - proj(...)`, components (n, t1, t2) \[N\].
     pub c: Vector3<f64>,
     pub dc_dlambda: Matrix3<f64>,
-    /// With respect to `u = (delta_n, u_t1, u_t2)` [m].
+    /// With respect to `u = (delta_n, u_t1, u_t2)` \[m\].
     pub dc_du: Matrix3<f64>,
     pub state: ContactState,
     /// `C = Lambda` exactly, independent of the rod (eliminated).
@@ -186,7 +186,7 @@ pub struct Plane {
 }
 
 impl Plane {
-    /// Signed distance of `p` above the plane [m].
+    /// Signed distance of `p` above the plane \[m\].
     pub fn height_m(&self, p: &Vec3) -> f64 {
         self.normal.dot(&(p - self.point_m))
     }

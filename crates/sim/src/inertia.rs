@@ -101,7 +101,7 @@ impl Inertia {
         self.points.iter().map(|p| p.mass_kg).sum()
     }
 
-    /// Kinetic energy of the points' last velocities [J].
+    /// Kinetic energy of the points' last velocities \[J\].
     pub fn kinetic_energy_j(&self) -> f64 {
         self.points.iter().map(|p| 0.5 * p.mass_kg * p.vel_m_s.norm_squared() + 0.5 * p.omega_rad_s.component_mul(&p.rotary_kg_m2).dot(&p.omega_rad_s)).sum()
     }

@@ -108,10 +108,10 @@ pub struct StepRecord {
     pub normal_force_n: f64,
     pub tangential_force_n: Vec3,
     /// Distance in the table plane between the tip (end of the centre line,
-    /// where a tip marker sits) now and when the tip first touched [m] (0
+    /// where a tip marker sits) now and when the tip first touched \[m\] (0
     /// before touching).
     pub tip_slide_m: f64,
-    /// Path length the tip's contact point has slipped on the table [m]
+    /// Path length the tip's contact point has slipped on the table \[m\]
     /// (material slip; 0 while it sticks, whatever the rod does).
     pub tip_slip_m: f64,
     /// What a force sensor at the flange reads: the wrench the rod exerts on
@@ -355,7 +355,7 @@ impl Simulator {
         self.carry.inertia.as_ref().map_or(Vec3::zeros(), |i| i.momentum())
     }
 
-    /// Material damping time constant in use [s].
+    /// Material damping time constant in use \[s\].
     pub fn damping_time_constant_s(&self) -> f64 {
         self.damping_tau_s
     }

@@ -28,7 +28,7 @@ pub struct CameraModel {
     /// Pose of the plane of motion (board frame -> camera frame).
     pub plane: Option<PlanePose>,
     /// Height of the marker centres above the board plane, towards the
-    /// camera [m] (rod radius + board thickness); overrides the rig's
+    /// camera \[m\] (rod radius + board thickness); overrides the rig's
     /// `frames.marker_height_m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plane_offset_m: Option<f64>,
@@ -38,7 +38,7 @@ pub struct CameraModel {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanePose {
-    /// Rotation vector (axis * angle) [rad], as OpenCV's rvec.
+    /// Rotation vector (axis * angle) \[rad\], as OpenCV's rvec.
     pub rotation_rad: [f64; 3],
     pub translation_m: [f64; 3],
 }
