@@ -58,7 +58,6 @@ fn robot_table(session: &Path) -> session::Table {
     session::Table::read_chunks(&session::stream_dir(session, "robot")).unwrap()
 }
 
-
 /// A `socat` pty pair: emulators write to `a`, the recorder reads `b`.
 struct PtyPair {
     child: Child,
