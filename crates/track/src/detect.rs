@@ -144,7 +144,9 @@ impl Detector {
 
     /// Binary mask (0/255) of marker-coloured pixels of `image` (BGR; may be
     /// a region of a larger image). One pass, equivalent to
-    /// cvtColor(HSV) + inRange per hue range + bitwise_or.
+    /// cvtColor(HSV) + inRange per hue range + bitwise_or up to OpenCV's
+    /// 8-bit rounding at the bounds (hue in 2-degree steps), in exact
+    /// arithmetic instead (tested on random images).
     fn threshold(&mut self, image: &impl MatTraitConst) -> Result<(), TrackError> {
         let (rows, cols) = (image.rows(), image.cols());
         if self.mask.rows() != rows || self.mask.cols() != cols {
@@ -327,4 +329,82 @@ pub fn mat_from_bgr(width: usize, height: usize, bgr: &[u8]) -> Result<Mat, Trac
     let mut m = Mat::new_rows_cols_with_default(height as i32, width as i32, core::CV_8UC3, core::Scalar::all(0.0))?;
     m.data_bytes_mut()?.copy_from_slice(bgr);
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// The one-pass threshold against OpenCV's cvtColor(BGR2HSV) + inRange
+    /// per hue range + bitwise_or, on random images: the masks agree except
+    /// where OpenCV's 8-bit rounding (hue in 2-degree steps, saturation in
+    /// 1/255) puts a pixel on the other side of a bound.
+    #[test]
+    fn threshold_equals_cvtcolor_hsv_and_inrange_on_random_images() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let param_sets =
+            [MarkerParams::default(), MarkerParams { hue_ranges_deg: vec![[90.0, 150.0]], saturation_min: 0.55, value_min: 0.4, ..MarkerParams::default() }];
+        for params in param_sets {
+            let mut det = Detector::new(params.clone()).unwrap();
+            let (rows, cols) = (240, 320);
+            let mut img = Mat::new_rows_cols_with_default(rows, cols, core::CV_8UC3, core::Scalar::all(0.0)).unwrap();
+            for y in 0..rows {
+                for p in img.at_row_mut::<Vec3b>(y).unwrap() {
+                    *p = Vec3b::from([rng.gen(), rng.gen(), rng.gen()]);
+                }
+            }
+            det.threshold(&img).unwrap();
+            // OpenCV's way.
+            let mut hsv = Mat::default();
+            imgproc::cvt_color_def(&img, &mut hsv, imgproc::COLOR_BGR2HSV).unwrap();
+            let mut reference = Mat::new_rows_cols_with_default(rows, cols, core::CV_8UC1, core::Scalar::all(0.0)).unwrap();
+            for r in &params.hue_ranges_deg {
+                let lower = core::Scalar::new(r[0] / 2.0, (params.saturation_min * 255.0).ceil(), (params.value_min * 255.0).round(), 0.0);
+                let upper = core::Scalar::new(r[1] / 2.0, 255.0, 255.0, 0.0);
+                let mut part = Mat::default();
+                core::in_range(&hsv, &lower, &upper, &mut part).unwrap();
+                let mut acc = Mat::default();
+                core::bitwise_or_def(&reference, &part, &mut acc).unwrap();
+                reference = acc;
+            }
+            let (mut positives, mut differ, mut off_bound) = (0usize, 0usize, vec![]);
+            for y in 0..rows {
+                let (ours, theirs, px) = (det.mask.at_row::<u8>(y).unwrap(), reference.at_row::<u8>(y).unwrap(), img.at_row::<Vec3b>(y).unwrap());
+                for x in 0..cols as usize {
+                    positives += (ours[x] != 0) as usize;
+                    if (ours[x] != 0) == (theirs[x] != 0) {
+                        continue;
+                    }
+                    differ += 1;
+                    // Exact hue, saturation and value of the pixel.
+                    let (b, g, r) = (px[x][0] as f64, px[x][1] as f64, px[x][2] as f64);
+                    let v = b.max(g).max(r);
+                    let c = v - b.min(g).min(r);
+                    let h = if c == 0.0 {
+                        0.0
+                    } else if v == r {
+                        (60.0 * (g - b) / c).rem_euclid(360.0)
+                    } else if v == g {
+                        120.0 + 60.0 * (b - r) / c
+                    } else {
+                        240.0 + 60.0 * (r - g) / c
+                    };
+                    let s = if v > 0.0 { c / v } else { 0.0 };
+                    // OpenCV's 8-bit hue is in 2-degree steps (fixed-point rounding): one step.
+                    let near_hue = params.hue_ranges_deg.iter().flatten().any(|bound| (h - bound).abs() <= 2.0 || (h - bound).abs() >= 358.0);
+                    let near_sat = (s - params.saturation_min).abs() <= 1.0 / 255.0;
+                    let near_val = (v - params.value_min * 255.0).abs() <= 1.0;
+                    if !(near_hue || near_sat || near_val) {
+                        off_bound.push((x, y, [b, g, r], h, s, v));
+                    }
+                }
+            }
+            let n = (rows * cols) as usize;
+            println!("{:?}: {positives} marker pixels, {differ} differ from OpenCV, all at a bound", params.hue_ranges_deg);
+            assert!(positives > n / 50, "the test needs marker pixels: {positives}");
+            assert!(off_bound.is_empty(), "{} pixels differ away from any bound: {:?}", off_bound.len(), &off_bound[..off_bound.len().min(5)]);
+            assert!(differ < n / 100, "{differ} of {n} pixels differ");
+        }
+    }
 }
