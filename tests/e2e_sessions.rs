@@ -12,29 +12,34 @@ const TRUTH_E_PA: f64 = 2.5e5;
 const TRUTH_RHO_KG_M3: f64 = 1.3e3;
 const BIAS: [f64; 6] = [0.5, -0.3, 1.2, 0.01, 0.0, -0.02];
 
-/// A synthetic identification day (four gravity holds) with seed `seed`.
-fn synth(dir: &Path, name: &str, seed: u64) -> PathBuf {
+/// A synthetic session of the cable arm at the truth's E and rho.
+fn synth_scene(dir: &Path, name: &str, scene: &str, extra: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    let bias = BIAS.map(|b| b.to_string()).join(",");
-    let o = rodlab(&[
+    let (e, rho) = (TRUTH_E_PA.to_string(), TRUTH_RHO_KG_M3.to_string());
+    let mut args = vec![
         "synth",
         "session",
         "--scene",
-        "configs/scene/cable-arm-holds.toml",
+        scene,
         "--rod",
         "configs/rod/pls-cable-arm.toml",
         "--out",
         out.to_str().unwrap(),
         "--e-pa",
-        &TRUTH_E_PA.to_string(),
+        &e,
         "--rho-kg-m3",
-        &TRUTH_RHO_KG_M3.to_string(),
-        "--ft-bias",
-        &bias,
-        "--seed",
-        &seed.to_string(),
-    ]);
+        &rho,
+    ];
+    args.extend(extra);
+    let o = rodlab(&args);
     assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// A synthetic identification day (four gravity holds) with seed `seed`.
+fn synth(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    let bias = BIAS.map(|b| b.to_string()).join(",");
+    let out = synth_scene(dir, name, "configs/scene/cable-arm-holds.toml", &["--ft-bias", &bias, "--seed", &seed.to_string()]);
     assert!(out.join("session.toml").is_file() && out.join("markers.parquet").is_file());
     assert!(out.join("streams/robot").is_dir() && out.join("streams/ft300").is_dir());
     // The truth lies beside the session, never inside it.
@@ -137,28 +142,20 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
         }
         rodlab(&args)
     };
-    let expect_2 = |o: std::process::Output, needles: &[&str]| {
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        for n in needles {
-            assert!(err.contains(n), "{n:?} not in: {err}");
-        }
-    };
 
     let no_markers = dir.path().join("no-markers");
     copy_dir(&good, &no_markers);
     std::fs::remove_file(no_markers.join("markers.parquet")).unwrap();
-    expect_2(identify(&no_markers, None), &["no-markers", "markers.parquet"]);
+    expect_exit_2(identify(&no_markers, None), &["no-markers", "markers.parquet"]);
 
     let no_robot = dir.path().join("no-robot");
     copy_dir(&good, &no_robot);
     std::fs::remove_dir_all(no_robot.join("streams/robot")).unwrap();
-    expect_2(identify(&no_robot, None), &["no-robot", "robot stream"]);
+    expect_exit_2(identify(&no_robot, None), &["no-robot", "robot stream"]);
 
     let loads = dir.path().join("loads.toml");
     std::fs::write(&loads, "[tip_force]\nstream = \"load_cell\"\ncolumn = \"force_n\"\ndirection = [0.0, 0.0, -1.0]\n").unwrap();
-    expect_2(identify(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);
+    expect_exit_2(identify(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);
 
     // Parameters identified for one rod, used with another.
     let fit = dir.path().join("fit");
@@ -176,7 +173,7 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
         "--out",
         dir.path().join("sim").to_str().unwrap(),
     ]);
-    expect_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+    expect_exit_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
     let o = rodlab(&[
         "validate",
         good.to_str().unwrap(),
@@ -189,5 +186,39 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
         "--out",
         dir.path().join("validate").to_str().unwrap(),
     ]);
-    expect_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+    expect_exit_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+}
+
+/// Cable-tension holds recorded by load cells (no flange sensor): the
+/// known tensions fix the scale, E and rho both come out.
+#[test]
+fn identify_from_load_cell_holds_without_a_flange_sensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = synth_scene(dir.path(), "pulls", "configs/scene/cable-arm-tensions.toml", &["--no-flange-sensor"]);
+    assert!(out.join("streams/load_cell").is_dir() && !out.join("streams/ft300").exists());
+    let loads = dir.path().join("loads.toml");
+    let cables: String = (1..=4).map(|k| format!("[[cable]]\nstream = \"load_cell\"\ncolumn = \"cable{k}_n\"\n\n")).collect();
+    std::fs::write(&loads, cables).unwrap();
+    let fit = dir.path().join("fit");
+    let o = rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--sessions",
+        out.to_str().unwrap(),
+        "--loads",
+        loads.to_str().unwrap(),
+        "--out",
+        fit.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    assert!(stdout.contains("5 still intervals, 5 used as holds"), "{stdout}");
+    assert!(!stdout.contains("E/rho"), "{stdout}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(fit.join("identified.toml")).unwrap()).unwrap();
+    for (name, truth) in [("e_pa", TRUTH_E_PA), ("rho_kg_m3", TRUTH_RHO_KG_M3)] {
+        let (value, lo, hi) = param(&v, name);
+        assert!((value / truth - 1.0).abs() < 0.03, "{name} = {value}, truth {truth}");
+        assert!(lo <= truth && truth <= hi, "{name}: truth {truth} outside the 95 % CI [{lo}, {hi}]");
+    }
 }

@@ -42,3 +42,13 @@ pub fn chromium_check(html: &Path) -> String {
     let start = dom.find("data-check=\"").expect("the page ran its self-check") + 12;
     dom[start..start + dom[start..].find('"').unwrap()].to_string()
 }
+
+/// Asserts exit status 2 with a one-line error containing every needle.
+pub fn expect_exit_2(o: Output, needles: &[&str]) {
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} not in: {err}");
+    }
+}

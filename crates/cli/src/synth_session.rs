@@ -74,6 +74,9 @@ pub struct SynthSessionArgs {
     /// Force sensor noise per moment component [N m].
     #[arg(long, default_value_t = 0.005)]
     pub moment_noise_nm: f64,
+    /// Noise of the load cells on the cables [N] (scenes with cable loads: stream load_cell, a column <cable>_n per cable).
+    #[arg(long, default_value_t = 0.005)]
+    pub load_cell_noise_n: f64,
     /// Force sensor bias "fx,fy,fz,mx,my,mz" [N, N m], added to every reading.
     #[arg(long, default_value = "0,0,0,0,0,0")]
     pub ft_bias: String,
@@ -184,6 +187,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     check_noise("--marker-noise-m", a.marker_noise_m)?;
     check_noise("--force-noise-n", a.force_noise_n)?;
     check_noise("--moment-noise-nm", a.moment_noise_nm)?;
+    check_noise("--load-cell-noise-n", a.load_cell_noise_n)?;
     let bias = parse_bias(&a.ft_bias)?;
     if a.out.join("session.toml").exists() {
         return Err(input_error(format!("{}: already holds a session; choose another --out", a.out.display())));
@@ -280,6 +284,24 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
             }
         }
         ft.flush()?;
+    }
+
+    // Load cells on the cables, at the sensor rate.
+    let rod_truth = rod::Rod::from_file(&a.rod)?;
+    if scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
+        let columns: Vec<String> = rod_truth.cables.iter().map(|c| format!("{}_n", c.name)).collect();
+        let mut cells = StreamWriter::create(&a.out, "load_cell", columns, never)?;
+        let dt = 1.0 / a.sensor_hz;
+        let n = (end_s / dt + 1e-9).floor() as usize + 1;
+        for k in 0..n {
+            let t = k as f64 * dt;
+            let row: Vec<f64> = scene.cable_tensions_n(&rod_truth, t).iter().map(|v| v + noise(a.load_cell_noise_n)).collect();
+            cells.push(host_ns(t), &row)?;
+            if (k + 1) % (a.sensor_hz.round() as usize).max(1) == 0 {
+                cells.flush()?;
+            }
+        }
+        cells.flush()?;
     }
 
     let markers: Vec<MarkerRow> = records

@@ -255,23 +255,6 @@ impl Hold {
     }
 }
 
-/// Slope of the least-squares line through `(t, x)`.
-fn slope(t: &[f64], x: &[f64]) -> f64 {
-    let n = t.len() as f64;
-    let tm = t.iter().sum::<f64>() / n;
-    let xm = x.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (ti, xi) in t.iter().zip(x) {
-        sxy += (ti - tm) * (xi - xm);
-        sxx += (ti - tm) * (ti - tm);
-    }
-    if sxx > 0.0 {
-        sxy / sxx
-    } else {
-        0.0
-    }
-}
-
 /// Index range of the samples within `half` of `times[i]` (sorted times).
 fn window(times: &[f64], i: usize, half: f64) -> std::ops::Range<usize> {
     let t = times[i];
@@ -290,7 +273,7 @@ fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
                 return false;
             }
             let ts = &t[w.clone()];
-            let v = Vec3::from_fn(|a, _| slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
+            let v = Vec3::from_fn(|a, _| lie::trajectory::line_slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
             let (first, last) = (&flange[w.start].1, &flange[w.end - 1].1);
             let dt = (flange[w.end - 1].0 - flange[w.start].0).max(1e-12);
             let rel = first.rot.transpose() * last.rot;
@@ -316,7 +299,7 @@ fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f
                 }
                 seen = true;
                 let ts: Vec<f64> = pts.iter().map(|p| p.0).collect();
-                let v = Vec3::from_fn(|a, _| slope(&ts, &pts.iter().map(|p| p.1[a]).collect::<Vec<_>>()));
+                let v = Vec3::from_fn(|a, _| lie::trajectory::line_slope(&ts, &pts.iter().map(|p| p.1[a]).collect::<Vec<_>>()));
                 fastest = fastest.max(v.norm());
             }
             if seen {

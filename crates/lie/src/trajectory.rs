@@ -122,6 +122,24 @@ impl PoseTrajectory {
     }
 }
 
+/// Slope of the least-squares line through samples `(t, x)`: the mean rate
+/// of change over a window (0 for fewer than two distinct times).
+pub fn line_slope(t: &[f64], x: &[f64]) -> f64 {
+    let n = t.len() as f64;
+    let tm = t.iter().sum::<f64>() / n;
+    let xm = x.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (ti, xi) in t.iter().zip(x) {
+        sxy += (ti - tm) * (xi - xm);
+        sxx += (ti - tm) * (ti - tm);
+    }
+    if sxx > 0.0 {
+        sxy / sxx
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,42 @@ pub enum LoadSpec {
     /// velocity (starting at the point's initial position) to the point at
     /// `arc_m`.
     Tow { arc_m: f64, velocity_m_s: Vec3, stiffness_n_m: f64 },
+    /// A cable of the rod file pulled with a tension that is linear
+    /// between `(t_s, tension_n)` waypoints (held before the first and after
+    /// the last). The actuator sits on the rod's base: the pull is internal
+    /// to what the flange holds.
+    Cable { cable: String, waypoints: Vec<[f64; 2]> },
+}
+
+impl LoadSpec {
+    /// A cable load's tension at `t_s` (0 for other loads).
+    pub fn tension_at(&self, t_s: f64) -> f64 {
+        let LoadSpec::Cable { waypoints, .. } = self else { return 0.0 };
+        let i = waypoints.partition_point(|w| w[0] <= t_s);
+        match i {
+            0 => waypoints[0][1],
+            i if i == waypoints.len() => waypoints[i - 1][1],
+            i => {
+                let (a, b) = (waypoints[i - 1], waypoints[i]);
+                a[1] + (b[1] - a[1]) * (t_s - a[0]) / (b[0] - a[0])
+            }
+        }
+    }
+}
+
+impl Scene {
+    /// Tension of every cable of `rod` at `t_s` (the scene's cable loads, summed per cable).
+    pub fn cable_tensions_n(&self, rod: &rod::Rod, t_s: f64) -> Vec<f64> {
+        let mut out = vec![0.0; rod.cables.len()];
+        for l in &self.loads {
+            if let LoadSpec::Cable { cable, .. } = l {
+                if let Some(k) = rod.cables.iter().position(|c| &c.name == cable) {
+                    out[k] += l.tension_at(t_s);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A validated scene.
@@ -172,6 +208,9 @@ struct RawLoad {
     arc_m: Option<f64>,
     velocity_m_s: Option<[f64; 3]>,
     stiffness_n_m: Option<f64>,
+    /// Cable loads: the rod file's cable name and `[t_s, tension_n]` waypoints.
+    cable: Option<String>,
+    tension_waypoints: Option<Vec<[f64; 2]>>,
     #[serde(default)]
     start_s: f64,
     end_s: Option<f64>,
@@ -332,7 +371,23 @@ impl RawScene {
                     velocity_m_s: need3(l.velocity_m_s, "velocity_m_s")?,
                     stiffness_n_m: positive(file, &field("stiffness_n_m"), l.stiffness_n_m.unwrap_or(f64::NAN))?,
                 },
-                other => return Err(ConfigError::new(file, &field("kind"), format!("unknown load '{other}' (body_force, point_force or tow)"))),
+                "cable" => {
+                    let cable = l
+                        .cable
+                        .clone()
+                        .ok_or_else(|| ConfigError::new(file, &field("cable"), "missing for kind = \"cable\" (a cable name of the rod file)"))?;
+                    let waypoints = l.tension_waypoints.clone().unwrap_or_default();
+                    if waypoints.is_empty() {
+                        return Err(ConfigError::new(file, &field("tension_waypoints"), "missing for kind = \"cable\": [[t_s, tension_n], ...]"));
+                    }
+                    for (k, w) in waypoints.iter().enumerate() {
+                        if !(w[0].is_finite() && w[1].is_finite() && w[1] >= 0.0) || (k > 0 && w[0] <= waypoints[k - 1][0]) {
+                            return Err(ConfigError::new(file, &field(&format!("tension_waypoints[{k}]")), "times increasing, tensions >= 0"));
+                        }
+                    }
+                    LoadSpec::Cable { cable, waypoints }
+                }
+                other => return Err(ConfigError::new(file, &field("kind"), format!("unknown load '{other}' (body_force, point_force, tow or cable)"))),
             });
         }
         Ok(Scene {

@@ -225,6 +225,12 @@ impl Simulator {
                     points.push(*arc_m)
                 }
                 LoadSpec::BodyForce { .. } => {}
+                LoadSpec::Cable { cable, .. } => {
+                    if !rod.cables.iter().any(|c| &c.name == cable) {
+                        let names: Vec<&str> = rod.cables.iter().map(|c| c.name.as_str()).collect();
+                        return Err(SimError::Input(format!("cable load '{cable}': the rod has no such cable (it has: {})", names.join(", "))));
+                    }
+                }
             }
         }
         let free = matches!(motion, BaseMotion::Free { .. });
@@ -307,7 +313,7 @@ impl Simulator {
             .iter()
             .map(|l| match l {
                 LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } => Some(model.joint_at(*arc_m)),
-                LoadSpec::BodyForce { .. } => None,
+                LoadSpec::BodyForce { .. } | LoadSpec::Cable { .. } => None,
             })
             .collect::<Vec<_>>();
         let tow_anchor0 = scene.loads.iter().zip(&load_joints).map(|(l, j)| matches!(l, LoadSpec::Tow { .. }).then(|| frames.joints[j.unwrap()].pos)).collect();
@@ -525,7 +531,13 @@ impl Simulator {
         }
         let body_force = BodyForce { acceleration_m_s2: body };
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
+        let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
+        // Ramped with gravity while settling the initial equilibrium.
+        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
+        if tensions.iter().any(|t| *t != 0.0) {
+            list.push(&cables);
+        }
         for t in &tows {
             list.push(t);
         }
@@ -535,8 +547,10 @@ impl Simulator {
         if let Some(i) = self.carry.inertia.as_ref() {
             list.push(i);
         }
-        let force_scale =
-            self.mass_kg * self.scene.gravity_m_s2.norm() + body.norm() * self.mass_kg + point_loads.iter().map(|p| p.force_n.norm()).sum::<f64>();
+        let force_scale = self.mass_kg * self.scene.gravity_m_s2.norm()
+            + body.norm() * self.mass_kg
+            + point_loads.iter().map(|p| p.force_n.norm()).sum::<f64>()
+            + tensions.iter().sum::<f64>();
         let mut sys = StepSystem {
             model: &self.model,
             terms: list,

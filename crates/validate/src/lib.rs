@@ -174,23 +174,6 @@ pub fn lowest_rim_point(centre: &Vec3, tangent: &Vec3, radius_m: f64, plane: &Pl
     }
 }
 
-/// Slope of the least-squares line through `(t, x)`.
-fn slope(t: &[f64], x: &[f64]) -> f64 {
-    let n = t.len() as f64;
-    let tm = t.iter().sum::<f64>() / n;
-    let xm = x.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (ti, xi) in t.iter().zip(x) {
-        sxy += (ti - tm) * (xi - xm);
-        sxx += (ti - tm) * (ti - tm);
-    }
-    if sxx > 0.0 {
-        sxy / sxx
-    } else {
-        0.0
-    }
-}
-
 /// Speed along the table of `points` at every sample (line fits over the window).
 pub fn tangential_speeds(t_s: &[f64], points: &[Vec3], plane: &Plane, window_s: f64) -> Vec<f64> {
     (0..t_s.len())
@@ -200,7 +183,7 @@ pub fn tangential_speeds(t_s: &[f64], points: &[Vec3], plane: &Plane, window_s: 
             if b - a < 2 {
                 return 0.0;
             }
-            let v = Vec3::from_fn(|k, _| slope(&t_s[a..b], &points[a..b].iter().map(|p| p[k]).collect::<Vec<_>>()));
+            let v = Vec3::from_fn(|k, _| lie::trajectory::line_slope(&t_s[a..b], &points[a..b].iter().map(|p| p[k]).collect::<Vec<_>>()));
             plane.tangential(&v).norm()
         })
         .collect()
