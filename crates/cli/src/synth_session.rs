@@ -74,7 +74,7 @@ pub struct SynthSessionArgs {
     /// Force sensor noise per moment component [N m].
     #[arg(long, default_value_t = 0.005)]
     pub moment_noise_nm: f64,
-    /// Noise of the load cells on the cables [N] (scenes with cable loads: stream load_cell, a column <cable>_n per cable).
+    /// Noise of the load cells on the cables [N] (scenes with cable loads: stream load_cell, a column CABLE_n per cable).
     #[arg(long, default_value_t = 0.005)]
     pub load_cell_noise_n: f64,
     /// Force sensor bias "fx,fy,fz,mx,my,mz" [N, N m], added to every reading.
