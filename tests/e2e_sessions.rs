@@ -60,22 +60,35 @@ fn loads_with_bias(dir: &Path) -> PathBuf {
     p
 }
 
+/// `rodlab identify --sessions ...` for the cable arm: its stdout and identified.toml.
+fn identify(sessions: &[&Path], loads: Option<&Path>, out: &Path, extra: &[&str]) -> (String, toml::Value) {
+    let mut args = vec!["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions"];
+    args.extend(sessions.iter().map(|s| s.to_str().unwrap()));
+    if let Some(l) = loads {
+        args.extend(["--loads", l.to_str().unwrap()]);
+    }
+    args.extend(["--out", out.to_str().unwrap()]);
+    args.extend(extra);
+    let o = rodlab(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    let v = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    (stdout, v)
+}
+
+/// E and rho within 3 % of the truth, and the truth inside their 95 % CIs.
+fn assert_truth_recovered(v: &toml::Value) {
+    for (name, truth) in [("e_pa", TRUTH_E_PA), ("rho_kg_m3", TRUTH_RHO_KG_M3)] {
+        let (value, lo, hi) = param(v, name);
+        assert!((value / truth - 1.0).abs() < 0.03, "{name} = {value}, truth {truth}");
+        assert!(lo <= truth && truth <= hi, "{name}: truth {truth} outside the 95 % CI [{lo}, {hi}]");
+    }
+}
+
 fn param(v: &toml::Value, name: &str) -> (f64, f64, f64) {
     let p = &v["parameters"][name];
     let ci = p["ci95"].as_array().unwrap();
     (p["value"].as_float().unwrap(), ci[0].as_float().unwrap(), ci[1].as_float().unwrap())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -85,31 +98,13 @@ fn identify_from_sessions_with_a_flange_sensor_fixes_e_and_rho() {
     let s2 = synth(dir.path(), "day2", 2);
     let loads = loads_with_bias(dir.path());
     let out = dir.path().join("fit");
-    let o = rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--sessions",
-        s1.to_str().unwrap(),
-        s2.to_str().unwrap(),
-        "--loads",
-        loads.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    let (stdout, v) = identify(&[&s1, &s2], Some(&loads), &out, &[]);
     // Four holds per session, all used; E and rho both fitted, no warning.
     assert_eq!(stdout.matches("4 still intervals, 4 used as holds").count(), 2, "{stdout}");
     assert!(!stdout.contains("E/rho"), "{stdout}");
     assert!(!stdout.contains("warning"), "{stdout}");
-    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
     assert_eq!(v["experiment"].as_array().unwrap().len(), 8);
-    for (name, truth) in [("e_pa", TRUTH_E_PA), ("rho_kg_m3", TRUTH_RHO_KG_M3)] {
-        let (value, lo, hi) = param(&v, name);
-        assert!((value / truth - 1.0).abs() < 0.03, "{name} = {value}, truth {truth}");
-        assert!(lo <= truth && truth <= hi, "{name}: truth {truth} outside the 95 % CI [{lo}, {hi}]");
-    }
+    assert_truth_recovered(&v);
     // The report lists the holds and the measured against predicted wrench, and renders.
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert_eq!(html.matches("used: day1/hold").count(), 4, "holds table");
@@ -119,12 +114,8 @@ fn identify_from_sessions_with_a_flange_sensor_fixes_e_and_rho() {
     assert!(check.ends_with("errors=0"), "{check}");
 
     // The same sessions without the sensor: only E/rho, and the warning says so.
-    let out = dir.path().join("fit-no-sensor");
-    let o = rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", s1.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (stdout, v) = identify(&[&s1], None, &dir.path().join("fit-no-sensor"), &["--no-loo"]);
     assert!(stdout.contains("only E/rho and G/rho are identifiable"), "{stdout}");
-    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
     let ratio = param(&v, "e_pa").0 / param(&v, "rho_kg_m3").0;
     assert!((ratio / (TRUTH_E_PA / TRUTH_RHO_KG_M3) - 1.0).abs() < 0.03, "E/rho = {ratio}");
 }
@@ -134,7 +125,7 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let good = synth(dir.path(), "good", 3);
     let out = dir.path().join("o");
-    let identify = |session: &Path, loads: Option<&Path>| {
+    let run_identify = |session: &Path, loads: Option<&Path>| {
         let mut args =
             vec!["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", session.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"];
         if let Some(l) = loads {
@@ -146,47 +137,41 @@ fn bad_sessions_exit_2_naming_what_is_missing() {
     let no_markers = dir.path().join("no-markers");
     copy_dir(&good, &no_markers);
     std::fs::remove_file(no_markers.join("markers.parquet")).unwrap();
-    expect_exit_2(identify(&no_markers, None), &["no-markers", "markers.parquet"]);
+    expect_exit_2(run_identify(&no_markers, None), &["no-markers", "markers.parquet"]);
 
     let no_robot = dir.path().join("no-robot");
     copy_dir(&good, &no_robot);
     std::fs::remove_dir_all(no_robot.join("streams/robot")).unwrap();
-    expect_exit_2(identify(&no_robot, None), &["no-robot", "robot stream"]);
+    expect_exit_2(run_identify(&no_robot, None), &["no-robot", "robot stream"]);
 
     let loads = dir.path().join("loads.toml");
     std::fs::write(&loads, "[tip_force]\nstream = \"load_cell\"\ncolumn = \"force_n\"\ndirection = [0.0, 0.0, -1.0]\n").unwrap();
-    expect_exit_2(identify(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);
+    expect_exit_2(run_identify(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);
 
     // Parameters identified for one rod, used with another.
     let fit = dir.path().join("fit");
-    let o = rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--sessions", good.to_str().unwrap(), "--out", fit.to_str().unwrap(), "--no-loo"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    identify(&[&good], None, &fit, &["--no-loo"]);
     let params = fit.join("identified.toml");
-    let o = rodlab(&[
-        "simulate",
-        "--rod",
-        "configs/rod/contact-paper-steel-core.toml",
-        "--scene",
-        "configs/scene/contact-paper-stick.toml",
-        "--params",
-        params.to_str().unwrap(),
-        "--out",
-        dir.path().join("sim").to_str().unwrap(),
-    ]);
-    expect_exit_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
-    let o = rodlab(&[
-        "validate",
-        good.to_str().unwrap(),
-        "--rod",
-        "configs/rod/contact-paper-steel-core.toml",
-        "--scene",
-        "configs/scene/contact-paper-stick.toml",
-        "--params",
-        params.to_str().unwrap(),
-        "--out",
-        dir.path().join("validate").to_str().unwrap(),
-    ]);
-    expect_exit_2(o, &["identified.toml", "contact-paper-steel-core.toml"]);
+    let (other_rod, scene) = ("configs/rod/contact-paper-steel-core.toml", "configs/scene/contact-paper-stick.toml");
+    let sim_out = dir.path().join("sim");
+    let val_out = dir.path().join("validate");
+    for args in [
+        vec!["simulate", "--rod", other_rod, "--scene", scene, "--params", params.to_str().unwrap(), "--out", sim_out.to_str().unwrap()],
+        vec![
+            "validate",
+            good.to_str().unwrap(),
+            "--rod",
+            other_rod,
+            "--scene",
+            scene,
+            "--params",
+            params.to_str().unwrap(),
+            "--out",
+            val_out.to_str().unwrap(),
+        ],
+    ] {
+        expect_exit_2(rodlab(&args), &["identified.toml", "contact-paper-steel-core.toml"]);
+    }
 }
 
 /// Cable-tension holds recorded by load cells (no flange sensor): the
@@ -199,26 +184,8 @@ fn identify_from_load_cell_holds_without_a_flange_sensor() {
     let loads = dir.path().join("loads.toml");
     let cables: String = (1..=4).map(|k| format!("[[cable]]\nstream = \"load_cell\"\ncolumn = \"cable{k}_n\"\n\n")).collect();
     std::fs::write(&loads, cables).unwrap();
-    let fit = dir.path().join("fit");
-    let o = rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--sessions",
-        out.to_str().unwrap(),
-        "--loads",
-        loads.to_str().unwrap(),
-        "--out",
-        fit.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    let (stdout, v) = identify(&[&out], Some(&loads), &dir.path().join("fit"), &[]);
     assert!(stdout.contains("5 still intervals, 5 used as holds"), "{stdout}");
     assert!(!stdout.contains("E/rho"), "{stdout}");
-    let v: toml::Value = toml::from_str(&std::fs::read_to_string(fit.join("identified.toml")).unwrap()).unwrap();
-    for (name, truth) in [("e_pa", TRUTH_E_PA), ("rho_kg_m3", TRUTH_RHO_KG_M3)] {
-        let (value, lo, hi) = param(&v, name);
-        assert!((value / truth - 1.0).abs() < 0.03, "{name} = {value}, truth {truth}");
-        assert!(lo <= truth && truth <= hi, "{name}: truth {truth} outside the 95 % CI [{lo}, {hi}]");
-    }
+    assert_truth_recovered(&v);
 }

@@ -151,3 +151,36 @@ fn validate_bad_input_exits_2_naming_it() {
     expect_exit_2(run(&["--sigma-m=-1"], &session), &["--sigma-m"]);
     expect_exit_2(run_scene(&[], &session, "configs/scene/nope.toml"), &["nope.toml"]);
 }
+
+/// A wrong rig is caught: the session says the robot stands 2 degrees
+/// yawed, or 5 mm off, from where it stood. Validation shows the marker
+/// residuals and a warning names the rig's frames.
+#[test]
+fn a_wrong_rig_shows_in_the_marker_residuals_and_a_warning_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = synth(dir.path(), "s", &[]);
+    let meta = std::fs::read_to_string(session.join("session.toml")).unwrap();
+    for (name, wrong) in
+        [("yawed", "position_m = [0.0, 0.0, 0.0]\nrpy_deg = [0.0, 0.0, 2.0]"), ("shifted", "position_m = [0.005, 0.0, 0.0]\nrpy_deg = [0.0, 0.0, 0.0]")]
+    {
+        let bad = dir.path().join(name);
+        copy_dir(&session, &bad);
+        let text = meta.replacen("[frames.robot_base]\nposition_m = [0.0, 0.0, 0.0]\nrpy_deg = [0.0, -0.0, 0.0]", &format!("[frames.robot_base]\n{wrong}"), 1);
+        assert_ne!(text, meta, "session.toml changed its layout: update this test");
+        std::fs::write(bad.join("session.toml"), text).unwrap();
+        let out = dir.path().join(format!("report-{name}"));
+        let o = rodlab(&["validate", bad.to_str().unwrap(), "--rod", ROD, "--scene", SCENE, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s = summary(&out);
+        let worst = s["markers"].as_array().unwrap().iter().map(|m| f(&m["errors_mm"]["rms"])).fold(0.0, f64::max);
+        assert!(worst > 2.0, "{name}: marker residuals {worst} mm");
+        let warnings: Vec<&str> = s["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        assert!(warnings.iter().any(|w| w.contains("rig's frames are likely off") && w.contains("rig calibrate")), "{name}: {warnings:?}");
+    }
+    // The right rig raises no such warning.
+    let out = dir.path().join("report-right");
+    let o = rodlab(&["validate", session.to_str().unwrap(), "--rod", ROD, "--scene", SCENE, "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&out);
+    assert!(!s["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("rig's frames")), "{}", s["warnings"]);
+}

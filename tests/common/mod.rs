@@ -52,3 +52,16 @@ pub fn expect_exit_2(o: Output, needles: &[&str]) {
         assert!(err.contains(n), "{n:?} not in: {err}");
     }
 }
+
+/// Copies a directory tree (a session, to spoil a copy of it).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
