@@ -122,7 +122,6 @@ pub fn rod_with_params(rod: rod::Rod, rod_path: &Path, params: Option<&Path>) ->
     let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
     id.check_rod(&rod, rod_path, p).map_err(input_error)?;
     let pr = &id.parameters;
-    println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.display(), pr.e_pa.value, pr.g_pa.value, pr.rho_kg_m3.value);
     Ok(rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value }))
 }
 
@@ -165,7 +164,7 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
         BaseSource::Session(dir) => {
             session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))?.map(|m| (m.frames, format!("{}/session.toml", dir.display())))
         }
-        _ => job.rig_frames.map(|f| (f, "the rig file".to_string())),
+        _ => job.rig_frames.map(|f| (f, "the rig's frames given".to_string())),
     };
     if let Some((f, from)) = frames {
         // One world: the rig places the robot, the table and gravity.
@@ -179,6 +178,10 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
         scene.duration_s = d;
     }
     let mut rod = rod_with_params(rod, job.rod, job.params)?;
+    if let Some(p) = job.params {
+        let m = rod.cross_section.body;
+        println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.display(), m.e_pa, m.g_pa, m.rho_kg_m3);
+    }
     if let Some(m) = job.material {
         rod = rod.with_material(m);
     }
