@@ -49,6 +49,9 @@ pub enum EmulateCommand {
         /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages).
         #[arg(long, default_value = "")]
         quirk: record::rtde::Quirks,
+        /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).
+        #[arg(long)]
+        trajectory: Option<PathBuf>,
     },
     /// A Robotiq FT 300 on a serial device: answers the Modbus start command,
     /// streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
@@ -202,9 +205,16 @@ fn own_cpu_seconds() -> Option<f64> {
 
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
-        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk } => {
+        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk, trajectory } => {
             check_rate(rate_hz, 1000.0)?;
-            let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, quirks: quirk, ..EmulatorConfig::default() })
+            let trajectory = match &trajectory {
+                Some(p) => {
+                    let samples = crate::simulate_cmd::read_trajectory(p)?;
+                    Some(std::sync::Arc::new(lie::trajectory::PoseTrajectory::from_ur(samples).map_err(|e| input_error(format!("{}: {e}", p.display())))?))
+                }
+                None => None,
+            };
+            let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, quirks: quirk, trajectory, ..EmulatorConfig::default() })
                 .map_err(|e| input_error(format!("--bind {bind}: {e}")))?;
             // Output may go to a pipe nobody reads: never panic on it.
             use std::io::Write;

@@ -428,11 +428,15 @@ pub struct EmulatorConfig {
     /// Flange trajectory: amplitude of the sinusoidal motion \[m\] and period \[s\].
     pub amplitude_m: f64,
     pub period_s: f64,
+    /// Instead of the sinusoid: flange poses played on controller time
+    /// (slerp between samples, held before the first and after the last),
+    /// e.g. a simulated experiment.
+    pub trajectory: Option<Arc<lie::trajectory::PoseTrajectory>>,
 }
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0 }
+        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None }
     }
 }
 
@@ -444,6 +448,23 @@ fn lookup(name: &str) -> Option<FieldType> {
 fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64> {
     let w = std::f64::consts::TAU / cfg.period_s;
     let a = cfg.amplitude_m;
+    if let Some(traj) = &cfg.trajectory {
+        let (first, last) = traj.span_s();
+        let pose_at = |t: f64| traj.at(t.clamp(first, last)).expect("clamped into the span");
+        match name {
+            "actual_TCP_pose" | "target_TCP_pose" => return lie::trajectory::pose_to_ur(&pose_at(t)).to_vec(),
+            "actual_TCP_speed" | "target_TCP_speed" => {
+                // Central difference over one controller period, base frame: [v; w].
+                let h = 0.5 / cfg.rate_hz;
+                let (ga, gb) = (pose_at(t - h), pose_at(t + h));
+                let v = (gb.pos - ga.pos) / (2.0 * h);
+                let rel = lie::Pose { rot: gb.rot * ga.rot.transpose(), pos: lie::Vec3::zeros() };
+                let om = lie::angular(&lie::log(&rel)) / (2.0 * h);
+                return vec![v.x, v.y, v.z, om.x, om.y, om.z];
+            }
+            _ => {}
+        }
+    }
     match name {
         "timestamp" => vec![t],
         "actual_TCP_pose" | "target_TCP_pose" => vec![0.3 + a * (w * t).sin(), 0.0, 0.2 - 0.5 * a * (w * t).cos(), 0.0, std::f64::consts::PI, 0.0],

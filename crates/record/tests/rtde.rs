@@ -145,3 +145,35 @@ fn recorder_survives_an_emulator_restart_and_records_the_gap() {
     let tail = &reg[reg.len() - 50..];
     assert!(tail.windows(2).all(|w| w[1] == w[0] + 1.0));
 }
+
+/// A trajectory played by the emulator (as `rodlab emulate robot
+/// --trajectory` does with a simulated experiment): every package's pose is
+/// the trajectory at its controller timestamp, slerped; the speed is its
+/// derivative.
+#[test]
+fn the_emulator_plays_a_trajectory_on_controller_time() {
+    let quarter = std::f64::consts::FRAC_PI_2;
+    // 0.1 m/s along x while turning about z at pi/4 rad/s, for 2 s.
+    let traj = lie::trajectory::PoseTrajectory::from_ur([(0.0, [0.3, 0.0, 0.2, 0.0, 0.0, 0.0]), (2.0, [0.5, 0.0, 0.2, 0.0, 0.0, quarter])]).unwrap();
+    let cfg = EmulatorConfig { rate_hz: 500.0, trajectory: Some(Arc::new(traj)), ..EmulatorConfig::default() };
+    let emu = Emulator::spawn("127.0.0.1:0", cfg).unwrap();
+    let vars = vec!["actual_TCP_pose".to_string(), "actual_TCP_speed".to_string()];
+    let mut c = RtdeClient::connect(&emu.addr.to_string(), 500.0, &vars, Duration::from_secs(2)).unwrap();
+    c.start().unwrap();
+    let mut n = 0;
+    while n < 300 {
+        let Received::Data(v) = c.receive().unwrap() else { continue };
+        let t = v[0].min(2.0);
+        let want = [0.3 + 0.1 * t, 0.0, 0.2, 0.0, 0.0, quarter * t / 2.0];
+        for k in 0..6 {
+            assert!((v[1 + k] - want[k]).abs() < 1e-9, "t {}: pose {:?} vs {want:?}", v[0], &v[1..7]);
+        }
+        if v[0] > 0.01 && v[0] < 1.99 {
+            let speed = [0.1, 0.0, 0.0, 0.0, 0.0, quarter / 2.0];
+            for k in 0..6 {
+                assert!((v[7 + k] - speed[k]).abs() < 1e-6, "t {}: speed {:?}", v[0], &v[7..13]);
+            }
+        }
+        n += 1;
+    }
+}
