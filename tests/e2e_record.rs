@@ -212,6 +212,40 @@ fn ft300_garbage_on_the_line_is_rejected_and_nothing_valid_lost() {
     assert!(rejected >= 2 * (sent / 10), "{stdout}");
 }
 
+/// The FT 300 emulator plays a wrench file (as a simulated experiment's
+/// flange wrench): every recorded frame is the file's wrench at frame k / 100 Hz,
+/// to the sensor's resolution (0.01 N, 0.001 N m).
+#[test]
+fn ft300_emulator_plays_a_wrench_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ft = PtyPair::new(dir.path(), "ft300");
+    let csv = dir.path().join("wrench.csv");
+    // fx ramps 0 -> 10 N over 2 s, then holds; fz -0.4 N; mz 0.02 N m.
+    std::fs::write(&csv, "t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n0,0,0,-0.4,0,0,0.02\n2,10,0,-0.4,0,0,0.02\n").unwrap();
+    let rig_path = dir.path().join("rig.toml");
+    std::fs::write(&rig_path, format!("[[ft300]]\nport = \"{}\"\n", ft.b.display())).unwrap();
+    let out = dir.path().join("s");
+    let rec = rodlab()
+        .args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "3.5"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&out.join("session.toml"));
+    let emu = serial_emulator("ft300", &ft.a, &["--duration", "2.5", "--wrench", csv.to_str().unwrap()]);
+    let sent = sent_by(emu);
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
+    assert!(sent >= 200);
+    assert_eq!(f.height() as u64, sent);
+    let (fx, fz, mz) = (f.f64("fx_n").unwrap(), f.f64("fz_n").unwrap(), f.f64("mz_nm").unwrap());
+    for k in 0..fx.len() {
+        let want = (5.0 * k as f64 / 100.0).min(10.0);
+        assert!((fx[k] - want).abs() <= 0.005 + 1e-9, "frame {k}: fx {} vs {want}", fx[k]);
+        assert!((fz[k] + 0.4).abs() <= 0.005 + 1e-9 && (mz[k] - 0.02).abs() <= 0.0005 + 1e-9, "frame {k}: fz {} mz {}", fz[k], mz[k]);
+    }
+}
+
 #[test]
 fn missing_serial_port_exit_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -67,6 +67,9 @@ pub enum EmulateCommand {
         /// Every N frames, also send garbage, a truncated and a corrupted frame.
         #[arg(long)]
         inject_garbage_every: Option<u64>,
+        /// Play this wrench instead of the built-in signal: CSV t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm (sensor frame; time from the start command).
+        #[arg(long)]
+        wrench: Option<PathBuf>,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -194,6 +197,27 @@ pub fn record(a: RecordArgs) -> Result<()> {
     Ok(())
 }
 
+/// A wrench CSV `t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm` for the FT 300 emulator.
+fn read_wrench_table(path: &std::path::Path) -> Result<serial_emulators::WrenchTable> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        t_s: f64,
+        fx_n: f64,
+        fy_n: f64,
+        fz_n: f64,
+        mx_nm: f64,
+        my_nm: f64,
+        mz_nm: f64,
+    }
+    let mut reader = csv::Reader::from_path(path).map_err(|e| input_error(format!("{}: {e}", path.display())))?;
+    let mut samples = vec![];
+    for (i, row) in reader.deserialize::<Row>().enumerate() {
+        let r = row.map_err(|e| input_error(format!("{}: row {}: {e}", path.display(), i + 1)))?;
+        samples.push((r.t_s, [r.fx_n, r.fy_n, r.fz_n, r.mx_nm, r.my_nm, r.mz_nm]));
+    }
+    serial_emulators::WrenchTable::new(samples).map_err(|e| input_error(format!("{}: {e}", path.display())))
+}
+
 /// CPU time (user + system) of this process so far, from /proc (Linux;
 /// USER_HZ is 100 there).
 fn own_cpu_seconds() -> Option<f64> {
@@ -225,12 +249,13 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             let _ = writeln!(std::io::stdout(), "sent {} data packages", emu.sent.load(Ordering::Relaxed));
             Ok(())
         }
-        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration } => {
+        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench } => {
             check_rate(rate_hz, 1000.0)?;
             if inject_garbage_every == Some(0) {
                 return Err(input_error("--inject-garbage-every: must be at least 1"));
             }
-            let cfg = Ft300EmulatorConfig { rate_hz, inject_garbage_every };
+            let wrench = wrench.as_deref().map(read_wrench_table).transpose()?.map(std::sync::Arc::new);
+            let cfg = Ft300EmulatorConfig { rate_hz, inject_garbage_every, wrench };
             run_serial_emulator(duration, move |stop| serial_emulators::run_ft300(&port, &cfg, stop), "frames")
         }
         EmulateCommand::AsciiSensor { port, rate_hz, separator, duration } => {

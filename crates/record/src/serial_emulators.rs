@@ -23,8 +23,47 @@ pub fn ft300_wrench(k: u64, t_s: f64) -> Wrench {
     }
 }
 
+/// A wrench over time, played by the FT 300 emulator: samples
+/// `(t_s, [fx, fy, fz, mx, my, mz])` in the sensor frame, linear in between,
+/// held before the first and after the last.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrenchTable {
+    pub samples: Vec<(f64, [f64; 6])>,
+}
+
+impl WrenchTable {
+    /// Times must increase.
+    pub fn new(samples: Vec<(f64, [f64; 6])>) -> Result<WrenchTable, String> {
+        if samples.is_empty() {
+            return Err("no samples".into());
+        }
+        if let Some(k) = samples.windows(2).position(|w| w[1].0 <= w[0].0) {
+            return Err(format!("row {}: times must increase", k + 2));
+        }
+        Ok(WrenchTable { samples })
+    }
+
+    pub fn at(&self, t_s: f64) -> Wrench {
+        let s = &self.samples;
+        let i = s.partition_point(|x| x.0 <= t_s);
+        let v: [f64; 6] = match i {
+            0 => s[0].1,
+            i if i == s.len() => s[i - 1].1,
+            i => {
+                let (a, b) = (&s[i - 1], &s[i]);
+                let w = (t_s - a.0) / (b.0 - a.0);
+                std::array::from_fn(|c| a.1[c] + (b.1[c] - a.1[c]) * w)
+            }
+        };
+        Wrench { force_n: [v[0], v[1], v[2]], moment_nm: [v[3], v[4], v[5]] }
+    }
+}
+
 pub struct Ft300EmulatorConfig {
     pub rate_hz: f64,
+    /// Play this wrench (frame k at k / rate_hz after the start command)
+    /// instead of the built-in signal with its frame counter.
+    pub wrench: Option<Arc<WrenchTable>>,
     /// Every this many frames, inject garbage, a truncated and a corrupted frame.
     pub inject_garbage_every: Option<u64>,
 }
@@ -67,7 +106,11 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
         }
         let mut out = vec![];
         while streaming && Instant::now() >= next {
-            let frame = encode_frame(&ft300_wrench(k, t0.elapsed().as_secs_f64()));
+            let wrench = match &cfg.wrench {
+                Some(table) => table.at(k as f64 / cfg.rate_hz),
+                None => ft300_wrench(k, t0.elapsed().as_secs_f64()),
+            };
+            let frame = encode_frame(&wrench);
             if cfg.inject_garbage_every.is_some_and(|n| k % n == n - 1) {
                 // A false header in garbage, a truncated frame, a corrupted frame.
                 out.extend_from_slice(&[0x20, 0x4E, 0x13, 0x37, 0x00]);
