@@ -91,19 +91,19 @@ fn from_sessions(a: &IdentifyArgs, rod: &mut Rod) -> Result<FromSessions> {
     for dir in &a.sessions {
         let s = crate::session_data::load(dir, rod_markers.markers.len(), &requests)?;
         match gravity {
-            Some((g, first)) if (g - s.data.gravity_m_s2).norm() > 1e-9 => {
+            Some((g, first)) if (g - s.gravity_m_s2).norm() > 1e-9 => {
                 return Err(input_error(format!(
                     "{}: gravity {:?} differs from {}'s {:?}: sessions of one fit share a rig",
                     dir.display(),
-                    s.data.gravity_m_s2,
+                    s.gravity_m_s2,
                     first.display(),
                     g
                 )));
             }
             Some(_) => {}
-            None => gravity = Some((s.data.gravity_m_s2, dir)),
+            None => gravity = Some((s.gravity_m_s2, dir)),
         }
-        let (e, h) = experiments_from_session(&s.data, &rod_markers, &loads);
+        let (e, h) = experiments_from_session(&s, &rod_markers, &loads);
         println!("{}: {} still intervals, {} used as holds", dir.display(), h.len(), e.len());
         experiments.extend(e);
         holds.extend(h);

@@ -1,5 +1,5 @@
 //! A recorded session read once for the model stages (identify from
-//! sessions, validate): its frames, its tracked markers grouped by frame,
+//! sessions, validate), in the rig's world frame: its tracked markers by frame,
 //! the robot's flange in the world, and the streams asked for, all on the
 //! host clock in seconds since the session's start.
 
@@ -7,14 +7,9 @@ use crate::input_error;
 use anyhow::Result;
 use identify::sessions::{SessionData, Stream};
 use lie::{Pose, Vec3};
-use session::{flags, RigFrames, SessionMeta, Table};
+use session::{flags, SessionMeta, Table};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-pub struct LoadedSession {
-    pub frames: RigFrames,
-    pub data: SessionData,
-}
 
 /// A stream the caller needs, and who asks (for the error message).
 pub struct StreamRequest<'a> {
@@ -30,7 +25,7 @@ pub fn session_name(dir: &Path) -> String {
 
 /// Reads `dir` for a rod with `n_markers` markers. Errors (exit 2) name the
 /// session and the missing piece.
-pub fn load(dir: &Path, n_markers: usize, requests: &[StreamRequest]) -> Result<LoadedSession> {
+pub fn load(dir: &Path, n_markers: usize, requests: &[StreamRequest]) -> Result<SessionData> {
     if !dir.is_dir() {
         return Err(input_error(format!("{}: not a session directory", dir.display())));
     }
@@ -102,14 +97,13 @@ pub fn load(dir: &Path, n_markers: usize, requests: &[StreamRequest]) -> Result<
         };
         streams.insert(req.stream.to_string(), stream);
     }
-    let data = SessionData {
+    Ok(SessionData {
         name: session_name(dir),
         flange,
         markers: tracked.iter().map(|(_, t, m)| (*t as f64 * 1e-9, m.clone())).collect(),
         streams,
         gravity_m_s2: frames.gravity(),
-    };
-    Ok(LoadedSession { frames, data })
+    })
 }
 
 /// The session's streams, for messages.

@@ -102,6 +102,8 @@ pub struct Simulated {
     /// Host time of the simulation's t = 0 (session-driven runs).
     pub t0_host_ns: Option<i64>,
     pub summary: Summary,
+    /// The scene as simulated: the rig's frames applied, the duration set.
+    pub scene: Scene,
 }
 
 /// Puts a scene in a rig's world: robot base, gravity, table plane (the
@@ -202,7 +204,7 @@ pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
     let summary = summarise(&sim, &records, wall);
     let page = report_page(job, &scene, &rod, &records, &summary);
     report::page::write_page(job.out, &page, &summary)?;
-    Ok(Simulated { records, t0_host_ns, summary })
+    Ok(Simulated { records, t0_host_ns, summary, scene })
 }
 
 pub fn simulate(a: SimulateArgs) -> Result<()> {

@@ -214,8 +214,8 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     };
     let flange = PoseTrajectory::from_ur(waypoints).map_err(|e| input_error(format!("{}: {e}", a.scene.display())))?;
 
-    let rod0 = rod::Rod::from_file(&a.rod)?;
-    let body = crate::simulate_cmd::rod_with_params(rod0, &a.rod, a.params.as_deref())?.cross_section.body;
+    let rod_file = rod::Rod::from_file(&a.rod)?;
+    let body = crate::simulate_cmd::rod_with_params(rod_file.clone(), &a.rod, a.params.as_deref())?.cross_section.body;
     let material = rod::Material { e_pa: a.e_pa.unwrap_or(body.e_pa), g_pa: a.g_pa.unwrap_or(body.g_pa), rho_kg_m3: a.rho_kg_m3.unwrap_or(body.rho_kg_m3) };
     for (name, v) in [("--e-pa", material.e_pa), ("--g-pa", material.g_pa), ("--rho-kg-m3", material.rho_kg_m3)] {
         check_positive(name, v)?;
@@ -287,15 +287,14 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     }
 
     // Load cells on the cables, at the sensor rate.
-    let rod_truth = rod::Rod::from_file(&a.rod)?;
     if scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
-        let columns: Vec<String> = rod_truth.cables.iter().map(|c| format!("{}_n", c.name)).collect();
+        let columns: Vec<String> = rod_file.cables.iter().map(|c| format!("{}_n", c.name)).collect();
         let mut cells = StreamWriter::create(&a.out, "load_cell", columns, never)?;
         let dt = 1.0 / a.sensor_hz;
         let n = (end_s / dt + 1e-9).floor() as usize + 1;
         for k in 0..n {
             let t = k as f64 * dt;
-            let row: Vec<f64> = scene.cable_tensions_n(&rod_truth, t).iter().map(|v| v + noise(a.load_cell_noise_n)).collect();
+            let row: Vec<f64> = scene.cable_tensions_n(&rod_file, t).iter().map(|v| v + noise(a.load_cell_noise_n)).collect();
             cells.push(host_ns(t), &row)?;
             if (k + 1) % (a.sensor_hz.round() as usize).max(1) == 0 {
                 cells.flush()?;

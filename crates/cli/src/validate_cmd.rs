@@ -9,14 +9,14 @@
 
 use crate::input_error;
 use crate::observe_cmd::{ModeArg, ObserveArgs};
-use crate::simulate_cmd::{apply_rig_frames, rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
+use crate::simulate_cmd::{rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
 use anyhow::Result;
 use clap::Args;
 use identify::sessions::{FlangeSensor, LoadsFile};
 use lie::{Pose, Vec3};
 use report::page::{Block, Chart, Page, Series};
 use serde::Serialize;
-use sim::{ContactState, Scene, StepRecord};
+use sim::{ContactState, StepRecord};
 use std::path::{Path, PathBuf};
 use validate::{bracket, errors, point_errors, range, Check, ErrorFigures, Phase, PhaseOptions, Plane};
 
@@ -192,6 +192,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     if names.len() != a.sessions.len() {
         return Err(input_error("sessions: two sessions share a directory name (their reports would overwrite each other)"));
     }
+    let inputs = Inputs::read(&a)?;
     let single = a.sessions.len() == 1;
     let out_of = |dir: &Path| if single { a.out.clone() } else { a.out.join(crate::session_data::session_name(dir)) };
     // Parallel over sessions: each simulation and observer runs on one core.
@@ -203,7 +204,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(dir) = a.sessions.get(i) else { break };
-                let r = validate_session(&a, dir, &out_of(dir));
+                let r = validate_session(&a, &inputs, dir, &out_of(dir));
                 *results[i].lock().expect("no panic while holding") = Some(r);
             });
         }
@@ -232,14 +233,45 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     Ok(())
 }
 
+/// What every session is validated with, read once: the rod with the
+/// parameters, the loads file, the parameters' 95 % intervals (E, G, rho).
+struct Inputs {
+    rod: rod::Rod,
+    loads: Option<LoadsFile>,
+    ci95: Option<[[f64; 2]; 3]>,
+}
+
+impl Inputs {
+    fn read(a: &ValidateArgs) -> Result<Inputs> {
+        let rod = rod_with_params(rod::Rod::from_file(&a.rod)?, &a.rod, a.params.as_deref())?;
+        if rod.markers.is_empty() {
+            return Err(input_error(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", a.rod.display())));
+        }
+        let loads = match &a.loads {
+            Some(p) => {
+                let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;
+                l.validate(rod.cables.len()).map_err(|e| input_error(format!("{}: {e}", p.display())))?;
+                Some(l)
+            }
+            None => None,
+        };
+        let ci95 = match &a.params {
+            Some(p) => {
+                let f = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
+                Some([f.parameters.e_pa.ci95, f.parameters.g_pa.ci95, f.parameters.rho_kg_m3.ci95])
+            }
+            None => None,
+        };
+        Ok(Inputs { rod, loads, ci95 })
+    }
+}
+
 /// The flange sensor to compare with: the loads file's, or the session's
 /// `ft300` stream with its default columns; `true` when the loads file
 /// gives its tare.
-fn flange_sensor(a: &ValidateArgs, dir: &Path, n_cables: usize) -> Result<Option<(FlangeSensor, bool)>> {
-    if let Some(p) = &a.loads {
-        let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;
-        l.validate(n_cables).map_err(|e| input_error(format!("{}: {e}", p.display())))?;
-        return Ok(l.flange_sensor.map(|s| (s, true)));
+fn flange_sensor(loads: Option<&LoadsFile>, dir: &Path) -> Result<Option<(FlangeSensor, bool)>> {
+    if let Some(l) = loads {
+        return Ok(l.flange_sensor.clone().map(|s| (s, true)));
     }
     if session::stream_dir(dir, "ft300").is_dir() {
         let s: FlangeSensor = toml::from_str("stream = \"ft300\"").map_err(|e| anyhow::anyhow!("default sensor: {e}"))?;
@@ -264,12 +296,9 @@ fn tip_phase(r: &StepRecord) -> Phase {
     }
 }
 
-fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionSummary> {
-    let rod = rod_with_params(rod::Rod::from_file(&a.rod)?, &a.rod, a.params.as_deref())?;
-    if rod.markers.is_empty() {
-        return Err(input_error(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", a.rod.display())));
-    }
-    let sensor = flange_sensor(a, dir, rod.cables.len())?;
+fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -> Result<SessionSummary> {
+    let rod = &inputs.rod;
+    let sensor = flange_sensor(inputs.loads.as_ref(), dir)?;
     let requests: Vec<crate::session_data::StreamRequest> = sensor
         .iter()
         .map(|(s, _)| crate::session_data::StreamRequest {
@@ -300,7 +329,8 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
 
     // Measured strain: the session's own strain table, or the observer now.
     let reuse = dir.join("strain.parquet");
-    let (strain_path, observer_failed) = if reuse.is_file() {
+    let observer_reused = reuse.is_file();
+    let (strain_path, observer_failed) = if observer_reused {
         (reuse, 0)
     } else {
         let args = ObserveArgs {
@@ -318,7 +348,6 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
         }
         (o.out, o.failed)
     };
-    let observer_reused = observer_failed == 0 && strain_path == dir.join("strain.parquet");
     let strain_rows = session::read_strain(&strain_path).map_err(|e| input_error(e.to_string()))?;
 
     // Strain per component, on the frames inside the simulation.
@@ -372,7 +401,7 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
     let mut tracked: Vec<Vec<Vec3>> = vec![vec![]; n_markers];
     let mut sim_markers: Vec<Vec<Vec3>> = vec![vec![]; n_markers];
     plots.marker_err = vec![vec![]; n_markers];
-    for (t_host, ms) in &s.data.markers {
+    for (t_host, ms) in &s.markers {
         let t = t_of(*t_host);
         for (m, p) in ms.iter().enumerate() {
             let (Some(p), Some(q)) = (p, at_records(&t_rec, records, t, |x| x.markers_m[m])) else { continue };
@@ -403,12 +432,8 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
     }
 
     // The table, as the simulation placed it.
-    let mut scene = Scene::from_file(&a.scene)?;
-    if dir.join("session.toml").is_file() {
-        apply_rig_frames(&mut scene, &s.frames);
-    }
-    let plane = scene.table.as_ref().map(|p| Plane { point_m: p.point_m, normal: p.normal.normalize() });
-    let flange_world = lie::trajectory::PoseTrajectory::new(s.data.flange.iter().map(|(t, g)| (t_of(*t), *g)).collect::<Vec<_>>())
+    let plane = done.scene.table.as_ref().map(|p| Plane { point_m: p.point_m, normal: p.normal.normalize() });
+    let flange_world = lie::trajectory::PoseTrajectory::new(s.flange.iter().map(|(t, g)| (t_of(*t), *g)).collect::<Vec<_>>())
         .map_err(|e| input_error(format!("{}: robot stream: {e}", dir.display())))?;
 
     // Force sensor against the simulated base wrench.
@@ -416,7 +441,7 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
         Some((fs, tare_given)) => Some(compare_force(
             fs,
             *tare_given,
-            &s.data.streams[&fs.stream],
+            &s.streams[&fs.stream],
             &t_rec,
             records,
             &t_of,
@@ -430,7 +455,7 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
     };
 
     // Contact: the tracked tip's rim point, its phases and slide.
-    let contact = plane.map(|plane| compare_contact(a, &rod, &s.data.markers, &t_rec, records, &t_of, &plane, &mut plots));
+    let contact = plane.map(|plane| compare_contact(a, rod, &s.markers, &t_rec, records, &t_of, &plane, &mut plots));
 
     // Checks.
     let sliding = contact.as_ref().is_some_and(|c| c.measured_slide_fraction > 0.05);
@@ -460,11 +485,11 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
             a.params.as_ref().map_or(String::new(), |p| format!(" (parameters from {})", p.display()))
         ));
     }
-    warnings.extend(stream_gaps(dir, &s.data.streams, &s.data.flange));
+    warnings.extend(stream_gaps(dir, &s.streams, &s.flange));
 
     let body = rod.cross_section.body;
     let summary = SessionSummary {
-        session: s.data.name.clone(),
+        session: s.name.clone(),
         dir: dir.display().to_string(),
         report: out.join("index.html").display().to_string(),
         parameters: [body.e_pa, body.g_pa, body.rho_kg_m3],
@@ -483,7 +508,7 @@ fn validate_session(a: &ValidateArgs, dir: &Path, out: &Path) -> Result<SessionS
         checks,
         warnings,
     };
-    let page = session_page(a, dir, &summary, &plots);
+    let page = session_page(a, inputs, dir, &summary, &plots);
     report::page::write_page(out, &page, &summary)?;
     Ok(summary)
 }
@@ -661,7 +686,7 @@ fn fmt_fig(e: &ErrorFigures, unit: &str) -> [String; 4] {
     [format!("{:.4} {unit}", e.rms), format!("{:.4} {unit}", e.max_abs), format!("{:.2} %", e.rms_pct), format!("{:.2} %", e.max_pct)]
 }
 
-fn session_page(a: &ValidateArgs, dir: &Path, s: &SessionSummary, p: &Plots) -> Page {
+fn session_page(a: &ValidateArgs, inputs: &Inputs, dir: &Path, s: &SessionSummary, p: &Plots) -> Page {
     let mut blocks = vec![Block::Text(format!(
         "Session {} against the simulation of the scene {} driven by its robot stream. {} frames compared. Verdict: {}.",
         dir.display(),
@@ -687,12 +712,8 @@ fn session_page(a: &ValidateArgs, dir: &Path, s: &SessionSummary, p: &Plots) -> 
     ));
     blocks.push(Block::Heading("Parameters".into()));
     let mut rows = vec![];
-    let ci = a.params.as_ref().and_then(|p| identify::output::IdentifiedFile::read(p).ok());
     for (k, (name, unit)) in [("E", "Pa"), ("G", "Pa"), ("rho", "kg/m^3")].iter().enumerate() {
-        let interval = ci.as_ref().map_or("-".to_string(), |f| {
-            let e = [&f.parameters.e_pa, &f.parameters.g_pa, &f.parameters.rho_kg_m3][k];
-            format!("[{:.4e}, {:.4e}]", e.ci95[0], e.ci95[1])
-        });
+        let interval = inputs.ci95.map_or("-".to_string(), |ci| format!("[{:.4e}, {:.4e}]", ci[k][0], ci[k][1]));
         rows.push(vec![name.to_string(), format!("{:.4e} {unit}", s.parameters[k]), interval]);
     }
     blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
