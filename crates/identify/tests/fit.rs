@@ -50,6 +50,23 @@ fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
         .collect()
 }
 
+/// Per parameter: the largest difference between the Jacobian's column and
+/// central differences of the residual (step 1e-6 in the log-parameter),
+/// and the largest entry of the differences.
+fn jacobian_errors(problem: &Problem, p: &DVector<f64>, j: nalgebra::DMatrix<f64>) -> Vec<(usize, f64, f64)> {
+    (0..p.len())
+        .map(|c| {
+            let e = 1e-6;
+            let mut pp = p.clone();
+            pp[c] += e;
+            let mut pm = p.clone();
+            pm[c] -= e;
+            let fd: DVector<f64> = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
+            (c, (&fd - j.column(c)).amax(), fd.amax())
+        })
+        .collect()
+}
+
 #[test]
 fn jacobian_matches_finite_differences() {
     let rod = arm();
@@ -59,16 +76,8 @@ fn jacobian_matches_finite_differences() {
     let v = Values { translation_m: Vec3::new(0.001, -0.002, 0.003), pitch_rad: 0.05, ..TRUTH };
     let p = problem.params(&v);
     let ev = problem.evaluate(&p, true).unwrap();
-    let j = ev.jacobian.unwrap();
-    for c in 0..p.len() {
-        let e = 1e-6;
-        let mut pp = p.clone();
-        pp[c] += e;
-        let mut pm = p.clone();
-        pm[c] -= e;
-        let fd: DVector<f64> = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
-        let err = (&fd - j.column(c)).amax();
-        assert!(err <= 1e-5 * fd.amax().max(1e-3), "column {c}: {err} of {}", fd.amax());
+    for (c, err, scale) in jacobian_errors(&problem, &p, ev.jacobian.unwrap()) {
+        assert!(err <= 1e-5 * scale.max(1e-3), "column {c}: {err} of {scale}");
     }
 }
 
@@ -210,17 +219,9 @@ fn weighed_experiments_jacobian_matches_finite_differences() {
     let p = problem.params(&v);
     let ev = problem.evaluate(&p, true).unwrap();
     assert_eq!(ev.residual.len(), 4 * (9 + 6));
-    let j = ev.jacobian.unwrap();
-    for c in 0..p.len() {
-        let e = 1e-6;
-        let mut pp = p.clone();
-        pp[c] += e;
-        let mut pm = p.clone();
-        pm[c] -= e;
-        let fd: DVector<f64> = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
-        let err = (&fd - j.column(c)).amax();
+    for (c, err, scale) in jacobian_errors(&problem, &p, ev.jacobian.unwrap()) {
         // Absolute 1e-4 sigma: the static solves' own tolerance in the differences.
-        assert!(err <= 1e-5 * fd.amax() + 1e-4, "column {c}: {err} of {}", fd.amax());
+        assert!(err <= 1e-5 * scale + 1e-4, "column {c}: {err} of {scale}");
     }
 }
 

@@ -293,6 +293,21 @@ impl Assembly {
     }
 }
 
+/// The Jacobian of the terms' residual at `q` by central differences of
+/// step `e`: what every term's tangent is checked against.
+pub fn residual_jacobian_by_differences(model: &Model, q: &DVector<f64>, terms: &[&dyn Term], e: f64) -> DMatrix<f64> {
+    let n = q.len();
+    let mut out = DMatrix::zeros(n, n);
+    for i in 0..n {
+        let mut qp = q.clone();
+        qp[i] += e;
+        let mut qm = q.clone();
+        qm[i] -= e;
+        out.set_column(i, &((assemble(model, &qp, terms, false).residual - assemble(model, &qm, terms, false).residual) / (2.0 * e)));
+    }
+    out
+}
+
 /// [`assemble`] on frames (and kinematics) already computed.
 pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Option<&Kinematics>, terms: &[&dyn Term], with_tangent: bool) -> Assembly {
     let n = model.n_dof();

@@ -104,14 +104,14 @@ mod tests {
             let a = rod::terms::assemble(&model, &q, &[term], true);
             let h = a.tangent.unwrap();
             let e = 1e-7;
+            let fd = rod::terms::residual_jacobian_by_differences(&model, &q, &[term], e);
             for i in 0..n {
-                let mut qp = q.clone();
-                qp[i] += e;
-                let mut qm = q.clone();
-                qm[i] -= e;
-                let col = (rod::terms::assemble(&model, &qp, &[term], false).residual - rod::terms::assemble(&model, &qm, &[term], false).residual) / (2.0 * e);
-                assert!((h.column(i) - &col).amax() < 1e-6 * h.amax().max(1.0), "{name}: tangent column {i}");
+                assert!((h.column(i) - fd.column(i)).amax() < 1e-6 * h.amax().max(1.0), "{name}: tangent column {i}");
                 if name == "tow" {
+                    let mut qp = q.clone();
+                    qp[i] += e;
+                    let mut qm = q.clone();
+                    qm[i] -= e;
                     let de = (rod::terms::energy(&model, &qp, &[term]).unwrap() - rod::terms::energy(&model, &qm, &[term]).unwrap()) / (2.0 * e);
                     assert!((de - a.residual[i]).abs() < 1e-6 * a.residual.amax().max(1e-9), "tow: gradient {i}");
                 }
