@@ -106,6 +106,15 @@ pub struct Simulated {
     pub scene: Scene,
 }
 
+/// Samples `f` of a simulation's records (step times `t_rec`) at `t`,
+/// linear between steps; `None` outside the simulated span.
+pub fn at_records<T>(t_rec: &[f64], records: &[StepRecord], t: f64, f: impl Fn(&StepRecord) -> T) -> Option<T>
+where
+    T: std::ops::Mul<f64, Output = T> + std::ops::Add<Output = T>,
+{
+    validate::bracket(t_rec, t).map(|(i, j, w)| f(&records[i]) * (1.0 - w) + f(&records[j]) * w)
+}
+
 /// Puts a scene in a rig's world: robot base, gravity, table plane (the
 /// friction stays the scene's).
 pub fn apply_rig_frames(scene: &mut Scene, f: &session::RigFrames) {

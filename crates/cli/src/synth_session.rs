@@ -9,14 +9,14 @@
 //! `session.toml`.
 
 use crate::input_error;
-use crate::simulate_cmd::{run_job, BaseSource, SimulateJob};
+use crate::simulate_cmd::{at_records, run_job, BaseSource, SimulateJob};
 use anyhow::Result;
 use clap::Args;
 use lie::trajectory::{pose_to_ur, PoseTrajectory};
-use lie::{Pose, Vec6};
+use lie::Pose;
 use rand::SeedableRng;
 use session::{MarkerRow, RigFrames, SessionMeta, StreamWriter};
-use sim::{BaseSpec, Scene, StepRecord};
+use sim::{BaseSpec, Scene};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -163,20 +163,6 @@ fn flange_speed(traj: &PoseTrajectory, t_s: f64, h_s: f64) -> [f64; 6] {
     [v.x, v.y, v.z, w[0] / dt, w[1] / dt, w[2] / dt]
 }
 
-/// The simulated base wrench at `t_s`, linear between steps.
-fn wrench_at(records: &[StepRecord], t_s: f64) -> Vec6 {
-    let i = records.partition_point(|r| r.t_s <= t_s);
-    if i == 0 {
-        return records[0].base_wrench_flange;
-    }
-    if i >= records.len() {
-        return records[records.len() - 1].base_wrench_flange;
-    }
-    let (a, b) = (&records[i - 1], &records[i]);
-    let w = (t_s - a.t_s) / (b.t_s - a.t_s);
-    a.base_wrench_flange * (1.0 - w) + b.base_wrench_flange * w
-}
-
 fn host_ns(t_s: f64) -> i64 {
     T0_HOST_NS + (t_s * 1e9).round() as i64
 }
@@ -236,6 +222,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     println!("simulating the truth into {}", truth_dir.display());
     let done = run_job(&job)?;
     let records = &done.records;
+    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = records.last().map_or(0.0, |r| r.t_s);
 
     std::fs::create_dir_all(&a.out).map_err(|e| input_error(format!("{}: {e}", a.out.display())))?;
@@ -270,7 +257,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
         let n = (end_s / dt + 1e-9).floor() as usize + 1;
         for k in 0..n {
             let t = k as f64 * dt;
-            let w = wrench_at(records, t);
+            let w = at_records(&t_rec, records, t.min(end_s), |r| r.base_wrench_flange).expect("within the simulated span");
             // Wrenches are [moment; force]; the sensor sends force first.
             let row: Vec<f64> = (0..6)
                 .map(|c| {

@@ -9,7 +9,7 @@
 
 use crate::input_error;
 use crate::observe_cmd::{ModeArg, ObserveArgs};
-use crate::simulate_cmd::{rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
+use crate::simulate_cmd::{at_records, rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
 use anyhow::Result;
 use clap::Args;
 use identify::sessions::{FlangeSensor, LoadsFile};
@@ -278,14 +278,6 @@ fn flange_sensor(loads: Option<&LoadsFile>, dir: &Path) -> Result<Option<(Flange
         return Ok(Some((s, false)));
     }
     Ok(None)
-}
-
-/// Samples `f` of the records at `t`, linear between steps.
-fn at_records<T>(t_rec: &[f64], records: &[StepRecord], t: f64, f: impl Fn(&StepRecord) -> T) -> Option<T>
-where
-    T: std::ops::Mul<f64, Output = T> + std::ops::Add<Output = T>,
-{
-    bracket(t_rec, t).map(|(i, j, w)| f(&records[i]) * (1.0 - w) + f(&records[j]) * w)
 }
 
 fn tip_phase(r: &StepRecord) -> Phase {
@@ -592,8 +584,7 @@ fn compare_force(
         let m: Vec<f64> = rows.iter().map(|r| r.1).collect();
         // The simulated total through the sensor's filter too.
         let t: Vec<f64> = rows.iter().map(|r| r.0).collect();
-        let sm: Vec<f64> =
-            validate::moving_average(&t, &rows.iter().map(|r| Vec3::new(r.2, 0.0, 0.0)).collect::<Vec<_>>(), window_s).iter().map(|v| v.x).collect();
+        let sm: Vec<f64> = validate::moving_average(&t, &rows.iter().map(|r| r.2).collect::<Vec<_>>(), window_s);
         let rows: Vec<(f64, f64, f64)> = rows.iter().zip(&sm).map(|(r, s)| (r.0, r.1, *s)).collect();
         let peak = m.iter().chain(&sm).cloned().fold(0.0, f64::max);
         plots.normal = rows;

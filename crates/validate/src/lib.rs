@@ -94,12 +94,15 @@ pub fn mean_offset(measured: &[Vec3], simulated: &[Vec3]) -> Vec3 {
 
 /// Centred moving average of `v` over `window_s` (noise of a sensor whose
 /// signal changes slowly against the window).
-pub fn moving_average(t_s: &[f64], v: &[Vec3], window_s: f64) -> Vec<Vec3> {
+pub fn moving_average<T>(t_s: &[f64], v: &[T], window_s: f64) -> Vec<T>
+where
+    T: Copy + std::iter::Sum<T> + std::ops::Div<f64, Output = T>,
+{
     (0..t_s.len())
         .map(|i| {
             let a = t_s.partition_point(|t| *t < t_s[i] - 0.5 * window_s);
             let b = t_s.partition_point(|t| *t <= t_s[i] + 0.5 * window_s);
-            v[a..b].iter().sum::<Vec3>() / (b - a) as f64
+            v[a..b].iter().copied().sum::<T>() / (b - a) as f64
         })
         .collect()
 }
