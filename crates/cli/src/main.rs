@@ -19,6 +19,7 @@ mod solve;
 mod synth_session;
 mod track_cmd;
 mod validate_cmd;
+mod virtual_lab;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

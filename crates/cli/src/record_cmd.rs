@@ -52,6 +52,9 @@ pub enum EmulateCommand {
         /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).
         #[arg(long)]
         trajectory: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] at which the trajectory's t = 0 plays (held at its first pose before); lets the emulators play one experiment together.
+        #[arg(long, requires = "trajectory")]
+        start_at_unix_s: Option<f64>,
     },
     /// A Robotiq FT 300 on a serial device: answers the Modbus start command,
     /// streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
@@ -70,6 +73,21 @@ pub enum EmulateCommand {
         /// Play this wrench instead of the built-in signal: CSV t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm (sensor frame; time from the start command).
         #[arg(long)]
         wrench: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] of the wrench file's t = 0 (default: the start command).
+        #[arg(long, requires = "wrench")]
+        start_at_unix_s: Option<f64>,
+        /// Bias added to every frame: "fx,fy,fz,mx,my,mz" [N, N m].
+        #[arg(long, default_value = "0,0,0,0,0,0")]
+        bias: String,
+        /// Noise per force component [N] (a real FT 300: about 0.1 N).
+        #[arg(long, default_value_t = 0.0)]
+        noise_n: f64,
+        /// Noise per moment component [N m].
+        #[arg(long, default_value_t = 0.0)]
+        noise_nm: f64,
+        /// Seed of the noise.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -121,10 +139,11 @@ pub fn record(a: RecordArgs) -> Result<()> {
         serial_ports.push((cfg, sensor, port));
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.
+    let clock = Clock::start();
     session::SessionMeta::start(&rig.session.operator_notes, &a.rig.display().to_string(), &rig_text, rig.frames).write(&a.out)?;
 
     let stop = stop_on_ctrl_c();
-    let clock = Clock::start();
     let mut threads = vec![];
     let mut statuses = vec![];
     for r in rig.robot_configs() {
@@ -229,7 +248,7 @@ fn own_cpu_seconds() -> Option<f64> {
 
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
-        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk, trajectory } => {
+        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
             check_rate(rate_hz, 1000.0)?;
             let trajectory = match &trajectory {
                 Some(p) => {
@@ -238,8 +257,10 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
                 }
                 None => None,
             };
-            let emu = Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, quirks: quirk, trajectory, ..EmulatorConfig::default() })
-                .map_err(|e| input_error(format!("--bind {bind}: {e}")))?;
+            let trajectory_delay_s = start_at_unix_s.map(unix_time).transpose()?.map_or(0.0, |t| -serial_emulators::seconds_since(t));
+            let emu =
+                Emulator::spawn(&bind, EmulatorConfig { rate_hz, amplitude_m, quirks: quirk, trajectory, trajectory_delay_s, ..EmulatorConfig::default() })
+                    .map_err(|e| input_error(format!("--bind {bind}: {e}")))?;
             // Output may go to a pipe nobody reads: never panic on it.
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "RTDE emulator listening on {} at {rate_hz} Hz", emu.addr);
@@ -249,13 +270,20 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             let _ = writeln!(std::io::stdout(), "sent {} data packages", emu.sent.load(Ordering::Relaxed));
             Ok(())
         }
-        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench } => {
+        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed } => {
             check_rate(rate_hz, 1000.0)?;
             if inject_garbage_every == Some(0) {
                 return Err(input_error("--inject-garbage-every: must be at least 1"));
             }
             let wrench = wrench.as_deref().map(read_wrench_table).transpose()?.map(std::sync::Arc::new);
-            let cfg = Ft300EmulatorConfig { rate_hz, inject_garbage_every, wrench };
+            let bias = crate::synth_session::parse_bias(&bias, "--bias")?;
+            for (name, v) in [("--noise-n", noise_n), ("--noise-nm", noise_nm)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(input_error(format!("{name}: must be >= 0, got {v}")));
+                }
+            }
+            let wrench_start = start_at_unix_s.map(unix_time).transpose()?;
+            let cfg = Ft300EmulatorConfig { inject_garbage_every, wrench, wrench_start, bias, noise_n, noise_nm, seed, ..Ft300EmulatorConfig::new(rate_hz) };
             run_serial_emulator(duration, move |stop| serial_emulators::run_ft300(&port, &cfg, stop), "frames")
         }
         EmulateCommand::AsciiSensor { port, rate_hz, separator, duration } => {
@@ -264,6 +292,14 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             run_serial_emulator(duration, move |stop| serial_emulators::run_ascii(&port, rate_hz, &sep, stop), "lines")
         }
     }
+}
+
+/// A wall-clock instant from seconds since 1970 (UTC).
+fn unix_time(s: f64) -> Result<std::time::SystemTime> {
+    if !(s.is_finite() && s > 0.0) {
+        return Err(input_error(format!("--start-at-unix-s: must be a positive number of seconds since 1970, got {s}")));
+    }
+    Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s))
 }
 
 /// A flag that Ctrl-C sets (the process then stops cleanly instead of dying).

@@ -83,6 +83,12 @@ pub struct SynthSessionArgs {
     /// Seed of the noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Record through the lab's path in real time instead of writing the streams: the RTDE and FT 300 emulators play the experiment, a camera plays a video rendered from the simulated markers, `rodlab record` records them and `rodlab track` tracks the video (needs socat; takes the experiment's duration plus a few seconds).
+    #[arg(long)]
+    pub live: bool,
+    /// Frame rate of the rendered camera (--live) [frames/s].
+    #[arg(long, default_value_t = 30.0)]
+    pub camera_fps: f64,
 }
 
 /// What made a synthetic session: written to `<truth>/truth.toml`.
@@ -102,21 +108,28 @@ struct TruthFile {
     /// Host time of the simulation's t = 0 [ns since the session's start].
     t0_host_ns: i64,
     seed: u64,
+    /// How the session was made: "direct" (streams written) or "live"
+    /// (recorded through the emulators, markers tracked from video).
+    mode: String,
+    /// Wall time of each stage [s] (live).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stage_wall_s: Vec<(String, f64)>,
 }
 
 /// Host time of the simulation's t = 0: the devices start a little after
 /// the session does, as in the lab.
 const T0_HOST_NS: i64 = 250_000_000;
 
-fn parse_bias(s: &str) -> Result<[f64; 6]> {
+/// Six numbers "fx,fy,fz,mx,my,mz" of option `name`.
+pub fn parse_bias(s: &str, name: &str) -> Result<[f64; 6]> {
     let v: Vec<f64> = s
         .split(',')
         .map(|x| x.trim().parse::<f64>())
         .collect::<Result<_, _>>()
-        .map_err(|_| input_error(format!("--ft-bias {s:?}: expected six numbers fx,fy,fz,mx,my,mz")))?;
+        .map_err(|_| input_error(format!("{name} {s:?}: expected six numbers fx,fy,fz,mx,my,mz")))?;
     match <[f64; 6]>::try_from(v) {
         Ok(b) if b.iter().all(|x| x.is_finite()) => Ok(b),
-        _ => Err(input_error(format!("--ft-bias {s:?}: expected six finite numbers fx,fy,fz,mx,my,mz"))),
+        _ => Err(input_error(format!("{name} {s:?}: expected six finite numbers fx,fy,fz,mx,my,mz"))),
     }
 }
 
@@ -174,7 +187,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     check_noise("--force-noise-n", a.force_noise_n)?;
     check_noise("--moment-noise-nm", a.moment_noise_nm)?;
     check_noise("--load-cell-noise-n", a.load_cell_noise_n)?;
-    let bias = parse_bias(&a.ft_bias)?;
+    let bias = parse_bias(&a.ft_bias, "--ft-bias")?;
     if a.out.join("session.toml").exists() {
         return Err(input_error(format!("{}: already holds a session; choose another --out", a.out.display())));
     }
@@ -198,7 +211,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
             )))
         }
     };
-    let flange = PoseTrajectory::from_ur(waypoints).map_err(|e| input_error(format!("{}: {e}", a.scene.display())))?;
+    let flange = PoseTrajectory::from_ur(waypoints.clone()).map_err(|e| input_error(format!("{}: {e}", a.scene.display())))?;
 
     let rod_file = rod::Rod::from_file(&a.rod)?;
     let body = crate::simulate_cmd::rod_with_params(rod_file.clone(), &a.rod, a.params.as_deref())?.cross_section.body;
@@ -220,10 +233,62 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
         out: &truth_dir,
     };
     println!("simulating the truth into {}", truth_dir.display());
+    let t_start = std::time::Instant::now();
     let done = run_job(&job)?;
+    let simulate_wall_s = t_start.elapsed().as_secs_f64();
     let records = &done.records;
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = records.last().map_or(0.0, |r| r.t_s);
+    let truth_file = |t0_host_ns: i64, mode: &str, stage_wall_s: Vec<(String, f64)>| TruthFile {
+        session: a.out.display().to_string(),
+        rod: a.rod.display().to_string(),
+        scene: a.scene.display().to_string(),
+        e_pa: material.e_pa,
+        g_pa: material.g_pa,
+        rho_kg_m3: material.rho_kg_m3,
+        mass_kg: done.summary.mass_kg,
+        marker_noise_m: if mode == "live" { 0.0 } else { a.marker_noise_m },
+        force_noise_n: if a.no_flange_sensor { 0.0 } else { a.force_noise_n },
+        moment_noise_nm: if a.no_flange_sensor { 0.0 } else { a.moment_noise_nm },
+        ft_bias: bias,
+        t0_host_ns,
+        seed: a.seed,
+        mode: mode.into(),
+        stage_wall_s,
+    };
+
+    if a.live {
+        if scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
+            return Err(input_error(format!(
+                "{}: --live plays the robot, the FT 300 and the camera; load cells on cables are written by the direct mode only",
+                a.scene.display()
+            )));
+        }
+        check_positive("--camera-fps", a.camera_fps)?;
+        let played = crate::virtual_lab::play(&crate::virtual_lab::Playback {
+            records,
+            rod: &rod_file,
+            frames,
+            flange: &waypoints,
+            robot_hz: a.robot_hz,
+            flange_sensor: !a.no_flange_sensor,
+            sensor_hz: a.sensor_hz,
+            ft_bias: bias,
+            force_noise_n: a.force_noise_n,
+            moment_noise_nm: a.moment_noise_nm,
+            camera_fps: a.camera_fps,
+            seed: a.seed,
+            out: &a.out,
+            work: &truth_dir.join("playback"),
+        })?;
+        let mut stages = vec![("simulate".to_string(), simulate_wall_s)];
+        stages.extend(played.stage_s.iter().map(|(n, s)| (n.to_string(), *s)));
+        let text = toml::to_string(&truth_file(played.t0_host_ns, "live", stages.clone())).map_err(|e| anyhow::anyhow!("truth.toml: {e}"))?;
+        write_file(&truth_dir.join("truth.toml"), &format!("# What made the synthetic session {} (its truth).\n{text}", a.out.display()))?;
+        let per_stage: Vec<String> = stages.iter().map(|(n, s)| format!("{n} {s:.1} s")).collect();
+        println!("recorded session {} live ({:.2} s of experiment; {}) and its truth in {}", a.out.display(), end_s, per_stage.join(", "), truth_dir.display());
+        return Ok(());
+    }
 
     std::fs::create_dir_all(&a.out).map_err(|e| input_error(format!("{}: {e}", a.out.display())))?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
@@ -317,21 +382,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
         format!("synthetic session (rodlab synth session): scene {}, rod {}; the truth is kept outside the session", a.scene.display(), a.rod.display());
     SessionMeta::start(&notes, &rig_file, &rig_text, frames).write(&a.out).map_err(|e| input_error(e.to_string()))?;
 
-    let truth = TruthFile {
-        session: a.out.display().to_string(),
-        rod: a.rod.display().to_string(),
-        scene: a.scene.display().to_string(),
-        e_pa: material.e_pa,
-        g_pa: material.g_pa,
-        rho_kg_m3: material.rho_kg_m3,
-        mass_kg: done.summary.mass_kg,
-        marker_noise_m: a.marker_noise_m,
-        force_noise_n: if a.no_flange_sensor { 0.0 } else { a.force_noise_n },
-        moment_noise_nm: if a.no_flange_sensor { 0.0 } else { a.moment_noise_nm },
-        ft_bias: bias,
-        t0_host_ns: T0_HOST_NS,
-        seed: a.seed,
-    };
+    let truth = truth_file(T0_HOST_NS, "direct", vec![]);
     let text = toml::to_string(&truth).map_err(|e| anyhow::anyhow!("truth.toml: {e}"))?;
     write_file(&truth_dir.join("truth.toml"), &format!("# What made the synthetic session {} (its truth).\n{text}", a.out.display()))?;
     println!(

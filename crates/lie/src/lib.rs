@@ -116,7 +116,9 @@ impl Pose {
 
     /// Unit quaternion of the rotation (w, x, y, z).
     pub fn quaternion(&self) -> UnitQuaternion<f64> {
-        UnitQuaternion::from_matrix(&self.rot)
+        // Shepperd's closed form: `UnitQuaternion::from_matrix` iterates from
+        // the identity and returns it for half-turns.
+        UnitQuaternion::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(self.rot))
     }
 
     /// Rotation from roll-pitch-yaw (radians, R = Rz(yaw) Ry(pitch) Rx(roll)).
@@ -502,6 +504,25 @@ pub fn dexp_transpose_jacobian_dual(psi: &Vec6, w: &Vec6) -> Mat6 {
 mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    #[test]
+    fn frame_pose_round_trips_half_turns_and_random_rotations() {
+        // Half-turns (a camera facing a board, a board seen from behind)
+        // once came back as the identity.
+        let mut rotations: Vec<Mat3> = vec![
+            Mat3::from_columns(&[Vec3::x(), -Vec3::y(), -Vec3::z()]),
+            Mat3::from_columns(&[-Vec3::x(), Vec3::z(), Vec3::y()]),
+            Mat3::from_columns(&[-Vec3::x(), -Vec3::y(), Vec3::z()]),
+        ];
+        let mut rng = StdRng::seed_from_u64(5);
+        rotations.extend((0..50).map(|_| exp(&random_twist(&mut rng, 3.0)).rot));
+        for rot in rotations {
+            let g = Pose { rot, pos: Vec3::new(0.1, -0.2, 0.3) };
+            let back = FramePose::from_pose(&g).pose();
+            assert!((back.rot - g.rot).norm() < 1e-9, "{} vs {}", back.rot, g.rot);
+            assert!((back.pos - g.pos).norm() < 1e-12);
+        }
+    }
 
     fn random_twist(rng: &mut StdRng, ang_scale: f64) -> Vec6 {
         Vec6::from_fn(|i, _| rng.gen_range(-1.0..1.0) * if i < 3 { ang_scale } else { 1.0 })

@@ -35,6 +35,9 @@ pub struct CameraConfig {
     pub name: String,
     pub source: CameraSource,
     pub fps: Option<f64>,
+    /// A file's frame 0 is shown at this wall-clock instant (default: when
+    /// the recording starts).
+    pub file_start: Option<std::time::SystemTime>,
     /// "mkv" (lossless HuffYUV) or "avi" (Motion-JPEG).
     pub container: String,
 }
@@ -92,15 +95,30 @@ pub fn record(
     let fps = cfg.fps.or(file_fps).unwrap_or(30.0);
     let mut writer: Option<videoio::VideoWriter> = None;
     let mut frame = Mat::default();
-    let started = Instant::now();
+    // When frame 0 of a file is shown, on this process's monotonic clock.
+    let (started, lead_s) = match cfg.file_start {
+        Some(t) => (Instant::now(), -crate::serial_emulators::seconds_since(t)),
+        None => (Instant::now(), 0.0),
+    };
     let mut k: u64 = 0;
+    let mut file_frame: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
         if let Some(f) = file_fps {
-            // A file plays at its own rate, like a live camera.
-            let due = started + Duration::from_secs_f64(k as f64 / f);
+            // A file plays at its own rate, like a live camera; frames shown
+            // before the recording started are passed over.
+            let due_s = lead_s + file_frame as f64 / f;
+            if due_s < 0.0 {
+                if !capture.grab()? {
+                    break;
+                }
+                file_frame += 1;
+                continue;
+            }
+            let due = started + Duration::from_secs_f64(due_s);
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
+            file_frame += 1;
         }
         if !capture.grab()? {
             if file_fps.is_some() {

@@ -68,6 +68,11 @@ pub struct RawCamera {
     pub device: Option<i32>,
     /// A video file played at its own frame rate (dry runs).
     pub file: Option<String>,
+    /// For a file: the wall-clock time \[s since 1970, UTC\] at which its
+    /// frame 0 is shown, as if the camera had been filming since then
+    /// (virtual lab: frames due before the recording started are not
+    /// recorded). Default: frame 0 when the recording starts.
+    pub file_start_unix_s: Option<f64>,
     /// Requested frame rate (devices) [frames/s].
     pub fps: Option<f64>,
     /// Video container: "mkv" (lossless HuffYUV, default) or "avi" (Motion-JPEG, smaller).
@@ -165,6 +170,11 @@ impl Rig {
             if session::video_codec(&c.container).is_none() {
                 return Err(err(format!("camera[{i}].container: \"mkv\" or \"avi\", got {:?}", c.container)));
             }
+            if let Some(t) = c.file_start_unix_s {
+                if c.file.is_none() || !(t.is_finite() && t > 0.0) {
+                    return Err(err(format!("camera[{i}].file_start_unix_s: a positive time for a `file` camera, got {t}")));
+                }
+            }
             if let Some(f) = c.fps {
                 if !(f > 0.0 && f <= 10_000.0) {
                     return Err(err(format!("camera[{i}].fps: must be in (0, 10000], got {f}")));
@@ -205,6 +215,7 @@ impl Rig {
                     (None, f) => CameraSource::File(f.clone().unwrap_or_default().into()),
                 },
                 fps: c.fps,
+                file_start: c.file_start_unix_s.map(|t| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t)),
                 container: c.container.clone(),
             })
             .collect()

@@ -432,11 +432,15 @@ pub struct EmulatorConfig {
     /// (slerp between samples, held before the first and after the last),
     /// e.g. a simulated experiment.
     pub trajectory: Option<Arc<lie::trajectory::PoseTrajectory>>,
+    /// Controller time at which the trajectory's t = 0 plays \[s\] (held
+    /// at its first pose before): lets several emulators play one
+    /// experiment from one wall-clock instant.
+    pub trajectory_delay_s: f64,
 }
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None }
+        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None, trajectory_delay_s: 0.0 }
     }
 }
 
@@ -450,7 +454,7 @@ fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64>
     let a = cfg.amplitude_m;
     if let Some(traj) = &cfg.trajectory {
         let (first, last) = traj.span_s();
-        let pose_at = |t: f64| traj.at(t.clamp(first, last)).expect("clamped into the span");
+        let pose_at = |t: f64| traj.at((t - cfg.trajectory_delay_s).clamp(first, last)).expect("clamped into the span");
         match name {
             "actual_TCP_pose" | "target_TCP_pose" => return lie::trajectory::pose_to_ur(&pose_at(t)).to_vec(),
             "actual_TCP_speed" | "target_TCP_speed" => {

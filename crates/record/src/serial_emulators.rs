@@ -5,6 +5,7 @@
 use crate::ascii::{format_line, Separator};
 use crate::ft300::{encode_frame, start_stream_command, Wrench};
 use crate::serial::{open, Port, SerialError};
+use rand::{Rng, SeedableRng};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,6 +65,17 @@ pub struct Ft300EmulatorConfig {
     /// Play this wrench (frame k at k / rate_hz after the start command)
     /// instead of the built-in signal with its frame counter.
     pub wrench: Option<Arc<WrenchTable>>,
+    /// Wall-clock instant of the wrench table's t = 0 (default: the start
+    /// command): frames sent before it carry the first row.
+    pub wrench_start: Option<std::time::SystemTime>,
+    /// What a real sensor adds to every frame: a constant bias
+    /// `[fx, fy, fz, mx, my, mz]` \[N, N m\] and Gaussian noise of these
+    /// standard deviations per force \[N\] and moment \[N m\] component.
+    pub bias: [f64; 6],
+    pub noise_n: f64,
+    pub noise_nm: f64,
+    /// Seed of the noise.
+    pub seed: u64,
     /// Every this many frames, inject garbage, a truncated and a corrupted frame.
     pub inject_garbage_every: Option<u64>,
 }
@@ -83,6 +95,9 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
     let mut next = Instant::now();
     let mut sent: u64 = 0;
     let mut k: u64 = 0;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
+    // Table time of frame 0 (set at the start command).
+    let mut table_t0_s = 0.0;
     while !stop.load(Ordering::Relaxed) {
         match port.read(&mut buf) {
             Ok(n) => rx.extend_from_slice(&buf[..n]),
@@ -95,6 +110,7 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
             if !streaming {
                 streaming = true;
                 next = Instant::now();
+                table_t0_s = cfg.wrench_start.map_or(0.0, seconds_since) - k as f64 / cfg.rate_hz;
             }
         }
         if rx.windows(10).any(|w| w.iter().all(|b| *b == 0xFF)) {
@@ -107,9 +123,10 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
         let mut out = vec![];
         while streaming && Instant::now() >= next {
             let wrench = match &cfg.wrench {
-                Some(table) => table.at(k as f64 / cfg.rate_hz),
+                Some(table) => table.at(table_t0_s + k as f64 / cfg.rate_hz),
                 None => ft300_wrench(k, t0.elapsed().as_secs_f64()),
             };
+            let wrench = reading(&wrench, cfg, &mut rng);
             let frame = encode_frame(&wrench);
             if cfg.inject_garbage_every.is_some_and(|n| k % n == n - 1) {
                 // A false header in garbage, a truncated frame, a corrupted frame.
@@ -129,6 +146,39 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
         }
     }
     Ok(sent)
+}
+
+/// The wrench plus the sensor's bias and noise.
+fn reading(w: &Wrench, cfg: &Ft300EmulatorConfig, rng: &mut impl Rng) -> Wrench {
+    let mut gaussian = |sd: f64| {
+        if sd > 0.0 {
+            // Box-Muller.
+            let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+            let u2: f64 = rng.gen();
+            sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        } else {
+            0.0
+        }
+    };
+    Wrench {
+        force_n: std::array::from_fn(|i| w.force_n[i] + cfg.bias[i] + gaussian(cfg.noise_n)),
+        moment_nm: std::array::from_fn(|i| w.moment_nm[i] + cfg.bias[3 + i] + gaussian(cfg.noise_nm)),
+    }
+}
+
+impl Ft300EmulatorConfig {
+    /// A noise-free, unbiased sensor at `rate_hz` playing the built-in signal.
+    pub fn new(rate_hz: f64) -> Ft300EmulatorConfig {
+        Ft300EmulatorConfig { rate_hz, wrench: None, wrench_start: None, bias: [0.0; 6], noise_n: 0.0, noise_nm: 0.0, seed: 1, inject_garbage_every: None }
+    }
+}
+
+/// Seconds from `instant` to now (negative before it).
+pub fn seconds_since(instant: std::time::SystemTime) -> f64 {
+    match std::time::SystemTime::now().duration_since(instant) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
 }
 
 /// Writes all of `bytes`, waiting while the line is full: a pty (or a USB

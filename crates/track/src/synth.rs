@@ -31,6 +31,8 @@ pub struct Look {
     pub marker_radius_m: f64,
     /// Marker colour (B, G, R) before lighting.
     pub marker_bgr: [f64; 3],
+    /// Colour of the rod's body (B, G, R), when one is drawn.
+    pub body_bgr: [f64; 3],
     /// Background grey level and texture amplitude (grey levels).
     pub background_grey: f64,
     pub texture_amplitude: f64,
@@ -46,6 +48,7 @@ impl Default for Look {
         Look {
             marker_radius_m: 0.003,
             marker_bgr: [40.0, 35.0, 200.0],
+            body_bgr: [205.0, 210.0, 200.0],
             background_grey: 150.0,
             texture_amplitude: 20.0,
             lighting_gradient: 0.3,
@@ -125,34 +128,70 @@ impl Renderer {
     /// One frame. `positions[k][i]` is marker i at exposure sub-step k (more
     /// than one sub-step = motion blur); `visible[i] = false` hides marker i.
     pub fn render(&mut self, positions: &[Vec<[f64; 2]>], visible: &[bool]) -> Image {
+        self.render_with_body(positions, visible, &[], 0.0)
+    }
+
+    /// Paints a static surface into the background: every pixel for which
+    /// `covers(u, v)` holds takes colour `bgr` (under the same lighting).
+    /// For a virtual lab: the table seen behind the rod.
+    pub fn paint_background(&mut self, covers: impl Fn(usize, usize) -> bool, bgr: [f64; 3]) {
+        let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
+        for v in 0..h {
+            for u in 0..w {
+                if covers(u, v) {
+                    let light = lighting(self.look.lighting_gradient, u, w);
+                    for ch in 0..3 {
+                        self.background[(v * w + u) * 3 + ch] = (bgr[ch] * light) as f32;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds the coverage of a disc of radius `r_m` at plane point `p` to
+    /// `coverage` (4x4 samples per pixel), times `weight`.
+    fn add_disc(&self, coverage: &mut [f32], p: [f64; 2], r_m: f64, weight: f32) {
+        let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
+        let c = self.pixel(p);
+        let j = self.jacobian(p);
+        let Some(jinv) = j.try_inverse() else { return };
+        let extent = j.norm() * r_m + 2.0;
+        if !(c[0] + extent >= 0.0 && c[1] + extent >= 0.0 && c[0] - extent < w as f64 && c[1] - extent < h as f64) {
+            return;
+        }
+        let (u0, u1) = ((c[0] - extent).floor().max(0.0) as usize, ((c[0] + extent).ceil() as usize).min(w - 1));
+        let (v0, v1) = ((c[1] - extent).floor().max(0.0) as usize, ((c[1] + extent).ceil() as usize).min(h - 1));
+        for v in v0..=v1 {
+            for u in u0..=u1 {
+                let mut inside = 0;
+                for sy in 0..4 {
+                    for sx in 0..4 {
+                        let q = Vector2::new(u as f64 - 0.375 + 0.25 * sx as f64 - c[0], v as f64 - 0.375 + 0.25 * sy as f64 - c[1]);
+                        if (jinv * q).norm_squared() <= r_m * r_m {
+                            inside += 1;
+                        }
+                    }
+                }
+                coverage[v * w + u] += weight * inside as f32 / 16.0;
+            }
+        }
+    }
+
+    /// One frame with a body under the markers: the rod, a chain of discs of
+    /// radius `body_radius_m` at the plane points `body` (spaced well below
+    /// the radius), in the look's body colour. Markers come on top.
+    pub fn render_with_body(&mut self, positions: &[Vec<[f64; 2]>], visible: &[bool], body: &[[f64; 2]], body_radius_m: f64) -> Image {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let mut coverage = vec![0f32; w * h];
+        let mut body_coverage = vec![0f32; if body.is_empty() { 0 } else { w * h }];
+        for p in body {
+            self.add_disc(&mut body_coverage, *p, body_radius_m, 1.0);
+        }
         let substeps = positions.len().max(1);
-        let r = self.look.marker_radius_m;
         for step in positions {
             for (i, p) in step.iter().enumerate() {
-                if !visible.get(i).copied().unwrap_or(true) {
-                    continue;
-                }
-                let c = self.pixel(*p);
-                let j = self.jacobian(*p);
-                let Some(jinv) = j.try_inverse() else { continue };
-                let extent = j.norm() * r + 2.0;
-                let (u0, u1) = ((c[0] - extent).floor().max(0.0) as usize, ((c[0] + extent).ceil() as usize).min(w - 1));
-                let (v0, v1) = ((c[1] - extent).floor().max(0.0) as usize, ((c[1] + extent).ceil() as usize).min(h - 1));
-                for v in v0..=v1 {
-                    for u in u0..=u1 {
-                        let mut inside = 0;
-                        for sy in 0..4 {
-                            for sx in 0..4 {
-                                let q = Vector2::new(u as f64 - 0.375 + 0.25 * sx as f64 - c[0], v as f64 - 0.375 + 0.25 * sy as f64 - c[1]);
-                                if (jinv * q).norm_squared() <= r * r {
-                                    inside += 1;
-                                }
-                            }
-                        }
-                        coverage[v * w + u] += inside as f32 / (16.0 * substeps as f32);
-                    }
+                if visible.get(i).copied().unwrap_or(true) {
+                    self.add_disc(&mut coverage, *p, self.look.marker_radius_m, 1.0 / substeps as f32);
                 }
             }
         }
@@ -160,15 +199,17 @@ impl Renderer {
         let noise = &self.noise[offset..offset + w * h * 3];
         let mut bgr = vec![0u8; w * h * 3];
         let mc = self.look.marker_bgr;
+        let bc = self.look.body_bgr;
         let grad = self.look.lighting_gradient;
         for v in 0..h {
             for u in 0..w {
                 let k = v * w + u;
                 let a = coverage[k].min(1.0);
+                let ab = body_coverage.get(k).map_or(0.0, |c| c.min(1.0));
                 let light = lighting(grad, u, w) as f32;
                 for ch in 0..3 {
-                    let bg = self.background[k * 3 + ch];
-                    let val = bg * (1.0 - a) + mc[ch] as f32 * light * a + noise[k * 3 + ch] as f32;
+                    let under = self.background[k * 3 + ch] * (1.0 - ab) + bc[ch] as f32 * light * ab;
+                    let val = under * (1.0 - a) + mc[ch] as f32 * light * a + noise[k * 3 + ch] as f32;
                     bgr[k * 3 + ch] = val.round().clamp(0.0, 255.0) as u8;
                 }
             }
