@@ -140,8 +140,8 @@ impl Renderer {
             for u in 0..w {
                 if covers(u, v) {
                     let light = lighting(self.look.lighting_gradient, u, w);
-                    for ch in 0..3 {
-                        self.background[(v * w + u) * 3 + ch] = (bgr[ch] * light) as f32;
+                    for (pixel, colour) in self.background[(v * w + u) * 3..(v * w + u) * 3 + 3].iter_mut().zip(bgr) {
+                        *pixel = (colour * light) as f32;
                     }
                 }
             }
