@@ -146,3 +146,30 @@ fn paper_table_prints_both_tables() {
         }
     }
 }
+
+/// Every solve reports how far it is inside the model's validity: the
+/// extreme surface fibre strains and the cables' local stretch; beyond 20 %
+/// a warning names the place, and "no equilibrium" names the reason.
+#[test]
+fn solves_outside_the_model_validity_say_so() {
+    let stdout = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    // A tension that compresses the cable side past 20 %: cable arm, 3 N on cable 4.
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "0,0,0,3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("validity: surface fibre strains from"), "{s}");
+    assert!(s.contains("a surface fibre is compressed 90 %") && s.contains("cable cable4 is shortened to 9 %"), "{s}");
+    // A small one stays inside: no warning.
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "0,0,0,0.1"]);
+    let s = stdout(&o);
+    assert!(o.status.success() && s.contains("validity:") && !s.contains("warning"), "{s}");
+    // A tip force of 1 MN "converges" to a rod stretched 33 km long: flagged.
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "0,0,-1e6"]);
+    let s = stdout(&o);
+    assert!(o.status.success() && s.contains("warning: outside the model's validity: a surface fibre is stretched"), "{s}");
+    // No equilibrium: the error says why (cable 4 shortened to nothing).
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "0,0,0,6"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("did not converge") && e.contains("at that load") && e.contains("cable cable4 is shortened to"), "{e}");
+}

@@ -344,6 +344,12 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     line("E", &f.e_pa, "Pa", paper.e_pa);
     line("G", &f.g_pa, "Pa", paper.g_pa);
     line("rho", &f.rho_kg_m3, "kg/m^3", paper.rho_kg_m3);
+    if let Some(j) = &study.jackknife {
+        println!(
+            "  jackknife 95 % (spread of the {} leave-one-out fits): E [{:.4e}, {:.4e}] Pa, G [{:.4e}, {:.4e}] Pa, rho [{:.4e}, {:.4e}] kg/m^3",
+            j.fits, j.e_pa_ci95[0], j.e_pa_ci95[1], j.g_pa_ci95[0], j.g_pa_ci95[1], j.rho_kg_m3_ci95[0], j.rho_kg_m3_ci95[1]
+        );
+    }
     println!(
         "  rms error {:.2} mm{}; {} iterations, {} static solves, {:.3} s",
         f.rms_error_mm,

@@ -150,6 +150,7 @@ pub fn run_with_rod(a: &ObserveArgs, mut rod: rod::Rod) -> Result<Observed> {
     let (mut ok, mut missing, mut failed) = (0usize, 0usize, 0usize);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut residuals = vec![];
+    let mut validity: Option<rod::validity::Validity> = None;
     let started = std::time::Instant::now();
     for (frame, (t, measured)) in &frames {
         let Some(base) = base_at(*t) else {
@@ -183,6 +184,10 @@ pub fn run_with_rod(a: &ObserveArgs, mut rod: rod::Rod) -> Result<Observed> {
         }
         if o.marker_residual_m.is_finite() {
             residuals.push(o.marker_residual_m);
+        }
+        if !matches!(o.status, Status::Failed(_)) {
+            let v = rod::validity::validity(&obs.model, &o.q);
+            validity = Some(validity.map_or(v, |w: rod::validity::Validity| w.worst(v)));
         }
         let label = o.status.label();
         let base_pose = lie::trajectory::pose_to_ur(&base);
@@ -220,6 +225,12 @@ pub fn run_with_rod(a: &ObserveArgs, mut rod: rod::Rod) -> Result<Observed> {
         println!("  failure: {why} ({n} frames)");
     }
     println!("  marker residual [m]: mean {mean:.3e}, max {max:.3e}");
+    if let Some(v) = validity {
+        println!("  validity: {}", v.summary());
+        for w in v.warnings(&obs.model.rod.cables.iter().map(|c| c.name.clone()).collect::<Vec<_>>()) {
+            println!("  warning: {w}");
+        }
+    }
     println!("wrote {} ({} rows: frame x node)", out.display(), out_rows.len());
     Ok(Observed { out, frames: frames.len(), failed, reasons })
 }

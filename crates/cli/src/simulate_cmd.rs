@@ -255,11 +255,22 @@ pub struct Summary {
     pub final_tip_slide_m: f64,
     pub final_tip_slip_m: f64,
     pub final_base_force_flange_n: [f64; 3],
+    /// Extreme surface fibre strains over the run (tension > 0) and the
+    /// smallest cable stretch |Q + K x d + d'| (model validity).
+    pub max_fibre_strain: f64,
+    pub min_fibre_strain: f64,
+    pub min_cable_stretch: Option<f64>,
+    pub validity_warnings: Vec<String>,
 }
 
 fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
     let tip = |r: &StepRecord| r.contacts.last().map(|c| c.state);
     let last = records.last().expect("at least the initial record");
+    let validity = records
+        .iter()
+        .map(|r| rod::validity::validity(&sim.model, &nalgebra::DVector::from_column_slice(&r.q)))
+        .reduce(rod::validity::Validity::worst)
+        .expect("at least the initial record");
     Summary {
         steps: records.len() - 1,
         simulated_s: last.t_s,
@@ -275,6 +286,10 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         final_tip_slide_m: last.tip_slide_m,
         final_tip_slip_m: last.tip_slip_m,
         final_base_force_flange_n: [last.base_wrench_flange[3], last.base_wrench_flange[4], last.base_wrench_flange[5]],
+        max_fibre_strain: validity.max_fibre_strain,
+        min_fibre_strain: validity.min_fibre_strain,
+        min_cable_stretch: validity.min_cable_stretch.map(|c| c.0),
+        validity_warnings: validity.warnings(&sim.model.rod.cables.iter().map(|c| c.name.clone()).collect::<Vec<_>>()),
     }
 }
 
@@ -294,6 +309,15 @@ fn print_summary(s: &Summary) {
         "  force on the flange at the end [N]: {:.4} {:.4} {:.4}",
         s.final_base_force_flange_n[0], s.final_base_force_flange_n[1], s.final_base_force_flange_n[2]
     );
+    println!(
+        "  validity: surface fibre strains from {:+.2} % to {:+.2} %{}",
+        100.0 * s.min_fibre_strain,
+        100.0 * s.max_fibre_strain,
+        s.min_cable_stretch.map_or(String::new(), |c| format!(", cables: min |Q + K x d + d'| {c:.3}"))
+    );
+    for w in &s.validity_warnings {
+        println!("  warning: {w}");
+    }
 }
 
 fn write_tables(out: &Path, sim: &Simulator, records: &[StepRecord], t0_host_ns: Option<i64>) -> Result<()> {

@@ -117,6 +117,12 @@ pub fn run(a: SolveArgs) -> Result<()> {
         elapsed.as_secs_f64() * 1e3
     );
     println!("tip position [m]: {:.6} {:.6} {:.6}", tip.pos_m.x, tip.pos_m.y, tip.pos_m.z);
+    let validity = rod::validity::validity(&model, &sol.q);
+    println!("validity: {}", validity.summary());
+    let cable_names: Vec<String> = rod.cables.iter().map(|c| c.name.clone()).collect();
+    for w in validity.warnings(&cable_names) {
+        println!("warning: {w}");
+    }
     if let Some(out) = &a.out {
         let file = std::fs::File::create(out).with_context(|| format!("cannot write {}", out.display()))?;
         rod::shape::write_csv(&rows, std::io::BufWriter::new(file)).with_context(|| format!("cannot write {}", out.display()))?;

@@ -92,22 +92,68 @@ pub enum FitError {
     Model(String),
 }
 
-/// Student-t 97.5 % quantile (Cornish-Fisher expansion, good to 1e-3 for dof >= 3).
+/// Student-t 97.5 % quantile with `dof` degrees of freedom (infinite for none).
 pub fn t975(dof: usize) -> f64 {
-    let z: f64 = 1.959_963_984_540_054;
     if dof == 0 {
         return f64::INFINITY;
     }
-    let n = dof as f64;
-    let g1 = (z.powi(3) + z) / 4.0;
-    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
-    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
-    let g4 = (79.0 * z.powi(9) + 776.0 * z.powi(7) + 1482.0 * z.powi(5) - 1920.0 * z.powi(3) - 945.0 * z) / 92160.0;
-    match dof {
-        1 => 12.706,
-        2 => 4.303,
-        _ => z + g1 / n + g2 / n.powi(2) + g3 / n.powi(3) + g4 / n.powi(4),
+    distrs::StudentsT::ppf(0.975, dof as f64)
+}
+
+/// Smallest eigenvalue of the column-scaled normal matrix, relative to the
+/// largest, that still counts as seen by the data.
+const SEEN_RELATIVE_EIGENVALUE: f64 = 1e-10;
+
+/// Covariance `s2 (J^T J)^-1` of the parameters, its condition number, and
+/// the directions the data do not see (unit vectors in parameter space).
+/// Along those the variance is infinite, not zero as a pseudo-inverse
+/// would have it: every parameter with a share in one gets an infinite
+/// variance.
+pub fn covariance(jtj: &DMatrix<f64>, s2: f64) -> (DMatrix<f64>, f64, Vec<DVector<f64>>) {
+    let np = jtj.ncols();
+    let d = DVector::from_iterator(np, (0..np).map(|i| 1.0 / jtj[(i, i)].sqrt().max(1e-300)));
+    let scaled = DMatrix::from_fn(np, np, |a, b| jtj[(a, b)] * d[a] * d[b]);
+    let eig = scaled.symmetric_eigen();
+    let max = eig.eigenvalues.amax();
+    let cond = max / eig.eigenvalues.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-300);
+    let mut inv = DMatrix::zeros(np, np);
+    let mut unseen = vec![];
+    for k in 0..np {
+        let v = eig.eigenvectors.column(k).into_owned();
+        if eig.eigenvalues[k] > SEEN_RELATIVE_EIGENVALUE * max {
+            inv += &v * v.transpose() / eig.eigenvalues[k];
+        } else {
+            // Back in the unscaled parameters.
+            let u = DVector::from_iterator(np, (0..np).map(|i| v[i] * d[i]));
+            unseen.push(u.normalize());
+        }
     }
+    let mut cov = DMatrix::from_fn(np, np, |a, b| inv[(a, b)] * d[a] * d[b] * s2);
+    for u in &unseen {
+        for i in (0..np).filter(|&i| u[i].abs() > 1e-3) {
+            for j in 0..np {
+                cov[(i, j)] = if i == j { f64::INFINITY } else { f64::NAN };
+                cov[(j, i)] = cov[(i, j)];
+            }
+        }
+    }
+    (cov, cond, unseen)
+}
+
+/// Jackknife standard deviations of ln E, ln G, ln rho from the
+/// leave-one-out fits: `sqrt((n-1)/n sum (x_i - mean)^2)`. None with fewer
+/// than three successful fits.
+pub fn jackknife_sd(loo: &[LooResult]) -> Option<[f64; 3]> {
+    let ok: Vec<[f64; 3]> =
+        loo.iter().filter(|l| l.e_pa > 0.0 && l.g_pa > 0.0 && l.rho_kg_m3 > 0.0).map(|l| [l.e_pa.ln(), l.g_pa.ln(), l.rho_kg_m3.ln()]).collect();
+    let n = ok.len();
+    if n < 3 {
+        return None;
+    }
+    Some(std::array::from_fn(|c| {
+        let mean = ok.iter().map(|x| x[c]).sum::<f64>() / n as f64;
+        ((n - 1) as f64 / n as f64 * ok.iter().map(|x| (x[c] - mean).powi(2)).sum::<f64>()).sqrt()
+    }))
 }
 
 fn default_starts(rod: &Rod) -> Vec<[f64; 3]> {
@@ -121,6 +167,8 @@ struct Run {
     cost: f64,
     iterations: u64,
     history: Vec<f64>,
+    /// The solver's own convergence test held (not the iteration limit).
+    converged: bool,
 }
 
 /// One Levenberg-Marquardt run from `p0`; a start whose model fails is
@@ -149,7 +197,11 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
     let res = Executor::new(problem, solver).configure(|s| s.param(p0).max_iters(max_iter)).run().map_err(|e| e.to_string())?;
     let state = res.state();
     let params = state.get_best_param().or(state.get_param()).cloned().ok_or("no parameters")?;
-    Ok((Run { params, cost: state.get_best_cost(), iterations: state.get_iter(), history: res.solver().history.clone() }, note))
+    let converged = matches!(state.get_termination_reason(), Some(argmin::core::TerminationReason::SolverConverged));
+    if !converged {
+        note = format!("{}stopped at the iteration limit ({max_iter}): not converged", if note.is_empty() { String::new() } else { format!("{note}; ") });
+    }
+    Ok((Run { params, cost: state.get_best_cost(), iterations: state.get_iter(), history: res.solver().history.clone(), converged }, note))
 }
 
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
@@ -179,7 +231,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
                     start_e_pa: s[0],
                     start_g_pa: s[1],
                     start_rho_kg_m3: s[2],
-                    converged: true,
+                    converged: run.converged,
                     e_pa: v.e_pa,
                     g_pa: v.g_pa,
                     rho_kg_m3: v.rho_kg_m3,
@@ -213,7 +265,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     let mut warnings = vec![];
     // Do the starts agree?
     let mut disagree = vec![];
-    for (o, r) in outcomes.iter().filter(|o| o.converged).zip(&runs) {
+    for (o, r) in outcomes.iter().filter(|o| !o.e_pa.is_nan()).zip(&runs) {
         let dp = (&r.params - &best_run.params).amax();
         let dc = (r.cost - best_run.cost).abs() / best_run.cost.max(1e-12);
         if dp > 1e-3 && dc > 1e-6 {
@@ -224,7 +276,10 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         warnings.push(format!("starts disagree (local minima): {}", disagree.join("; ")));
     }
     if outcomes.iter().any(|o| !o.converged) {
-        warnings.push(format!("{} of {} starts failed", outcomes.iter().filter(|o| !o.converged).count(), outcomes.len()));
+        warnings.push(format!("{} of {} starts failed or did not converge", outcomes.iter().filter(|o| !o.converged).count(), outcomes.len()));
+    }
+    if !best_run.converged {
+        warnings.push(format!("the best fit stopped at the iteration limit ({}): not converged", opts.max_iterations));
     }
     let ev = problem.evaluate(&best_run.params, true).map_err(FitError::Model)?;
     let j = ev.jacobian.clone().expect("jacobian");
@@ -234,15 +289,26 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     let ssr = ev.residual.norm_squared();
     let s2 = if dof > 0 { ssr / dof as f64 } else { f64::NAN };
     let jtj = j.transpose() * &j;
-    // Condition number of the column-scaled normal matrix.
-    let d = DVector::from_iterator(np, (0..np).map(|i| 1.0 / jtj[(i, i)].sqrt().max(1e-300)));
-    let scaled = DMatrix::from_fn(np, np, |a, b| jtj[(a, b)] * d[a] * d[b]);
-    let eig = scaled.symmetric_eigenvalues();
-    let cond = eig.amax() / eig.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-300);
-    let inv = jtj.clone().pseudo_inverse(1e-14 * jtj.amax()).unwrap_or_else(|_| DMatrix::from_element(np, np, f64::NAN));
-    let cov = inv * s2;
+    let (cov, cond, unseen) = covariance(&jtj, s2);
+    let names = layout.names();
+    for v in &unseen {
+        let terms: Vec<String> = (0..np).filter(|&i| v[i].abs() > 1e-3).map(|i| format!("{:+.3} {}", v[i], names[i])).collect();
+        warnings.push(format!("unidentifiable direction (the data do not see it; infinite variance): {}", terms.join(" ")));
+    }
     let sd = DVector::from_iterator(np, (0..np).map(|i| cov[(i, i)].max(0.0).sqrt()));
-    let corr = DMatrix::from_fn(np, np, |a, b| cov[(a, b)] / (sd[a] * sd[b]).max(1e-300));
+    let corr = DMatrix::from_fn(np, np, |a, b| if sd[a].is_finite() && sd[b].is_finite() { cov[(a, b)] / (sd[a] * sd[b]).max(1e-300) } else { f64::NAN });
+    for a in 0..np {
+        for b in a + 1..np {
+            if corr[(a, b)].abs() > 0.95 {
+                warnings.push(format!(
+                    "{} and {} are correlated {:+.3}: the data fix mostly a combination of the two, and their intervals are not independent",
+                    names[a],
+                    names[b],
+                    corr[(a, b)]
+                ));
+            }
+        }
+    }
     let t = t975(dof);
     let v = problem.values(&best_run.params);
     let est = |i: usize, value: f64| Estimate { value, ci95_low: value * (-t * sd[i]).exp(), ci95_high: value * (t * sd[i]).exp() };
@@ -258,12 +324,18 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     if cond > 1e8 {
         warnings.push(format!("ill-conditioned problem: condition number {cond:.2e}"));
     }
-    let g_rel = (t * sd[1]).exp() - 1.0;
+    let g_rel = if sd[1].is_finite() { (t * sd[1]).exp() - 1.0 } else { f64::INFINITY };
     if g_rel.is_nan() || g_rel >= 0.5 {
         warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
     }
     if dof == 0 {
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
+    }
+    let cable_names: Vec<String> = rod.cables.iter().map(|c| c.name.clone()).collect();
+    for (i, (e, q)) in experiments.iter().zip(&ev.q).enumerate() {
+        for w in problem.validity(i, q).warnings(&cable_names) {
+            warnings.push(format!("experiment {}: {w}", e.id));
+        }
     }
     let errors_mm: Vec<Vec<f64>> =
         experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
@@ -335,4 +407,48 @@ pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &F
         out.push(LooResult { experiment: left_out.id.clone(), e_pa: f.values.e_pa, g_pa: f.values.g_pa, rho_kg_m3: f.values.rho_kg_m3, errors_mm: errors });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantile_matches_the_published_table() {
+        // Two-sided 95 % points of Student's t (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2).
+        for (dof, t) in [(1, 12.706), (2, 4.303), (3, 3.182), (5, 2.571), (10, 2.228), (30, 2.042), (100, 1.984)] {
+            assert!((t975(dof) - t).abs() < 1e-3, "dof {dof}: {} vs {t}", t975(dof));
+        }
+        // The exact value at 3 degrees of freedom (the old expansion was 3.8e-3 off).
+        assert!((t975(3) - 3.182_446_305).abs() < 1e-5);
+        assert!(t975(0).is_infinite());
+    }
+
+    #[test]
+    fn covariance_reports_unseen_directions_as_infinite_variance() {
+        // Two parameters the data only see through their sum, a third seen alone.
+        let j = DMatrix::from_row_slice(4, 3, &[1.0, 1.0, 0.0, 2.0, 2.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 3.0]);
+        let (cov, _, unseen) = covariance(&(j.transpose() * &j), 0.5);
+        assert_eq!(unseen.len(), 1);
+        let u = &unseen[0];
+        assert!((u[0].abs() - 0.5f64.sqrt()).abs() < 1e-9 && (u[0] + u[1]).abs() < 1e-9 && u[2].abs() < 1e-12, "{u}");
+        assert!(cov[(0, 0)].is_infinite() && cov[(1, 1)].is_infinite());
+        // The seen parameter keeps its variance s2 / (1 + 9).
+        assert!((cov[(2, 2)] - 0.05).abs() < 1e-12, "{cov}");
+        // A well-posed problem: the plain inverse.
+        let j = DMatrix::from_row_slice(3, 2, &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0]);
+        let jtj = j.transpose() * &j;
+        let (cov, _, unseen) = covariance(&jtj, 1.0);
+        assert!(unseen.is_empty() && (cov - jtj.try_inverse().unwrap()).norm() < 1e-12);
+    }
+
+    #[test]
+    fn jackknife_of_identical_fits_is_zero_and_grows_with_their_spread() {
+        let loo = |e: f64| LooResult { experiment: String::new(), e_pa: e, g_pa: 1e5, rho_kg_m3: 1e3, errors_mm: vec![] };
+        assert!(jackknife_sd(&[loo(2e5), loo(2e5), loo(2e5)]).unwrap().iter().all(|s| *s < 1e-12));
+        let sd = jackknife_sd(&[loo(2e5), loo(2e5 * 0.1f64.exp()), loo(2e5 * (-0.1f64).exp())]).unwrap();
+        // (n-1)/n * sum of squares = 2/3 * 0.02.
+        assert!((sd[0] - (2.0 / 3.0 * 0.02f64).sqrt()).abs() < 1e-12, "{sd:?}");
+        assert!(jackknife_sd(&[loo(2e5), loo(2e5)]).is_none());
+    }
 }

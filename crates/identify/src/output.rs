@@ -2,7 +2,7 @@
 //! leave-one-out, the paper's parameters) and its `identified.toml`.
 
 use crate::data::Experiment;
-use crate::fit::{fit, leave_one_out, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
+use crate::fit::{fit, jackknife_sd, leave_one_out, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
 use crate::problem::{Layout, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
@@ -29,7 +29,40 @@ pub struct Study {
     pub shapes: Vec<Vec<Vec3>>,
     pub with_nuisance: Option<Fit>,
     pub loo: Vec<LooResult>,
+    /// Jackknife intervals from the leave-one-out fits (three or more).
+    pub jackknife: Option<JackknifeOut>,
     pub reference: Option<Evaluated>,
+}
+
+/// 95 % intervals from the spread of the leave-one-out fits (jackknife):
+/// they hold when the residuals are not independent noise (model error),
+/// which the Gauss-Newton intervals assume.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JackknifeOut {
+    pub fits: usize,
+    pub e_pa_ci95: [f64; 2],
+    pub g_pa_ci95: [f64; 2],
+    pub rho_kg_m3_ci95: [f64; 2],
+}
+
+/// The jackknife intervals around the full fit, and a warning where they
+/// are much wider than the Gauss-Newton ones.
+fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
+    let sd = jackknife_sd(loo)?;
+    let fits = loo.iter().filter(|l| l.e_pa > 0.0).count();
+    let t = t975(fits - 1);
+    let ci = |value: f64, sd: f64| [value * (-t * sd).exp(), value * (t * sd).exp()];
+    let v = main.values;
+    for (name, est, s) in [("E", main.e_pa, sd[0]), ("rho", main.rho_kg_m3, sd[2])] {
+        let gauss_newton = (est.ci95_high / est.value).ln();
+        if gauss_newton.is_finite() && t * s > 3.0 * gauss_newton {
+            main.warnings.push(format!(
+                "the leave-one-out (jackknife) interval of {name} is {:.1} times wider than the Gauss-Newton one: the residuals are more than noise (model error); trust the wider",
+                t * s / gauss_newton
+            ));
+        }
+    }
+    Some(JackknifeOut { fits, e_pa_ci95: ci(v.e_pa, sd[0]), g_pa_ci95: ci(v.g_pa, sd[1]), rho_kg_m3_ci95: ci(v.rho_kg_m3, sd[2]) })
 }
 
 /// Evaluates fixed parameter values on the experiments.
@@ -75,7 +108,7 @@ pub fn run_study(
     reference: Option<Values>,
     mut progress: impl FnMut(&str),
 ) -> Result<Study, FitError> {
-    let main = fit(rod, experiments, opts, &mut progress)?;
+    let mut main = fit(rod, experiments, opts, &mut progress)?;
     let shapes = evaluate_values(rod, experiments, &main.values).map(|e| e.shapes).map_err(FitError::Model)?;
     let with_nuisance = if nuisance_too {
         progress("fit with nuisance parameters");
@@ -86,8 +119,9 @@ pub fn run_study(
         None
     };
     let loo = leave_one_out(rod, experiments, &main, opts, &mut progress);
+    let jackknife = jackknife(&mut main, &loo);
     let reference = reference.and_then(|v| evaluate_values(rod, experiments, &v).ok());
-    Ok(Study { fit: main, shapes, with_nuisance, loo, reference })
+    Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference })
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -119,6 +153,10 @@ pub struct Parameters {
 pub struct FitInfo {
     pub parameter_names: Vec<String>,
     pub correlation: Vec<Vec<f64>>,
+    /// Covariance of the parameters (ln E, ln G, ln rho, nuisance), for
+    /// prediction bands; infinite variance along unseen directions.
+    #[serde(default)]
+    pub covariance: Vec<Vec<f64>>,
     pub condition_number: f64,
     pub residual_scale: f64,
     pub cost: f64,
@@ -171,6 +209,8 @@ pub struct IdentifiedFile {
     pub alternative_fit: Option<AlternativeOut>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reference: Option<ReferenceOut>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub jackknife: Option<JackknifeOut>,
     pub experiment: Vec<ExperimentOut>,
     pub start: Vec<StartOutcome>,
 }
@@ -229,6 +269,7 @@ impl IdentifiedFile {
             fit: FitInfo {
                 parameter_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
                 correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+                covariance: f.covariance.row_iter().map(|r| r.iter().cloned().collect()).collect(),
                 condition_number: f.condition_number,
                 residual_scale: f.residual_scale,
                 cost: f.cost,
@@ -249,6 +290,7 @@ impl IdentifiedFile {
                 rms_error_mm: r.rms_error_mm,
                 experiments_without_equilibrium: r.failures,
             }),
+            jackknife: study.jackknife.clone(),
             experiment: experiments
                 .iter()
                 .enumerate()

@@ -437,6 +437,12 @@ impl Jacobian for &Problem {
 }
 
 impl Problem {
+    /// How far equilibrium `q` of experiment `i` is inside the rod model's
+    /// validity (fibre strains, cable stretch).
+    pub fn validity(&self, i: usize, q: &DVector<f64>) -> rod::validity::Validity {
+        rod::validity::validity(&self.models[i].model, q)
+    }
+
     /// Centre line (joint positions, base to tip) of experiment `i` at
     /// equilibrium `q`, in the measurement frame of `values`.
     pub fn shape(&self, i: usize, q: &DVector<f64>, values: &Values) -> Vec<Vec3> {

@@ -10,6 +10,7 @@ pub mod newton;
 pub mod shape;
 pub mod statics;
 pub mod terms;
+pub mod validity;
 
 pub use config::{Cable, ConfigError, Damping, Marker, Rod, StrainBasis, StrainModes};
 pub use geometry::{CrossSection, Material, Profile};

@@ -94,8 +94,11 @@ pub enum StaticsError {
     LoadOffGrid(f64),
     #[error("load is not finite")]
     NotFinite,
-    #[error("static solve did not converge: load factor {reached:.4} reached, residual {residual:.3e}")]
-    NoConvergence { reached: f64, residual: f64 },
+    /// `at_reached`: what the rod looked like at the load it reached (its
+    /// validity: a fibre or cable strained past the model's range is the
+    /// usual reason there is no equilibrium further on).
+    #[error("static solve did not converge: load factor {reached:.4} reached, residual {residual:.3e}{at_reached}")]
+    NoConvergence { reached: f64, residual: f64, at_reached: String },
 }
 
 /// Builds a model whose joints include the loads' points.
@@ -219,6 +222,12 @@ pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts:
     });
     match outcome {
         Ok(c) => Ok(StaticSolution { q, iterations, load_steps: c.steps, residual_norm }),
-        Err((reached, _)) => Err(StaticsError::NoConvergence { reached, residual: last_failure }),
+        Err((reached, _)) => {
+            let v = crate::validity::validity(model, &q);
+            let names: Vec<String> = model.rod.cables.iter().map(|c| c.name.clone()).collect();
+            let warnings = v.warnings(&names);
+            let at_reached = if warnings.is_empty() { format!("; at that load: {}", v.summary()) } else { format!("; at that load {}", warnings.join("; ")) };
+            Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached })
+        }
     }
 }
