@@ -145,16 +145,17 @@ mod tests {
     use super::*;
     use std::f64::consts::PI;
 
-    /// A tool pointing down, yawing slowly through the angle where UR's
-    /// rotation vector flips sign: the interpolated pose equals the exact
-    /// one (to 1e-9) at every intermediate time, while the component-wise
-    /// blend is 180 degrees off.
+    /// A tool turning about x through a half-turn, where UR's rotation
+    /// vector (angle in [0, pi]) flips sign: the interpolated pose equals
+    /// the exact one (to 1e-9) at every intermediate time, while the
+    /// component-wise blend is 180 degrees off.
     #[test]
     fn slerp_across_the_rotation_vector_flip() {
-        // Exact orientation: Rx(pi) then a yaw about world z by psi(t).
+        // Exact orientation: Rx(theta(t)), theta through pi, where
+        // [rx, 0, 0] jumps from +pi to -pi.
         let exact = |t: f64| {
-            let psi = -0.2 + 0.4 * t; // through 0, where rx ~ +-pi flips
-            let q = UnitQuaternion::from_axis_angle(&Vec3::z_axis(), psi) * UnitQuaternion::from_axis_angle(&Vec3::x_axis(), PI);
+            let theta = PI - 0.2 + 0.4 * t;
+            let q = UnitQuaternion::from_axis_angle(&Vec3::x_axis(), theta);
             Pose { rot: *q.to_rotation_matrix().matrix(), pos: Vec3::new(0.3 + 0.1 * t, -0.2, 0.4) }
         };
         let times: Vec<f64> = (0..=10).map(|k| k as f64 * 0.1).collect();
