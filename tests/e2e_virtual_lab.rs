@@ -12,8 +12,13 @@ use std::path::{Path, PathBuf};
 
 const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
 
+/// Live recordings run one at a time: each plays in real time, and two at
+/// once on two cores would make each other late.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A live session of `scene`; returns (session, truth directory).
 fn live(dir: &Path, name: &str, scene: &str, seed: u64) -> (PathBuf, PathBuf) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = dir.join(name);
     let o = rodlab(&["synth", "session", "--scene", scene, "--rod", ROD, "--out", out.to_str().unwrap(), "--live", "--seed", &seed.to_string()]);
     assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
@@ -99,8 +104,17 @@ fn chain(scene: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile::Te
     assert!(info.contains("0 gaps"), "{info}");
     let log = std::fs::read_to_string(truth.join("playback/record.log")).unwrap();
     assert!(log.contains("ft300: ") && log.contains("0 gaps (0 packages missing)") && log.contains("0 rejected"), "{log}");
+    // Camera: from its first recorded frame on, every frame of the video
+    // (the file's positions advance by one frame each row), and the
+    // recording started before the experiment (frames shown before the
+    // recorder started are not recorded, as with a camera).
     let video_frames = ((1.0 + experiment_s + 0.5) * 30.0f64).ceil() as usize;
-    assert_eq!(rows(&info, "camera"), video_frames, "{info}");
+    let camera = session::Table::read_chunks(&session.join("streams/camera")).unwrap();
+    let position_ms = camera.f64("device_ms").unwrap();
+    let first = (position_ms[0] / (1e3 / 30.0)).round() as usize;
+    assert!(position_ms.windows(2).all(|w| ((w[1] - w[0]) - 1e3 / 30.0).abs() < 1.0), "a frame was lost: {position_ms:?}");
+    assert_eq!(first + position_ms.len(), video_frames, "{info}");
+    assert!(first < 30, "the recording started {first} frames into the 30-frame lead");
     let robot_s = rows(&info, "robot") as f64 / 500.0;
     let ft300_s = rows(&info, "ft300") as f64 / 100.0;
     assert!((robot_s - ft300_s).abs() < 0.1, "robot {robot_s} s, ft300 {ft300_s} s");

@@ -67,8 +67,12 @@ pub fn load_rod(path: &std::path::Path, sections: Option<usize>, modes: Option<&
 
 pub fn run(a: SolveArgs) -> Result<()> {
     let mut rod = load_rod(&a.rod, a.sections, a.modes.as_deref())?;
+    // The identified file and the rod before its pitch (the prediction
+    // band's model applies the pitch itself).
+    let mut identified = None;
     if let Some(p) = &a.params {
         let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
+        identified = Some((id.clone(), rod.clone()));
         let pr = &id.parameters;
         rod = rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value });
         let pitch = lie::Pose::from_rpy(0.0, pr.base_pitch_rad, 0.0, Vec3::zeros());
@@ -117,6 +121,13 @@ pub fn run(a: SolveArgs) -> Result<()> {
         elapsed.as_secs_f64() * 1e3
     );
     println!("tip position [m]: {:.6} {:.6} {:.6}", tip.pos_m.x, tip.pos_m.y, tip.pos_m.z);
+    if let Some((id, unpitched)) = &identified {
+        if a.no_gravity {
+            println!("no prediction band: the identification's model includes gravity");
+        } else {
+            print_band(id, unpitched, &a.tension, force, moment);
+        }
+    }
     let validity = rod::validity::validity(&model, &sol.q);
     println!("validity: {}", validity.summary());
     let cable_names: Vec<String> = rod.cables.iter().map(|c| c.name.clone()).collect();
@@ -129,4 +140,34 @@ pub fn run(a: SolveArgs) -> Result<()> {
         println!("wrote {} ({} rows, base to tip)", out.display(), rows.len());
     }
     Ok(())
+}
+
+/// The tip predicted with the identification's uncertainty: a 95 %
+/// prediction band per coordinate (the parameters' covariance through the
+/// exact sensitivities, plus the noise of a measurement like the fit's).
+fn print_band(id: &identify::output::IdentifiedFile, rod: &Rod, tensions: &[f64], force: Vec3, moment: Vec3) {
+    let Some(u) = id.uncertainty() else {
+        println!("no prediction band: the identified file has no covariance (written by an older rodlab)");
+        return;
+    };
+    if moment != Vec3::zeros() {
+        println!("no prediction band: the identification model has no tip moments");
+        return;
+    }
+    let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
+    let tensions = if tensions.is_empty() { vec![0.0; rod.cables.len()] } else { tensions.to_vec() };
+    let e = identify::Experiment::new("prediction", tensions, force, vec![tip]);
+    let mut rod = rod.clone();
+    let v = id.values();
+    rod = rod.with_material(rod::Material { e_pa: v.e_pa, g_pa: v.g_pa, rho_kg_m3: v.rho_kg_m3 });
+    match identify::predict_with_band(&rod, &e, &v, &u) {
+        Ok(p) => {
+            let (x, h) = (p.points_m[0], p.half_width_m[0]);
+            println!(
+                "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate; a measurement with the fit's noise, in its measurement frame)",
+                x.x, h.x, x.y, h.y, x.z, h.z
+            );
+        }
+        Err(e) => println!("no prediction band: {e}"),
+    }
 }

@@ -6,7 +6,7 @@ use crate::lm::LevenbergMarquardt;
 use crate::problem::{Layout, Problem, Values};
 use argmin::core::{Executor, State};
 use lie::Vec3;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Matrix3};
 use rod::Rod;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -82,6 +82,11 @@ pub struct Fit {
     pub warnings: Vec<String>,
     pub starts: Vec<StartOutcome>,
     pub equilibria: Vec<DVector<f64>>,
+    /// Residual degrees of freedom (measurements minus parameters).
+    pub dof: usize,
+    /// RMS of the measurements' standard deviations \[m\]: with the
+    /// residual scale, the noise of a new measurement.
+    pub measurement_sigma_m: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -337,6 +342,8 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
             warnings.push(format!("experiment {}: {w}", e.id));
         }
     }
+    let sigmas: Vec<f64> = experiments.iter().flat_map(|e| e.measurements.iter().map(|m| m.sigma_m)).collect();
+    let measurement_sigma_m = (sigmas.iter().map(|s| s * s).sum::<f64>() / sigmas.len().max(1) as f64).sqrt();
     let errors_mm: Vec<Vec<f64>> =
         experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
@@ -364,6 +371,8 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         warnings,
         starts: outcomes,
         equilibria: ev.q,
+        dof,
+        measurement_sigma_m,
     })
 }
 
@@ -373,6 +382,88 @@ pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(V
     let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), false)?;
     Ok((ev.predicted[0].clone(), ev.q[0].clone()))
+}
+
+/// What a fit knows about its own uncertainty, for prediction bands.
+#[derive(Clone, Debug)]
+pub struct Uncertainty {
+    pub layout: Layout,
+    /// Covariance of the fitted parameters (the layout's order); infinite
+    /// variance along directions the data did not see.
+    pub covariance: DMatrix<f64>,
+    /// Variance of a new measurement, per coordinate \[m^2\].
+    pub noise_var_m2: f64,
+    /// Degrees of freedom of the residual (for the t quantile).
+    pub dof: usize,
+}
+
+impl Fit {
+    pub fn uncertainty(&self) -> Uncertainty {
+        Uncertainty {
+            layout: self.layout,
+            covariance: self.covariance.clone(),
+            noise_var_m2: (self.residual_scale * self.measurement_sigma_m).powi(2),
+            dof: self.dof,
+        }
+    }
+}
+
+/// Predicted measurements with their uncertainty.
+#[derive(Clone, Debug)]
+pub struct Prediction {
+    pub points_m: Vec<Vec3>,
+    /// Covariance of each predicted measurement \[m^2\]: the parameters'
+    /// (`J C J^T`, exact sensitivities) plus the noise of a new measurement.
+    pub covariance_m2: Vec<Matrix3<f64>>,
+    /// Half-widths of the per-coordinate 95 % prediction bands \[m\].
+    pub half_width_m: Vec<Vec3>,
+}
+
+/// Predicts the measured points of `experiment` (their positions are not
+/// used) at `values`, with 95 % prediction bands from `u`.
+pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u: &Uncertainty) -> Result<Prediction, String> {
+    let mut e = experiment.clone();
+    for m in &mut e.measurements {
+        // Unit sigma: the Jacobian rows are then d(point)/d(parameters).
+        m.sigma_m = 1.0;
+    }
+    e.base_wrench = None;
+    let problem = Problem::new(rod, std::slice::from_ref(&e), u.layout, values.rho_kg_m3);
+    let ev = problem.evaluate(&problem.params(values), true)?;
+    let j = ev.jacobian.expect("asked for");
+    let np = j.ncols();
+    if u.covariance.nrows() != np || u.covariance.ncols() != np {
+        return Err(format!("covariance is {}x{}, the model has {np} parameters", u.covariance.nrows(), u.covariance.ncols()));
+    }
+    let unbounded: Vec<usize> = (0..np).filter(|&i| !u.covariance[(i, i)].is_finite()).collect();
+    let t = t975(u.dof);
+    let mut covariance_m2 = vec![];
+    let mut half_width_m = vec![];
+    for k in 0..e.measurements.len() {
+        let jk = j.rows(3 * k, 3);
+        let mut c = Matrix3::from_diagonal_element(u.noise_var_m2);
+        for a in 0..3 {
+            for b in 0..3 {
+                for i in (0..np).filter(|i| !unbounded.contains(i)) {
+                    for l in (0..np).filter(|l| !unbounded.contains(l)) {
+                        c[(a, b)] += jk[(a, i)] * u.covariance[(i, l)] * jk[(b, l)];
+                    }
+                }
+            }
+        }
+        // A coordinate that moves along an unseen direction is unbounded.
+        for a in 0..3 {
+            if unbounded.iter().any(|&i| jk[(a, i)].abs() > 1e-12) {
+                for b in 0..3 {
+                    c[(a, b)] = if a == b { f64::INFINITY } else { 0.0 };
+                    c[(b, a)] = c[(a, b)];
+                }
+            }
+        }
+        half_width_m.push(Vec3::from_fn(|a, _| t * c[(a, a)].sqrt()));
+        covariance_m2.push(c);
+    }
+    Ok(Prediction { points_m: ev.predicted[0].clone(), covariance_m2, half_width_m })
 }
 
 /// Leave-one-out: fit on all but one experiment, predict that one.

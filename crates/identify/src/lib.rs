@@ -13,5 +13,5 @@ pub mod problem;
 pub mod sessions;
 
 pub use data::{read_experiments, DataError, Experiment, Measurement, WrenchMeasurement};
-pub use fit::{fit, leave_one_out, predict, Fit, FitError, FitOptions, LooResult};
+pub use fit::{fit, leave_one_out, predict, predict_with_band, Fit, FitError, FitOptions, LooResult, Prediction, Uncertainty};
 pub use problem::{Layout, Problem, Values};

@@ -157,6 +157,13 @@ pub struct FitInfo {
     /// prediction bands; infinite variance along unseen directions.
     #[serde(default)]
     pub covariance: Vec<Vec<f64>>,
+    /// Residual degrees of freedom.
+    #[serde(default)]
+    pub dof: usize,
+    /// RMS of the measurements' standard deviations \[m\] (a new
+    /// measurement's noise is residual_scale times it).
+    #[serde(default)]
+    pub measurement_sigma_m: f64,
     pub condition_number: f64,
     pub residual_scale: f64,
     pub cost: f64,
@@ -270,6 +277,8 @@ impl IdentifiedFile {
                 parameter_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
                 correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
                 covariance: f.covariance.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+                dof: f.dof,
+                measurement_sigma_m: f.measurement_sigma_m,
                 condition_number: f.condition_number,
                 residual_scale: f.residual_scale,
                 cost: f.cost,
@@ -302,6 +311,44 @@ impl IdentifiedFile {
                 })
                 .collect(),
             start: f.starts.clone(),
+        }
+    }
+
+    /// The fit's uncertainty, for prediction bands; None for files
+    /// written before the covariance was kept.
+    pub fn uncertainty(&self) -> Option<crate::fit::Uncertainty> {
+        let names = &self.fit.parameter_names;
+        let np = names.len();
+        if np == 0
+            || self.fit.dof == 0
+            || !(self.fit.measurement_sigma_m > 0.0)
+            || self.fit.covariance.len() != np
+            || self.fit.covariance.iter().any(|r| r.len() != np)
+        {
+            return None;
+        }
+        let has = |n: &str| names.iter().any(|x| x == n);
+        let layout = Layout { fit_rho: has("ln_rho"), translation: has("tx_m"), pitch: has("pitch_rad") };
+        if layout.n_params() != np {
+            return None;
+        }
+        Some(crate::fit::Uncertainty {
+            layout,
+            covariance: nalgebra::DMatrix::from_fn(np, np, |a, b| self.fit.covariance[a][b]),
+            noise_var_m2: (self.fit.residual_scale * self.fit.measurement_sigma_m).powi(2),
+            dof: self.fit.dof,
+        })
+    }
+
+    /// The fitted values (material and nuisance parameters).
+    pub fn values(&self) -> Values {
+        let p = &self.parameters;
+        Values {
+            e_pa: p.e_pa.value,
+            g_pa: p.g_pa.value,
+            rho_kg_m3: p.rho_kg_m3.value,
+            translation_m: Vec3::from(p.frame_translation_m),
+            pitch_rad: p.base_pitch_rad,
         }
     }
 

@@ -2,7 +2,7 @@
 //! the confidence intervals, identifiability warnings, the shipped data.
 
 use identify::data::write_experiments;
-use identify::{fit, leave_one_out, predict, read_experiments, Experiment, FitOptions, Layout, Measurement, Problem, Values};
+use identify::{fit, leave_one_out, predict, predict_with_band, read_experiments, Experiment, FitOptions, Layout, Measurement, Problem, Values};
 use lie::Vec3;
 use nalgebra::DVector;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -109,6 +109,41 @@ fn confidence_intervals_cover_the_truth() {
     }
     println!("95 % CI coverage over {seeds} seeds: E {e_in}, G {g_in}, rho {rho_in}");
     assert!(e_in >= 45 && g_in >= 45 && rho_in >= 45, "E {e_in}/50, G {g_in}/50, rho {rho_in}/50");
+}
+
+/// Prediction bands hold: fit on five experiments, predict the sixth with
+/// its 95 % band (parameter covariance through the exact sensitivities
+/// plus the noise of a new measurement); the measured tip lies inside the
+/// 95 % ellipsoid (chi-square, 3 dof) in at least 90 % of the held-out
+/// experiments, over 8 noise seeds. The per-coordinate half-widths are the
+/// ellipsoid's shadows times t/chi, so the box holds at least as often.
+#[test]
+fn prediction_bands_cover_held_out_experiments() {
+    let rod = arm();
+    // F(3, 27) 95 % point (5 experiments x 2 points x 3 coordinates - 3 parameters).
+    const F_3_27_95: f64 = 2.960_351;
+    let (mut inside, mut inside_box, mut total) = (0, 0, 0);
+    for seed in 0..16 {
+        let exps = synthetic(&TRUTH, 1e-3, 300 + seed);
+        for k in 0..exps.len() {
+            let rest: Vec<Experiment> = exps.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, e)| e.clone()).collect();
+            let opts = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
+            let f = fit(&rod, &rest, &opts, |_| {}).unwrap();
+            let p = predict_with_band(&rod, &exps[k], &f.values, &f.uncertainty()).unwrap();
+            let tip = exps[k].measurements.len() - 1;
+            let d = exps[k].measurements[tip].pos_m - p.points_m[tip];
+            let c = p.covariance_m2[tip];
+            let d2 = (d.transpose() * c.try_inverse().unwrap() * d)[(0, 0)];
+            assert_eq!(f.dof, 27);
+            inside += (d2 / 3.0 <= F_3_27_95) as usize;
+            inside_box += (0..3).all(|a| d[a].abs() <= p.half_width_m[tip][a]) as usize;
+            total += 1;
+            // The band is about the size of the noise and the fit's spread (1 mm data).
+            assert!(p.half_width_m[tip].iter().all(|h| *h > 1e-3 && *h < 1e-2), "{:?}", p.half_width_m[tip]);
+        }
+    }
+    println!("held-out tips inside the 95 % prediction ellipsoid: {inside}/{total}, inside the per-coordinate bands: {inside_box}/{total}");
+    assert!(inside as f64 >= 0.9 * total as f64, "{inside}/{total}");
 }
 
 #[test]
