@@ -144,3 +144,37 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nope.toml"));
 }
+
+/// Model choice by prediction on the shipped paper data: four variants
+/// side by side with their leave-one-out errors (README table), the one
+/// that predicts best recommended, in stdout, identified.toml and the report.
+#[test]
+fn identify_compares_variants_by_leave_one_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fit");
+    let o = rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--experiments",
+        "datasets/pls-cable-arm",
+        "--out",
+        out.to_str().unwrap(),
+        "--compare-variants",
+        "--no-loo",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
+    assert!(stdout.contains("frame + cable offset") && stdout.contains("<- recommended (predicts best)"), "{stdout}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    assert_eq!(v["recommended_variant"].as_str(), Some("frame + cable offset"));
+    let variants = v["variant"].as_array().unwrap();
+    assert_eq!(variants.len(), 4);
+    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 mm, worst 13.91 / 7.31 / 21.25 / 6.04 mm.
+    for (variant, (rms, worst)) in variants.iter().zip([(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04)]) {
+        let got = (variant["loo_rms_mm"].as_float().unwrap(), variant["loo_worst_mm"].as_float().unwrap());
+        assert!((got.0 - rms).abs() < 0.01 && (got.1 - worst).abs() < 0.01, "{}: {got:?} vs README {rms}, {worst}", variant["name"]);
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Model variants by prediction") && html.contains("recommended"));
+}

@@ -46,6 +46,12 @@ pub struct IdentifyArgs {
     /// Skip leave-one-out cross-validation.
     #[arg(long)]
     pub no_loo: bool,
+    /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior MEAN_M,SD_M [m], e.g. 0,0.005.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub fit_cable_offset: Vec<f64>,
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset) by leave-one-out prediction error and recommend the best predictor; the cable offset's prior is --fit-cable-offset's, else 0,0.005.
+    #[arg(long)]
+    pub compare_variants: bool,
 }
 
 pub fn sha256_file(path: &Path) -> String {
@@ -157,6 +163,29 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
     }
 }
 
+/// Model variants side by side, judged by leave-one-out prediction.
+fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
+    ReportTable {
+        title: "Model variants by prediction (leave-one-out); the recommended one predicts best, not fits best".into(),
+        header: ["variant", "E [Pa]", "cable offset [mm]", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""].map(String::from).to_vec(),
+        rows: variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                vec![
+                    v.name.clone(),
+                    format!("{:.4e}", v.e_pa),
+                    if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("{:.2}", 1e3 * v.cable_offset_m) } else { "-".into() },
+                    format!("{:.2}", v.rms_error_mm),
+                    format!("{:.2}", v.loo_rms_mm),
+                    format!("{:.2}", v.loo_worst_mm),
+                    if best == Some(i) { "recommended".into() } else { String::new() },
+                ]
+            })
+            .collect(),
+    }
+}
+
 /// Measured against predicted base wrenches (flange sensor) at the fit.
 fn wrench_table(rod: &Rod, experiments: &[Experiment], f: &identify::Fit) -> Option<ReportTable> {
     let rows: Vec<Vec<String>> = experiments
@@ -203,12 +232,20 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     let reference = match a.reference.as_slice() {
         [] => None,
         [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => {
-            Some(Values { e_pa: *e, g_pa: *g, rho_kg_m3: *r, translation_m: Vec3::zeros(), pitch_rad: 0.0 })
+            Some(Values { e_pa: *e, g_pa: *g, rho_kg_m3: *r, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0 })
         }
         _ => return Err(input_error("--reference: expected three positive numbers E,G,RHO")),
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let opts = FitOptions { translation: a.translation, pitch: a.pitch, ..FitOptions::default() };
+    let cable_offset_prior = match a.fit_cable_offset.as_slice() {
+        [] => None,
+        [m, sd] if m.is_finite() && sd.is_finite() && *sd > 0.0 => Some((*m, *sd)),
+        _ => return Err(input_error("--fit-cable-offset: expected MEAN_M,SD_M (a finite mean and a positive standard deviation, metres)")),
+    };
+    if cable_offset_prior.is_some() && rod.cables.is_empty() {
+        return Err(input_error(format!("--fit-cable-offset: {} has no [[cable]]", a.rod.display())));
+    }
+    let opts = FitOptions { translation: a.translation, pitch: a.pitch, cable_offset_prior, ..FitOptions::default() };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
@@ -219,13 +256,25 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     bar.finish_and_clear();
     let f = &study.fit;
 
+    let (variants, best) = if a.compare_variants {
+        bar.reset();
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        let v = identify::output::compare_variants(&rod, &experiments, &opts, cable_offset_prior.unwrap_or((0.0, 0.005)), |m| bar.set_message(m.to_string()));
+        bar.finish_and_clear();
+        v
+    } else {
+        (vec![], None)
+    };
     let mut file = IdentifiedFile::from_study(&study, &experiments, &a.rod.display().to_string(), &source);
+    file.variant = variants.clone();
+    file.recommended_variant = best.map(|i| variants[i].name.clone());
     file.rod_geometry = Some(identify::output::rod_geometry(&rod));
     let toml_path = a.out.join("identified.toml");
     file.write(&toml_path).with_context(|| format!("cannot write {}", toml_path.display()))?;
 
     // Report.
-    let paper = reference.unwrap_or(Values { e_pa: f64::NAN, g_pa: f64::NAN, rho_kg_m3: f64::NAN, translation_m: Vec3::zeros(), pitch_rad: 0.0 });
+    let paper =
+        reference.unwrap_or(Values { e_pa: f64::NAN, g_pa: f64::NAN, rho_kg_m3: f64::NAN, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0 });
     let rows = |f: &identify::Fit, with_paper: bool| {
         let pp = |v: f64| if with_paper { v } else { f64::NAN };
         vec![
@@ -323,7 +372,12 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             ("residual scale (units of sigma)".into(), format!("{:.3}", f.residual_scale)),
         ],
         alternatives,
-        tables: (!holds.is_empty()).then(|| holds_table(&holds)).into_iter().chain(wrench_table(&rod, &experiments, f)).collect(),
+        tables: (!holds.is_empty())
+            .then(|| holds_table(&holds))
+            .into_iter()
+            .chain(wrench_table(&rod, &experiments, f))
+            .chain((!variants.is_empty()).then(|| variants_table(&variants, best)))
+            .collect(),
         provenance: {
             let mut p = vec![
                 ("rodlab version".into(), env!("CARGO_PKG_VERSION").into()),
@@ -344,6 +398,15 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     line("E", &f.e_pa, "Pa", paper.e_pa);
     line("G", &f.g_pa, "Pa", paper.g_pa);
     line("rho", &f.rho_kg_m3, "kg/m^3", paper.rho_kg_m3);
+    if f.layout.cable_offset {
+        let c = file.parameters.cable_offset_ci95_m;
+        println!(
+            "  cable offset = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards from the rod file's cables)",
+            1e3 * f.values.cable_offset_m,
+            1e3 * c[0],
+            1e3 * c[1]
+        );
+    }
     if let Some(j) = &study.jackknife {
         println!(
             "  jackknife 95 % (spread of the {} leave-one-out fits): E [{:.4e}, {:.4e}] Pa, G [{:.4e}, {:.4e}] Pa, rho [{:.4e}, {:.4e}] kg/m^3",
@@ -375,6 +438,21 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     }
     if let Some(r) = study.reference.as_ref().filter(|r| r.failures > 0) {
         println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above)", r.failures);
+    }
+    if !variants.is_empty() {
+        println!("  model variants by leave-one-out prediction error:");
+        for (i, v) in variants.iter().enumerate() {
+            println!(
+                "    {:<28} E {:.4e} Pa{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
+                v.name,
+                v.e_pa,
+                if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("  offset {:>6.2} mm", 1e3 * v.cable_offset_m) } else { " ".repeat(18) },
+                v.rms_error_mm,
+                v.loo_rms_mm,
+                v.loo_worst_mm,
+                if best == Some(i) { "  <- recommended (predicts best)" } else { "" }
+            );
+        }
     }
     for w in &f.warnings {
         println!("  warning: {w}");

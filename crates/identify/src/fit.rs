@@ -21,11 +21,13 @@ pub struct FitOptions {
     /// Initial guesses (E, G, rho); empty = a spread around the rod file's material.
     pub starts: Vec<[f64; 3]>,
     pub max_iterations: u64,
+    /// Estimate the cables' outward offset, with this prior (mean, sd) \[m\].
+    pub cable_offset_prior: Option<(f64, f64)>,
 }
 
 impl Default for FitOptions {
     fn default() -> Self {
-        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100 }
+        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100, cable_offset_prior: None }
     }
 }
 
@@ -217,17 +219,26 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     // force) or a weighed base (flange force sensor) fixes the scale.
     let gravity_only = experiments.iter().all(|e| e.gravity_only());
     let weighed = experiments.iter().any(|e| e.base_wrench.is_some());
-    let layout = Layout { fit_rho: !gravity_only || weighed, translation: opts.translation, pitch: opts.pitch };
+    let layout =
+        Layout { fit_rho: !gravity_only || weighed, translation: opts.translation, pitch: opts.pitch, cable_offset: opts.cable_offset_prior.is_some() };
     let fixed_rho = rod.cross_section.body.rho_kg_m3;
-    let problem = Problem::new(rod, experiments, layout, fixed_rho);
+    let (offset_mean_m, offset_sd_m) = opts.cable_offset_prior.unwrap_or((0.0, f64::INFINITY));
+    let problem = Problem::new(rod, experiments, layout, fixed_rho).with_cable_offset_prior(offset_mean_m, offset_sd_m);
     let starts = if opts.starts.is_empty() { default_starts(rod) } else { opts.starts.clone() };
     let m = rod.cross_section.body;
-    let prior = problem.params(&Values { e_pa: m.e_pa, g_pa: m.g_pa, rho_kg_m3: m.rho_kg_m3, translation_m: Vec3::zeros(), pitch_rad: 0.0 });
+    let prior = problem.params(&Values {
+        e_pa: m.e_pa,
+        g_pa: m.g_pa,
+        rho_kg_m3: m.rho_kg_m3,
+        translation_m: Vec3::zeros(),
+        pitch_rad: 0.0,
+        cable_offset_m: offset_mean_m,
+    });
     let mut runs = vec![];
     let mut outcomes = vec![];
     for (i, s) in starts.iter().enumerate() {
         progress(&format!("start {}/{}", i + 1, starts.len()));
-        let v0 = Values { e_pa: s[0], g_pa: s[1], rho_kg_m3: s[2], translation_m: Vec3::zeros(), pitch_rad: 0.0 };
+        let v0 = Values { e_pa: s[0], g_pa: s[1], rho_kg_m3: s[2], translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: offset_mean_m };
         let p0 = problem.params(&v0);
         match run_from(&problem, &p0, &prior, opts.max_iterations) {
             Ok((run, note)) => {
@@ -378,7 +389,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
 
 /// Predicted positions of an experiment's measured points for given values.
 pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true };
     let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), false)?;
     Ok((ev.predicted[0].clone(), ev.q[0].clone()))

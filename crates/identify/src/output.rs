@@ -67,7 +67,7 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
 
 /// Evaluates fixed parameter values on the experiments.
 pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true };
+    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true };
     let mut predicted = vec![];
     let mut errors_mm = vec![];
     let mut shapes = vec![];
@@ -124,6 +124,65 @@ pub fn run_study(
     Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference })
 }
 
+/// One model variant judged by prediction: fitted on all experiments, and
+/// by leave-one-out (each experiment predicted by a fit without it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VariantOut {
+    pub name: String,
+    pub parameters: Vec<String>,
+    pub e_pa: f64,
+    pub cable_offset_m: f64,
+    /// RMS of the fit's own residuals \[mm\].
+    pub rms_error_mm: f64,
+    /// RMS of the leave-one-out prediction errors over every point \[mm\].
+    pub loo_rms_mm: f64,
+    /// The worst experiment's leave-one-out RMS \[mm\].
+    pub loo_worst_mm: f64,
+    /// Per experiment, its leave-one-out RMS \[mm\].
+    pub loo_per_experiment_mm: Vec<f64>,
+}
+
+/// Fits the variants (none, measurement frame, cable offset, both) and
+/// judges each by its leave-one-out prediction error, not its residual (a
+/// model with more parameters always fits better). Returns them and the
+/// index of the one that predicts best.
+pub fn compare_variants(
+    rod: &Rod,
+    experiments: &[Experiment],
+    opts: &FitOptions,
+    cable_offset_prior: (f64, f64),
+    mut progress: impl FnMut(&str),
+) -> (Vec<VariantOut>, Option<usize>) {
+    let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
+    let mut variants = vec![("no nuisance", false, None), ("frame (translation + pitch)", true, None)];
+    if with_cables {
+        variants.push(("cable offset", false, Some(cable_offset_prior)));
+        variants.push(("frame + cable offset", true, Some(cable_offset_prior)));
+    }
+    let mut out = vec![];
+    for (name, frame, prior) in variants {
+        progress(&format!("variant {name}"));
+        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior: prior, ..opts.clone() };
+        let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
+        let loo = leave_one_out(rod, experiments, &f, &o, |_| {});
+        let per: Vec<f64> = loo.iter().map(|l| (l.errors_mm.iter().map(|e| e * e).sum::<f64>() / l.errors_mm.len().max(1) as f64).sqrt()).collect();
+        let all: Vec<f64> = loo.iter().flat_map(|l| l.errors_mm.iter().copied()).collect();
+        let loo_rms_mm = (all.iter().map(|e| e * e).sum::<f64>() / all.len().max(1) as f64).sqrt();
+        out.push(VariantOut {
+            name: name.into(),
+            parameters: f.parameter_names.iter().map(|s| s.to_string()).collect(),
+            e_pa: f.values.e_pa,
+            cable_offset_m: f.values.cable_offset_m,
+            rms_error_mm: f.rms_error_mm,
+            loo_rms_mm,
+            loo_worst_mm: per.iter().cloned().fold(f64::NAN, f64::max),
+            loo_per_experiment_mm: per,
+        });
+    }
+    let best = out.iter().enumerate().filter(|(_, v)| v.loo_rms_mm.is_finite()).min_by(|a, b| a.1.loo_rms_mm.total_cmp(&b.1.loo_rms_mm)).map(|(i, _)| i);
+    (out, best)
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EstimateOut {
     pub value: f64,
@@ -147,6 +206,16 @@ pub struct Parameters {
     /// Nuisance parameters of this fit (zero when not estimated).
     pub frame_translation_m: [f64; 3],
     pub base_pitch_rad: f64,
+    /// The cables' fitted outward offset from the rod file's position \[m\]
+    /// (0 when not fitted) and its 95 % interval.
+    #[serde(default)]
+    pub cable_offset_m: f64,
+    #[serde(default = "nan_pair")]
+    pub cable_offset_ci95_m: [f64; 2],
+}
+
+fn nan_pair() -> [f64; 2] {
+    [f64::NAN; 2]
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -218,6 +287,11 @@ pub struct IdentifiedFile {
     pub reference: Option<ReferenceOut>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub jackknife: Option<JackknifeOut>,
+    /// Model variants judged by leave-one-out (`--compare-variants`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub variant: Vec<VariantOut>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub recommended_variant: Option<String>,
     pub experiment: Vec<ExperimentOut>,
     pub start: Vec<StartOutcome>,
 }
@@ -230,6 +304,11 @@ fn parameters(f: &Fit) -> Parameters {
         rho_fixed: !f.layout.fit_rho,
         frame_translation_m: f.values.translation_m.into(),
         base_pitch_rad: f.values.pitch_rad,
+        cable_offset_m: f.values.cable_offset_m,
+        cable_offset_ci95_m: f.layout.cable_offset_index().map_or([f64::NAN; 2], |i| {
+            let half = t975(f.dof) * f.covariance[(i, i)].sqrt();
+            [f.values.cable_offset_m - half, f.values.cable_offset_m + half]
+        }),
     }
 }
 
@@ -300,6 +379,8 @@ impl IdentifiedFile {
                 experiments_without_equilibrium: r.failures,
             }),
             jackknife: study.jackknife.clone(),
+            variant: vec![],
+            recommended_variant: None,
             experiment: experiments
                 .iter()
                 .enumerate()
@@ -328,7 +409,7 @@ impl IdentifiedFile {
             return None;
         }
         let has = |n: &str| names.iter().any(|x| x == n);
-        let layout = Layout { fit_rho: has("ln_rho"), translation: has("tx_m"), pitch: has("pitch_rad") };
+        let layout = Layout { fit_rho: has("ln_rho"), translation: has("tx_m"), pitch: has("pitch_rad"), cable_offset: has("cable_offset_m") };
         if layout.n_params() != np {
             return None;
         }
@@ -349,6 +430,7 @@ impl IdentifiedFile {
             rho_kg_m3: p.rho_kg_m3.value,
             translation_m: Vec3::from(p.frame_translation_m),
             pitch_rad: p.base_pitch_rad,
+            cable_offset_m: p.cable_offset_m,
         }
     }
 

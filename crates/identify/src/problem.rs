@@ -2,7 +2,9 @@
 //! weighted position errors of every measured point of every experiment, each
 //! experiment's rod being in static equilibrium for the current parameters.
 //!
-//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch)]`. The
+//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d)]`,
+//! d the cables' outward offset from where the rod file puts them (guide
+//! rings hold cables off the surface), with a Gaussian prior row. The
 //! Jacobian uses exact sensitivities (implicit-function theorem):
 //! `dq/dp = -H^{-1} dr/dp`, where `dr/dlnE = E K_E q`, `dr/dlnG = G K_G q`
 //! (the stiffness is linear in E and G) and `dr/dln rho` is the gravity
@@ -28,12 +30,19 @@ pub struct Layout {
     pub translation: bool,
     /// Pitch of the base about the world y axis (nuisance).
     pub pitch: bool,
+    /// The cables' offset from the rod file's position, outwards, one for
+    /// all cables (geometry; needs a prior).
+    pub cable_offset: bool,
 }
 
 impl Layout {
     /// Number of fitted parameters.
     pub fn n_params(&self) -> usize {
-        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize
+        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize + self.cable_offset as usize
+    }
+
+    pub fn cable_offset_index(&self) -> Option<usize> {
+        self.cable_offset.then_some(2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize)
     }
 
     pub fn translation_index(&self) -> Option<usize> {
@@ -55,6 +64,9 @@ impl Layout {
         if self.pitch {
             n.push("pitch_rad");
         }
+        if self.cable_offset {
+            n.push("cable_offset_m");
+        }
         n
     }
 }
@@ -67,6 +79,8 @@ pub struct Values {
     pub rho_kg_m3: f64,
     pub translation_m: Vec3,
     pub pitch_rad: f64,
+    /// Outward offset of every cable from the rod file's position \[m\].
+    pub cable_offset_m: f64,
 }
 
 /// Per-experiment model pieces, linear in the parameters.
@@ -107,6 +121,22 @@ pub struct Problem {
     /// Static solves performed (all experiments count one each).
     pub solves: Cell<usize>,
     options: NewtonOptions,
+    /// Prior of the cable offset (mean, standard deviation) \[m\]: one
+    /// more residual row `(d - mean) / sd`.
+    cable_offset_prior: (f64, f64),
+}
+
+/// Moves every cable of `model` outwards by `offset_m` (from `reference`,
+/// the model as the rod file has it).
+fn shift_cables(model: &mut Model, reference: &Model, offset_m: f64) {
+    for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&reference.rod.cables).enumerate() {
+        let dir = Vec3::new(0.0, cable.angle_rad.cos(), cable.angle_rad.sin());
+        for (span, base) in spans.iter_mut().zip(&reference.cable_spans[c]) {
+            if let (Some(s), Some(b)) = (span.as_mut(), base) {
+                s.offset_m = b.offset_m + dir * offset_m;
+            }
+        }
+    }
 }
 
 fn unit_material(e: f64, g: f64, rho: f64) -> Material {
@@ -170,11 +200,19 @@ impl Problem {
             cache: RefCell::new(None),
             solves: Cell::new(0),
             options: NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() },
+            cable_offset_prior: (0.0, f64::INFINITY),
         }
     }
 
+    /// The prior of the cable offset (mean, standard deviation) \[m\], used
+    /// when the layout fits it.
+    pub fn with_cable_offset_prior(mut self, mean_m: f64, sd_m: f64) -> Problem {
+        self.cable_offset_prior = (mean_m, sd_m);
+        self
+    }
+
     pub fn n_residuals(&self) -> usize {
-        self.experiments.iter().map(|e| e.n_residuals()).sum::<usize>()
+        self.experiments.iter().map(|e| e.n_residuals()).sum::<usize>() + self.layout.cable_offset as usize
     }
 
     /// Parameter vector for physical values.
@@ -189,6 +227,9 @@ impl Problem {
         if self.layout.pitch {
             p.push(v.pitch_rad);
         }
+        if self.layout.cable_offset {
+            p.push(v.cable_offset_m);
+        }
         DVector::from_vec(p)
     }
 
@@ -196,7 +237,8 @@ impl Problem {
         let rho = if self.layout.fit_rho { p[2].exp() } else { self.fixed_rho };
         let translation_m = self.layout.translation_index().map_or(Vec3::zeros(), |i| Vec3::new(p[i], p[i + 1], p[i + 2]));
         let pitch_rad = self.layout.pitch_index().map_or(0.0, |i| p[i]);
-        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad }
+        let cable_offset_m = self.layout.cable_offset_index().map_or(0.0, |i| p[i]);
+        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m }
     }
 
     /// Experiment `i`'s base, pitched by the nuisance angle about world y
@@ -243,6 +285,9 @@ impl Problem {
         for (i, (exp, em)) in self.experiments.iter().zip(&self.models).enumerate() {
             let base = self.base_pose(i, v.pitch_rad);
             let mut model = em.model.clone();
+            if v.cable_offset_m != 0.0 {
+                shift_cables(&mut model, &em.model, v.cable_offset_m);
+            }
             model.stiffness = &em.k_e * v.e_pa + &em.k_g * v.g_pa + &em.k_0;
             model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| b * v.rho_kg_m3 + c).collect();
             model.rod.base = base;
@@ -307,6 +352,17 @@ impl Problem {
                     let rm = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
                     dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
                 }
+                if let Some(id) = self.layout.cable_offset_index() {
+                    // Central difference of the residual at fixed q (the cable
+                    // term is smooth in its offset).
+                    let eps = 1e-7;
+                    let mut md = model.clone();
+                    shift_cables(&mut md, &em.model, v.cable_offset_m + eps);
+                    let rp = assemble(&md, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    shift_cables(&mut md, &em.model, v.cable_offset_m - eps);
+                    let rm = assemble(&md, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    dr.set_column(id, &((rp - rm) / (2.0 * eps)));
+                }
                 let sens = lu.solve(&(-dr)).ok_or("singular tangent at equilibrium")?;
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
@@ -342,6 +398,13 @@ impl Problem {
             predicted.push(pred);
             qs.push(q);
         }
+        if let Some(id) = self.layout.cable_offset_index() {
+            let (mean, sd) = self.cable_offset_prior;
+            residual[row] = (v.cable_offset_m - mean) / sd;
+            if let Some(jac) = jac.as_mut() {
+                jac[(row, id)] = 1.0 / sd;
+            }
+        }
         Ok(Evaluation { residual, jacobian: jac, predicted, q: qs })
     }
 }
@@ -376,6 +439,18 @@ impl Problem {
                 out[(a, 2)] += dw[a];
             }
         }
+        if let Some(id) = self.layout.cable_offset_index() {
+            let e = 1e-7;
+            let mut shifted = model.clone();
+            shift_cables(&mut shifted, &self.models[i].model, v.cable_offset_m + e);
+            let wp = self.sensor_wrench(i, &mut shifted, q, base)?;
+            shift_cables(&mut shifted, &self.models[i].model, v.cable_offset_m - e);
+            let wm = self.sensor_wrench(i, &mut shifted, q, base)?;
+            let dw = (wp - wm) / (2.0 * e);
+            for a in 0..6 {
+                out[(a, id)] += dw[a];
+            }
+        }
         if let Some(ip) = self.layout.pitch_index() {
             let e = 1e-6;
             let wp = self.sensor_wrench(i, &mut scratch, q, self.base_pose(i, v.pitch_rad + e))?;
@@ -393,6 +468,7 @@ impl Problem {
     pub fn predicted_wrench(&self, i: usize, q: &DVector<f64>, values: &Values) -> Option<Vec6> {
         self.experiments[i].base_wrench.as_ref()?;
         let mut model = self.models[i].model.clone();
+        shift_cables(&mut model, &self.models[i].model, values.cable_offset_m);
         model.stiffness.fill(0.0);
         model.joint_mass_kg = self.models[i].mass_body.iter().zip(&self.models[i].mass_0).map(|(b, c)| b * values.rho_kg_m3 + c).collect();
         self.sensor_wrench(i, &mut model, q, self.base_pose(i, values.pitch_rad)).ok()
