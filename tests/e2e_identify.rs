@@ -89,7 +89,7 @@ fn identify_writes_toml_and_a_report_that_renders() {
         .split(':')
         .nth(1)
         .unwrap()
-        .split(|c| c == ',' || c == '(')
+        .split([',', '('])
         .take(3)
         .flat_map(|p| p.split("+-").map(|x| x.trim().parse::<f64>().unwrap()).collect::<Vec<_>>())
         .collect();
@@ -162,10 +162,14 @@ fn identify_compares_variants_by_leave_one_out() {
         out.to_str().unwrap(),
         "--compare-variants",
         "--no-loo",
+        "--reference",
+        "2.563e5,8.543e4,1.41e3",
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
     assert!(stdout.contains("frame + cable offset") && stdout.contains("<- recommended (predicts best)"), "{stdout}");
+    // The paper's material with the cables moved (README): still 60 mm.
+    assert!(stdout.contains("reference parameters with the cables moved: best offset -3.50 mm (outwards), RMS 60.46 mm"), "{stdout}");
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
     assert_eq!(v["recommended_variant"].as_str(), Some("frame + cable offset"));
     let variants = v["variant"].as_array().unwrap();

@@ -163,6 +163,20 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
     }
 }
 
+/// Which cable offset lets fixed (reference) material parameters describe
+/// the experiments best: a scan of -4..+10 mm in 0.25 mm steps. Returns
+/// (offset, RMS over the experiments with an equilibrium, experiments
+/// without one), preferring offsets where every experiment has one.
+fn reference_geometry_scan(rod: &rod::Rod, experiments: &[identify::Experiment], v: &Values) -> Option<(f64, f64, usize)> {
+    (0..=56)
+        .map(|k| -0.004 + 0.00025 * k as f64)
+        .filter_map(|d| {
+            let e = identify::output::evaluate_values(rod, experiments, &Values { cable_offset_m: d, ..*v }).ok()?;
+            e.rms_error_mm.is_finite().then_some((d, e.rms_error_mm, e.failures))
+        })
+        .min_by(|a, b| (a.2, a.1).partial_cmp(&(b.2, b.1)).unwrap_or(std::cmp::Ordering::Equal))
+}
+
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
@@ -435,6 +449,18 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             alt.rho_kg_m3.value,
             alt.rms_error_mm
         );
+    }
+    if let (Some(v), true) = (reference, a.compare_variants && !rod.cables.is_empty()) {
+        // The study: keep the reference material, move the cables.
+        match reference_geometry_scan(&rod, &experiments, &v) {
+            Some((offset_m, rms_mm, failures)) => println!(
+                "  reference parameters with the cables moved: best offset {:+.2} mm (outwards), RMS {:.2} mm{} (scan -4..+10 mm)",
+                1e3 * offset_m,
+                rms_mm,
+                if failures > 0 { format!(", {failures} experiment(s) without equilibrium") } else { String::new() }
+            ),
+            None => println!("  reference parameters with the cables moved: no offset in -4..+10 mm gives every experiment an equilibrium"),
+        }
     }
     if let Some(r) = study.reference.as_ref().filter(|r| r.failures > 0) {
         println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above)", r.failures);

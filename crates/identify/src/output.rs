@@ -402,7 +402,8 @@ impl IdentifiedFile {
         let np = names.len();
         if np == 0
             || self.fit.dof == 0
-            || !(self.fit.measurement_sigma_m > 0.0)
+            || self.fit.measurement_sigma_m.is_nan()
+            || self.fit.measurement_sigma_m <= 0.0
             || self.fit.covariance.len() != np
             || self.fit.covariance.iter().any(|r| r.len() != np)
         {

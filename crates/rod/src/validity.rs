@@ -58,7 +58,11 @@ pub fn validity(model: &Model, q: &DVector<f64>) -> Validity {
         for (c, spans) in model.cable_spans.iter().enumerate() {
             let Some(span) = spans[k] else { continue };
             let stretch = (lie::linear(&xi) + lie::angular(&xi).cross(&span.offset_m) + span.offset_slope).norm();
-            if v.min_cable_stretch.map_or(true, |(s, _, _)| stretch < s) {
+            let smaller = match v.min_cable_stretch {
+                Some((s, _, _)) => stretch < s,
+                None => true,
+            };
+            if smaller {
                 v.min_cable_stretch = Some((stretch, c, x_m));
             }
         }
