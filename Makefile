@@ -39,6 +39,10 @@ demo: setup
 	$(RODLAB) synth session --live --scene configs/scene/cable-arm-holds.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/holds-2 --seed 2
 	$(RODLAB) identify --rod configs/rod/contact-paper-steel-core.toml --sessions sessions/lab-day/holds-1 sessions/lab-day/holds-2 \
 		--loads configs/loads.toml --out reports/demo/lab-day/fit
+	@# The cable arm pulled by its cables, load cells read through the ASCII emulator.
+	$(RODLAB) synth session --live --scene configs/scene/cable-arm-tensions-planar.toml --rod configs/rod/pls-cable-arm.toml --out sessions/lab-day/pulls \
+		--e-pa 2.5e5 --rho-kg-m3 1.3e3 --no-flange-sensor --seed 5
+	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --sessions sessions/lab-day/pulls --loads configs/loads-cable-cells.toml --out reports/demo/lab-day/fit-pulls
 	$(RODLAB) synth session --live --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/stick --seed 3
 	$(RODLAB) synth session --live --scene configs/scene/contact-paper-slide.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/slide --seed 4
 	$(RODLAB) validate sessions/lab-day/stick --rod configs/rod/contact-paper-steel-core.toml --params reports/demo/lab-day/fit/identified.toml \

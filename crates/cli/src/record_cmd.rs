@@ -104,6 +104,12 @@ pub enum EmulateCommand {
         /// Field separator (one character; " " for whitespace).
         #[arg(long, default_value = ",")]
         separator: String,
+        /// Play these values instead of the built-in signal: CSV with a header, t_s then one column per field printed (each row held until the next).
+        #[arg(long)]
+        values: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] of the values file's t = 0.
+        #[arg(long, requires = "values")]
+        start_at_unix_s: Option<f64>,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -237,6 +243,26 @@ fn read_wrench_table(path: &std::path::Path) -> Result<serial_emulators::WrenchT
     serial_emulators::WrenchTable::new(samples).map_err(|e| input_error(format!("{}: {e}", path.display())))
 }
 
+/// A values CSV for the ASCII emulator: header `t_s,NAME...`, numbers.
+fn read_value_table(path: &std::path::Path) -> Result<serial_emulators::ValueTable> {
+    let mut reader = csv::Reader::from_path(path).map_err(|e| input_error(format!("{}: {e}", path.display())))?;
+    let header = reader.headers().map_err(|e| input_error(format!("{}: {e}", path.display())))?.clone();
+    if header.get(0) != Some("t_s") || header.len() < 2 {
+        return Err(input_error(format!("{}: header: expected t_s then one column per value", path.display())));
+    }
+    let mut rows = vec![];
+    for (i, rec) in reader.records().enumerate() {
+        let rec = rec.map_err(|e| input_error(format!("{}: row {}: {e}", path.display(), i + 1)))?;
+        let v: Vec<f64> = rec
+            .iter()
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| input_error(format!("{}: row {}: {e}", path.display(), i + 1)))?;
+        rows.push((v[0], v[1..].to_vec()));
+    }
+    serial_emulators::ValueTable::new(rows).map_err(|e| input_error(format!("{}: {e}", path.display())))
+}
+
 /// CPU time (user + system) of this process so far, from /proc (Linux;
 /// USER_HZ is 100 there).
 fn own_cpu_seconds() -> Option<f64> {
@@ -286,10 +312,17 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             let cfg = Ft300EmulatorConfig { inject_garbage_every, wrench, wrench_start, bias, noise_n, noise_nm, seed, ..Ft300EmulatorConfig::new(rate_hz) };
             run_serial_emulator(duration, move |stop| serial_emulators::run_ft300(&port, &cfg, stop), "frames")
         }
-        EmulateCommand::AsciiSensor { port, rate_hz, separator, duration } => {
+        EmulateCommand::AsciiSensor { port, rate_hz, separator, values, start_at_unix_s, duration } => {
             check_rate(rate_hz, 10_000.0)?;
             let sep = record::ascii::Separator::parse(&separator).map_err(|e| input_error(format!("--separator: {e}")))?;
-            run_serial_emulator(duration, move |stop| serial_emulators::run_ascii(&port, rate_hz, &sep, stop), "lines")
+            let playback = match &values {
+                Some(p) => Some(serial_emulators::AsciiPlayback {
+                    table: std::sync::Arc::new(read_value_table(p)?),
+                    start: start_at_unix_s.map(unix_time).transpose()?,
+                }),
+                None => None,
+            };
+            run_serial_emulator(duration, move |stop| serial_emulators::run_ascii(&port, rate_hz, &sep, playback.as_ref(), stop), "lines")
         }
     }
 }

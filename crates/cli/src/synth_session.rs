@@ -257,14 +257,11 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
         stage_wall_s,
     };
 
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
+    let mut noise = |sd: f64| if sd > 0.0 { sd * track::synth::gaussian(&mut rng) } else { 0.0 };
     if a.live {
-        if scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
-            return Err(input_error(format!(
-                "{}: --live plays the robot, the FT 300 and the camera; load cells on cables are written by the direct mode only",
-                a.scene.display()
-            )));
-        }
         check_positive("--camera-fps", a.camera_fps)?;
+        let load_cells = load_cell_rows(&a, &scene, &rod_file, end_s, &mut noise);
         let played = crate::virtual_lab::play(&crate::virtual_lab::Playback {
             records,
             rod: &rod_file,
@@ -278,6 +275,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
             moment_noise_nm: a.moment_noise_nm,
             camera_fps: a.camera_fps,
             seed: a.seed,
+            load_cells,
             out: &a.out,
             work: &truth_dir.join("playback"),
         })?;
@@ -291,8 +289,6 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     }
 
     std::fs::create_dir_all(&a.out).map_err(|e| input_error(format!("{}: {e}", a.out.display())))?;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
-    let mut noise = |sd: f64| if sd > 0.0 { sd * track::synth::gaussian(&mut rng) } else { 0.0 };
     // One chunk per second of recording, as the recorder flushes.
     let never = Duration::from_secs(u64::MAX / 4);
 
@@ -339,15 +335,10 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
     }
 
     // Load cells on the cables, at the sensor rate.
-    if scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
-        let columns: Vec<String> = rod_file.cables.iter().map(|c| format!("{}_n", c.name)).collect();
+    if let Some((columns, rows)) = load_cell_rows(&a, &scene, &rod_file, end_s, &mut noise) {
         let mut cells = StreamWriter::create(&a.out, "load_cell", columns, never)?;
-        let dt = 1.0 / a.sensor_hz;
-        let n = (end_s / dt + 1e-9).floor() as usize + 1;
-        for k in 0..n {
-            let t = k as f64 * dt;
-            let row: Vec<f64> = scene.cable_tensions_n(&rod_file, t).iter().map(|v| v + noise(a.load_cell_noise_n)).collect();
-            cells.push(host_ns(t), &row)?;
+        for (k, (t, row)) in rows.iter().enumerate() {
+            cells.push(host_ns(*t), row)?;
             if (k + 1) % (a.sensor_hz.round() as usize).max(1) == 0 {
                 cells.flush()?;
             }
@@ -396,6 +387,26 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
         truth_dir.display()
     );
     Ok(())
+}
+
+/// What load cells on the cables read at the sensor rate (scenes that pull
+/// cables): column names `CABLE_n` and `(t_s, tensions with noise)` rows.
+type LoadCellRows = (Vec<String>, Vec<(f64, Vec<f64>)>);
+
+fn load_cell_rows(a: &SynthSessionArgs, scene: &Scene, rod: &rod::Rod, end_s: f64, noise: &mut impl FnMut(f64) -> f64) -> Option<LoadCellRows> {
+    if !scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {
+        return None;
+    }
+    let columns: Vec<String> = rod.cables.iter().map(|c| format!("{}_n", c.name)).collect();
+    let dt = 1.0 / a.sensor_hz;
+    let n = (end_s / dt + 1e-9).floor() as usize + 1;
+    let rows = (0..n)
+        .map(|k| {
+            let t = k as f64 * dt;
+            (t, scene.cable_tensions_n(rod, t).iter().map(|v| v + noise(a.load_cell_noise_n)).collect())
+        })
+        .collect();
+    Some((columns, rows))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {

@@ -39,6 +39,9 @@ pub struct Playback<'a> {
     pub moment_noise_nm: f64,
     pub camera_fps: f64,
     pub seed: u64,
+    /// Load cells on the cables: column names and `(t_s, tensions)` rows as
+    /// the cells read them (noise included), played by the ASCII emulator.
+    pub load_cells: Option<(Vec<String>, Vec<(f64, Vec<f64>)>)>,
     /// Session directory the recorder creates.
     pub out: &'a Path,
     /// Working files (trajectory, wrench, video, rig, camera, logs).
@@ -139,7 +142,7 @@ fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
 
 /// Renders the experiment to `video` (lossless), `VIDEO_LEAD_S` of the
 /// initial state first. Returns the markers.toml text for the tracker.
-fn render_video(p: &Playback, view: &View, video: &Path) -> Result<String> {
+fn render_video(p: &Playback, frames: &RigFrames, view: &View, video: &Path) -> Result<String> {
     let records = p.records;
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = *t_rec.last().expect("records");
@@ -152,7 +155,7 @@ fn render_video(p: &Playback, view: &View, video: &Path) -> Result<String> {
         let b = board_from_world.transform_point(x);
         [b.x, b.y]
     };
-    if let Some(table) = p.frames.table {
+    if let Some(table) = frames.table {
         let (point, normal) = (Vec3::from(table.point_m), Vec3::from(table.normal).normalize());
         let (camera, plane, board) = (&view.camera, &view.marker_plane, &view.world_from_board);
         renderer.paint_background(
@@ -238,16 +241,16 @@ fn start_robot(exe: &Path, trajectory: &Path, start_unix_s: f64, children: &mut 
     line.split_whitespace().nth(4).map(str::to_string).ok_or_else(|| anyhow::anyhow!("the RTDE emulator did not say where it listens: {line:?}"))
 }
 
-/// A `socat` pty pair; returns (emulator side, recorder side).
-fn start_pty_pair(work: &Path, children: &mut Children) -> Result<(PathBuf, PathBuf)> {
-    let (a, b) = (work.join("ft300-a"), work.join("ft300-b"));
+/// A `socat` pty pair named `name`; returns (emulator side, recorder side).
+fn start_pty_pair(work: &Path, name: &str, children: &mut Children) -> Result<(PathBuf, PathBuf)> {
+    let (a, b) = (work.join(format!("{name}-a")), work.join(format!("{name}-b")));
     let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
     let child = Command::new("socat")
         .arg(format!("pty,raw,echo=0,link={}", a.display()))
         .arg(format!("pty,raw,echo=0,link={}", b.display()))
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| input_error(format!("--live needs socat for the force sensor's serial line (scripts/setup.sh installs it): {e}")))?;
+        .map_err(|e| input_error(format!("--live needs socat for the sensors' serial lines (scripts/setup.sh installs it): {e}")))?;
     children.0.push(("socat".into(), child));
     let t = Instant::now();
     while !(a.exists() && b.exists()) {
@@ -265,7 +268,15 @@ struct RigOut<'a> {
     frames: RigFrames,
     robot: Vec<RobotOut>,
     ft300: Vec<Ft300Out>,
+    ascii: Vec<AsciiOut>,
     camera: Vec<CameraOut<'a>>,
+}
+#[derive(serde::Serialize)]
+struct AsciiOut {
+    name: String,
+    port: String,
+    separator: String,
+    columns: Vec<String>,
 }
 #[derive(serde::Serialize)]
 struct SessionOut {
@@ -305,10 +316,9 @@ pub fn play(p: &Playback) -> Result<Played> {
     let t = Instant::now();
     let view = place_camera(p.records, p.frames.gravity())?;
     let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..p.frames };
-    let playback = Playback { frames, ..*p };
     let video = p.work.join("scene.mkv");
     println!("rendering the camera's video into {}", video.display());
-    let markers_toml = render_video(&playback, &view, &video)?;
+    let markers_toml = render_video(p, &frames, &view, &video)?;
     let camera_toml = p.work.join("camera.toml");
     view.camera.save(&camera_toml).with_context(|| format!("writing {}", camera_toml.display()))?;
     let markers_file = p.work.join("markers.toml");
@@ -333,7 +343,7 @@ pub fn play(p: &Playback) -> Result<Played> {
     let address = start_robot(&exe, &trajectory, start_unix_s, &mut children)?;
     let mut ft300 = vec![];
     if p.flange_sensor {
-        let (a, b) = start_pty_pair(p.work, &mut children)?;
+        let (a, b) = start_pty_pair(p.work, "ft300", &mut children)?;
         let bias = p.ft_bias.map(|v| v.to_string()).join(",");
         let child = Command::new(&exe)
             .args(["emulate", "ft300", "--port"])
@@ -348,6 +358,27 @@ pub fn play(p: &Playback) -> Result<Played> {
         children.0.push(("FT 300 emulator".into(), child));
         ft300.push(Ft300Out { name: "ft300".into(), port: b.display().to_string() });
     }
+    let mut ascii = vec![];
+    if let Some((columns, rows)) = &p.load_cells {
+        let values = p.work.join("load-cells.csv");
+        let mut text = format!("t_s,{}\n", columns.join(","));
+        for (t, v) in rows {
+            text.push_str(&format!("{t:.6},{}\n", v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(",")));
+        }
+        std::fs::write(&values, text).with_context(|| format!("writing {}", values.display()))?;
+        let (a, b) = start_pty_pair(p.work, "load-cells", &mut children)?;
+        let child = Command::new(&exe)
+            .args(["emulate", "ascii-sensor", "--port"])
+            .arg(&a)
+            .args(["--rate-hz", &p.sensor_hz.to_string(), "--values"])
+            .arg(&values)
+            .args(["--start-at-unix-s", &format!("{start_unix_s:.6}")])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting the load cells' emulator")?;
+        children.0.push(("load cell emulator".into(), child));
+        ascii.push(AsciiOut { name: "load_cell".into(), port: b.display().to_string(), separator: ",".into(), columns: columns.clone() });
+    }
     let rig = RigOut {
         session: SessionOut { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
         frames,
@@ -358,6 +389,7 @@ pub fn play(p: &Playback) -> Result<Played> {
             variables: ["actual_TCP_pose", "actual_TCP_speed", "actual_q"].map(String::from).to_vec(),
         }],
         ft300,
+        ascii,
         camera: vec![CameraOut { name: "camera", file: video.display().to_string(), file_start_unix_s: start_unix_s - VIDEO_LEAD_S, container: "mkv" }],
     };
     let rig_file = p.work.join("rig.toml");

@@ -53,7 +53,9 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
     let t = t975(fits - 1);
     let ci = |value: f64, sd: f64| [value * (-t * sd).exp(), value * (t * sd).exp()];
     let v = main.values;
-    for (name, est, s) in [("E", main.e_pa, sd[0]), ("rho", main.rho_kg_m3, sd[2])] {
+    // Fewer fits make the jackknife's own spread too uncertain to warn on.
+    let judged = if fits >= 6 { vec![("E", main.e_pa, sd[0]), ("rho", main.rho_kg_m3, sd[2])] } else { vec![] };
+    for (name, est, s) in judged {
         let gauss_newton = (est.ci95_high / est.value).ln();
         if gauss_newton.is_finite() && t * s > 3.0 * gauss_newton {
             main.warnings.push(format!(

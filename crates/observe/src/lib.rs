@@ -80,6 +80,10 @@ pub enum ObserveError {
     MarkerCount { given: usize, markers: usize },
 }
 
+/// A weighted solve whose markers are off by more than this many sigma
+/// (RMS) is a failure: the discrepancy principle puts a good one near 1.
+const FAR_OFF_SIGMAS: f64 = 10.0;
+
 pub struct Observer {
     pub model: Model,
     markers: Vec<Marker>,
@@ -460,14 +464,38 @@ impl Observer {
             Ok(it) => (Status::MissingMarkers(missing), it),
             Err(why) => {
                 // Keep the last good state for the next frame.
-                self.q = q_warm;
-                self.forces = f_warm;
+                self.q = q_warm.clone();
+                self.forces = f_warm.clone();
                 (Status::Failed(why), 0)
             }
         };
-        let pos = self.marker_positions(&self.q);
-        let sq: f64 = targets.iter().map(|(i, p, _)| (pos[*i] - p).norm_squared()).sum();
-        let marker_residual_m = if targets.is_empty() { f64::NAN } else { (sq / targets.len() as f64).sqrt() };
+        let residual_of = |obs: &Self| {
+            let pos = obs.marker_positions(&obs.q);
+            let sq: f64 = targets.iter().map(|(i, p, _)| (pos[*i] - p).norm_squared()).sum();
+            if targets.is_empty() {
+                f64::NAN
+            } else {
+                (sq / targets.len() as f64).sqrt()
+            }
+        };
+        let mut marker_residual_m = residual_of(self);
+        let mut status = status;
+        // With the energy scale chosen by the discrepancy principle, a
+        // weighted solve misses the markers by about their noise; one that
+        // converged to a shape missing them by many sigma found another
+        // equilibrium: not a solution of this frame. (A scale the user fixed
+        // may smooth on purpose.)
+        let sigma_rms = (targets.iter().map(|(_, _, s)| s * s).sum::<f64>() / targets.len().max(1) as f64).sqrt();
+        let calibrated = self.last_choice.is_some();
+        if calibrated && !matches!(status, Status::Failed(_)) && marker_residual_m > FAR_OFF_SIGMAS * sigma_rms {
+            status = Status::Failed(format!(
+                "converged to a shape {:.0} sigma from the markers (residual {marker_residual_m:.2e} m): another equilibrium, not this frame's",
+                marker_residual_m / sigma_rms
+            ));
+            self.q = q_warm;
+            self.forces = f_warm;
+            marker_residual_m = residual_of(self);
+        }
         let nodal_strain = self.model.node_x_m.iter().map(|&x| self.model.strain_at(x, &self.q)).collect();
         Ok(Observation { q: self.q.clone(), nodal_strain, marker_residual_m, status, iterations })
     }
@@ -681,6 +709,7 @@ impl Observer {
         let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
         let mut choice = self.calibrate(&targets);
         choice.frame = k;
+        self.last_choice = Some(choice);
         self.q = rest;
         self.forces = vec![Vec3::zeros(); self.markers.len()];
         Some(choice)

@@ -214,10 +214,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Plays an ASCII force sensor: `seq,t_us,force_mn` lines at `rate_hz`
 /// (a rig scales t to seconds and force to newtons). Returns lines sent.
-pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
+pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, playback: Option<&AsciiPlayback>, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
     let mut port: Port = open(path, 115_200)?;
     let period = Duration::from_secs_f64(1.0 / rate_hz);
     let t0 = Instant::now();
+    // Table time of line 0.
+    let table_t0_s = playback.and_then(|p| p.start).map_or(0.0, seconds_since);
     let mut next = t0;
     let mut sent: u64 = 0;
     let mut out = String::new();
@@ -230,8 +232,13 @@ pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, stop: Arc<Atom
         out.clear();
         while Instant::now() >= next {
             let t_s = (next - t0).as_secs_f64();
-            let force_mn = 1500.0 * (2.0 * std::f64::consts::PI * 0.5 * t_s).sin();
-            out.push_str(&format_line(&[sent as f64, (t_s * 1e6).round(), force_mn.round()], separator));
+            match playback {
+                Some(p) => out.push_str(&format_line(p.table.at(table_t0_s + t_s), separator)),
+                None => {
+                    let force_mn = 1500.0 * (2.0 * std::f64::consts::PI * 0.5 * t_s).sin();
+                    out.push_str(&format_line(&[sent as f64, (t_s * 1e6).round(), force_mn.round()], separator));
+                }
+            }
             sent += 1;
             next += period;
         }
@@ -239,4 +246,40 @@ pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, stop: Arc<Atom
     }
     port.flush()?;
     Ok(sent)
+}
+
+/// Rows of values `(t_s, values)` an ASCII sensor plays, each held until
+/// the next row (a sensor's samples are not interpolated).
+#[derive(Clone, Debug)]
+pub struct ValueTable {
+    rows: Vec<(f64, Vec<f64>)>,
+}
+
+impl ValueTable {
+    /// Times strictly increasing, every row as long and finite.
+    pub fn new(rows: Vec<(f64, Vec<f64>)>) -> Result<ValueTable, String> {
+        let width = rows.first().ok_or("no rows")?.1.len();
+        for (i, r) in rows.iter().enumerate() {
+            if r.1.len() != width || !r.0.is_finite() || r.1.iter().any(|v| !v.is_finite()) {
+                return Err(format!("row {}: {} finite values expected", i + 1, width + 1));
+            }
+            if i > 0 && r.0 <= rows[i - 1].0 {
+                return Err(format!("row {}: times must increase", i + 1));
+            }
+        }
+        Ok(ValueTable { rows })
+    }
+
+    /// The row in force at `t_s` (the first before the table starts).
+    pub fn at(&self, t_s: f64) -> &[f64] {
+        let i = self.rows.partition_point(|r| r.0 <= t_s);
+        &self.rows[i.saturating_sub(1)].1
+    }
+}
+
+/// What an ASCII sensor plays instead of its built-in signal.
+pub struct AsciiPlayback {
+    pub table: Arc<ValueTable>,
+    /// Wall-clock instant of the table's t = 0 (default: the emulator's start).
+    pub start: Option<std::time::SystemTime>,
 }
