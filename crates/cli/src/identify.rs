@@ -463,7 +463,10 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         }
     }
     if let Some(r) = study.reference.as_ref().filter(|r| r.failures > 0) {
-        println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above)", r.failures);
+        println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above):", r.failures);
+        for why in &r.failure_reasons {
+            println!("    {why}");
+        }
     }
     if !variants.is_empty() {
         println!("  model variants by leave-one-out prediction error:");

@@ -391,7 +391,7 @@ pub fn run(a: SynthSessionArgs) -> Result<()> {
 
 /// What load cells on the cables read at the sensor rate (scenes that pull
 /// cables): column names `CABLE_n` and `(t_s, tensions with noise)` rows.
-type LoadCellRows = (Vec<String>, Vec<(f64, Vec<f64>)>);
+pub type LoadCellRows = (Vec<String>, Vec<(f64, Vec<f64>)>);
 
 fn load_cell_rows(a: &SynthSessionArgs, scene: &Scene, rod: &rod::Rod, end_s: f64, noise: &mut impl FnMut(f64) -> f64) -> Option<LoadCellRows> {
     if !scene.loads.iter().any(|l| matches!(l, sim::LoadSpec::Cable { .. })) {

@@ -41,7 +41,7 @@ pub struct Playback<'a> {
     pub seed: u64,
     /// Load cells on the cables: column names and `(t_s, tensions)` rows as
     /// the cells read them (noise included), played by the ASCII emulator.
-    pub load_cells: Option<(Vec<String>, Vec<(f64, Vec<f64>)>)>,
+    pub load_cells: Option<crate::synth_session::LoadCellRows>,
     /// Session directory the recorder creates.
     pub out: &'a Path,
     /// Working files (trajectory, wrench, video, rig, camera, logs).

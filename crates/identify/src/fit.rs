@@ -477,6 +477,32 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     Ok(Prediction { points_m: ev.predicted[0].clone(), covariance_m2, half_width_m })
 }
 
+/// Cross-validation with `folds` folds (experiment i in fold i mod folds;
+/// `folds` = number of experiments is leave-one-out): each fold predicted
+/// by a fit on the others, started at `full`'s values. Prediction errors
+/// per experiment and point \[mm\] (NaN where the fit or prediction failed).
+pub fn cross_validate(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, folds: usize) -> Vec<Vec<f64>> {
+    let n = experiments.len();
+    let folds = folds.clamp(2, n.max(2));
+    let mut errors: Vec<Vec<f64>> = experiments.iter().map(|e| vec![f64::NAN; e.measurements.len()]).collect();
+    let v = full.values;
+    for fold in 0..folds {
+        let (test, train): (Vec<usize>, Vec<usize>) = (0..n).partition(|i| i % folds == fold);
+        if test.is_empty() || train.is_empty() {
+            continue;
+        }
+        let rest: Vec<Experiment> = train.iter().map(|&i| experiments[i].clone()).collect();
+        let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
+        let Ok(f) = fit(rod, &rest, &o, |_| {}) else { continue };
+        for &i in &test {
+            if let Ok((p, _)) = predict(rod, &experiments[i], &f.values) {
+                errors[i] = experiments[i].measurements.iter().zip(&p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect();
+            }
+        }
+    }
+    errors
+}
+
 /// Leave-one-out: fit on all but one experiment, predict that one.
 #[derive(Clone, Debug, Serialize)]
 pub struct LooResult {

@@ -2,7 +2,7 @@
 //! leave-one-out, the paper's parameters) and its `identified.toml`.
 
 use crate::data::Experiment;
-use crate::fit::{fit, jackknife_sd, leave_one_out, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
+use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
 use crate::problem::{Layout, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
@@ -20,6 +20,8 @@ pub struct Evaluated {
     pub shapes: Vec<Vec<Vec3>>,
     /// Experiments without equilibrium (NaN errors, empty shape).
     pub failures: usize,
+    /// Why, one line per experiment without equilibrium.
+    pub failure_reasons: Vec<String>,
 }
 
 /// Everything the report and `identified.toml` need.
@@ -74,6 +76,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
     let mut errors_mm = vec![];
     let mut shapes = vec![];
     let mut failures = 0;
+    let mut failure_reasons = vec![];
     // One experiment at a time: the model may not reach equilibrium for some.
     for e in experiments {
         let problem = Problem::new(rod, std::slice::from_ref(e), layout, values.rho_kg_m3);
@@ -83,8 +86,9 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
                 shapes.push(problem.shape(0, &ev.q[0], values));
                 predicted.push(ev.predicted[0].clone());
             }
-            Err(_) => {
+            Err(why) => {
                 failures += 1;
+                failure_reasons.push(why);
                 let n = e.measurements.len();
                 errors_mm.push(vec![f64::NAN; n]);
                 predicted.push(vec![Vec3::from_element(f64::NAN); n]);
@@ -97,7 +101,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
     }
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().filter(|x: &f64| x.is_finite()).collect();
     let rms = (all.iter().map(|x| x * x).sum::<f64>() / all.len() as f64).sqrt();
-    Ok(Evaluated { values: *values, predicted, errors_mm, rms_error_mm: rms, shapes, failures })
+    Ok(Evaluated { values: *values, predicted, errors_mm, rms_error_mm: rms, shapes, failures, failure_reasons })
 }
 
 /// Runs the study. `nuisance_too` adds a second fit with frame translation
@@ -136,7 +140,10 @@ pub struct VariantOut {
     pub cable_offset_m: f64,
     /// RMS of the fit's own residuals \[mm\].
     pub rms_error_mm: f64,
-    /// RMS of the leave-one-out prediction errors over every point \[mm\].
+    /// Cross-validation folds: the number of experiments (leave-one-out),
+    /// 5 beyond 12 experiments.
+    pub folds: usize,
+    /// RMS of the cross-validated prediction errors over every point \[mm\].
     pub loo_rms_mm: f64,
     /// The worst experiment's leave-one-out RMS \[mm\].
     pub loo_worst_mm: f64,
@@ -145,7 +152,8 @@ pub struct VariantOut {
 }
 
 /// Fits the variants (none, measurement frame, cable offset, both) and
-/// judges each by its leave-one-out prediction error, not its residual (a
+/// judges each by its cross-validated prediction error (leave-one-out; 5
+/// folds beyond 12 experiments), not its residual (a
 /// model with more parameters always fits better). Returns them and the
 /// index of the one that predicts best.
 pub fn compare_variants(
@@ -161,14 +169,16 @@ pub fn compare_variants(
         variants.push(("cable offset", false, Some(cable_offset_prior)));
         variants.push(("frame + cable offset", true, Some(cable_offset_prior)));
     }
+    // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
+    let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
     for (name, frame, prior) in variants {
         progress(&format!("variant {name}"));
         let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior: prior, ..opts.clone() };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
-        let loo = leave_one_out(rod, experiments, &f, &o, |_| {});
-        let per: Vec<f64> = loo.iter().map(|l| (l.errors_mm.iter().map(|e| e * e).sum::<f64>() / l.errors_mm.len().max(1) as f64).sqrt()).collect();
-        let all: Vec<f64> = loo.iter().flat_map(|l| l.errors_mm.iter().copied()).collect();
+        let predicted = cross_validate(rod, experiments, &f, &o, folds);
+        let per: Vec<f64> = predicted.iter().map(|e| (e.iter().map(|e| e * e).sum::<f64>() / e.len().max(1) as f64).sqrt()).collect();
+        let all: Vec<f64> = predicted.iter().flatten().copied().collect();
         let loo_rms_mm = (all.iter().map(|e| e * e).sum::<f64>() / all.len().max(1) as f64).sqrt();
         out.push(VariantOut {
             name: name.into(),
@@ -176,6 +186,7 @@ pub fn compare_variants(
             e_pa: f.values.e_pa,
             cable_offset_m: f.values.cable_offset_m,
             rms_error_mm: f.rms_error_mm,
+            folds,
             loo_rms_mm,
             loo_worst_mm: per.iter().cloned().fold(f64::NAN, f64::max),
             loo_per_experiment_mm: per,

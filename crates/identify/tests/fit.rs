@@ -2,6 +2,7 @@
 //! the confidence intervals, identifiability warnings, the shipped data.
 
 use identify::data::write_experiments;
+use identify::fit::cross_validate;
 use identify::{fit, leave_one_out, predict, predict_with_band, read_experiments, Experiment, FitOptions, Layout, Measurement, Problem, Values};
 use lie::Vec3;
 use nalgebra::DVector;
@@ -436,4 +437,21 @@ fn cable_offset_intervals_cover_the_truth() {
     }
     println!("95 % CI coverage over {seeds} seeds: E {e_in}, cable offset {d_in}");
     assert!(e_in >= 45 && d_in >= 45, "E {e_in}/{seeds}, d {d_in}/{seeds}");
+}
+
+/// Cross-validation with one fold per experiment is leave-one-out; fewer
+/// folds (many experiments) predict every experiment too.
+#[test]
+fn cross_validation_folds() {
+    let rod = arm();
+    let exps = synthetic(&TRUTH, 1e-3, 7);
+    let opts = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
+    let f = fit(&rod, &exps, &opts, |_| {}).unwrap();
+    let loo = leave_one_out(&rod, &exps, &f, &opts, |_| {});
+    let cv = cross_validate(&rod, &exps, &f, &opts, exps.len());
+    for (l, c) in loo.iter().zip(&cv) {
+        assert!(l.errors_mm.iter().zip(c).all(|(a, b)| (a - b).abs() < 1e-9), "{:?} vs {c:?}", l.errors_mm);
+    }
+    let three = cross_validate(&rod, &exps, &f, &opts, 3);
+    assert!(three.iter().flatten().all(|e| e.is_finite() && *e < 10.0), "{three:?}");
 }
