@@ -186,4 +186,22 @@ fn identify_compares_variants_by_leave_one_out() {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("Model variants by prediction") && html.contains("recommended"));
+
+    // The offset alone, with the rod file's prior ([identify] in
+    // configs/rod/pls-cable-arm.toml): the README's -2.67 mm, and its
+    // strong correlation with E (no weighing in the paper's data).
+    let o = rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--experiments",
+        "datasets/pls-cable-arm",
+        "--out",
+        out.to_str().unwrap(),
+        "--fit-cable-offset",
+        "--no-loo",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && stdout.contains("cable offset =    -2.668 mm"), "{}\n{stdout}", stderr(&o));
+    assert!(stdout.contains("ln_e and cable_offset_m are correlated"), "{stdout}");
 }

@@ -46,10 +46,10 @@ pub struct IdentifyArgs {
     /// Skip leave-one-out cross-validation.
     #[arg(long)]
     pub no_loo: bool,
-    /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior MEAN_M,SD_M [m], e.g. 0,0.005.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
-    pub fit_cable_offset: Vec<f64>,
-    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset) by leave-one-out prediction error and recommend the best predictor; the cable offset's prior is --fit-cable-offset's, else 0,0.005.
+    /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior MEAN_M,SD_M [m], e.g. 0,0.005 (default: the rod file's [identify] cable_offset_m).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, num_args = 0..=1)]
+    pub fit_cable_offset: Option<Vec<f64>>,
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset) by leave-one-out prediction error and recommend the best predictor; the cable offset's prior is --fit-cable-offset's, else the rod file's, else 0,0.005.
     #[arg(long)]
     pub compare_variants: bool,
 }
@@ -251,10 +251,17 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         _ => return Err(input_error("--reference: expected three positive numbers E,G,RHO")),
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let cable_offset_prior = match a.fit_cable_offset.as_slice() {
-        [] => None,
-        [m, sd] if m.is_finite() && sd.is_finite() && *sd > 0.0 => Some((*m, *sd)),
-        _ => return Err(input_error("--fit-cable-offset: expected MEAN_M,SD_M (a finite mean and a positive standard deviation, metres)")),
+    let file_prior = rod.identify_priors.cable_offset_m;
+    let cable_offset_prior = match a.fit_cable_offset.as_deref() {
+        None => None,
+        Some([]) => Some(file_prior.ok_or_else(|| {
+            input_error(format!(
+                "--fit-cable-offset: give MEAN_M,SD_M, or a prior in {} ([identify] cable_offset_m = {{ mean = 0.0, sd = 0.005 }})",
+                a.rod.display()
+            ))
+        })?),
+        Some(&[m, sd]) if m.is_finite() && sd.is_finite() && sd > 0.0 => Some((m, sd)),
+        Some(_) => return Err(input_error("--fit-cable-offset: expected MEAN_M,SD_M (a finite mean and a positive standard deviation, metres)")),
     };
     if cable_offset_prior.is_some() && rod.cables.is_empty() {
         return Err(input_error(format!("--fit-cable-offset: {} has no [[cable]]", a.rod.display())));
@@ -263,17 +270,15 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    let mut study = run_study(&rod, &experiments, &opts, true, reference, |m| bar.set_message(m.to_string()))?;
-    if a.no_loo {
-        study.loo.clear();
-    }
+    let study = run_study(&rod, &experiments, &opts, true, !a.no_loo, reference, |m| bar.set_message(m.to_string()))?;
     bar.finish_and_clear();
     let f = &study.fit;
 
     let (variants, best) = if a.compare_variants {
         bar.reset();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        let v = identify::output::compare_variants(&rod, &experiments, &opts, cable_offset_prior.unwrap_or((0.0, 0.005)), |m| bar.set_message(m.to_string()));
+        let prior = cable_offset_prior.or(file_prior).unwrap_or((0.0, 0.005));
+        let v = identify::output::compare_variants(&rod, &experiments, &opts, prior, |m| bar.set_message(m.to_string()));
         bar.finish_and_clear();
         v
     } else {

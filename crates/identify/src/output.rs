@@ -111,6 +111,7 @@ pub fn run_study(
     experiments: &[Experiment],
     opts: &FitOptions,
     nuisance_too: bool,
+    with_loo: bool,
     reference: Option<Values>,
     mut progress: impl FnMut(&str),
 ) -> Result<Study, FitError> {
@@ -124,7 +125,7 @@ pub fn run_study(
     } else {
         None
     };
-    let loo = leave_one_out(rod, experiments, &main, opts, &mut progress);
+    let loo = if with_loo { leave_one_out(rod, experiments, &main, opts, &mut progress) } else { vec![] };
     let jackknife = jackknife(&mut main, &loo);
     let reference = reference.and_then(|v| evaluate_values(rod, experiments, &v).ok());
     Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference })

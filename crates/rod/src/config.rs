@@ -98,6 +98,16 @@ pub struct Rod {
     pub markers: Vec<Marker>,
     /// Material damping (simulator only; `None`: undamped).
     pub damping: Option<Damping>,
+    /// Priors of the geometry identification can learn (`[identify]`).
+    pub identify_priors: IdentifyPriors,
+}
+
+/// `[identify]`: priors (mean, standard deviation) of geometry parameters
+/// that identification may estimate when asked (off by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IdentifyPriors {
+    /// The cables' outward offset from their position above \[m\].
+    pub cable_offset_m: Option<(f64, f64)>,
 }
 
 impl Rod {
@@ -117,6 +127,7 @@ impl Rod {
             cables: vec![],
             markers: vec![],
             damping: None,
+            identify_priors: IdentifyPriors::default(),
         }
     }
 
@@ -237,6 +248,21 @@ struct RawRod {
     #[serde(default, rename = "marker")]
     markers: Vec<RawMarker>,
     damping: Option<RawDamping>,
+    identify: Option<RawIdentify>,
+}
+
+/// `[identify]`: `cable_offset_m = { mean = 0.0, sd = 0.005 }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdentify {
+    cable_offset_m: Option<RawPrior>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrior {
+    mean: f64,
+    sd: f64,
 }
 
 /// `[damping]`: either `time_constant_s` or `damping_ratio`.
@@ -515,6 +541,16 @@ impl RawRod {
             Some(RawDamping { time_constant_s: None, damping_ratio: Some(z) }) => Some(Damping::Ratio(nonneg(file, "damping.damping_ratio", *z)?)),
             Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio")),
         };
+        let mut identify_priors = IdentifyPriors::default();
+        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.cable_offset_m.as_ref()) {
+            if !mean.is_finite() {
+                return Err(ConfigError::new(file, "identify.cable_offset_m.mean", "must be finite"));
+            }
+            identify_priors.cable_offset_m = Some((*mean, positive(file, "identify.cable_offset_m.sd", *sd)?));
+            if cables.is_empty() {
+                return Err(ConfigError::new(file, "identify.cable_offset_m", "the rod has no [[cable]]"));
+            }
+        }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
@@ -532,6 +568,7 @@ impl RawRod {
             cables,
             markers,
             damping,
+            identify_priors,
         })
     }
 }
@@ -559,6 +596,18 @@ rho_kg_m3 = 2000
         assert_eq!(rod.section_lengths_m.len(), 3);
         assert_eq!(rod.modes, StrainModes::COSSERAT);
         assert_eq!(rod.gravity_m_s2, Vec3::new(0.0, 0.0, -9.81));
+    }
+
+    #[test]
+    fn identify_priors_are_read_and_checked() {
+        let cable = "\n[[cable]]\nname = \"c\"\nangle_deg = 90\n";
+        assert_eq!(Rod::from_toml_str(GOOD, "good.toml").unwrap().identify_priors, IdentifyPriors::default());
+        let with = format!("{GOOD}\n[identify]\ncable_offset_m = {{ mean = 0.001, sd = 0.004 }}\n{cable}");
+        assert_eq!(Rod::from_toml_str(&with, "good.toml").unwrap().identify_priors.cable_offset_m, Some((0.001, 0.004)));
+        let bad_sd = format!("{GOOD}\n[identify]\ncable_offset_m = {{ mean = 0.0, sd = 0.0 }}\n{cable}");
+        assert!(err(&bad_sd).contains("identify.cable_offset_m.sd"), "{}", err(&bad_sd));
+        let no_cables = format!("{GOOD}\n[identify]\ncable_offset_m = {{ mean = 0.0, sd = 0.005 }}\n");
+        assert!(err(&no_cables).contains("no [[cable]]"), "{}", err(&no_cables));
     }
 
     fn err(text: &str) -> String {
