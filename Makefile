@@ -32,7 +32,7 @@ demo: setup
 	@# beside the session, never inside), then played in real time through the
 	@# RTDE and FT 300 emulators and a rendered camera into `rodlab record`, the
 	@# video tracked; E and rho identified from two days of gravity holds, the
-	@# fit validated on the stick and slide experiments (about 3 min, 1.5 GB of
+	@# fit validated on the stick and slide experiments (about 3 min, 2 GB of
 	@# lossless video in sessions/lab-day).
 	rm -rf sessions/lab-day reports/demo/lab-day
 	$(RODLAB) synth session --live --scene configs/scene/cable-arm-holds.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/holds-1 --seed 1
