@@ -4,21 +4,18 @@
 mod common;
 use common::*;
 
+/// `rodlab identify` of the cable arm on the shipped paper data into `out`.
+fn identify_paper_data(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--experiments", "datasets/pls-cable-arm", "--out", out.to_str().unwrap()];
+    args.extend(extra);
+    rodlab(&args)
+}
+
 #[test]
 fn identify_writes_toml_and_a_report_that_renders() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fit");
-    let o = rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--experiments",
-        "datasets/pls-cable-arm",
-        "--out",
-        out.to_str().unwrap(),
-        "--reference",
-        "2.563e5,8.543e4,1.41e3",
-    ]);
+    let o = identify_paper_data(&out, &["--reference", "2.563e5,8.543e4,1.41e3"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("leave-one-out"), "{stdout}");
@@ -157,19 +154,7 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
 fn identify_compares_variants_by_leave_one_out() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fit");
-    let o = rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--experiments",
-        "datasets/pls-cable-arm",
-        "--out",
-        out.to_str().unwrap(),
-        "--compare-variants",
-        "--no-loo",
-        "--reference",
-        "2.563e5,8.543e4,1.41e3",
-    ]);
+    let o = identify_paper_data(&out, &["--compare-variants", "--no-loo", "--reference", "2.563e5,8.543e4,1.41e3"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
     assert!(stdout.contains("frame + cable offset") && stdout.contains("<- recommended (predicts best)"), "{stdout}");
@@ -190,17 +175,7 @@ fn identify_compares_variants_by_leave_one_out() {
     // The offset alone, with the rod file's prior ([identify] in
     // configs/rod/pls-cable-arm.toml): the README's -2.67 mm, and its
     // strong correlation with E (no weighing in the paper's data).
-    let o = rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--experiments",
-        "datasets/pls-cable-arm",
-        "--out",
-        out.to_str().unwrap(),
-        "--fit-cable-offset",
-        "--no-loo",
-    ]);
+    let o = identify_paper_data(&out, &["--fit-cable-offset", "--no-loo"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && stdout.contains("cable offset =    -2.668 mm"), "{}\n{stdout}", stderr(&o));
     assert!(stdout.contains("ln_e and cable_offset_m are correlated"), "{stdout}");

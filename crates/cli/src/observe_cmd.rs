@@ -227,7 +227,7 @@ pub fn run_with_rod(a: &ObserveArgs, mut rod: rod::Rod) -> Result<Observed> {
     println!("  marker residual [m]: mean {mean:.3e}, max {max:.3e}");
     if let Some(v) = validity {
         println!("  validity: {}", v.summary());
-        for w in v.warnings(&obs.model.rod.cables.iter().map(|c| c.name.clone()).collect::<Vec<_>>()) {
+        for w in v.warnings(&obs.model.rod.cables) {
             println!("  warning: {w}");
         }
     }

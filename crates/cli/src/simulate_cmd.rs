@@ -289,7 +289,7 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         max_fibre_strain: validity.max_fibre_strain,
         min_fibre_strain: validity.min_fibre_strain,
         min_cable_stretch: validity.min_cable_stretch.map(|c| c.0),
-        validity_warnings: validity.warnings(&sim.model.rod.cables.iter().map(|c| c.name.clone()).collect::<Vec<_>>()),
+        validity_warnings: validity.warnings(&sim.model.rod.cables),
     }
 }
 

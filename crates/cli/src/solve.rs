@@ -130,8 +130,7 @@ pub fn run(a: SolveArgs) -> Result<()> {
     }
     let validity = rod::validity::validity(&model, &sol.q);
     println!("validity: {}", validity.summary());
-    let cable_names: Vec<String> = rod.cables.iter().map(|c| c.name.clone()).collect();
-    for w in validity.warnings(&cable_names) {
+    for w in validity.warnings(&rod.cables) {
         println!("warning: {w}");
     }
     if let Some(out) = &a.out {

@@ -216,10 +216,12 @@ fn unix_now_s() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64()
 }
 
-fn write_csv(path: &Path, header: &str, rows: impl Iterator<Item = (f64, [f64; 6])>) -> Result<()> {
+/// A CSV of `(t_s, values)` rows under `header` (values at full precision).
+fn write_csv<R: AsRef<[f64]>>(path: &Path, header: &str, rows: impl IntoIterator<Item = (f64, R)>) -> Result<()> {
     let mut text = format!("{header}\n");
     for (t, v) in rows {
-        text.push_str(&format!("{t:.6},{},{},{},{},{},{}\n", v[0], v[1], v[2], v[3], v[4], v[5]));
+        let values: Vec<String> = v.as_ref().iter().map(|x| x.to_string()).collect();
+        text.push_str(&format!("{t:.6},{}\n", values.join(",")));
     }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -361,11 +363,7 @@ pub fn play(p: &Playback) -> Result<Played> {
     let mut ascii = vec![];
     if let Some((columns, rows)) = &p.load_cells {
         let values = p.work.join("load-cells.csv");
-        let mut text = format!("t_s,{}\n", columns.join(","));
-        for (t, v) in rows {
-            text.push_str(&format!("{t:.6},{}\n", v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(",")));
-        }
-        std::fs::write(&values, text).with_context(|| format!("writing {}", values.display()))?;
+        write_csv(&values, &format!("t_s,{}", columns.join(",")), rows.iter().map(|(t, v)| (*t, v)))?;
         let (a, b) = start_pty_pair(p.work, "load-cells", &mut children)?;
         let child = Command::new(&exe)
             .args(["emulate", "ascii-sensor", "--port"])

@@ -347,9 +347,8 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     if dof == 0 {
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
     }
-    let cable_names: Vec<String> = rod.cables.iter().map(|c| c.name.clone()).collect();
     for (i, (e, q)) in experiments.iter().zip(&ev.q).enumerate() {
-        for w in problem.validity(i, q).warnings(&cable_names) {
+        for w in problem.validity(i, q).warnings(&rod.cables) {
             warnings.push(format!("experiment {}: {w}", e.id));
         }
     }

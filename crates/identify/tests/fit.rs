@@ -20,18 +20,24 @@ fn arm() -> Rod {
 
 const TRUTH: Values = Values { e_pa: 6.0e5, g_pa: 2.1e5, rho_kg_m3: 1.2e3, translation_m: Vec3::new(0.0, 0.0, 0.0), pitch_rad: 0.0, cable_offset_m: 0.0 };
 
+/// A standard normal sample (Box-Muller).
+fn gauss(rng: &mut StdRng) -> f64 {
+    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+    let u2: f64 = rng.gen_range(0.0..1.0);
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
 /// Cable experiments on the paper-like arm, tip plus a mid marker.
 fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
-    let rod = arm();
+    synthetic_on(&arm(), truth, noise_m, noise_m.max(1e-3), seed)
+}
+
+/// The same experiments made on `rod` (the truth's geometry), measured with
+/// `noise_m` of noise and reported with standard deviation `sigma_m`.
+fn synthetic_on(rod: &Rod, truth: &Values, noise_m: f64, sigma_m: f64, seed: u64) -> Vec<Experiment> {
     let inputs: [[f64; 4]; 6] =
         [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.98], [0.98, 0.0, 0.0, 1.96], [0.0, 0.0, 0.0, 1.96], [1.96, 0.0, 0.0, 0.98], [0.0, 0.98, 0.98, 0.0]];
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut gauss = move || {
-        // Box-Muller.
-        let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-        let u2: f64 = rng.gen_range(0.0..1.0);
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    };
     inputs
         .iter()
         .enumerate()
@@ -40,11 +46,11 @@ fn synthetic(truth: &Values, noise_m: f64, seed: u64) -> Vec<Experiment> {
                 format!("{}", i + 1),
                 t.to_vec(),
                 Vec3::zeros(),
-                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m.max(1e-3) }).collect(),
+                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m }).collect(),
             );
-            let (p, _) = predict(&rod, &e, truth).unwrap();
+            let (p, _) = predict(rod, &e, truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
-                m.pos_m = p + Vec3::new(gauss(), gauss(), gauss()) * noise_m;
+                m.pos_m = p + Vec3::new(gauss(&mut rng), gauss(&mut rng), gauss(&mut rng)) * noise_m;
             }
             e
         })
@@ -370,22 +376,7 @@ fn arm_with_raised_cables(offset_m: f64) -> Rod {
 
 /// Experiments made with the raised cables (the truth), measured with noise.
 fn synthetic_raised(truth: &Values, offset_m: f64, noise_m: f64, seed: u64) -> Vec<Experiment> {
-    let truth_rod = arm_with_raised_cables(offset_m);
-    let mut exps = synthetic(truth, 0.0, seed);
-    let mut rng = StdRng::seed_from_u64(seed);
-    for e in &mut exps {
-        let (p, _) = predict(&truth_rod, e, truth).unwrap();
-        for (m, p) in e.measurements.iter_mut().zip(p) {
-            let mut g = || {
-                let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-                let u2: f64 = rng.gen_range(0.0..1.0);
-                (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-            };
-            m.pos_m = p + Vec3::new(g(), g(), g()) * noise_m;
-            m.sigma_m = noise_m.max(1e-5);
-        }
-    }
-    exps
+    synthetic_on(&arm_with_raised_cables(offset_m), truth, noise_m, noise_m.max(1e-5), seed)
 }
 
 /// Cable offset d, E and rho scale together (E I kappa = T d + rho A g ...):

@@ -224,8 +224,7 @@ pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts:
         Ok(c) => Ok(StaticSolution { q, iterations, load_steps: c.steps, residual_norm }),
         Err((reached, _)) => {
             let v = crate::validity::validity(model, &q);
-            let names: Vec<String> = model.rod.cables.iter().map(|c| c.name.clone()).collect();
-            let warnings = v.warnings(&names);
+            let warnings = v.warnings(&model.rod.cables);
             let at_reached = if warnings.is_empty() { format!("; at that load: {}", v.summary()) } else { format!("; at that load {}", warnings.join("; ")) };
             Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached })
         }

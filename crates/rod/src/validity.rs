@@ -92,7 +92,7 @@ impl Validity {
 
     /// Warnings for fibres strained beyond [`FIBRE_STRAIN_LIMIT`] and cables
     /// near the kink of their length term; empty when inside.
-    pub fn warnings(&self, cable_names: &[String]) -> Vec<String> {
+    pub fn warnings(&self, cables: &[crate::Cable]) -> Vec<String> {
         let mut w = vec![];
         if self.max_fibre_strain > FIBRE_STRAIN_LIMIT {
             w.push(format!(
@@ -110,7 +110,7 @@ impl Validity {
         }
         if let Some((s, c, x)) = self.min_cable_stretch {
             if s < 1.0 - FIBRE_STRAIN_LIMIT {
-                let name = cable_names.get(c).map_or("?", |n| n.as_str());
+                let name = cables.get(c).map_or("?", |cable| cable.name.as_str());
                 w.push(format!(
                     "outside the model's validity: cable {name} is shortened to {:.0} % of its length at X = {x:.4} m (|Q + K x d + d'| = {s:.3}; its length term has a kink at 0)",
                     100.0 * s
