@@ -84,7 +84,44 @@ fn identify_writes_toml_and_a_report_that_renders() {
     // With --params the tip comes with its 95 % prediction band: the same
     // tip (no nuisance translation in this fit), half-widths of a few mm
     // (the fit's residual is 7.7 mm RMS over 6 experiments).
-    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", params.to_str().unwrap(), "--tension", "0,0,0,0.98"]);
+    let (band_tip, half) = band(&params, "0,0,0,0.98");
+    assert!((band_tip - with_params).amax() <= 1e-6, "{band_tip:?} vs {with_params:?}");
+    assert!(half.iter().all(|h| *h > 1e-3 && *h < 0.05), "{half:?}");
+    assert!((with_params - default).amax() > 1e-3, "the fitted material changes the prediction");
+    let pitched = dir.path().join("pitched.toml");
+    std::fs::write(&pitched, toml_text.replace("base_pitch_rad = 0.0", "base_pitch_rad = 0.1")).unwrap();
+    let flat = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", params.to_str().unwrap(), "--no-gravity", "--tension", "0,0,0,0.5"]);
+    let turned = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", pitched.to_str().unwrap(), "--no-gravity", "--tension", "0,0,0,0.5"]);
+    let ry = lie::Pose::from_rpy(0.0, 0.1, 0.0, lie::Vec3::zeros()).rot;
+    assert!((turned - ry * flat).amax() <= 2e-6, "{turned:?} vs R_y(0.1) {flat:?}");
+
+    // Identified geometry reaches the predictions: a radius scale and a
+    // cable offset in identified.toml give the tip of the rod file with
+    // that geometry written into it, and the band's model (rod file +
+    // values) agrees.
+    let geometry = dir.path().join("geometry.toml");
+    std::fs::write(&geometry, toml_text.replacen("radius_scale = 1.0", "radius_scale = 1.1", 1).replacen("cable_offset_m = 0.0", "cable_offset_m = 0.001", 1))
+        .unwrap();
+    let geometry_rod = dir.path().join("geometry-rod.toml");
+    let fitted_text = std::fs::read_to_string(&fitted_rod).unwrap();
+    std::fs::write(
+        &geometry_rod,
+        fitted_text.replace("base_m = 1.0e-2", "base_m = 1.1e-2").replace("tip_m = 5.0e-3", "tip_m = 5.5e-3").replace("inset_m = 0.0", "inset_m = -0.001"),
+    )
+    .unwrap();
+    let with_geometry = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", geometry.to_str().unwrap(), "--tension", "0,0,0,0.98"]);
+    let by_hand = tip(&["solve", "--rod", geometry_rod.to_str().unwrap(), "--tension", "0,0,0,0.98"]);
+    assert!((with_geometry - by_hand).amax() <= 1e-6, "{with_geometry:?} vs {by_hand:?}");
+    assert!((with_geometry - with_params).amax() > 1e-3, "the geometry changes the prediction");
+    let (band_tip, _) = band(&geometry, "0,0,0,0.98");
+    assert!((band_tip - with_geometry).amax() <= 1e-6, "{band_tip:?} vs {with_geometry:?}");
+}
+
+/// `rodlab solve --params P --tension T`: the predicted tip and the
+/// half-widths of its 95 % prediction band.
+fn band(params: &std::path::Path, tension: &str) -> (lie::Vec3, [f64; 3]) {
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", params.to_str().unwrap(), "--tension", tension]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     let line = s.lines().find(|l| l.starts_with("predicted tip with 95 % prediction band [m]:")).unwrap_or_else(|| panic!("{s}"));
     let v: Vec<f64> = line
@@ -95,15 +132,7 @@ fn identify_writes_toml_and_a_report_that_renders() {
         .take(3)
         .flat_map(|p| p.split("+-").map(|x| x.trim().parse::<f64>().unwrap()).collect::<Vec<_>>())
         .collect();
-    assert!((lie::Vec3::new(v[0], v[2], v[4]) - with_params).amax() <= 1e-6, "{line}");
-    assert!([v[1], v[3], v[5]].iter().all(|h| *h > 1e-3 && *h < 0.05), "{line}");
-    assert!((with_params - default).amax() > 1e-3, "the fitted material changes the prediction");
-    let pitched = dir.path().join("pitched.toml");
-    std::fs::write(&pitched, toml_text.replace("base_pitch_rad = 0.0", "base_pitch_rad = 0.1")).unwrap();
-    let flat = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", params.to_str().unwrap(), "--no-gravity", "--tension", "0,0,0,0.5"]);
-    let turned = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", pitched.to_str().unwrap(), "--no-gravity", "--tension", "0,0,0,0.5"]);
-    let ry = lie::Pose::from_rpy(0.0, 0.1, 0.0, lie::Vec3::zeros()).rot;
-    assert!((turned - ry * flat).amax() <= 2e-6, "{turned:?} vs R_y(0.1) {flat:?}");
+    (lie::Vec3::new(v[0], v[2], v[4]), [v[1], v[3], v[5]])
 }
 
 #[test]
@@ -147,7 +176,7 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
     assert!(stderr(&o).contains("nope.toml"));
 }
 
-/// Model choice by prediction on the shipped paper data: four variants
+/// Model choice by prediction on the shipped paper data: five variants
 /// side by side with their leave-one-out errors (README table), the one
 /// that predicts best recommended, in stdout, identified.toml and the report.
 #[test]
@@ -158,14 +187,20 @@ fn identify_compares_variants_by_leave_one_out() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}\n{stdout}", stderr(&o));
     assert!(stdout.contains("frame + cable offset") && stdout.contains("<- recommended (predicts best)"), "{stdout}");
-    // The paper's material with the cables moved (README): still 60 mm.
-    assert!(stdout.contains("reference parameters with the cables moved: best offset -3.50 mm (outwards), RMS 60.46 mm"), "{stdout}");
+    // The paper's material held, the geometry fitted (README): a section
+    // 1.374 times the assumed one, cables 3 mm inside its surface, fit
+    // within the paper's 5 mm.
+    assert!(
+        stdout.contains("reference material held, geometry fitted: cable offset -3.06 mm, radius scale 1.3742")
+            && stdout.contains("RMS 2.38 mm, worst experiment 4.09 mm"),
+        "{stdout}"
+    );
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
-    assert_eq!(v["recommended_variant"].as_str(), Some("frame + cable offset"));
+    assert_eq!(v["recommended_variant"].as_str(), Some("frame + geometry"));
     let variants = v["variant"].as_array().unwrap();
-    assert_eq!(variants.len(), 4);
-    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 mm, worst 13.91 / 7.31 / 21.25 / 6.04 mm.
-    for (variant, (rms, worst)) in variants.iter().zip([(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04)]) {
+    assert_eq!(variants.len(), 5);
+    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 / 2.62 mm, worst 13.91 / 7.31 / 21.25 / 6.04 / 6.03 mm.
+    for (variant, (rms, worst)) in variants.iter().zip([(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04), (2.62, 6.03)]) {
         let got = (variant["loo_rms_mm"].as_float().unwrap(), variant["loo_worst_mm"].as_float().unwrap());
         assert!((got.0 - rms).abs() < 0.01 && (got.1 - worst).abs() < 0.01, "{}: {got:?} vs README {rms}, {worst}", variant["name"]);
     }

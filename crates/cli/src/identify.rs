@@ -5,7 +5,7 @@
 use crate::input_error;
 use anyhow::{Context, Result};
 use clap::Args;
-use identify::output::{run_study, IdentifiedFile};
+use identify::output::{run_study, GeometryPriors, IdentifiedFile};
 use identify::sessions::{experiments_from_session, Hold, HoldStatus, LoadsFile, RodMarkers};
 use identify::{read_experiments, Experiment, FitOptions, Problem, Values};
 use lie::Vec3;
@@ -49,9 +49,28 @@ pub struct IdentifyArgs {
     /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior MEAN_M,SD_M [m], e.g. 0,0.005 (default: the rod file's [identify] cable_offset_m).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, num_args = 0..=1)]
     pub fit_cable_offset: Option<Vec<f64>>,
-    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset) by leave-one-out prediction error and recommend the best predictor; the cable offset's prior is --fit-cable-offset's, else the rod file's, else 0,0.005.
+    /// Also estimate the scale of the section's radii (cables on the surface move with it), with a Gaussian prior MEAN,SD, e.g. 1,0.1 (default: the rod file's [identify] radius_scale). E, rho and the scale are nearly degenerate (E s^4, rho s^2): fit it with E, G, rho held (--hold-material) or with a tight prior.
+    #[arg(long, value_delimiter = ',', num_args = 0..=1)]
+    pub fit_radius_scale: Option<Vec<f64>>,
+    /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data? (e.g. --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset --fit-radius-scale).
+    #[arg(long, value_delimiter = ',')]
+    pub hold_material: Vec<f64>,
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + geometry when a radius-scale prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
     #[arg(long)]
     pub compare_variants: bool,
+}
+
+/// A geometry prior from its flag (`--fit-NAME MEAN,SD`, or the flag alone
+/// for the rod file's prior); `None` without the flag.
+fn geometry_prior(flag: &str, given: Option<&[f64]>, from_file: Option<(f64, f64)>, rod: &Path, file_example: &str) -> Result<Option<(f64, f64)>> {
+    match given {
+        None => Ok(None),
+        Some([]) => {
+            from_file.map(Some).ok_or_else(|| input_error(format!("--{flag}: give MEAN,SD, or a prior in {} ([identify] {file_example})", rod.display())))
+        }
+        Some(&[m, sd]) if m.is_finite() && sd.is_finite() && sd > 0.0 => Ok(Some((m, sd))),
+        Some(_) => Err(input_error(format!("--{flag}: expected MEAN,SD (a finite mean and a positive standard deviation)"))),
+    }
 }
 
 pub fn sha256_file(path: &Path) -> String {
@@ -163,25 +182,26 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
     }
 }
 
-/// Which cable offset lets fixed (reference) material parameters describe
-/// the experiments best: a scan of -4..+10 mm in 0.25 mm steps. Returns
-/// (offset, RMS over the experiments with an equilibrium, experiments
-/// without one), preferring offsets where every experiment has one.
-fn reference_geometry_scan(rod: &rod::Rod, experiments: &[identify::Experiment], v: &Values) -> Option<(f64, f64, usize)> {
-    (0..=56)
-        .map(|k| -0.004 + 0.00025 * k as f64)
-        .filter_map(|d| {
-            let e = identify::output::evaluate_values(rod, experiments, &Values { cable_offset_m: d, ..*v }).ok()?;
-            e.rms_error_mm.is_finite().then_some((d, e.rms_error_mm, e.failures))
-        })
-        .min_by(|a, b| (a.2, a.1).partial_cmp(&(b.2, b.1)).unwrap_or(std::cmp::Ordering::Equal))
+/// Which geometry lets fixed (reference) material parameters describe the
+/// experiments best: E, G, rho held, the frame, the cables' offset and the
+/// radius scale fitted (loose priors unless given).
+fn reference_geometry_fit(rod: &rod::Rod, experiments: &[identify::Experiment], v: &Values, priors: GeometryPriors) -> Result<identify::Fit, String> {
+    let opts = FitOptions {
+        translation: true,
+        pitch: true,
+        cable_offset_prior: (!rod.cables.is_empty()).then(|| priors.cable_offset_m.unwrap_or((0.0, 0.005))),
+        radius_scale_prior: Some(priors.radius_scale.unwrap_or((1.0, 0.5))),
+        hold_material: Some([v.e_pa, v.g_pa, v.rho_kg_m3]),
+        ..FitOptions::default()
+    };
+    identify::fit::fit(rod, experiments, &opts, |_| {}).map_err(|e| e.to_string())
 }
 
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
         title: "Model variants by prediction (leave-one-out); the recommended one predicts best, not fits best".into(),
-        header: ["variant", "E [Pa]", "cable offset [mm]", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""].map(String::from).to_vec(),
+        header: ["variant", "E [Pa]", "cable offset [mm]", "radius scale", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""].map(String::from).to_vec(),
         rows: variants
             .iter()
             .enumerate()
@@ -190,6 +210,7 @@ fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>
                     v.name.clone(),
                     format!("{:.4e}", v.e_pa),
                     if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("{:.2}", 1e3 * v.cable_offset_m) } else { "-".into() },
+                    if v.parameters.iter().any(|p| p == "radius_scale") { format!("{:.4}", v.radius_scale) } else { "-".into() },
                     format!("{:.2}", v.rms_error_mm),
                     format!("{:.2}", v.loo_rms_mm),
                     format!("{:.2}", v.loo_worst_mm),
@@ -245,28 +266,31 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     };
     let reference = match a.reference.as_slice() {
         [] => None,
-        [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => {
-            Some(Values { e_pa: *e, g_pa: *g, rho_kg_m3: *r, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0 })
-        }
+        [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => Some(Values::material(*e, *g, *r)),
         _ => return Err(input_error("--reference: expected three positive numbers E,G,RHO")),
     };
-    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let file_prior = rod.identify_priors.cable_offset_m;
-    let cable_offset_prior = match a.fit_cable_offset.as_deref() {
-        None => None,
-        Some([]) => Some(file_prior.ok_or_else(|| {
-            input_error(format!(
-                "--fit-cable-offset: give MEAN_M,SD_M, or a prior in {} ([identify] cable_offset_m = {{ mean = 0.0, sd = 0.005 }})",
-                a.rod.display()
-            ))
-        })?),
-        Some(&[m, sd]) if m.is_finite() && sd.is_finite() && sd > 0.0 => Some((m, sd)),
-        Some(_) => return Err(input_error("--fit-cable-offset: expected MEAN_M,SD_M (a finite mean and a positive standard deviation, metres)")),
+    let hold_material = match a.hold_material.as_slice() {
+        [] => None,
+        [e, g, r] if [e, g, r].iter().all(|v| v.is_finite() && **v > 0.0) => Some([*e, *g, *r]),
+        _ => return Err(input_error("--hold-material: expected three positive numbers E,G,RHO")),
     };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let file_priors = rod.identify_priors;
+    let cable_offset_prior =
+        geometry_prior("fit-cable-offset", a.fit_cable_offset.as_deref(), file_priors.cable_offset_m, &a.rod, "cable_offset_m = { mean = 0.0, sd = 0.005 }")?;
     if cable_offset_prior.is_some() && rod.cables.is_empty() {
         return Err(input_error(format!("--fit-cable-offset: {} has no [[cable]]", a.rod.display())));
     }
-    let opts = FitOptions { translation: a.translation, pitch: a.pitch, cable_offset_prior, ..FitOptions::default() };
+    let radius_scale_prior =
+        geometry_prior("fit-radius-scale", a.fit_radius_scale.as_deref(), file_priors.radius_scale, &a.rod, "radius_scale = { mean = 1.0, sd = 0.1 }")?;
+    if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
+        return Err(input_error("--fit-radius-scale: the mean must be positive"));
+    }
+    let opts = FitOptions { translation: a.translation, pitch: a.pitch, cable_offset_prior, radius_scale_prior, hold_material, ..FitOptions::default() };
+    let priors = GeometryPriors {
+        cable_offset_m: Some(cable_offset_prior.or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
+        radius_scale: radius_scale_prior.or(file_priors.radius_scale),
+    };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
@@ -277,8 +301,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     let (variants, best) = if a.compare_variants {
         bar.reset();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        let prior = cable_offset_prior.or(file_prior).unwrap_or((0.0, 0.005));
-        let v = identify::output::compare_variants(&rod, &experiments, &opts, prior, |m| bar.set_message(m.to_string()));
+        let v = identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| bar.set_message(m.to_string()));
         bar.finish_and_clear();
         v
     } else {
@@ -292,8 +315,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     file.write(&toml_path).with_context(|| format!("cannot write {}", toml_path.display()))?;
 
     // Report.
-    let paper =
-        reference.unwrap_or(Values { e_pa: f64::NAN, g_pa: f64::NAN, rho_kg_m3: f64::NAN, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0 });
+    let paper = reference.unwrap_or(Values::material(f64::NAN, f64::NAN, f64::NAN));
     let rows = |f: &identify::Fit, with_paper: bool| {
         let pp = |v: f64| if with_paper { v } else { f64::NAN };
         vec![
@@ -322,6 +344,12 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
                 paper: pp(paper.rho_kg_m3),
             },
         ]
+        .into_iter()
+        .chain(f.geometry_estimates().into_iter().map(|(g, e)| {
+            let (name, unit) = g.label();
+            ParameterRow { name: name.into(), unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, paper: f64::NAN }
+        }))
+        .collect::<Vec<_>>()
     };
     let views = experiments
         .iter()
@@ -426,6 +454,10 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             1e3 * c[1]
         );
     }
+    if f.layout.radius_scale {
+        let c = file.parameters.radius_scale_ci95;
+        println!("  radius scale = {:>9.4}        95 % CI [{:.4}, {:.4}] (of the rod file's section)", f.values.radius_scale, c[0], c[1]);
+    }
     if let Some(j) = &study.jackknife {
         println!(
             "  jackknife 95 % (spread of the {} leave-one-out fits): E [{:.4e}, {:.4e}] Pa, G [{:.4e}, {:.4e}] Pa, rho [{:.4e}, {:.4e}] kg/m^3",
@@ -455,16 +487,22 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             alt.rms_error_mm
         );
     }
-    if let (Some(v), true) = (reference, a.compare_variants && !rod.cables.is_empty()) {
-        // The study: keep the reference material, move the cables.
-        match reference_geometry_scan(&rod, &experiments, &v) {
-            Some((offset_m, rms_mm, failures)) => println!(
-                "  reference parameters with the cables moved: best offset {:+.2} mm (outwards), RMS {:.2} mm{} (scan -4..+10 mm)",
-                1e3 * offset_m,
-                rms_mm,
-                if failures > 0 { format!(", {failures} experiment(s) without equilibrium") } else { String::new() }
-            ),
-            None => println!("  reference parameters with the cables moved: no offset in -4..+10 mm gives every experiment an equilibrium"),
+    if let (Some(v), true) = (reference, a.compare_variants) {
+        // The study: keep the reference material, fit the geometry.
+        match reference_geometry_fit(&rod, &experiments, &v, priors) {
+            Ok(g) => {
+                let worst = g.errors_mm.iter().map(|e| rms(e)).fold(0.0, f64::max);
+                println!(
+                    "  reference material held, geometry fitted: cable offset {:+.2} mm, radius scale {:.4}, frame {:.2?} mm, pitch {:.2} deg: RMS {:.2} mm, worst experiment {:.2} mm",
+                    1e3 * g.values.cable_offset_m,
+                    g.values.radius_scale,
+                    p3(&(g.values.translation_m * 1e3)),
+                    g.values.pitch_rad.to_degrees(),
+                    g.rms_error_mm,
+                    worst
+                );
+            }
+            Err(e) => println!("  reference material held, geometry fitted: no fit ({e})"),
         }
     }
     if let Some(r) = study.reference.as_ref().filter(|r| r.failures > 0) {
@@ -477,10 +515,11 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         println!("  model variants by leave-one-out prediction error:");
         for (i, v) in variants.iter().enumerate() {
             println!(
-                "    {:<28} E {:.4e} Pa{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
+                "    {:<28} E {:.4e} Pa{}{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
                 v.name,
                 v.e_pa,
                 if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("  offset {:>6.2} mm", 1e3 * v.cable_offset_m) } else { " ".repeat(18) },
+                if v.parameters.iter().any(|p| p == "radius_scale") { format!("  scale {:.4}", v.radius_scale) } else { " ".repeat(14) },
                 v.rms_error_mm,
                 v.loo_rms_mm,
                 v.loo_worst_mm,

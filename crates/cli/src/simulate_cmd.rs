@@ -126,14 +126,13 @@ pub fn apply_rig_frames(scene: &mut Scene, f: &session::RigFrames) {
     }
 }
 
-/// The rod with the body material of an identified.toml (checked to be
-/// identified for this rod's shape).
+/// The rod with the body material and geometry of an identified.toml
+/// (checked to be identified for this rod's shape).
 pub fn rod_with_params(rod: rod::Rod, rod_path: &Path, params: Option<&Path>) -> Result<rod::Rod> {
     let Some(p) = params else { return Ok(rod) };
     let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
     id.check_rod(&rod, rod_path, p).map_err(input_error)?;
-    let pr = &id.parameters;
-    Ok(rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value }))
+    Ok(id.apply_to(&rod))
 }
 
 /// The base motion and the host time of t = 0.

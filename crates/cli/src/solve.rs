@@ -74,7 +74,7 @@ pub fn run(a: SolveArgs) -> Result<()> {
         let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
         identified = Some((id.clone(), rod.clone()));
         let pr = &id.parameters;
-        rod = rod.with_material(rod::Material { e_pa: pr.e_pa.value, g_pa: pr.g_pa.value, rho_kg_m3: pr.rho_kg_m3.value });
+        rod = id.apply_to(&rod);
         let pitch = lie::Pose::from_rpy(0.0, pr.base_pitch_rad, 0.0, Vec3::zeros());
         rod.base = lie::Pose { rot: pitch.rot * rod.base.rot, pos: rod.base.pos };
         println!(

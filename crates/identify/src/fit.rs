@@ -3,7 +3,7 @@
 
 use crate::data::Experiment;
 use crate::lm::LevenbergMarquardt;
-use crate::problem::{Layout, Problem, Values};
+use crate::problem::{Geometry, Layout, Problem, Values};
 use argmin::core::{Executor, State};
 use lie::Vec3;
 use nalgebra::{DMatrix, DVector, Matrix3};
@@ -23,13 +23,22 @@ pub struct FitOptions {
     pub max_iterations: u64,
     /// Estimate the cables' outward offset, with this prior (mean, sd) \[m\].
     pub cable_offset_prior: Option<(f64, f64)>,
+    /// Estimate the scale of the section's radii, with this prior (mean, sd).
+    pub radius_scale_prior: Option<(f64, f64)>,
+    /// Hold E, G, rho at these values (fit only geometry and nuisance): the
+    /// question "which geometry makes a published material fit?".
+    pub hold_material: Option<[f64; 3]>,
 }
 
 impl Default for FitOptions {
     fn default() -> Self {
-        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100, cable_offset_prior: None }
+        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100, cable_offset_prior: None, radius_scale_prior: None, hold_material: None }
     }
 }
+
+/// Relative standard deviation of the prior rows that hold E, G, rho
+/// (`FitOptions::hold_material`): held to 1e-6, still in the same solver.
+const HELD_SD_LOG: f64 = 1e-6;
 
 /// One start of the multi-start.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -219,27 +228,42 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     // force) or a weighed base (flange force sensor) fixes the scale.
     let gravity_only = experiments.iter().all(|e| e.gravity_only());
     let weighed = experiments.iter().any(|e| e.base_wrench.is_some());
-    let layout =
-        Layout { fit_rho: !gravity_only || weighed, translation: opts.translation, pitch: opts.pitch, cable_offset: opts.cable_offset_prior.is_some() };
-    let fixed_rho = rod.cross_section.body.rho_kg_m3;
-    let (offset_mean_m, offset_sd_m) = opts.cable_offset_prior.unwrap_or((0.0, f64::INFINITY));
-    let problem = Problem::new(rod, experiments, layout, fixed_rho).with_cable_offset_prior(offset_mean_m, offset_sd_m);
-    let starts = if opts.starts.is_empty() { default_starts(rod) } else { opts.starts.clone() };
+    let layout = Layout {
+        fit_rho: !gravity_only || weighed,
+        translation: opts.translation,
+        pitch: opts.pitch,
+        cable_offset: opts.cable_offset_prior.is_some(),
+        radius_scale: opts.radius_scale_prior.is_some(),
+    };
+    let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
+    let mut problem = Problem::new(rod, experiments, layout, fixed_rho);
+    let offset_mean_m = opts.cable_offset_prior.map_or(0.0, |p| p.0);
+    let scale_mean = opts.radius_scale_prior.map_or(1.0, |p| p.0);
+    for (index, prior) in [(layout.cable_offset_index(), opts.cable_offset_prior), (layout.radius_scale_index(), opts.radius_scale_prior)] {
+        if let (Some(index), Some((mean, sd))) = (index, prior) {
+            problem = problem.with_prior(index, mean, sd);
+        }
+    }
+    if let Some(held) = opts.hold_material {
+        let n_material = 2 + layout.fit_rho as usize;
+        for (index, value) in held.iter().take(n_material).enumerate() {
+            problem = problem.with_prior(index, value.ln(), HELD_SD_LOG);
+        }
+    }
+    let starts = match (opts.hold_material, opts.starts.is_empty()) {
+        (Some(held), _) => vec![held],
+        (None, true) => default_starts(rod),
+        (None, false) => opts.starts.clone(),
+    };
     let m = rod.cross_section.body;
-    let prior = problem.params(&Values {
-        e_pa: m.e_pa,
-        g_pa: m.g_pa,
-        rho_kg_m3: m.rho_kg_m3,
-        translation_m: Vec3::zeros(),
-        pitch_rad: 0.0,
-        cable_offset_m: offset_mean_m,
-    });
+    let centre = opts.hold_material.unwrap_or([m.e_pa, m.g_pa, m.rho_kg_m3]);
+    let at_start = |e_pa, g_pa, rho_kg_m3| Values { cable_offset_m: offset_mean_m, radius_scale: scale_mean, ..Values::material(e_pa, g_pa, rho_kg_m3) };
+    let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));
     let mut runs = vec![];
     let mut outcomes = vec![];
     for (i, s) in starts.iter().enumerate() {
         progress(&format!("start {}/{}", i + 1, starts.len()));
-        let v0 = Values { e_pa: s[0], g_pa: s[1], rho_kg_m3: s[2], translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: offset_mean_m };
-        let p0 = problem.params(&v0);
+        let p0 = problem.params(&at_start(s[0], s[1], s[2]));
         match run_from(&problem, &p0, &prior, opts.max_iterations) {
             Ok((run, note)) => {
                 let v = problem.values(&run.params);
@@ -348,7 +372,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
     }
     for (i, (e, q)) in experiments.iter().zip(&ev.q).enumerate() {
-        for w in problem.validity(i, q).warnings(&rod.cables) {
+        for w in problem.validity(i, q, &v).warnings(&rod.cables) {
             warnings.push(format!("experiment {}: {w}", e.id));
         }
     }
@@ -388,7 +412,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
 
 /// Predicted positions of an experiment's measured points for given values.
 pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true };
+    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true };
     let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), false)?;
     Ok((ev.predicted[0].clone(), ev.q[0].clone()))
@@ -408,6 +432,20 @@ pub struct Uncertainty {
 }
 
 impl Fit {
+    /// The fitted geometry parameters with their 95 % intervals.
+    pub fn geometry_estimates(&self) -> Vec<(Geometry, Estimate)> {
+        let t = t975(self.dof);
+        self.layout
+            .geometry()
+            .into_iter()
+            .map(|(g, i)| {
+                let value = g.value(&self.values);
+                let half = t * self.covariance[(i, i)].sqrt();
+                (g, Estimate { value, ci95_low: value - half, ci95_high: value + half })
+            })
+            .collect()
+    }
+
     pub fn uncertainty(&self) -> Uncertainty {
         Uncertainty {
             layout: self.layout,
@@ -438,7 +476,9 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
         m.sigma_m = 1.0;
     }
     e.base_wrench = None;
-    let problem = Problem::new(rod, std::slice::from_ref(&e), u.layout, values.rho_kg_m3);
+    // Geometry the fit did not estimate (outside its layout) is part of the rod.
+    let rod = rod.with_geometry(if u.layout.radius_scale { 1.0 } else { values.radius_scale }, if u.layout.cable_offset { 0.0 } else { values.cable_offset_m });
+    let problem = Problem::new(&rod, std::slice::from_ref(&e), u.layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), true)?;
     let j = ev.jacobian.expect("asked for");
     let np = j.ncols();

@@ -3,7 +3,7 @@
 
 use crate::data::Experiment;
 use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
-use crate::problem::{Layout, Problem, Values};
+use crate::problem::{Geometry, Layout, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
 use serde::{Deserialize, Serialize};
@@ -71,7 +71,7 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
 
 /// Evaluates fixed parameter values on the experiments.
 pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true };
+    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true };
     let mut predicted = vec![];
     let mut errors_mm = vec![];
     let mut shapes = vec![];
@@ -139,6 +139,8 @@ pub struct VariantOut {
     pub parameters: Vec<String>,
     pub e_pa: f64,
     pub cable_offset_m: f64,
+    #[serde(default = "one")]
+    pub radius_scale: f64,
     /// RMS of the fit's own residuals \[mm\].
     pub rms_error_mm: f64,
     /// Cross-validation folds: the number of experiments (leave-one-out),
@@ -152,7 +154,15 @@ pub struct VariantOut {
     pub loo_per_experiment_mm: Vec<f64>,
 }
 
-/// Fits the variants (none, measurement frame, cable offset, both) and
+/// Priors of the geometry parameters a variant may fit (mean, sd).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GeometryPriors {
+    pub cable_offset_m: Option<(f64, f64)>,
+    pub radius_scale: Option<(f64, f64)>,
+}
+
+/// Fits the variants (none, measurement frame, cable offset, both, and
+/// frame + every geometry parameter with a prior) and
 /// judges each by its cross-validated prediction error (leave-one-out; 5
 /// folds beyond 12 experiments), not its residual (a
 /// model with more parameters always fits better). Returns them and the
@@ -161,21 +171,25 @@ pub fn compare_variants(
     rod: &Rod,
     experiments: &[Experiment],
     opts: &FitOptions,
-    cable_offset_prior: (f64, f64),
+    priors: GeometryPriors,
     mut progress: impl FnMut(&str),
 ) -> (Vec<VariantOut>, Option<usize>) {
     let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
-    let mut variants = vec![("no nuisance", false, None), ("frame (translation + pitch)", true, None)];
-    if with_cables {
-        variants.push(("cable offset", false, Some(cable_offset_prior)));
-        variants.push(("frame + cable offset", true, Some(cable_offset_prior)));
+    let offset = if with_cables { priors.cable_offset_m } else { None };
+    let mut variants = vec![("no nuisance", false, None, None), ("frame (translation + pitch)", true, None, None)];
+    if offset.is_some() {
+        variants.push(("cable offset", false, offset, None));
+        variants.push(("frame + cable offset", true, offset, None));
+    }
+    if priors.radius_scale.is_some() {
+        variants.push(("frame + geometry", true, offset, priors.radius_scale));
     }
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (name, frame, prior) in variants {
+    for (name, frame, cable_offset_prior, radius_scale_prior) in variants {
         progress(&format!("variant {name}"));
-        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior: prior, ..opts.clone() };
+        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior, radius_scale_prior, ..opts.clone() };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
         let predicted = cross_validate(rod, experiments, &f, &o, folds);
         let per: Vec<f64> = predicted.iter().map(|e| (e.iter().map(|e| e * e).sum::<f64>() / e.len().max(1) as f64).sqrt()).collect();
@@ -186,6 +200,7 @@ pub fn compare_variants(
             parameters: f.parameter_names.iter().map(|s| s.to_string()).collect(),
             e_pa: f.values.e_pa,
             cable_offset_m: f.values.cable_offset_m,
+            radius_scale: f.values.radius_scale,
             rms_error_mm: f.rms_error_mm,
             folds,
             loo_rms_mm,
@@ -226,10 +241,20 @@ pub struct Parameters {
     pub cable_offset_m: f64,
     #[serde(default = "nan_pair")]
     pub cable_offset_ci95_m: [f64; 2],
+    /// The fitted scale of the section's radii (1 when not fitted) and its
+    /// 95 % interval.
+    #[serde(default = "one")]
+    pub radius_scale: f64,
+    #[serde(default = "nan_pair")]
+    pub radius_scale_ci95: [f64; 2],
 }
 
 fn nan_pair() -> [f64; 2] {
     [f64::NAN; 2]
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -319,11 +344,15 @@ fn parameters(f: &Fit) -> Parameters {
         frame_translation_m: f.values.translation_m.into(),
         base_pitch_rad: f.values.pitch_rad,
         cable_offset_m: f.values.cable_offset_m,
-        cable_offset_ci95_m: f.layout.cable_offset_index().map_or([f64::NAN; 2], |i| {
-            let half = t975(f.dof) * f.covariance[(i, i)].sqrt();
-            [f.values.cable_offset_m - half, f.values.cable_offset_m + half]
-        }),
+        cable_offset_ci95_m: interval(f, Geometry::CableOffset),
+        radius_scale: f.values.radius_scale,
+        radius_scale_ci95: interval(f, Geometry::RadiusScale),
     }
+}
+
+/// 95 % interval of a geometry parameter (NaN when not fitted).
+fn interval(f: &Fit, which: Geometry) -> [f64; 2] {
+    f.geometry_estimates().iter().find(|(g, _)| *g == which).map_or([f64::NAN; 2], |(_, e)| [e.ci95_low, e.ci95_high])
 }
 
 /// A fingerprint of a rod's shape and core, not its body material (the
@@ -424,7 +453,13 @@ impl IdentifiedFile {
             return None;
         }
         let has = |n: &str| names.iter().any(|x| x == n);
-        let layout = Layout { fit_rho: has("ln_rho"), translation: has("tx_m"), pitch: has("pitch_rad"), cable_offset: has("cable_offset_m") };
+        let layout = Layout {
+            fit_rho: has("ln_rho"),
+            translation: has("tx_m"),
+            pitch: has("pitch_rad"),
+            cable_offset: has("cable_offset_m"),
+            radius_scale: has("radius_scale"),
+        };
         if layout.n_params() != np {
             return None;
         }
@@ -446,7 +481,16 @@ impl IdentifiedFile {
             translation_m: Vec3::from(p.frame_translation_m),
             pitch_rad: p.base_pitch_rad,
             cable_offset_m: p.cable_offset_m,
+            radius_scale: p.radius_scale,
         }
+    }
+
+    /// `rod` (the rod file these parameters were identified for) with the
+    /// identified material and geometry (cable offset, radius scale).
+    pub fn apply_to(&self, rod: &Rod) -> Rod {
+        let p = &self.parameters;
+        rod.with_material(rod::Material { e_pa: p.e_pa.value, g_pa: p.g_pa.value, rho_kg_m3: p.rho_kg_m3.value })
+            .with_geometry(p.radius_scale, p.cable_offset_m)
     }
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {

@@ -2,15 +2,17 @@
 //! weighted position errors of every measured point of every experiment, each
 //! experiment's rod being in static equilibrium for the current parameters.
 //!
-//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d)]`,
+//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d), (s)]`,
 //! d the cables' outward offset from where the rod file puts them (guide
-//! rings hold cables off the surface), with a Gaussian prior row. The
+//! rings hold cables off the surface) and s the scale of the section's
+//! radii, each geometry parameter with a Gaussian prior row (any parameter
+//! may have one: a very narrow one holds it). The
 //! Jacobian uses exact sensitivities (implicit-function theorem):
 //! `dq/dp = -H^{-1} dr/dp`, where `dr/dlnE = E K_E q`, `dr/dlnG = G K_G q`
 //! (the stiffness is linear in E and G) and `dr/dln rho` is the gravity
-//! residual of the body's mass (linear in rho). Only the base pitch uses a
-//! central difference, of the residual at fixed `q` (cheap and accurate to
-//! ~1e-10), never of the whole model.
+//! residual of the body's mass (linear in rho). The base pitch and the
+//! geometry use central differences of the residual at fixed `q` (cheap and
+//! accurate to ~1e-10), never of the whole model.
 
 use crate::data::Experiment;
 use argmin::core::{Error as ArgminError, Jacobian, Operator};
@@ -33,12 +35,70 @@ pub struct Layout {
     /// The cables' offset from the rod file's position, outwards, one for
     /// all cables (geometry; needs a prior).
     pub cable_offset: bool,
+    /// Scale of the cross-section's radii (geometry; needs a prior).
+    pub radius_scale: bool,
+}
+
+/// A geometry parameter: changes the model, not the material.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Geometry {
+    CableOffset,
+    RadiusScale,
+}
+
+impl Geometry {
+    pub fn value(self, v: &Values) -> f64 {
+        match self {
+            Geometry::CableOffset => v.cable_offset_m,
+            Geometry::RadiusScale => v.radius_scale,
+        }
+    }
+
+    /// Name and unit, for reports.
+    pub fn label(self) -> (&'static str, &'static str) {
+        match self {
+            Geometry::CableOffset => ("cable offset", "m"),
+            Geometry::RadiusScale => ("radius scale", "1"),
+        }
+    }
+
+    /// `v` with this parameter moved by `delta`.
+    fn moved(self, v: &Values, delta: f64) -> Values {
+        match self {
+            Geometry::CableOffset => Values { cable_offset_m: v.cable_offset_m + delta, ..*v },
+            Geometry::RadiusScale => Values { radius_scale: v.radius_scale + delta, ..*v },
+        }
+    }
+
+    /// Central-difference step (metres, or a scale factor).
+    fn step(self) -> f64 {
+        match self {
+            Geometry::CableOffset => 1e-7,
+            Geometry::RadiusScale => 1e-6,
+        }
+    }
 }
 
 impl Layout {
     /// Number of fitted parameters.
     pub fn n_params(&self) -> usize {
-        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize + self.cable_offset as usize
+        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize + self.cable_offset as usize + self.radius_scale as usize
+    }
+
+    pub fn radius_scale_index(&self) -> Option<usize> {
+        self.radius_scale.then_some(2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize + self.cable_offset as usize)
+    }
+
+    /// The fitted geometry parameters and their indices.
+    pub fn geometry(&self) -> Vec<(Geometry, usize)> {
+        let mut g = vec![];
+        if let Some(i) = self.cable_offset_index() {
+            g.push((Geometry::CableOffset, i));
+        }
+        if let Some(i) = self.radius_scale_index() {
+            g.push((Geometry::RadiusScale, i));
+        }
+        g
     }
 
     pub fn cable_offset_index(&self) -> Option<usize> {
@@ -67,6 +127,9 @@ impl Layout {
         if self.cable_offset {
             n.push("cable_offset_m");
         }
+        if self.radius_scale {
+            n.push("radius_scale");
+        }
         n
     }
 }
@@ -81,14 +144,50 @@ pub struct Values {
     pub pitch_rad: f64,
     /// Outward offset of every cable from the rod file's position \[m\].
     pub cable_offset_m: f64,
+    /// Scale of the section's radii (1: the rod file's section).
+    pub radius_scale: f64,
 }
+
+impl Values {
+    /// The material alone, geometry as in the rod file, no nuisance.
+    pub fn material(e_pa: f64, g_pa: f64, rho_kg_m3: f64) -> Values {
+        Values { e_pa, g_pa, rho_kg_m3, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0, radius_scale: 1.0 }
+    }
+}
+
+/// A stiffness matrix split by how it follows the radius scale s: torsion
+/// and bending (second moments) as s^4, stretch and shear (areas) as s^2.
+#[derive(Clone, Debug)]
+struct RadiusScaled {
+    quartic: DMatrix<f64>,
+    quadratic: DMatrix<f64>,
+}
+
+impl RadiusScaled {
+    /// From the matrices of the section at scale 1 and at scale 2 (exact:
+    /// every entry is a sum of section stiffnesses).
+    fn from_scales_1_2(at_1: &DMatrix<f64>, at_2: &DMatrix<f64>) -> Self {
+        let quartic = (at_2 - at_1 * 4.0) / 12.0;
+        let quadratic = at_1 - &quartic;
+        Self { quartic, quadratic }
+    }
+
+    fn at(&self, scale: f64) -> DMatrix<f64> {
+        &self.quartic * scale.powi(4) + &self.quadratic * scale.powi(2)
+    }
+}
+
+type CableSpans = Vec<Vec<Option<rod::model::CableSpan>>>;
 
 /// Per-experiment model pieces, linear in the parameters.
 struct ExperimentModel {
     model: Model,
-    k_e: DMatrix<f64>,
-    k_g: DMatrix<f64>,
-    k_0: DMatrix<f64>,
+    k_e: RadiusScaled,
+    k_g: RadiusScaled,
+    k_0: RadiusScaled,
+    /// The cables at scale 2 (see [`place_cables`]).
+    cable_spans_2: CableSpans,
+    /// Lumped masses at rho = 1 and scale 1 (masses follow s^2).
     mass_body: Vec<f64>,
     mass_0: Vec<f64>,
     gravity_model: Model,
@@ -121,19 +220,30 @@ pub struct Problem {
     /// Static solves performed (all experiments count one each).
     pub solves: Cell<usize>,
     options: NewtonOptions,
-    /// Prior of the cable offset (mean, standard deviation) \[m\]: one
-    /// more residual row `(d - mean) / sd`.
-    cable_offset_prior: (f64, f64),
+    /// Gaussian priors, one residual row `(p[index] - mean) / sd` each.
+    priors: Vec<Prior>,
 }
 
-/// Moves every cable of `model` outwards by `offset_m` (from `reference`,
-/// the model as the rod file has it).
-fn shift_cables(model: &mut Model, reference: &Model, offset_m: f64) {
-    for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&reference.rod.cables).enumerate() {
+/// A Gaussian prior on one parameter (in the parameter vector's units:
+/// logarithms for E, G, rho).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prior {
+    pub index: usize,
+    pub mean: f64,
+    pub sd: f64,
+}
+
+/// Places every cable of `model` for the section's `scale` and the
+/// cables' outward `offset_m`, as [`Rod::with_geometry`] would: the spans
+/// are linear in the scale (the surface moves, the inset stays), so the
+/// models at scale 1 (`at_1`, the rod file's) and 2 (`at_2`) give them.
+fn place_cables(model: &mut Model, at_1: &Model, at_2: &CableSpans, scale: f64, offset_m: f64) {
+    for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&at_1.rod.cables).enumerate() {
         let dir = Vec3::new(0.0, cable.angle_rad.cos(), cable.angle_rad.sin());
-        for (span, base) in spans.iter_mut().zip(&reference.cable_spans[c]) {
-            if let (Some(s), Some(b)) = (span.as_mut(), base) {
-                s.offset_m = b.offset_m + dir * offset_m;
+        for ((span, one), two) in spans.iter_mut().zip(&at_1.cable_spans[c]).zip(&at_2[c]) {
+            if let (Some(s), Some(one), Some(two)) = (span.as_mut(), one, two) {
+                s.offset_m = one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * offset_m;
+                s.offset_slope = one.offset_slope + (two.offset_slope - one.offset_slope) * (scale - 1.0);
             }
         }
     }
@@ -156,31 +266,32 @@ impl Problem {
                     Vec3::zeros(),
                 );
                 let model = Model::new(rod, &points);
-                let part = |body: Material, keep_core: bool| {
+                let part = |body: Material, keep_core: bool, scale: f64| {
                     let mut r = rod.with_material(body);
+                    r.cross_section = r.cross_section.scaled(scale);
                     if !keep_core {
-                        r.cross_section.core = None;
                         // The body annulus must stay the same without the core.
-                        if let Some((rc, _)) = rod.cross_section.core {
+                        if let Some((rc, _)) = r.cross_section.core.take() {
                             r.cross_section.hole = Some(rod::Profile::constant(rc));
                         }
-                    } else if let Some((rc, c)) = rod.cross_section.core {
-                        r.cross_section.core = Some((rc, c));
                     }
                     Model::new(&r, &points)
                 };
-                let m_e = part(unit_material(1.0, 0.0, 1.0), false);
-                let m_g = part(unit_material(0.0, 1.0, 0.0), false);
-                let m_0 = part(unit_material(0.0, 0.0, 0.0), true);
+                let m_e = part(unit_material(1.0, 0.0, 1.0), false, 1.0);
+                let m_g = part(unit_material(0.0, 1.0, 0.0), false, 1.0);
+                let m_0 = part(unit_material(0.0, 0.0, 0.0), true, 1.0);
+                let m_e_2 = part(unit_material(1.0, 0.0, 1.0), false, 2.0);
+                let scaled = |m: &Model, body: Material, keep_core: bool| RadiusScaled::from_scales_1_2(&m.stiffness, &part(body, keep_core, 2.0).stiffness);
                 let mut gravity_model = m_e.clone();
                 gravity_model.stiffness.fill(0.0);
                 gravity_model.rod.cables.clear();
                 gravity_model.cable_spans.clear();
                 let joints = e.measurements.iter().map(|m| model.joint_at(m.arc_m)).collect();
                 ExperimentModel {
-                    k_e: m_e.stiffness.clone(),
-                    k_g: m_g.stiffness.clone(),
-                    k_0: m_0.stiffness.clone(),
+                    k_e: RadiusScaled::from_scales_1_2(&m_e.stiffness, &m_e_2.stiffness),
+                    cable_spans_2: m_e_2.cable_spans.clone(),
+                    k_g: scaled(&m_g, unit_material(0.0, 1.0, 0.0), false),
+                    k_0: scaled(&m_0, unit_material(0.0, 0.0, 0.0), true),
                     mass_body: m_e.joint_mass_kg.clone(),
                     mass_0: m_0.joint_mass_kg.clone(),
                     gravity_model,
@@ -200,19 +311,18 @@ impl Problem {
             cache: RefCell::new(None),
             solves: Cell::new(0),
             options: NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() },
-            cable_offset_prior: (0.0, f64::INFINITY),
+            priors: vec![],
         }
     }
 
-    /// The prior of the cable offset (mean, standard deviation) \[m\], used
-    /// when the layout fits it.
-    pub fn with_cable_offset_prior(mut self, mean_m: f64, sd_m: f64) -> Problem {
-        self.cable_offset_prior = (mean_m, sd_m);
+    /// Adds a Gaussian prior row on parameter `index` (see [`Prior`]).
+    pub fn with_prior(mut self, index: usize, mean: f64, sd: f64) -> Problem {
+        self.priors.push(Prior { index, mean, sd });
         self
     }
 
     pub fn n_residuals(&self) -> usize {
-        self.experiments.iter().map(|e| e.n_residuals()).sum::<usize>() + self.layout.cable_offset as usize
+        self.experiments.iter().map(|e| e.n_residuals()).sum::<usize>() + self.priors.len()
     }
 
     /// Parameter vector for physical values.
@@ -230,6 +340,9 @@ impl Problem {
         if self.layout.cable_offset {
             p.push(v.cable_offset_m);
         }
+        if self.layout.radius_scale {
+            p.push(v.radius_scale);
+        }
         DVector::from_vec(p)
     }
 
@@ -238,7 +351,27 @@ impl Problem {
         let translation_m = self.layout.translation_index().map_or(Vec3::zeros(), |i| Vec3::new(p[i], p[i + 1], p[i + 2]));
         let pitch_rad = self.layout.pitch_index().map_or(0.0, |i| p[i]);
         let cable_offset_m = self.layout.cable_offset_index().map_or(0.0, |i| p[i]);
-        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m }
+        let radius_scale = self.layout.radius_scale_index().map_or(1.0, |i| p[i]);
+        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m, radius_scale }
+    }
+
+    /// Experiment `i`'s model for `v`: cables shifted, stiffness and
+    /// masses for the material and the section's scale, base pitched.
+    fn model_at(&self, i: usize, v: &Values) -> Model {
+        let em = &self.models[i];
+        let mut model = em.model.clone();
+        let s = v.radius_scale;
+        if v.cable_offset_m != 0.0 || s != 1.0 {
+            place_cables(&mut model, &em.model, &em.cable_spans_2, s, v.cable_offset_m);
+        }
+        if s != 1.0 {
+            // For the fibre strains of the validity check.
+            model.rod.cross_section = em.model.rod.cross_section.scaled(s);
+        }
+        model.stiffness = em.k_e.at(s) * v.e_pa + em.k_g.at(s) * v.g_pa + em.k_0.at(s);
+        model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| (b * v.rho_kg_m3 + c) * s * s).collect();
+        model.rod.base = self.base_pose(i, v.pitch_rad);
+        model
     }
 
     /// Experiment `i`'s base, pitched by the nuisance angle about world y
@@ -272,7 +405,7 @@ impl Problem {
 
     fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, String> {
         let v = self.values(p);
-        if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 {
+        if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 || v.radius_scale <= 0.0 {
             return Err("parameters out of range".into());
         }
         let np = self.layout.n_params();
@@ -284,13 +417,7 @@ impl Problem {
         let mut row = 0;
         for (i, (exp, em)) in self.experiments.iter().zip(&self.models).enumerate() {
             let base = self.base_pose(i, v.pitch_rad);
-            let mut model = em.model.clone();
-            if v.cable_offset_m != 0.0 {
-                shift_cables(&mut model, &em.model, v.cable_offset_m);
-            }
-            model.stiffness = &em.k_e * v.e_pa + &em.k_g * v.g_pa + &em.k_0;
-            model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| b * v.rho_kg_m3 + c).collect();
-            model.rod.base = base;
+            let model = self.model_at(i, &v);
             let warm = self.warm.borrow()[i].clone();
             self.solves.set(self.solves.get() + 1);
             let sol = match solve(&model, &em.loads, warm.as_ref(), &self.options) {
@@ -335,13 +462,14 @@ impl Problem {
                 let lu = h.lu();
                 let n = model.n_dof();
                 let mut dr = DMatrix::zeros(n, np);
-                dr.set_column(0, &(&em.k_e * &q * v.e_pa));
-                dr.set_column(1, &(&em.k_g * &q * v.g_pa));
+                let s = v.radius_scale;
+                dr.set_column(0, &(em.k_e.at(s) * &q * v.e_pa));
+                dr.set_column(1, &(em.k_g.at(s) * &q * v.g_pa));
                 if self.layout.fit_rho {
                     let mut gm = em.gravity_model.clone();
                     gm.rod.base = base;
                     let g = assemble(&gm, &Loads::gravity(), &q, 1.0, false).map_err(|e| e.to_string())?.residual;
-                    dr.set_column(2, &(g * v.rho_kg_m3));
+                    dr.set_column(2, &(g * v.rho_kg_m3 * s * s));
                 }
                 if let Some(ip) = self.layout.pitch_index() {
                     let eps = 1e-6;
@@ -352,16 +480,15 @@ impl Problem {
                     let rm = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
                     dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
                 }
-                if let Some(id) = self.layout.cable_offset_index() {
+                for (geometry, id) in self.layout.geometry() {
                     // Central difference of the residual at fixed q (the cable
-                    // term is smooth in its offset).
-                    let eps = 1e-7;
-                    let mut md = model.clone();
-                    shift_cables(&mut md, &em.model, v.cable_offset_m + eps);
-                    let rp = assemble(&md, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
-                    shift_cables(&mut md, &em.model, v.cable_offset_m - eps);
-                    let rm = assemble(&md, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
-                    dr.set_column(id, &((rp - rm) / (2.0 * eps)));
+                    // term is smooth in its offset, stiffness and weight in
+                    // the scale).
+                    let eps = geometry.step();
+                    let residual_at = |delta: f64| {
+                        assemble(&self.model_at(i, &geometry.moved(&v, delta)), &em.loads, &q, 1.0, false).map(|a| a.residual).map_err(|e| e.to_string())
+                    };
+                    dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
                 }
                 let sens = lu.solve(&(-dr)).ok_or("singular tangent at equilibrium")?;
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
@@ -398,11 +525,10 @@ impl Problem {
             predicted.push(pred);
             qs.push(q);
         }
-        if let Some(id) = self.layout.cable_offset_index() {
-            let (mean, sd) = self.cable_offset_prior;
-            residual[row] = (v.cable_offset_m - mean) / sd;
+        for (k, prior) in self.priors.iter().enumerate() {
+            residual[row + k] = (p[prior.index] - prior.mean) / prior.sd;
             if let Some(jac) = jac.as_mut() {
-                jac[(row, id)] = 1.0 / sd;
+                jac[(row + k, prior.index)] = 1.0 / prior.sd;
             }
         }
         Ok(Evaluation { residual, jacobian: jac, predicted, q: qs })
@@ -434,18 +560,15 @@ impl Problem {
             let mut gm = self.models[i].gravity_model.clone();
             gm.rod.base = base;
             let w = assemble(&gm, &Loads::gravity(), q, 1.0, false).map_err(|e| e.to_string())?.applied_wrench;
-            let dw = base.compose(sensor).coadjoint_apply(&w) * v.rho_kg_m3;
+            let dw = base.compose(sensor).coadjoint_apply(&w) * v.rho_kg_m3 * v.radius_scale.powi(2);
             for a in 0..6 {
                 out[(a, 2)] += dw[a];
             }
         }
-        if let Some(id) = self.layout.cable_offset_index() {
-            let e = 1e-7;
-            let mut shifted = model.clone();
-            shift_cables(&mut shifted, &self.models[i].model, v.cable_offset_m + e);
-            let wp = self.sensor_wrench(i, &mut shifted, q, base)?;
-            shift_cables(&mut shifted, &self.models[i].model, v.cable_offset_m - e);
-            let wm = self.sensor_wrench(i, &mut shifted, q, base)?;
+        for (geometry, id) in self.layout.geometry() {
+            let e = geometry.step();
+            let wp = self.sensor_wrench(i, &mut self.model_at(i, &geometry.moved(v, e)), q, base)?;
+            let wm = self.sensor_wrench(i, &mut self.model_at(i, &geometry.moved(v, -e)), q, base)?;
             let dw = (wp - wm) / (2.0 * e);
             for a in 0..6 {
                 out[(a, id)] += dw[a];
@@ -467,10 +590,7 @@ impl Problem {
     /// Predicted sensor wrench of experiment `i` at equilibrium `q`.
     pub fn predicted_wrench(&self, i: usize, q: &DVector<f64>, values: &Values) -> Option<Vec6> {
         self.experiments[i].base_wrench.as_ref()?;
-        let mut model = self.models[i].model.clone();
-        shift_cables(&mut model, &self.models[i].model, values.cable_offset_m);
-        model.stiffness.fill(0.0);
-        model.joint_mass_kg = self.models[i].mass_body.iter().zip(&self.models[i].mass_0).map(|(b, c)| b * values.rho_kg_m3 + c).collect();
+        let mut model = self.model_at(i, values);
         self.sensor_wrench(i, &mut model, q, self.base_pose(i, values.pitch_rad)).ok()
     }
 }
@@ -515,8 +635,8 @@ impl Jacobian for &Problem {
 impl Problem {
     /// How far equilibrium `q` of experiment `i` is inside the rod model's
     /// validity (fibre strains, cable stretch).
-    pub fn validity(&self, i: usize, q: &DVector<f64>) -> rod::validity::Validity {
-        rod::validity::validity(&self.models[i].model, q)
+    pub fn validity(&self, i: usize, q: &DVector<f64>, values: &Values) -> rod::validity::Validity {
+        rod::validity::validity(&self.model_at(i, values), q)
     }
 
     /// Centre line (joint positions, base to tip) of experiment `i` at
@@ -525,5 +645,46 @@ impl Problem {
         let mut model = self.models[i].model.clone();
         model.rod.base = self.base_pose(i, values.pitch_rad);
         model.frames(q).joints.iter().map(|g| g.pos + values.translation_m).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Measurement;
+
+    /// The model the problem assembles for a radius scale and a cable
+    /// offset (from its scale-1 and scale-2 pieces) is the one the rod file
+    /// gives with that geometry: tapered body, steel core, inset cable.
+    #[test]
+    fn fitted_geometry_is_the_rod_with_that_geometry() {
+        let silicone = Material::from_poisson(3e5, 0.45, 1200.0);
+        let mut rod = Rod::uniform_cylinder(0.2, 0.01, silicone, 4);
+        rod.cross_section.outer = rod::Profile::Linear { base_m: 0.01, tip_m: 0.006 };
+        rod.cross_section.core = Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0)));
+        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15 });
+        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3 };
+        let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
+        let layout = Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true };
+        let problem = Problem::new(&rod, &[e], layout, 1200.0);
+        let (scale, offset_m) = (1.3, 0.002);
+        let v = Values { cable_offset_m: offset_m, radius_scale: scale, ..Values::material(4e5, 1.4e5, 1100.0) };
+        let got = problem.model_at(0, &v);
+        let want_rod = rod.with_material(Material { e_pa: 4e5, g_pa: 1.4e5, rho_kg_m3: 1100.0 }).with_geometry(scale, offset_m);
+        let want = Model::new(&want_rod, &[0.2, 0.2]);
+        assert!((&got.stiffness - &want.stiffness).amax() <= 1e-12 * want.stiffness.amax());
+        for (g, w) in got.joint_mass_kg.iter().zip(&want.joint_mass_kg) {
+            assert!((g / w - 1.0).abs() < 1e-12, "{g} vs {w}");
+        }
+        let spans = |m: &Model| m.cable_spans[0].iter().flatten().map(|s| (s.offset_m, s.offset_slope)).collect::<Vec<_>>();
+        let (gs, ws) = (spans(&got), spans(&want));
+        assert_eq!(gs.len(), ws.len());
+        assert!(!gs.is_empty());
+        for ((go, gsl), (wo, wsl)) in gs.iter().zip(&ws) {
+            assert!((go - wo).norm() < 1e-15 && (gsl - wsl).norm() < 1e-15, "{go:?} {gsl:?} vs {wo:?} {wsl:?}");
+        }
+        // The section's radii too (the validity check reads them).
+        assert_eq!(got.rod.cross_section.outer, want_rod.cross_section.outer);
+        assert_eq!(got.rod.cross_section.core.map(|c| c.0), want_rod.cross_section.core.map(|c| c.0));
     }
 }

@@ -55,7 +55,8 @@ pub struct Cable {
     pub name: String,
     /// Angle around the rod axis, from body +y towards +z \[rad\].
     pub angle_rad: f64,
-    /// Distance of the cable from the outer surface, towards the axis \[m\].
+    /// Distance of the cable from the outer surface, towards the axis \[m\]
+    /// (negative: outside the surface, e.g. on guide rings).
     pub inset_m: f64,
     /// Arc length where the cable is anchored \[m\].
     pub anchor_m: f64,
@@ -108,6 +109,11 @@ pub struct Rod {
 pub struct IdentifyPriors {
     /// The cables' outward offset from their position above \[m\].
     pub cable_offset_m: Option<(f64, f64)>,
+    /// Scale of every radius of the cross-section (outer, hole, core);
+    /// 1 is the rod file's section. The cables keep their inset, so they
+    /// move with the surface; markers keep their place. See
+    /// [`Rod::with_geometry`].
+    pub radius_scale: Option<(f64, f64)>,
 }
 
 impl Rod {
@@ -147,6 +153,19 @@ impl Rod {
     pub fn with_material(&self, body: Material) -> Rod {
         let mut r = self.clone();
         r.cross_section.body = body;
+        r
+    }
+
+    /// The same rod with every radius of its section (outer, hole, core)
+    /// multiplied by `radius_scale` and every cable moved `cable_offset_m`
+    /// outwards (cables keep their inset otherwise, so they follow the
+    /// surface): the geometry identification can learn.
+    pub fn with_geometry(&self, radius_scale: f64, cable_offset_m: f64) -> Rod {
+        let mut r = self.clone();
+        r.cross_section = r.cross_section.scaled(radius_scale);
+        for c in &mut r.cables {
+            c.inset_m -= cable_offset_m;
+        }
         r
     }
 
@@ -256,6 +275,7 @@ struct RawRod {
 #[serde(deny_unknown_fields)]
 struct RawIdentify {
     cable_offset_m: Option<RawPrior>,
+    radius_scale: Option<RawPrior>,
 }
 
 #[derive(Deserialize)]
@@ -504,7 +524,11 @@ impl RawRod {
             if !c.angle_deg.is_finite() {
                 return Err(ConfigError::new(file, &format!("{field}.angle_deg"), "must be finite"));
             }
-            let inset = nonneg(file, &format!("{field}.inset_m"), c.inset_m)?;
+            // Negative: outside the surface (cables on guide rings).
+            if !c.inset_m.is_finite() {
+                return Err(ConfigError::new(file, &format!("{field}.inset_m"), "must be finite"));
+            }
+            let inset = c.inset_m;
             let anchor = c.anchor_m.unwrap_or(length);
             if !(anchor > 0.0 && anchor <= length * (1.0 + 1e-12)) {
                 return Err(ConfigError::new(file, &format!("{field}.anchor_m"), format!("must lie in (0, length_m], got {anchor}")));
@@ -550,6 +574,9 @@ impl RawRod {
             if cables.is_empty() {
                 return Err(ConfigError::new(file, "identify.cable_offset_m", "the rod has no [[cable]]"));
             }
+        }
+        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.radius_scale.as_ref()) {
+            identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));
         }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
@@ -608,6 +635,10 @@ rho_kg_m3 = 2000
         assert!(err(&bad_sd).contains("identify.cable_offset_m.sd"), "{}", err(&bad_sd));
         let no_cables = format!("{GOOD}\n[identify]\ncable_offset_m = {{ mean = 0.0, sd = 0.005 }}\n");
         assert!(err(&no_cables).contains("no [[cable]]"), "{}", err(&no_cables));
+        let scale = format!("{GOOD}\n[identify]\nradius_scale = {{ mean = 1.0, sd = 0.1 }}\n");
+        assert_eq!(Rod::from_toml_str(&scale, "good.toml").unwrap().identify_priors.radius_scale, Some((1.0, 0.1)));
+        let bad_scale = format!("{GOOD}\n[identify]\nradius_scale = {{ mean = -1.0, sd = 0.1 }}\n");
+        assert!(err(&bad_scale).contains("identify.radius_scale.mean"), "{}", err(&bad_scale));
     }
 
     fn err(text: &str) -> String {

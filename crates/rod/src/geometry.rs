@@ -19,6 +19,14 @@ impl Profile {
         Profile::Linear { base_m: r_m, tip_m: r_m }
     }
 
+    /// The same profile with every radius multiplied by `scale`.
+    pub fn scaled(&self, scale: f64) -> Self {
+        match self {
+            Profile::Linear { base_m, tip_m } => Profile::Linear { base_m: base_m * scale, tip_m: tip_m * scale },
+            Profile::Table(t) => Profile::Table(t.iter().map(|&(x, r)| (x, r * scale)).collect()),
+        }
+    }
+
     pub fn radius_m(&self, x_m: f64, length_m: f64) -> f64 {
         match self {
             Profile::Linear { base_m, tip_m } => base_m + (tip_m - base_m) * x_m / length_m,
@@ -103,6 +111,17 @@ pub struct SectionProperties {
 }
 
 impl CrossSection {
+    /// The same section with every radius (outer, hole, core) multiplied
+    /// by `scale`: areas scale as `scale^2`, second moments as `scale^4`.
+    pub fn scaled(&self, scale: f64) -> Self {
+        CrossSection {
+            outer: self.outer.scaled(scale),
+            hole: self.hole.as_ref().map(|h| h.scaled(scale)),
+            body: self.body,
+            core: self.core.map(|(r, m)| (r * scale, m)),
+        }
+    }
+
     pub fn properties(&self, x_m: f64, length_m: f64) -> SectionProperties {
         let r_out = self.outer.radius_m(x_m, length_m);
         let r_in = match (&self.hole, &self.core) {
