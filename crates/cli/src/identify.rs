@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml)."
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset --fit-radius-scale --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml)."
 )]
 pub struct IdentifyArgs {
     /// Rod description (TOML); its material is the initial guess.
@@ -49,6 +49,9 @@ pub struct IdentifyArgs {
     /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior MEAN_M,SD_M [m], e.g. 0,0.005 (default: the rod file's [identify] cable_offset_m).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, num_args = 0..=1)]
     pub fit_cable_offset: Option<Vec<f64>>,
+    /// With --fit-cable-offset: one offset per cable, each with that prior, instead of one for all.
+    #[arg(long, requires = "fit_cable_offset")]
+    pub per_cable: bool,
     /// Also estimate the scale of the section's radii (cables on the surface move with it), with a Gaussian prior MEAN,SD, e.g. 1,0.1 (default: the rod file's [identify] radius_scale). E, rho and the scale are nearly degenerate (E s^4, rho s^2): fit it with E, G, rho held (--hold-material) or with a tight prior.
     #[arg(long, value_delimiter = ',', num_args = 0..=1)]
     pub fit_radius_scale: Option<Vec<f64>>,
@@ -197,6 +200,16 @@ fn reference_geometry_fit(rod: &rod::Rod, experiments: &[identify::Experiment], 
     identify::fit::fit(rod, experiments, &opts, |_| {}).map_err(|e| e.to_string())
 }
 
+/// A variant's fitted cable offset in mm (each cable's, `/`-separated,
+/// when fitted per cable).
+fn offsets_mm(v: &identify::output::VariantOut) -> Option<String> {
+    if !v.cable_offsets_m.is_empty() {
+        Some(v.cable_offsets_m.iter().map(|d| format!("{:.2}", 1e3 * d)).collect::<Vec<_>>().join("/"))
+    } else {
+        v.parameters.iter().any(|p| p == "cable_offset_m").then(|| format!("{:.2}", 1e3 * v.cable_offset_m))
+    }
+}
+
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
@@ -209,7 +222,7 @@ fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>
                 vec![
                     v.name.clone(),
                     format!("{:.4e}", v.e_pa),
-                    if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("{:.2}", 1e3 * v.cable_offset_m) } else { "-".into() },
+                    offsets_mm(v).unwrap_or_else(|| "-".into()),
                     if v.parameters.iter().any(|p| p == "radius_scale") { format!("{:.4}", v.radius_scale) } else { "-".into() },
                     format!("{:.2}", v.rms_error_mm),
                     format!("{:.2}", v.loo_rms_mm),
@@ -286,7 +299,16 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
         return Err(input_error("--fit-radius-scale: the mean must be positive"));
     }
-    let opts = FitOptions { translation: a.translation, pitch: a.pitch, cable_offset_prior, radius_scale_prior, hold_material, ..FitOptions::default() };
+    let (cable_offset_prior, cable_offset_each_prior) = if a.per_cable { (None, cable_offset_prior) } else { (cable_offset_prior, None) };
+    let opts = FitOptions {
+        translation: a.translation,
+        pitch: a.pitch,
+        cable_offset_prior,
+        radius_scale_prior,
+        cable_offset_each_prior,
+        hold_material,
+        ..FitOptions::default()
+    };
     let priors = GeometryPriors {
         cable_offset_m: Some(cable_offset_prior.or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
         radius_scale: radius_scale_prior.or(file_priors.radius_scale),
@@ -294,7 +316,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    let study = run_study(&rod, &experiments, &opts, true, !a.no_loo, reference, |m| bar.set_message(m.to_string()))?;
+    let study = run_study(&rod, &experiments, &opts, true, !a.no_loo, reference.clone(), |m| bar.set_message(m.to_string()))?;
     bar.finish_and_clear();
     let f = &study.fit;
 
@@ -315,7 +337,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     file.write(&toml_path).with_context(|| format!("cannot write {}", toml_path.display()))?;
 
     // Report.
-    let paper = reference.unwrap_or(Values::material(f64::NAN, f64::NAN, f64::NAN));
+    let paper = reference.clone().unwrap_or(Values::material(f64::NAN, f64::NAN, f64::NAN));
     let rows = |f: &identify::Fit, with_paper: bool| {
         let pp = |v: f64| if with_paper { v } else { f64::NAN };
         vec![
@@ -454,6 +476,9 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             1e3 * c[1]
         );
     }
+    for (c, (d, ci)) in file.parameters.cable_offsets_m.iter().zip(&file.parameters.cable_offsets_ci95_m).enumerate() {
+        println!("  {:<12} = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards)", rod.cables[c].name, 1e3 * d, 1e3 * ci[0], 1e3 * ci[1]);
+    }
     if f.layout.radius_scale {
         let c = file.parameters.radius_scale_ci95;
         println!("  radius scale = {:>9.4}        95 % CI [{:.4}, {:.4}] (of the rod file's section)", f.values.radius_scale, c[0], c[1]);
@@ -487,9 +512,9 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
             alt.rms_error_mm
         );
     }
-    if let (Some(v), true) = (reference, a.compare_variants) {
+    if let (Some(v), true) = (&reference, a.compare_variants) {
         // The study: keep the reference material, fit the geometry.
-        match reference_geometry_fit(&rod, &experiments, &v, priors) {
+        match reference_geometry_fit(&rod, &experiments, v, priors) {
             Ok(g) => {
                 let worst = g.errors_mm.iter().map(|e| rms(e)).fold(0.0, f64::max);
                 println!(
@@ -518,7 +543,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
                 "    {:<28} E {:.4e} Pa{}{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
                 v.name,
                 v.e_pa,
-                if v.parameters.iter().any(|p| p == "cable_offset_m") { format!("  offset {:>6.2} mm", 1e3 * v.cable_offset_m) } else { " ".repeat(18) },
+                offsets_mm(v).map_or(" ".repeat(18), |t| format!("  offset {t:>6} mm")),
                 if v.parameters.iter().any(|p| p == "radius_scale") { format!("  scale {:.4}", v.radius_scale) } else { " ".repeat(14) },
                 v.rms_error_mm,
                 v.loo_rms_mm,

@@ -25,6 +25,9 @@ pub struct FitOptions {
     pub cable_offset_prior: Option<(f64, f64)>,
     /// Estimate the scale of the section's radii, with this prior (mean, sd).
     pub radius_scale_prior: Option<(f64, f64)>,
+    /// Estimate one outward offset per cable, each with this prior (mean,
+    /// sd) \[m\] (instead of one for all).
+    pub cable_offset_each_prior: Option<(f64, f64)>,
     /// Hold E, G, rho at these values (fit only geometry and nuisance): the
     /// question "which geometry makes a published material fit?".
     pub hold_material: Option<[f64; 3]>,
@@ -32,7 +35,16 @@ pub struct FitOptions {
 
 impl Default for FitOptions {
     fn default() -> Self {
-        Self { translation: false, pitch: false, starts: vec![], max_iterations: 100, cable_offset_prior: None, radius_scale_prior: None, hold_material: None }
+        Self {
+            translation: false,
+            pitch: false,
+            starts: vec![],
+            max_iterations: 100,
+            cable_offset_prior: None,
+            radius_scale_prior: None,
+            cable_offset_each_prior: None,
+            hold_material: None,
+        }
     }
 }
 
@@ -76,7 +88,7 @@ pub struct Fit {
     /// Covariance of the parameter vector (log-parameters, metres, radians).
     pub covariance: DMatrix<f64>,
     pub correlation: DMatrix<f64>,
-    pub parameter_names: Vec<&'static str>,
+    pub parameter_names: Vec<String>,
     /// Residual standard deviation in units of sigma (sqrt(SSR / dof)).
     pub residual_scale: f64,
     pub condition_number: f64,
@@ -234,16 +246,23 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         pitch: opts.pitch,
         cable_offset: opts.cable_offset_prior.is_some(),
         radius_scale: opts.radius_scale_prior.is_some(),
+        cable_offset_each: if opts.cable_offset_each_prior.is_some() { rod.cables.len() } else { 0 },
     };
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
     let mut problem = Problem::new(rod, experiments, layout, fixed_rho);
     let offset_mean_m = opts.cable_offset_prior.map_or(0.0, |p| p.0);
     let scale_mean = opts.radius_scale_prior.map_or(1.0, |p| p.0);
-    for (index, prior) in [(layout.cable_offset_index(), opts.cable_offset_prior), (layout.radius_scale_index(), opts.radius_scale_prior)] {
-        if let (Some(index), Some((mean, sd))) = (index, prior) {
+    for (geometry, index) in layout.geometry() {
+        let prior = match geometry {
+            Geometry::CableOffset => opts.cable_offset_prior,
+            Geometry::RadiusScale => opts.radius_scale_prior,
+            Geometry::CableOffsetOf(_) => opts.cable_offset_each_prior,
+        };
+        if let Some((mean, sd)) = prior {
             problem = problem.with_prior(index, mean, sd);
         }
     }
+    let each_mean_m = opts.cable_offset_each_prior.map_or(0.0, |p| p.0);
     if let Some(held) = opts.hold_material {
         let n_material = 2 + layout.fit_rho as usize;
         for (index, value) in held.iter().take(n_material).enumerate() {
@@ -257,7 +276,12 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     };
     let m = rod.cross_section.body;
     let centre = opts.hold_material.unwrap_or([m.e_pa, m.g_pa, m.rho_kg_m3]);
-    let at_start = |e_pa, g_pa, rho_kg_m3| Values { cable_offset_m: offset_mean_m, radius_scale: scale_mean, ..Values::material(e_pa, g_pa, rho_kg_m3) };
+    let at_start = |e_pa, g_pa, rho_kg_m3| Values {
+        cable_offset_m: offset_mean_m,
+        radius_scale: scale_mean,
+        cable_offsets_m: vec![each_mean_m; layout.cable_offset_each],
+        ..Values::material(e_pa, g_pa, rho_kg_m3)
+    };
     let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));
     let mut runs = vec![];
     let mut outcomes = vec![];
@@ -412,7 +436,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
 
 /// Predicted positions of an experiment's measured points for given values.
 pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true };
+    let layout = Layout::all(rod.cables.len());
     let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), false)?;
     Ok((ev.predicted[0].clone(), ev.q[0].clone()))
@@ -477,7 +501,11 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     }
     e.base_wrench = None;
     // Geometry the fit did not estimate (outside its layout) is part of the rod.
-    let rod = rod.with_geometry(if u.layout.radius_scale { 1.0 } else { values.radius_scale }, if u.layout.cable_offset { 0.0 } else { values.cable_offset_m });
+    let mut rod =
+        rod.with_geometry(if u.layout.radius_scale { 1.0 } else { values.radius_scale }, if u.layout.cable_offset { 0.0 } else { values.cable_offset_m });
+    if u.layout.cable_offset_each == 0 {
+        rod = rod.with_cable_offsets(&values.cable_offsets_m);
+    }
     let problem = Problem::new(&rod, std::slice::from_ref(&e), u.layout, values.rho_kg_m3);
     let ev = problem.evaluate(&problem.params(values), true)?;
     let j = ev.jacobian.expect("asked for");
@@ -524,7 +552,7 @@ pub fn cross_validate(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &
     let n = experiments.len();
     let folds = folds.clamp(2, n.max(2));
     let mut errors: Vec<Vec<f64>> = experiments.iter().map(|e| vec![f64::NAN; e.measurements.len()]).collect();
-    let v = full.values;
+    let v = &full.values;
     for fold in 0..folds {
         let (test, train): (Vec<usize>, Vec<usize>) = (0..n).partition(|i| i % folds == fold);
         if test.is_empty() || train.is_empty() {
@@ -558,7 +586,7 @@ pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &F
     if experiments.len() < 2 {
         return out;
     }
-    let v = full.values;
+    let v = &full.values;
     for (i, left_out) in experiments.iter().enumerate() {
         progress(&format!("leave-one-out {}/{}", i + 1, experiments.len()));
         let rest: Vec<Experiment> = experiments.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, e)| e.clone()).collect();

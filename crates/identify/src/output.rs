@@ -54,7 +54,7 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
     let fits = loo.iter().filter(|l| l.e_pa > 0.0).count();
     let t = t975(fits - 1);
     let ci = |value: f64, sd: f64| [value * (-t * sd).exp(), value * (t * sd).exp()];
-    let v = main.values;
+    let v = main.values.clone();
     // Fewer fits make the jackknife's own spread too uncertain to warn on.
     let judged = if fits >= 6 { vec![("E", main.e_pa, sd[0]), ("rho", main.rho_kg_m3, sd[2])] } else { vec![] };
     for (name, est, s) in judged {
@@ -71,7 +71,7 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
 
 /// Evaluates fixed parameter values on the experiments.
 pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, String> {
-    let layout = Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true };
+    let layout = Layout::all(rod.cables.len());
     let mut predicted = vec![];
     let mut errors_mm = vec![];
     let mut shapes = vec![];
@@ -101,7 +101,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
     }
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().filter(|x: &f64| x.is_finite()).collect();
     let rms = (all.iter().map(|x| x * x).sum::<f64>() / all.len() as f64).sqrt();
-    Ok(Evaluated { values: *values, predicted, errors_mm, rms_error_mm: rms, shapes, failures, failure_reasons })
+    Ok(Evaluated { values: values.clone(), predicted, errors_mm, rms_error_mm: rms, shapes, failures, failure_reasons })
 }
 
 /// Runs the study. `nuisance_too` adds a second fit with frame translation
@@ -119,7 +119,7 @@ pub fn run_study(
     let shapes = evaluate_values(rod, experiments, &main.values).map(|e| e.shapes).map_err(FitError::Model)?;
     let with_nuisance = if nuisance_too {
         progress("fit with nuisance parameters");
-        let v = main.values;
+        let v = &main.values;
         let o = FitOptions { translation: !opts.translation, pitch: !opts.pitch, starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
         fit(rod, experiments, &o, |_| {}).ok()
     } else {
@@ -141,6 +141,9 @@ pub struct VariantOut {
     pub cable_offset_m: f64,
     #[serde(default = "one")]
     pub radius_scale: f64,
+    /// Per-cable offsets \[m\] (empty when not fitted).
+    #[serde(default)]
+    pub cable_offsets_m: Vec<f64>,
     /// RMS of the fit's own residuals \[mm\].
     pub rms_error_mm: f64,
     /// Cross-validation folds: the number of experiments (leave-one-out),
@@ -176,20 +179,24 @@ pub fn compare_variants(
 ) -> (Vec<VariantOut>, Option<usize>) {
     let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
     let offset = if with_cables { priors.cable_offset_m } else { None };
-    let mut variants = vec![("no nuisance", false, None, None), ("frame (translation + pitch)", true, None, None)];
+    // (name, frame, common cable offset, radius scale, per-cable offsets)
+    let mut variants = vec![("no nuisance", false, None, None, None), ("frame (translation + pitch)", true, None, None, None)];
     if offset.is_some() {
-        variants.push(("cable offset", false, offset, None));
-        variants.push(("frame + cable offset", true, offset, None));
+        variants.push(("cable offset", false, offset, None, None));
+        variants.push(("frame + cable offset", true, offset, None, None));
+        if rod.cables.len() > 1 {
+            variants.push(("frame + offset per cable", true, None, None, offset));
+        }
     }
     if priors.radius_scale.is_some() {
-        variants.push(("frame + geometry", true, offset, priors.radius_scale));
+        variants.push(("frame + geometry", true, offset, priors.radius_scale, None));
     }
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (name, frame, cable_offset_prior, radius_scale_prior) in variants {
+    for (name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior) in variants {
         progress(&format!("variant {name}"));
-        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior, radius_scale_prior, ..opts.clone() };
+        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, ..opts.clone() };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
         let predicted = cross_validate(rod, experiments, &f, &o, folds);
         let per: Vec<f64> = predicted.iter().map(|e| (e.iter().map(|e| e * e).sum::<f64>() / e.len().max(1) as f64).sqrt()).collect();
@@ -201,6 +208,7 @@ pub fn compare_variants(
             e_pa: f.values.e_pa,
             cable_offset_m: f.values.cable_offset_m,
             radius_scale: f.values.radius_scale,
+            cable_offsets_m: f.values.cable_offsets_m.clone(),
             rms_error_mm: f.rms_error_mm,
             folds,
             loo_rms_mm,
@@ -247,6 +255,12 @@ pub struct Parameters {
     pub radius_scale: f64,
     #[serde(default = "nan_pair")]
     pub radius_scale_ci95: [f64; 2],
+    /// Per-cable outward offsets \[m\], added to `cable_offset_m` (empty
+    /// when not fitted), and their 95 % intervals.
+    #[serde(default)]
+    pub cable_offsets_m: Vec<f64>,
+    #[serde(default)]
+    pub cable_offsets_ci95_m: Vec<[f64; 2]>,
 }
 
 fn nan_pair() -> [f64; 2] {
@@ -347,6 +361,8 @@ fn parameters(f: &Fit) -> Parameters {
         cable_offset_ci95_m: interval(f, Geometry::CableOffset),
         radius_scale: f.values.radius_scale,
         radius_scale_ci95: interval(f, Geometry::RadiusScale),
+        cable_offsets_m: f.values.cable_offsets_m.clone(),
+        cable_offsets_ci95_m: (0..f.layout.cable_offset_each).map(|c| interval(f, Geometry::CableOffsetOf(c))).collect(),
     }
 }
 
@@ -459,6 +475,7 @@ impl IdentifiedFile {
             pitch: has("pitch_rad"),
             cable_offset: has("cable_offset_m"),
             radius_scale: has("radius_scale"),
+            cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
         };
         if layout.n_params() != np {
             return None;
@@ -482,15 +499,17 @@ impl IdentifiedFile {
             pitch_rad: p.base_pitch_rad,
             cable_offset_m: p.cable_offset_m,
             radius_scale: p.radius_scale,
+            cable_offsets_m: p.cable_offsets_m.clone(),
         }
     }
 
     /// `rod` (the rod file these parameters were identified for) with the
-    /// identified material and geometry (cable offset, radius scale).
+    /// identified material and geometry (cable offsets, radius scale).
     pub fn apply_to(&self, rod: &Rod) -> Rod {
         let p = &self.parameters;
         rod.with_material(rod::Material { e_pa: p.e_pa.value, g_pa: p.g_pa.value, rho_kg_m3: p.rho_kg_m3.value })
             .with_geometry(p.radius_scale, p.cable_offset_m)
+            .with_cable_offsets(&p.cable_offsets_m)
     }
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {

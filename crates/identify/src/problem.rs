@@ -2,10 +2,11 @@
 //! weighted position errors of every measured point of every experiment, each
 //! experiment's rod being in static equilibrium for the current parameters.
 //!
-//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d), (s)]`,
-//! d the cables' outward offset from where the rod file puts them (guide
-//! rings hold cables off the surface) and s the scale of the section's
-//! radii, each geometry parameter with a Gaussian prior row (any parameter
+//! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d), (s),
+//! (d_1 .. d_n)]`, d the cables' outward offset from where the rod file
+//! puts them (guide rings hold cables off the surface), s the scale of the
+//! section's radii, d_c one offset per cable (instead of d), each geometry
+//! parameter with a Gaussian prior row (any parameter
 //! may have one: a very narrow one holds it). The
 //! Jacobian uses exact sensitivities (implicit-function theorem):
 //! `dq/dp = -H^{-1} dr/dp`, where `dr/dlnE = E K_E q`, `dr/dlnG = G K_G q`
@@ -37,6 +38,9 @@ pub struct Layout {
     pub cable_offset: bool,
     /// Scale of the cross-section's radii (geometry; needs a prior).
     pub radius_scale: bool,
+    /// One outward offset per cable, for this many cables (0: none;
+    /// instead of the common `cable_offset`; geometry, needs priors).
+    pub cable_offset_each: usize,
 }
 
 /// A geometry parameter: changes the model, not the material.
@@ -44,6 +48,8 @@ pub struct Layout {
 pub enum Geometry {
     CableOffset,
     RadiusScale,
+    /// The offset of cable `c` alone.
+    CableOffsetOf(usize),
 }
 
 impl Geometry {
@@ -51,38 +57,64 @@ impl Geometry {
         match self {
             Geometry::CableOffset => v.cable_offset_m,
             Geometry::RadiusScale => v.radius_scale,
+            Geometry::CableOffsetOf(c) => v.cable_offsets_m.get(c).copied().unwrap_or(0.0),
         }
     }
 
     /// Name and unit, for reports.
-    pub fn label(self) -> (&'static str, &'static str) {
+    pub fn label(self) -> (String, &'static str) {
         match self {
-            Geometry::CableOffset => ("cable offset", "m"),
-            Geometry::RadiusScale => ("radius scale", "1"),
+            Geometry::CableOffset => ("cable offset".into(), "m"),
+            Geometry::RadiusScale => ("radius scale".into(), "1"),
+            Geometry::CableOffsetOf(c) => (format!("cable {} offset", c + 1), "m"),
         }
     }
 
     /// `v` with this parameter moved by `delta`.
     fn moved(self, v: &Values, delta: f64) -> Values {
+        let mut v = v.clone();
         match self {
-            Geometry::CableOffset => Values { cable_offset_m: v.cable_offset_m + delta, ..*v },
-            Geometry::RadiusScale => Values { radius_scale: v.radius_scale + delta, ..*v },
+            Geometry::CableOffset => v.cable_offset_m += delta,
+            Geometry::RadiusScale => v.radius_scale += delta,
+            Geometry::CableOffsetOf(c) => {
+                if v.cable_offsets_m.len() <= c {
+                    v.cable_offsets_m.resize(c + 1, 0.0);
+                }
+                v.cable_offsets_m[c] += delta;
+            }
         }
+        v
     }
 
     /// Central-difference step (metres, or a scale factor).
     fn step(self) -> f64 {
         match self {
-            Geometry::CableOffset => 1e-7,
+            Geometry::CableOffset | Geometry::CableOffsetOf(_) => 1e-7,
             Geometry::RadiusScale => 1e-6,
         }
     }
 }
 
 impl Layout {
+    /// Every parameter, for a rod with `n_cables` cables: evaluates given
+    /// values as they are.
+    pub fn all(n_cables: usize) -> Layout {
+        Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true, cable_offset_each: n_cables }
+    }
+
     /// Number of fitted parameters.
     pub fn n_params(&self) -> usize {
-        2 + self.fit_rho as usize + 3 * self.translation as usize + self.pitch as usize + self.cable_offset as usize + self.radius_scale as usize
+        2 + self.fit_rho as usize
+            + 3 * self.translation as usize
+            + self.pitch as usize
+            + self.cable_offset as usize
+            + self.radius_scale as usize
+            + self.cable_offset_each
+    }
+
+    /// Index of the first per-cable offset.
+    pub fn cable_offset_each_index(&self) -> Option<usize> {
+        (self.cable_offset_each > 0).then_some(self.n_params() - self.cable_offset_each)
     }
 
     pub fn radius_scale_index(&self) -> Option<usize> {
@@ -97,6 +129,9 @@ impl Layout {
         }
         if let Some(i) = self.radius_scale_index() {
             g.push((Geometry::RadiusScale, i));
+        }
+        if let Some(i) = self.cable_offset_each_index() {
+            g.extend((0..self.cable_offset_each).map(|c| (Geometry::CableOffsetOf(c), i + c)));
         }
         g
     }
@@ -113,7 +148,7 @@ impl Layout {
         self.pitch.then_some(2 + self.fit_rho as usize + 3 * self.translation as usize)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<String> {
         let mut n = vec!["ln_e", "ln_g"];
         if self.fit_rho {
             n.push("ln_rho");
@@ -130,12 +165,14 @@ impl Layout {
         if self.radius_scale {
             n.push("radius_scale");
         }
+        let mut n: Vec<String> = n.into_iter().map(String::from).collect();
+        n.extend((1..=self.cable_offset_each).map(|c| format!("cable_{c}_offset_m")));
         n
     }
 }
 
 /// Physical values of a parameter vector.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Values {
     pub e_pa: f64,
     pub g_pa: f64,
@@ -146,12 +183,20 @@ pub struct Values {
     pub cable_offset_m: f64,
     /// Scale of the section's radii (1: the rod file's section).
     pub radius_scale: f64,
+    /// Per-cable outward offsets, added to `cable_offset_m` (empty: none)
+    /// \[m\].
+    pub cable_offsets_m: Vec<f64>,
 }
 
 impl Values {
     /// The material alone, geometry as in the rod file, no nuisance.
     pub fn material(e_pa: f64, g_pa: f64, rho_kg_m3: f64) -> Values {
-        Values { e_pa, g_pa, rho_kg_m3, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0, radius_scale: 1.0 }
+        Values { e_pa, g_pa, rho_kg_m3, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0, radius_scale: 1.0, cable_offsets_m: vec![] }
+    }
+
+    /// The outward offset of cable `c` \[m\] (common plus its own).
+    pub fn offset_of_cable_m(&self, c: usize) -> f64 {
+        self.cable_offset_m + self.cable_offsets_m.get(c).copied().unwrap_or(0.0)
     }
 }
 
@@ -237,12 +282,12 @@ pub struct Prior {
 /// cables' outward `offset_m`, as [`Rod::with_geometry`] would: the spans
 /// are linear in the scale (the surface moves, the inset stays), so the
 /// models at scale 1 (`at_1`, the rod file's) and 2 (`at_2`) give them.
-fn place_cables(model: &mut Model, at_1: &Model, at_2: &CableSpans, scale: f64, offset_m: f64) {
+fn place_cables(model: &mut Model, at_1: &Model, at_2: &CableSpans, scale: f64, v: &Values) {
     for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&at_1.rod.cables).enumerate() {
         let dir = Vec3::new(0.0, cable.angle_rad.cos(), cable.angle_rad.sin());
         for ((span, one), two) in spans.iter_mut().zip(&at_1.cable_spans[c]).zip(&at_2[c]) {
             if let (Some(s), Some(one), Some(two)) = (span.as_mut(), one, two) {
-                s.offset_m = one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * offset_m;
+                s.offset_m = one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * v.offset_of_cable_m(c);
                 s.offset_slope = one.offset_slope + (two.offset_slope - one.offset_slope) * (scale - 1.0);
             }
         }
@@ -343,6 +388,7 @@ impl Problem {
         if self.layout.radius_scale {
             p.push(v.radius_scale);
         }
+        p.extend((0..self.layout.cable_offset_each).map(|c| v.cable_offsets_m.get(c).copied().unwrap_or(0.0)));
         DVector::from_vec(p)
     }
 
@@ -352,7 +398,8 @@ impl Problem {
         let pitch_rad = self.layout.pitch_index().map_or(0.0, |i| p[i]);
         let cable_offset_m = self.layout.cable_offset_index().map_or(0.0, |i| p[i]);
         let radius_scale = self.layout.radius_scale_index().map_or(1.0, |i| p[i]);
-        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m, radius_scale }
+        let cable_offsets_m = self.layout.cable_offset_each_index().map_or(vec![], |i| p.rows(i, self.layout.cable_offset_each).iter().copied().collect());
+        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m, radius_scale, cable_offsets_m }
     }
 
     /// Experiment `i`'s model for `v`: cables shifted, stiffness and
@@ -361,8 +408,8 @@ impl Problem {
         let em = &self.models[i];
         let mut model = em.model.clone();
         let s = v.radius_scale;
-        if v.cable_offset_m != 0.0 || s != 1.0 {
-            place_cables(&mut model, &em.model, &em.cable_spans_2, s, v.cable_offset_m);
+        if v.cable_offset_m != 0.0 || s != 1.0 || v.cable_offsets_m.iter().any(|d| *d != 0.0) {
+            place_cables(&mut model, &em.model, &em.cable_spans_2, s, v);
         }
         if s != 1.0 {
             // For the fibre strains of the validity check.
@@ -665,7 +712,7 @@ mod tests {
         rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15 });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3 };
         let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
-        let layout = Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true };
+        let layout = Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0 };
         let problem = Problem::new(&rod, &[e], layout, 1200.0);
         let (scale, offset_m) = (1.3, 0.002);
         let v = Values { cable_offset_m: offset_m, radius_scale: scale, ..Values::material(4e5, 1.4e5, 1100.0) };

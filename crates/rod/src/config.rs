@@ -169,6 +169,16 @@ impl Rod {
         r
     }
 
+    /// The same rod with cable `c` moved `offsets_m[c]` outwards (cables
+    /// beyond the list stay).
+    pub fn with_cable_offsets(&self, offsets_m: &[f64]) -> Rod {
+        let mut r = self.clone();
+        for (c, d) in r.cables.iter_mut().zip(offsets_m) {
+            c.inset_m -= d;
+        }
+        r
+    }
+
     /// Section boundaries (N + 1 arc lengths from 0 to L).
     pub fn section_boundaries_m(&self) -> Vec<f64> {
         let mut x = vec![0.0];
