@@ -369,7 +369,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         .into_iter()
         .chain(f.geometry_estimates().into_iter().map(|(g, e)| {
             let (name, unit) = g.label();
-            ParameterRow { name: name.into(), unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, paper: f64::NAN }
+            ParameterRow { name, unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, paper: f64::NAN }
         }))
         .collect::<Vec<_>>()
     };
