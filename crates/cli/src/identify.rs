@@ -210,6 +210,11 @@ fn offsets_mm(v: &identify::output::VariantOut) -> Option<String> {
     }
 }
 
+/// A variant's fitted radius scale, when it has one.
+fn scale_text(v: &identify::output::VariantOut) -> Option<String> {
+    v.parameters.iter().any(|p| p == "radius_scale").then(|| format!("{:.4}", v.radius_scale))
+}
+
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
@@ -223,7 +228,7 @@ fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>
                     v.name.clone(),
                     format!("{:.4e}", v.e_pa),
                     offsets_mm(v).unwrap_or_else(|| "-".into()),
-                    if v.parameters.iter().any(|p| p == "radius_scale") { format!("{:.4}", v.radius_scale) } else { "-".into() },
+                    scale_text(v).unwrap_or_else(|| "-".into()),
                     format!("{:.2}", v.rms_error_mm),
                     format!("{:.2}", v.loo_rms_mm),
                     format!("{:.2}", v.loo_worst_mm),
@@ -241,7 +246,7 @@ fn wrench_table(rod: &Rod, experiments: &[Experiment], f: &identify::Fit) -> Opt
         .enumerate()
         .filter_map(|(i, e)| {
             let w = e.base_wrench.as_ref()?;
-            let problem = Problem::new(rod, std::slice::from_ref(e), f.layout, f.values.rho_kg_m3);
+            let problem = Problem::new(rod, std::slice::from_ref(e), f.layout, &f.values);
             let p = problem.predicted_wrench(0, &f.equilibria[i], &f.values)?;
             let v3 = |x: &lie::Vec6, o: usize| format!("{:.4} {:.4} {:.4}", x[o], x[o + 1], x[o + 2]);
             Some(vec![
@@ -497,7 +502,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         f.static_solves,
         f.wall_time_s
     );
-    let rms = |v: &[f64]| (v.iter().map(|x| x * x).sum::<f64>() / v.len().max(1) as f64).sqrt();
+    let rms = identify::fit::rms;
     for (i, e) in experiments.iter().enumerate() {
         let loo = study.loo.get(i).map_or(f64::NAN, |l| rms(&l.errors_mm));
         println!("  experiment {:<4} error {:>6.2} mm   leave-one-out {:>6.2} mm  (RMS over {} points)", e.id, rms(&f.errors_mm[i]), loo, e.measurements.len());
@@ -544,7 +549,7 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
                 v.name,
                 v.e_pa,
                 offsets_mm(v).map_or(" ".repeat(18), |t| format!("  offset {t:>6} mm")),
-                if v.parameters.iter().any(|p| p == "radius_scale") { format!("  scale {:.4}", v.radius_scale) } else { " ".repeat(14) },
+                scale_text(v).map_or(" ".repeat(14), |t| format!("  scale {t}")),
                 v.rms_error_mm,
                 v.loo_rms_mm,
                 v.loo_worst_mm,

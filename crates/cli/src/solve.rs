@@ -156,10 +156,8 @@ fn print_band(id: &identify::output::IdentifiedFile, rod: &Rod, tensions: &[f64]
     let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
     let tensions = if tensions.is_empty() { vec![0.0; rod.cables.len()] } else { tensions.to_vec() };
     let e = identify::Experiment::new("prediction", tensions, force, vec![tip]);
-    let mut rod = rod.clone();
     let v = id.values();
-    rod = rod.with_material(rod::Material { e_pa: v.e_pa, g_pa: v.g_pa, rho_kg_m3: v.rho_kg_m3 });
-    match identify::predict_with_band(&rod, &e, &v, &u) {
+    match identify::predict_with_band(rod, &e, &v, &u) {
         Ok(p) => {
             let (x, h) = (p.points_m[0], p.half_width_m[0]);
             println!(

@@ -120,6 +120,11 @@ pub enum FitError {
     Model(String),
 }
 
+/// Root mean square (0 for none).
+pub fn rms(values: &[f64]) -> f64 {
+    (values.iter().map(|x| x * x).sum::<f64>() / values.len().max(1) as f64).sqrt()
+}
+
 /// Student-t 97.5 % quantile with `dof` degrees of freedom (infinite for none).
 pub fn t975(dof: usize) -> f64 {
     if dof == 0 {
@@ -249,7 +254,8 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         cable_offset_each: if opts.cable_offset_each_prior.is_some() { rod.cables.len() } else { 0 },
     };
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
-    let mut problem = Problem::new(rod, experiments, layout, fixed_rho);
+    let m = rod.cross_section.body;
+    let mut problem = Problem::new(rod, experiments, layout, &Values::material(m.e_pa, m.g_pa, fixed_rho));
     let offset_mean_m = opts.cable_offset_prior.map_or(0.0, |p| p.0);
     let scale_mean = opts.radius_scale_prior.map_or(1.0, |p| p.0);
     for (geometry, index) in layout.geometry() {
@@ -274,7 +280,6 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         (None, true) => default_starts(rod),
         (None, false) => opts.starts.clone(),
     };
-    let m = rod.cross_section.body;
     let centre = opts.hold_material.unwrap_or([m.e_pa, m.g_pa, m.rho_kg_m3]);
     let at_start = |e_pa, g_pa, rho_kg_m3| Values {
         cable_offset_m: offset_mean_m,
@@ -401,7 +406,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         }
     }
     let sigmas: Vec<f64> = experiments.iter().flat_map(|e| e.measurements.iter().map(|m| m.sigma_m)).collect();
-    let measurement_sigma_m = (sigmas.iter().map(|s| s * s).sum::<f64>() / sigmas.len().max(1) as f64).sqrt();
+    let measurement_sigma_m = rms(&sigmas);
     let errors_mm: Vec<Vec<f64>> =
         experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
@@ -437,7 +442,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
 /// Predicted positions of an experiment's measured points for given values.
 pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
     let layout = Layout::all(rod.cables.len());
-    let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values.rho_kg_m3);
+    let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values);
     let ev = problem.evaluate(&problem.params(values), false)?;
     Ok((ev.predicted[0].clone(), ev.q[0].clone()))
 }
@@ -500,13 +505,8 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
         m.sigma_m = 1.0;
     }
     e.base_wrench = None;
-    // Geometry the fit did not estimate (outside its layout) is part of the rod.
-    let mut rod =
-        rod.with_geometry(if u.layout.radius_scale { 1.0 } else { values.radius_scale }, if u.layout.cable_offset { 0.0 } else { values.cable_offset_m });
-    if u.layout.cable_offset_each == 0 {
-        rod = rod.with_cable_offsets(&values.cable_offsets_m);
-    }
-    let problem = Problem::new(&rod, std::slice::from_ref(&e), u.layout, values.rho_kg_m3);
+    // What the fit did not estimate (outside its layout) is held at `values`.
+    let problem = Problem::new(rod, std::slice::from_ref(&e), u.layout, values);
     let ev = problem.evaluate(&problem.params(values), true)?;
     let j = ev.jacobian.expect("asked for");
     let np = j.ncols();

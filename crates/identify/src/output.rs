@@ -2,7 +2,7 @@
 //! leave-one-out, the paper's parameters) and its `identified.toml`.
 
 use crate::data::Experiment;
-use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
+use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, rms, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
 use crate::problem::{Geometry, Layout, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
@@ -79,7 +79,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
     let mut failure_reasons = vec![];
     // One experiment at a time: the model may not reach equilibrium for some.
     for e in experiments {
-        let problem = Problem::new(rod, std::slice::from_ref(e), layout, values.rho_kg_m3);
+        let problem = Problem::new(rod, std::slice::from_ref(e), layout, values);
         match problem.evaluate(&problem.params(values), false) {
             Ok(ev) => {
                 errors_mm.push(e.measurements.iter().zip(&ev.predicted[0]).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect());
@@ -199,9 +199,8 @@ pub fn compare_variants(
         let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, ..opts.clone() };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
         let predicted = cross_validate(rod, experiments, &f, &o, folds);
-        let per: Vec<f64> = predicted.iter().map(|e| (e.iter().map(|e| e * e).sum::<f64>() / e.len().max(1) as f64).sqrt()).collect();
-        let all: Vec<f64> = predicted.iter().flatten().copied().collect();
-        let loo_rms_mm = (all.iter().map(|e| e * e).sum::<f64>() / all.len().max(1) as f64).sqrt();
+        let per: Vec<f64> = predicted.iter().map(|e| rms(e)).collect();
+        let loo_rms_mm = rms(&predicted.concat());
         out.push(VariantOut {
             name: name.into(),
             parameters: f.parameter_names.iter().map(|s| s.to_string()).collect(),
@@ -468,18 +467,7 @@ impl IdentifiedFile {
         {
             return None;
         }
-        let has = |n: &str| names.iter().any(|x| x == n);
-        let layout = Layout {
-            fit_rho: has("ln_rho"),
-            translation: has("tx_m"),
-            pitch: has("pitch_rad"),
-            cable_offset: has("cable_offset_m"),
-            radius_scale: has("radius_scale"),
-            cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
-        };
-        if layout.n_params() != np {
-            return None;
-        }
+        let layout = Layout::from_names(names)?;
         Some(crate::fit::Uncertainty {
             layout,
             covariance: nalgebra::DMatrix::from_fn(np, np, |a, b| self.fit.covariance[a][b]),

@@ -148,6 +148,21 @@ impl Layout {
         self.pitch.then_some(2 + self.fit_rho as usize + 3 * self.translation as usize)
     }
 
+    /// The layout whose [`Layout::names`] are `names` (as written in
+    /// identified.toml); None for any other list.
+    pub fn from_names(names: &[String]) -> Option<Layout> {
+        let has = |n: &str| names.iter().any(|x| x == n);
+        let layout = Layout {
+            fit_rho: has("ln_rho"),
+            translation: has("tx_m"),
+            pitch: has("pitch_rad"),
+            cable_offset: has("cable_offset_m"),
+            radius_scale: has("radius_scale"),
+            cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
+        };
+        (layout.names() == names).then_some(layout)
+    }
+
     pub fn names(&self) -> Vec<String> {
         let mut n = vec!["ln_e", "ln_g"];
         if self.fit_rho {
@@ -257,8 +272,9 @@ pub struct Problem {
     pub rod: Rod,
     pub experiments: Vec<Experiment>,
     pub layout: Layout,
-    /// Rho used when it is not estimated.
-    pub fixed_rho: f64,
+    /// Values of the parameters outside the layout (rho when it is not
+    /// estimated, geometry and nuisance the fit does not estimate).
+    pub held: Values,
     models: Vec<ExperimentModel>,
     warm: RefCell<Vec<Option<DVector<f64>>>>,
     cache: RefCell<Option<(DVector<f64>, Evaluation)>>,
@@ -299,7 +315,7 @@ fn unit_material(e: f64, g: f64, rho: f64) -> Material {
 }
 
 impl Problem {
-    pub fn new(rod: &Rod, experiments: &[Experiment], layout: Layout, fixed_rho: f64) -> Problem {
+    pub fn new(rod: &Rod, experiments: &[Experiment], layout: Layout, held: &Values) -> Problem {
         let models = experiments
             .iter()
             .map(|e| {
@@ -322,11 +338,11 @@ impl Problem {
                     }
                     Model::new(&r, &points)
                 };
-                let m_e = part(unit_material(1.0, 0.0, 1.0), false, 1.0);
-                let m_g = part(unit_material(0.0, 1.0, 0.0), false, 1.0);
-                let m_0 = part(unit_material(0.0, 0.0, 0.0), true, 1.0);
-                let m_e_2 = part(unit_material(1.0, 0.0, 1.0), false, 2.0);
-                let scaled = |m: &Model, body: Material, keep_core: bool| RadiusScaled::from_scales_1_2(&m.stiffness, &part(body, keep_core, 2.0).stiffness);
+                // Each piece at radius scale 1 and 2: E's (with rho's mass),
+                // G's, and the core's.
+                let (m_e, m_e_2) = (part(unit_material(1.0, 0.0, 1.0), false, 1.0), part(unit_material(1.0, 0.0, 1.0), false, 2.0));
+                let (m_g, m_g_2) = (part(unit_material(0.0, 1.0, 0.0), false, 1.0), part(unit_material(0.0, 1.0, 0.0), false, 2.0));
+                let (m_0, m_0_2) = (part(unit_material(0.0, 0.0, 0.0), true, 1.0), part(unit_material(0.0, 0.0, 0.0), true, 2.0));
                 let mut gravity_model = m_e.clone();
                 gravity_model.stiffness.fill(0.0);
                 gravity_model.rod.cables.clear();
@@ -334,9 +350,9 @@ impl Problem {
                 let joints = e.measurements.iter().map(|m| model.joint_at(m.arc_m)).collect();
                 ExperimentModel {
                     k_e: RadiusScaled::from_scales_1_2(&m_e.stiffness, &m_e_2.stiffness),
-                    cable_spans_2: m_e_2.cable_spans.clone(),
-                    k_g: scaled(&m_g, unit_material(0.0, 1.0, 0.0), false),
-                    k_0: scaled(&m_0, unit_material(0.0, 0.0, 0.0), true),
+                    k_g: RadiusScaled::from_scales_1_2(&m_g.stiffness, &m_g_2.stiffness),
+                    k_0: RadiusScaled::from_scales_1_2(&m_0.stiffness, &m_0_2.stiffness),
+                    cable_spans_2: m_e_2.cable_spans,
                     mass_body: m_e.joint_mass_kg.clone(),
                     mass_0: m_0.joint_mass_kg.clone(),
                     gravity_model,
@@ -350,7 +366,7 @@ impl Problem {
             rod: rod.clone(),
             experiments: experiments.to_vec(),
             layout,
-            fixed_rho,
+            held: held.clone(),
             models,
             warm: RefCell::new(vec![None; experiments.len()]),
             cache: RefCell::new(None),
@@ -392,14 +408,29 @@ impl Problem {
         DVector::from_vec(p)
     }
 
+    /// Physical values of `p`; what the layout does not estimate is held.
     pub fn values(&self, p: &DVector<f64>) -> Values {
-        let rho = if self.layout.fit_rho { p[2].exp() } else { self.fixed_rho };
-        let translation_m = self.layout.translation_index().map_or(Vec3::zeros(), |i| Vec3::new(p[i], p[i + 1], p[i + 2]));
-        let pitch_rad = self.layout.pitch_index().map_or(0.0, |i| p[i]);
-        let cable_offset_m = self.layout.cable_offset_index().map_or(0.0, |i| p[i]);
-        let radius_scale = self.layout.radius_scale_index().map_or(1.0, |i| p[i]);
-        let cable_offsets_m = self.layout.cable_offset_each_index().map_or(vec![], |i| p.rows(i, self.layout.cable_offset_each).iter().copied().collect());
-        Values { e_pa: p[0].exp(), g_pa: p[1].exp(), rho_kg_m3: rho, translation_m, pitch_rad, cable_offset_m, radius_scale, cable_offsets_m }
+        let l = &self.layout;
+        let mut v = Values { e_pa: p[0].exp(), g_pa: p[1].exp(), ..self.held.clone() };
+        if l.fit_rho {
+            v.rho_kg_m3 = p[2].exp();
+        }
+        if let Some(i) = l.translation_index() {
+            v.translation_m = Vec3::new(p[i], p[i + 1], p[i + 2]);
+        }
+        if let Some(i) = l.pitch_index() {
+            v.pitch_rad = p[i];
+        }
+        if let Some(i) = l.cable_offset_index() {
+            v.cable_offset_m = p[i];
+        }
+        if let Some(i) = l.radius_scale_index() {
+            v.radius_scale = p[i];
+        }
+        if let Some(i) = l.cable_offset_each_index() {
+            v.cable_offsets_m = p.rows(i, l.cable_offset_each).iter().copied().collect();
+        }
+        v
     }
 
     /// Experiment `i`'s model for `v`: cables shifted, stiffness and
@@ -713,7 +744,7 @@ mod tests {
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3 };
         let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
         let layout = Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0 };
-        let problem = Problem::new(&rod, &[e], layout, 1200.0);
+        let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));
         let (scale, offset_m) = (1.3, 0.002);
         let v = Values { cable_offset_m: offset_m, radius_scale: scale, ..Values::material(4e5, 1.4e5, 1100.0) };
         let got = problem.model_at(0, &v);

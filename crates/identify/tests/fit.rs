@@ -88,7 +88,7 @@ fn jacobian_matches_finite_differences() {
     let rod = arm();
     let exps = synthetic(&TRUTH, 0.0, 1);
     let layout = Layout::all(rod.cables.len());
-    let problem = Problem::new(&rod, &exps, layout, 1000.0);
+    let problem = Problem::new(&rod, &exps, layout, &TRUTH);
     let v = Values {
         translation_m: Vec3::new(0.001, -0.002, 0.003),
         pitch_rad: 0.05,
@@ -258,7 +258,7 @@ fn weighed(truth: &Values) -> Vec<Experiment> {
                 &rod,
                 std::slice::from_ref(&e),
                 Layout { fit_rho: true, translation: false, pitch: false, cable_offset: false, radius_scale: false, cable_offset_each: 0 },
-                truth.rho_kg_m3,
+                truth,
             );
             let w = problem.predicted_wrench(0, &q, truth).unwrap();
             e.base_wrench.as_mut().unwrap().wrench = w;
@@ -277,7 +277,7 @@ fn weighed_experiments_jacobian_matches_finite_differences() {
     let mass = TRUTH.rho_kg_m3 * std::f64::consts::PI * 0.2 * (1e-4 + 5e-5 + 2.5e-5) / 3.0;
     assert!((lie::linear(&w).norm() / (mass * 9.81) - 1.0).abs() < 1e-9, "{} vs {}", lie::linear(&w).norm(), mass * 9.81);
     let layout = Layout::all(rod.cables.len());
-    let problem = Problem::new(&rod, &exps, layout, TRUTH.rho_kg_m3).with_prior(layout.cable_offset_index().unwrap(), 0.001, 0.005).with_prior(
+    let problem = Problem::new(&rod, &exps, layout, &TRUTH).with_prior(layout.cable_offset_index().unwrap(), 0.001, 0.005).with_prior(
         layout.radius_scale_index().unwrap(),
         1.0,
         0.1,
@@ -396,7 +396,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
             &rod,
             std::slice::from_ref(&e),
             Layout { fit_rho: true, translation: false, pitch: false, cable_offset: false, radius_scale: false, cable_offset_each: 0 },
-            truth.rho_kg_m3,
+            &truth,
         );
         e.base_wrench.as_mut().unwrap().wrench = problem.predicted_wrench(0, &q, &truth).unwrap();
         exps.push(e);
