@@ -55,10 +55,13 @@ pub struct IdentifyArgs {
     /// Also estimate the scale of the section's radii (cables on the surface move with it), with a Gaussian prior MEAN,SD, e.g. 1,0.1 (default: the rod file's [identify] radius_scale). E, rho and the scale are nearly degenerate (E s^4, rho s^2): fit it with E, G, rho held (--hold-material) or with a tight prior.
     #[arg(long, value_delimiter = ',', num_args = 0..=1)]
     pub fit_radius_scale: Option<Vec<f64>>,
+    /// Also estimate each cable's turn about the rod's axis from its angle_deg in the rod file (guide holes a degree or two off), with a Gaussian prior MEAN_DEG,SD_DEG, e.g. 0,5 (default: the rod file's [identify] cable_angle_deg). Pulled cables are seen by the data; the others stay at the prior.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, num_args = 0..=1)]
+    pub fit_cable_angle: Option<Vec<f64>>,
     /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data? (e.g. --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset --fit-radius-scale).
     #[arg(long, value_delimiter = ',')]
     pub hold_material: Vec<f64>,
-    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + geometry when a radius-scale prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
     #[arg(long)]
     pub compare_variants: bool,
 }
@@ -210,6 +213,11 @@ fn offsets_mm(v: &identify::output::VariantOut) -> Option<String> {
     }
 }
 
+/// A variant's fitted cable turns in degrees (`/`-separated), when it has them.
+fn angles_deg(v: &identify::output::VariantOut) -> Option<String> {
+    (!v.cable_angles_rad.is_empty()).then(|| v.cable_angles_rad.iter().map(|a| format!("{:.2}", a.to_degrees())).collect::<Vec<_>>().join("/"))
+}
+
 /// A variant's fitted radius scale, when it has one.
 fn scale_text(v: &identify::output::VariantOut) -> Option<String> {
     v.parameters.iter().any(|p| p == "radius_scale").then(|| format!("{:.4}", v.radius_scale))
@@ -219,7 +227,9 @@ fn scale_text(v: &identify::output::VariantOut) -> Option<String> {
 fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
         title: "Model variants by prediction (leave-one-out); the recommended one predicts best, not fits best".into(),
-        header: ["variant", "E [Pa]", "cable offset [mm]", "radius scale", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""].map(String::from).to_vec(),
+        header: ["variant", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""]
+            .map(String::from)
+            .to_vec(),
         rows: variants
             .iter()
             .enumerate()
@@ -228,6 +238,7 @@ fn variants_table(variants: &[identify::output::VariantOut], best: Option<usize>
                     v.name.clone(),
                     format!("{:.4e}", v.e_pa),
                     offsets_mm(v).unwrap_or_else(|| "-".into()),
+                    angles_deg(v).unwrap_or_else(|| "-".into()),
                     scale_text(v).unwrap_or_else(|| "-".into()),
                     format!("{:.2}", v.rms_error_mm),
                     format!("{:.2}", v.loo_rms_mm),
@@ -304,6 +315,17 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
         return Err(input_error("--fit-radius-scale: the mean must be positive"));
     }
+    let cable_angle_prior_deg = geometry_prior(
+        "fit-cable-angle",
+        a.fit_cable_angle.as_deref(),
+        file_priors.cable_angle_rad.map(|(m, sd)| (m.to_degrees(), sd.to_degrees())),
+        &a.rod,
+        "cable_angle_deg = { mean = 0.0, sd = 5.0 }",
+    )?;
+    if cable_angle_prior_deg.is_some() && rod.cables.is_empty() {
+        return Err(input_error(format!("--fit-cable-angle: {} has no [[cable]]", a.rod.display())));
+    }
+    let cable_angle_each_prior = cable_angle_prior_deg.map(|(m, sd)| (m.to_radians(), sd.to_radians()));
     let (cable_offset_prior, cable_offset_each_prior) = if a.per_cable { (None, cable_offset_prior) } else { (cable_offset_prior, None) };
     let opts = FitOptions {
         translation: a.translation,
@@ -311,12 +333,14 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         cable_offset_prior,
         radius_scale_prior,
         cable_offset_each_prior,
+        cable_angle_each_prior,
         hold_material,
         ..FitOptions::default()
     };
     let priors = GeometryPriors {
-        cable_offset_m: Some(cable_offset_prior.or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
+        cable_offset_m: Some(cable_offset_prior.or(cable_offset_each_prior).or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
         radius_scale: radius_scale_prior.or(file_priors.radius_scale),
+        cable_angle_rad: cable_angle_each_prior.or(file_priors.cable_angle_rad),
     };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(indicatif::ProgressStyle::with_template("{spinner} identify: {msg} [{elapsed}]").expect("template"));
@@ -484,6 +508,16 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     for (c, (d, ci)) in file.parameters.cable_offsets_m.iter().zip(&file.parameters.cable_offsets_ci95_m).enumerate() {
         println!("  {:<12} = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards)", rod.cables[c].name, 1e3 * d, 1e3 * ci[0], 1e3 * ci[1]);
     }
+    for (c, (a, ci)) in file.parameters.cable_angles_rad.iter().zip(&file.parameters.cable_angles_ci95_rad).enumerate() {
+        println!(
+            "  {:<12} = {:>+9.3} deg    95 % CI [{:+.3}, {:+.3}] deg (turn about the axis from {} deg)",
+            rod.cables[c].name,
+            a.to_degrees(),
+            ci[0].to_degrees(),
+            ci[1].to_degrees(),
+            rod.cables[c].angle_rad.to_degrees()
+        );
+    }
     if f.layout.radius_scale {
         let c = file.parameters.radius_scale_ci95;
         println!("  radius scale = {:>9.4}        95 % CI [{:.4}, {:.4}] (of the rod file's section)", f.values.radius_scale, c[0], c[1]);
@@ -545,10 +579,11 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
         println!("  model variants by leave-one-out prediction error:");
         for (i, v) in variants.iter().enumerate() {
             println!(
-                "    {:<28} E {:.4e} Pa{}{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
+                "    {:<32} E {:.4e} Pa{}{}{}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
                 v.name,
                 v.e_pa,
                 offsets_mm(v).map_or(" ".repeat(18), |t| format!("  offset {t:>6} mm")),
+                angles_deg(v).map_or(String::new(), |t| format!("  angle {t} deg")),
                 scale_text(v).map_or(" ".repeat(14), |t| format!("  scale {t}")),
                 v.rms_error_mm,
                 v.loo_rms_mm,

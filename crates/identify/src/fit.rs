@@ -28,6 +28,9 @@ pub struct FitOptions {
     /// Estimate one outward offset per cable, each with this prior (mean,
     /// sd) \[m\] (instead of one for all).
     pub cable_offset_each_prior: Option<(f64, f64)>,
+    /// Estimate one turn per cable about the rod's axis from the rod
+    /// file's angle, each with this prior (mean, sd) \[rad\].
+    pub cable_angle_each_prior: Option<(f64, f64)>,
     /// Hold E, G, rho at these values (fit only geometry and nuisance): the
     /// question "which geometry makes a published material fit?".
     pub hold_material: Option<[f64; 3]>,
@@ -43,6 +46,7 @@ impl Default for FitOptions {
             cable_offset_prior: None,
             radius_scale_prior: None,
             cable_offset_each_prior: None,
+            cable_angle_each_prior: None,
             hold_material: None,
         }
     }
@@ -252,6 +256,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         cable_offset: opts.cable_offset_prior.is_some(),
         radius_scale: opts.radius_scale_prior.is_some(),
         cable_offset_each: if opts.cable_offset_each_prior.is_some() { rod.cables.len() } else { 0 },
+        cable_angle_each: if opts.cable_angle_each_prior.is_some() { rod.cables.len() } else { 0 },
     };
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
     let m = rod.cross_section.body;
@@ -263,12 +268,14 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
             Geometry::CableOffset => opts.cable_offset_prior,
             Geometry::RadiusScale => opts.radius_scale_prior,
             Geometry::CableOffsetOf(_) => opts.cable_offset_each_prior,
+            Geometry::CableAngleOf(_) => opts.cable_angle_each_prior,
         };
         if let Some((mean, sd)) = prior {
             problem = problem.with_prior(index, mean, sd);
         }
     }
     let each_mean_m = opts.cable_offset_each_prior.map_or(0.0, |p| p.0);
+    let angle_mean_rad = opts.cable_angle_each_prior.map_or(0.0, |p| p.0);
     if let Some(held) = opts.hold_material {
         let n_material = 2 + layout.fit_rho as usize;
         for (index, value) in held.iter().take(n_material).enumerate() {
@@ -285,6 +292,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
         cable_offset_m: offset_mean_m,
         radius_scale: scale_mean,
         cable_offsets_m: vec![each_mean_m; layout.cable_offset_each],
+        cable_angles_rad: vec![angle_mean_rad; layout.cable_angle_each],
         ..Values::material(e_pa, g_pa, rho_kg_m3)
     };
     let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));

@@ -144,6 +144,9 @@ pub struct VariantOut {
     /// Per-cable offsets \[m\] (empty when not fitted).
     #[serde(default)]
     pub cable_offsets_m: Vec<f64>,
+    /// Per-cable turns about the rod's axis \[rad\] (empty when not fitted).
+    #[serde(default)]
+    pub cable_angles_rad: Vec<f64>,
     /// RMS of the fit's own residuals \[mm\].
     pub rms_error_mm: f64,
     /// Cross-validation folds: the number of experiments (leave-one-out),
@@ -162,6 +165,8 @@ pub struct VariantOut {
 pub struct GeometryPriors {
     pub cable_offset_m: Option<(f64, f64)>,
     pub radius_scale: Option<(f64, f64)>,
+    /// Each cable's turn about the rod's axis \[rad\].
+    pub cable_angle_rad: Option<(f64, f64)>,
 }
 
 /// Fits the variants (none, measurement frame, cable offset, both, and
@@ -179,24 +184,39 @@ pub fn compare_variants(
 ) -> (Vec<VariantOut>, Option<usize>) {
     let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
     let offset = if with_cables { priors.cable_offset_m } else { None };
-    // (name, frame, common cable offset, radius scale, per-cable offsets)
-    let mut variants = vec![("no nuisance", false, None, None, None), ("frame (translation + pitch)", true, None, None, None)];
+    let angle = if with_cables { priors.cable_angle_rad } else { None };
+    // (name, frame, common cable offset, radius scale, per-cable offsets, per-cable angles)
+    let mut variants = vec![("no nuisance", false, None, None, None, None), ("frame (translation + pitch)", true, None, None, None, None)];
     if offset.is_some() {
-        variants.push(("cable offset", false, offset, None, None));
-        variants.push(("frame + cable offset", true, offset, None, None));
+        variants.push(("cable offset", false, offset, None, None, None));
+        variants.push(("frame + cable offset", true, offset, None, None, None));
         if rod.cables.len() > 1 {
-            variants.push(("frame + offset per cable", true, None, None, offset));
+            variants.push(("frame + offset per cable", true, None, None, offset, None));
         }
     }
     if priors.radius_scale.is_some() {
-        variants.push(("frame + geometry", true, offset, priors.radius_scale, None));
+        variants.push(("frame + geometry", true, offset, priors.radius_scale, None, None));
+    }
+    if angle.is_some() {
+        variants.push(("frame + angle per cable", true, None, None, None, angle));
+        if offset.is_some() {
+            variants.push(("frame + offset, angle per cable", true, None, None, offset, angle));
+        }
     }
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior) in variants {
+    for (name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
         progress(&format!("variant {name}"));
-        let o = FitOptions { translation: frame, pitch: frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, ..opts.clone() };
+        let o = FitOptions {
+            translation: frame,
+            pitch: frame,
+            cable_offset_prior,
+            radius_scale_prior,
+            cable_offset_each_prior,
+            cable_angle_each_prior,
+            ..opts.clone()
+        };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
         let predicted = cross_validate(rod, experiments, &f, &o, folds);
         let per: Vec<f64> = predicted.iter().map(|e| rms(e)).collect();
@@ -208,6 +228,7 @@ pub fn compare_variants(
             cable_offset_m: f.values.cable_offset_m,
             radius_scale: f.values.radius_scale,
             cable_offsets_m: f.values.cable_offsets_m.clone(),
+            cable_angles_rad: f.values.cable_angles_rad.clone(),
             rms_error_mm: f.rms_error_mm,
             folds,
             loo_rms_mm,
@@ -260,6 +281,12 @@ pub struct Parameters {
     pub cable_offsets_m: Vec<f64>,
     #[serde(default)]
     pub cable_offsets_ci95_m: Vec<[f64; 2]>,
+    /// Per-cable turns about the rod's axis from the rod file's angles
+    /// \[rad\] (empty when not fitted), and their 95 % intervals.
+    #[serde(default)]
+    pub cable_angles_rad: Vec<f64>,
+    #[serde(default)]
+    pub cable_angles_ci95_rad: Vec<[f64; 2]>,
 }
 
 fn nan_pair() -> [f64; 2] {
@@ -362,6 +389,8 @@ fn parameters(f: &Fit) -> Parameters {
         radius_scale_ci95: interval(f, Geometry::RadiusScale),
         cable_offsets_m: f.values.cable_offsets_m.clone(),
         cable_offsets_ci95_m: (0..f.layout.cable_offset_each).map(|c| interval(f, Geometry::CableOffsetOf(c))).collect(),
+        cable_angles_rad: f.values.cable_angles_rad.clone(),
+        cable_angles_ci95_rad: (0..f.layout.cable_angle_each).map(|c| interval(f, Geometry::CableAngleOf(c))).collect(),
     }
 }
 
@@ -488,16 +517,19 @@ impl IdentifiedFile {
             cable_offset_m: p.cable_offset_m,
             radius_scale: p.radius_scale,
             cable_offsets_m: p.cable_offsets_m.clone(),
+            cable_angles_rad: p.cable_angles_rad.clone(),
         }
     }
 
     /// `rod` (the rod file these parameters were identified for) with the
-    /// identified material and geometry (cable offsets, radius scale).
+    /// identified material and geometry (cable offsets and angles, radius
+    /// scale).
     pub fn apply_to(&self, rod: &Rod) -> Rod {
         let p = &self.parameters;
         rod.with_material(rod::Material { e_pa: p.e_pa.value, g_pa: p.g_pa.value, rho_kg_m3: p.rho_kg_m3.value })
             .with_geometry(p.radius_scale, p.cable_offset_m)
             .with_cable_offsets(&p.cable_offsets_m)
+            .with_cable_angles(&p.cable_angles_rad)
     }
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {

@@ -3,9 +3,11 @@
 //! experiment's rod being in static equilibrium for the current parameters.
 //!
 //! Parameters are `[ln E, ln G, (ln rho), (tx, ty, tz), (pitch), (d), (s),
-//! (d_1 .. d_n)]`, d the cables' outward offset from where the rod file
-//! puts them (guide rings hold cables off the surface), s the scale of the
-//! section's radii, d_c one offset per cable (instead of d), each geometry
+//! (d_1 .. d_n), (a_1 .. a_n)]`, d the cables' outward offset from where
+//! the rod file puts them (guide rings hold cables off the surface), s the
+//! scale of the section's radii, d_c one offset per cable (instead of d),
+//! a_c each cable's turn about the rod's axis from the rod file's angle
+//! (hand-drilled guide holes are a degree or two off), each geometry
 //! parameter with a Gaussian prior row (any parameter
 //! may have one: a very narrow one holds it). The
 //! Jacobian uses exact sensitivities (implicit-function theorem):
@@ -41,6 +43,9 @@ pub struct Layout {
     /// One outward offset per cable, for this many cables (0: none;
     /// instead of the common `cable_offset`; geometry, needs priors).
     pub cable_offset_each: usize,
+    /// One angle per cable about the rod's axis, for this many cables (0:
+    /// none; geometry, needs priors).
+    pub cable_angle_each: usize,
 }
 
 /// A geometry parameter: changes the model, not the material.
@@ -50,6 +55,8 @@ pub enum Geometry {
     RadiusScale,
     /// The offset of cable `c` alone.
     CableOffsetOf(usize),
+    /// The turn of cable `c` about the rod's axis.
+    CableAngleOf(usize),
 }
 
 impl Geometry {
@@ -58,6 +65,7 @@ impl Geometry {
             Geometry::CableOffset => v.cable_offset_m,
             Geometry::RadiusScale => v.radius_scale,
             Geometry::CableOffsetOf(c) => v.cable_offsets_m.get(c).copied().unwrap_or(0.0),
+            Geometry::CableAngleOf(c) => v.cable_angles_rad.get(c).copied().unwrap_or(0.0),
         }
     }
 
@@ -67,6 +75,7 @@ impl Geometry {
             Geometry::CableOffset => ("cable offset".into(), "m"),
             Geometry::RadiusScale => ("radius scale".into(), "1"),
             Geometry::CableOffsetOf(c) => (format!("cable {} offset", c + 1), "m"),
+            Geometry::CableAngleOf(c) => (format!("cable {} angle", c + 1), "rad"),
         }
     }
 
@@ -82,15 +91,21 @@ impl Geometry {
                 }
                 v.cable_offsets_m[c] += delta;
             }
+            Geometry::CableAngleOf(c) => {
+                if v.cable_angles_rad.len() <= c {
+                    v.cable_angles_rad.resize(c + 1, 0.0);
+                }
+                v.cable_angles_rad[c] += delta;
+            }
         }
         v
     }
 
-    /// Central-difference step (metres, or a scale factor).
+    /// Central-difference step (metres, a scale factor, radians).
     fn step(self) -> f64 {
         match self {
             Geometry::CableOffset | Geometry::CableOffsetOf(_) => 1e-7,
-            Geometry::RadiusScale => 1e-6,
+            Geometry::RadiusScale | Geometry::CableAngleOf(_) => 1e-6,
         }
     }
 }
@@ -99,7 +114,15 @@ impl Layout {
     /// Every parameter, for a rod with `n_cables` cables: evaluates given
     /// values as they are.
     pub fn all(n_cables: usize) -> Layout {
-        Layout { fit_rho: true, translation: true, pitch: true, cable_offset: true, radius_scale: true, cable_offset_each: n_cables }
+        Layout {
+            fit_rho: true,
+            translation: true,
+            pitch: true,
+            cable_offset: true,
+            radius_scale: true,
+            cable_offset_each: n_cables,
+            cable_angle_each: n_cables,
+        }
     }
 
     /// Number of fitted parameters.
@@ -110,11 +133,17 @@ impl Layout {
             + self.cable_offset as usize
             + self.radius_scale as usize
             + self.cable_offset_each
+            + self.cable_angle_each
     }
 
     /// Index of the first per-cable offset.
     pub fn cable_offset_each_index(&self) -> Option<usize> {
-        (self.cable_offset_each > 0).then_some(self.n_params() - self.cable_offset_each)
+        (self.cable_offset_each > 0).then_some(self.n_params() - self.cable_angle_each - self.cable_offset_each)
+    }
+
+    /// Index of the first per-cable angle (the last parameters).
+    pub fn cable_angle_each_index(&self) -> Option<usize> {
+        (self.cable_angle_each > 0).then_some(self.n_params() - self.cable_angle_each)
     }
 
     pub fn radius_scale_index(&self) -> Option<usize> {
@@ -132,6 +161,9 @@ impl Layout {
         }
         if let Some(i) = self.cable_offset_each_index() {
             g.extend((0..self.cable_offset_each).map(|c| (Geometry::CableOffsetOf(c), i + c)));
+        }
+        if let Some(i) = self.cable_angle_each_index() {
+            g.extend((0..self.cable_angle_each).map(|c| (Geometry::CableAngleOf(c), i + c)));
         }
         g
     }
@@ -159,6 +191,7 @@ impl Layout {
             cable_offset: has("cable_offset_m"),
             radius_scale: has("radius_scale"),
             cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
+            cable_angle_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_angle_rad")).count(),
         };
         (layout.names() == names).then_some(layout)
     }
@@ -182,6 +215,7 @@ impl Layout {
         }
         let mut n: Vec<String> = n.into_iter().map(String::from).collect();
         n.extend((1..=self.cable_offset_each).map(|c| format!("cable_{c}_offset_m")));
+        n.extend((1..=self.cable_angle_each).map(|c| format!("cable_{c}_angle_rad")));
         n
     }
 }
@@ -201,17 +235,40 @@ pub struct Values {
     /// Per-cable outward offsets, added to `cable_offset_m` (empty: none)
     /// \[m\].
     pub cable_offsets_m: Vec<f64>,
+    /// Per-cable turns about the rod's axis, added to the rod file's
+    /// angles (empty: none) \[rad\].
+    pub cable_angles_rad: Vec<f64>,
 }
 
 impl Values {
     /// The material alone, geometry as in the rod file, no nuisance.
     pub fn material(e_pa: f64, g_pa: f64, rho_kg_m3: f64) -> Values {
-        Values { e_pa, g_pa, rho_kg_m3, translation_m: Vec3::zeros(), pitch_rad: 0.0, cable_offset_m: 0.0, radius_scale: 1.0, cable_offsets_m: vec![] }
+        Values {
+            e_pa,
+            g_pa,
+            rho_kg_m3,
+            translation_m: Vec3::zeros(),
+            pitch_rad: 0.0,
+            cable_offset_m: 0.0,
+            radius_scale: 1.0,
+            cable_offsets_m: vec![],
+            cable_angles_rad: vec![],
+        }
     }
 
     /// The outward offset of cable `c` \[m\] (common plus its own).
     pub fn offset_of_cable_m(&self, c: usize) -> f64 {
         self.cable_offset_m + self.cable_offsets_m.get(c).copied().unwrap_or(0.0)
+    }
+
+    /// The turn of cable `c` from the rod file's angle \[rad\].
+    pub fn angle_of_cable_rad(&self, c: usize) -> f64 {
+        self.cable_angles_rad.get(c).copied().unwrap_or(0.0)
+    }
+
+    /// Whether the cables sit elsewhere than the rod file puts them.
+    fn moves_cables(&self) -> bool {
+        self.cable_offset_m != 0.0 || self.radius_scale != 1.0 || self.cable_offsets_m.iter().chain(&self.cable_angles_rad).any(|d| *d != 0.0)
     }
 }
 
@@ -295,16 +352,19 @@ pub struct Prior {
 }
 
 /// Places every cable of `model` for the section's `scale` and the
-/// cables' outward `offset_m`, as [`Rod::with_geometry`] would: the spans
-/// are linear in the scale (the surface moves, the inset stays), so the
-/// models at scale 1 (`at_1`, the rod file's) and 2 (`at_2`) give them.
+/// cables' outward offsets and turns of `v`, as [`Rod::with_geometry`],
+/// [`Rod::with_cable_offsets`] and [`Rod::with_cable_angles`] would: the
+/// spans are linear in the scale (the surface moves, the inset stays), so
+/// the models at scale 1 (`at_1`, the rod file's) and 2 (`at_2`) give
+/// them; a turn rotates a span about the rod's axis.
 fn place_cables(model: &mut Model, at_1: &Model, at_2: &CableSpans, scale: f64, v: &Values) {
     for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&at_1.rod.cables).enumerate() {
         let dir = Vec3::new(0.0, cable.angle_rad.cos(), cable.angle_rad.sin());
+        let turn = nalgebra::Rotation3::from_axis_angle(&Vec3::x_axis(), v.angle_of_cable_rad(c));
         for ((span, one), two) in spans.iter_mut().zip(&at_1.cable_spans[c]).zip(&at_2[c]) {
             if let (Some(s), Some(one), Some(two)) = (span.as_mut(), one, two) {
-                s.offset_m = one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * v.offset_of_cable_m(c);
-                s.offset_slope = one.offset_slope + (two.offset_slope - one.offset_slope) * (scale - 1.0);
+                s.offset_m = turn * (one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * v.offset_of_cable_m(c));
+                s.offset_slope = turn * (one.offset_slope + (two.offset_slope - one.offset_slope) * (scale - 1.0));
             }
         }
     }
@@ -405,6 +465,7 @@ impl Problem {
             p.push(v.radius_scale);
         }
         p.extend((0..self.layout.cable_offset_each).map(|c| v.cable_offsets_m.get(c).copied().unwrap_or(0.0)));
+        p.extend((0..self.layout.cable_angle_each).map(|c| v.angle_of_cable_rad(c)));
         DVector::from_vec(p)
     }
 
@@ -430,6 +491,9 @@ impl Problem {
         if let Some(i) = l.cable_offset_each_index() {
             v.cable_offsets_m = p.rows(i, l.cable_offset_each).iter().copied().collect();
         }
+        if let Some(i) = l.cable_angle_each_index() {
+            v.cable_angles_rad = p.rows(i, l.cable_angle_each).iter().copied().collect();
+        }
         v
     }
 
@@ -439,7 +503,7 @@ impl Problem {
         let em = &self.models[i];
         let mut model = em.model.clone();
         let s = v.radius_scale;
-        if v.cable_offset_m != 0.0 || s != 1.0 || v.cable_offsets_m.iter().any(|d| *d != 0.0) {
+        if v.moves_cables() {
             place_cables(&mut model, &em.model, &em.cable_spans_2, s, v);
         }
         if s != 1.0 {
@@ -731,9 +795,10 @@ mod tests {
     use super::*;
     use crate::data::Measurement;
 
-    /// The model the problem assembles for a radius scale and a cable
-    /// offset (from its scale-1 and scale-2 pieces) is the one the rod file
-    /// gives with that geometry: tapered body, steel core, inset cable.
+    /// The model the problem assembles for a radius scale, a cable offset
+    /// and a cable's turn (from its scale-1 and scale-2 pieces) is the one
+    /// the rod file gives with that geometry: tapered body, steel core,
+    /// inset cable.
     #[test]
     fn fitted_geometry_is_the_rod_with_that_geometry() {
         let silicone = Material::from_poisson(3e5, 0.45, 1200.0);
@@ -743,12 +808,14 @@ mod tests {
         rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15 });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3 };
         let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
-        let layout = Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0 };
+        let layout =
+            Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0, cable_angle_each: 1 };
         let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));
-        let (scale, offset_m) = (1.3, 0.002);
-        let v = Values { cable_offset_m: offset_m, radius_scale: scale, ..Values::material(4e5, 1.4e5, 1100.0) };
+        let (scale, offset_m, turn_rad) = (1.3, 0.002, -0.05);
+        let v = Values { cable_offset_m: offset_m, radius_scale: scale, cable_angles_rad: vec![turn_rad], ..Values::material(4e5, 1.4e5, 1100.0) };
         let got = problem.model_at(0, &v);
-        let want_rod = rod.with_material(Material { e_pa: 4e5, g_pa: 1.4e5, rho_kg_m3: 1100.0 }).with_geometry(scale, offset_m);
+        let want_rod = rod.with_material(Material { e_pa: 4e5, g_pa: 1.4e5, rho_kg_m3: 1100.0 }).with_geometry(scale, offset_m).with_cable_angles(&[turn_rad]);
+        assert!((want_rod.cables[0].angle_rad - 0.65).abs() < 1e-15);
         let want = Model::new(&want_rod, &[0.2, 0.2]);
         assert!((&got.stiffness - &want.stiffness).amax() <= 1e-12 * want.stiffness.amax());
         for (g, w) in got.joint_mass_kg.iter().zip(&want.joint_mass_kg) {

@@ -114,6 +114,9 @@ pub struct IdentifyPriors {
     /// move with the surface; markers keep their place. See
     /// [`Rod::with_geometry`].
     pub radius_scale: Option<(f64, f64)>,
+    /// Each cable's turn about the rod's axis from its `angle_deg` \[rad\]
+    /// (read from `cable_angle_deg`, in degrees).
+    pub cable_angle_rad: Option<(f64, f64)>,
 }
 
 impl Rod {
@@ -175,6 +178,16 @@ impl Rod {
         let mut r = self.clone();
         for (c, d) in r.cables.iter_mut().zip(offsets_m) {
             c.inset_m -= d;
+        }
+        r
+    }
+
+    /// The same rod with cable `c` turned `turns_rad[c]` about the rod's
+    /// axis from its angle (cables beyond the list stay).
+    pub fn with_cable_angles(&self, turns_rad: &[f64]) -> Rod {
+        let mut r = self.clone();
+        for (c, a) in r.cables.iter_mut().zip(turns_rad) {
+            c.angle_rad += a;
         }
         r
     }
@@ -286,6 +299,7 @@ struct RawRod {
 struct RawIdentify {
     cable_offset_m: Option<RawPrior>,
     radius_scale: Option<RawPrior>,
+    cable_angle_deg: Option<RawPrior>,
 }
 
 #[derive(Deserialize)]
@@ -588,6 +602,16 @@ impl RawRod {
         if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.radius_scale.as_ref()) {
             identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));
         }
+        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.cable_angle_deg.as_ref()) {
+            if !mean.is_finite() {
+                return Err(ConfigError::new(file, "identify.cable_angle_deg.mean", "must be finite"));
+            }
+            let sd = positive(file, "identify.cable_angle_deg.sd", *sd)?;
+            identify_priors.cable_angle_rad = Some((mean.to_radians(), sd.to_radians()));
+            if cables.is_empty() {
+                return Err(ConfigError::new(file, "identify.cable_angle_deg", "the rod has no [[cable]]"));
+            }
+        }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
@@ -649,6 +673,13 @@ rho_kg_m3 = 2000
         assert_eq!(Rod::from_toml_str(&scale, "good.toml").unwrap().identify_priors.radius_scale, Some((1.0, 0.1)));
         let bad_scale = format!("{GOOD}\n[identify]\nradius_scale = {{ mean = -1.0, sd = 0.1 }}\n");
         assert!(err(&bad_scale).contains("identify.radius_scale.mean"), "{}", err(&bad_scale));
+        let angle = format!("{GOOD}\n[identify]\ncable_angle_deg = {{ mean = 0.0, sd = 5.0 }}\n{cable}");
+        let (m, sd) = Rod::from_toml_str(&angle, "good.toml").unwrap().identify_priors.cable_angle_rad.unwrap();
+        assert!(m == 0.0 && (sd - 5f64.to_radians()).abs() < 1e-15, "{sd}");
+        let bad_angle = format!("{GOOD}\n[identify]\ncable_angle_deg = {{ mean = 0.0, sd = -1.0 }}\n{cable}");
+        assert!(err(&bad_angle).contains("identify.cable_angle_deg.sd"), "{}", err(&bad_angle));
+        let no_cables = format!("{GOOD}\n[identify]\ncable_angle_deg = {{ mean = 0.0, sd = 5.0 }}\n");
+        assert!(err(&no_cables).contains("identify.cable_angle_deg") && err(&no_cables).contains("no [[cable]]"), "{}", err(&no_cables));
     }
 
     fn err(text: &str) -> String {
