@@ -10,14 +10,15 @@ setup:
 RODLAB := target/release/rodlab
 
 ## Main job: the PLS paper's cantilever (Tables II/III), then identification
-## of E, G, rho on the paper's cable-arm data -> reports/demo/index.html;
+## of E, G, rho on the paper's cable-arm data, model variants by leave-one-out
+## -> reports/demo/index.html;
 ## tracking, a dry-run recording, and a virtual lab day (synthetic sessions
 ## -> identify --sessions -> validate) -> reports/demo/lab-day/.
 demo: setup
 	cargo build --release --quiet -p rodlab-cli --bin rodlab
 	$(RODLAB) paper-table
 	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
-		--out reports/demo --reference 2.563e5,8.543e4,1.41e3
+		--out reports/demo --reference 2.563e5,8.543e4,1.41e3 --compare-variants
 	@# Tracking: calibrate on synthetic board images, track a synthetic video.
 	$(RODLAB) synth board --out reports/demo/track/board
 	$(RODLAB) calibrate --images reports/demo/track/board/views --board 9x6 --square-m 0.016 \

@@ -115,6 +115,19 @@ fn identify_writes_toml_and_a_report_that_renders() {
     assert!((with_geometry - with_params).amax() > 1e-3, "the geometry changes the prediction");
     let (band_tip, _) = band(&geometry, "0,0,0,0.98");
     assert!((band_tip - with_geometry).amax() <= 1e-6, "{band_tip:?} vs {with_geometry:?}");
+
+    // A cable's fitted turn about the axis too: cable 4 turned by 0.05 rad
+    // in identified.toml is the rod file with angle_deg 90 + 2.8648 deg.
+    let turned = dir.path().join("turned.toml");
+    std::fs::write(&turned, toml_text.replacen("cable_angles_rad = []", "cable_angles_rad = [0.0, 0.0, 0.0, 0.05]", 1)).unwrap();
+    let turned_rod = dir.path().join("turned-rod.toml");
+    std::fs::write(&turned_rod, fitted_text.replace("angle_deg = 90 ", &format!("angle_deg = {} ", 90.0 + 0.05f64.to_degrees()))).unwrap();
+    let with_turn = tip(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", turned.to_str().unwrap(), "--tension", "0,0,0,0.98"]);
+    let by_hand = tip(&["solve", "--rod", turned_rod.to_str().unwrap(), "--tension", "0,0,0,0.98"]);
+    assert!((with_turn - by_hand).amax() <= 1e-6, "{with_turn:?} vs {by_hand:?}");
+    assert!(with_turn.y.abs() > 1e-3 && with_params.y.abs() < 1e-9, "a turned cable 4 pulls sideways: {with_turn:?} vs {with_params:?}");
+    let (band_tip, _) = band(&turned, "0,0,0,0.98");
+    assert!((band_tip - with_turn).amax() <= 1e-6, "{band_tip:?} vs {with_turn:?}");
 }
 
 /// `rodlab solve --params P --tension T`: the predicted tip and the
@@ -176,9 +189,10 @@ fn identify_bad_input_exits_2_naming_file_and_row() {
     assert!(stderr(&o).contains("nope.toml"));
 }
 
-/// Model choice by prediction on the shipped paper data: six variants
+/// Model choice by prediction on the shipped paper data: eight variants
 /// side by side with their leave-one-out errors (README table), the one
-/// that predicts best recommended, in stdout, identified.toml and the report.
+/// that predicts best recommended, in stdout, identified.toml and the
+/// report; it predicts every held-out experiment within the paper's 5 mm.
 #[test]
 fn identify_compares_variants_by_leave_one_out() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,15 +210,24 @@ fn identify_compares_variants_by_leave_one_out() {
         "{stdout}"
     );
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
-    assert_eq!(v["recommended_variant"].as_str(), Some("frame + offset per cable"));
+    assert_eq!(v["recommended_variant"].as_str(), Some("frame + offset, angle per cable"));
     let variants = v["variant"].as_array().unwrap();
-    assert_eq!(variants.len(), 6);
-    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 / 2.35 / 2.62 mm, worst 13.91 / 7.31 / 21.25 / 6.04 / 5.50 / 6.03 mm.
-    let readme = [(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04), (2.35, 5.50), (2.62, 6.03)];
+    assert_eq!(variants.len(), 8);
+    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 / 2.35 / 2.62 / 4.16 / 1.63 mm,
+    // worst 13.91 / 7.31 / 21.25 / 6.04 / 5.50 / 6.03 / 7.50 / 3.91 mm.
+    let readme = [(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04), (2.35, 5.50), (2.62, 6.03), (4.16, 7.50), (1.63, 3.91)];
     for (variant, (rms, worst)) in variants.iter().zip(readme) {
         let got = (variant["loo_rms_mm"].as_float().unwrap(), variant["loo_worst_mm"].as_float().unwrap());
         assert!((got.0 - rms).abs() < 0.01 && (got.1 - worst).abs() < 0.01, "{}: {got:?} vs README {rms}, {worst}", variant["name"]);
     }
+    // The recommended variant: every held-out experiment within 5 mm, and
+    // cable 1 turned about 0.9 degree towards cable 4 (README).
+    let best = variants.iter().find(|x| x["name"].as_str() == Some("frame + offset, angle per cable")).unwrap();
+    let per = best["loo_per_experiment_mm"].as_array().unwrap();
+    assert_eq!(per.len(), 6);
+    assert!(per.iter().all(|e| e.as_float().unwrap() <= 5.0), "{per:?}");
+    let turn_deg = best["cable_angles_rad"].as_array().unwrap()[0].as_float().unwrap().to_degrees();
+    assert!((turn_deg + 0.92).abs() < 0.01, "{turn_deg}");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("Model variants by prediction") && html.contains("recommended"));
 
