@@ -162,10 +162,14 @@ impl<'a> Sink<'a> {
                 // the segment's own part is added here.
                 self.joint_wrench[k] += w;
                 let seg = &self.model.segments[k];
-                // map^T W = dexp(s xi)^T Ad_{g_k}^T W.
+                // map^T W = dexp(s xi)^T Ad_{g_k}^T W (the map itself when
+                // the point carries it).
                 let g_k = &self.frames.joints[k];
                 let w_local = g_k.coadjoint_apply(&w);
-                let v = lie::dexp_transpose_apply(&p.local, &w_local);
+                let v = match &p.map {
+                    Some(map) => map.transpose() * w,
+                    None => lie::dexp_transpose_apply(&p.local, &w_local),
+                };
                 let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
                 for (a, wa) in wts.iter().enumerate() {
                     for (j, &c) in self.model.free.iter().enumerate() {
@@ -392,33 +396,30 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
             }
         }
     }
-    // J^T T J per joint, on the joint's columns (small: plain loops).
+    // J^T T J per joint, on the joint's columns: gathered into a 6 x m
+    // block (force rows only where T has them), one matrix product, added
+    // back where the columns live.
     for (j, t) in sink.joint_t.iter().enumerate() {
         let Some((t, force_rows)) = t else { continue };
         let js = &kin.spatial_jacobian[j];
         let k = if *force_rows { 6 } else { 3 };
-        // T J on the joint's columns.
-        let idx = columns(j);
-        let mut tj = nalgebra::Matrix6xX::<f64>::zeros(column_lists[j].len());
-        for (a, ia) in idx.clone().enumerate() {
-            let col = js.column(ia);
-            for r in 0..k {
-                let mut acc = 0.0;
-                for c in 0..6 {
-                    acc += t[(r, c)] * col[c];
-                }
-                tj[(r, a)] = acc;
-            }
+        let idx = &column_lists[j];
+        let m = idx.len();
+        let mut jg = nalgebra::Matrix6xX::<f64>::zeros(m);
+        for (a, &ia) in idx.iter().enumerate() {
+            jg.set_column(a, &js.column(ia));
         }
-        for (b, ib) in idx.clone().enumerate() {
-            let tcol = tj.column(b);
-            for ia in idx.clone() {
-                let jcol = js.column(ia);
-                let mut acc = 0.0;
-                for r in 0..k {
-                    acc += jcol[r] * tcol[r];
+        let tj = t.rows(0, k) * &jg;
+        let block = jg.rows(0, k).transpose() * tj;
+        if idx.iter().enumerate().all(|(a, &ia)| a == ia) {
+            // Contiguous from column 0 (a fixed base): add the block in place.
+            let mut target = h.view_mut((0, 0), (m, m));
+            target += block;
+        } else {
+            for (b, &ib) in idx.iter().enumerate() {
+                for (a, &ia) in idx.iter().enumerate() {
+                    h[(ia, ib)] += block[(a, b)];
                 }
-                h[(ia, ib)] += acc;
             }
         }
     }
