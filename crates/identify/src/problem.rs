@@ -85,18 +85,8 @@ impl Geometry {
         match self {
             Geometry::CableOffset => v.cable_offset_m += delta,
             Geometry::RadiusScale => v.radius_scale += delta,
-            Geometry::CableOffsetOf(c) => {
-                if v.cable_offsets_m.len() <= c {
-                    v.cable_offsets_m.resize(c + 1, 0.0);
-                }
-                v.cable_offsets_m[c] += delta;
-            }
-            Geometry::CableAngleOf(c) => {
-                if v.cable_angles_rad.len() <= c {
-                    v.cable_angles_rad.resize(c + 1, 0.0);
-                }
-                v.cable_angles_rad[c] += delta;
-            }
+            Geometry::CableOffsetOf(c) => add_at(&mut v.cable_offsets_m, c, delta),
+            Geometry::CableAngleOf(c) => add_at(&mut v.cable_angles_rad, c, delta),
         }
         v
     }
@@ -108,6 +98,14 @@ impl Geometry {
             Geometry::RadiusScale | Geometry::CableAngleOf(_) => 1e-6,
         }
     }
+}
+
+/// Adds `delta` to entry `c` of a per-cable list (missing entries are 0).
+fn add_at(per_cable: &mut Vec<f64>, c: usize, delta: f64) {
+    if per_cable.len() <= c {
+        per_cable.resize(c + 1, 0.0);
+    }
+    per_cable[c] += delta;
 }
 
 impl Layout {
