@@ -238,4 +238,15 @@ fn identify_compares_variants_by_leave_one_out() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && stdout.contains("cable offset =    -2.668 mm"), "{}\n{stdout}", stderr(&o));
     assert!(stdout.contains("ln_e and cable_offset_m are correlated"), "{stdout}");
+
+    // The recommended variant from the flags, the angle prior in degrees
+    // on the command line: the README's -0.92 deg turn of cable 1, the
+    // same as with the rod file's prior (5 degrees).
+    for angle_flag in [&["--fit-cable-angle", "0,5"][..], &["--fit-cable-angle"][..]] {
+        let mut args = vec!["--translation", "--pitch", "--fit-cable-offset", "--per-cable", "--no-loo"];
+        args.extend(angle_flag);
+        let o = identify_paper_data(&out, &args);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && stdout.contains("cable1       =    -0.919 deg    95 % CI [-1.416, -0.421] deg"), "{}\n{stdout}", stderr(&o));
+    }
 }

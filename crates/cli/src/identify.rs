@@ -315,17 +315,13 @@ pub fn run(a: IdentifyArgs) -> Result<()> {
     if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
         return Err(input_error("--fit-radius-scale: the mean must be positive"));
     }
-    let cable_angle_prior_deg = geometry_prior(
-        "fit-cable-angle",
-        a.fit_cable_angle.as_deref(),
-        file_priors.cable_angle_rad.map(|(m, sd)| (m.to_degrees(), sd.to_degrees())),
-        &a.rod,
-        "cable_angle_deg = { mean = 0.0, sd = 5.0 }",
-    )?;
-    if cable_angle_prior_deg.is_some() && rod.cables.is_empty() {
+    // The flag is in degrees; the rod file's prior is already in radians.
+    let cable_angle_flag_rad: Option<Vec<f64>> = a.fit_cable_angle.as_ref().map(|v| v.iter().map(|d| d.to_radians()).collect());
+    let cable_angle_each_prior =
+        geometry_prior("fit-cable-angle", cable_angle_flag_rad.as_deref(), file_priors.cable_angle_rad, &a.rod, "cable_angle_deg = { mean = 0.0, sd = 5.0 }")?;
+    if cable_angle_each_prior.is_some() && rod.cables.is_empty() {
         return Err(input_error(format!("--fit-cable-angle: {} has no [[cable]]", a.rod.display())));
     }
-    let cable_angle_each_prior = cable_angle_prior_deg.map(|(m, sd)| (m.to_radians(), sd.to_radians()));
     let (cable_offset_prior, cable_offset_each_prior) = if a.per_cable { (None, cable_offset_prior) } else { (cable_offset_prior, None) };
     let opts = FitOptions {
         translation: a.translation,

@@ -67,6 +67,14 @@ fn synthetic_on(rod: &Rod, truth: &Values, noise_m: f64, sigma_m: f64, seed: u64
         .collect()
 }
 
+/// Experiment `k` predicted with its 95 % band by a fit on the others.
+fn held_out_band(rod: &Rod, exps: &[Experiment], k: usize, opts: &FitOptions) -> (identify::fit::Prediction, identify::Fit) {
+    let rest: Vec<Experiment> = exps.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, e)| e.clone()).collect();
+    let f = fit(rod, &rest, opts, |_| {}).unwrap();
+    let p = predict_with_band(rod, &exps[k], &f.values, &f.uncertainty()).unwrap();
+    (p, f)
+}
+
 /// Per parameter: the largest difference between the Jacobian's column and
 /// central differences of the residual (step 1e-6 in the log-parameter),
 /// and the largest entry of the differences.
@@ -151,10 +159,8 @@ fn prediction_bands_cover_held_out_experiments() {
     for seed in 0..16 {
         let exps = synthetic(&TRUTH, 1e-3, 300 + seed);
         for k in 0..exps.len() {
-            let rest: Vec<Experiment> = exps.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, e)| e.clone()).collect();
             let opts = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
-            let f = fit(&rod, &rest, &opts, |_| {}).unwrap();
-            let p = predict_with_band(&rod, &exps[k], &f.values, &f.uncertainty()).unwrap();
+            let (p, f) = held_out_band(&rod, &exps, k, &opts);
             let tip = exps[k].measurements.len() - 1;
             let d = exps[k].measurements[tip].pos_m - p.points_m[tip];
             let c = p.covariance_m2[tip];
@@ -238,9 +244,7 @@ fn shipped_paper_data_held_out_tips_fall_in_their_prediction_bands() {
     let one_start = FitOptions { starts: vec![[full.values.e_pa, full.values.g_pa, full.values.rho_kg_m3]], ..opts };
     let mut outside = vec![];
     for (i, held_out) in exps.iter().enumerate() {
-        let rest: Vec<Experiment> = exps.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, e)| e.clone()).collect();
-        let f = fit(&rod, &rest, &one_start, |_| {}).unwrap();
-        let p = predict_with_band(&rod, held_out, &f.values, &f.uncertainty()).unwrap();
+        let (p, _) = held_out_band(&rod, &exps, i, &one_start);
         let d = p.points_m[0] - held_out.measurements[0].pos_m;
         let hw = p.half_width_m[0];
         println!("experiment {}: error {:.2?} mm, half-width {:.2?} mm", held_out.id, (d * 1e3).as_slice(), (hw * 1e3).as_slice());

@@ -590,27 +590,25 @@ impl RawRod {
             Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio")),
         };
         let mut identify_priors = IdentifyPriors::default();
-        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.cable_offset_m.as_ref()) {
+        let identify = self.identify.as_ref();
+        // A prior of the cables' geometry: any finite mean, a positive sd,
+        // and cables to apply it to.
+        let cable_prior = |field: &str, prior: Option<&RawPrior>| -> Result<Option<(f64, f64)>, ConfigError> {
+            let Some(RawPrior { mean, sd }) = prior else { return Ok(None) };
             if !mean.is_finite() {
-                return Err(ConfigError::new(file, "identify.cable_offset_m.mean", "must be finite"));
+                return Err(ConfigError::new(file, &format!("identify.{field}.mean"), "must be finite"));
             }
-            identify_priors.cable_offset_m = Some((*mean, positive(file, "identify.cable_offset_m.sd", *sd)?));
+            let sd = positive(file, &format!("identify.{field}.sd"), *sd)?;
             if cables.is_empty() {
-                return Err(ConfigError::new(file, "identify.cable_offset_m", "the rod has no [[cable]]"));
+                return Err(ConfigError::new(file, &format!("identify.{field}"), "the rod has no [[cable]]"));
             }
-        }
-        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.radius_scale.as_ref()) {
+            Ok(Some((*mean, sd)))
+        };
+        identify_priors.cable_offset_m = cable_prior("cable_offset_m", identify.and_then(|i| i.cable_offset_m.as_ref()))?;
+        identify_priors.cable_angle_rad =
+            cable_prior("cable_angle_deg", identify.and_then(|i| i.cable_angle_deg.as_ref()))?.map(|(m, sd)| (m.to_radians(), sd.to_radians()));
+        if let Some(RawPrior { mean, sd }) = identify.and_then(|i| i.radius_scale.as_ref()) {
             identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));
-        }
-        if let Some(RawPrior { mean, sd }) = self.identify.as_ref().and_then(|i| i.cable_angle_deg.as_ref()) {
-            if !mean.is_finite() {
-                return Err(ConfigError::new(file, "identify.cable_angle_deg.mean", "must be finite"));
-            }
-            let sd = positive(file, "identify.cable_angle_deg.sd", *sd)?;
-            identify_priors.cable_angle_rad = Some((mean.to_radians(), sd.to_radians()));
-            if cables.is_empty() {
-                return Err(ConfigError::new(file, "identify.cable_angle_deg", "the rod has no [[cable]]"));
-            }
         }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
