@@ -75,6 +75,12 @@ pub struct DataError {
     pub message: String,
 }
 
+impl fault::Fault for DataError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
 fn err(file: &Path, place: impl Into<String>, message: impl Into<String>) -> DataError {
     DataError { file: file.display().to_string(), place: place.into(), message: message.into() }
 }
@@ -85,24 +91,44 @@ struct Csv {
     rows: Vec<(usize, Vec<String>)>,
 }
 
+/// Reads a CSV with the `csv` crate: `#` comment lines, quoting, cells
+/// trimmed, rows of any length (checked by the caller, naming the line).
 fn read_csv(path: &Path) -> Result<Csv, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|e| err(path, "file", format!("cannot read: {e}")))?;
-    let mut header = None;
+    let mut reader = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .has_headers(false)
+        .from_path(path)
+        .map_err(|e| err(path, "file", format!("cannot read: {}", csv_message(&e))))?;
+    let mut header: Option<Vec<String>> = None;
     let mut rows = vec![];
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+    for record in reader.records() {
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(String::from("file"), |p| format!("line {}", p.line()));
+            err(path, line, csv_message(&e))
+        })?;
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        let cells: Vec<String> = record.iter().map(str::to_string).collect();
+        if cells.iter().all(|c| c.is_empty()) {
             continue;
         }
-        let cells: Vec<String> = line.split(',').map(|c| c.trim().to_string()).collect();
-        if header.is_none() {
-            header = Some(cells);
-        } else {
-            rows.push((i + 1, cells));
+        match header {
+            None => header = Some(cells),
+            Some(_) => rows.push((line, cells)),
         }
     }
     let header = header.ok_or_else(|| err(path, "header", "empty file"))?;
     Ok(Csv { header, rows })
+}
+
+/// The csv crate's message without its own position (ours names the line).
+fn csv_message(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::Io(io) => io.to_string(),
+        csv::ErrorKind::Utf8 { err, .. } => format!("not UTF-8 text ({err})"),
+        _ => e.to_string(),
+    }
 }
 
 impl Csv {
@@ -209,32 +235,51 @@ pub fn check_against_rod(experiments: &[Experiment], length_m: f64, meas_file: &
 }
 
 /// Writes experiments in the format above (used for synthetic data sets).
-pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) -> std::io::Result<()> {
-    use std::fmt::Write;
-    std::fs::create_dir_all(dir)?;
+pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) -> Result<(), DataError> {
+    std::fs::create_dir_all(dir).map_err(|e| err(dir, "directory", format!("cannot create: {e}")))?;
+    let write = |name: &str, header: Vec<String>, rows: Vec<Vec<String>>| -> Result<(), DataError> {
+        let path = dir.join(name);
+        let io = |e: std::io::Error| err(&path, "file", format!("cannot write: {e}"));
+        let mut out = std::fs::File::create(&path).map_err(io)?;
+        std::io::Write::write_all(&mut out, format!("# {comment}\n").as_bytes()).map_err(io)?;
+        let mut w = csv::Writer::from_writer(out);
+        for r in std::iter::once(header).chain(rows) {
+            w.write_record(&r).map_err(|e| err(&path, "file", format!("cannot write: {}", csv_message(&e))))?;
+        }
+        w.flush().map_err(io)
+    };
     let k = experiments.first().map_or(0, |e| e.tensions_n.len());
-    let mut s = format!("# {comment}\nexperiment");
-    for i in 1..=k {
-        let _ = write!(s, ",tension_{i}_n");
-    }
-    s.push_str(",tip_force_x_n,tip_force_y_n,tip_force_z_n\n");
-    for e in experiments {
-        s.push_str(&e.id);
-        for t in &e.tensions_n {
-            let _ = write!(s, ",{t}");
-        }
-        let _ = writeln!(s, ",{},{},{}", e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z);
-    }
-    std::fs::write(dir.join("inputs.csv"), s)?;
-    let mut s = format!("# {comment}\nexperiment,arc_m,offset_y_m,offset_z_m,x_m,y_m,z_m,sigma_m\n");
-    for e in experiments {
-        for m in &e.measurements {
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{:.9},{:.9},{:.9},{}",
-                e.id, m.arc_m, m.offset_body_m.y, m.offset_body_m.z, m.pos_m.x, m.pos_m.y, m.pos_m.z, m.sigma_m
-            );
-        }
-    }
-    std::fs::write(dir.join("measurements.csv"), s)
+    let header = std::iter::once("experiment".to_string())
+        .chain((1..=k).map(|i| format!("tension_{i}_n")))
+        .chain(["tip_force_x_n", "tip_force_y_n", "tip_force_z_n"].map(String::from))
+        .collect();
+    let rows = experiments
+        .iter()
+        .map(|e| {
+            std::iter::once(e.id.clone())
+                .chain(e.tensions_n.iter().map(|t| t.to_string()))
+                .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z].map(|f| f.to_string()))
+                .collect()
+        })
+        .collect();
+    write("inputs.csv", header, rows)?;
+    let header = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"].map(String::from).to_vec();
+    let rows = experiments
+        .iter()
+        .flat_map(|e| {
+            e.measurements.iter().map(|m| {
+                vec![
+                    e.id.clone(),
+                    m.arc_m.to_string(),
+                    m.offset_body_m.y.to_string(),
+                    m.offset_body_m.z.to_string(),
+                    format!("{:.9}", m.pos_m.x),
+                    format!("{:.9}", m.pos_m.y),
+                    format!("{:.9}", m.pos_m.z),
+                    m.sigma_m.to_string(),
+                ]
+            })
+        })
+        .collect();
+    write("measurements.csv", header, rows)
 }

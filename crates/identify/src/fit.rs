@@ -3,7 +3,7 @@
 
 use crate::data::Experiment;
 use crate::lm::LevenbergMarquardt;
-use crate::problem::{Geometry, Layout, Problem, Values};
+use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
 use argmin::core::{Executor, State};
 use lie::Vec3;
 use nalgebra::{DMatrix, DVector, Matrix3};
@@ -121,7 +121,16 @@ pub enum FitError {
     #[error("no start converged: {0}")]
     NoStart(String),
     #[error("{0}")]
-    Model(String),
+    Model(#[from] ModelError),
+}
+
+impl fault::Fault for FitError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            FitError::NoStart(_) => fault::Kind::Computation,
+            FitError::Model(e) => fault::Fault::kind(e),
+        }
+    }
 }
 
 /// Root mean square (0 for none).
@@ -216,7 +225,7 @@ struct Run {
 /// instead of wandering on round-off gradients.
 const PRIOR_SIGMA_LOG: f64 = 6.907_755_278_982_137;
 
-fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter: u64) -> Result<(Run, String), String> {
+fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter: u64) -> Result<(Run, String), ModelError> {
     let mut p0 = p0.clone();
     let mut note = String::new();
     for attempt in 0..6 {
@@ -224,16 +233,16 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
             break;
         }
         if attempt == 5 {
-            return Err("the static model does not converge at this start".into());
+            return Err(ModelError::NoStart);
         }
         p0[0] += 2f64.ln();
         p0[1] += 2f64.ln();
         note = format!("start stiffened x{} to make every experiment solvable", 1 << (attempt + 1));
     }
     let solver = LevenbergMarquardt::default().with_prior(prior.clone(), PRIOR_SIGMA_LOG);
-    let res = Executor::new(problem, solver).configure(|s| s.param(p0).max_iters(max_iter)).run().map_err(|e| e.to_string())?;
+    let res = Executor::new(problem, solver).configure(|s| s.param(p0).max_iters(max_iter)).run().map_err(|e| ModelError::Optimizer(e.to_string()))?;
     let state = res.state();
-    let params = state.get_best_param().or(state.get_param()).cloned().ok_or("no parameters")?;
+    let params = state.get_best_param().or(state.get_param()).cloned().ok_or(ModelError::Optimizer("no parameters".into()))?;
     let converged = matches!(state.get_termination_reason(), Some(argmin::core::TerminationReason::SolverConverged));
     if !converged {
         note = format!("{}stopped at the iteration limit ({max_iter}): not converged", if note.is_empty() { String::new() } else { format!("{note}; ") });
@@ -328,7 +337,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
                 rho_kg_m3: f64::NAN,
                 cost: f64::NAN,
                 iterations: 0,
-                note: e,
+                note: e.to_string(),
             }),
         }
     }
@@ -358,7 +367,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     if !best_run.converged {
         warnings.push(format!("the best fit stopped at the iteration limit ({}): not converged", opts.max_iterations));
     }
-    let ev = problem.evaluate(&best_run.params, true).map_err(FitError::Model)?;
+    let ev = problem.evaluate(&best_run.params, true)?;
     let j = ev.jacobian.clone().expect("jacobian");
     let m = j.nrows();
     let np = j.ncols();
@@ -448,7 +457,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
 }
 
 /// Predicted positions of an experiment's measured points for given values.
-pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), String> {
+pub fn predict(rod: &Rod, experiment: &Experiment, values: &Values) -> Result<(Vec<Vec3>, DVector<f64>), ModelError> {
     let layout = Layout::all(rod.cables.len());
     let problem = Problem::new(rod, std::slice::from_ref(experiment), layout, values);
     let ev = problem.evaluate(&problem.params(values), false)?;
@@ -506,7 +515,7 @@ pub struct Prediction {
 
 /// Predicts the measured points of `experiment` (their positions are not
 /// used) at `values`, with 95 % prediction bands from `u`.
-pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u: &Uncertainty) -> Result<Prediction, String> {
+pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u: &Uncertainty) -> Result<Prediction, ModelError> {
     let mut e = experiment.clone();
     for m in &mut e.measurements {
         // Unit sigma: the Jacobian rows are then d(point)/d(parameters).
@@ -519,7 +528,7 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     let j = ev.jacobian.expect("asked for");
     let np = j.ncols();
     if u.covariance.nrows() != np || u.covariance.ncols() != np {
-        return Err(format!("covariance is {}x{}, the model has {np} parameters", u.covariance.nrows(), u.covariance.ncols()));
+        return Err(ModelError::Covariance { rows: u.covariance.nrows(), cols: u.covariance.ncols(), params: np });
     }
     let unbounded: Vec<usize> = (0..np).filter(|&i| !u.covariance[(i, i)].is_finite()).collect();
     let t = t975(u.dof);

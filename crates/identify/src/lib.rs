@@ -14,4 +14,4 @@ pub mod sessions;
 
 pub use data::{read_experiments, DataError, Experiment, Measurement, WrenchMeasurement};
 pub use fit::{fit, leave_one_out, predict, predict_with_band, Fit, FitError, FitOptions, LooResult, Prediction, Uncertainty};
-pub use problem::{Geometry, Layout, Problem, Values};
+pub use problem::{Geometry, Layout, ModelError, Problem, Values};

@@ -3,7 +3,7 @@
 
 use crate::data::Experiment;
 use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, rms, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
-use crate::problem::{Geometry, Layout, Problem, Values};
+use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,7 @@ fn jackknife(main: &mut Fit, loo: &[LooResult]) -> Option<JackknifeOut> {
 }
 
 /// Evaluates fixed parameter values on the experiments.
-pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, String> {
+pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -> Result<Evaluated, ModelError> {
     let layout = Layout::all(rod.cables.len());
     let mut predicted = vec![];
     let mut errors_mm = vec![];
@@ -88,7 +88,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
             }
             Err(why) => {
                 failures += 1;
-                failure_reasons.push(why);
+                failure_reasons.push(why.to_string());
                 let n = e.measurements.len();
                 errors_mm.push(vec![f64::NAN; n]);
                 predicted.push(vec![Vec3::from_element(f64::NAN); n]);
@@ -97,7 +97,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
         }
     }
     if failures == experiments.len() {
-        return Err("the static model converges for none of the experiments".into());
+        return Err(ModelError::NoExperimentSolves);
     }
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().filter(|x: &f64| x.is_finite()).collect();
     let rms = (all.iter().map(|x| x * x).sum::<f64>() / all.len() as f64).sqrt();
@@ -116,7 +116,7 @@ pub fn run_study(
     mut progress: impl FnMut(&str),
 ) -> Result<Study, FitError> {
     let mut main = fit(rod, experiments, opts, &mut progress)?;
-    let shapes = evaluate_values(rod, experiments, &main.values).map(|e| e.shapes).map_err(FitError::Model)?;
+    let shapes = evaluate_values(rod, experiments, &main.values)?.shapes;
     let with_nuisance = if nuisance_too {
         progress("fit with nuisance parameters");
         let v = &main.values;
@@ -346,6 +346,26 @@ pub struct AlternativeOut {
     pub warnings: Vec<String>,
 }
 
+/// An `identified.toml` that cannot be read, or belongs to another rod.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ParamsFileError {
+    pub file: String,
+    pub message: String,
+}
+
+impl ParamsFileError {
+    pub fn new(path: &Path, message: impl Into<String>) -> ParamsFileError {
+        ParamsFileError { file: path.display().to_string(), message: message.into() }
+    }
+}
+
+impl fault::Fault for ParamsFileError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
 /// The contents of `identified.toml`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IdentifiedFile {
@@ -416,14 +436,11 @@ pub fn rod_geometry(rod: &Rod) -> String {
 impl IdentifiedFile {
     /// Checks that these parameters were identified for `rod`'s shape
     /// (files written before the fingerprint existed pass).
-    pub fn check_rod(&self, rod: &Rod, rod_path: &Path, params_path: &Path) -> Result<(), String> {
+    pub fn check_rod(&self, rod: &Rod, rod_path: &Path, params_path: &Path) -> Result<(), ParamsFileError> {
         match &self.rod_geometry {
-            Some(g) if *g != rod_geometry(rod) => Err(format!(
-                "{}: identified for another rod ({}, geometry {g}), not {} (geometry {})",
-                params_path.display(),
-                self.rod_file,
-                rod_path.display(),
-                rod_geometry(rod)
+            Some(g) if *g != rod_geometry(rod) => Err(ParamsFileError::new(
+                params_path,
+                format!("identified for another rod ({}, geometry {g}), not {} (geometry {})", self.rod_file, rod_path.display(), rod_geometry(rod)),
             )),
             _ => Ok(()),
         }
@@ -538,8 +555,8 @@ impl IdentifiedFile {
     }
 
     /// Reads the identified values back (for `rodlab solve --params`).
-    pub fn read(path: &Path) -> Result<IdentifiedFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))
+    pub fn read(path: &Path) -> Result<IdentifiedFile, ParamsFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ParamsFileError::new(path, format!("cannot read: {e}")))?;
+        toml::from_str(&text).map_err(|e| ParamsFileError::new(path, e.message().replace('\n', " ")))
     }
 }

@@ -23,8 +23,40 @@ use lie::{Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
 use rod::statics::{assemble, solve};
-use rod::{Loads, Material, Model, NewtonOptions, Rod};
+use rod::{Loads, Material, Model, NewtonOptions, Rod, StaticsError};
 use std::cell::{Cell, RefCell};
+
+
+/// Why the model could not be evaluated at some parameters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("parameters out of range")]
+    OutOfRange,
+    #[error("experiment {experiment}: {source}")]
+    NoEquilibrium { experiment: String, source: StaticsError },
+    #[error("{0}")]
+    Statics(#[from] StaticsError),
+    #[error("singular tangent at equilibrium")]
+    SingularTangent,
+    #[error("the static model does not converge at this start")]
+    NoStart,
+    #[error("the static model converges for none of the experiments")]
+    NoExperimentSolves,
+    #[error("covariance is {rows}x{cols}, the model has {params} parameters")]
+    Covariance { rows: usize, cols: usize, params: usize },
+    #[error("optimizer: {0}")]
+    Optimizer(String),
+}
+
+impl fault::Fault for ModelError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            ModelError::Covariance { .. } => fault::Kind::Input,
+            ModelError::Statics(e) => e.kind(),
+            _ => fault::Kind::Computation,
+        }
+    }
+}
 
 /// Which parameters are estimated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -524,15 +556,15 @@ impl Problem {
 
     /// The wrench the sensor of experiment `i` sees at equilibrium `q` with
     /// the rod's base at `base` (`model.rod.base` is replaced).
-    fn sensor_wrench(&self, i: usize, model: &mut Model, q: &DVector<f64>, base: Pose) -> Result<Vec6, String> {
+    fn sensor_wrench(&self, i: usize, model: &mut Model, q: &DVector<f64>, base: Pose) -> Result<Vec6, ModelError> {
         let sensor = &self.experiments[i].base_wrench.as_ref().expect("a wrench measurement").sensor_in_base;
         model.rod.base = base;
-        let w = assemble(model, &self.models[i].loads, q, 1.0, false).map_err(|e| e.to_string())?.applied_wrench;
+        let w = assemble(model, &self.models[i].loads, q, 1.0, false)?.applied_wrench;
         Ok(base.compose(sensor).coadjoint_apply(&w))
     }
 
     /// Residuals (and Jacobian) at `p`; cached for the last `p`.
-    pub fn evaluate(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, String> {
+    pub fn evaluate(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, ModelError> {
         if let Some((cp, ev)) = self.cache.borrow().as_ref() {
             if cp == p && (ev.jacobian.is_some() || !with_jacobian) {
                 return Ok(ev.clone());
@@ -543,10 +575,10 @@ impl Problem {
         Ok(ev)
     }
 
-    fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, String> {
+    fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, ModelError> {
         let v = self.values(p);
         if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 || v.radius_scale <= 0.0 {
-            return Err("parameters out of range".into());
+            return Err(ModelError::OutOfRange);
         }
         let np = self.layout.n_params();
         let nr = self.n_residuals();
@@ -562,14 +594,15 @@ impl Problem {
             self.solves.set(self.solves.get() + 1);
             let sol = match solve(&model, &em.loads, warm.as_ref(), &self.options) {
                 Ok(s) => s,
-                Err(_) if warm.is_some() => solve(&model, &em.loads, None, &self.options).map_err(|e| format!("experiment {}: {e}", exp.id))?,
-                Err(e) => return Err(format!("experiment {}: {e}", exp.id)),
+                Err(_) if warm.is_some() => solve(&model, &em.loads, None, &self.options)
+                    .map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?,
+                Err(source) => return Err(ModelError::NoEquilibrium { experiment: exp.id.clone(), source }),
             };
             let q = sol.q;
             self.warm.borrow_mut()[i] = Some(q.clone());
             // The tangent's assembly computes the kinematics the Jacobian
             // needs; residuals alone need only the frames.
-            let asm = if with_jacobian { Some(assemble(&model, &em.loads, &q, 1.0, true).map_err(|e| e.to_string())?) } else { None };
+            let asm = if with_jacobian { Some(assemble(&model, &em.loads, &q, 1.0, true)?) } else { None };
             let frames_only;
             let frames = match asm.as_ref().and_then(|a| a.kinematics.as_ref()) {
                 Some(k) => &k.frames,
@@ -608,16 +641,16 @@ impl Problem {
                 if self.layout.fit_rho {
                     let mut gm = em.gravity_model.clone();
                     gm.rod.base = base;
-                    let g = assemble(&gm, &Loads::gravity(), &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    let g = assemble(&gm, &Loads::gravity(), &q, 1.0, false)?.residual;
                     dr.set_column(2, &(g * v.rho_kg_m3 * s * s));
                 }
                 if let Some(ip) = self.layout.pitch_index() {
                     let eps = 1e-6;
                     let mut mp = model.clone();
                     mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
-                    let rp = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    let rp = assemble(&mp, &em.loads, &q, 1.0, false)?.residual;
                     mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
-                    let rm = assemble(&mp, &em.loads, &q, 1.0, false).map_err(|e| e.to_string())?.residual;
+                    let rm = assemble(&mp, &em.loads, &q, 1.0, false)?.residual;
                     dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
                 }
                 for (geometry, id) in self.layout.geometry() {
@@ -626,11 +659,11 @@ impl Problem {
                     // the scale).
                     let eps = geometry.step();
                     let residual_at = |delta: f64| {
-                        assemble(&self.model_at(i, &geometry.moved(&v, delta)), &em.loads, &q, 1.0, false).map(|a| a.residual).map_err(|e| e.to_string())
+                        assemble(&self.model_at(i, &geometry.moved(&v, delta)), &em.loads, &q, 1.0, false).map(|a| a.residual).map_err(ModelError::from)
                     };
                     dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
                 }
-                let sens = lu.solve(&(-dr)).ok_or("singular tangent at equilibrium")?;
+                let sens = lu.solve(&(-dr)).ok_or(ModelError::SingularTangent)?;
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
                     let block = pj * &sens / m.sigma_m;
@@ -680,7 +713,7 @@ impl Problem {
     /// parameters: through the equilibrium (`d/dq`, by central differences
     /// at fixed parameters, times the sensitivities `sens`) plus the direct
     /// parts (rho scales the weight; the pitch turns base and sensor).
-    fn wrench_jacobian(&self, i: usize, model: &Model, q: &DVector<f64>, base: Pose, sens: &DMatrix<f64>, v: &Values) -> Result<DMatrix<f64>, String> {
+    fn wrench_jacobian(&self, i: usize, model: &Model, q: &DVector<f64>, base: Pose, sens: &DMatrix<f64>, v: &Values) -> Result<DMatrix<f64>, ModelError> {
         let np = self.layout.n_params();
         let n = q.len();
         let mut scratch = model.clone();
@@ -699,7 +732,7 @@ impl Problem {
             let sensor = &self.experiments[i].base_wrench.as_ref().expect("a wrench measurement").sensor_in_base;
             let mut gm = self.models[i].gravity_model.clone();
             gm.rod.base = base;
-            let w = assemble(&gm, &Loads::gravity(), q, 1.0, false).map_err(|e| e.to_string())?.applied_wrench;
+            let w = assemble(&gm, &Loads::gravity(), q, 1.0, false)?.applied_wrench;
             let dw = base.compose(sensor).coadjoint_apply(&w) * v.rho_kg_m3 * v.radius_scale.powi(2);
             for a in 0..6 {
                 out[(a, 2)] += dw[a];
@@ -740,7 +773,7 @@ impl Operator for Problem {
     type Output = DVector<f64>;
 
     fn apply(&self, p: &Self::Param) -> Result<Self::Output, ArgminError> {
-        self.evaluate(p, false).map(|e| e.residual).map_err(ArgminError::msg)
+        self.evaluate(p, false).map(|e| e.residual).map_err(|e| ArgminError::msg(e.to_string()))
     }
 }
 
@@ -749,7 +782,7 @@ impl Jacobian for Problem {
     type Jacobian = DMatrix<f64>;
 
     fn jacobian(&self, p: &Self::Param) -> Result<Self::Jacobian, ArgminError> {
-        self.evaluate(p, true).map(|e| e.jacobian.expect("asked for")).map_err(ArgminError::msg)
+        self.evaluate(p, true).map(|e| e.jacobian.expect("asked for")).map_err(|e| ArgminError::msg(e.to_string()))
     }
 }
 

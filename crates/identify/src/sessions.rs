@@ -134,9 +134,34 @@ pub struct LoadsFile {
     pub flange_sensor: Option<FlangeSensor>,
 }
 
+/// A value of the loads file out of range: the field and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct LoadsError {
+    pub field: String,
+    pub message: String,
+}
+
+impl LoadsError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> LoadsError {
+        LoadsError { field: field.into(), message: message.into() }
+    }
+}
+
+impl fault::Fault for LoadsError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
+/// Why a hold cannot be used as an experiment (shown in the holds table).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unusable(pub String);
+
 impl LoadsFile {
     /// Checks values; the error names the field.
-    pub fn validate(&self, n_cables: usize) -> Result<(), String> {
+    pub fn validate(&self, n_cables: usize) -> Result<(), LoadsError> {
         let h = &self.holds;
         for (name, v) in [
             ("holds.max_robot_speed_m_s", h.max_robot_speed_m_s),
@@ -147,33 +172,33 @@ impl LoadsFile {
             ("holds.sigma_floor_m", h.sigma_floor_m),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name}: must be positive, got {v}"));
+                return Err(LoadsError::new(name, format!("must be positive, got {v}")));
             }
         }
         if !(h.settle_s.is_finite() && h.settle_s >= 0.0) {
-            return Err(format!("holds.settle_s: must be >= 0, got {}", h.settle_s));
+            return Err(LoadsError::new("holds.settle_s", format!("must be >= 0, got {}", h.settle_s)));
         }
         if !(0.0..1.0).contains(&h.max_missing_fraction) {
-            return Err(format!("holds.max_missing_fraction: must be in [0, 1), got {}", h.max_missing_fraction));
+            return Err(LoadsError::new("holds.max_missing_fraction", format!("must be in [0, 1), got {}", h.max_missing_fraction)));
         }
         if !self.cables.is_empty() && self.cables.len() != n_cables {
-            return Err(format!("cable: {} entries, the rod has {n_cables} cables", self.cables.len()));
+            return Err(LoadsError::new("cable", format!("{} entries, the rod has {n_cables} cables", self.cables.len())));
         }
         if !(self.tip_mass_kg.is_finite() && self.tip_mass_kg >= 0.0) {
-            return Err(format!("tip_mass_kg: must be >= 0, got {}", self.tip_mass_kg));
+            return Err(LoadsError::new("tip_mass_kg", format!("must be >= 0, got {}", self.tip_mass_kg)));
         }
         if let Some(t) = &self.tip_force {
             let n = Vec3::from(t.direction).norm();
             if n.is_nan() || n <= 1e-9 {
-                return Err("tip_force.direction: must be a non-zero vector".into());
+                return Err(LoadsError::new("tip_force.direction", "must be a non-zero vector"));
             }
         }
         if let Some(s) = &self.flange_sensor {
             if !(s.sigma_floor_force_n > 0.0 && s.sigma_floor_moment_nm > 0.0) {
-                return Err("flange_sensor.sigma_floor_force_n, sigma_floor_moment_nm: must be positive".into());
+                return Err(LoadsError::new("flange_sensor.sigma_floor_force_n, sigma_floor_moment_nm", "must be positive"));
             }
             if !s.mount.finite() {
-                return Err("flange_sensor.mount: must be finite".into());
+                return Err(LoadsError::new("flange_sensor.mount", "must be finite"));
             }
         }
         Ok(())
@@ -255,13 +280,7 @@ impl Hold {
     }
 }
 
-/// Index range of the samples within `half` of `times[i]` (sorted times).
-fn window(times: &[f64], i: usize, half: f64) -> std::ops::Range<usize> {
-    let t = times[i];
-    let a = times.partition_point(|x| *x < t - half);
-    let b = times.partition_point(|x| *x <= t + half);
-    a..b
-}
+use lie::series::{line_slope, window};
 
 /// Per robot sample: is the flange still (translation and rotation)?
 fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
@@ -273,7 +292,7 @@ fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
                 return false;
             }
             let ts = &t[w.clone()];
-            let v = Vec3::from_fn(|a, _| lie::trajectory::line_slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
+            let v = Vec3::from_fn(|a, _| line_slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
             let (first, last) = (&flange[w.start].1, &flange[w.end - 1].1);
             let dt = (flange[w.end - 1].0 - flange[w.start].0).max(1e-12);
             let rel = first.rot.transpose() * last.rot;
@@ -299,7 +318,7 @@ fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f
                 }
                 seen = true;
                 let ts: Vec<f64> = pts.iter().map(|p| p.0).collect();
-                let v = Vec3::from_fn(|a, _| lie::trajectory::line_slope(&ts, &pts.iter().map(|p| p.1[a]).collect::<Vec<_>>()));
+                let v = Vec3::from_fn(|a, _| line_slope(&ts, &pts.iter().map(|p| p.1[a]).collect::<Vec<_>>()));
                 fastest = fastest.max(v.norm());
             }
             if seen {
@@ -370,23 +389,23 @@ pub struct RodMarkers<'a> {
 }
 
 /// The experiment of one hold, or why the hold cannot be used.
-pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &RodMarkers, loads: &LoadsFile) -> Result<Experiment, String> {
+pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &RodMarkers, loads: &LoadsFile) -> Result<Experiment, Unusable> {
     let o = &loads.holds;
     let (a, b) = (hold.start_s, hold.end_s);
     let frames: Vec<&Vec<Option<Vec3>>> = data.markers.iter().filter(|f| f.0 >= a && f.0 <= b).map(|f| &f.1).collect();
     if frames.is_empty() {
-        return Err("no tracked frame".into());
+        return Err(Unusable("no tracked frame".into()));
     }
     let mut measurements = vec![];
     for (k, m) in rod.markers.iter().enumerate() {
         let pts: Vec<Vec3> = frames.iter().filter_map(|f| f.get(k).copied().flatten()).collect();
         let missing = 1.0 - pts.len() as f64 / frames.len() as f64;
         if missing > o.max_missing_fraction {
-            return Err(format!(
+            return Err(Unusable(format!(
                 "marker {k} missing in {:.0} % of the hold's frames (holds.max_missing_fraction = {})",
                 100.0 * missing,
                 o.max_missing_fraction
-            ));
+            )));
         }
         let n = pts.len() as f64;
         let mean = pts.iter().sum::<Vec3>() / n;
@@ -398,24 +417,27 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
     // (the robot is still) times the mount.
     let robot: Vec<&(f64, Pose)> = data.flange.iter().filter(|s| s.0 >= a && s.0 <= b).collect();
     if robot.is_empty() {
-        return Err("no robot sample".into());
+        return Err(Unusable("no robot sample".into()));
     }
     let pos = robot.iter().map(|s| s.1.pos).sum::<Vec3>() / robot.len() as f64;
     let flange = Pose { rot: robot[robot.len() / 2].1.rot, pos };
     let base = flange.compose(&rod.mount);
-    let mean_of = |c: &Channel| -> Result<(f64, f64, usize), String> {
-        let s = data.streams.get(&c.stream).ok_or_else(|| format!("no stream '{}'", c.stream))?;
-        let (m, sd, n) = s.stats(&c.column, a, b).ok_or_else(|| format!("stream '{}' has no sample of '{}' in the hold", c.stream, c.column))?;
-        Ok((c.scale * m + c.offset, (c.scale * sd).abs(), n))
+    // Mean, standard deviation and count of a channel over the hold;
+    // the error names the field that asked for it.
+    let mean_of = |c: &Channel, field: &str| {
+        let s = data.streams.get(&c.stream).ok_or_else(|| Unusable(format!("{field}: no stream '{}'", c.stream)))?;
+        let (m, sd, n) =
+            s.stats(&c.column, a, b).ok_or_else(|| Unusable(format!("{field}: stream '{}' has no sample of '{}' in the hold", c.stream, c.column)))?;
+        Ok::<_, Unusable>((c.scale * m + c.offset, (c.scale * sd).abs(), n))
     };
     let mut tensions_n = vec![];
     for (i, c) in loads.cables.iter().enumerate() {
-        let (t, _, _) = mean_of(c).map_err(|e| format!("cable[{i}]: {e}"))?;
+        let (t, _, _) = mean_of(c, &format!("cable[{i}]"))?;
         tensions_n.push(t.max(0.0));
     }
     let mut tip_force_n = data.gravity_m_s2 * loads.tip_mass_kg;
     if let Some(tf) = &loads.tip_force {
-        let (f, _, _) = mean_of(&tf.channel).map_err(|e| format!("tip_force: {e}"))?;
+        let (f, _, _) = mean_of(&tf.channel, "tip_force")?;
         tip_force_n += Vec3::from(tf.direction).normalize() * f;
     }
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
@@ -426,7 +448,7 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
         let mut sigma = Vec6::zeros();
         for (c, col) in s.columns.iter().enumerate() {
             let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -bias[c] };
-            let (m, sd, n) = mean_of(&ch).map_err(|e| format!("flange_sensor: {e}"))?;
+            let (m, sd, n) = mean_of(&ch, "flange_sensor")?;
             // Columns are force then moment; wrenches are [moment; force].
             let (row, floor) = if c < 3 { (3 + c, s.sigma_floor_force_n) } else { (c - 3, s.sigma_floor_moment_nm) };
             wrench[row] = m;
@@ -453,7 +475,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
                 experiments.push(e);
                 HoldStatus::Used(id)
             }
-            Err(why) => HoldStatus::Rejected(why),
+            Err(why) => HoldStatus::Rejected(why.0),
         };
     }
     (experiments, holds)

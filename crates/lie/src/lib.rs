@@ -12,6 +12,7 @@
 //! Newton solver needs for a consistent Hessian.
 
 pub mod scalar;
+pub mod series;
 pub mod trajectory;
 
 use nalgebra::{Matrix3, Matrix6, UnitQuaternion, Vector3, Vector6};

@@ -42,6 +42,12 @@ pub enum TrajectoryError {
     Outside { t_s: f64, first_s: f64, last_s: f64 },
 }
 
+impl fault::Fault for TrajectoryError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
 /// Poses at increasing times, interpolated by slerp.
 #[derive(Clone, Debug)]
 pub struct PoseTrajectory {
@@ -117,26 +123,23 @@ impl PoseTrajectory {
         Ok(Pose { rot: *q.to_rotation_matrix().matrix(), pos: self.pos[a] + (self.pos[b] - self.pos[a]) * w })
     }
 
+    /// Velocity `[v; w]` at `t_s` in the trajectory's frame (linear
+    /// velocity of the origin and spatial angular velocity, UR's
+    /// `actual_TCP_speed`), by a central difference over `t_s -+ h_s`,
+    /// one-sided at the ends; zero where the span has no width.
+    pub fn velocity(&self, t_s: f64, h_s: f64) -> [f64; 6] {
+        let (first, last) = self.span_s();
+        let Some((a, b)) = crate::series::central_difference_times(t_s, h_s, first, last) else { return [0.0; 6] };
+        let (Ok(ga), Ok(gb)) = (self.at(a), self.at(b)) else { return [0.0; 6] };
+        let dt = b - a;
+        let v = (gb.pos - ga.pos) / dt;
+        // Spatial angular velocity: log(R_b R_a^T) / dt.
+        let w = crate::angular(&crate::log(&Pose { rot: gb.rot * ga.rot.transpose(), pos: Vec3::zeros() })) / dt;
+        [v.x, v.y, v.z, w.x, w.y, w.z]
+    }
+
     fn pose(&self, i: usize) -> Pose {
         Pose { rot: *self.rot[i].to_rotation_matrix().matrix(), pos: self.pos[i] }
-    }
-}
-
-/// Slope of the least-squares line through samples `(t, x)`: the mean rate
-/// of change over a window (0 for fewer than two distinct times).
-pub fn line_slope(t: &[f64], x: &[f64]) -> f64 {
-    let n = t.len() as f64;
-    let tm = t.iter().sum::<f64>() / n;
-    let xm = x.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (ti, xi) in t.iter().zip(x) {
-        sxy += (ti - tm) * (xi - xm);
-        sxx += (ti - tm) * (ti - tm);
-    }
-    if sxx > 0.0 {
-        sxy / sxx
-    } else {
-        0.0
     }
 }
 

@@ -21,7 +21,7 @@
 use lie::{Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
-use rod::newton::{self, Linearisation, Newton, Residual, System};
+use rod::newton::{self, Failure, Linearisation, Newton, Residual, System};
 use rod::terms::{self, Elastic, Gravity, PointLoad, PointLoads, Springs, Term};
 use rod::{Marker, Model, Rod};
 
@@ -78,6 +78,12 @@ pub enum ObserveError {
     TooManyConstraints { constraints: usize, dofs: usize },
     #[error("{given} measured positions given, the rod has {markers} markers")]
     MarkerCount { given: usize, markers: usize },
+}
+
+impl fault::Fault for ObserveError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
 }
 
 /// A weighted solve whose markers are off by more than this many sigma
@@ -466,7 +472,7 @@ impl Observer {
                 // Keep the last good state for the next frame.
                 self.q = q_warm.clone();
                 self.forces = f_warm.clone();
-                (Status::Failed(why), 0)
+                (Status::Failed(why.to_string()), 0)
             }
         };
         let residual_of = |obs: &Self| {
@@ -500,7 +506,7 @@ impl Observer {
         Ok(Observation { q: self.q.clone(), nodal_strain, marker_residual_m, status, iterations })
     }
 
-    fn solve_hard_with_continuation(&mut self, targets: &[Target]) -> Result<usize, String> {
+    fn solve_hard_with_continuation(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         // From a warm start a few iterations suffice; otherwise prepare.
         let (q0, f0) = (self.q.clone(), self.forces.clone());
         if let Ok(it) = self.solve_hard_limited(targets, 12) {
@@ -534,12 +540,12 @@ impl Observer {
         self.homotopy(targets, Observer::solve_hard).map(|it| total + it)
     }
 
-    fn solve_hard(&mut self, targets: &[Target]) -> Result<usize, String> {
+    fn solve_hard(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         self.solve_hard_limited(targets, self.max_iterations)
     }
 
     /// KKT Newton on (q, marker forces).
-    fn solve_hard_limited(&mut self, targets: &[Target], max_iterations: usize) -> Result<usize, String> {
+    fn solve_hard_limited(&mut self, targets: &[Target], max_iterations: usize) -> Result<usize, Failure> {
         let n = self.model.n_dof();
         let mut x = DVector::zeros(n + 3 * targets.len());
         x.rows_mut(0, n).copy_from(&self.q);
@@ -549,7 +555,7 @@ impl Observer {
         let scale_c = self.model.stiffness.diagonal().amax().max(1e-300) / self.model.rod.length_m.powi(2);
         let mut sys = HardSystem { model: &self.model, markers: &self.markers, joints: &self.joints, targets, kkt_compliance: self.kkt_compliance, scale_c };
         let newton = Newton { max_iterations, ..Newton::default() };
-        let solved = newton.solve(&mut sys, &x).map_err(|e| e.to_string())?;
+        let solved = newton.solve(&mut sys, &x)?;
         self.q = solved.x.rows(0, n).into_owned();
         for (k, (i, _, _)) in targets.iter().enumerate() {
             self.forces[*i] = solved.x.fixed_rows::<3>(n + 3 * k).into_owned();
@@ -562,16 +568,16 @@ impl Observer {
     }
 
     /// Newton on q with spring forces `-k (p - target)` at the markers.
-    fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, String> {
+    fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         let springs = Springs { springs: targets.iter().map(|(i, p, s)| (self.joints[*i], self.markers[*i].offset_body_m, *p, self.spring(*s))).collect() };
         let mut sys = WeightedSystem { model: &self.model, springs };
         let newton = Newton { max_iterations: self.max_iterations, tolerance: 1e-10, ..Newton::default() };
-        let solved = newton.solve(&mut sys, &self.q).map_err(|e| e.to_string())?;
+        let solved = newton.solve(&mut sys, &self.q)?;
         self.q = solved.x;
         Ok(solved.iterations)
     }
 
-    fn solve_weighted_with_continuation(&mut self, targets: &[Target]) -> Result<usize, String> {
+    fn solve_weighted_with_continuation(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         let q0 = self.q.clone();
         if let Ok(it) = self.solve_weighted(targets) {
             return Ok(it);
@@ -599,7 +605,7 @@ impl Observer {
     }
 
     /// Weighted solve, through the homotopy when a direct solve fails.
-    fn solve_weighted_targets(&mut self, targets: &[Target]) -> Result<usize, String> {
+    fn solve_weighted_targets(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         if let Ok(it) = self.solve_weighted(targets) {
             return Ok(it);
         }
@@ -608,7 +614,7 @@ impl Observer {
 
     /// Moves the targets from the current marker positions to the measured
     /// ones in adaptive steps, solving at each (state restored on failure).
-    fn homotopy(&mut self, targets: &[Target], solve: fn(&mut Observer, &[Target]) -> Result<usize, String>) -> Result<usize, String> {
+    fn homotopy(&mut self, targets: &[Target], solve: fn(&mut Observer, &[Target]) -> Result<usize, Failure>) -> Result<usize, Failure> {
         let start = self.marker_positions(&self.q);
         let mut total = 0;
         newton::continuation(0.25, 1.0 / 256.0, |_, lam| {

@@ -7,25 +7,7 @@
 /// Lines longer than this are garbage (no sensor sends kilobyte lines).
 pub const MAX_LINE_BYTES: usize = 1024;
 
-/// How a line is cut into fields.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Separator {
-    /// Any run of spaces or tabs.
-    Whitespace,
-    Char(char),
-}
-
-impl Separator {
-    /// `" "` or `""` means any whitespace; otherwise exactly one character.
-    pub fn parse(s: &str) -> Result<Separator, String> {
-        let mut chars = s.chars();
-        match (chars.next(), chars.next()) {
-            (None, _) | (Some(' '), None) | (Some('\t'), None) => Ok(Separator::Whitespace),
-            (Some(c), None) if c != '\n' && c != '\r' && !c.is_ascii_digit() && c != '.' && c != '-' => Ok(Separator::Char(c)),
-            _ => Err(format!("separator must be one character other than a digit, '.', '-' or a line break, got {s:?}")),
-        }
-    }
-}
+pub use session::rig::Separator;
 
 /// Streaming decoder: feed bytes, get scaled samples.
 #[derive(Debug)]

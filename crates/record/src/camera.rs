@@ -24,6 +24,16 @@ pub enum CameraError {
     Session(#[from] session::TableError),
 }
 
+impl fault::Fault for CameraError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            CameraError::Open(_) => fault::Kind::Input,
+            CameraError::OpenCv(_) => fault::Kind::Io,
+            CameraError::Session(e) => e.kind(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum CameraSource {
     Device(i32),

@@ -171,6 +171,16 @@ pub enum RtdeError {
     Session(#[from] session::TableError),
 }
 
+impl fault::Fault for RtdeError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            RtdeError::UnknownVariable(_) => fault::Kind::Input,
+            RtdeError::Session(e) => e.kind(),
+            _ => fault::Kind::Io,
+        }
+    }
+}
+
 /// Writes one package.
 pub fn write_package<W: Write>(w: &mut W, kind: u8, payload: &[u8]) -> std::io::Result<()> {
     let size = (payload.len() + 3) as u16;
@@ -401,18 +411,23 @@ pub struct Quirks {
     pub drop_after: Option<u64>,
 }
 
+/// A quirk the emulator does not know.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct QuirkError(String);
+
 impl std::str::FromStr for Quirks {
-    type Err = String;
+    type Err = QuirkError;
 
     /// `early-data,text,drop-after=N` (any subset).
-    fn from_str(s: &str) -> Result<Quirks, String> {
+    fn from_str(s: &str) -> Result<Quirks, QuirkError> {
         let mut q = Quirks::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             match item.split_once('=') {
                 None if item == "early-data" => q.early_data = true,
                 None if item == "text" => q.text = true,
-                Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| format!("drop-after={n}: expected a number of packages"))?),
-                _ => return Err(format!("unknown quirk '{item}' (early-data, text, drop-after=N)")),
+                Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| QuirkError(format!("drop-after={n}: expected a number of packages")))?),
+                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N)"))),
             }
         }
         Ok(q)
@@ -457,15 +472,8 @@ fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64>
         let pose_at = |t: f64| traj.at((t - cfg.trajectory_delay_s).clamp(first, last)).expect("clamped into the span");
         match name {
             "actual_TCP_pose" | "target_TCP_pose" => return lie::trajectory::pose_to_ur(&pose_at(t)).to_vec(),
-            "actual_TCP_speed" | "target_TCP_speed" => {
-                // Central difference over one controller period, base frame: [v; w].
-                let h = 0.5 / cfg.rate_hz;
-                let (ga, gb) = (pose_at(t - h), pose_at(t + h));
-                let v = (gb.pos - ga.pos) / (2.0 * h);
-                let rel = lie::Pose { rot: gb.rot * ga.rot.transpose(), pos: lie::Vec3::zeros() };
-                let om = lie::angular(&lie::log(&rel)) / (2.0 * h);
-                return vec![v.x, v.y, v.z, om.x, om.y, om.z];
-            }
+            // Central difference over one controller period, base frame: [v; w].
+            "actual_TCP_speed" | "target_TCP_speed" => return traj.velocity(t - cfg.trajectory_delay_s, 0.5 / cfg.rate_hz).to_vec(),
             _ => {}
         }
     }

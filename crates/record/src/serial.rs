@@ -23,6 +23,16 @@ pub enum SerialError {
     Session(#[from] session::TableError),
 }
 
+impl fault::Fault for SerialError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            SerialError::Open { .. } => fault::Kind::Input,
+            SerialError::Io(_) => fault::Kind::Io,
+            SerialError::Session(e) => e.kind(),
+        }
+    }
+}
+
 pub type Port = Box<dyn serialport::SerialPort>;
 
 /// Opens `path` raw, 8N1, with a short read timeout (so stop requests are seen).
@@ -31,6 +41,26 @@ pub fn open(path: &str, baud: u32) -> Result<Port, SerialError> {
         return Err(SerialError::Open { path: path.into(), message: "no such device".into() });
     }
     serialport::new(path, baud).timeout(Duration::from_millis(50)).open().map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })
+}
+
+/// A pseudo-terminal pair, made in-process: an emulator plays a sensor on
+/// `device` (the master side), a recorder opens `path` (the slave side) as
+/// it would a USB serial adapter. The slave stays open while the pair
+/// lives, so the master never sees a hang-up between recorders.
+pub struct PtyPair {
+    /// The sensor's side (take it for the emulator).
+    pub device: Option<Port>,
+    /// The computer's side, a path like `/dev/pts/5`.
+    pub path: String,
+    _slave: serialport::TTYPort,
+}
+
+impl PtyPair {
+    pub fn new() -> Result<PtyPair, SerialError> {
+        let (master, slave) = serialport::TTYPort::pair().map_err(|e| SerialError::Open { path: "a new pty pair".into(), message: e.to_string() })?;
+        let path = serialport::SerialPort::name(&slave).ok_or_else(|| SerialError::Open { path: "a new pty pair".into(), message: "the slave side has no name".into() })?;
+        Ok(PtyPair { device: Some(Box::new(master)), path, _slave: slave })
+    }
 }
 
 /// What the recorder needs to know about one kind of serial sensor.

@@ -1,11 +1,13 @@
 //! Emulated serial sensors for dry runs and tests. They write the same bytes
-//! as the real devices to a serial device, usually one end of a `socat` pty
-//! pair whose other end the recorder opens.
+//! as the real devices to a serial line: one side of a pty pair
+//! ([`crate::serial::PtyPair`], in-process) or a device named on the command
+//! line (e.g. one end of a `socat` pair), whose other side the recorder opens.
 
 use crate::ascii::{format_line, Separator};
 use crate::ft300::{encode_frame, start_stream_command, Wrench};
-use crate::serial::{open, Port, SerialError};
-use rand::{Rng, SeedableRng};
+use crate::serial::{Port, SerialError};
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,30 +34,45 @@ pub struct WrenchTable {
     pub samples: Vec<(f64, [f64; 6])>,
 }
 
+/// A table to play that is not one: no rows, times that do not increase,
+/// rows of different widths or values that are not finite (row numbers
+/// count from 1, the header not counted).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlaybackError {
+    #[error("no rows")]
+    Empty,
+    #[error("row {0}: times must increase")]
+    NotIncreasing(usize),
+    #[error("row {row}: {width} finite values expected")]
+    BadRow { row: usize, width: usize },
+}
+
+impl fault::Fault for PlaybackError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
 impl WrenchTable {
     /// Times must increase.
-    pub fn new(samples: Vec<(f64, [f64; 6])>) -> Result<WrenchTable, String> {
+    pub fn new(samples: Vec<(f64, [f64; 6])>) -> Result<WrenchTable, PlaybackError> {
         if samples.is_empty() {
-            return Err("no samples".into());
+            return Err(PlaybackError::Empty);
         }
         if let Some(k) = samples.windows(2).position(|w| w[1].0 <= w[0].0) {
-            return Err(format!("row {}: times must increase", k + 2));
+            return Err(PlaybackError::NotIncreasing(k + 2));
+        }
+        if let Some(k) = samples.iter().position(|(t, v)| !t.is_finite() || v.iter().any(|x| !x.is_finite())) {
+            return Err(PlaybackError::BadRow { row: k + 1, width: 7 });
         }
         Ok(WrenchTable { samples })
     }
 
+    /// The wrench at `t_s`: linear between rows, held outside.
     pub fn at(&self, t_s: f64) -> Wrench {
-        let s = &self.samples;
-        let i = s.partition_point(|x| x.0 <= t_s);
-        let v: [f64; 6] = match i {
-            0 => s[0].1,
-            i if i == s.len() => s[i - 1].1,
-            i => {
-                let (a, b) = (&s[i - 1], &s[i]);
-                let w = (t_s - a.0) / (b.0 - a.0);
-                std::array::from_fn(|c| a.1[c] + (b.1[c] - a.1[c]) * w)
-            }
-        };
+        let t: Vec<f64> = self.samples.iter().map(|s| s.0).collect();
+        let k = lie::series::bracket_held(&t, t_s);
+        let v: [f64; 6] = std::array::from_fn(|c| lie::series::blend(k, |i| self.samples[i].1[c]));
         Wrench { force_n: [v[0], v[1], v[2]], moment_nm: [v[3], v[4], v[5]] }
     }
 }
@@ -80,12 +97,12 @@ pub struct Ft300EmulatorConfig {
     pub inject_garbage_every: Option<u64>,
 }
 
-/// Plays a Robotiq FT 300: waits for the Modbus start command (answers it
-/// with its echo, as the sensor does), streams frames at `rate_hz`, and stops
-/// streaming at a burst of 0xFF. Returns the number of valid frames sent.
-pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
-    let mut port = open(path, 19_200)?;
-    port.set_timeout(Duration::from_millis(1)).map_err(|e| SerialError::Open { path: path.into(), message: e.to_string() })?;
+/// Plays a Robotiq FT 300 on `port`: waits for the Modbus start command
+/// (answers it with its echo, as the sensor does), streams frames at
+/// `rate_hz`, and stops streaming at a burst of 0xFF. Returns the number of
+/// valid frames sent.
+pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
+    port.set_timeout(Duration::from_millis(1)).map_err(|e| SerialError::Io(e.into()))?;
     let start = start_stream_command();
     let period = Duration::from_secs_f64(1.0 / cfg.rate_hz);
     let t0 = Instant::now();
@@ -96,6 +113,7 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
     let mut sent: u64 = 0;
     let mut k: u64 = 0;
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
+    let noise = SensorNoise::new(cfg.noise_n, cfg.noise_nm);
     // Table time of frame 0 (set at the start command).
     let mut table_t0_s = 0.0;
     while !stop.load(Ordering::Relaxed) {
@@ -126,7 +144,7 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
                 Some(table) => table.at(table_t0_s + k as f64 / cfg.rate_hz),
                 None => ft300_wrench(k, t0.elapsed().as_secs_f64()),
             };
-            let wrench = reading(&wrench, cfg, &mut rng);
+            let wrench = noise.reading(&wrench, &cfg.bias, &mut rng);
             let frame = encode_frame(&wrench);
             if cfg.inject_garbage_every.is_some_and(|n| k % n == n - 1) {
                 // A false header in garbage, a truncated frame, a corrupted frame.
@@ -148,21 +166,27 @@ pub fn run_ft300(path: &str, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -
     Ok(sent)
 }
 
-/// The wrench plus the sensor's bias and noise.
-fn reading(w: &Wrench, cfg: &Ft300EmulatorConfig, rng: &mut impl Rng) -> Wrench {
-    let mut gaussian = |sd: f64| {
-        if sd > 0.0 {
-            // Box-Muller.
-            let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-            let u2: f64 = rng.gen();
-            sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-        } else {
-            0.0
+/// What a force/torque sensor adds to the true wrench: Gaussian noise of
+/// a standard deviation per force \[N\] and per moment \[N m\] component.
+pub struct SensorNoise {
+    force: Option<Normal<f64>>,
+    moment: Option<Normal<f64>>,
+}
+
+impl SensorNoise {
+    /// Zero or negative deviations add no noise.
+    pub fn new(force_sd_n: f64, moment_sd_nm: f64) -> SensorNoise {
+        let normal = |sd: f64| (sd > 0.0).then(|| Normal::new(0.0, sd).expect("a positive, finite deviation"));
+        SensorNoise { force: normal(force_sd_n), moment: normal(moment_sd_nm) }
+    }
+
+    /// The wrench plus `bias` (`[fx, fy, fz, mx, my, mz]`) and noise.
+    pub fn reading(&self, w: &Wrench, bias: &[f64; 6], rng: &mut impl rand::Rng) -> Wrench {
+        let mut draw = |d: &Option<Normal<f64>>| d.as_ref().map_or(0.0, |d| d.sample(rng));
+        Wrench {
+            force_n: std::array::from_fn(|i| w.force_n[i] + bias[i] + draw(&self.force)),
+            moment_nm: std::array::from_fn(|i| w.moment_nm[i] + bias[3 + i] + draw(&self.moment)),
         }
-    };
-    Wrench {
-        force_n: std::array::from_fn(|i| w.force_n[i] + cfg.bias[i] + gaussian(cfg.noise_n)),
-        moment_nm: std::array::from_fn(|i| w.moment_nm[i] + cfg.bias[3 + i] + gaussian(cfg.noise_nm)),
     }
 }
 
@@ -212,10 +236,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Plays an ASCII force sensor: `seq,t_us,force_mn` lines at `rate_hz`
-/// (a rig scales t to seconds and force to newtons). Returns lines sent.
-pub fn run_ascii(path: &str, rate_hz: f64, separator: &Separator, playback: Option<&AsciiPlayback>, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
-    let mut port: Port = open(path, 115_200)?;
+/// Plays an ASCII force sensor on `port`: `seq,t_us,force_mn` lines at
+/// `rate_hz` (a rig scales t to seconds and force to newtons), or the rows
+/// of a table. Returns lines sent.
+pub fn run_ascii(mut port: Port, rate_hz: f64, separator: &Separator, playback: Option<&AsciiPlayback>, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
     let period = Duration::from_secs_f64(1.0 / rate_hz);
     let t0 = Instant::now();
     // Table time of line 0.
@@ -257,14 +281,14 @@ pub struct ValueTable {
 
 impl ValueTable {
     /// Times strictly increasing, every row as long and finite.
-    pub fn new(rows: Vec<(f64, Vec<f64>)>) -> Result<ValueTable, String> {
-        let width = rows.first().ok_or("no rows")?.1.len();
+    pub fn new(rows: Vec<(f64, Vec<f64>)>) -> Result<ValueTable, PlaybackError> {
+        let width = rows.first().ok_or(PlaybackError::Empty)?.1.len();
         for (i, r) in rows.iter().enumerate() {
             if r.1.len() != width || !r.0.is_finite() || r.1.iter().any(|v| !v.is_finite()) {
-                return Err(format!("row {}: {} finite values expected", i + 1, width + 1));
+                return Err(PlaybackError::BadRow { row: i + 1, width: width + 1 });
             }
             if i > 0 && r.0 <= rows[i - 1].0 {
-                return Err(format!("row {}: times must increase", i + 1));
+                return Err(PlaybackError::NotIncreasing(i + 1));
             }
         }
         Ok(ValueTable { rows })
@@ -272,8 +296,8 @@ impl ValueTable {
 
     /// The row in force at `t_s` (the first before the table starts).
     pub fn at(&self, t_s: f64) -> &[f64] {
-        let i = self.rows.partition_point(|r| r.0 <= t_s);
-        &self.rows[i.saturating_sub(1)].1
+        let t: Vec<f64> = self.rows.iter().map(|r| r.0).collect();
+        &self.rows[lie::series::step_index(&t, t_s)].1
     }
 }
 

@@ -75,7 +75,7 @@ fn quirk_drop_after_closes_the_connection_mid_stream() {
     let quirks = Quirks { drop_after: Some(100), ..Quirks::default() };
     assert_eq!("drop-after=100".parse::<Quirks>().unwrap(), quirks);
     assert_eq!("early-data, text".parse::<Quirks>().unwrap(), Quirks { early_data: true, text: true, drop_after: None });
-    assert!("fast".parse::<Quirks>().unwrap_err().contains("unknown quirk 'fast'"));
+    assert!("fast".parse::<Quirks>().unwrap_err().to_string().contains("unknown quirk 'fast'"));
     let emu = Emulator::spawn("127.0.0.1:0", EmulatorConfig { quirks, ..EmulatorConfig::default() }).unwrap();
     let mut c = RtdeClient::connect(&emu.addr.to_string(), 500.0, &[], Duration::from_secs(2)).unwrap();
     c.start().unwrap();

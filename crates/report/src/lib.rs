@@ -124,6 +124,21 @@ pub enum ReportError {
     Plot(String, String),
 }
 
+impl fault::Fault for ReportError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            ReportError::Io(..) => fault::Kind::Io,
+            ReportError::Plot(..) => fault::Kind::Computation,
+        }
+    }
+}
+
+/// A plotting backend's failure (plotters' errors are generic over the
+/// backend; their message is what is kept).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(pub String);
+
 /// Files written.
 #[derive(Clone, Debug)]
 pub struct Written {
@@ -171,9 +186,9 @@ pub fn write_identification_report(dir: &Path, r: &IdentificationReport) -> Resu
     let mut svgs = vec![];
     for fig in &figures {
         let png = dir.join(format!("{}.png", fig.name));
-        (fig.draw_png)(&png).map_err(|e| ReportError::Plot(fig.name.to_string(), e))?;
+        (fig.draw_png)(&png).map_err(|e| ReportError::Plot(fig.name.to_string(), e.0))?;
         pngs.push(png);
-        svgs.push((fig, (fig.draw_svg)().map_err(|e| ReportError::Plot(fig.name.to_string(), e))?));
+        svgs.push((fig, (fig.draw_svg)().map_err(|e| ReportError::Plot(fig.name.to_string(), e.0))?));
     }
     let mut h = String::new();
     let _ = write!(

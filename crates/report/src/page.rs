@@ -3,7 +3,7 @@
 //! sections (text, tables, charts, warnings, provenance) with a JSON summary.
 //! The simulation and validation reports are built from these.
 
-use crate::{esc, ReportError, Written};
+use crate::{esc, DrawError, ReportError, Written};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -97,8 +97,8 @@ fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     (pad(xs), pad(ys))
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
-    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError> {
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| DrawError(x.to_string());
     root.fill(&WHITE).map_err(e)?;
     let ((x0, x1), (y0, y1)) = range(chart);
     let mut c = ChartBuilder::on(root)
@@ -142,7 +142,7 @@ impl Chart {
         let mut s = String::new();
         {
             let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
-            draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m))?;
+            draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m.0))?;
         }
         Ok(s)
     }
@@ -150,7 +150,7 @@ impl Chart {
     /// The chart as a PNG file.
     pub fn png(&self, path: &Path) -> Result<(), ReportError> {
         let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m))
+        draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m.0))
     }
 }
 

@@ -1,16 +1,16 @@
 //! The identification figures, drawn once for SVG (inlined) and once for PNG.
 
-use crate::{IdentificationReport, P3};
+use crate::{DrawError, IdentificationReport, P3};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-type DrawResult = Result<(), String>;
+type DrawResult = Result<(), DrawError>;
 
 pub struct Figure<'a> {
     pub name: &'static str,
     pub caption: &'static str,
-    pub draw_svg: Box<dyn Fn() -> Result<String, String> + 'a>,
+    pub draw_svg: Box<dyn Fn() -> Result<String, DrawError> + 'a>,
     pub draw_png: Box<dyn Fn(&Path) -> DrawResult + 'a>,
 }
 
@@ -26,17 +26,17 @@ macro_rules! figure {
                 let mut s = String::new();
                 {
                     let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
-                    root.fill(&WHITE).map_err(|e| e.to_string())?;
+                    root.fill(&WHITE).map_err(|e| DrawError(e.to_string()))?;
                     $f(&root, r)?;
-                    root.present().map_err(|e| e.to_string())?;
+                    root.present().map_err(|e| DrawError(e.to_string()))?;
                 }
                 Ok(s)
             }),
             draw_png: Box::new(move |path: &Path| {
                 let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-                root.fill(&WHITE).map_err(|e| e.to_string())?;
+                root.fill(&WHITE).map_err(|e| DrawError(e.to_string()))?;
                 $f(&root, r)?;
-                root.present().map_err(|e| e.to_string())
+                root.present().map_err(|e| DrawError(e.to_string()))
             }),
         }
     }};
@@ -52,8 +52,8 @@ pub fn identification_figures(r: &IdentificationReport) -> Vec<Figure<'_>> {
     ]
 }
 
-fn e<T: std::fmt::Display>(x: T) -> String {
-    x.to_string()
+fn e<T: std::fmt::Display>(x: T) -> DrawError {
+    DrawError(x.to_string())
 }
 
 const AXES: [&str; 3] = ["x", "y", "z"];

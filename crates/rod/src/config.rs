@@ -258,6 +258,12 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+impl fault::Fault for ConfigError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
 impl ConfigError {
     pub fn new(file: &str, field: &str, message: impl Into<String>) -> Self {
         Self { file: file.to_string(), field: field.to_string(), message: message.into() }

@@ -182,6 +182,14 @@ impl std::fmt::Display for Failure {
     }
 }
 
+impl std::error::Error for Failure {}
+
+impl fault::Fault for Failure {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Computation
+    }
+}
+
 impl<C: LineSearchCondition> Newton<C> {
     /// Solves `sys` from `x0`.
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {

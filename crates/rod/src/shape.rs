@@ -3,7 +3,6 @@
 use crate::model::Model;
 use lie::Vec6;
 use nalgebra::DVector;
-use std::io::Write;
 
 /// One row of the shape table.
 #[derive(Clone, Debug)]
@@ -17,7 +16,16 @@ pub struct ShapeRow {
     pub strain: Vec6,
 }
 
-pub const CSV_HEADER: &str = "arc_m,px_m,py_m,pz_m,rot_w,rot_x,rot_y,rot_z,kappa_x,kappa_y,kappa_z,eps_x,eps_y,eps_z";
+/// Columns of a shape table (one row per joint, base to tip).
+pub const COLUMNS: [&str; 14] = ["arc_m", "px_m", "py_m", "pz_m", "rot_w", "rot_x", "rot_y", "rot_z", "kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
+
+impl ShapeRow {
+    /// The row's values in the order of [`COLUMNS`].
+    pub fn values(&self) -> [f64; 14] {
+        let (p, q, s) = (self.pos_m, self.quat_wxyz, self.strain);
+        [self.arc_m, p.x, p.y, p.z, q[0], q[1], q[2], q[3], s[0], s[1], s[2], s[3], s[4], s[5]]
+    }
+}
 
 /// Shape at every joint, base first, tip last.
 pub fn shape(model: &Model, q: &DVector<f64>) -> Vec<ShapeRow> {
@@ -33,18 +41,4 @@ pub fn shape(model: &Model, q: &DVector<f64>) -> Vec<ShapeRow> {
             ShapeRow { arc_m: x, pos_m: g.pos, quat_wxyz: [uq.w, uq.i, uq.j, uq.k], strain }
         })
         .collect()
-}
-
-pub fn write_csv<W: Write>(rows: &[ShapeRow], mut out: W) -> std::io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
-    for r in rows {
-        let q = r.quat_wxyz;
-        let s = r.strain;
-        writeln!(
-            out,
-            "{:.9},{:.9e},{:.9e},{:.9e},{:.12},{:.12},{:.12},{:.12},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e}",
-            r.arc_m, r.pos_m.x, r.pos_m.y, r.pos_m.z, q[0], q[1], q[2], q[3], s[0], s[1], s[2], s[3], s[4], s[5]
-        )?;
-    }
-    Ok(())
 }

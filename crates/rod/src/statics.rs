@@ -101,6 +101,15 @@ pub enum StaticsError {
     NoConvergence { reached: f64, residual: f64, at_reached: String },
 }
 
+impl fault::Fault for StaticsError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            StaticsError::NoConvergence { .. } => fault::Kind::Computation,
+            _ => fault::Kind::Input,
+        }
+    }
+}
+
 /// Builds a model whose joints include the loads' points.
 pub fn model_for(rod: &crate::Rod, loads: &Loads) -> Model {
     Model::new(rod, &loads.points_m())

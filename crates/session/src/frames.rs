@@ -53,24 +53,25 @@ impl Default for RigFrames {
 }
 
 impl RigFrames {
-    /// Checks the values; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the values; the error names `file` and the field.
+    pub fn validate(&self, file: &std::path::Path) -> Result<(), crate::ConfigFileError> {
+        let err = |m: &str| Err(crate::ConfigFileError::new(file, m));
         if !self.robot_base.finite() {
-            return Err("frames.robot_base: must be finite".into());
+            return err("frames.robot_base: must be finite");
         }
         if !self.board.finite() {
-            return Err("frames.board: must be finite".into());
+            return err("frames.board: must be finite");
         }
         if !(self.marker_height_m.is_finite() && self.marker_height_m >= 0.0) {
-            return Err(format!("frames.marker_height_m: must be >= 0, got {}", self.marker_height_m));
+            return err(&format!("frames.marker_height_m: must be >= 0, got {}", self.marker_height_m));
         }
         if !self.gravity_m_s2.iter().all(|v| v.is_finite()) {
-            return Err("frames.gravity_m_s2: must be finite".into());
+            return err("frames.gravity_m_s2: must be finite");
         }
         if let Some(t) = &self.table {
             let n = Vec3::from(t.normal);
             if !(n.iter().all(|v| v.is_finite()) && n.norm() > 1e-9 && t.point_m.iter().all(|v| v.is_finite())) {
-                return Err("frames.table: needs a finite point_m and a non-zero normal".into());
+                return err("frames.table: needs a finite point_m and a non-zero normal");
             }
         }
         Ok(())
@@ -106,9 +107,9 @@ mod tests {
         let f: RigFrames = toml::from_str("").unwrap();
         assert_eq!(f, RigFrames::default());
         let bad: RigFrames = toml::from_str("marker_height_m = -0.01").unwrap();
-        assert!(bad.validate().unwrap_err().contains("frames.marker_height_m"));
+        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("f.toml: frames.marker_height_m"));
         let bad: RigFrames = toml::from_str("[table]\nnormal = [0.0, 0.0, 0.0]").unwrap();
-        assert!(bad.validate().unwrap_err().contains("frames.table"));
+        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("frames.table"));
     }
 }
 
@@ -130,6 +131,12 @@ pub enum CalibrationError {
     TooFew(usize),
     #[error("degenerate poses: the points lie on a line ({0:.2} mm across it): move the robot in two directions")]
     Collinear(f64),
+}
+
+impl fault::Fault for CalibrationError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
 }
 
 /// Kabsch: the rotation and translation with `p_world = R p_robot + t`

@@ -9,11 +9,15 @@
 //!   `rodlab observe`.
 
 pub mod frames;
+pub mod layout;
 pub mod meta;
+pub mod rig;
 pub mod table;
 
 pub use frames::{FramePose, RigFrames, TablePlane};
+pub use layout::SessionDir;
 pub use meta::SessionMeta;
+pub use rig::Rig;
 pub use table::{Table, TableError};
 
 /// Metadata key naming the frame a table's positions are in.
@@ -43,6 +47,12 @@ pub fn video_codec(extension: &str) -> Option<[char; 4]> {
 pub struct ConfigFileError {
     pub file: String,
     pub message: String,
+}
+
+impl fault::Fault for ConfigFileError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
 }
 
 impl ConfigFileError {
@@ -164,7 +174,9 @@ pub const BASE_POSE_NAMES: [&str; 6] = ["base_x_m", "base_y_m", "base_z_m", "bas
 
 pub const STRAIN_NAMES: [&str; 6] = ["kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
 
-pub fn write_strain(path: &Path, rows: &[StrainRow]) -> Result<(), TableError> {
+/// Writes the strain table; `meta`: what produced it (key/value pairs in
+/// the Parquet footer, e.g. the observer's settings).
+pub fn write_strain(path: &Path, rows: &[StrainRow], meta: &[(&str, &str)]) -> Result<(), TableError> {
     let mut t = Table::new();
     t.push_i64("frame", rows.iter().map(|r| r.frame).collect());
     t.push_i64("t_host_ns", rows.iter().map(|r| r.t_host_ns).collect());
@@ -179,6 +191,9 @@ pub fn write_strain(path: &Path, rows: &[StrainRow]) -> Result<(), TableError> {
         t.push_f64(name, rows.iter().map(|r| r.base_pose[c]).collect());
     }
     t.set_meta(FRAME_KEY, "strains in the rod's own frames; base pose in the world frame W");
+    for (k, v) in meta {
+        t.set_meta(k, v);
+    }
     t.write(path)
 }
 
@@ -303,15 +318,15 @@ pub struct RobotLog {
 
 impl RobotLog {
     /// From TCP samples (sorted by host time; repeated times dropped).
-    pub fn new(samples: &[TcpSample]) -> Result<RobotLog, String> {
-        let t0 = samples.first().ok_or("the robot stream has no rows")?.t_host_ns;
+    pub fn new(samples: &[TcpSample]) -> Result<RobotLog, lie::trajectory::TrajectoryError> {
+        let t0 = samples.first().ok_or(lie::trajectory::TrajectoryError::Empty)?.t_host_ns;
         let mut last = i64::MIN;
         let poses = samples.iter().filter(|s| {
             let keep = s.t_host_ns > last;
             last = last.max(s.t_host_ns);
             keep
         });
-        let flange = lie::trajectory::PoseTrajectory::from_ur(poses.map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose))).map_err(|e| e.to_string())?;
+        let flange = lie::trajectory::PoseTrajectory::from_ur(poses.map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)))?;
         Ok(RobotLog { t0_host_ns: t0, flange })
     }
 

@@ -66,7 +66,7 @@ impl SessionMeta {
             return Ok(None);
         }
         let (meta, _): (SessionMeta, String) = crate::read_toml(&path, "session file")?;
-        meta.frames.validate().map_err(|m| ConfigFileError::new(&path, m))?;
+        meta.frames.validate(&path)?;
         Ok(Some(meta))
     }
 }

@@ -17,6 +17,15 @@ pub enum TableError {
     BadColumn(PathBuf, String, String),
 }
 
+impl fault::Fault for TableError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            TableError::Write(..) => fault::Kind::Io,
+            _ => fault::Kind::Input,
+        }
+    }
+}
+
 /// Columns under construction, or a table read from disk.
 #[derive(Default)]
 pub struct Table {

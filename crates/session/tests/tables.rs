@@ -45,7 +45,7 @@ fn marker_and_strain_tables_round_trip() {
         })
         .collect();
     let p = dir.path().join("strain.parquet");
-    write_strain(&p, &s).unwrap();
+    write_strain(&p, &s, &[("observer", "test")]).unwrap();
     assert_eq!(read_strain(&p).unwrap(), s);
 }
 

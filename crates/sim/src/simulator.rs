@@ -38,6 +38,15 @@ pub enum SimError {
     NoConvergence { step: usize, t_s: f64, why: String },
 }
 
+impl fault::Fault for SimError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            SimError::Input(_) => fault::Kind::Input,
+            SimError::NoConvergence { .. } => fault::Kind::Computation,
+        }
+    }
+}
+
 /// How the base moves during the run.
 #[derive(Clone, Debug)]
 pub enum BaseMotion {

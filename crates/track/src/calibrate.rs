@@ -25,12 +25,12 @@ pub struct BoardSpec {
 
 impl BoardSpec {
     /// "COLSxROWS", e.g. "9x6".
-    pub fn parse_size(s: &str) -> Result<(usize, usize), String> {
-        let (c, r) = s.split_once(['x', 'X']).ok_or_else(|| format!("--board {s:?}: expected COLSxROWS inner corners, e.g. 9x6"))?;
-        let (c, r): (usize, usize) =
-            (c.trim().parse().map_err(|_| format!("--board {s:?}: bad column count"))?, r.trim().parse().map_err(|_| format!("--board {s:?}: bad row count"))?);
+    pub fn parse_size(s: &str) -> Result<(usize, usize), TrackError> {
+        let bad = |why: &str| TrackError::Input(format!("--board {s:?}: {why}"));
+        let (c, r) = s.split_once(['x', 'X']).ok_or_else(|| bad("expected COLSxROWS inner corners, e.g. 9x6"))?;
+        let (c, r): (usize, usize) = (c.trim().parse().map_err(|_| bad("bad column count"))?, r.trim().parse().map_err(|_| bad("bad row count"))?);
         if c < 3 || r < 3 {
-            return Err(format!("--board {s:?}: need at least 3x3 inner corners"));
+            return Err(bad("need at least 3x3 inner corners"));
         }
         Ok((c, r))
     }

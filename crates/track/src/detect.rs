@@ -68,37 +68,46 @@ pub enum TrackError {
     Input(String),
 }
 
+impl fault::Fault for TrackError {
+    fn kind(&self) -> fault::Kind {
+        match self {
+            TrackError::OpenCv(_) => fault::Kind::Io,
+            _ => fault::Kind::Input,
+        }
+    }
+}
+
 impl MarkerParams {
     pub fn load(path: &Path) -> Result<MarkerParams, TrackError> {
         let (p, _): (MarkerParams, _) = session::read_toml(path, "markers file")?;
-        let err = |message: String| TrackError::Config(session::ConfigFileError::new(path, message));
-        p.validate().map_err(err)?;
+        p.validate().map_err(|e| TrackError::Config(session::ConfigFileError::new(path, e.to_string())))?;
         Ok(p)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), TrackError> {
+        let bad = |m: String| Err(TrackError::Input(m));
         if self.hue_ranges_deg.is_empty() {
-            return Err("hue_ranges_deg: at least one range".into());
+            return bad("hue_ranges_deg: at least one range".into());
         }
         for r in &self.hue_ranges_deg {
             if !(0.0..=360.0).contains(&r[0]) || !(0.0..=360.0).contains(&r[1]) || r[0] > r[1] {
-                return Err(format!("hue_ranges_deg: {r:?} is not a range within [0, 360]"));
+                return bad(format!("hue_ranges_deg: {r:?} is not a range within [0, 360]"));
             }
         }
         if !(0.0..=1.0).contains(&self.saturation_min) || !(0.0..=1.0).contains(&self.value_min) {
-            return Err("saturation_min, value_min: must be within [0, 1]".into());
+            return bad("saturation_min, value_min: must be within [0, 1]".into());
         }
         if !(self.min_area_px > 0.0 && self.max_area_px > self.min_area_px) {
-            return Err("min_area_px, max_area_px: need 0 < min < max".into());
+            return bad("min_area_px, max_area_px: need 0 < min < max".into());
         }
         if !(0.0..=1.0).contains(&self.min_circularity) {
-            return Err("min_circularity: must be within [0, 1]".into());
+            return bad("min_circularity: must be within [0, 1]".into());
         }
         if !(self.gate_px > 0.0 && self.gate_growth_px >= 0.0) {
-            return Err("gate_px must be positive and gate_growth_px non-negative".into());
+            return bad("gate_px must be positive and gate_growth_px non-negative".into());
         }
         if !(1..=31).contains(&self.open_kernel_px) {
-            return Err("open_kernel_px: must be within 1..=31".into());
+            return bad("open_kernel_px: must be within 1..=31".into());
         }
         Ok(())
     }
@@ -125,7 +134,7 @@ pub struct Detector {
 
 impl Detector {
     pub fn new(params: MarkerParams) -> Result<Detector, TrackError> {
-        params.validate().map_err(TrackError::Input)?;
+        params.validate()?;
         let k = params.open_kernel_px;
         let kernel = imgproc::get_structuring_element(imgproc::MORPH_ELLIPSE, Size::new(k, k), Point::new(-1, -1))?;
         Ok(Detector {

@@ -82,11 +82,9 @@ fn lighting(gradient: f64, u: usize, width: usize) -> f64 {
     1.0 - gradient / 2.0 + gradient * u as f64 / width as f64
 }
 
-/// Standard normal samples (Box-Muller).
+/// A standard normal sample.
 pub fn gaussian(rng: &mut impl Rng) -> f64 {
-    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.gen();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng)
 }
 
 impl Renderer {

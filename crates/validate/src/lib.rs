@@ -9,30 +9,6 @@
 use lie::Vec3;
 use serde::Serialize;
 
-/// Indices and weight of `at` between samples of sorted times `t_s`
-/// (`None` outside their span: never extrapolated).
-pub fn bracket(t_s: &[f64], at: f64) -> Option<(usize, usize, f64)> {
-    let (first, last) = (*t_s.first()?, *t_s.last()?);
-    if !(at >= first && at <= last) {
-        return None;
-    }
-    let i = t_s.partition_point(|t| *t <= at);
-    if i == 0 {
-        return Some((0, 0, 0.0));
-    }
-    if i >= t_s.len() {
-        let n = t_s.len() - 1;
-        return Some((n, n, 0.0));
-    }
-    let (a, b) = (i - 1, i);
-    Some((a, b, (at - t_s[a]) / (t_s[b] - t_s[a])))
-}
-
-/// `v` at `at`, linear between samples.
-pub fn interp(t_s: &[f64], v: &[f64], at: f64) -> Option<f64> {
-    bracket(t_s, at).map(|(a, b, w)| v[a] * (1.0 - w) + v[b] * w)
-}
-
 /// Largest minus smallest finite value (0 when none).
 pub fn range(v: &[f64]) -> f64 {
     let (lo, hi) = v.iter().filter(|x| x.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
@@ -90,21 +66,6 @@ pub fn point_errors(measured: &[Vec3], simulated: &[Vec3], scale: f64) -> ErrorF
 pub fn mean_offset(measured: &[Vec3], simulated: &[Vec3]) -> Vec3 {
     let d: Vec<Vec3> = measured.iter().zip(simulated).map(|(m, s)| m - s).filter(|d| d.iter().all(|x| x.is_finite())).collect();
     d.iter().sum::<Vec3>() / d.len().max(1) as f64
-}
-
-/// Centred moving average of `v` over `window_s` (noise of a sensor whose
-/// signal changes slowly against the window).
-pub fn moving_average<T>(t_s: &[f64], v: &[T], window_s: f64) -> Vec<T>
-where
-    T: Copy + std::iter::Sum<T> + std::ops::Div<f64, Output = T>,
-{
-    (0..t_s.len())
-        .map(|i| {
-            let a = t_s.partition_point(|t| *t < t_s[i] - 0.5 * window_s);
-            let b = t_s.partition_point(|t| *t <= t_s[i] + 0.5 * window_s);
-            v[a..b].iter().copied().sum::<T>() / (b - a) as f64
-        })
-        .collect()
 }
 
 /// The state of a contact over time.
@@ -179,17 +140,7 @@ pub fn lowest_rim_point(centre: &Vec3, tangent: &Vec3, radius_m: f64, plane: &Pl
 
 /// Speed along the table of `points` at every sample (line fits over the window).
 pub fn tangential_speeds(t_s: &[f64], points: &[Vec3], plane: &Plane, window_s: f64) -> Vec<f64> {
-    (0..t_s.len())
-        .map(|i| {
-            let a = t_s.partition_point(|t| *t < t_s[i] - 0.5 * window_s);
-            let b = t_s.partition_point(|t| *t <= t_s[i] + 0.5 * window_s);
-            if b - a < 2 {
-                return 0.0;
-            }
-            let v = Vec3::from_fn(|k, _| lie::trajectory::line_slope(&t_s[a..b], &points[a..b].iter().map(|p| p[k]).collect::<Vec<_>>()));
-            plane.tangential(&v).norm()
-        })
-        .collect()
+    lie::series::line_fit_velocities(t_s, points, window_s).iter().map(|v| plane.tangential(v).norm()).collect()
 }
 
 /// Phases of a tracked contact point over time.
@@ -278,17 +229,6 @@ mod tests {
     const TABLE: Plane = Plane { point_m: Vec3::new(0.0, 0.0, 0.0), normal: Vec3::new(0.0, 0.0, 1.0) };
 
     #[test]
-    fn interpolation_is_linear_and_never_extrapolates() {
-        let t = [0.0, 1.0, 3.0];
-        let v = [0.0, 2.0, 6.0];
-        assert_eq!(interp(&t, &v, 0.5), Some(1.0));
-        assert_eq!(interp(&t, &v, 2.0), Some(4.0));
-        assert_eq!(interp(&t, &v, 3.0), Some(6.0));
-        assert_eq!(interp(&t, &v, 3.0001), None);
-        assert_eq!(interp(&t, &v, -1e-9), None);
-    }
-
-    #[test]
     fn error_figures_of_a_known_difference() {
         let m = [0.0, 1.0, 2.0, 3.0, f64::NAN];
         let s = [1.0, 0.0, 3.0, 2.0, 5.0];
@@ -302,7 +242,7 @@ mod tests {
         // A moving average keeps a line (centred window), shortened at the ends.
         let t: Vec<f64> = (0..11).map(|k| k as f64 * 0.1).collect();
         let v: Vec<Vec3> = t.iter().map(|t| Vec3::new(*t, 0.0, 1.0)).collect();
-        let m = moving_average(&t, &v, 0.25);
+        let m = lie::series::moving_average(&t, &v, 0.25);
         assert!((m[5] - v[5]).norm() < 1e-15 && (m[0].x - 0.05).abs() < 1e-15, "{:?} {:?}", m[5], m[0]);
     }
 

@@ -1,88 +1,166 @@
-//! `rodlab validate`: a recorded session against its simulation. The
-//! session's robot stream drives the simulator (`rodlab simulate`
-//! underneath), the observer turns the tracked markers into measured
-//! strain (or its strain.parquet is reused), and both are compared on the
-//! session's host clock: strain per component, the flange force sensor
-//! against the simulated base wrench, the tip's slide and the stick/slide
-//! phases, the markers. Figures are checked against limits; a report page
-//! and summary.json per session, and a summary page for several sessions.
+//! Validating parameters on recorded sessions: each session's robot
+//! stream drives the simulator, the observer turns the tracked markers into
+//! measured strain (or a strain table made with the same rod, parameters
+//! and observer is reused), and both are compared on the session's host
+//! clock: strain per component, the flange force sensor against the
+//! simulated base wrench, the tip's slide and stick/slide phases, the
+//! markers. Figures are checked against limits; a report page and
+//! summary.json per session, and a summary page for several sessions.
 
-use crate::input_error;
-use crate::observe_cmd::{ModeArg, ObserveArgs};
-use crate::simulate_cmd::{at_records, rod_with_params, run_job, BaseSource, SimulateJob, Simulated};
-use anyhow::Result;
-use clap::Args;
-use identify::sessions::{FlangeSensor, LoadsFile};
+use crate::data;
+use crate::error::{Context, Error, Result};
+use crate::loads::{Loads, StreamRequest};
+use crate::observe::ObserveOptions;
+use crate::params::Params;
+use crate::progress::Progress;
+use crate::provenance::{file_row, version_row};
+use crate::simulate::{at_records, BaseSource, SimulateJob, Simulated};
+use identify::sessions::FlangeSensor;
+use lie::series::bracket;
 use lie::{Pose, Vec3};
 use report::page::{Block, Chart, Page, Series};
+use rod::Rod;
 use serde::Serialize;
-use sim::{ContactState, StepRecord};
+use session::SessionDir;
+use sim::{ContactState, Scene, StepRecord};
 use std::path::{Path, PathBuf};
-use validate::{bracket, errors, point_errors, range, Check, ErrorFigures, Phase, PhaseOptions, Plane};
+use validate::{errors, point_errors, range, Check, ErrorFigures, Phase, PhaseOptions, Plane};
 
-#[derive(Args, Clone)]
-#[command(
-    after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components the experiment bends (simulated range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation over the first --rest-s seconds (before contact)."
-)]
-pub struct ValidateArgs {
-    /// Session directories (tracked markers, robot stream, optionally a force sensor).
-    #[arg(required = true, num_args = 1..)]
-    pub sessions: Vec<PathBuf>,
-    #[arg(long)]
-    pub rod: PathBuf,
-    /// identified.toml: E, G, rho to validate (default: the rod file's material).
-    #[arg(long)]
-    pub params: Option<PathBuf>,
-    /// Scene: table, friction, time step, contact law (the base comes from the session).
-    #[arg(long)]
-    pub scene: PathBuf,
-    /// Output directory.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// loads.toml: the flange force sensor's stream, mount and tare (default: stream ft300 if the session has it).
-    #[arg(long)]
-    pub loads: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "weighted")]
-    pub observer: ModeArg,
-    /// Tracking noise per coordinate [m] (observer weights, contact detection).
-    #[arg(long, default_value_t = 3e-4)]
-    pub sigma_m: f64,
-    /// The tracked tip touches when its rim is less than this above the table [m] (default: 3 x --sigma-m).
-    #[arg(long)]
+/// How to validate: the observer, contact detection, the force filter and
+/// the limits of the checks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidateOptions {
+    /// The observer (tracking noise `sigma_m` also sets contact detection).
+    pub observer: ObserveOptions,
+    /// The tracked tip touches when its rim is less than this above the
+    /// table \[m\] (default: 3 x sigma).
     pub contact_gap_m: Option<f64>,
-    /// The tracked tip slides when it moves faster than this along the table [m/s].
-    #[arg(long, default_value_t = 2e-3)]
+    /// The tracked tip slides when it moves faster than this along the table \[m/s\].
     pub slide_speed_m_s: f64,
-    /// Tracked speeds are line fits over this window [s].
-    #[arg(long, default_value_t = 0.3)]
+    /// Tracked speeds are line fits over this window \[s\].
     pub speed_window_s: f64,
     /// The first seconds, before contact: the force sensor's bias is estimated there.
-    #[arg(long, default_value_t = 0.5)]
     pub rest_s: f64,
-    /// Limit of the strain RMS error when the tip sticks [% of range].
-    #[arg(long, default_value_t = 10.0)]
+    /// Limit of the strain RMS error when the tip sticks \[% of range\].
     pub strain_stick_pct: f64,
-    /// Limit of the strain RMS error when the tip slides [% of range].
-    #[arg(long, default_value_t = 15.0)]
+    /// Limit of the strain RMS error when the tip slides \[% of range\].
     pub strain_slide_pct: f64,
-    /// Limit of the force RMS error [% of the peak measured force].
-    #[arg(long, default_value_t = 5.0)]
+    /// Limit of the force RMS error beyond the sensor's noise \[% of the peak measured force\].
     pub force_pct: f64,
-    /// Limit of the tip slide RMS error [mm].
-    #[arg(long, default_value_t = 2.0)]
+    /// Limit of the tip slide RMS error \[mm\].
     pub slide_mm: f64,
-    /// Least agreement of the stick/slide phase timelines [% of frames].
-    #[arg(long, default_value_t = 90.0)]
+    /// Least agreement of the stick/slide phase timelines \[% of frames\].
     pub phase_pct: f64,
-    /// The force sensor's readings are averaged over this window (centred) before comparing [s]: sensor noise, not the experiment.
-    #[arg(long, default_value_t = 0.5)]
+    /// The force sensor's readings are averaged over this window (centred) before comparing \[s\].
     pub force_window_s: f64,
     /// Sessions validated at once.
-    #[arg(long, default_value_t = 2)]
     pub jobs: usize,
-    /// Exit with status 1 when a check is exceeded.
-    #[arg(long)]
-    pub strict: bool,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            observer: ObserveOptions::default(),
+            contact_gap_m: None,
+            slide_speed_m_s: 2e-3,
+            speed_window_s: 0.3,
+            rest_s: 0.5,
+            strain_stick_pct: 10.0,
+            strain_slide_pct: 15.0,
+            force_pct: 5.0,
+            slide_mm: 2.0,
+            phase_pct: 90.0,
+            force_window_s: 0.5,
+            jobs: 2,
+        }
+    }
+}
+
+impl ValidateOptions {
+    /// Checks every value; the error names the flag.
+    pub fn check(&self) -> Result<()> {
+        for (name, v) in [
+            ("--sigma-m", self.observer.sigma_m),
+            ("--slide-speed-m-s", self.slide_speed_m_s),
+            ("--speed-window-s", self.speed_window_s),
+            ("--rest-s", self.rest_s),
+            ("--force-window-s", self.force_window_s),
+        ] {
+            crate::error::positive(name, v)?;
+        }
+        if let Some(g) = self.contact_gap_m {
+            crate::error::positive("--contact-gap-m", g)?;
+        }
+        Ok(())
+    }
+}
+
+/// What to validate.
+#[derive(Clone, Debug)]
+pub struct ValidateRequest {
+    pub sessions: Vec<SessionDir>,
+    pub rod_path: PathBuf,
+    /// The rod file's rod.
+    pub rod: Rod,
+    /// The parameters to validate (default: the rod file's material).
+    pub params: Option<Params>,
+    pub scene_path: PathBuf,
+    pub scene: Scene,
+    /// The flange sensor's stream, mount and tare (default: stream ft300 if the session has it).
+    pub loads: Loads,
+    /// One session: its report here; several: one directory each and a summary page.
+    pub out: PathBuf,
+    pub options: ValidateOptions,
+}
+
+/// Every session's figures, and the batch page for several.
+#[derive(Clone, Debug)]
+pub struct Validation {
+    pub sessions: Vec<SessionSummary>,
+    pub batch_page: Option<PathBuf>,
+}
+
+impl Validation {
+    pub fn pass(&self) -> bool {
+        self.sessions.iter().all(|s| s.pass)
+    }
+}
+
+/// Validates every session (in parallel, `options.jobs` at a time); each
+/// finished session is noted on `progress`.
+pub fn validate(req: &ValidateRequest, progress: &dyn Progress) -> Result<Validation> {
+    req.options.check()?;
+    let mut names: Vec<String> = req.sessions.iter().map(SessionDir::name).collect();
+    names.sort();
+    names.dedup();
+    if names.len() != req.sessions.len() {
+        return Err(Error::input("sessions: two sessions share a directory name (their reports would overwrite each other)"));
+    }
+    let rod = crate::params::rod_with(req.rod.clone(), req.params.as_ref());
+    if rod.markers.is_empty() {
+        return Err(Error::input(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", req.rod_path.display())));
+    }
+    let single = req.sessions.len() == 1;
+    let out_of = |dir: &SessionDir| if single { req.out.clone() } else { req.out.join(dir.name()) };
+    // Parallel over sessions: each simulation and observer runs on one core.
+    let jobs = req.options.jobs.clamp(1, req.sessions.len());
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build().map_err(|e| Error::computation(format!("thread pool: {e}")))?;
+    let results: Vec<Result<SessionSummary>> = pool.install(|| {
+        use rayon::prelude::*;
+        req.sessions
+            .par_iter()
+            .map(|dir| {
+                let r = validate_session(req, &rod, dir, &out_of(dir), progress);
+                if let Ok(s) = &r {
+                    progress.note(&format!("finished {}: {}", s.session, if s.pass { "every check passed" } else { "checks exceeded" }));
+                }
+                r
+            })
+            .collect()
+    });
+    let sessions = results.into_iter().collect::<Result<Vec<_>>>()?;
+    let batch_page = if single { None } else { Some(write_batch_page(req, &sessions)?) };
+    Ok(Validation { sessions, batch_page })
 }
 
 const COMPONENTS: [&str; 6] = ["kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
@@ -171,115 +249,6 @@ struct Plots {
     marker_err: Vec<Vec<(f64, f64)>>,
 }
 
-pub fn run(a: ValidateArgs) -> Result<()> {
-    for (name, v) in [
-        ("--sigma-m", a.sigma_m),
-        ("--slide-speed-m-s", a.slide_speed_m_s),
-        ("--speed-window-s", a.speed_window_s),
-        ("--rest-s", a.rest_s),
-        ("--force-window-s", a.force_window_s),
-    ] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(input_error(format!("{name}: must be positive, got {v}")));
-        }
-    }
-    if let Some(g) = a.contact_gap_m.filter(|g| !(g.is_finite() && *g > 0.0)) {
-        return Err(input_error(format!("--contact-gap-m: must be positive, got {g}")));
-    }
-    let mut names: Vec<String> = a.sessions.iter().map(|d| crate::session_data::session_name(d)).collect();
-    names.sort();
-    names.dedup();
-    if names.len() != a.sessions.len() {
-        return Err(input_error("sessions: two sessions share a directory name (their reports would overwrite each other)"));
-    }
-    let inputs = Inputs::read(&a)?;
-    let single = a.sessions.len() == 1;
-    let out_of = |dir: &Path| if single { a.out.clone() } else { a.out.join(crate::session_data::session_name(dir)) };
-    // Parallel over sessions: each simulation and observer runs on one core.
-    let jobs = a.jobs.clamp(1, a.sessions.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<SessionSummary>>>> = a.sessions.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(dir) = a.sessions.get(i) else { break };
-                let r = validate_session(&a, &inputs, dir, &out_of(dir));
-                *results[i].lock().expect("no panic while holding") = Some(r);
-            });
-        }
-    });
-    let mut summaries = vec![];
-    for r in results {
-        summaries.push(r.into_inner().expect("no panic").expect("every session ran")?);
-    }
-    for s in &summaries {
-        println!("{}: {}", s.session, if s.pass { "every check passed" } else { "CHECKS EXCEEDED" });
-        for c in &s.checks {
-            println!("  {}", c.line());
-        }
-        for w in &s.warnings {
-            println!("  warning: {w}");
-        }
-        println!("  report: {}", s.report);
-    }
-    if !single {
-        let written = write_batch_page(&a, &summaries)?;
-        println!("summary of {} sessions: {}", summaries.len(), written.display());
-    }
-    if a.strict && summaries.iter().any(|s| !s.pass) {
-        return Err(anyhow::anyhow!("validation: a check was exceeded (--strict)"));
-    }
-    Ok(())
-}
-
-/// What every session is validated with, read once: the rod with the
-/// parameters, the loads file, the parameters' 95 % intervals (E, G, rho).
-struct Inputs {
-    rod: rod::Rod,
-    loads: Option<LoadsFile>,
-    ci95: Option<[[f64; 2]; 3]>,
-}
-
-impl Inputs {
-    fn read(a: &ValidateArgs) -> Result<Inputs> {
-        let rod = rod_with_params(rod::Rod::from_file(&a.rod)?, &a.rod, a.params.as_deref())?;
-        if rod.markers.is_empty() {
-            return Err(input_error(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", a.rod.display())));
-        }
-        let loads = match &a.loads {
-            Some(p) => {
-                let (l, _): (LoadsFile, String) = session::read_toml(p, "loads file").map_err(|e| input_error(e.to_string()))?;
-                l.validate(rod.cables.len()).map_err(|e| input_error(format!("{}: {e}", p.display())))?;
-                Some(l)
-            }
-            None => None,
-        };
-        let ci95 = match &a.params {
-            Some(p) => {
-                let f = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
-                Some([f.parameters.e_pa.ci95, f.parameters.g_pa.ci95, f.parameters.rho_kg_m3.ci95])
-            }
-            None => None,
-        };
-        Ok(Inputs { rod, loads, ci95 })
-    }
-}
-
-/// The flange sensor to compare with: the loads file's, or the session's
-/// `ft300` stream with its default columns; `true` when the loads file
-/// gives its tare.
-fn flange_sensor(loads: Option<&LoadsFile>, dir: &Path) -> Result<Option<(FlangeSensor, bool)>> {
-    if let Some(l) = loads {
-        return Ok(l.flange_sensor.clone().map(|s| (s, true)));
-    }
-    if session::stream_dir(dir, "ft300").is_dir() {
-        let s: FlangeSensor = toml::from_str("stream = \"ft300\"").map_err(|e| anyhow::anyhow!("default sensor: {e}"))?;
-        return Ok(Some((s, false)));
-    }
-    Ok(None)
-}
-
 fn tip_phase(r: &StepRecord) -> Phase {
     match r.contacts.last().map(|c| c.state) {
         Some(ContactState::Stick) => Phase::Stick,
@@ -288,59 +257,57 @@ fn tip_phase(r: &StepRecord) -> Phase {
     }
 }
 
-fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -> Result<SessionSummary> {
-    let rod = &inputs.rod;
-    let sensor = flange_sensor(inputs.loads.as_ref(), dir)?;
-    let requests: Vec<crate::session_data::StreamRequest> = sensor
+fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Path, progress: &dyn Progress) -> Result<SessionSummary> {
+    let o = &req.options;
+    let sensor = req.loads.flange_sensor_for(dir);
+    let requests: Vec<StreamRequest> = sensor
         .iter()
-        .map(|(s, _)| crate::session_data::StreamRequest {
-            stream: s.stream.as_str(),
-            columns: s.columns.iter().map(String::as_str).collect(),
-            asked_by: a.loads.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
+        .map(|(s, _)| StreamRequest {
+            stream: s.stream.clone(),
+            columns: s.columns.to_vec(),
+            asked_by: req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
         })
         .collect();
-    let s = crate::session_data::load(dir, rod.markers.len(), &requests)?;
-    std::fs::create_dir_all(out).map_err(|e| input_error(format!("{}: {e}", out.display())))?;
+    let s = data::load(dir, rod.markers.len(), &requests)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 
     // The simulation, driven by the session's robot.
-    let done: Simulated = run_job(&SimulateJob {
-        rod: &a.rod,
-        scene: &a.scene,
-        params: a.params.as_deref(),
-        material: None,
-        base: BaseSource::Session(dir),
-        rig_frames: None,
-        duration_s: None,
-        out: &out.join("sim"),
-    })?;
+    let done: Simulated = crate::simulate::run(
+        &SimulateJob {
+            rod,
+            rod_path: &req.rod_path,
+            scene: req.scene.clone(),
+            scene_path: &req.scene_path,
+            params_path: req.params.as_ref().map(|p| p.path.as_path()),
+            base: BaseSource::Session(dir.clone()),
+            rig_frames: None,
+            duration_s: None,
+            out: &out.join("sim"),
+        },
+        progress,
+    )?;
     let records = &done.records;
     let t0_ns = done.t0_host_ns.expect("a session-driven simulation has a host time origin");
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = vec![];
 
-    // Measured strain: the session's own strain table, or the observer now.
-    let reuse = dir.join("strain.parquet");
-    let observer_reused = reuse.is_file();
+    // Measured strain: the session's own strain table when it was made by
+    // this rod, these parameters and this observer; else the observer now.
+    let observer = ObserveOptions { energy_scale_j: None, ..o.observer };
+    let (key, _) = crate::observe::key(rod, &observer, &dir.markers());
+    let observer_reused = dir.strain().is_file() && crate::observe::recorded_key(&dir.strain()).as_deref() == Some(key.as_str());
     let (strain_path, observer_failed) = if observer_reused {
-        (reuse, 0)
+        (dir.strain(), 0)
     } else {
-        let args = ObserveArgs {
-            input: dir.to_path_buf(),
-            rod: a.rod.clone(),
-            mode: a.observer,
-            sigma_m: a.sigma_m,
-            energy_scale_j: None,
-            out: Some(out.join("strain.parquet")),
-        };
-        let o = crate::observe_cmd::run_with_rod(&args, rod.clone())?;
-        if o.failed > 0 {
-            let (why, n) = o.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
-            warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", o.failed, o.frames));
+        let ob = crate::observe::observe(&dir.markers(), rod, &observer, &out.join("strain.parquet"), progress)?;
+        if ob.failed > 0 {
+            let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
+            warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", ob.failed, ob.frames));
         }
-        (o.out, o.failed)
+        (ob.out, ob.failed)
     };
-    let strain_rows = session::read_strain(&strain_path).map_err(|e| input_error(e.to_string()))?;
+    let strain_rows = session::read_strain(&strain_path).input(strain_path.display())?;
 
     // Strain per component, on the frames inside the simulation.
     let n_nodes = records[0].node_strain.len();
@@ -366,7 +333,7 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
         frames_compared.insert(r.frame);
     }
     if frames_compared.is_empty() {
-        return Err(input_error(format!("{}: no observed frame lies inside the simulated span (robot log)", dir.display())));
+        return Err(Error::input(format!("{}: no observed frame lies inside the simulated span (robot log)", dir.path().display())));
     }
     // The components the experiment bends, by the simulation's ranges (the
     // measured ones include noise); curvatures scaled by the length, strains
@@ -413,7 +380,7 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
     let offset = validate::mean_offset(&all_tracked, &all_sim);
     let marker_rms = point_errors(&all_tracked, &all_sim, 1.0).rms;
     // A consistent offset is the rig's frames, not the model: say so.
-    if offset.norm() > (3.0 * a.sigma_m).max(5e-4) && offset.norm() > 0.5 * marker_rms {
+    if offset.norm() > (3.0 * o.observer.sigma_m).max(5e-4) && offset.norm() > 0.5 * marker_rms {
         warnings.push(format!(
             "the tracked markers sit {:.2} mm from the simulated ones on average ({:.2}, {:.2}, {:.2} mm, world frame), a consistent offset: the rig's frames are likely off (robot_base, board or marker_height_m in the rig file; measure them with `rodlab rig calibrate`)",
             offset.norm() * 1e3,
@@ -426,7 +393,7 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
     // The table, as the simulation placed it.
     let plane = done.scene.table.as_ref().map(|p| Plane { point_m: p.point_m, normal: p.normal.normalize() });
     let flange_world = lie::trajectory::PoseTrajectory::new(s.flange.iter().map(|(t, g)| (t_of(*t), *g)).collect::<Vec<_>>())
-        .map_err(|e| input_error(format!("{}: robot stream: {e}", dir.display())))?;
+        .input(format!("{}: robot stream", dir.path().display()))?;
 
     // Force sensor against the simulated base wrench.
     let force = match &sensor {
@@ -437,8 +404,8 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
             &t_rec,
             records,
             &t_of,
-            a.rest_s,
-            a.force_window_s,
+            o.rest_s,
+            o.force_window_s,
             plane.as_ref(),
             &flange_world,
             &mut plots,
@@ -447,23 +414,23 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
     };
 
     // Contact: the tracked tip's rim point, its phases and slide.
-    let contact = plane.map(|plane| compare_contact(a, rod, &s.markers, &t_rec, records, &t_of, &plane, &mut plots));
+    let contact = plane.map(|plane| compare_contact(o, rod, &s.markers, &t_rec, records, &t_of, &plane, &mut plots));
 
     // Checks.
     let sliding = contact.as_ref().is_some_and(|c| c.measured_slide_fraction > 0.05);
     let mut checks = vec![Check::at_most(
         format!("strain RMS error ({}, {})", COMPONENTS[headline], if sliding { "slide" } else { "stick" }),
         strain[headline].errors.rms_pct,
-        if sliding { a.strain_slide_pct } else { a.strain_stick_pct },
+        if sliding { o.strain_slide_pct } else { o.strain_stick_pct },
         "% of range",
     )];
     if let Some(f) = &force {
-        checks.push(Check::at_most("force RMS error beyond sensor noise", f.excess_rms_pct, a.force_pct, "% of peak"));
+        checks.push(Check::at_most("force RMS error beyond sensor noise", f.excess_rms_pct, o.force_pct, "% of peak"));
     }
     if let Some(c) = &contact {
         if c.first_touch_measured_s.is_some() || c.first_touch_simulated_s.is_some() {
-            checks.push(Check::at_most("tip slide RMS error", c.slide_mm.rms, a.slide_mm, "mm"));
-            checks.push(Check::at_least("stick/slide phase agreement", c.phase_agreement_pct, a.phase_pct, "% of frames"));
+            checks.push(Check::at_most("tip slide RMS error", c.slide_mm.rms, o.slide_mm, "mm"));
+            checks.push(Check::at_least("stick/slide phase agreement", c.phase_agreement_pct, o.phase_pct, "% of frames"));
         }
     }
     for c in checks.iter().filter(|c| !c.pass) {
@@ -474,15 +441,15 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
             c.unit,
             c.limit,
             c.unit,
-            a.params.as_ref().map_or(String::new(), |p| format!(" (parameters from {})", p.display()))
+            req.params.as_ref().map_or(String::new(), |p| format!(" (parameters from {})", p.path.display()))
         ));
     }
-    warnings.extend(stream_gaps(dir, &s.streams, &s.flange));
+    warnings.extend(stream_gaps(dir.path(), &s.streams, &s.flange));
 
     let body = rod.cross_section.body;
     let summary = SessionSummary {
         session: s.name.clone(),
-        dir: dir.display().to_string(),
+        dir: dir.path().display().to_string(),
         report: out.join("index.html").display().to_string(),
         parameters: [body.e_pa, body.g_pa, body.rho_kg_m3],
         frames_compared: frames_compared.len(),
@@ -500,7 +467,7 @@ fn validate_session(a: &ValidateArgs, inputs: &Inputs, dir: &Path, out: &Path) -
         checks,
         warnings,
     };
-    let page = session_page(a, inputs, dir, &summary, &plots);
+    let page = session_page(req, dir, &summary, &plots);
     report::page::write_page(out, &page, &summary)?;
     Ok(summary)
 }
@@ -537,7 +504,7 @@ fn compare_force(
         }
     }
     if samples.is_empty() {
-        return Err(input_error(format!("stream '{}': no sample inside the simulated span", fs.stream)));
+        return Err(Error::input(format!("stream '{}': no sample inside the simulated span", fs.stream)));
     }
     let (bias_f, bias_m, bias_source) = if tare_given {
         (Vec3::from(fs.bias_force_n), Vec3::from(fs.bias_moment_nm), "loads file (tare)".to_string())
@@ -550,9 +517,9 @@ fn compare_force(
     let raw: Vec<Vec3> = samples.iter().map(|s| mount.rot * (s.1 - bias_f)).collect();
     let times: Vec<f64> = samples.iter().map(|s| s.0).collect();
     // The same filter on both: the sensor's noise goes, the comparison stays fair.
-    let meas = validate::moving_average(&times, &raw, window_s);
+    let meas = lie::series::moving_average(&times, &raw, window_s);
     let simf_raw: Vec<Vec3> = samples.iter().map(|s| s.3).collect();
-    let simf = validate::moving_average(&times, &simf_raw, window_s);
+    let simf = lie::series::moving_average(&times, &simf_raw, window_s);
     let peak = meas.iter().map(|f| f.norm()).fold(0.0, f64::max);
     let force_n = point_errors(&meas, &simf, peak);
     // Noise the filter lets through: the readings' scatter about their
@@ -584,7 +551,7 @@ fn compare_force(
         let m: Vec<f64> = rows.iter().map(|r| r.1).collect();
         // The simulated total through the sensor's filter too.
         let t: Vec<f64> = rows.iter().map(|r| r.0).collect();
-        let sm: Vec<f64> = validate::moving_average(&t, &rows.iter().map(|r| r.2).collect::<Vec<_>>(), window_s);
+        let sm: Vec<f64> = lie::series::moving_average(&t, &rows.iter().map(|r| r.2).collect::<Vec<_>>(), window_s);
         let rows: Vec<(f64, f64, f64)> = rows.iter().zip(&sm).map(|(r, s)| (r.0, r.1, *s)).collect();
         let peak = m.iter().chain(&sm).cloned().fold(0.0, f64::max);
         plots.normal = rows;
@@ -603,7 +570,7 @@ fn compare_force(
 
 #[allow(clippy::too_many_arguments)]
 fn compare_contact(
-    a: &ValidateArgs,
+    o: &ValidateOptions,
     rod: &rod::Rod,
     markers: &[(f64, Vec<Option<Vec3>>)],
     t_rec: &[f64],
@@ -632,8 +599,8 @@ fn compare_contact(
         centre.push(c);
         rim.push(validate::lowest_rim_point(&c, &tangent, radius, plane));
     }
-    let o = PhaseOptions { contact_gap_m: a.contact_gap_m.unwrap_or(3.0 * a.sigma_m), slide_speed_m_s: a.slide_speed_m_s, speed_window_s: a.speed_window_s };
-    let measured = validate::measured_phases(&t, &rim, plane, &o);
+    let po = PhaseOptions { contact_gap_m: o.contact_gap_m.unwrap_or(3.0 * o.observer.sigma_m), slide_speed_m_s: o.slide_speed_m_s, speed_window_s: o.speed_window_s };
+    let measured = validate::measured_phases(&t, &rim, plane, &po);
     let simulated: Vec<Phase> =
         t.iter().map(|tt| bracket(t_rec, *tt).map_or(Phase::Free, |(i, j, w)| tip_phase(&records[if w < 0.5 { i } else { j }]))).collect();
     let slide_m = validate::slide_since_touch(&centre, &measured, plane);
@@ -677,11 +644,11 @@ fn fmt_fig(e: &ErrorFigures, unit: &str) -> [String; 4] {
     [format!("{:.4} {unit}", e.rms), format!("{:.4} {unit}", e.max_abs), format!("{:.2} %", e.rms_pct), format!("{:.2} %", e.max_pct)]
 }
 
-fn session_page(a: &ValidateArgs, inputs: &Inputs, dir: &Path, s: &SessionSummary, p: &Plots) -> Page {
+fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: &Plots) -> Page {
     let mut blocks = vec![Block::Text(format!(
         "Session {} against the simulation of the scene {} driven by its robot stream. {} frames compared. Verdict: {}.",
-        dir.display(),
-        a.scene.display(),
+        dir.path().display(),
+        req.scene_path.display(),
         s.frames_compared,
         if s.pass { "every check passed" } else { "checks exceeded (see the warnings)" }
     ))];
@@ -704,7 +671,7 @@ fn session_page(a: &ValidateArgs, inputs: &Inputs, dir: &Path, s: &SessionSummar
     blocks.push(Block::Heading("Parameters".into()));
     let mut rows = vec![];
     for (k, (name, unit)) in [("E", "Pa"), ("G", "Pa"), ("rho", "kg/m^3")].iter().enumerate() {
-        let interval = inputs.ci95.map_or("-".to_string(), |ci| format!("[{:.4e}, {:.4e}]", ci[k][0], ci[k][1]));
+        let interval = req.params.as_ref().map(Params::material_ci95).map_or("-".to_string(), |ci| format!("[{:.4e}, {:.4e}]", ci[k][0], ci[k][1]));
         rows.push(vec![name.to_string(), format!("{:.4e} {unit}", s.parameters[k]), interval]);
     }
     blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
@@ -774,7 +741,7 @@ fn session_page(a: &ValidateArgs, inputs: &Inputs, dir: &Path, s: &SessionSummar
         }
         blocks.push(Block::Text(format!(
             "Stream '{}'; bias {} [{:.4}, {:.4}, {:.4}] N. Both signals averaged over {} s. Percentages of the peak measured force. Sensor noise left after the average: {:.4} N RMS; the error beyond it: {:.2} % (the check).",
-            f.stream, f.bias_source, f.bias[0], f.bias[1], f.bias[2], a.force_window_s, f.filtered_noise_n, f.excess_rms_pct
+            f.stream, f.bias_source, f.bias[0], f.bias[1], f.bias[2], req.options.force_window_s, f.filtered_noise_n, f.excess_rms_pct
         )));
         blocks.push(Block::Table(["quantity", "RMS error", "max error", "RMS %", "max %"].map(String::from).to_vec(), rows));
         let axis = ["F_x", "F_y", "F_z"];
@@ -866,32 +833,32 @@ fn session_page(a: &ValidateArgs, inputs: &Inputs, dir: &Path, s: &SessionSummar
         series: p.marker_err.iter().enumerate().map(|(m, v)| Series::line(format!("marker {m}"), v.clone(), m)).collect(),
         diagonal: false,
     }));
-    let hash = |p: &Path| format!("sha256 {}", crate::identify::sha256_file(p));
+    let d = dir.path();
     let mut provenance = vec![
-        ("rodlab".into(), env!("CARGO_PKG_VERSION").into()),
-        (format!("rod {}", a.rod.display()), hash(&a.rod)),
-        (format!("scene {}", a.scene.display()), hash(&a.scene)),
-        (format!("{}/session.toml", dir.display()), hash(&dir.join("session.toml"))),
-        (format!("{}/markers.parquet", dir.display()), hash(&dir.join("markers.parquet"))),
+        version_row(),
+        file_row(format!("rod {}", req.rod_path.display()), &req.rod_path),
+        file_row(format!("scene {}", req.scene_path.display()), &req.scene_path),
+        file_row(format!("{}/session.toml", d.display()), &dir.meta_path()),
+        file_row(format!("{}/markers.parquet", d.display()), &dir.markers()),
         (
             "observed strain".into(),
             if s.observer_reused {
-                format!("reused {}/strain.parquet", dir.display())
+                format!("reused {}/strain.parquet (made by the same rod, parameters and observer)", d.display())
             } else {
                 "observer run by validate (strain.parquet beside this page)".into()
             },
         ),
     ];
-    if let Some(p) = &a.params {
-        provenance.push((format!("params {}", p.display()), hash(p)));
+    if let Some(p) = &req.params {
+        provenance.push(file_row(format!("params {}", p.path.display()), &p.path));
     }
-    if let Some(p) = &a.loads {
-        provenance.push((format!("loads {}", p.display()), hash(p)));
+    if let Some(p) = &req.loads.path {
+        provenance.push(file_row(format!("loads {}", p.display()), p));
     }
     Page { title: format!("rodlab validate: {}", s.session), blocks, provenance }
 }
 
-fn write_batch_page(a: &ValidateArgs, all: &[SessionSummary]) -> Result<PathBuf> {
+fn write_batch_page(req: &ValidateRequest, all: &[SessionSummary]) -> Result<PathBuf> {
     let na = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.2} {unit}"));
     let rows: Vec<Vec<String>> = all
         .iter()
@@ -911,9 +878,9 @@ fn write_batch_page(a: &ValidateArgs, all: &[SessionSummary]) -> Result<PathBuf>
         blocks: vec![
             Block::Text(format!(
                 "Rod {}, scene {}, parameters {}.",
-                a.rod.display(),
-                a.scene.display(),
-                a.params.as_ref().map_or("of the rod file".to_string(), |p| p.display().to_string())
+                req.rod_path.display(),
+                req.scene_path.display(),
+                req.params.as_ref().map_or("of the rod file".to_string(), |p| p.path.display().to_string())
             )),
             Block::Warnings(all.iter().filter(|s| !s.pass).map(|s| format!("{}: checks exceeded", s.session)).collect()),
             Block::Table(
@@ -922,7 +889,7 @@ fn write_batch_page(a: &ValidateArgs, all: &[SessionSummary]) -> Result<PathBuf>
             ),
             Block::Links(all.iter().map(|s| (format!("{}: report", s.session), format!("{}/index.html", s.session))).collect()),
         ],
-        provenance: vec![("rodlab".into(), env!("CARGO_PKG_VERSION").into())],
+        provenance: vec![version_row()],
     };
-    Ok(report::page::write_page(&a.out, &page, &all)?.html)
+    Ok(report::page::write_page(&req.out, &page, &all)?.html)
 }

@@ -1,96 +1,44 @@
-//! `rodlab simulate`: a scene (and a base trajectory) -> simulation tables
-//! and a report; `rodlab verify slip-onset`: the friction benchmark sweep.
+//! Simulating an experiment: the rod held by the robot (a session's robot
+//! stream, a trajectory, or the scene's waypoints) on a table with
+//! friction, written as tables (`sim*.parquet`, `sim_markers.parquet`: a
+//! simulation reads like a recording) and a report page. Also the friction
+//! benchmark `verify slip-onset`.
 
-use crate::input_error;
-use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
+use crate::error::{Context, Error, Result};
+use crate::progress::Progress;
+use crate::provenance::{file_row, version_row};
 use report::page::{Block, Chart, Page, Series};
-use session::{MarkerRow, Table};
+use rod::Rod;
+use session::{MarkerRow, RigFrames, SessionDir, Table};
 use sim::{BaseMotion, ContactState, Scene, SimError, Simulator, StepRecord};
 use std::path::{Path, PathBuf};
 
-#[derive(Args)]
-#[command(
-    after_help = "Examples:\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-stick.toml --out reports/sim/stick\n  rodlab simulate --rod rod.toml --scene scene.toml --trajectory flange.csv --params identified.toml --out sim/\n  rodlab simulate --rod rod.toml --scene scene.toml --session sessions/run1 --out sessions/run1/sim\n\nOutputs in --out: sim.parquet (one row per step: totals, tip, base wrench at the flange, energies, solver figures), sim_nodes.parquet (step x node strains), sim_contacts.parquet (step x contact point), sim_markers.parquet (the tracker's marker table: a simulation reads like a recording), index.html (plots) and summary.json.\nA trajectory CSV has the header t_s,x_m,y_m,z_m,rx,ry,rz: the flange pose in the robot's base frame (rotation vector, radians); the rod's base is flange * the rod file's [base]."
-)]
-pub struct SimulateArgs {
-    #[arg(long)]
-    pub rod: PathBuf,
-    /// Scene: time stepping, table, base, contact law (configs/scene/*.toml).
-    #[arg(long)]
-    pub scene: PathBuf,
-    /// identified.toml: E, G, rho of the rod's body from `rodlab identify`.
-    #[arg(long)]
-    pub params: Option<PathBuf>,
-    /// Base motion from a session's robot stream (flange poses on host time).
-    #[arg(long, conflicts_with = "trajectory")]
-    pub session: Option<PathBuf>,
-    /// Base motion from a CSV file t_s,x_m,y_m,z_m,rx,ry,rz (flange pose).
-    #[arg(long)]
-    pub trajectory: Option<PathBuf>,
-    /// Simulated time [s] (default: the scene's; with --session, the robot log's span).
-    #[arg(long)]
-    pub duration_s: Option<f64>,
-    /// Output directory.
-    #[arg(long)]
-    pub out: PathBuf,
-}
-
-#[derive(Subcommand)]
-pub enum VerifyCommand {
-    /// DisMech's axial slip onset: kinetic energy after 1 s against (t^2/2m)(F - mu m g)^2 for F in [0, 10.5] N.
-    SlipOnset {
-        /// Output directory (slip_onset.csv, index.html with the plot).
-        #[arg(long)]
-        out: PathBuf,
-    },
-}
-
-/// One row of a trajectory CSV.
-#[derive(serde::Deserialize)]
-struct TrajectoryRow {
-    t_s: f64,
-    x_m: f64,
-    y_m: f64,
-    z_m: f64,
-    rx: f64,
-    ry: f64,
-    rz: f64,
-}
-
-/// Reads a trajectory CSV into (t, UR pose) samples.
-pub fn read_trajectory(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
-    let mut reader = csv::Reader::from_path(path).map_err(|e| input_error(format!("{}: {e}", path.display())))?;
-    let mut out = vec![];
-    for (i, row) in reader.deserialize::<TrajectoryRow>().enumerate() {
-        let r = row.map_err(|e| input_error(format!("{}: row {}: {e}", path.display(), i + 1)))?;
-        out.push((r.t_s, [r.x_m, r.y_m, r.z_m, r.rx, r.ry, r.rz]));
-    }
-    if out.is_empty() {
-        return Err(input_error(format!("{}: no rows", path.display())));
-    }
-    Ok(out)
-}
-
-/// Where the rod's base goes: a session's robot stream, a trajectory CSV,
-/// or the scene's own waypoints.
-pub enum BaseSource<'a> {
-    Session(&'a Path),
-    Trajectory(&'a Path),
+/// Where the rod's base goes.
+#[derive(Clone, Debug)]
+pub enum BaseSource {
+    /// A session's robot stream (flange poses on host time); the session's
+    /// frames place robot, table and gravity.
+    Session(SessionDir),
+    /// Flange poses `(t_s, [x, y, z, rx, ry, rz])` in the robot's base
+    /// frame, read from `path`.
+    Trajectory { samples: Vec<(f64, [f64; 6])>, path: PathBuf },
+    /// The scene's own waypoints (or a free base).
     Scene,
 }
 
-/// One simulation to run and write (what `rodlab simulate` does; also
-/// the first half of `validate` and of `synth session`).
+/// One simulation to run and write.
+#[derive(Clone, Debug)]
 pub struct SimulateJob<'a> {
-    pub rod: &'a Path,
-    pub scene: &'a Path,
-    pub params: Option<&'a Path>,
-    /// The body material, overriding the rod file's and `params` (a synthetic truth).
-    pub material: Option<rod::Material>,
-    pub base: BaseSource<'a>,
+    /// The rod to simulate (identified parameters or a truth already applied).
+    pub rod: &'a Rod,
+    pub rod_path: &'a Path,
+    pub scene: Scene,
+    pub scene_path: &'a Path,
+    /// For the report's provenance.
+    pub params_path: Option<&'a Path>,
+    pub base: BaseSource,
     /// The rig's frames (robot base, gravity, table) when no session gives them.
-    pub rig_frames: Option<session::RigFrames>,
+    pub rig_frames: Option<RigFrames>,
     /// Overrides the scene's duration (a session: default the robot log's span).
     pub duration_s: Option<f64>,
     pub out: &'a Path,
@@ -104,6 +52,15 @@ pub struct Simulated {
     pub summary: Summary,
     /// The scene as simulated: the rig's frames applied, the duration set.
     pub scene: Scene,
+    /// Where the robot base, gravity and table came from, when not the scene.
+    pub frames_from: Option<String>,
+}
+
+impl Simulated {
+    /// Step times \[s\].
+    pub fn times(&self) -> Vec<f64> {
+        self.records.iter().map(|r| r.t_s).collect()
+    }
 }
 
 /// Samples `f` of a simulation's records (step times `t_rec`) at `t`,
@@ -112,12 +69,12 @@ pub fn at_records<T>(t_rec: &[f64], records: &[StepRecord], t: f64, f: impl Fn(&
 where
     T: std::ops::Mul<f64, Output = T> + std::ops::Add<Output = T>,
 {
-    validate::bracket(t_rec, t).map(|(i, j, w)| f(&records[i]) * (1.0 - w) + f(&records[j]) * w)
+    lie::series::bracket(t_rec, t).map(|k| lie::series::blend(k, |i| f(&records[i])))
 }
 
 /// Puts a scene in a rig's world: robot base, gravity, table plane (the
 /// friction stays the scene's).
-pub fn apply_rig_frames(scene: &mut Scene, f: &session::RigFrames) {
+pub fn apply_rig_frames(scene: &mut Scene, f: &RigFrames) {
     scene.world_from_robot = f.world_from_robot();
     scene.gravity_m_s2 = f.gravity();
     if let (Some(t), Some(plane)) = (f.table, scene.table.as_mut()) {
@@ -126,119 +83,81 @@ pub fn apply_rig_frames(scene: &mut Scene, f: &session::RigFrames) {
     }
 }
 
-/// The rod with the body material and geometry of an identified.toml
-/// (checked to be identified for this rod's shape).
-pub fn rod_with_params(rod: rod::Rod, rod_path: &Path, params: Option<&Path>) -> Result<rod::Rod> {
-    let Some(p) = params else { return Ok(rod) };
-    let id = identify::output::IdentifiedFile::read(p).map_err(input_error)?;
-    id.check_rod(&rod, rod_path, p).map_err(input_error)?;
-    Ok(id.apply_to(&rod))
+/// A scene's own frames (for a session made without a rig file).
+pub fn frames_of_scene(scene: &Scene) -> RigFrames {
+    RigFrames {
+        robot_base: lie::FramePose::from_pose(&scene.world_from_robot),
+        gravity_m_s2: scene.gravity_m_s2.into(),
+        table: scene.table.as_ref().map(|p| session::TablePlane { point_m: p.point_m.into(), normal: p.normal.into() }),
+        ..RigFrames::default()
+    }
 }
 
 /// The base motion and the host time of t = 0.
-fn base_motion(job: &SimulateJob, scene: &mut Scene, rod: &rod::Rod) -> Result<(BaseMotion, Option<i64>)> {
+fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Option<i64>)> {
+    let scene_name = job.scene_path.display().to_string();
     let from_samples = |scene: &Scene, samples: &[(f64, [f64; 6])], what: &Path| -> Result<BaseMotion> {
         if !matches!(scene.base, sim::BaseSpec::Prescribed { .. }) {
-            return Err(input_error(format!("{}: base.kind: a base trajectory needs kind = \"prescribed\"", job.scene.display())));
+            return Err(Error::input(format!("{scene_name}: base.kind: a base trajectory needs kind = \"prescribed\"")));
         }
-        BaseMotion::from_robot_samples(samples, &scene.world_from_robot, &rod.base).map_err(|e| input_error(format!("{}: {e}", what.display())))
+        BaseMotion::from_robot_samples(samples, &scene.world_from_robot, &job.rod.base).input(what.display())
     };
-    match job.base {
+    match &job.base {
         BaseSource::Session(dir) => {
-            let tcp = session::read_tcp_poses(dir).map_err(|e| input_error(e.to_string()))?;
+            let tcp = session::read_tcp_poses(dir.path())?;
             let Some(tcp) = tcp.filter(|t| !t.is_empty()) else {
-                return Err(input_error(format!("{}: the session has no robot stream (streams/robot): nothing drives the base", dir.display())));
+                return Err(Error::input(format!("{}: the session has no robot stream (streams/robot): nothing drives the base", dir.path().display())));
             };
             let t0 = tcp[0].t_host_ns;
             let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
             // The robot log's span, unless asked otherwise.
             scene.duration_s = job.duration_s.unwrap_or(samples.last().map_or(0.0, |s| s.0));
-            Ok((from_samples(scene, &samples, dir)?, Some(t0)))
+            Ok((from_samples(scene, &samples, dir.path())?, Some(t0)))
         }
-        BaseSource::Trajectory(path) => {
-            let samples = read_trajectory(path)?;
-            Ok((from_samples(scene, &samples, path)?, None))
-        }
-        BaseSource::Scene => match BaseMotion::from_scene(scene, rod).map_err(|e| input_error(format!("{}: {e}", job.scene.display())))? {
+        BaseSource::Trajectory { samples, path } => Ok((from_samples(scene, samples, path)?, None)),
+        BaseSource::Scene => match BaseMotion::from_scene(scene, job.rod).input(&scene_name)? {
             Some(m) => Ok((m, None)),
-            None => Err(input_error(format!("{}: base.waypoints: a prescribed base without waypoints needs --trajectory or --session", job.scene.display()))),
+            None => Err(Error::input(format!("{scene_name}: base.waypoints: a prescribed base without waypoints needs --trajectory or --session"))),
         },
     }
 }
 
 /// Runs a simulation job and writes its tables and report into `job.out`.
-pub fn run_job(job: &SimulateJob) -> Result<Simulated> {
-    let rod = rod::Rod::from_file(job.rod)?;
-    let mut scene = Scene::from_file(job.scene)?;
-    let frames = match job.base {
-        BaseSource::Session(dir) => {
-            session::SessionMeta::read(dir).map_err(|e| input_error(e.to_string()))?.map(|m| (m.frames, format!("{}/session.toml", dir.display())))
-        }
+pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
+    let mut scene = job.scene.clone();
+    let frames = match &job.base {
+        BaseSource::Session(dir) => dir.meta()?.map(|m| (m.frames, dir.meta_path().display().to_string())),
         _ => job.rig_frames.map(|f| (f, "the rig's frames given".to_string())),
     };
-    if let Some((f, from)) = frames {
+    let frames_from = frames.as_ref().map(|(_, from)| from.clone());
+    if let Some((f, _)) = &frames {
         // One world: the rig places the robot, the table and gravity.
-        apply_rig_frames(&mut scene, &f);
-        println!("robot base, gravity and table from {from} (the rig's world frame); friction from {}", job.scene.display());
+        apply_rig_frames(&mut scene, f);
     }
     if let Some(d) = job.duration_s {
-        if !(d.is_finite() && d > 0.0) {
-            return Err(input_error(format!("--duration-s: must be positive, got {d}")));
-        }
+        crate::error::positive("--duration-s", d)?;
         scene.duration_s = d;
     }
-    let mut rod = rod_with_params(rod, job.rod, job.params)?;
-    if let Some(p) = job.params {
-        let m = rod.cross_section.body;
-        println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.display(), m.e_pa, m.g_pa, m.rho_kg_m3);
-    }
-    if let Some(m) = job.material {
-        rod = rod.with_material(m);
-    }
-    let (motion, t0_host_ns) = base_motion(job, &mut scene, &rod)?;
-    let mut sim = Simulator::new(&rod, &scene, motion).map_err(|e| match e {
-        SimError::Input(m) => input_error(format!("{}: {m}", job.scene.display())),
-        other => anyhow::Error::new(other),
+    let (motion, t0_host_ns) = base_motion(job, &mut scene)?;
+    let mut sim = Simulator::new(job.rod, &scene, motion).map_err(|e| match e {
+        SimError::Input(m) => Error::input(format!("{}: {m}", job.scene_path.display())),
+        other => other.into(),
     })?;
-    let total = scene.steps();
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps [{elapsed} < {eta}] {msg}").expect("template"));
+    let task = progress.task("simulate", Some(scene.steps() as u64));
     let started = std::time::Instant::now();
-    let records = sim.run(|done, _| bar.set_position(done as u64)).context("simulation stopped")?;
-    bar.finish_and_clear();
+    let records = sim.run(|done, _| task.set(done as u64)).map_err(|e| Error::from(e).context("simulation stopped"))?;
+    drop(task);
     let wall = started.elapsed().as_secs_f64();
-    std::fs::create_dir_all(job.out).map_err(|e| input_error(format!("{}: {e}", job.out.display())))?;
+    std::fs::create_dir_all(job.out).map_err(|e| Error::io(format!("{}: {e}", job.out.display())))?;
     write_tables(job.out, &sim, &records, t0_host_ns)?;
     let summary = summarise(&sim, &records, wall);
-    let page = report_page(job, &scene, &rod, &records, &summary);
+    let page = report_page(job, &scene, &records, &summary);
     report::page::write_page(job.out, &page, &summary)?;
-    Ok(Simulated { records, t0_host_ns, summary, scene })
+    Ok(Simulated { records, t0_host_ns, summary, scene, frames_from })
 }
 
-pub fn simulate(a: SimulateArgs) -> Result<()> {
-    let base = match (&a.session, &a.trajectory) {
-        (Some(s), _) => BaseSource::Session(s),
-        (None, Some(t)) => BaseSource::Trajectory(t),
-        (None, None) => BaseSource::Scene,
-    };
-    let job = SimulateJob {
-        rod: &a.rod,
-        scene: &a.scene,
-        params: a.params.as_deref(),
-        material: None,
-        base,
-        rig_frames: None,
-        duration_s: a.duration_s,
-        out: &a.out,
-    };
-    let done = run_job(&job)?;
-    print_summary(&done.summary);
-    println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, index.html", a.out.display());
-    Ok(())
-}
-
-/// Figures of a run, printed and written to summary.json.
-#[derive(serde::Serialize)]
+/// Figures of a run, written to summary.json.
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Summary {
     pub steps: usize,
     pub simulated_s: f64,
@@ -289,33 +208,6 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         min_fibre_strain: validity.min_fibre_strain,
         min_cable_stretch: validity.min_cable_stretch.map(|c| c.0),
         validity_warnings: validity.warnings(&sim.model.rod.cables),
-    }
-}
-
-fn print_summary(s: &Summary) {
-    println!(
-        "simulated {:.3} s in {} steps, wall {:.2} s (real-time factor {:.1}), {:.2} Newton iterations per step, at most {} sub-steps",
-        s.simulated_s, s.steps, s.wall_time_s, s.real_time_factor, s.mean_newton_iterations, s.max_substeps
-    );
-    match s.first_touch_s {
-        Some(t) => println!(
-            "  contact from t = {t:.3} s; tip stuck {} steps, sliding {} steps; largest normal force {:.4} N; tip slid {:.4} m (contact path {:.4} m)",
-            s.tip_stick_steps, s.tip_slide_steps, s.max_normal_force_n, s.final_tip_slide_m, s.final_tip_slip_m
-        ),
-        None => println!("  no contact"),
-    }
-    println!(
-        "  force on the flange at the end [N]: {:.4} {:.4} {:.4}",
-        s.final_base_force_flange_n[0], s.final_base_force_flange_n[1], s.final_base_force_flange_n[2]
-    );
-    println!(
-        "  validity: surface fibre strains from {:+.2} % to {:+.2} %{}",
-        100.0 * s.min_fibre_strain,
-        100.0 * s.max_fibre_strain,
-        s.min_cable_stretch.map_or(String::new(), |c| format!(", cables: min |Q + K x d + d'| {c:.3}"))
-    );
-    for w in &s.validity_warnings {
-        println!("  warning: {w}");
     }
 }
 
@@ -405,7 +297,8 @@ fn write_tables(out: &Path, sim: &Simulator, records: &[StepRecord], t0_host_ns:
     Ok(())
 }
 
-fn report_page(a: &SimulateJob, scene: &Scene, rod: &rod::Rod, records: &[StepRecord], s: &Summary) -> Page {
+fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Summary) -> Page {
+    let rod = job.rod;
     let t: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let series = |f: &dyn Fn(&StepRecord) -> f64| -> Vec<(f64, f64)> { t.iter().copied().zip(records.iter().map(f)).collect() };
     let nodes = records.first().map_or(0, |r| r.node_strain.len());
@@ -420,8 +313,8 @@ fn report_page(a: &SimulateJob, scene: &Scene, rod: &rod::Rod, records: &[StepRe
     let mut blocks = vec![
         Block::Text(format!(
             "Rod {}, scene {} ({} mode, step {} ms, {} s). Mass {:.4} kg. {} steps in {:.2} s of wall time: {:.1} x real time, {:.2} Newton iterations per step.",
-            a.rod.display(),
-            a.scene.display(),
+            job.rod_path.display(),
+            job.scene_path.display(),
             match scene.mode {
                 sim::Mode::Dynamic => "dynamic",
                 sim::Mode::QuasiStatic => "quasi-static",
@@ -487,66 +380,55 @@ fn report_page(a: &SimulateJob, scene: &Scene, rod: &rod::Rod, records: &[StepRe
             diagonal: false,
         }));
     }
-    let hash = |p: &Path| format!("sha256 {}", crate::identify::sha256_file(p));
-    let mut provenance = vec![
-        ("rodlab".into(), env!("CARGO_PKG_VERSION").into()),
-        (format!("rod {}", a.rod.display()), hash(a.rod)),
-        (format!("scene {}", a.scene.display()), hash(a.scene)),
-    ];
-    if let Some(p) = a.params {
-        provenance.push((format!("params {}", p.display()), hash(p)));
+    let mut provenance =
+        vec![version_row(), file_row(format!("rod {}", job.rod_path.display()), job.rod_path), file_row(format!("scene {}", job.scene_path.display()), job.scene_path)];
+    if let Some(p) = job.params_path {
+        provenance.push(file_row(format!("params {}", p.display()), p));
     }
-    match a.base {
-        BaseSource::Trajectory(p) => provenance.push((format!("trajectory {}", p.display()), hash(p))),
-        BaseSource::Session(p) => provenance.push(("session".into(), p.display().to_string())),
+    match &job.base {
+        BaseSource::Trajectory { path, .. } => provenance.push(file_row(format!("trajectory {}", path.display()), path)),
+        BaseSource::Session(dir) => provenance.push(("session".into(), dir.path().display().to_string())),
         BaseSource::Scene => {}
     }
     Page { title: "rodlab simulate".into(), blocks, provenance }
 }
 
-pub fn verify(c: VerifyCommand) -> Result<()> {
-    match c {
-        VerifyCommand::SlipOnset { out } => {
-            let forces: Vec<f64> = (0..=21).map(|k| 0.5 * k as f64).chain([3.9, 4.2]).collect();
-            let bar = indicatif::ProgressBar::new(forces.len() as u64);
-            let mut points = vec![];
-            for f in forces {
-                points.push(sim::benchmarks::slip_onset(f, 1.0)?);
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-            points.sort_by(|a, b| a.force_n.total_cmp(&b.force_n));
-            std::fs::create_dir_all(&out).map_err(|e| input_error(format!("{}: {e}", out.display())))?;
-            let mut w = csv::Writer::from_path(out.join("slip_onset.csv")).context("writing slip_onset.csv")?;
-            w.write_record(["force_n", "kinetic_energy_j", "analytic_j"])?;
-            println!("F [N]    KE at 1 s [J]   (t^2/2m)(F - mu m g)^2 [J]");
-            for p in &points {
-                w.write_record([p.force_n.to_string(), p.kinetic_energy_j.to_string(), p.analytic_j.to_string()])?;
-                println!("{:5.2}  {:14.6e}  {:14.6e}", p.force_n, p.kinetic_energy_j, p.analytic_j);
-            }
-            w.flush()?;
-            let chart = Chart {
-                name: "slip_onset".into(),
-                title: "Axial slip onset (DisMech IV-C): kinetic energy after 1 s".into(),
-                x_label: "push F [N]".into(),
-                y_label: "kinetic energy [J]".into(),
-                series: vec![
-                    Series::line("analytic (t^2/2m)(F - mu m g)^2", points.iter().map(|p| (p.force_n, p.analytic_j)).collect(), 0),
-                    Series::points("rodlab", points.iter().map(|p| (p.force_n, p.kinetic_energy_j)).collect(), 1),
-                ],
-                diagonal: false,
-            };
-            let page = Page {
-                title: "Slip onset".into(),
-                blocks: vec![
-                    Block::Text("Rod of L = 1 m, r = 0.025 m, m = 1 kg, E = 1e5 Pa on a table with mu = 0.4, g = 9.8, pushed along its axis by F spread over its mass for 1 s, from rest.".into()),
-                    Block::Chart(chart),
-                ],
-                provenance: vec![("rodlab".into(), env!("CARGO_PKG_VERSION").into())],
-            };
-            let written = report::page::write_page(&out, &page, &points.iter().map(|p| (p.force_n, p.kinetic_energy_j, p.analytic_j)).collect::<Vec<_>>())?;
-            println!("wrote {}/slip_onset.csv and {}", out.display(), written.html.display());
-            Ok(())
-        }
+/// The slip-onset benchmark's points, written with a plot into `out`.
+pub fn verify_slip_onset(out: &Path, progress: &dyn Progress) -> Result<Vec<sim::benchmarks::SlipOnsetPoint>> {
+    let forces: Vec<f64> = (0..=21).map(|k| 0.5 * k as f64).chain([3.9, 4.2]).collect();
+    let task = progress.task("slip onset", Some(forces.len() as u64));
+    let mut points = vec![];
+    for (k, f) in forces.iter().enumerate() {
+        points.push(sim::benchmarks::slip_onset(*f, 1.0)?);
+        task.set(k as u64 + 1);
     }
+    drop(task);
+    points.sort_by(|a, b| a.force_n.total_cmp(&b.force_n));
+    std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
+    crate::tables::write_time_table(
+        &out.join("slip_onset.csv"),
+        &["force_n", "kinetic_energy_j", "analytic_j"],
+        points.iter().map(|p| (p.force_n, [p.kinetic_energy_j, p.analytic_j])),
+    )?;
+    let chart = Chart {
+        name: "slip_onset".into(),
+        title: "Axial slip onset (DisMech IV-C): kinetic energy after 1 s".into(),
+        x_label: "push F [N]".into(),
+        y_label: "kinetic energy [J]".into(),
+        series: vec![
+            Series::line("analytic (t^2/2m)(F - mu m g)^2", points.iter().map(|p| (p.force_n, p.analytic_j)).collect(), 0),
+            Series::points("rodlab", points.iter().map(|p| (p.force_n, p.kinetic_energy_j)).collect(), 1),
+        ],
+        diagonal: false,
+    };
+    let page = Page {
+        title: "Slip onset".into(),
+        blocks: vec![
+            Block::Text("Rod of L = 1 m, r = 0.025 m, m = 1 kg, E = 1e5 Pa on a table with mu = 0.4, g = 9.8, pushed along its axis by F spread over its mass for 1 s, from rest.".into()),
+            Block::Chart(chart),
+        ],
+        provenance: vec![version_row()],
+    };
+    report::page::write_page(out, &page, &points.iter().map(|p| (p.force_n, p.kinetic_energy_j, p.analytic_j)).collect::<Vec<_>>())?;
+    Ok(points)
 }

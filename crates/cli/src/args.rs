@@ -1,0 +1,86 @@
+//! Argument values shared by the commands: comma lists of numbers (a
+//! negative first value included: `--tip-force -0.5,0,0.2`), vectors and
+//! triples with range checks.
+
+use lab::{Error, Result};
+use lab::observe::ObserverMode;
+use std::str::FromStr;
+
+/// A comma-separated list of finite numbers, e.g. `-1,0,2.5e-3`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Numbers(pub Vec<f64>);
+
+impl FromStr for Numbers {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Numbers, String> {
+        if s.trim().is_empty() {
+            return Ok(Numbers(vec![]));
+        }
+        s.split(',')
+            .map(|x| match x.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                Ok(v) => Err(format!("{v} is not a finite number")),
+                Err(_) => Err(format!("{:?} is not a number", x.trim())),
+            })
+            .collect::<std::result::Result<Vec<f64>, String>>()
+            .map(Numbers)
+    }
+}
+
+impl Numbers {
+    /// Exactly `n` numbers for `flag` (what they are: `what`).
+    pub fn exactly<const N: usize>(&self, flag: &str, what: &str) -> Result<[f64; N]> {
+        <[f64; N]>::try_from(self.0.clone()).map_err(|_| Error::input(format!("--{flag}: expected {N} numbers {what}, got {} values", self.0.len())))
+    }
+}
+
+/// `X,Y,Z` of `flag`, zero when not given.
+pub fn vec3(flag: &str, v: &Option<Numbers>) -> Result<lie::Vec3> {
+    match v {
+        None => Ok(lie::Vec3::zeros()),
+        Some(n) => Ok(lie::Vec3::from(n.exactly::<3>(flag, "X,Y,Z")?)),
+    }
+}
+
+/// A Gaussian prior flag: absent (off), bare (the rod file's), or `MEAN,SD`.
+pub fn prior(flag: &str, v: &Option<Numbers>) -> Result<lab::identify::Prior> {
+    use lab::identify::Prior;
+    match v {
+        None => Ok(Prior::Off),
+        Some(n) if n.0.is_empty() => Ok(Prior::RodFile),
+        Some(n) => {
+            let [m, sd] = n.exactly::<2>(flag, "MEAN,SD")?;
+            Ok(Prior::Given(m, sd))
+        }
+    }
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Markers are exact constraints (KKT Newton, the paper's observer).
+    Hard,
+    /// Markers pull with springs k = c / sigma^2 (robust to noise and missing markers).
+    Weighted,
+}
+
+impl From<ModeArg> for ObserverMode {
+    fn from(m: ModeArg) -> ObserverMode {
+        match m {
+            ModeArg::Hard => ObserverMode::Hard,
+            ModeArg::Weighted => ObserverMode::Weighted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_take_negative_first_values_and_reject_non_numbers() {
+        assert_eq!("-1,0,2.5e-3".parse::<Numbers>().unwrap(), Numbers(vec![-1.0, 0.0, 2.5e-3]));
+        assert!("1,NaN".parse::<Numbers>().unwrap_err().contains("not a finite number"));
+        assert!("1,,2".parse::<Numbers>().is_err());
+        assert!(Numbers(vec![1.0, 2.0]).exactly::<3>("tip-force", "X,Y,Z").unwrap_err().to_string().contains("got 2 values"));
+    }
+}

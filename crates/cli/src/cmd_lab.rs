@@ -1,0 +1,527 @@
+//! The lab commands: `record`, `emulate`, `session`, `calibrate`, `track`,
+//! `synth`.
+
+use crate::args::Numbers;
+use clap::{Args, Subcommand};
+use lab::emulate::{AsciiEmulator, Ft300Emulator, RobotEmulator};
+use lab::synth::{RigFile, SynthRequest};
+use lab::{Error, Progress, Result, SessionDir};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A flag that Ctrl-C sets: the process then stops cleanly instead of dying.
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    stop
+}
+
+/// Returns at Ctrl-C (`stop` set), after `duration_s`, or once `finished()`.
+fn wait_for_stop(stop: &AtomicBool, duration_s: Option<f64>, finished: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !finished() && !stop.load(Ordering::Relaxed) && !duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A line on standard output that may go to a pipe nobody reads: never panic on it.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab session info sessions/dry-run"
+)]
+pub struct RecordArgs {
+    /// Rig description (devices), e.g. configs/rig/emulated.toml.
+    #[arg(long)]
+    pub rig: PathBuf,
+    /// Session directory to create.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long)]
+    pub duration: Option<f64>,
+}
+
+pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
+    let (rig, rig_text) = session::Rig::from_file(&a.rig)?;
+    let out = SessionDir::new(&a.out);
+    let req = lab::record::RecordRequest { rig: &rig, rig_path: &a.rig, rig_text: &rig_text, out: &out, duration_s: a.duration, stop: stop_on_ctrl_c() };
+    let r = lab::record::record(&req, progress)?;
+    for d in &r.devices {
+        println!(
+            "{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected",
+            d.name, d.rows, d.gaps, d.missing_packages, d.reconnects, d.rejected
+        );
+    }
+    if let Some(cpu_s) = r.cpu_s {
+        println!("recorder CPU: {cpu_s:.1} s over {:.1} s ({:.1} % of one core)", r.wall_time_s, 100.0 * cpu_s / r.wall_time_s.max(1e-9));
+    }
+    println!("wrote session {}", a.out.display());
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum EmulateCommand {
+    /// A UR controller's RTDE server (standard output variables, recipes, start/pause).
+    Robot {
+        /// Address to listen on (loopback by default).
+        #[arg(long, default_value = "127.0.0.1:30004")]
+        bind: String,
+        /// 500 (e-Series) or 125 (CB3).
+        #[arg(long, default_value_t = 500.0)]
+        rate_hz: f64,
+        /// Flange motion: amplitude [m] of the sinusoidal trajectory.
+        #[arg(long, default_value_t = 0.02)]
+        amplitude_m: f64,
+        /// Stop after this many seconds (default: until killed).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages).
+        #[arg(long, default_value = "")]
+        quirk: lab::emulate::Quirks,
+        /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).
+        #[arg(long)]
+        trajectory: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] at which the trajectory's t = 0 plays (held at its first pose before); lets the emulators play one experiment together.
+        #[arg(long, requires = "trajectory")]
+        start_at_unix_s: Option<f64>,
+    },
+    /// A Robotiq FT 300 on a serial device: answers the Modbus start command, streams 16-byte frames (frame counter on Mz, 0.001 N m per frame), stops at 0xFF.
+    #[command(
+        after_help = "Example (a pty pair: the emulator writes to A, the rig reads B):\n  socat -d -d pty,raw,echo=0,link=/tmp/ft300-a pty,raw,echo=0,link=/tmp/ft300-b &\n  rodlab emulate ft300 --port /tmp/ft300-a"
+    )]
+    Ft300 {
+        /// Serial device to write to (one end of a socat pty pair).
+        #[arg(long)]
+        port: PathBuf,
+        #[arg(long, default_value_t = 100.0)]
+        rate_hz: f64,
+        /// Every N frames, also send garbage, a truncated and a corrupted frame.
+        #[arg(long)]
+        inject_garbage_every: Option<u64>,
+        /// Play this wrench instead of the built-in signal: CSV t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm (sensor frame; time from the start command).
+        #[arg(long)]
+        wrench: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] of the wrench file's t = 0 (default: the start command).
+        #[arg(long, requires = "wrench")]
+        start_at_unix_s: Option<f64>,
+        /// Bias added to every frame: FX,FY,FZ,MX,MY,MZ [N, N m].
+        #[arg(long, default_value = "0,0,0,0,0,0", allow_hyphen_values = true)]
+        bias: Numbers,
+        /// Noise per force component [N] (a real FT 300: about 0.1 N).
+        #[arg(long, default_value_t = 0.0)]
+        noise_n: f64,
+        /// Noise per moment component [N m].
+        #[arg(long, default_value_t = 0.0)]
+        noise_nm: f64,
+        /// Seed of the noise.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// An ASCII line sensor: `seq,t_us,force_mn` lines (scale t by 1e-6 and force by 1e-3 in the rig).
+    #[command(
+        name = "ascii-sensor",
+        after_help = "Example:\n  socat -d -d pty,raw,echo=0,link=/tmp/ascii-a pty,raw,echo=0,link=/tmp/ascii-b &\n  rodlab emulate ascii-sensor --port /tmp/ascii-a --rate-hz 1000"
+    )]
+    AsciiSensor {
+        #[arg(long)]
+        port: PathBuf,
+        #[arg(long, default_value_t = 1000.0)]
+        rate_hz: f64,
+        /// Field separator (one character; " " for whitespace).
+        #[arg(long, default_value = ",")]
+        separator: String,
+        /// Play these values instead of the built-in signal: CSV with a header, t_s then one column per field printed (each row held until the next).
+        #[arg(long)]
+        values: Option<PathBuf>,
+        /// Wall-clock time [s since 1970, UTC] of the values file's t = 0.
+        #[arg(long, requires = "values")]
+        start_at_unix_s: Option<f64>,
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+}
+
+/// Runs a serial emulator until Ctrl-C or `duration`, then prints what it sent.
+fn run_serial(duration: Option<f64>, unit: &str, run: impl FnOnce(Arc<AtomicBool>) -> Result<u64> + Send + 'static) -> Result<()> {
+    let stop = stop_on_ctrl_c();
+    let s = stop.clone();
+    let worker = std::thread::spawn(move || run(s));
+    wait_for_stop(&stop, duration, || worker.is_finished());
+    stop.store(true, Ordering::Relaxed);
+    let sent = worker.join().map_err(|_| Error::computation("emulator thread panicked"))??;
+    say(&format!("sent {sent} {unit}"));
+    Ok(())
+}
+
+pub fn emulate(cmd: EmulateCommand) -> Result<()> {
+    match cmd {
+        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
+            let trajectory = trajectory.as_deref().map(lab::tables::read_trajectory).transpose()?;
+            let emulator = RobotEmulator { bind, rate_hz, amplitude_m, quirks: quirk, trajectory, start_at_unix_s };
+            let mut emu = emulator.start()?;
+            say(&format!("RTDE emulator listening on {} at {rate_hz} Hz", emu.addr));
+            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
+            emu.stop();
+            say(&format!("sent {} data packages", emu.sent.load(Ordering::Relaxed)));
+            Ok(())
+        }
+        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed } => {
+            let ft = Ft300Emulator {
+                inject_garbage_every,
+                wrench: wrench.as_deref().map(lab::tables::read_wrench).transpose()?,
+                start_at_unix_s,
+                bias: bias.exactly::<6>("bias", "FX,FY,FZ,MX,MY,MZ")?,
+                noise_n,
+                noise_nm,
+                seed,
+                ..Ft300Emulator::new(rate_hz)
+            };
+            let line = lab::emulate::open_port(&port, 19_200)?;
+            run_serial(duration, "frames", move |stop| ft.run(line, stop))
+        }
+        EmulateCommand::AsciiSensor { port, rate_hz, separator, values, start_at_unix_s, duration } => {
+            let separator = session::rig::Separator::parse(&separator).map_err(|e| Error::input(format!("--separator: {e}")))?;
+            let values = values.as_deref().map(|p| lab::tables::read_time_table(p, None)).transpose()?.map(|t| t.rows);
+            let cells = AsciiEmulator { rate_hz, separator, values, start_at_unix_s };
+            let line = lab::emulate::open_port(&port, 115_200)?;
+            run_serial(duration, "lines", move |stop| cells.run(line, stop))
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum SessionCommand {
+    /// Streams, rows, rates, duration and gaps of a session.
+    Info { dir: PathBuf },
+    /// Reads every chunk of every stream and reports damage precisely.
+    Check { dir: PathBuf },
+}
+
+pub fn session(cmd: SessionCommand) -> Result<()> {
+    match cmd {
+        SessionCommand::Info { dir } => {
+            let streams = lab::info::streams(&SessionDir::new(&dir))?;
+            println!("session {}", dir.display());
+            for s in streams {
+                if s.rows == 0 {
+                    println!("  {}: 0 rows", s.name);
+                    continue;
+                }
+                let mut line = format!("  {}: {} rows, {:.3} s, {:.1} Hz", s.name, s.rows, s.span_s, s.rate_hz);
+                if let (Some(period), Some(gaps)) = (s.device_period_s, s.device_gaps) {
+                    line.push_str(&format!(", device period {period:.4} s, {gaps} gaps"));
+                }
+                println!("{line}");
+            }
+            Ok(())
+        }
+        SessionCommand::Check { dir } => {
+            let report = lab::info::check(&SessionDir::new(&dir))?;
+            println!("checked {} chunks, {} rows", report.chunks.len(), report.rows());
+            let damaged = report.damaged();
+            for r in &damaged {
+                println!("  damaged: {}: {}", r.path.display(), r.problem.as_deref().unwrap_or(""));
+            }
+            if !report.ok() {
+                return Err(Error::computation(format!("{} damaged chunk(s) in {}", damaged.len(), dir.display())));
+            }
+            println!("ok: every completed chunk is readable{}", if damaged.is_empty() { "" } else { " (unfinished chunks listed above)" });
+            Ok(())
+        }
+    }
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab synth board --out /tmp/board\n  rodlab calibrate --images /tmp/board/views --board 9x6 --square-m 0.016 --plane-image /tmp/board/plane.png --out camera.toml"
+)]
+pub struct CalibrateArgs {
+    /// Directory of checkerboard images (png, jpg, bmp, tif).
+    #[arg(long)]
+    pub images: PathBuf,
+    /// Inner corners, COLSxROWS (a board of 10x7 squares has 9x6).
+    #[arg(long)]
+    pub board: String,
+    /// Side of one square [m].
+    #[arg(long)]
+    pub square_m: f64,
+    /// An image of the board lying in the plane of motion (default: the first image).
+    #[arg(long)]
+    pub plane_image: Option<PathBuf>,
+    /// Reject the calibration above this RMS reprojection error [px].
+    #[arg(long, default_value_t = 1.0)]
+    pub max_rms_px: f64,
+    #[arg(long, default_value = "camera.toml")]
+    pub out: PathBuf,
+}
+
+pub fn calibrate(a: CalibrateArgs) -> Result<()> {
+    let c = lab::track::calibrate(&a.images, &a.board, a.square_m, a.plane_image.as_deref(), a.max_rms_px, &a.out)?;
+    let (cam, s) = (&c.camera, &c.summary);
+    println!("board found in {} of {} images", s.used.len(), s.images);
+    for r in &s.rejected {
+        println!("  no board: {}", r.display());
+    }
+    println!(
+        "fx {:.2} px, fy {:.2} px, cx {:.2} px, cy {:.2} px, k1 {:.4}, k2 {:.4}; RMS reprojection {:.3} px",
+        cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px, cam.distortion[0], cam.distortion[1], s.rms_px
+    );
+    println!("plane of motion from {}", s.plane_image.display());
+    println!("wrote {}", a.out.display());
+    Ok(())
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab track sessions/s1/camera.mkv --camera camera.toml --markers configs/markers.toml --out markers.parquet\n  rodlab track frames/ --camera camera.toml --fps 100 --out markers.parquet --overlay /tmp/overlay"
+)]
+pub struct TrackArgs {
+    /// A video file or a directory of images (one frame per image).
+    pub input: PathBuf,
+    /// camera.toml from `rodlab calibrate` (intrinsics and the plane of motion).
+    #[arg(long)]
+    pub camera: PathBuf,
+    /// markers.toml: colour, size and tracking parameters (default: red markers).
+    #[arg(long)]
+    pub markers: Option<PathBuf>,
+    /// Frames table of a session (streams/CAMERA); default: looked up next to the video.
+    #[arg(long)]
+    pub frames: Option<PathBuf>,
+    /// Frame rate when there is no frames table (default: the video's).
+    #[arg(long)]
+    pub fps: Option<f64>,
+    #[arg(long, default_value = "markers.parquet")]
+    pub out: PathBuf,
+    /// Write annotated frames (PNG) here, for checking by eye.
+    #[arg(long)]
+    pub overlay: Option<PathBuf>,
+    /// Height of the marker centres above the board plane, towards the camera [m] (default: camera.toml's plane_offset_m, else the session's frames.marker_height_m, else 0).
+    #[arg(long)]
+    pub marker_height_m: Option<f64>,
+}
+
+pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
+    let req = lab::track::TrackRequest {
+        input: a.input,
+        camera: a.camera,
+        markers: a.markers,
+        frames: a.frames,
+        fps: a.fps,
+        out: a.out,
+        overlay: a.overlay,
+        marker_height_m: a.marker_height_m,
+    };
+    let t = lab::track::track(&req, progress)?;
+    match &t.world_from {
+        Some(meta) => println!("positions in the world frame of {}, markers {:.1} mm above the board", meta.display(), 1e3 * t.marker_height_m),
+        None => println!("positions in the board frame (no session.toml beside the video), markers {:.1} mm above the board", 1e3 * t.marker_height_m),
+    }
+    for w in &t.warnings {
+        eprintln!("rodlab: warning: {w}");
+    }
+    println!("{} frames, {} markers: {} missing, {} merged, {} re-acquired marker-frames", t.frames, t.markers, t.missing, t.merged, t.reacquired);
+    println!("decoding {:.0} frames/s, tracking {:.0} frames/s", t.decode_fps, t.track_fps);
+    println!("wrote {}", req.out.display());
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum SynthCommand {
+    /// Checkerboard views for calibration, and one of the board lying in the plane of motion.
+    Board {
+        #[arg(long)]
+        out: PathBuf,
+        /// Inner corners, COLSxROWS.
+        #[arg(long, default_value = "9x6")]
+        board: String,
+        #[arg(long, default_value_t = 0.016)]
+        square_m: f64,
+        /// Sensor noise [grey levels].
+        #[arg(long, default_value_t = 2.0)]
+        noise: f64,
+    },
+    /// A video of a bending rod with red markers, and its truth (truth.csv).
+    Video {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 200)]
+        frames: usize,
+        #[arg(long, default_value_t = 6)]
+        markers: usize,
+        /// Fastest marker speed [px/frame].
+        #[arg(long, default_value_t = 20.0)]
+        max_speed_px: f64,
+        /// Sensor noise [grey levels].
+        #[arg(long, default_value_t = 2.0)]
+        noise: f64,
+        /// `mkv` (lossless HuffYUV), `avi` (Motion-JPEG) or `png` (an image directory).
+        #[arg(long, default_value = "mkv")]
+        format: String,
+        /// Hide marker M for N frames from frame F: M,F,N.
+        #[arg(long)]
+        occlude: Option<Numbers>,
+    },
+    /// A lab session made from the simulator (robot, force sensor, tracked markers) and its truth beside it.
+    Session(Box<SynthSessionArgs>),
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab synth session --scene configs/scene/cable-arm-holds.toml --rod configs/rod/pls-cable-arm.toml --out sessions/holds1\n  rodlab synth session --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --rig configs/rig/emulated.toml --out sessions/stick --seed 2\n  rodlab synth session --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/stick-live --live\n\nWrites the session (session.toml, streams/robot, streams/ft300, markers.parquet) into --out and the truth (the simulation's tables and report, truth.toml) into --truth, never inside the session. Without --live the session has no video: its markers are the tracker's output, with --marker-noise-m of noise."
+)]
+pub struct SynthSessionArgs {
+    #[arg(long)]
+    pub scene: PathBuf,
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Rig file: its [frames] (robot base, gravity, table) place the scene and go into session.toml (default: the scene's).
+    #[arg(long)]
+    pub rig: Option<PathBuf>,
+    /// identified.toml: the body material of the truth (default: the rod file's).
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// Young's modulus of the truth [Pa] (overrides the rod file and --params).
+    #[arg(long)]
+    pub e_pa: Option<f64>,
+    /// Shear modulus of the truth [Pa].
+    #[arg(long)]
+    pub g_pa: Option<f64>,
+    /// Density of the truth [kg/m^3].
+    #[arg(long)]
+    pub rho_kg_m3: Option<f64>,
+    /// Flange trajectory CSV t_s,x_m,y_m,z_m,rx,ry,rz (default: the scene's waypoints).
+    #[arg(long)]
+    pub trajectory: Option<PathBuf>,
+    /// Session directory to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Where the truth goes (default: OUT-truth, beside the session).
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+    /// Simulated time [s] (default: the scene's).
+    #[arg(long)]
+    pub duration_s: Option<f64>,
+    /// Tracking noise, per coordinate [m].
+    #[arg(long, default_value_t = 3e-4)]
+    pub marker_noise_m: f64,
+    /// RTDE output rate [Hz].
+    #[arg(long, default_value_t = 125.0)]
+    pub robot_hz: f64,
+    /// Force sensor rate [Hz].
+    #[arg(long, default_value_t = 100.0)]
+    pub sensor_hz: f64,
+    /// No flange force/torque sensor in the session.
+    #[arg(long)]
+    pub no_flange_sensor: bool,
+    /// Force sensor noise per force component [N] (FT 300: about 0.1 N).
+    #[arg(long, default_value_t = 0.1)]
+    pub force_noise_n: f64,
+    /// Force sensor noise per moment component [N m].
+    #[arg(long, default_value_t = 0.005)]
+    pub moment_noise_nm: f64,
+    /// Noise of the load cells on the cables [N] (scenes with cable loads: stream load_cell, a column CABLE_n per cable).
+    #[arg(long, default_value_t = 0.005)]
+    pub load_cell_noise_n: f64,
+    /// Force sensor bias FX,FY,FZ,MX,MY,MZ [N, N m], added to every reading.
+    #[arg(long, default_value = "0,0,0,0,0,0", allow_hyphen_values = true)]
+    pub ft_bias: Numbers,
+    /// Seed of the noise.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Record through the lab's path in real time instead of writing the streams: the RTDE and FT 300 emulators play the experiment, a camera plays a video rendered from the simulated markers, the recorder records them and the tracker tracks the video (takes the experiment's duration plus a few seconds).
+    #[arg(long)]
+    pub live: bool,
+    /// Frame rate of the rendered camera (--live) [frames/s].
+    #[arg(long, default_value_t = 30.0)]
+    pub camera_fps: f64,
+}
+
+fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
+    let scene = sim::Scene::from_file(&a.scene)?;
+    let rod = rod::Rod::from_file(&a.rod)?;
+    let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
+    let body = lab::params::rod_with(rod.clone(), params.as_ref()).cross_section.body;
+    let rig = match &a.rig {
+        Some(p) => {
+            let (rig, text) = session::Rig::from_file(p)?;
+            Some(RigFile { rig, path: p.clone(), text })
+        }
+        None => None,
+    };
+    let trajectory = match &a.trajectory {
+        Some(p) => Some((p.clone(), lab::tables::read_trajectory(p)?)),
+        None => None,
+    };
+    let req = SynthRequest {
+        material: rod::Material { e_pa: a.e_pa.unwrap_or(body.e_pa), g_pa: a.g_pa.unwrap_or(body.g_pa), rho_kg_m3: a.rho_kg_m3.unwrap_or(body.rho_kg_m3) },
+        rig,
+        trajectory,
+        truth: a.truth.clone().unwrap_or_else(|| PathBuf::from(format!("{}-truth", a.out.display()))),
+        duration_s: a.duration_s,
+        marker_noise_m: a.marker_noise_m,
+        robot_hz: a.robot_hz,
+        sensor_hz: a.sensor_hz,
+        flange_sensor: !a.no_flange_sensor,
+        force_noise_n: a.force_noise_n,
+        moment_noise_nm: a.moment_noise_nm,
+        load_cell_noise_n: a.load_cell_noise_n,
+        ft_bias: a.ft_bias.exactly::<6>("ft-bias", "FX,FY,FZ,MX,MY,MZ")?,
+        seed: a.seed,
+        ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
+    };
+    if a.live {
+        let s = lab::live::record_live(&req, a.camera_fps, progress)?;
+        let stages: Vec<String> = s.truth.stage_wall_s.iter().map(|(n, t)| format!("{n} {t:.1} s")).collect();
+        println!("recorded session {} live ({:.2} s of experiment; {}) and its truth in {}", a.out.display(), s.end_s, stages.join(", "), s.truth_dir.display());
+    } else {
+        let s = lab::synth::synthesise(&req, progress)?;
+        println!(
+            "wrote session {} ({:.2} s: {} robot samples at {} Hz, {}{} camera frames) and its truth in {}",
+            a.out.display(),
+            s.end_s,
+            s.robot_samples,
+            a.robot_hz,
+            if a.no_flange_sensor { String::new() } else { format!("force sensor at {} Hz, ", a.sensor_hz) },
+            s.camera_frames,
+            s.truth_dir.display()
+        );
+    }
+    Ok(())
+}
+
+pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
+    match cmd {
+        SynthCommand::Session(a) => synth_session(*a, progress),
+        SynthCommand::Board { out, board, square_m, noise } => {
+            let views = lab::track::synth_board(&out, &board, square_m, noise)?;
+            println!("wrote {views} views, plane.png and true-camera.toml to {}", out.display());
+            Ok(())
+        }
+        SynthCommand::Video { out, frames, markers, max_speed_px, noise, format, occlude } => {
+            let occlusion = match occlude {
+                None => None,
+                Some(n) => {
+                    let [marker, first_frame, count] = n.exactly::<3>("occlude", "M,F,N")?;
+                    if [marker, first_frame, count].iter().any(|v| *v < 0.0 || v.fract() != 0.0) {
+                        return Err(Error::input("--occlude: expected three whole numbers M,F,N"));
+                    }
+                    Some(lab::track::Occlusion { marker: marker as usize, first_frame: first_frame as usize, frames: count as usize })
+                }
+            };
+            let req = lab::track::VideoRequest { out: out.clone(), frames, markers, max_speed_px, noise, format: format.clone(), occlusion };
+            lab::track::synth_video(&req, progress)?;
+            println!("wrote {frames} frames ({format}), truth.csv, true-camera.toml, markers.toml to {}", out.display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The model commands: `solve`, `paper-table`, `identify`, `observe`,
+//! `rig calibrate`: arguments in, a `lab` workflow, a summary out.
+
+use crate::args::{prior, vec3, ModeArg, Numbers};
+use clap::{Args, Subcommand};
+use lab::identify::{IdentifyRequest, Source};
+use lab::observe::{ObserveOptions, ObserverMode};
+use lab::solve::{Band, SolveRequest};
+use lab::{Progress, Result, SessionDir};
+use std::path::PathBuf;
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko"
+)]
+pub struct SolveArgs {
+    /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Cable tensions in newtons, one per cable of the rod, comma-separated.
+    #[arg(long, allow_hyphen_values = true)]
+    pub tension: Option<Numbers>,
+    /// Tip force in the world frame [N]: FX,FY,FZ.
+    #[arg(long, allow_hyphen_values = true)]
+    pub tip_force: Option<Numbers>,
+    /// Tip moment in the world frame [N m]: MX,MY,MZ (fixed direction).
+    #[arg(long, allow_hyphen_values = true)]
+    pub tip_moment: Option<Numbers>,
+    /// Replace the rod's sections by N equal sections.
+    #[arg(long)]
+    pub sections: Option<usize>,
+    /// Override the strain modes: cosserat, euler-bernoulli, kirchhoff-extensible, timoshenko.
+    #[arg(long)]
+    pub modes: Option<String>,
+    /// Turn gravity off.
+    #[arg(long)]
+    pub no_gravity: bool,
+    /// Use E, G, rho, geometry and base pitch from an identified.toml of `rodlab identify`.
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// Write the shape (base to tip) as CSV.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn solve(a: SolveArgs) -> Result<()> {
+    let rod = lab::read_rod(&a.rod, a.sections, a.modes.as_deref())?;
+    let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
+    let req = SolveRequest {
+        tensions_n: a.tension.map(|t| t.0).unwrap_or_default(),
+        tip_force_n: vec3("tip-force", &a.tip_force)?,
+        tip_moment_nm: vec3("tip-moment", &a.tip_moment)?,
+        gravity: !a.no_gravity,
+        params,
+        rod,
+    };
+    let s = lab::solve::solve(&req)?;
+    if let Some(p) = &req.params {
+        let v = &p.file.parameters;
+        println!(
+            "parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, base pitch {:.3} deg",
+            p.path.display(),
+            v.e_pa.value,
+            v.g_pa.value,
+            v.rho_kg_m3.value,
+            v.base_pitch_rad.to_degrees()
+        );
+    }
+    println!(
+        "rod: {} ({} sections, {} sub-segments each, {} strain dofs, mass {:.4} kg)",
+        a.rod.display(),
+        s.rod.section_lengths_m.len(),
+        s.rod.subsegments_per_section,
+        s.n_dof,
+        s.mass_kg
+    );
+    println!("converged: {} Newton iterations, {} load step(s), residual {:.2e}, {:.3} ms", s.iterations, s.load_steps, s.residual_norm, s.wall_time_s * 1e3);
+    let tip = s.tip_m();
+    println!("tip position [m]: {:.6} {:.6} {:.6}", tip.x, tip.y, tip.z);
+    match &s.band {
+        Some(Band::Tip { tip_m: x, half_width_m: h }) => println!(
+            "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate; a measurement with the fit's noise, in its measurement frame)",
+            x.x, h.x, x.y, h.y, x.z, h.z
+        ),
+        Some(Band::None(why)) => println!("no prediction band: {why}"),
+        None => {}
+    }
+    println!("validity: {}", s.validity.summary());
+    for w in &s.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(out) = &a.out {
+        lab::solve::write_shape_csv(out, &s.shape)?;
+        println!("wrote {} ({} rows, base to tip)", out.display(), s.shape.len());
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct PaperArgs {
+    /// The Table II rod.
+    #[arg(long, default_value = "configs/rod/pls-paper-cantilever.toml")]
+    pub rod: PathBuf,
+}
+
+pub fn paper_table(a: PaperArgs) -> Result<()> {
+    let t = lab::paper::tables(&rod::Rod::from_file(&a.rod)?)?;
+    println!("Table II: conical cantilever under gravity, tip position [cm]; error vs converged rod");
+    println!("| {:<44} | {:>8} | {:>7} | {:>9} | {:>8} |", "method", "x", "y", "z", "err [%]");
+    println!("|{:-<46}|{:-<10}|{:-<9}|{:-<11}|{:-<10}|", "", "", "", "", "");
+    for r in &t.table2 {
+        println!("| {:<44} | {:>8.4} | {:>7.4} | {:>9.4} | {:>8.3} |", r.method, r.tip_cm.x, r.tip_cm.y, r.tip_cm.z, r.error_pct);
+    }
+    println!("(rodlab PLS, 3 sections: {} Newton iterations from the straight rod)\n", t.pls_iterations);
+    println!("Table III: PLS with reduced strain modes, 3 sections, tip x / z [cm]");
+    println!("| {:<22} | {:>9} | {:>9} | {:>9} | {:>9} |", "modes", "rodlab x", "rodlab z", "paper x", "paper z");
+    println!("|{:-<24}|{:-<11}|{:-<11}|{:-<11}|{:-<11}|", "", "", "", "", "");
+    for r in &t.table3 {
+        println!("| {:<22} | {:>9.4} | {:>9.4} | {:>9.4} | {:>9.4} |", r.modes, r.tip_cm.x, r.tip_cm.z, r.paper_x_cm, r.paper_z_cm);
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out best --translation --pitch --fit-cable-offset --per-cable --fit-cable-angle\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset=0,0.005 --fit-radius-scale --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml).\nPriors: a bare --fit-* flag takes the rod file's [identify] prior; give your own as --fit-cable-offset=MEAN,SD (with '=')."
+)]
+pub struct IdentifyArgs {
+    /// Rod description (TOML); its material is the initial guess.
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Directory with inputs.csv and measurements.csv.
+    #[arg(long, required_unless_present = "sessions", conflicts_with = "sessions")]
+    pub experiments: Option<PathBuf>,
+    /// Recorded session directories; their static holds are the experiments.
+    #[arg(long, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    /// With --sessions: loads from streams and hold thresholds (default: gravity only).
+    #[arg(long, requires = "sessions")]
+    pub loads: Option<PathBuf>,
+    /// Output directory: identified.toml, index.html, summary.json, PNG figures.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Also estimate a translation of the measurement frame (nuisance).
+    #[arg(long)]
+    pub translation: bool,
+    /// Also estimate the base's pitch (nuisance).
+    #[arg(long)]
+    pub pitch: bool,
+    /// Reference parameters E,G,RHO to compare with (e.g. a paper's values).
+    #[arg(long)]
+    pub reference: Option<Numbers>,
+    /// Skip leave-one-out cross-validation.
+    #[arg(long)]
+    pub no_loo: bool,
+    /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior =MEAN_M,SD_M [m], e.g. =0,0.005 (bare: the rod file's [identify] cable_offset_m).
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    pub fit_cable_offset: Option<Numbers>,
+    /// With --fit-cable-offset: one offset per cable, each with that prior, instead of one for all.
+    #[arg(long, requires = "fit_cable_offset")]
+    pub per_cable: bool,
+    /// Also estimate the scale of the section's radii (cables on the surface move with it), with a Gaussian prior =MEAN,SD, e.g. =1,0.1 (bare: the rod file's [identify] radius_scale). E, rho and the scale are nearly degenerate (E s^4, rho s^2): fit it with E, G, rho held (--hold-material) or with a tight prior.
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    pub fit_radius_scale: Option<Numbers>,
+    /// Also estimate each cable's turn about the rod's axis from its angle_deg in the rod file (guide holes a degree or two off), with a Gaussian prior =MEAN_DEG,SD_DEG, e.g. =0,5 (bare: the rod file's [identify] cable_angle_deg). Pulled cables are seen by the data; the others stay at the prior.
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    pub fit_cable_angle: Option<Numbers>,
+    /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data?
+    #[arg(long)]
+    pub hold_material: Option<Numbers>,
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
+    #[arg(long)]
+    pub compare_variants: bool,
+}
+
+pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
+    let rod = rod::Rod::from_file(&a.rod)?;
+    let source = match &a.experiments {
+        Some(dir) => Source::Experiments(dir.clone()),
+        None => Source::Sessions { dirs: a.sessions.iter().map(SessionDir::new).collect(), loads: lab::loads::Loads::read(a.loads.as_deref(), rod.cables.len())? },
+    };
+    let material = |flag: &str, v: &Option<Numbers>| lab::params::material(flag, v.as_ref().map_or(&[][..], |n| &n.0));
+    let req = IdentifyRequest {
+        translation: a.translation,
+        pitch: a.pitch,
+        reference: material("--reference", &a.reference)?.map(|m| identify::Values::material(m.e_pa, m.g_pa, m.rho_kg_m3)),
+        loo: !a.no_loo,
+        cable_offset: prior("fit-cable-offset", &a.fit_cable_offset)?,
+        per_cable: a.per_cable,
+        radius_scale: prior("fit-radius-scale", &a.fit_radius_scale)?,
+        cable_angle_deg: prior("fit-cable-angle", &a.fit_cable_angle)?,
+        hold_material: material("--hold-material", &a.hold_material)?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
+        compare_variants: a.compare_variants,
+        ..IdentifyRequest::new(&a.rod, rod, source, &a.out)
+    };
+    let id = lab::identify::identify(&req, progress)?;
+    crate::print::identification(&id, &req);
+    Ok(())
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml\n  rodlab observe markers.parquet --rod rod.toml --mode weighted --sigma-m 3e-4 --out strain.parquet\n\nThe rod file lists the markers ([[marker]] arc_m, offset_y_m, offset_z_m), base first. In a session, the rod's base follows the robot (base = robot_base * TCP * the rod file's [base] mount) and gravity is the rig's."
+)]
+pub struct ObserveArgs {
+    /// Session directory (with markers.parquet) or a marker table.
+    pub input: PathBuf,
+    /// Rod description with its [[marker]] entries.
+    #[arg(long)]
+    pub rod: PathBuf,
+    #[arg(long, value_enum, default_value = "weighted")]
+    pub mode: ModeArg,
+    /// Marker position noise, standard deviation per coordinate [m].
+    #[arg(long, default_value_t = 3e-4)]
+    pub sigma_m: f64,
+    /// Weighted mode: energy scale c [J] of the springs k = c / sigma^2 (default: discrepancy principle on the most deformed frame).
+    #[arg(long)]
+    pub energy_scale_j: Option<f64>,
+    /// Output strain table (default: strain.parquet beside the marker table).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn observe(a: ObserveArgs, progress: &dyn Progress) -> Result<()> {
+    let rod = rod::Rod::from_file(&a.rod)?;
+    let markers = if a.input.is_dir() { SessionDir::new(&a.input).markers() } else { a.input.clone() };
+    let out = a.out.clone().unwrap_or_else(|| markers.with_file_name("strain.parquet"));
+    let o = ObserveOptions { mode: a.mode.into(), sigma_m: a.sigma_m, energy_scale_j: a.energy_scale_j };
+    let ob = lab::observe::observe(&markers, &rod, &o, &out, progress)?;
+    if ob.base_from_robot {
+        println!("base pose from the robot log in the rig's world frame, rod mount from {}", a.rod.display());
+    }
+    if let Some(w) = &ob.scale_warning {
+        eprintln!("rodlab: warning: {w}");
+    }
+    let mode = match o.mode {
+        ObserverMode::Hard => "hard".to_string(),
+        ObserverMode::Weighted => format!("weighted (energy scale {:.3e} J)", ob.energy_scale_j.unwrap_or(f64::NAN)),
+    };
+    println!("observed {} frames in {:.2} s ({:.0} frames/s), mode {mode}", ob.frames, ob.wall_time_s, ob.frames as f64 / ob.wall_time_s.max(1e-9));
+    println!("  solved {}, solved with missing markers {}, failed {}", ob.solved, ob.solved_missing_markers, ob.failed);
+    for (why, n) in &ob.reasons {
+        println!("  failure: {why} ({n} frames)");
+    }
+    println!("  marker residual [m]: mean {:.3e}, max {:.3e}", ob.marker_residual_mean_m, ob.marker_residual_max_m);
+    if let Some(v) = &ob.validity {
+        println!("  validity: {}", v.summary());
+    }
+    for w in &ob.warnings {
+        println!("  warning: {w}");
+    }
+    println!("wrote {} ({} rows: frame x node)", ob.out.display(), ob.rows);
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum RigCommand {
+    /// Measure T_world_robot: tracked marker positions (world) against the flange poses (robot base frame).
+    Calibrate(CalibrateRigArgs),
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab rig calibrate sessions/rig-cal --rod configs/rod/contact-paper-steel-core.toml --marker 0 --out frames.toml\n\nRecord while the robot holds the rod (or a flange marker) still at six or more poses spread in two directions of the plane of motion, track the video (rodlab track, with the board's pose in the rig's [frames]), then run this. The marker's place on the flange comes from the rod file: its [base] mount and the marker's arc length and offsets. Pairs are taken where the flange moves slower than --max-speed-m-s. With a force sensor (ft300 stream), the direction of gravity is checked against the force it reads at rest."
+)]
+pub struct CalibrateRigArgs {
+    /// Session directory with markers.parquet (tracked, world frame) and a robot stream.
+    pub session: PathBuf,
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Index of the tracked marker (0 = base marker).
+    #[arg(long, default_value_t = 0)]
+    pub marker: usize,
+    /// Use frames where the flange moves slower than this [m/s].
+    #[arg(long, default_value_t = 0.005)]
+    pub max_speed_m_s: f64,
+    /// Write the session's [frames] with the measured robot base here (TOML).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn rig(c: RigCommand) -> Result<()> {
+    let RigCommand::Calibrate(a) = c;
+    let rod = rod::Rod::from_file(&a.rod)?;
+    let session = SessionDir::new(&a.session);
+    let cal = lab::rig::calibrate(&lab::rig::RigCalibrationRequest { session: &session, rod: &rod, marker: a.marker, max_speed_m_s: a.max_speed_m_s })?;
+    let (p, r) = (cal.robot_base.position_m, cal.robot_base.rpy_deg);
+    println!(
+        "robot base in the world from {} pairs: position_m = [{:.6}, {:.6}, {:.6}], rpy_deg = [{:.5}, {:.5}, {:.5}]",
+        cal.pairs, p[0], p[1], p[2], r[0], r[1], r[2]
+    );
+    println!("  residuals: RMS {:.3} mm, max {:.3} mm", 1e3 * cal.rms_residual_m, 1e3 * cal.max_residual_m);
+    if let Some(angle) = cal.gravity_angle_deg {
+        println!("  gravity check: the force sensor's mean force points {angle:.2} deg from the rig's gravity");
+    }
+    for w in &cal.warnings {
+        eprintln!("rodlab: warning: {w}");
+    }
+    if let Some(out) = &a.out {
+        lab::rig::write_frames(out, &cal.frames, &session)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The simulation commands: `simulate`, `verify`, `validate`.
+
+use crate::args::ModeArg;
+use clap::{Args, Subcommand};
+use lab::observe::ObserveOptions;
+use lab::simulate::{BaseSource, SimulateJob};
+use lab::validate::{ValidateOptions, ValidateRequest};
+use lab::{Error, Progress, Result, SessionDir};
+use std::path::PathBuf;
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-stick.toml --out reports/sim/stick\n  rodlab simulate --rod rod.toml --scene scene.toml --trajectory flange.csv --params identified.toml --out sim/\n  rodlab simulate --rod rod.toml --scene scene.toml --session sessions/run1 --out sessions/run1/sim\n\nOutputs in --out: sim.parquet (one row per step: totals, tip, base wrench at the flange, energies, solver figures), sim_nodes.parquet (step x node strains), sim_contacts.parquet (step x contact point), sim_markers.parquet (the tracker's marker table: a simulation reads like a recording), index.html (plots) and summary.json.\nA trajectory CSV has the header t_s,x_m,y_m,z_m,rx,ry,rz: the flange pose in the robot's base frame (rotation vector, radians); the rod's base is flange * the rod file's [base]."
+)]
+pub struct SimulateArgs {
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// Scene: time stepping, table, base, contact law (configs/scene/*.toml).
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// identified.toml: E, G, rho and geometry of the rod from `rodlab identify`.
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// Base motion from a session's robot stream (flange poses on host time).
+    #[arg(long, conflicts_with = "trajectory")]
+    pub session: Option<PathBuf>,
+    /// Base motion from a CSV file t_s,x_m,y_m,z_m,rx,ry,rz (flange pose).
+    #[arg(long)]
+    pub trajectory: Option<PathBuf>,
+    /// Simulated time [s] (default: the scene's; with --session, the robot log's span).
+    #[arg(long)]
+    pub duration_s: Option<f64>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
+    let file_rod = rod::Rod::from_file(&a.rod)?;
+    let params = lab::params::read_optional(a.params.as_deref(), &file_rod, &a.rod)?;
+    let rod = lab::params::rod_with(file_rod, params.as_ref());
+    let base = match (&a.session, &a.trajectory) {
+        (Some(s), _) => BaseSource::Session(SessionDir::new(s)),
+        (None, Some(t)) => BaseSource::Trajectory { samples: lab::tables::read_trajectory(t)?, path: t.clone() },
+        (None, None) => BaseSource::Scene,
+    };
+    let job = SimulateJob {
+        rod: &rod,
+        rod_path: &a.rod,
+        scene: sim::Scene::from_file(&a.scene)?,
+        scene_path: &a.scene,
+        params_path: a.params.as_deref(),
+        base,
+        rig_frames: None,
+        duration_s: a.duration_s,
+        out: &a.out,
+    };
+    let done = lab::simulate::run(&job, progress)?;
+    if let Some(from) = &done.frames_from {
+        println!("robot base, gravity and table from {from} (the rig's world frame); friction from {}", a.scene.display());
+    }
+    if let Some(p) = &params {
+        let m = rod.cross_section.body;
+        println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.path.display(), m.e_pa, m.g_pa, m.rho_kg_m3);
+    }
+    let s = &done.summary;
+    println!(
+        "simulated {:.3} s in {} steps, wall {:.2} s (real-time factor {:.1}), {:.2} Newton iterations per step, at most {} sub-steps",
+        s.simulated_s, s.steps, s.wall_time_s, s.real_time_factor, s.mean_newton_iterations, s.max_substeps
+    );
+    match s.first_touch_s {
+        Some(t) => println!(
+            "  contact from t = {t:.3} s; tip stuck {} steps, sliding {} steps; largest normal force {:.4} N; tip slid {:.4} m (contact path {:.4} m)",
+            s.tip_stick_steps, s.tip_slide_steps, s.max_normal_force_n, s.final_tip_slide_m, s.final_tip_slip_m
+        ),
+        None => println!("  no contact"),
+    }
+    let f = s.final_base_force_flange_n;
+    println!("  force on the flange at the end [N]: {:.4} {:.4} {:.4}", f[0], f[1], f[2]);
+    println!(
+        "  validity: surface fibre strains from {:+.2} % to {:+.2} %{}",
+        100.0 * s.min_fibre_strain,
+        100.0 * s.max_fibre_strain,
+        s.min_cable_stretch.map_or(String::new(), |c| format!(", cables: min |Q + K x d + d'| {c:.3}"))
+    );
+    for w in &s.validity_warnings {
+        println!("  warning: {w}");
+    }
+    println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, index.html", a.out.display());
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum VerifyCommand {
+    /// DisMech's axial slip onset: kinetic energy after 1 s against (t^2/2m)(F - mu m g)^2 for F in [0, 10.5] N.
+    SlipOnset {
+        /// Output directory (slip_onset.csv, index.html with the plot).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+pub fn verify(c: VerifyCommand, progress: &dyn Progress) -> Result<()> {
+    let VerifyCommand::SlipOnset { out } = c;
+    let points = lab::simulate::verify_slip_onset(&out, progress)?;
+    println!("F [N]    KE at 1 s [J]   (t^2/2m)(F - mu m g)^2 [J]");
+    for p in &points {
+        println!("{:5.2}  {:14.6e}  {:14.6e}", p.force_n, p.kinetic_energy_j, p.analytic_j);
+    }
+    println!("wrote {}/slip_onset.csv and {}/index.html", out.display(), out.display());
+    Ok(())
+}
+
+#[derive(Args, Clone)]
+#[command(
+    after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one made with the same rod, parameters and observer). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components the experiment bends (simulated range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation over the first --rest-s seconds (before contact)."
+)]
+pub struct ValidateArgs {
+    /// Session directories (tracked markers, robot stream, optionally a force sensor).
+    #[arg(required = true, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    #[arg(long)]
+    pub rod: PathBuf,
+    /// identified.toml: E, G, rho to validate (default: the rod file's material).
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// Scene: table, friction, time step, contact law (the base comes from the session).
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// loads.toml: the flange force sensor's stream, mount and tare (default: stream ft300 if the session has it).
+    #[arg(long)]
+    pub loads: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "weighted")]
+    pub observer: ModeArg,
+    /// Tracking noise per coordinate [m] (observer weights, contact detection).
+    #[arg(long, default_value_t = 3e-4)]
+    pub sigma_m: f64,
+    /// The tracked tip touches when its rim is less than this above the table [m] (default: 3 x --sigma-m).
+    #[arg(long)]
+    pub contact_gap_m: Option<f64>,
+    /// The tracked tip slides when it moves faster than this along the table [m/s].
+    #[arg(long, default_value_t = 2e-3)]
+    pub slide_speed_m_s: f64,
+    /// Tracked speeds are line fits over this window [s].
+    #[arg(long, default_value_t = 0.3)]
+    pub speed_window_s: f64,
+    /// The first seconds, before contact: the force sensor's bias is estimated there.
+    #[arg(long, default_value_t = 0.5)]
+    pub rest_s: f64,
+    /// Limit of the strain RMS error when the tip sticks [% of range].
+    #[arg(long, default_value_t = 10.0)]
+    pub strain_stick_pct: f64,
+    /// Limit of the strain RMS error when the tip slides [% of range].
+    #[arg(long, default_value_t = 15.0)]
+    pub strain_slide_pct: f64,
+    /// Limit of the force RMS error [% of the peak measured force].
+    #[arg(long, default_value_t = 5.0)]
+    pub force_pct: f64,
+    /// Limit of the tip slide RMS error [mm].
+    #[arg(long, default_value_t = 2.0)]
+    pub slide_mm: f64,
+    /// Least agreement of the stick/slide phase timelines [% of frames].
+    #[arg(long, default_value_t = 90.0)]
+    pub phase_pct: f64,
+    /// The force sensor's readings are averaged over this window (centred) before comparing [s]: sensor noise, not the experiment.
+    #[arg(long, default_value_t = 0.5)]
+    pub force_window_s: f64,
+    /// Sessions validated at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+    /// Exit with status 1 when a check is exceeded.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+pub fn validate(a: ValidateArgs, progress: &dyn Progress) -> Result<()> {
+    let rod = rod::Rod::from_file(&a.rod)?;
+    let req = ValidateRequest {
+        sessions: a.sessions.iter().map(SessionDir::new).collect(),
+        params: lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?,
+        loads: lab::loads::Loads::read(a.loads.as_deref(), rod.cables.len())?,
+        rod,
+        rod_path: a.rod.clone(),
+        scene: sim::Scene::from_file(&a.scene)?,
+        scene_path: a.scene.clone(),
+        out: a.out.clone(),
+        options: ValidateOptions {
+            observer: ObserveOptions { mode: a.observer.into(), sigma_m: a.sigma_m, energy_scale_j: None },
+            contact_gap_m: a.contact_gap_m,
+            slide_speed_m_s: a.slide_speed_m_s,
+            speed_window_s: a.speed_window_s,
+            rest_s: a.rest_s,
+            strain_stick_pct: a.strain_stick_pct,
+            strain_slide_pct: a.strain_slide_pct,
+            force_pct: a.force_pct,
+            slide_mm: a.slide_mm,
+            phase_pct: a.phase_pct,
+            force_window_s: a.force_window_s,
+            jobs: a.jobs as usize,
+        },
+    };
+    let v = lab::validate::validate(&req, progress)?;
+    for s in &v.sessions {
+        println!("{}: {}", s.session, if s.pass { "every check passed" } else { "CHECKS EXCEEDED" });
+        for c in &s.checks {
+            println!("  {}", c.line());
+        }
+        for w in &s.warnings {
+            println!("  warning: {w}");
+        }
+        println!("  report: {}", s.report);
+    }
+    if let Some(page) = &v.batch_page {
+        println!("summary of {} sessions: {}", v.sessions.len(), page.display());
+    }
+    if a.strict && !v.pass() {
+        return Err(Error::computation("validation: a check was exceeded (--strict)"));
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! Summaries of results as lines on standard output.
+
+use lab::identify::{angles_deg, offsets_mm, scale_text, Identification, IdentifyRequest};
+
+/// The identification: parameters with intervals, errors per experiment,
+/// the alternative fit, variants and warnings.
+pub fn identification(id: &Identification, req: &IdentifyRequest) {
+    for s in &id.sessions {
+        println!("{}: {} still intervals, {} used as holds", s.session, s.still_intervals, s.used);
+    }
+    let f = &id.study.fit;
+    let rod = &id.rod;
+    let reference = req.reference.as_ref();
+    println!("identified from {} experiments ({}):", id.experiments.len(), id.source);
+    let line = |n: &str, e: &identify::fit::Estimate, u: &str, pv: Option<f64>| {
+        let r = pv.map_or(String::new(), |pv| format!("   reference {pv:.4e}"));
+        println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]{r}", e.value, e.ci95_low, e.ci95_high);
+    };
+    line("E", &f.e_pa, "Pa", reference.map(|r| r.e_pa));
+    line("G", &f.g_pa, "Pa", reference.map(|r| r.g_pa));
+    line("rho", &f.rho_kg_m3, "kg/m^3", reference.map(|r| r.rho_kg_m3));
+    let p = &id.file.parameters;
+    if f.layout.cable_offset {
+        let c = p.cable_offset_ci95_m;
+        println!(
+            "  cable offset = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards from the rod file's cables)",
+            1e3 * f.values.cable_offset_m,
+            1e3 * c[0],
+            1e3 * c[1]
+        );
+    }
+    for (c, (d, ci)) in p.cable_offsets_m.iter().zip(&p.cable_offsets_ci95_m).enumerate() {
+        println!("  {:<12} = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards)", rod.cables[c].name, 1e3 * d, 1e3 * ci[0], 1e3 * ci[1]);
+    }
+    for (c, (a, ci)) in p.cable_angles_rad.iter().zip(&p.cable_angles_ci95_rad).enumerate() {
+        println!(
+            "  {:<12} = {:>+9.3} deg    95 % CI [{:+.3}, {:+.3}] deg (turn about the axis from {} deg)",
+            rod.cables[c].name,
+            a.to_degrees(),
+            ci[0].to_degrees(),
+            ci[1].to_degrees(),
+            rod.cables[c].angle_rad.to_degrees()
+        );
+    }
+    if f.layout.radius_scale {
+        let c = p.radius_scale_ci95;
+        println!("  radius scale = {:>9.4}        95 % CI [{:.4}, {:.4}] (of the rod file's section)", f.values.radius_scale, c[0], c[1]);
+    }
+    if let Some(j) = &id.study.jackknife {
+        println!(
+            "  jackknife 95 % (spread of the {} leave-one-out fits): E [{:.4e}, {:.4e}] Pa, G [{:.4e}, {:.4e}] Pa, rho [{:.4e}, {:.4e}] kg/m^3",
+            j.fits, j.e_pa_ci95[0], j.e_pa_ci95[1], j.g_pa_ci95[0], j.g_pa_ci95[1], j.rho_kg_m3_ci95[0], j.rho_kg_m3_ci95[1]
+        );
+    }
+    println!(
+        "  rms error {:.2} mm{}; {} iterations, {} static solves, {:.3} s",
+        f.rms_error_mm,
+        id.study.reference.as_ref().map_or(String::new(), |r| format!(" (reference parameters: {:.2} mm)", r.rms_error_mm)),
+        f.iterations,
+        f.static_solves,
+        f.wall_time_s
+    );
+    let rms = identify::fit::rms;
+    for (i, e) in id.experiments.iter().enumerate() {
+        let loo = id.study.loo.get(i).map_or(f64::NAN, |l| rms(&l.errors_mm));
+        println!("  experiment {:<4} error {:>6.2} mm   leave-one-out {:>6.2} mm  (RMS over {} points)", e.id, rms(&f.errors_mm[i]), loo, e.measurements.len());
+    }
+    if let Some(alt) = &id.study.with_nuisance {
+        println!(
+            "  alternative fit ({}nuisance): E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3, rms {:.2} mm",
+            if alt.layout.translation || alt.layout.pitch { "with " } else { "without " },
+            alt.e_pa.value,
+            alt.g_pa.value,
+            alt.rho_kg_m3.value,
+            alt.rms_error_mm
+        );
+    }
+    match &id.reference_geometry {
+        Some(Ok(g)) => {
+            let worst = g.errors_mm.iter().map(|e| rms(e)).fold(0.0, f64::max);
+            println!(
+                "  reference material held, geometry fitted: cable offset {:+.2} mm, radius scale {:.4}, frame {:.2?} mm, pitch {:.2} deg: RMS {:.2} mm, worst experiment {:.2} mm",
+                1e3 * g.values.cable_offset_m,
+                g.values.radius_scale,
+                [g.values.translation_m.x * 1e3, g.values.translation_m.y * 1e3, g.values.translation_m.z * 1e3],
+                g.values.pitch_rad.to_degrees(),
+                g.rms_error_mm,
+                worst
+            );
+        }
+        Some(Err(e)) => println!("  reference material held, geometry fitted: no fit ({e})"),
+        None => {}
+    }
+    if let Some(r) = id.study.reference.as_ref().filter(|r| r.failures > 0) {
+        println!("  note: with the reference parameters the model finds no equilibrium for {} experiment(s) (NaN above):", r.failures);
+        for why in &r.failure_reasons {
+            println!("    {why}");
+        }
+    }
+    if !id.variants.is_empty() {
+        println!("  model variants by leave-one-out prediction error:");
+        for (i, v) in id.variants.iter().enumerate() {
+            let geometry: Vec<String> = [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
+                .into_iter()
+                .flatten()
+                .collect();
+            println!(
+                "    {:<32} E {:.4e} Pa  {:<64}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
+                v.name,
+                v.e_pa,
+                geometry.join("  "),
+                v.rms_error_mm,
+                v.loo_rms_mm,
+                v.loo_worst_mm,
+                if id.recommended == Some(i) { "  <- recommended (predicts best)" } else { "" }
+            );
+        }
+    }
+    for w in &f.warnings {
+        println!("  warning: {w}");
+    }
+    println!("wrote {}, {} and {}", id.identified_toml.display(), id.report.html.display(), id.report.json.display());
+}

@@ -1,0 +1,109 @@
+//! A recorded session read once for the model stages (identify from
+//! sessions, validate), in the rig's world frame: its tracked markers by
+//! frame, the robot's flange in the world, and the streams asked for, all
+//! on the host clock in seconds since the session's start.
+
+use crate::error::{Context, Error, Result};
+use crate::loads::StreamRequest;
+use identify::sessions::{SessionData, Stream};
+use lie::{Pose, Vec3};
+use session::{flags, MarkerRow, SessionDir, Table};
+use std::collections::BTreeMap;
+
+/// Tracked frames: `(frame, t_host_ns, marker positions)`, time-sorted;
+/// a marker missing, merged or not finite is `None`.
+pub type Frames = Vec<(i64, i64, Vec<Option<Vec3>>)>;
+
+/// Groups marker rows by frame for a rod with `n_markers` markers;
+/// `t_of_row` gives a row's host time. Errors (input) name `path`.
+pub fn frames_of(rows: &[MarkerRow], n_markers: usize, path: &std::path::Path, t_of_row: impl Fn(&MarkerRow) -> i64) -> Result<Frames> {
+    let mut by_frame: BTreeMap<i64, (i64, Vec<Option<Vec3>>)> = BTreeMap::new();
+    for r in rows {
+        if r.marker as usize >= n_markers {
+            return Err(Error::input(format!("{}: frame {}: marker {} but the rod file has {n_markers} markers", path.display(), r.frame, r.marker)));
+        }
+        let e = by_frame.entry(r.frame).or_insert_with(|| (t_of_row(r), vec![None; n_markers]));
+        let p = Vec3::new(r.x_m, r.y_m, r.z_m);
+        if r.flags & (flags::MISSING | flags::MERGED) == 0 && p.iter().all(|v| v.is_finite()) {
+            e.1[r.marker as usize] = Some(p);
+        }
+    }
+    if by_frame.is_empty() {
+        return Err(Error::input(format!("{}: no rows", path.display())));
+    }
+    let mut frames: Frames = by_frame.into_iter().map(|(f, (t, m))| (f, t, m)).collect();
+    frames.sort_by_key(|f| f.1);
+    Ok(frames)
+}
+
+/// Reads `dir` for a rod with `n_markers` markers, with the streams
+/// `requests` ask for. Errors (input) name the session and what is missing.
+pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> Result<SessionData> {
+    let root = dir.path();
+    if !dir.exists() {
+        return Err(Error::input(format!("{}: not a session directory", root.display())));
+    }
+    let frames_w = dir.meta()?.map(|m| m.frames).unwrap_or_default();
+    let markers_path = dir.markers();
+    if !markers_path.is_file() {
+        return Err(Error::input(format!(
+            "{}: the session has no markers.parquet (track its video first: rodlab track {}/<video> --camera camera.toml --out {})",
+            root.display(),
+            root.display(),
+            markers_path.display()
+        )));
+    }
+    let rows = session::read_markers(&markers_path).input(markers_path.display())?;
+    if rows.is_empty() {
+        return Err(Error::input(format!("{}: no rows", markers_path.display())));
+    }
+    if rows.iter().any(|r| r.t_host_ns.is_none()) {
+        return Err(Error::input(format!(
+            "{}: no t_host_ns column: track the session's video with its frames table so that markers and robot share the host clock",
+            markers_path.display()
+        )));
+    }
+    let tracked = frames_of(&rows, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
+    let tcp = session::read_tcp_poses(root)
+        .input(root.display())?
+        .ok_or_else(|| Error::input(format!("{}: the session has no robot stream (streams/robot): no base pose", root.display())))?;
+    if tcp.is_empty() {
+        return Err(Error::input(format!("{}: the robot stream has no rows", dir.stream("robot").display())));
+    }
+    let world_from_robot = frames_w.world_from_robot();
+    let flange: Vec<(f64, Pose)> = tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_robot.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect();
+    let mut streams = BTreeMap::new();
+    for req in requests {
+        if streams.contains_key(&req.stream) {
+            continue;
+        }
+        if !dir.has_stream(&req.stream) {
+            return Err(Error::input(format!("{}: no stream '{}' in session {} ({})", req.asked_by, req.stream, root.display(), dir.describe_streams())));
+        }
+        let sdir = dir.stream(&req.stream);
+        let t = Table::read_chunks(&sdir)?;
+        let th = t.i64("t_host_ns")?;
+        let mut columns = BTreeMap::new();
+        for c in requests.iter().filter(|r| r.stream == req.stream).flat_map(|r| r.columns.iter()) {
+            if !t.has(c) {
+                return Err(Error::input(format!("{}: stream '{}' of session {} has no column '{c}'", req.asked_by, req.stream, root.display())));
+            }
+            columns.insert(c.to_string(), t.f64(c)?);
+        }
+        // Sorted by time (chunks are in order; a restart may repeat times).
+        let mut order: Vec<usize> = (0..th.len()).collect();
+        order.sort_by_key(|&i| th[i]);
+        let stream = Stream {
+            t_s: order.iter().map(|&i| th[i] as f64 * 1e-9).collect(),
+            columns: columns.into_iter().map(|(k, v)| (k, order.iter().map(|&i| v[i]).collect())).collect(),
+        };
+        streams.insert(req.stream.clone(), stream);
+    }
+    Ok(SessionData {
+        name: dir.name(),
+        flange,
+        markers: tracked.iter().map(|(_, t, m)| (*t as f64 * 1e-9, m.clone())).collect(),
+        streams,
+        gravity_m_s2: frames_w.gravity(),
+    })
+}

@@ -1,0 +1,510 @@
+//! Identifying E, G, rho (and geometry the fit can learn) from static
+//! experiments: a directory of CSV files, or the static holds of recorded
+//! sessions. Writes `identified.toml` and an HTML report; model variants
+//! are compared by how well they predict experiments left out.
+
+use crate::data;
+use crate::error::{Error, Result};
+use crate::loads::Loads;
+use crate::progress::Progress;
+use crate::provenance::{file_row, sha256_file, version_row};
+use identify::output::{run_study, GeometryPriors, IdentifiedFile, Study, VariantOut};
+use identify::sessions::{experiments_from_session, Hold, HoldStatus, RodMarkers};
+use identify::{read_experiments, Experiment, Fit, FitOptions, Problem, Values};
+use lie::Vec3;
+use report::{AlternativeFit, ExperimentView, IdentificationReport, ParameterRow, ReportTable};
+use rod::Rod;
+use session::SessionDir;
+use std::path::{Path, PathBuf};
+
+/// Where the experiments come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A directory with `inputs.csv` and `measurements.csv`.
+    Experiments(PathBuf),
+    /// Recorded sessions: their static holds, loads from their streams.
+    Sessions { dirs: Vec<SessionDir>, loads: Loads },
+}
+
+/// A geometry parameter's Gaussian prior: not fitted, the rod file's
+/// `[identify]` prior, or given (mean, sd).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Prior {
+    #[default]
+    Off,
+    RodFile,
+    Given(f64, f64),
+}
+
+/// What to identify and how.
+#[derive(Clone, Debug)]
+pub struct IdentifyRequest {
+    pub rod_path: PathBuf,
+    /// The rod file's rod: its material is the initial guess.
+    pub rod: Rod,
+    pub source: Source,
+    /// identified.toml, index.html, summary.json, PNG figures.
+    pub out: PathBuf,
+    /// Estimate a translation of the measurement frame (nuisance).
+    pub translation: bool,
+    /// Estimate the base's pitch (nuisance).
+    pub pitch: bool,
+    /// Reference parameters to compare with (e.g. a paper's).
+    pub reference: Option<Values>,
+    /// Leave-one-out cross-validation (and the jackknife).
+    pub loo: bool,
+    /// The cables' outward offset \[m\].
+    pub cable_offset: Prior,
+    /// One offset per cable instead of one for all.
+    pub per_cable: bool,
+    /// The scale of the section's radii.
+    pub radius_scale: Prior,
+    /// Each cable's turn about the rod's axis \[deg\].
+    pub cable_angle_deg: Prior,
+    /// Hold E, G, rho at these values and fit the rest.
+    pub hold_material: Option<[f64; 3]>,
+    /// Compare model variants by leave-one-out prediction.
+    pub compare_variants: bool,
+}
+
+impl IdentifyRequest {
+    /// Fit E, G, rho of `rod` from `source` into `out`, nothing else.
+    pub fn new(rod_path: &Path, rod: Rod, source: Source, out: &Path) -> IdentifyRequest {
+        IdentifyRequest {
+            rod_path: rod_path.to_path_buf(),
+            rod,
+            source,
+            out: out.to_path_buf(),
+            translation: false,
+            pitch: false,
+            reference: None,
+            loo: true,
+            cable_offset: Prior::Off,
+            per_cable: false,
+            radius_scale: Prior::Off,
+            cable_angle_deg: Prior::Off,
+            hold_material: None,
+            compare_variants: false,
+        }
+    }
+}
+
+/// Holds found in one session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionHolds {
+    pub session: String,
+    pub still_intervals: usize,
+    pub used: usize,
+}
+
+/// A finished identification.
+pub struct Identification {
+    /// The rod as fitted (a session's rig sets gravity).
+    pub rod: Rod,
+    pub source: String,
+    pub experiments: Vec<Experiment>,
+    pub holds: Vec<Hold>,
+    pub sessions: Vec<SessionHolds>,
+    pub study: Study,
+    pub file: IdentifiedFile,
+    /// Compared variants and the index of the recommended one.
+    pub variants: Vec<VariantOut>,
+    pub recommended: Option<usize>,
+    /// With `--reference` and variants: the reference material held, the
+    /// geometry fitted.
+    pub reference_geometry: Option<Result<Fit>>,
+    pub identified_toml: PathBuf,
+    pub report: report::Written,
+}
+
+/// A prior from the request, the rod file or nothing; `flag` names it.
+fn prior(flag: &str, p: Prior, from_file: Option<(f64, f64)>, rod_path: &Path, file_example: &str) -> Result<Option<(f64, f64)>> {
+    match p {
+        Prior::Off => Ok(None),
+        Prior::RodFile => from_file
+            .map(Some)
+            .ok_or_else(|| Error::input(format!("--{flag}: give MEAN,SD, or a prior in {} ([identify] {file_example})", rod_path.display()))),
+        Prior::Given(m, sd) if m.is_finite() && sd.is_finite() && sd > 0.0 => Ok(Some((m, sd))),
+        Prior::Given(..) => Err(Error::input(format!("--{flag}: expected MEAN,SD (a finite mean and a positive standard deviation)"))),
+    }
+}
+
+/// Experiments from the sessions' static holds; the rod takes the rig's gravity.
+fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<SessionHolds>, Vec<(String, String)>)> {
+    if rod.markers.is_empty() {
+        return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
+    }
+    let requests = loads.requests();
+    let rod_markers = RodMarkers { markers: &rod.markers, mount: rod.base };
+    let (mut experiments, mut holds, mut per, mut provenance) = (vec![], vec![], vec![], vec![]);
+    let mut gravity: Option<(Vec3, &SessionDir)> = None;
+    for dir in dirs {
+        let s = data::load(dir, rod_markers.markers.len(), &requests)?;
+        match gravity {
+            Some((g, first)) if (g - s.gravity_m_s2).norm() > 1e-9 => {
+                return Err(Error::input(format!(
+                    "{}: gravity {:?} differs from {}'s {:?}: sessions of one fit share a rig",
+                    dir.path().display(),
+                    s.gravity_m_s2,
+                    first.path().display(),
+                    g
+                )));
+            }
+            Some(_) => {}
+            None => gravity = Some((s.gravity_m_s2, dir)),
+        }
+        let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file);
+        per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
+        experiments.extend(e);
+        holds.extend(h);
+        provenance.push(file_row(format!("{}/session.toml", dir.path().display()), &dir.meta_path()));
+        provenance.push(file_row(format!("{}/markers.parquet", dir.path().display()), &dir.markers()));
+    }
+    if let Some(p) = &loads.path {
+        provenance.push(file_row(p.display().to_string(), p));
+    }
+    if let Some((g, _)) = gravity {
+        rod.gravity_m_s2 = g;
+    }
+    if experiments.is_empty() {
+        let why: Vec<String> = holds
+            .iter()
+            .filter_map(|h| if let HoldStatus::Rejected(w) = &h.status { Some(format!("{} at {:.1} s: {w}", h.session, h.start_s)) } else { None })
+            .collect();
+        return Err(Error::input(format!(
+            "no usable static hold in the sessions ({}): {}",
+            dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "),
+            if why.is_empty() {
+                "the robot and the markers are never still together for long enough (see [holds] in loads.toml)".to_string()
+            } else {
+                why.join("; ")
+            }
+        )));
+    }
+    Ok((experiments, holds, per, provenance))
+}
+
+/// Identifies; writes `identified.toml` and the report into `req.out`.
+pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identification> {
+    let mut rod = req.rod.clone();
+    let (experiments, holds, sessions, mut input_provenance, source) = match &req.source {
+        Source::Experiments(dir) => {
+            let experiments = read_experiments(dir, rod.cables.len())?;
+            identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv"))?;
+            let prov = vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
+            (experiments, vec![], vec![], prov, dir.display().to_string())
+        }
+        Source::Sessions { dirs, loads } => {
+            let (e, h, per, p) = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
+            (e, h, per, p, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+    };
+    if let Some(m) = req.hold_material {
+        if !m.iter().all(|v| v.is_finite() && *v > 0.0) {
+            return Err(Error::input("--hold-material: expected three positive numbers E,G,RHO"));
+        }
+    }
+    std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: cannot create: {e}", req.out.display())))?;
+    let file_priors = rod.identify_priors;
+    let cable_offset_prior = prior("fit-cable-offset", req.cable_offset, file_priors.cable_offset_m, &req.rod_path, "cable_offset_m = { mean = 0.0, sd = 0.005 }")?;
+    if cable_offset_prior.is_some() && rod.cables.is_empty() {
+        return Err(Error::input(format!("--fit-cable-offset: {} has no [[cable]]", req.rod_path.display())));
+    }
+    let radius_scale_prior = prior("fit-radius-scale", req.radius_scale, file_priors.radius_scale, &req.rod_path, "radius_scale = { mean = 1.0, sd = 0.1 }")?;
+    if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
+        return Err(Error::input("--fit-radius-scale: the mean must be positive"));
+    }
+    // The request is in degrees; the rod file's prior is already in radians.
+    let angle_rad = match req.cable_angle_deg {
+        Prior::Given(m, sd) => Prior::Given(m.to_radians(), sd.to_radians()),
+        p => p,
+    };
+    let cable_angle_each_prior = prior("fit-cable-angle", angle_rad, file_priors.cable_angle_rad, &req.rod_path, "cable_angle_deg = { mean = 0.0, sd = 5.0 }")?;
+    if cable_angle_each_prior.is_some() && rod.cables.is_empty() {
+        return Err(Error::input(format!("--fit-cable-angle: {} has no [[cable]]", req.rod_path.display())));
+    }
+    let (cable_offset_prior, cable_offset_each_prior) = if req.per_cable { (None, cable_offset_prior) } else { (cable_offset_prior, None) };
+    let opts = FitOptions {
+        translation: req.translation,
+        pitch: req.pitch,
+        cable_offset_prior,
+        radius_scale_prior,
+        cable_offset_each_prior,
+        cable_angle_each_prior,
+        hold_material: req.hold_material,
+        ..FitOptions::default()
+    };
+    let priors = GeometryPriors {
+        cable_offset_m: Some(cable_offset_prior.or(cable_offset_each_prior).or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
+        radius_scale: radius_scale_prior.or(file_priors.radius_scale),
+        cable_angle_rad: cable_angle_each_prior.or(file_priors.cable_angle_rad),
+    };
+    let task = progress.task("identify", None);
+    let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
+    let (variants, recommended) = if req.compare_variants {
+        identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| task.message(m))
+    } else {
+        (vec![], None)
+    };
+    let reference_geometry = match (&req.reference, req.compare_variants) {
+        (Some(v), true) => {
+            task.message("reference material held, geometry fitted");
+            Some(reference_geometry_fit(&rod, &experiments, v, priors))
+        }
+        _ => None,
+    };
+    drop(task);
+    let mut file = IdentifiedFile::from_study(&study, &experiments, &req.rod_path.display().to_string(), &source);
+    file.variant = variants.clone();
+    file.recommended_variant = recommended.map(|i| variants[i].name.clone());
+    file.rod_geometry = Some(identify::output::rod_geometry(&req.rod));
+    let identified_toml = req.out.join("identified.toml");
+    file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
+    input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
+    let rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
+    let written = report::write_identification_report(&req.out, &rep)?;
+    Ok(Identification {
+        rod,
+        source,
+        experiments,
+        holds,
+        sessions,
+        study,
+        file,
+        variants,
+        recommended,
+        reference_geometry,
+        identified_toml,
+        report: written,
+    })
+}
+
+/// Which geometry lets fixed (reference) material parameters describe the
+/// experiments best: E, G, rho held, the frame, the cables' offset and the
+/// radius scale fitted (loose priors unless given).
+fn reference_geometry_fit(rod: &Rod, experiments: &[Experiment], v: &Values, priors: GeometryPriors) -> Result<Fit> {
+    let opts = FitOptions {
+        translation: true,
+        pitch: true,
+        cable_offset_prior: (!rod.cables.is_empty()).then(|| priors.cable_offset_m.unwrap_or((0.0, 0.005))),
+        radius_scale_prior: Some(priors.radius_scale.unwrap_or((1.0, 0.5))),
+        hold_material: Some([v.e_pa, v.g_pa, v.rho_kg_m3]),
+        ..FitOptions::default()
+    };
+    Ok(identify::fit::fit(rod, experiments, &opts, |_| {})?)
+}
+
+/// A variant's fitted cable offset in mm (each cable's, `/`-separated,
+/// when fitted per cable).
+pub fn offsets_mm(v: &VariantOut) -> Option<String> {
+    if !v.cable_offsets_m.is_empty() {
+        Some(v.cable_offsets_m.iter().map(|d| format!("{:.2}", 1e3 * d)).collect::<Vec<_>>().join("/"))
+    } else {
+        v.parameters.iter().any(|p| p == "cable_offset_m").then(|| format!("{:.2}", 1e3 * v.cable_offset_m))
+    }
+}
+
+/// A variant's fitted cable turns in degrees (`/`-separated), when it has them.
+pub fn angles_deg(v: &VariantOut) -> Option<String> {
+    (!v.cable_angles_rad.is_empty()).then(|| v.cable_angles_rad.iter().map(|a| format!("{:.2}", a.to_degrees())).collect::<Vec<_>>().join("/"))
+}
+
+/// A variant's fitted radius scale, when it has one.
+pub fn scale_text(v: &VariantOut) -> Option<String> {
+    v.parameters.iter().any(|p| p == "radius_scale").then(|| format!("{:.4}", v.radius_scale))
+}
+
+fn holds_table(holds: &[Hold]) -> ReportTable {
+    ReportTable {
+        title: "Static holds found in the sessions".into(),
+        header: ["session", "from [s]", "to [s]", "frames", "used as / rejected because"].map(String::from).to_vec(),
+        rows: holds
+            .iter()
+            .map(|h| {
+                vec![
+                    h.session.clone(),
+                    format!("{:.2}", h.start_s),
+                    format!("{:.2}", h.end_s),
+                    h.frames.to_string(),
+                    match &h.status {
+                        HoldStatus::Used(id) => format!("used: {id}"),
+                        HoldStatus::Rejected(w) => format!("rejected: {w}"),
+                    },
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Model variants side by side, judged by leave-one-out prediction.
+fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
+    ReportTable {
+        title: "Model variants by prediction (leave-one-out); the recommended one predicts best, not fits best".into(),
+        header: ["variant", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""]
+            .map(String::from)
+            .to_vec(),
+        rows: variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                vec![
+                    v.name.clone(),
+                    format!("{:.4e}", v.e_pa),
+                    offsets_mm(v).unwrap_or_else(|| "-".into()),
+                    angles_deg(v).unwrap_or_else(|| "-".into()),
+                    scale_text(v).unwrap_or_else(|| "-".into()),
+                    format!("{:.2}", v.rms_error_mm),
+                    format!("{:.2}", v.loo_rms_mm),
+                    format!("{:.2}", v.loo_worst_mm),
+                    if best == Some(i) { "recommended".into() } else { String::new() },
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Measured against predicted base wrenches (flange sensor) at the fit.
+fn wrench_table(rod: &Rod, experiments: &[Experiment], f: &Fit) -> Option<ReportTable> {
+    let rows: Vec<Vec<String>> = experiments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let w = e.base_wrench.as_ref()?;
+            let problem = Problem::new(rod, std::slice::from_ref(e), f.layout, &f.values);
+            let p = problem.predicted_wrench(0, &f.equilibria[i], &f.values)?;
+            let v3 = |x: &lie::Vec6, o: usize| format!("{:.4} {:.4} {:.4}", x[o], x[o + 1], x[o + 2]);
+            Some(vec![
+                e.id.clone(),
+                v3(&w.wrench, 3),
+                v3(&p, 3),
+                format!("{:.2e}", (lie::linear(&p) - lie::linear(&w.wrench)).norm()),
+                v3(&w.wrench, 0),
+                v3(&p, 0),
+                format!("{:.2e}", (lie::angular(&p) - lie::angular(&w.wrench)).norm()),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then(|| ReportTable {
+        title: "Base wrench: flange sensor (bias removed) against the model".into(),
+        header: ["experiment", "measured F [N]", "model F [N]", "|dF| [N]", "measured M [N m]", "model M [N m]", "|dM| [N m]"].map(String::from).to_vec(),
+        rows,
+    })
+}
+
+fn p3(v: &Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+/// The rows of the parameters table: E, G, rho and the geometry fitted.
+fn parameter_rows(f: &Fit, paper: Option<&Values>) -> Vec<ParameterRow> {
+    let pp = |v: fn(&Values) -> f64| paper.map_or(f64::NAN, v);
+    let row = |name: &str, unit: &str, e: &identify::fit::Estimate, paper: f64| ParameterRow {
+        name: name.into(),
+        unit: unit.into(),
+        value: e.value,
+        ci95_low: e.ci95_low,
+        ci95_high: e.ci95_high,
+        paper,
+    };
+    vec![row("E", "Pa", &f.e_pa, pp(|v| v.e_pa)), row("G", "Pa", &f.g_pa, pp(|v| v.g_pa)), row("rho", "kg/m^3", &f.rho_kg_m3, pp(|v| v.rho_kg_m3))]
+        .into_iter()
+        .chain(f.geometry_estimates().into_iter().map(|(g, e)| {
+            let (name, unit) = g.label();
+            ParameterRow { name, unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, paper: f64::NAN }
+        }))
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    rod: &Rod,
+    experiments: &[Experiment],
+    holds: &[Hold],
+    study: &Study,
+    variants: &[VariantOut],
+    best: Option<usize>,
+    reference: Option<&Values>,
+    source: &str,
+    input_provenance: Vec<(String, String)>,
+) -> IdentificationReport {
+    let f = &study.fit;
+    let views = experiments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let n = e.measurements.len();
+            ExperimentView {
+                id: e.id.clone(),
+                inputs: format!(
+                    "T = [{}] N{}{}{}",
+                    e.tensions_n.iter().map(|t| format!("{t:.4}")).collect::<Vec<_>>().join(", "),
+                    if e.tip_force_n == Vec3::zeros() { String::new() } else { format!(", tip force {:.4?} N", p3(&e.tip_force_n)) },
+                    e.base_pose.map(|b| format!(", base at {:.4?} m", p3(&b.pos))).unwrap_or_default(),
+                    if e.base_wrench.is_some() { ", base wrench measured" } else { "" }
+                ),
+                measured_m: e.measurements.iter().map(|m| p3(&m.pos_m)).collect(),
+                predicted_m: f.predicted[i].iter().map(p3).collect(),
+                predicted_paper_m: study.reference.as_ref().map(|r| r.predicted[i].iter().map(p3).collect()).unwrap_or_default(),
+                shape_m: study.shapes[i].iter().map(p3).collect(),
+                shape_paper_m: study.reference.as_ref().map(|r| r.shapes[i].iter().map(p3).collect()).unwrap_or_default(),
+                errors_mm: f.errors_mm[i].clone(),
+                errors_paper_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+                loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+            }
+        })
+        .collect();
+    let alternatives = study
+        .with_nuisance
+        .iter()
+        .map(|alt| AlternativeFit {
+            label: format!("Fit {} frame translation and base pitch", if alt.layout.translation || alt.layout.pitch { "with" } else { "without" }),
+            parameters: parameter_rows(alt, None),
+            extra: vec![
+                ("frame translation [mm]".into(), format!("{:.2?}", p3(&(alt.values.translation_m * 1e3)))),
+                ("base pitch [deg]".into(), format!("{:.3}", alt.values.pitch_rad.to_degrees())),
+            ],
+            rms_error_mm: alt.rms_error_mm,
+        })
+        .collect();
+    let mut provenance = vec![version_row()];
+    provenance.extend(input_provenance);
+    provenance.push(("rod".into(), format!("{rod:?}").chars().take(2000).collect()));
+    IdentificationReport {
+        title: format!("rodlab identification: {source}"),
+        parameters: parameter_rows(f, reference),
+        correlation_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
+        correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+        experiments: views,
+        history: f.history.clone(),
+        rms_error_mm: f.rms_error_mm,
+        rms_error_paper_mm: study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
+        warnings: f
+            .warnings
+            .iter()
+            .cloned()
+            .chain(study.reference.as_ref().filter(|r| r.failures > 0).map(|r| {
+                format!(
+                    "with the reference parameters the static model finds no equilibrium for {} experiment(s): no shape or error is shown for them",
+                    r.failures
+                )
+            }))
+            .collect(),
+        facts: vec![
+            ("solver".into(), "Levenberg-Marquardt (argmin) on log-parameters, exact sensitivities".into()),
+            ("starts".into(), format!("{} ({} converged)", f.starts.len(), f.starts.iter().filter(|s| s.converged).count())),
+            ("iterations (all starts)".into(), f.iterations.to_string()),
+            ("static solves".into(), f.static_solves.to_string()),
+            ("wall time".into(), format!("{:.3} s", f.wall_time_s)),
+            ("condition number".into(), format!("{:.3e}", f.condition_number)),
+            ("residual scale (units of sigma)".into(), format!("{:.3}", f.residual_scale)),
+        ],
+        alternatives,
+        tables: (!holds.is_empty())
+            .then(|| holds_table(holds))
+            .into_iter()
+            .chain(wrench_table(rod, experiments, f))
+            .chain((!variants.is_empty()).then(|| variants_table(variants, best)))
+            .collect(),
+        provenance,
+    }
+}

@@ -1,0 +1,58 @@
+//! `lab`: the lab's workflows as a library — a session in, results out.
+//! Each stage of record -> track -> observe -> identify -> simulate ->
+//! validate -> report is a function of typed values (paths only where the
+//! work is about files) that returns a typed result, prints nothing and
+//! reports progress through a [`progress::Progress`]. The `rodlab` binary
+//! turns arguments into these values and results into lines; tests and
+//! scripts call them directly.
+//!
+//! The physics side builds without OpenCV; recording, emulating devices,
+//! tracking and the live virtual lab come with the `devices` feature.
+
+pub mod data;
+pub mod error;
+pub mod identify;
+pub mod info;
+pub mod loads;
+pub mod observe;
+pub mod paper;
+pub mod params;
+pub mod progress;
+pub mod provenance;
+pub mod rig;
+pub mod simulate;
+pub mod solve;
+pub mod synth;
+pub mod tables;
+pub mod validate;
+
+#[cfg(feature = "devices")]
+pub mod emulate;
+#[cfg(feature = "devices")]
+pub mod live;
+#[cfg(feature = "devices")]
+pub mod record;
+#[cfg(feature = "devices")]
+pub mod track;
+
+pub use error::{Context, Error, Kind, Result};
+pub use progress::{Progress, Silent, Task};
+pub use session::SessionDir;
+
+/// Reads a rod file, optionally with `sections` equal sections and other
+/// strain `modes` (names as in the rod file: cosserat, euler-bernoulli,
+/// kirchhoff-extensible, timoshenko).
+pub fn read_rod(path: &std::path::Path, sections: Option<usize>, modes: Option<&str>) -> Result<rod::Rod> {
+    let mut rod = rod::Rod::from_file(path)?;
+    if let Some(n) = sections {
+        if n == 0 || n > 10_000 {
+            return Err(Error::input(format!("--sections: must be between 1 and 10000, got {n}")));
+        }
+        rod = rod.with_equal_sections(n);
+    }
+    if let Some(m) = modes {
+        let modes = rod::StrainModes::by_name(m).ok_or_else(|| Error::input(format!("--modes: unknown mode '{m}'")))?;
+        rod = rod.with_modes(modes);
+    }
+    Ok(rod)
+}

@@ -1,0 +1,308 @@
+//! A simulated experiment played back in real time through the lab's
+//! recording path, all in this process: the RTDE emulator serves the
+//! flange trajectory on loopback, the FT 300 and load-cell emulators write
+//! to pty pairs (the recorder opens their other sides as it would USB
+//! adapters), and a camera plays a video rendered from the simulated
+//! markers through a camera model (board plane, marker height, lens
+//! distortion, sensor noise, the table and the rod's body drawn). The
+//! recorder records all of them on one host clock and the tracker turns
+//! the video into markers in the world frame. Every device plays the
+//! experiment from one wall-clock instant, so the truth's t = 0 has a
+//! known host time in the session.
+
+use crate::emulate::{unix_now_s, AsciiEmulator, Ft300Emulator, RobotEmulator};
+use crate::error::{Context, Error, Result};
+use crate::progress::Progress;
+use crate::simulate::at_records;
+use crate::synth::{load_cell_rows, simulate_truth, truth_file, write_truth, Noise, SynthRequest, Synthesised};
+use lie::{Pose, Vec3};
+use record::serial::PtyPair;
+use session::rig::{AsciiDevice, CameraDevice, Ft300Device, RobotDevice, SessionInfo};
+use session::{Rig, RigFrames};
+use sim::StepRecord;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use track::camera::{CameraModel, PlanePose};
+use track::synth::{Look, Renderer};
+
+/// Seconds of the initial state the camera shows before t = 0.
+const VIDEO_LEAD_S: f64 = 1.0;
+/// Seconds from starting the recorder to the experiment's t = 0: the
+/// recorder connects, opens the ports and the video meanwhile.
+const START_MARGIN_S: f64 = 2.0;
+/// Seconds recorded after the experiment's end.
+const TAIL_S: f64 = 0.5;
+/// Marker centres above the board (rod radius and the board's offset).
+const MARKER_HEIGHT_M: f64 = 0.01;
+
+/// A camera looking square at the plane the markers move in.
+struct View {
+    camera: CameraModel,
+    world_from_board: Pose,
+    /// The plane of the marker centres, in the camera.
+    marker_plane: PlanePose,
+}
+
+fn plane_pose(g: &Pose) -> PlanePose {
+    // Through a quaternion: a half-turn (a camera facing the board) has no
+    // axis in the rotation matrix's skew part.
+    let r = nalgebra::UnitQuaternion::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(g.rot)).scaled_axis();
+    PlanePose { rotation_rad: [r.x, r.y, r.z], translation_m: [g.pos.x, g.pos.y, g.pos.z] }
+}
+
+/// Centre-line points drawn and tracked: the base, the markers, the tip.
+fn outline(r: &StepRecord) -> Vec<Vec3> {
+    std::iter::once(r.base_pose.pos).chain(r.markers_m.iter().copied()).chain(std::iter::once(r.tip_m)).collect()
+}
+
+/// Places the camera: the plane of motion is the best plane through every
+/// marker of every record (the motion must be planar: one camera measures
+/// a plane), image "down" along gravity, the whole motion in view.
+fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
+    let points: Vec<Vec3> = records.iter().flat_map(outline).collect();
+    let n_pts = points.len() as f64;
+    let centre = points.iter().fold(Vec3::zeros(), |a, p| a + p) / n_pts;
+    let cov = points.iter().fold(lie::Mat3::zeros(), |a, p| a + (p - centre) * (p - centre).transpose()) / n_pts;
+    let eig = nalgebra::SymmetricEigen::new(cov);
+    let i_min = (0..3).min_by(|a, b| eig.eigenvalues[*a].total_cmp(&eig.eigenvalues[*b])).expect("three");
+    let n: Vec3 = eig.eigenvectors.column(i_min).into_owned();
+    let off_plane_m = points.iter().map(|p| (p - centre).dot(&n).abs()).fold(0.0, f64::max);
+    if off_plane_m > 2e-3 {
+        return Err(Error::input(format!(
+            "--live: the markers leave their best plane by {:.1} mm: one camera measures motion in a plane (use the direct mode for this scene)",
+            1e3 * off_plane_m
+        )));
+    }
+    let down = {
+        let g = gravity - n * gravity.dot(&n);
+        if g.norm() > 1e-9 {
+            g.normalize()
+        } else {
+            n.cross(&Vec3::x()).try_normalize(1e-9).unwrap_or_else(|| n.cross(&Vec3::y()).normalize())
+        }
+    };
+    let (x_c, y_c, z_c) = (down.cross(&n), down, n);
+    let (mut a_min, mut a_max, mut b_min, mut b_max) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for p in &points {
+        let (a, b) = ((p - centre).dot(&x_c), (p - centre).dot(&y_c));
+        (a_min, a_max, b_min, b_max) = (a_min.min(a), a_max.max(a), b_min.min(b), b_max.max(b));
+    }
+    let margin_m = 0.03;
+    let (span_a, span_b) = (a_max - a_min + 2.0 * margin_m, b_max - b_min + 2.0 * margin_m);
+    let (demo, _) = track::synth::demo_camera();
+    let camera = CameraModel { width_px: 960, height_px: 720, fx_px: 1750.0, fy_px: 1750.0, cx_px: 483.5, cy_px: 356.0, ..demo };
+    let distance_m = (span_a * camera.fx_px / camera.width_px as f64).max(span_b * camera.fy_px / camera.height_px as f64).max(0.2);
+    let look_at = centre + x_c * 0.5 * (a_min + a_max) + y_c * 0.5 * (b_min + b_max);
+    let world_from_camera = Pose { rot: lie::Mat3::from_columns(&[x_c, y_c, z_c]), pos: look_at - n * distance_m };
+    // The board lies behind the markers, its z towards the camera.
+    let z_b = -n;
+    let world_from_board = Pose { rot: lie::Mat3::from_columns(&[x_c, z_b.cross(&x_c), z_b]), pos: centre + n * MARKER_HEIGHT_M };
+    let camera_from_board = world_from_camera.inverse().compose(&world_from_board);
+    let board = plane_pose(&camera_from_board);
+    let marker_plane = board.offset(MARKER_HEIGHT_M);
+    Ok(View { camera: CameraModel { plane: Some(board), plane_offset_m: None, ..camera }, world_from_board, marker_plane })
+}
+
+/// Interpolated centre-line outline at simulation time `t_s` (held outside the run).
+fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
+    let t = t_s.clamp(t_rec[0], *t_rec.last().expect("records"));
+    let n = outline(&records[0]).len();
+    (0..n).map(|i| at_records(t_rec, records, t, |r| outline(r)[i]).expect("inside the run")).collect()
+}
+
+/// Renders the experiment to `video` (lossless), `VIDEO_LEAD_S` of the
+/// initial state first. Returns the markers.toml text for the tracker.
+fn render_video(records: &[StepRecord], rod: &rod::Rod, camera_fps: f64, seed: u64, frames: &RigFrames, view: &View, video: &Path, progress: &dyn Progress) -> Result<String> {
+    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+    let end_s = *t_rec.last().expect("records");
+    let radius_m = rod.cross_section.outer.radius_m(0.5 * rod.length_m, rod.length_m);
+    let look = Look { marker_radius_m: (0.6 * radius_m).min(0.003), seed, ..Look::default() };
+    let mut renderer = Renderer::new(view.camera.clone(), view.marker_plane.clone(), look);
+    let board_from_world = view.world_from_board.inverse();
+    let to_plane = |x: &Vec3| {
+        let b = board_from_world.transform_point(x);
+        [b.x, b.y]
+    };
+    if let Some(table) = frames.table {
+        let (point, normal) = (Vec3::from(table.point_m), Vec3::from(table.normal).normalize());
+        let (camera, plane, board) = (&view.camera, &view.marker_plane, &view.world_from_board);
+        renderer.paint_background(
+            |u, v| {
+                camera.pixel_to_plane(plane, u as f64, v as f64).is_some_and(|q| {
+                    let w = board.transform_point(&Vec3::new(q[0], q[1], MARKER_HEIGHT_M));
+                    (w - point).dot(&normal) < -radius_m
+                })
+            },
+            [70.0, 95.0, 125.0],
+        );
+    }
+    let mut sink = track::source::VideoSink::create(video, camera_fps, view.camera.width_px as i32, view.camera.height_px as i32).context(video.display())?;
+    let n_frames = ((VIDEO_LEAD_S + end_s + TAIL_S) * camera_fps).ceil() as usize;
+    let task = progress.task("render", Some(n_frames as u64));
+    for j in 0..n_frames {
+        let t_s = j as f64 / camera_fps - VIDEO_LEAD_S;
+        let line = outline_at(&t_rec, records, t_s);
+        // The body: discs every third of a radius along the centre line.
+        let mut body = vec![];
+        for w in line.windows(2) {
+            let steps = ((w[1] - w[0]).norm() / (radius_m / 3.0)).ceil().max(1.0) as usize;
+            body.extend((0..steps).map(|s| to_plane(&(w[0] + (w[1] - w[0]) * (s as f64 / steps as f64)))));
+        }
+        let markers: Vec<[f64; 2]> = line[1..line.len() - 1].iter().map(to_plane).collect();
+        let image = renderer.render_with_body(&[markers], &[], &body, radius_m);
+        sink.write(&image.to_mat()?).context(video.display())?;
+        task.set(j as u64 + 1);
+    }
+    drop(task);
+    sink.finish().context(video.display())?;
+    let base_px = view.camera.plane_to_pixel(&view.marker_plane, {
+        let b = to_plane(&records[0].base_pose.pos);
+        [b[0], b[1], 0.0]
+    });
+    Ok(format!(
+        "# Markers of the virtual lab's rod (written by rodlab synth session --live).\ncount = {}\nbase_px = [{:.1}, {:.1}]\n",
+        rod.markers.len(),
+        base_px[0],
+        base_px[1]
+    ))
+}
+
+/// Emulators running in this process, stopped (and their threads joined)
+/// when dropped, whatever way the playback ends.
+struct Devices {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<Result<u64>>>,
+    _robot: record::rtde::Emulator,
+    _lines: Vec<PtyPair>,
+}
+
+impl Drop for Devices {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Records the session of `req` live: simulates the truth, renders the
+/// camera, plays every device into the recorder in real time, tracks the
+/// video. Takes the experiment's duration plus a few seconds.
+pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress) -> Result<Synthesised> {
+    crate::error::positive("--camera-fps", camera_fps)?;
+    if req.out.path().exists() {
+        return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
+    }
+    let truth = simulate_truth(req, progress)?;
+    let records = &truth.simulated.records;
+    let end_s = truth.end_s();
+    let work = req.truth.join("playback");
+    std::fs::create_dir_all(&work).map_err(|e| Error::io(format!("{}: cannot create: {e}", work.display())))?;
+    let mut stages = vec![("simulate".to_string(), truth.simulate_wall_s)];
+
+    let t = Instant::now();
+    let view = place_camera(records, truth.frames.gravity())?;
+    let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..truth.frames };
+    let video = work.join("scene.mkv");
+    progress.note(&format!("rendering the camera's video into {}", video.display()));
+    let markers_toml = render_video(records, &req.rod, camera_fps, req.seed, &frames, &view, &video, progress)?;
+    let camera_toml = work.join("camera.toml");
+    view.camera.save(&camera_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", camera_toml.display())))?;
+    let markers_file = work.join("markers.toml");
+    std::fs::write(&markers_file, markers_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", markers_file.display())))?;
+    // Wrenches are [moment; force]; the sensor sends force first.
+    let wrench: Vec<(f64, [f64; 6])> = records
+        .iter()
+        .map(|r| {
+            let w = r.base_wrench_flange;
+            (r.t_s, [w[3], w[4], w[5], w[0], w[1], w[2]])
+        })
+        .collect();
+    let mut noise = Noise::new(req.seed);
+    let load_cells = load_cell_rows(req, end_s, &mut noise);
+    stages.push(("render".into(), t.elapsed().as_secs_f64()));
+
+    let t = Instant::now();
+    let start_unix_s = unix_now_s() + START_MARGIN_S;
+    let stop = Arc::new(AtomicBool::new(false));
+    let robot = RobotEmulator {
+        rate_hz: 500.0,
+        trajectory: Some(truth.waypoints.clone()),
+        start_at_unix_s: Some(start_unix_s),
+        ..RobotEmulator::new("127.0.0.1:0")
+    }
+    .start()?;
+    let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![] };
+    let mut rig = Rig {
+        session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
+        frames,
+        robots: vec![RobotDevice {
+            name: "robot".into(),
+            address: devices._robot.addr.to_string(),
+            frequency_hz: req.robot_hz,
+            variables: ["actual_TCP_pose", "actual_TCP_speed", "actual_q"].map(String::from).to_vec(),
+        }],
+        ft300s: vec![],
+        ascii_sensors: vec![],
+        cameras: vec![CameraDevice { file: Some(video.display().to_string()), file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S), ..CameraDevice::default() }],
+    };
+    if req.flange_sensor {
+        let mut line = PtyPair::new()?;
+        let port = line.device.take().expect("a new pair has its device side");
+        let ft = Ft300Emulator {
+            wrench: Some(wrench),
+            start_at_unix_s: Some(start_unix_s),
+            bias: req.ft_bias,
+            noise_n: req.force_noise_n,
+            noise_nm: req.moment_noise_nm,
+            seed: req.seed,
+            ..Ft300Emulator::new(req.sensor_hz)
+        };
+        let s = stop.clone();
+        devices.threads.push(std::thread::spawn(move || ft.run(port, s)));
+        rig.ft300s.push(Ft300Device { name: "ft300".into(), port: line.path.clone(), baud: 19_200 });
+        devices._lines.push(line);
+    }
+    if let Some((columns, rows)) = load_cells {
+        let mut line = PtyPair::new()?;
+        let port = line.device.take().expect("a new pair has its device side");
+        let cells = AsciiEmulator { rate_hz: req.sensor_hz, separator: session::rig::Separator::Char(','), values: Some(rows), start_at_unix_s: Some(start_unix_s) };
+        let s = stop.clone();
+        devices.threads.push(std::thread::spawn(move || cells.run(port, s)));
+        rig.ascii_sensors.push(AsciiDevice { name: "load_cell".into(), port: line.path.clone(), baud: 115_200, separator: ",".into(), columns, scales: vec![] });
+        devices._lines.push(line);
+    }
+    let rig_path = work.join("rig.toml");
+    let rig_text = rig.to_toml("The virtual lab's rig (rodlab synth session --live).");
+    std::fs::write(&rig_path, &rig_text).map_err(|e| Error::io(format!("{}: cannot write: {e}", rig_path.display())))?;
+    let duration_s = start_unix_s - unix_now_s() + end_s + TAIL_S;
+    progress.note(&format!("recording {:.1} s in real time through the emulators into {}", duration_s, req.out.path().display()));
+    crate::record::record(
+        &crate::record::RecordRequest { rig: &rig, rig_path: &rig_path, rig_text: &rig_text, out: &req.out, duration_s: Some(duration_s), stop: stop.clone() },
+        progress,
+    )
+    .context("recording the virtual lab")?;
+    drop(devices);
+    stages.push(("record".into(), t.elapsed().as_secs_f64()));
+    // The rendered video is now the session's camera.mkv: no second copy.
+    let _ = std::fs::remove_file(&video);
+
+    let t = Instant::now();
+    let tracked = crate::track::track(
+        &crate::track::TrackRequest {
+            markers: Some(markers_file),
+            ..crate::track::TrackRequest::new(&req.out.video("camera", "mkv"), &camera_toml, &req.out.markers())
+        },
+        progress,
+    )?;
+    stages.push(("track".into(), t.elapsed().as_secs_f64()));
+
+    let meta = req.out.meta()?.ok_or_else(|| Error::computation(format!("{}: no session.toml", req.out.path().display())))?;
+    let t0_host_ns = ((start_unix_s - meta.start_unix_s) * 1e9).round() as i64;
+    let robot_samples = session::Table::read_chunks(&req.out.stream("robot")).map(|t| t.height()).unwrap_or(0);
+    let tf = truth_file(req, &truth, t0_host_ns, true, stages);
+    write_truth(req, &tf)?;
+    Ok(Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: tf, end_s, robot_samples, camera_frames: tracked.frames })
+}

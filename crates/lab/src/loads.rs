@@ -1,0 +1,67 @@
+//! The loads configuration of sessions (`loads.toml`): which streams give
+//! cable tensions, a tip force and the flange force sensor, and the hold
+//! thresholds. Read once, checked against the rod, and asked which streams
+//! and columns a session must have.
+
+use crate::error::{Context, Result};
+use identify::sessions::{FlangeSensor, LoadsFile};
+use std::path::{Path, PathBuf};
+
+/// A loads file (or the defaults: gravity only) and where it came from.
+#[derive(Clone, Debug, Default)]
+pub struct Loads {
+    pub file: LoadsFile,
+    pub path: Option<PathBuf>,
+}
+
+/// A stream a workflow needs from a session, and who asks for it (for the
+/// error message when the session lacks it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamRequest {
+    pub stream: String,
+    pub columns: Vec<String>,
+    pub asked_by: String,
+}
+
+impl Loads {
+    /// Reads `path` for a rod with `n_cables` cables; `None`: the defaults.
+    pub fn read(path: Option<&Path>, n_cables: usize) -> Result<Loads> {
+        let Some(p) = path else { return Ok(Loads::default()) };
+        let (file, _): (LoadsFile, String) = session::read_toml(p, "loads file")?;
+        file.validate(n_cables).input(p.display())?;
+        Ok(Loads { file, path: Some(p.to_path_buf()) })
+    }
+
+    /// How messages name it.
+    pub fn name(&self) -> String {
+        self.path.as_ref().map_or("loads (default)".to_string(), |p| p.display().to_string())
+    }
+
+    /// The streams the identification reads (cables, tip force, flange
+    /// sensor), merged per stream.
+    pub fn requests(&self) -> Vec<StreamRequest> {
+        let mut out: Vec<StreamRequest> = vec![];
+        for (field, stream, column) in self.file.channels() {
+            match out.iter_mut().find(|r| r.stream == stream) {
+                Some(r) => r.columns.push(column.to_string()),
+                None => out.push(StreamRequest { stream: stream.into(), columns: vec![column.into()], asked_by: format!("{}: {field}", self.name()) }),
+            }
+        }
+        out
+    }
+
+    /// The flange sensor validation compares with: the loads file's when a
+    /// file is given, else the session's `ft300` stream with its default
+    /// columns; `true` when the loads file gives the sensor's tare.
+    pub fn flange_sensor_for(&self, session: &session::SessionDir) -> Option<(FlangeSensor, bool)> {
+        if self.path.is_some() {
+            return self.file.flange_sensor.clone().map(|s| (s, true));
+        }
+        session.has_stream("ft300").then(|| (default_ft300(), false))
+    }
+}
+
+/// The FT 300 stream with its default columns and no tare.
+pub fn default_ft300() -> FlangeSensor {
+    toml::from_str("stream = \"ft300\"").expect("the default flange sensor parses")
+}

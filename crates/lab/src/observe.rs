@@ -1,0 +1,224 @@
+//! Observing a session: the strain of the rod in every tracked frame, from
+//! the markers (hard constraints or weighted springs) with the base from
+//! the robot log, written as the strain table. The table records what made
+//! it (rod, material, observer mode, noise, the marker table) so that a
+//! later stage reuses it only when those are the same.
+
+use crate::data::frames_of;
+use crate::error::{Context, Error, Result};
+use crate::progress::Progress;
+use lie::Vec3;
+use observe::{Mode, Observer, Status};
+use rod::Rod;
+use session::{write_strain, StrainRow};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How to observe.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ObserveOptions {
+    pub mode: ObserverMode,
+    /// Marker position noise, standard deviation per coordinate \[m\].
+    pub sigma_m: f64,
+    /// Weighted mode: the springs' energy scale \[J\] (default: chosen by the
+    /// discrepancy principle on the most deformed frame).
+    pub energy_scale_j: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObserverMode {
+    /// Markers are exact constraints (KKT Newton, the paper's observer).
+    Hard,
+    /// Markers pull with springs k = c / sigma^2 (robust to noise and missing markers).
+    Weighted,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> Self {
+        ObserveOptions { mode: ObserverMode::Weighted, sigma_m: 3e-4, energy_scale_j: None }
+    }
+}
+
+/// What an observer run found.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub out: PathBuf,
+    pub frames: usize,
+    pub solved: usize,
+    pub solved_missing_markers: usize,
+    pub failed: usize,
+    /// Failure reasons and their frame counts.
+    pub reasons: BTreeMap<String, usize>,
+    /// The energy scale used (weighted mode) and the warning of its choice.
+    pub energy_scale_j: Option<f64>,
+    pub scale_warning: Option<String>,
+    pub marker_residual_mean_m: f64,
+    pub marker_residual_max_m: f64,
+    pub validity: Option<rod::validity::Validity>,
+    pub warnings: Vec<String>,
+    /// Whether the base followed the session's robot log.
+    pub base_from_robot: bool,
+    pub wall_time_s: f64,
+    pub rows: usize,
+}
+
+/// Metadata key of a strain table: what made it.
+pub const KEY: &str = "observer_key";
+/// Metadata key of a strain table: the same, readable.
+pub const DESCRIPTION: &str = "observer";
+
+/// What makes a strain table: the rod as observed (shape, material,
+/// markers, sections, mount), the observer's settings and the marker
+/// table's bytes. Two runs with equal keys give the same table.
+pub fn key(rod: &Rod, o: &ObserveOptions, markers_path: &Path) -> (String, String) {
+    let description = format!("mode {:?}, sigma {} m, energy scale {:?} J, markers sha256 {}", o.mode, o.sigma_m, o.energy_scale_j, crate::provenance::sha256_file(markers_path));
+    (crate::provenance::sha256_text(&format!("{rod:?}|{description}")), description)
+}
+
+/// The key a strain table was written with (`None`: none recorded, or no table).
+pub fn recorded_key(strain_path: &Path) -> Option<String> {
+    let t = session::Table::read(strain_path).ok()?;
+    t.meta(KEY).map(str::to_string)
+}
+
+/// Observes the marker table `markers_path` (in a session directory, or
+/// alone) with `rod`, writing the strain table to `out`. With a session's
+/// `session.toml`, gravity is the rig's; with its robot stream, the base
+/// follows the flange.
+pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, progress: &dyn Progress) -> Result<Observed> {
+    crate::error::positive("--sigma-m", o.sigma_m)?;
+    if let Some(c) = o.energy_scale_j {
+        crate::error::positive("--energy-scale-j", c)?;
+    }
+    // What made the table: the rod as given (the session fixes gravity).
+    let (key, description) = key(rod, o, markers_path);
+    let mut rod = rod.clone();
+    let session_dir = session::SessionDir::new(markers_path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
+    let meta = session_dir.meta()?;
+    let frames_w = meta.as_ref().map(|m| m.frames).unwrap_or_default();
+    if meta.is_some() {
+        // One world: gravity from the rig, not the rod file.
+        rod.gravity_m_s2 = frames_w.gravity();
+    }
+    let mode = match o.mode {
+        ObserverMode::Hard => Mode::Hard,
+        ObserverMode::Weighted => Mode::Weighted { energy_scale_j: o.energy_scale_j },
+    };
+    let mut obs = Observer::new(&rod, mode)?;
+    let rows = session::read_markers(markers_path).input(markers_path.display())?;
+    let n_markers = rod.markers.len();
+    let tcp = session::read_tcp_poses(session_dir.path())?;
+    // One clock: host time. A table without it cannot meet a robot log.
+    let host_times = rows.iter().all(|r| r.t_host_ns.is_some());
+    if tcp.is_some() && !host_times {
+        return Err(Error::input(format!(
+            "{}: no t_host_ns column, but the session {} has host times (streams/robot): track the session's video with its frames table so that both are on the host clock",
+            markers_path.display(),
+            session_dir.path().display()
+        )));
+    }
+    let frames = frames_of(&rows, n_markers, markers_path, |r| r.t_host_ns.unwrap_or((r.t_s * 1e9).round() as i64))?;
+    // With a robot log, the base follows the flange: base = T_WB * TCP *
+    // mount (the rod file's [base] is the mount on the flange).
+    let log = match tcp.as_deref() {
+        Some(samples) => Some(session::RobotLog::new(samples).input(session_dir.path().display())?),
+        None => None,
+    };
+    let mount = rod.base;
+    let world_from_robot = frames_w.world_from_robot();
+    let base_at = |t: i64| -> Option<lie::Pose> {
+        match &log {
+            Some(l) => l.flange_at(t).ok().map(|f| world_from_robot.compose(&f).compose(&mount)),
+            None => Some(mount),
+        }
+    };
+    let sigma = vec![o.sigma_m; n_markers];
+    let mut scale_warning = None;
+    // Weighted mode without a given scale: choose it on the most deformed frame.
+    if o.mode == ObserverMode::Weighted && o.energy_scale_j.is_none() {
+        let candidates: Vec<(lie::Pose, Vec<Option<Vec3>>)> = frames.iter().filter_map(|(_, t, m)| base_at(*t).map(|b| (b, m.clone()))).collect();
+        if let Some(choice) = obs.choose_energy_scale(&candidates, &sigma) {
+            scale_warning = choice.warning();
+        }
+    }
+    let task = progress.task("observe", Some(frames.len() as u64));
+    let mut out_rows = Vec::with_capacity(frames.len() * obs.model.node_x_m.len());
+    let (mut solved, mut missing, mut failed) = (0usize, 0usize, 0usize);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut residuals = vec![];
+    let mut validity: Option<rod::validity::Validity> = None;
+    let started = std::time::Instant::now();
+    for (k, (frame, t, measured)) in frames.iter().enumerate() {
+        task.set(k as u64);
+        let Some(base) = base_at(*t) else {
+            // Outside the robot log: no base pose, a flagged row.
+            failed += 1;
+            *reasons.entry("no robot pose at this time (outside the robot log)".into()).or_default() += 1;
+            for (node, x) in obs.model.node_x_m.iter().enumerate() {
+                out_rows.push(StrainRow {
+                    frame: *frame,
+                    t_host_ns: *t,
+                    node: node as u32,
+                    arc_m: *x,
+                    strain: [f64::NAN; 6],
+                    marker_residual_m: f64::NAN,
+                    status: "failed:outside robot log".into(),
+                    base_pose: [f64::NAN; 6],
+                });
+            }
+            continue;
+        };
+        obs.set_base(&base);
+        let ob = obs.observe(measured, &sigma)?;
+        match &ob.status {
+            Status::Ok => solved += 1,
+            Status::MissingMarkers(_) => missing += 1,
+            Status::Failed(why) => {
+                failed += 1;
+                *reasons.entry(why.clone()).or_default() += 1;
+            }
+        }
+        if ob.marker_residual_m.is_finite() {
+            residuals.push(ob.marker_residual_m);
+        }
+        if !matches!(ob.status, Status::Failed(_)) {
+            let v = rod::validity::validity(&obs.model, &ob.q);
+            validity = Some(validity.map_or(v, |w: rod::validity::Validity| w.worst(v)));
+        }
+        let label = ob.status.label();
+        let base_pose = lie::trajectory::pose_to_ur(&base);
+        for (node, (x, s)) in obs.model.node_x_m.iter().zip(&ob.nodal_strain).enumerate() {
+            out_rows.push(StrainRow {
+                frame: *frame,
+                t_host_ns: *t,
+                node: node as u32,
+                arc_m: *x,
+                strain: [s[0], s[1], s[2], s[3] - 1.0, s[4], s[5]],
+                marker_residual_m: ob.marker_residual_m,
+                status: label.clone(),
+                base_pose,
+            });
+        }
+    }
+    drop(task);
+    let wall_time_s = started.elapsed().as_secs_f64();
+    write_strain(out, &out_rows, &[(KEY, &key), (DESCRIPTION, &description)])?;
+    let warnings = validity.as_ref().map(|v| v.warnings(&obs.model.rod.cables)).unwrap_or_default();
+    Ok(Observed {
+        out: out.to_path_buf(),
+        frames: frames.len(),
+        solved,
+        solved_missing_markers: missing,
+        failed,
+        reasons,
+        energy_scale_j: obs.energy_scale_j(),
+        scale_warning,
+        marker_residual_mean_m: residuals.iter().sum::<f64>() / residuals.len().max(1) as f64,
+        marker_residual_max_m: residuals.iter().cloned().fold(0.0, f64::max),
+        validity,
+        warnings,
+        base_from_robot: log.is_some(),
+        wall_time_s,
+        rows: out_rows.len(),
+    })
+}

@@ -1,0 +1,153 @@
+//! Recording a session from the devices of a rig: every device is checked
+//! before recording starts (a wrong address or port is an input error),
+//! then each records in its own thread into the session's streams on one
+//! host clock until stopped (a flag, or a duration).
+
+use crate::error::{Context, Error, Result};
+use crate::progress::Progress;
+use record::robot::{self, Clock, Status};
+use record::serial;
+use session::{Rig, SessionDir};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to record.
+pub struct RecordRequest<'a> {
+    pub rig: &'a Rig,
+    pub rig_path: &'a Path,
+    /// The rig file verbatim (kept in session.toml).
+    pub rig_text: &'a str,
+    pub out: &'a SessionDir,
+    /// Stop after this long \[s\] (default: when `stop` is set).
+    pub duration_s: Option<f64>,
+    /// Set to stop (Ctrl-C, a test, the virtual lab).
+    pub stop: Arc<AtomicBool>,
+}
+
+/// One device's figures at the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceSummary {
+    pub name: String,
+    pub rows: u64,
+    pub gaps: u64,
+    pub missing_packages: u64,
+    pub reconnects: u64,
+    pub errors: u64,
+    pub rejected: u64,
+}
+
+/// A finished recording.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    pub devices: Vec<DeviceSummary>,
+    pub wall_time_s: f64,
+    /// CPU time of this process (Linux), to show what recording costs.
+    pub cpu_s: Option<f64>,
+}
+
+impl Recording {
+    pub fn device(&self, name: &str) -> Option<&DeviceSummary> {
+        self.devices.iter().find(|d| d.name == name)
+    }
+}
+
+fn summary(name: &str, st: &Status) -> DeviceSummary {
+    DeviceSummary {
+        name: name.into(),
+        rows: st.rows.load(Ordering::Relaxed),
+        gaps: st.gaps.load(Ordering::Relaxed),
+        missing_packages: st.missing_packages.load(Ordering::Relaxed),
+        reconnects: st.reconnects.load(Ordering::Relaxed),
+        errors: st.errors.load(Ordering::Relaxed),
+        rejected: st.rejected.load(Ordering::Relaxed),
+    }
+}
+
+/// Records until `req.stop` is set or `req.duration_s` has passed.
+pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording> {
+    let rig = req.rig;
+    let rig_name = req.rig_path.display().to_string();
+    if let Some(d) = req.duration_s {
+        crate::error::positive("--duration", d)?;
+    }
+    // Fail early and clearly: every device must answer and know its variables.
+    for r in record::rig::robot_configs(rig) {
+        robot::probe(&r).map_err(|e| Error::input(format!("{rig_name}: robot '{}' at {}: {e}", r.name, r.address)))?;
+    }
+    let mut cameras = vec![];
+    for cfg in record::rig::camera_configs(rig) {
+        let capture = record::camera::open(&cfg).input(&rig_name)?;
+        cameras.push((cfg, capture));
+    }
+    let mut serial_ports = vec![];
+    for (cfg, sensor) in record::rig::serial_sensors(rig) {
+        let port = serial::open(&cfg.port, cfg.baud).map_err(|e| Error::input(format!("{rig_name}: sensor '{}': {e}", cfg.name)))?;
+        serial_ports.push((cfg, sensor, port));
+    }
+    let out = req.out.path();
+    std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: cannot create: {e}", out.display())))?;
+    // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.
+    let clock = Clock::start();
+    session::SessionMeta::start(&rig.session.operator_notes, &rig_name, req.rig_text, rig.frames).write(out)?;
+
+    let stop = req.stop.clone();
+    let mut threads: Vec<std::thread::JoinHandle<Result<()>>> = vec![];
+    let mut statuses: Vec<(String, Arc<Status>)> = vec![];
+    for r in record::rig::robot_configs(rig) {
+        let status = Arc::new(Status::default());
+        statuses.push((r.name.clone(), status.clone()));
+        let (s, dir) = (stop.clone(), out.to_path_buf());
+        threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status).map_err(Error::from)));
+    }
+    for (cfg, capture) in cameras {
+        let status = Arc::new(Status::default());
+        statuses.push((cfg.name.clone(), status.clone()));
+        let (s, dir) = (stop.clone(), out.to_path_buf());
+        threads.push(std::thread::spawn(move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(Error::from)));
+    }
+    for (cfg, sensor, port) in serial_ports {
+        let status = Arc::new(Status::default());
+        statuses.push((cfg.name.clone(), status.clone()));
+        let (s, dir) = (stop.clone(), out.to_path_buf());
+        threads.push(std::thread::spawn(move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(Error::from)));
+    }
+    let started = Instant::now();
+    let task = progress.task("record", None);
+    let mut last_rows: Vec<u64> = vec![0; statuses.len()];
+    let mut last_t = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        if req.duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let dt = last_t.elapsed().as_secs_f64();
+        last_t = Instant::now();
+        let line: Vec<String> = statuses
+            .iter()
+            .zip(last_rows.iter_mut())
+            .map(|((name, st), last)| {
+                let d = summary(name, st);
+                let rate = (d.rows - *last) as f64 / dt;
+                *last = d.rows;
+                format!("{name}: {rate:.0} Hz, {} rows, {} gaps, {} reconnects, {} errors, {} rejected", d.rows, d.gaps, d.reconnects, d.errors, d.rejected)
+            })
+            .collect();
+        task.message(&format!("{:.1} s | {}", started.elapsed().as_secs_f64(), line.join(" | ")));
+    }
+    drop(task);
+    for t in threads {
+        t.join().map_err(|_| Error::computation("a recorder thread panicked"))??;
+    }
+    Ok(Recording { devices: statuses.iter().map(|(n, st)| summary(n, st)).collect(), wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
+}
+
+/// CPU time (user + system) of this process so far, from /proc (Linux;
+/// USER_HZ is 100 there).
+fn own_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}

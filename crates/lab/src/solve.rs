@@ -1,0 +1,143 @@
+//! One static equilibrium: a rod (optionally with identified parameters)
+//! under gravity, cable tensions and a tip load; its shape, its validity
+//! and, with parameters, the tip's 95 % prediction band.
+
+use crate::error::{Error, Result};
+use crate::params::Params;
+use lie::Vec3;
+use rod::shape::ShapeRow;
+use rod::statics::{model_for, solve as solve_statics};
+use rod::{Loads, NewtonOptions, Rod};
+use std::path::Path;
+
+/// What to solve.
+#[derive(Clone, Debug)]
+pub struct SolveRequest {
+    /// The rod as read (sections and modes already chosen).
+    pub rod: Rod,
+    pub params: Option<Params>,
+    /// One per cable, or empty for none.
+    pub tensions_n: Vec<f64>,
+    /// In the world frame.
+    pub tip_force_n: Vec3,
+    /// In the world frame, fixed direction.
+    pub tip_moment_nm: Vec3,
+    pub gravity: bool,
+}
+
+/// The tip with its 95 % prediction band per coordinate, or why there is none.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Band {
+    Tip { tip_m: Vec3, half_width_m: Vec3 },
+    None(String),
+}
+
+/// An equilibrium.
+#[derive(Clone, Debug)]
+pub struct Solved {
+    /// The rod as solved (parameters applied).
+    pub rod: Rod,
+    pub n_dof: usize,
+    pub mass_kg: f64,
+    pub iterations: usize,
+    pub load_steps: usize,
+    pub residual_norm: f64,
+    pub wall_time_s: f64,
+    /// Base to tip.
+    pub shape: Vec<ShapeRow>,
+    pub validity: rod::validity::Validity,
+    pub warnings: Vec<String>,
+    /// With parameters: the tip's prediction band.
+    pub band: Option<Band>,
+}
+
+impl Solved {
+    pub fn tip_m(&self) -> Vec3 {
+        self.shape.last().expect("a rod has a tip").pos_m
+    }
+}
+
+/// Checks a request's loads against its rod.
+fn check(req: &SolveRequest) -> Result<()> {
+    let n = req.rod.cables.len();
+    if !req.tensions_n.is_empty() && req.tensions_n.len() != n {
+        return Err(Error::input(format!("--tension: {} values given, the rod has {n} cables", req.tensions_n.len())));
+    }
+    if req.tensions_n.iter().any(|t| !t.is_finite() || *t < 0.0) {
+        return Err(Error::input("--tension: tensions must be finite and non-negative (cables only pull)"));
+    }
+    for (name, v) in [("--tip-force", req.tip_force_n), ("--tip-moment", req.tip_moment_nm)] {
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err(Error::input(format!("{name}: must be finite, got {:?}", [v.x, v.y, v.z])));
+        }
+    }
+    Ok(())
+}
+
+/// Solves the equilibrium.
+pub fn solve(req: &SolveRequest) -> Result<Solved> {
+    check(req)?;
+    let rod = match &req.params {
+        Some(p) => p.rod_with_pitch(&req.rod),
+        None => req.rod.clone(),
+    };
+    let mut loads = Loads { gravity_scale: if req.gravity { 1.0 } else { 0.0 }, ..Loads::default() }.with_tensions(&req.tensions_n);
+    if req.tip_force_n != Vec3::zeros() || req.tip_moment_nm != Vec3::zeros() {
+        loads = loads.with_tip(rod.length_m, req.tip_force_n, req.tip_moment_nm);
+    }
+    let model = model_for(&rod, &loads);
+    let started = std::time::Instant::now();
+    let sol = solve_statics(&model, &loads, None, &NewtonOptions::default())?;
+    let wall_time_s = started.elapsed().as_secs_f64();
+    let shape = rod::shape::shape(&model, &sol.q);
+    let validity = rod::validity::validity(&model, &sol.q);
+    let band = req.params.as_ref().map(|p| band(p, req));
+    Ok(Solved {
+        n_dof: model.n_dof(),
+        mass_kg: model.mass_kg(),
+        iterations: sol.iterations,
+        load_steps: sol.load_steps,
+        residual_norm: sol.residual_norm,
+        wall_time_s,
+        shape,
+        warnings: validity.warnings(&rod.cables),
+        validity,
+        band,
+        rod,
+    })
+}
+
+/// The tip predicted with the identification's uncertainty: a 95 %
+/// prediction band per coordinate (the parameters' covariance through the
+/// exact sensitivities, plus the noise of a measurement like the fit's).
+fn band(p: &Params, req: &SolveRequest) -> Band {
+    if !req.gravity {
+        return Band::None("the identification's model includes gravity".into());
+    }
+    let Some(u) = p.file.uncertainty() else {
+        return Band::None("the identified file has no covariance (written by an older rodlab)".into());
+    };
+    if req.tip_moment_nm != Vec3::zeros() {
+        return Band::None("the identification model has no tip moments".into());
+    }
+    // The band's model applies the pitch itself: the rod before it.
+    let rod = &req.rod;
+    let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
+    let tensions = if req.tensions_n.is_empty() { vec![0.0; rod.cables.len()] } else { req.tensions_n.clone() };
+    let e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
+    match identify::predict_with_band(rod, &e, &p.file.values(), &u) {
+        Ok(pred) => Band::Tip { tip_m: pred.points_m[0], half_width_m: pred.half_width_m[0] },
+        Err(e) => Band::None(e.to_string()),
+    }
+}
+
+/// Writes the shape (base to tip) as CSV, a row per joint.
+pub fn write_shape_csv(path: &Path, rows: &[ShapeRow]) -> Result<()> {
+    let fail = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
+    let mut w = csv::Writer::from_path(path).map_err(fail)?;
+    w.write_record(rod::shape::COLUMNS).map_err(fail)?;
+    for r in rows {
+        w.write_record(r.values().iter().map(|v| format!("{v:e}"))).map_err(fail)?;
+    }
+    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))
+}

@@ -1,0 +1,224 @@
+//! From camera images to metric marker positions: calibrating a camera on
+//! checkerboard images, tracking a video (in a session: on the host clock,
+//! in the rig's world frame), and synthetic boards and videos with truth.
+
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use std::path::{Path, PathBuf};
+use track::calibrate::{self, BoardSpec};
+use track::camera::CameraModel;
+use track::detect::MarkerParams;
+use track::pipeline::{self, FrameTimes, PlaneToWorld};
+pub use track::sequence::Occlusion;
+use track::sequence::{Sequence, SequenceConfig};
+use track::source::{write_image, FrameSource, VideoSink};
+use track::synth;
+use track::tracker::Tracker;
+
+/// A calibration's outcome.
+#[derive(Clone, Debug)]
+pub struct Calibrated {
+    pub camera: CameraModel,
+    pub summary: calibrate::CalibrationSummary,
+}
+
+/// Calibrates from the board images in `images` (inner corners `board`,
+/// e.g. "9x6", squares of `square_m`), the plane of motion from
+/// `plane_image` (default: the first image); writes `out`.
+pub fn calibrate(images: &Path, board: &str, square_m: f64, plane_image: Option<&Path>, max_rms_px: f64, out: &Path) -> Result<Calibrated> {
+    let (cols, rows) = BoardSpec::parse_size(board)?;
+    crate::error::positive("--square-m", square_m)?;
+    let spec = BoardSpec { cols, rows, square_m };
+    let files = calibrate::image_files(images)?;
+    let (camera, summary) = calibrate::calibrate(&files, &spec, plane_image, max_rms_px)?;
+    camera.save(out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
+    Ok(Calibrated { camera, summary })
+}
+
+/// What to track.
+#[derive(Clone, Debug)]
+pub struct TrackRequest {
+    /// A video file or a directory of images.
+    pub input: PathBuf,
+    /// camera.toml: intrinsics and the plane of motion.
+    pub camera: PathBuf,
+    /// markers.toml (default: red markers).
+    pub markers: Option<PathBuf>,
+    /// A session's frames table (default: beside the video).
+    pub frames: Option<PathBuf>,
+    /// Frame rate without a frames table (default: the video's).
+    pub fps: Option<f64>,
+    pub out: PathBuf,
+    /// Annotated frames (PNG) here.
+    pub overlay: Option<PathBuf>,
+    /// Height of the marker centres above the board \[m\] (default:
+    /// camera.toml's plane_offset_m, else the session's, else 0).
+    pub marker_height_m: Option<f64>,
+}
+
+impl TrackRequest {
+    pub fn new(input: &Path, camera: &Path, out: &Path) -> TrackRequest {
+        TrackRequest { input: input.into(), camera: camera.into(), markers: None, frames: None, fps: None, out: out.into(), overlay: None, marker_height_m: None }
+    }
+}
+
+/// A tracked video.
+#[derive(Clone, Debug)]
+pub struct Tracked {
+    pub frames: usize,
+    /// Frames the container announced (an estimate), when it did.
+    pub expected_frames: Option<usize>,
+    pub markers: usize,
+    pub missing: usize,
+    pub merged: usize,
+    pub reacquired: usize,
+    pub decode_fps: f64,
+    pub track_fps: f64,
+    /// `Some(session.toml)` when positions are in a session's world frame.
+    pub world_from: Option<PathBuf>,
+    pub marker_height_m: f64,
+    pub warnings: Vec<String>,
+}
+
+fn frame_times(req: &TrackRequest, source: &FrameSource) -> Result<FrameTimes> {
+    // A session keeps the video beside `streams/<name>` (frame index, t_host_ns).
+    let beside = req.input.parent().zip(req.input.file_stem()).map(|(dir, stem)| dir.join("streams").join(stem)).filter(|p| p.is_dir());
+    if let Some(dir) = req.frames.clone().or(beside) {
+        let t = session::Table::read_chunks(&dir)?;
+        return Ok(FrameTimes::Table(t.i64("t_host_ns")?));
+    }
+    let fps = req.fps.unwrap_or(source.fps());
+    if !(fps.is_finite() && fps > 0.0) {
+        return Err(Error::input(format!("{}: no frame rate: give --fps or --frames (a session's frames table)", req.input.display())));
+    }
+    Ok(FrameTimes::Rate(fps))
+}
+
+/// Tracks the markers of a video into a marker table.
+pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
+    let camera = CameraModel::load(&req.camera).map_err(|e| Error::input(e.to_string()))?;
+    let mut warnings = vec![];
+    if camera.plane.is_none() {
+        warnings.push(format!("{} has no plane of motion: x_m, y_m, z_m will be NaN", req.camera.display()));
+    }
+    let params = match &req.markers {
+        Some(p) => MarkerParams::load(p)?,
+        None => MarkerParams::default(),
+    };
+    let mut source = FrameSource::open(&req.input)?;
+    let times = frame_times(req, &source)?;
+    // The world: the session's rig frames when the video sits in a session.
+    let session_dir = session::SessionDir::new(req.input.parent().map(|p| p.to_path_buf()).unwrap_or_default());
+    let frames_w = session_dir.meta()?.map(|m| m.frames);
+    let marker_height_m = req.marker_height_m.or(camera.plane_offset_m).or(frames_w.map(|f| f.marker_height_m)).unwrap_or(0.0);
+    if !(marker_height_m.is_finite() && marker_height_m >= 0.0) {
+        return Err(Error::input(format!("--marker-height-m / plane_offset_m: must be >= 0, got {marker_height_m}")));
+    }
+    let world = PlaneToWorld { world_from_board: frames_w.map(|f| f.world_from_board()).unwrap_or_else(lie::Pose::identity), marker_height_m };
+    if let Some(dir) = &req.overlay {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("{}: cannot create: {e}", dir.display())))?;
+    }
+    let mut tracker = Tracker::new(params)?;
+    let task = progress.task("track", source.len_hint().map(|n| n as u64));
+    let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &world, &times, req.overlay.as_deref(), |k| {
+        if k % 16 == 0 {
+            task.set(k as u64)
+        }
+    })?;
+    drop(task);
+    // The container's count is an estimate (duration x fps): allow one frame.
+    let expected_frames = source.len_hint();
+    if let Some(expected) = expected_frames.filter(|n| timing.frames + 1 < *n) {
+        warnings.push(format!("{}: the video ends after {} of {expected} frames (truncated or damaged?)", req.input.display(), timing.frames));
+    }
+    session::write_markers(&req.out, &rows)?;
+    let count = |bit: u32| rows.iter().filter(|r| r.flags & bit != 0).count();
+    Ok(Tracked {
+        frames: timing.frames,
+        expected_frames,
+        markers: tracker.count(),
+        missing: count(session::flags::MISSING),
+        merged: count(session::flags::MERGED),
+        reacquired: count(session::flags::REACQUIRED),
+        decode_fps: timing.frames as f64 / timing.decode.as_secs_f64().max(1e-9),
+        track_fps: timing.frames as f64 / timing.track.as_secs_f64().max(1e-9),
+        world_from: frames_w.map(|_| session_dir.meta_path()),
+        marker_height_m,
+        warnings,
+    })
+}
+
+/// Writes checkerboard views (and one of the board in the plane of
+/// motion) of the demo camera into `out`, with the true camera.
+pub fn synth_board(out: &Path, board: &str, square_m: f64, noise: f64) -> Result<usize> {
+    let (camera, plane) = synth::demo_camera();
+    let (cols, rows) = BoardSpec::parse_size(board)?;
+    let (views, _) = synth::write_board_images(out, &camera, &plane, &BoardSpec { cols, rows, square_m }, noise)?;
+    CameraModel { plane: Some(plane), ..camera }.save(&out.join("true-camera.toml")).map_err(|e| Error::io(e.to_string()))?;
+    Ok(views.len())
+}
+
+/// A synthetic marker video to make.
+#[derive(Clone, Debug)]
+pub struct VideoRequest {
+    pub out: PathBuf,
+    pub frames: usize,
+    pub markers: usize,
+    /// Fastest marker speed \[px/frame\].
+    pub max_speed_px: f64,
+    /// Sensor noise \[grey levels\].
+    pub noise: f64,
+    /// `mkv`, `avi` or `png` (an image directory).
+    pub format: String,
+    pub occlusion: Option<Occlusion>,
+}
+
+/// Writes a video of a bending rod with markers, its truth (truth.csv),
+/// the true camera and markers.toml.
+pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
+    if req.frames == 0 || req.markers == 0 || !(req.max_speed_px > 0.0) {
+        return Err(Error::input("--frames, --markers and --max-speed-px must be positive"));
+    }
+    let (camera, plane) = synth::demo_camera();
+    let mut cfg = SequenceConfig { frames: req.frames, markers: req.markers, max_speed_px: req.max_speed_px, occlusion: req.occlusion, ..SequenceConfig::default() };
+    cfg.look.noise_sigma = req.noise;
+    let out = &req.out;
+    let io = |e: std::io::Error| Error::io(format!("{}: {e}", out.display()));
+    std::fs::create_dir_all(out).map_err(io)?;
+    let fps = cfg.fps;
+    let mut seq = Sequence::new(camera.clone(), plane.clone(), cfg);
+    let (w, h) = (camera.width_px as i32, camera.height_px as i32);
+    let mut sink = match req.format.as_str() {
+        "mkv" | "avi" => Some(VideoSink::create(&out.join(format!("video.{}", req.format)), fps, w, h)?),
+        "png" => {
+            std::fs::create_dir_all(out.join("frames")).map_err(io)?;
+            None
+        }
+        f => return Err(Error::input(format!("--format {f:?}: mkv, avi or png"))),
+    };
+    let truth_path = out.join("truth.csv");
+    let fail = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", truth_path.display()));
+    let mut truth = csv::Writer::from_path(&truth_path).map_err(fail)?;
+    truth.write_record(["frame", "marker", "u_px", "v_px", "x_m", "y_m", "visible"]).map_err(fail)?;
+    let task = progress.task("render", Some(req.frames as u64));
+    for k in 0..req.frames {
+        let mat = seq.render(k).to_mat()?;
+        match sink.as_mut() {
+            Some(s) => s.write(&mat)?,
+            None => write_image(&out.join("frames").join(format!("{k:06}.png")), &mat)?,
+        }
+        for t in seq.truth(k) {
+            let row = [t.frame.to_string(), t.marker.to_string(), t.u_px.to_string(), t.v_px.to_string(), t.x_m.to_string(), t.y_m.to_string(), (t.visible as u8).to_string()];
+            truth.write_record(&row).map_err(fail)?;
+        }
+        task.set(k as u64 + 1);
+    }
+    drop(task);
+    truth.flush().map_err(io)?;
+    if let Some(s) = sink {
+        s.finish()?;
+    }
+    CameraModel { plane: Some(plane), ..camera }.save(&out.join("true-camera.toml")).map_err(|e| Error::io(e.to_string()))?;
+    std::fs::write(out.join("markers.toml"), format!("# Red markers on the synthetic rod.\ncount = {}\n", req.markers)).map_err(io)?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! The rig file (`configs/rig/*.toml`): which devices a session records
+//! from, and the rig's world frame. One schema that reads and writes (the
+//! virtual lab writes rig files; `record` reads them), outside the crates
+//! that link OpenCV: reading a rig file needs only this. Errors name the
+//! file and the field.
+
+use crate::frames::RigFrames;
+use crate::ConfigFileError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rig {
+    #[serde(default)]
+    pub session: SessionInfo,
+    /// The world frame W: robot base, board (plane of motion), marker
+    /// height, gravity, table (see `session::frames`).
+    #[serde(default)]
+    pub frames: RigFrames,
+    #[serde(default, rename = "robot", skip_serializing_if = "Vec::is_empty")]
+    pub robots: Vec<RobotDevice>,
+    #[serde(default, rename = "ft300", skip_serializing_if = "Vec::is_empty")]
+    pub ft300s: Vec<Ft300Device>,
+    #[serde(default, rename = "ascii", skip_serializing_if = "Vec::is_empty")]
+    pub ascii_sensors: Vec<AsciiDevice>,
+    #[serde(default, rename = "camera", skip_serializing_if = "Vec::is_empty")]
+    pub cameras: Vec<CameraDevice>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionInfo {
+    #[serde(default)]
+    pub operator_notes: String,
+}
+
+/// A UR controller's RTDE server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotDevice {
+    #[serde(default = "default_robot_name")]
+    pub name: String,
+    /// host:port of the controller's RTDE server (port 30004).
+    pub address: String,
+    #[serde(default = "default_frequency")]
+    pub frequency_hz: f64,
+    /// RTDE output variables (`timestamp` is always recorded).
+    pub variables: Vec<String>,
+}
+
+/// A Robotiq FT 300 force/torque sensor on a serial port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ft300Device {
+    #[serde(default = "default_ft300_name")]
+    pub name: String,
+    /// Serial device, e.g. /dev/ttyUSB0.
+    pub port: String,
+    #[serde(default = "default_ft300_baud")]
+    pub baud: u32,
+}
+
+/// A sensor that prints one line of numbers per sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsciiDevice {
+    #[serde(default = "default_ascii_name")]
+    pub name: String,
+    pub port: String,
+    #[serde(default = "default_ascii_baud")]
+    pub baud: u32,
+    /// One character, or " " for any whitespace.
+    #[serde(default = "default_separator")]
+    pub separator: String,
+    /// Column names in the session, in the order of the fields (with units: `force_n`).
+    pub columns: Vec<String>,
+    /// Factors from the sensor's units to SI, one per column (default 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scales: Vec<f64>,
+}
+
+/// A camera (OpenCV VideoCapture): a device index or a video file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CameraDevice {
+    #[serde(default = "default_camera_name")]
+    pub name: String,
+    /// Device index (/dev/videoN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<i32>,
+    /// A video file played at its own frame rate (dry runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// For a file: the wall-clock time \[s since 1970, UTC\] at which its
+    /// frame 0 is shown, as if the camera had been filming since then
+    /// (virtual lab: frames due before the recording started are not
+    /// recorded). Default: frame 0 when the recording starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_start_unix_s: Option<f64>,
+    /// Requested frame rate (devices) \[frames/s\].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fps: Option<f64>,
+    /// Video container: "mkv" (lossless HuffYUV, default) or "avi" (Motion-JPEG, smaller).
+    #[serde(default = "default_container")]
+    pub container: String,
+}
+
+fn default_container() -> String {
+    "mkv".into()
+}
+fn default_ft300_name() -> String {
+    "ft300".into()
+}
+fn default_ft300_baud() -> u32 {
+    19_200
+}
+fn default_ascii_name() -> String {
+    "ascii".into()
+}
+fn default_ascii_baud() -> u32 {
+    115_200
+}
+fn default_separator() -> String {
+    ",".into()
+}
+fn default_camera_name() -> String {
+    "camera".into()
+}
+fn default_robot_name() -> String {
+    "robot".into()
+}
+fn default_frequency() -> f64 {
+    500.0
+}
+
+impl Default for RobotDevice {
+    fn default() -> RobotDevice {
+        RobotDevice { name: default_robot_name(), address: String::new(), frequency_hz: default_frequency(), variables: vec![] }
+    }
+}
+
+impl Default for CameraDevice {
+    fn default() -> CameraDevice {
+        CameraDevice { name: default_camera_name(), device: None, file: None, file_start_unix_s: None, fps: None, container: default_container() }
+    }
+}
+
+/// How an ASCII sensor's line is cut into fields.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Separator {
+    /// Any run of spaces or tabs.
+    Whitespace,
+    Char(char),
+}
+
+/// A separator that cannot cut numbers apart.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("separator must be one character other than a digit, '.', '-' or a line break, got {0:?}")]
+pub struct SeparatorError(pub String);
+
+impl fault::Fault for SeparatorError {
+    fn kind(&self) -> fault::Kind {
+        fault::Kind::Input
+    }
+}
+
+impl Separator {
+    /// `" "` or `""` means any whitespace; otherwise exactly one character.
+    pub fn parse(s: &str) -> Result<Separator, SeparatorError> {
+        let mut chars = s.chars();
+        match (chars.next(), chars.next()) {
+            (None, _) | (Some(' '), None) | (Some('\t'), None) => Ok(Separator::Whitespace),
+            (Some(c), None) if c != '\n' && c != '\r' && !c.is_ascii_digit() && c != '.' && c != '-' => Ok(Separator::Char(c)),
+            _ => Err(SeparatorError(s.into())),
+        }
+    }
+}
+
+impl AsciiDevice {
+    /// The parsed separator (checked by [`Rig::validate`]).
+    pub fn separator(&self) -> Separator {
+        Separator::parse(&self.separator).unwrap_or(Separator::Whitespace)
+    }
+
+    /// One scale per column (1 where the file gives none).
+    pub fn scales(&self) -> Vec<f64> {
+        if self.scales.is_empty() {
+            vec![1.0; self.columns.len()]
+        } else {
+            self.scales.clone()
+        }
+    }
+}
+
+impl Rig {
+    /// Reads and checks a rig file; returns the rig and its text (kept
+    /// verbatim in the session).
+    pub fn from_file(path: &Path) -> Result<(Rig, String), ConfigFileError> {
+        let (rig, text): (Rig, String) = crate::read_toml(path, "rig file")?;
+        rig.validate(path)?;
+        Ok((rig, text))
+    }
+
+    /// The rig as a TOML file's text, with a first comment line.
+    pub fn to_toml(&self, comment: &str) -> String {
+        let text = toml::to_string(self).expect("a rig serialises");
+        format!("# {comment}\n{text}")
+    }
+
+    /// Checks every value; the error names `path` and the field.
+    pub fn validate(&self, path: &Path) -> Result<(), ConfigFileError> {
+        let err = |message: String| ConfigFileError::new(path, message);
+        self.frames.validate(path)?;
+        for (i, r) in self.robots.iter().enumerate() {
+            if !(r.frequency_hz > 0.0 && r.frequency_hz <= 500.0) {
+                return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500], got {}", r.frequency_hz)));
+            }
+            if r.address.is_empty() {
+                return Err(err(format!("robot[{i}].address: empty")));
+            }
+        }
+        for (i, a) in self.ascii_sensors.iter().enumerate() {
+            Separator::parse(&a.separator).map_err(|m| err(format!("ascii[{i}].separator: {m}")))?;
+            if a.columns.is_empty() {
+                return Err(err(format!("ascii[{i}].columns: empty")));
+            }
+            for (j, c) in a.columns.iter().enumerate() {
+                if c.is_empty() || c == "t_host_ns" || a.columns[..j].contains(c) {
+                    return Err(err(format!("ascii[{i}].columns: {c:?} is empty, reserved or repeated")));
+                }
+            }
+            if !a.scales.is_empty() && a.scales.len() != a.columns.len() {
+                return Err(err(format!("ascii[{i}].scales: {} scales for {} columns", a.scales.len(), a.columns.len())));
+            }
+            if let Some(s) = a.scales.iter().find(|s| !(s.is_finite() && **s != 0.0)) {
+                return Err(err(format!("ascii[{i}].scales: {s} is not a finite non-zero factor")));
+            }
+        }
+        for (i, c) in self.cameras.iter().enumerate() {
+            if c.device.is_some() == c.file.is_some() {
+                return Err(err(format!("camera[{i}]: give exactly one of `device` (index) or `file`")));
+            }
+            if crate::video_codec(&c.container).is_none() {
+                return Err(err(format!("camera[{i}].container: \"mkv\" or \"avi\", got {:?}", c.container)));
+            }
+            if let Some(t) = c.file_start_unix_s {
+                if c.file.is_none() || !(t.is_finite() && t > 0.0) {
+                    return Err(err(format!("camera[{i}].file_start_unix_s: a positive time for a `file` camera, got {t}")));
+                }
+            }
+            if let Some(f) = c.fps {
+                if !(f > 0.0 && f <= 10_000.0) {
+                    return Err(err(format!("camera[{i}].fps: must be in (0, 10000], got {f}")));
+                }
+            }
+        }
+        let names = self.device_names();
+        for (j, n) in names.iter().enumerate() {
+            if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || names[..j].contains(n) {
+                return Err(err(format!("device name {n:?}: names must be unique, non-empty, letters, digits, '_' or '-'")));
+            }
+        }
+        if names.is_empty() {
+            return Err(err("no devices ([[robot]], [[ft300]], [[ascii]], [[camera]])".into()));
+        }
+        Ok(())
+    }
+
+    /// Every device's name, in rig order (robots, FT 300s, ASCII sensors, cameras).
+    pub fn device_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.robots.iter().map(|r| r.name.as_str()).collect();
+        names.extend(self.ft300s.iter().map(|r| r.name.as_str()));
+        names.extend(self.ascii_sensors.iter().map(|r| r.name.as_str()));
+        names.extend(self.cameras.iter().map(|r| r.name.as_str()));
+        names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rig_written_reads_back_the_same() {
+        let rig = Rig {
+            session: SessionInfo { operator_notes: "a \"quoted\" note".into() },
+            frames: RigFrames { marker_height_m: 0.01, ..RigFrames::default() },
+            robots: vec![RobotDevice { address: "127.0.0.1:30004".into(), variables: vec!["actual_TCP_pose".into()], ..RobotDevice::default() }],
+            ft300s: vec![Ft300Device { name: "ft300".into(), port: "/dev/pts/3".into(), baud: 19_200 }],
+            ascii_sensors: vec![AsciiDevice {
+                name: "cells".into(),
+                port: "/dev/pts/4".into(),
+                baud: 115_200,
+                separator: ",".into(),
+                columns: vec!["a_n".into()],
+                scales: vec![],
+            }],
+            cameras: vec![CameraDevice { file: Some("/tmp/v.mkv".into()), file_start_unix_s: Some(1.7e9), ..CameraDevice::default() }],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rig.toml");
+        std::fs::write(&path, rig.to_toml("a test rig")).unwrap();
+        let (back, text) = Rig::from_file(&path).unwrap();
+        assert_eq!(back, rig);
+        assert!(text.starts_with("# a test rig\n"));
+    }
+
+    #[test]
+    fn bad_values_name_the_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rig.toml");
+        for (text, needle) in [
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 0\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[ascii]]\nport = \"/dev/x\"\nseparator = \"1\"\ncolumns = [\"a\"]\n", "ascii[0].separator"),
+            ("[[camera]]\n", "camera[0]: give exactly one"),
+            ("", "no devices"),
+            ("[[ft300]]\nport = \"a\"\nbogus = 1\n", "unknown field"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = Rig::from_file(&path).unwrap_err().to_string();
+            assert!(e.contains("rig.toml") && e.contains(needle), "{e}");
+        }
+        assert!(Separator::parse("ab").is_err() && Separator::parse("1").is_err());
+        assert_eq!(Separator::parse(" ").unwrap(), Separator::Whitespace);
+    }
+}
