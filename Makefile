@@ -28,7 +28,7 @@ demo: setup
 		--markers reports/demo/track/video/markers.toml --out reports/demo/track/markers.parquet \
 		--overlay reports/demo/track/overlay
 	@# A short dry-run recording from the emulators (RTDE, FT 300, ASCII load cell).
-	bash scripts/dry-run.sh $(RODLAB) sessions/demo-dry-run 3
+	bash scripts/dry-run.sh sessions/demo-dry-run 3 $(RODLAB)
 	@# A virtual lab day, recorded live: each experiment simulated (the truth
 	@# beside the session, never inside), then played in real time through the
 	@# RTDE and FT 300 emulators and a rendered camera into `rodlab record`, the

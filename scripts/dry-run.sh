@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # A short dry-run recording from the emulators: RTDE robot on loopback, FT 300
 # and an ASCII load cell behind socat pty pairs (configs/rig/emulated.toml).
-# Usage: scripts/dry-run.sh RODLAB OUT_DIR [SECONDS]
+# Usage: scripts/dry-run.sh [OUT_DIR [SECONDS [RODLAB]]]
+#   OUT_DIR  session directory to write (default sessions/dry-run)
+#   SECONDS  how long to record (default 3)
+#   RODLAB   the binary (default target/release/rodlab, built if missing)
 set -euo pipefail
-RODLAB=${1:?rodlab binary}; OUT=${2:?session directory}; SECONDS_TO_RECORD=${3:-3}
+cd "$(dirname "$0")/.."
+OUT=${1:-sessions/dry-run}; SECONDS_TO_RECORD=${2:-3}; RODLAB=${3:-target/release/rodlab}
+if [ ! -x "$RODLAB" ]; then cargo build --release --quiet -p rodlab-cli --bin rodlab; fi
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT

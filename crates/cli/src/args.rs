@@ -2,27 +2,39 @@
 //! negative first value included: `--tip-force -0.5,0,0.2`), vectors and
 //! triples with range checks.
 
-use lab::{Error, Result};
 use lab::observe::ObserverMode;
+use lab::{Error, Result};
 use std::str::FromStr;
 
 /// A comma-separated list of finite numbers, e.g. `-1,0,2.5e-3`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Numbers(pub Vec<f64>);
 
+/// A list value that is not a list of finite numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotNumbers(String);
+
+impl std::fmt::Display for NotNumbers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotNumbers {}
+
 impl FromStr for Numbers {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Numbers, String> {
+    type Err = NotNumbers;
+    fn from_str(s: &str) -> std::result::Result<Numbers, NotNumbers> {
         if s.trim().is_empty() {
             return Ok(Numbers(vec![]));
         }
         s.split(',')
             .map(|x| match x.trim().parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(v),
-                Ok(v) => Err(format!("{v} is not a finite number")),
-                Err(_) => Err(format!("{:?} is not a number", x.trim())),
+                Ok(v) => Err(NotNumbers(format!("{v} is not a finite number"))),
+                Err(_) => Err(NotNumbers(format!("{:?} is not a number", x.trim()))),
             })
-            .collect::<std::result::Result<Vec<f64>, String>>()
+            .collect::<std::result::Result<Vec<f64>, NotNumbers>>()
             .map(Numbers)
     }
 }
@@ -79,7 +91,7 @@ mod tests {
     #[test]
     fn lists_take_negative_first_values_and_reject_non_numbers() {
         assert_eq!("-1,0,2.5e-3".parse::<Numbers>().unwrap(), Numbers(vec![-1.0, 0.0, 2.5e-3]));
-        assert!("1,NaN".parse::<Numbers>().unwrap_err().contains("not a finite number"));
+        assert!("1,NaN".parse::<Numbers>().unwrap_err().to_string().contains("not a finite number"));
         assert!("1,,2".parse::<Numbers>().is_err());
         assert!(Numbers(vec![1.0, 2.0]).exactly::<3>("tip-force", "X,Y,Z").unwrap_err().to_string().contains("got 2 values"));
     }

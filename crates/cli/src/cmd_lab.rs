@@ -368,7 +368,7 @@ pub enum SynthCommand {
         #[arg(long, default_value = "mkv")]
         format: String,
         /// Hide marker M for N frames from frame F: M,F,N.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         occlude: Option<Numbers>,
     },
     /// A lab session made from the simulator (robot, force sensor, tracked markers) and its truth beside it.
@@ -480,9 +480,15 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
     if a.live {
-        let s = lab::live::record_live(&req, a.camera_fps, progress)?;
+        let s = lab::live::record_live(&req, a.camera_fps, progress)?.made;
         let stages: Vec<String> = s.truth.stage_wall_s.iter().map(|(n, t)| format!("{n} {t:.1} s")).collect();
-        println!("recorded session {} live ({:.2} s of experiment; {}) and its truth in {}", a.out.display(), s.end_s, stages.join(", "), s.truth_dir.display());
+        println!(
+            "recorded session {} live ({:.2} s of experiment; {}) and its truth in {}",
+            a.out.display(),
+            s.end_s,
+            stages.join(", "),
+            s.truth_dir.display()
+        );
     } else {
         let s = lab::synth::synthesise(&req, progress)?;
         println!(

@@ -148,7 +148,7 @@ pub struct IdentifyArgs {
     #[arg(long)]
     pub pitch: bool,
     /// Reference parameters E,G,RHO to compare with (e.g. a paper's values).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub reference: Option<Numbers>,
     /// Skip leave-one-out cross-validation.
     #[arg(long)]
@@ -166,7 +166,7 @@ pub struct IdentifyArgs {
     #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
     pub fit_cable_angle: Option<Numbers>,
     /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data?
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub hold_material: Option<Numbers>,
     /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
     #[arg(long)]
@@ -177,7 +177,9 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
     let rod = rod::Rod::from_file(&a.rod)?;
     let source = match &a.experiments {
         Some(dir) => Source::Experiments(dir.clone()),
-        None => Source::Sessions { dirs: a.sessions.iter().map(SessionDir::new).collect(), loads: lab::loads::Loads::read(a.loads.as_deref(), rod.cables.len())? },
+        None => {
+            Source::Sessions { dirs: a.sessions.iter().map(SessionDir::new).collect(), loads: lab::loads::Loads::read(a.loads.as_deref(), rod.cables.len())? }
+        }
     };
     let material = |flag: &str, v: &Option<Numbers>| lab::params::material(flag, v.as_ref().map_or(&[][..], |n| &n.0));
     let req = IdentifyRequest {

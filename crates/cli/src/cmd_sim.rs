@@ -113,7 +113,7 @@ pub fn verify(c: VerifyCommand, progress: &dyn Progress) -> Result<()> {
 
 #[derive(Args, Clone)]
 #[command(
-    after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one made with the same rod, parameters and observer). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components the experiment bends (simulated range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation over the first --rest-s seconds (before contact)."
+    after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one made with the same rod, parameters and observer). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components the experiment bends (simulated range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation before the simulated first contact (at least the first --rest-s seconds)."
 )]
 pub struct ValidateArgs {
     /// Session directories (tracked markers, robot stream, optionally a force sensor).
@@ -147,7 +147,7 @@ pub struct ValidateArgs {
     /// Tracked speeds are line fits over this window [s].
     #[arg(long, default_value_t = 0.3)]
     pub speed_window_s: f64,
-    /// The first seconds, before contact: the force sensor's bias is estimated there.
+    /// The force sensor's bias is estimated (reading minus simulation) before the simulated first contact, over at least these first seconds.
     #[arg(long, default_value_t = 0.5)]
     pub rest_s: f64,
     /// Limit of the strain RMS error when the tip sticks [% of range].

@@ -70,7 +70,17 @@ enum Command {
 
 fn main() -> ExitCode {
     quiet_video_libraries();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version as clap prints them; argument errors in one line.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            eprintln!("rodlab: error: {first} (rodlab --help)");
+            return ExitCode::from(2);
+        }
+    };
     let bars = progress::Bars::new();
     let result = match cli.command {
         Command::Solve(a) => cmd_model::solve(a),

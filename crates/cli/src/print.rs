@@ -100,10 +100,11 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     if !id.variants.is_empty() {
         println!("  model variants by leave-one-out prediction error:");
         for (i, v) in id.variants.iter().enumerate() {
-            let geometry: Vec<String> = [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
-                .into_iter()
-                .flatten()
-                .collect();
+            let geometry: Vec<String> =
+                [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
+                    .into_iter()
+                    .flatten()
+                    .collect();
             println!(
                 "    {:<32} E {:.4e} Pa  {:<64}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
                 v.name,

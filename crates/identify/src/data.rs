@@ -48,12 +48,18 @@ pub struct Experiment {
     pub base_pose: Option<Pose>,
     /// The base wrench measured by a flange force sensor, if any.
     pub base_wrench: Option<WrenchMeasurement>,
+    /// Standard deviation of each measured cable tension \[N\] (load
+    /// cells: their scatter over the hold over sqrt(n)); empty when the
+    /// tensions are exact. The fit carries it into the measurements'
+    /// noise (errors in the inputs move the shape as much as errors in
+    /// the positions do).
+    pub tension_sigma_n: Vec<f64>,
 }
 
 impl Experiment {
     /// An experiment with measured points and loads, at the rod file's base.
     pub fn new(id: impl Into<String>, tensions_n: Vec<f64>, tip_force_n: Vec3, measurements: Vec<Measurement>) -> Experiment {
-        Experiment { id: id.into(), tensions_n, tip_force_n, measurements, base_pose: None, base_wrench: None }
+        Experiment { id: id.into(), tensions_n, tip_force_n, measurements, base_pose: None, base_wrench: None, tension_sigma_n: vec![] }
     }
 
     /// True when gravity is the only load.

@@ -252,6 +252,58 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
 
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
 pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+    let first = fit_once(rod, experiments, opts, &mut progress)?;
+    if experiments.iter().all(|e| e.tension_sigma_n.iter().all(|s| *s == 0.0)) {
+        return Ok(first);
+    }
+    // Measured tensions carry noise of their own: at the fit, push it
+    // through the shape's sensitivity to each tension into the measured
+    // points' sigma, and fit again from there.
+    progress("input noise into the weights");
+    let noisy = with_input_noise(rod, experiments, &first.values);
+    let v = &first.values;
+    let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
+    let mut second = fit_once(rod, &noisy, &o, &mut progress)?;
+    second.iterations += first.iterations;
+    second.static_solves += first.static_solves;
+    second.wall_time_s += first.wall_time_s;
+    Ok(second)
+}
+
+/// The experiments with each measured point's sigma grown by the noise of
+/// the measured tensions: sigma_eff^2 = sigma^2 + max over coordinates of
+/// sum_c (dp/dT_c sigma_Tc)^2, the sensitivities by central differences of
+/// the equilibrium at `values` (a tension whose neighbour has no
+/// equilibrium leaves the sigma as it was).
+pub fn with_input_noise(rod: &Rod, experiments: &[Experiment], values: &Values) -> Vec<Experiment> {
+    experiments
+        .iter()
+        .map(|e| {
+            let mut out = e.clone();
+            let mut extra = vec![Vec3::zeros(); e.measurements.len()];
+            for (c, sigma) in e.tension_sigma_n.iter().enumerate().filter(|(_, s)| **s > 0.0) {
+                let step = (0.01 * e.tensions_n[c]).max(1e-3);
+                let at = |dt: f64| {
+                    let mut x = e.clone();
+                    x.tensions_n[c] = (x.tensions_n[c] + dt).max(0.0);
+                    predict(rod, &x, values).map(|(p, _)| p).ok()
+                };
+                let (Some(plus), Some(minus)) = (at(step), at(-step)) else { continue };
+                let width = (e.tensions_n[c] + step) - (e.tensions_n[c] - step).max(0.0);
+                for (k, (p, m)) in plus.iter().zip(&minus).enumerate() {
+                    let d = (p - m) / width * *sigma;
+                    extra[k] += d.component_mul(&d);
+                }
+            }
+            for (m, x) in out.measurements.iter_mut().zip(&extra) {
+                m.sigma_m = (m.sigma_m.powi(2) + x.max()).sqrt();
+            }
+            out
+        })
+        .collect()
+}
+
+fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
     let started = Instant::now();
     // Gravity alone scales with rho like the stiffness with E: only the
     // ratios are identifiable, unless a known force (cable tension, tip

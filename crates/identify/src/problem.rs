@@ -26,7 +26,6 @@ use rod::statics::{assemble, solve};
 use rod::{Loads, Material, Model, NewtonOptions, Rod, StaticsError};
 use std::cell::{Cell, RefCell};
 
-
 /// Why the model could not be evaluated at some parameters.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
@@ -594,8 +593,9 @@ impl Problem {
             self.solves.set(self.solves.get() + 1);
             let sol = match solve(&model, &em.loads, warm.as_ref(), &self.options) {
                 Ok(s) => s,
-                Err(_) if warm.is_some() => solve(&model, &em.loads, None, &self.options)
-                    .map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?,
+                Err(_) if warm.is_some() => {
+                    solve(&model, &em.loads, None, &self.options).map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?
+                }
                 Err(source) => return Err(ModelError::NoEquilibrium { experiment: exp.id.clone(), source }),
             };
             let q = sol.q;

@@ -431,9 +431,11 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
         Ok::<_, Unusable>((c.scale * m + c.offset, (c.scale * sd).abs(), n))
     };
     let mut tensions_n = vec![];
+    let mut tension_sigma_n = vec![];
     for (i, c) in loads.cables.iter().enumerate() {
-        let (t, _, _) = mean_of(c, &format!("cable[{i}]"))?;
+        let (t, sd, n) = mean_of(c, &format!("cable[{i}]"))?;
         tensions_n.push(t.max(0.0));
+        tension_sigma_n.push(sd / (n as f64).sqrt());
     }
     let mut tip_force_n = data.gravity_m_s2 * loads.tip_mass_kg;
     if let Some(tf) = &loads.tip_force {
@@ -442,6 +444,7 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
     }
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
     e.base_pose = Some(base);
+    e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
         let bias = [s.bias_force_n[0], s.bias_force_n[1], s.bias_force_n[2], s.bias_moment_nm[0], s.bias_moment_nm[1], s.bias_moment_nm[2]];
         let mut wrench = Vec6::zeros();

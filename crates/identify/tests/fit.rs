@@ -6,7 +6,7 @@ use identify::fit::cross_validate;
 use identify::{fit, leave_one_out, predict, predict_with_band, read_experiments, Experiment, FitOptions, Layout, Measurement, Problem, Values};
 use lie::Vec3;
 use nalgebra::DVector;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{rngs::StdRng, SeedableRng};
 use rod::Rod;
 use std::path::PathBuf;
 
@@ -30,11 +30,9 @@ const TRUTH: Values = Values {
     cable_angles_rad: Vec::new(),
 };
 
-/// A standard normal sample (Box-Muller).
+/// A standard normal sample.
 fn gauss(rng: &mut StdRng) -> f64 {
-    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.gen_range(0.0..1.0);
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng)
 }
 
 /// Cable experiments on the paper-like arm, tip plus a mid marker.

@@ -67,7 +67,14 @@ impl RobotEmulator {
             Some(t) => -serial_emulators::seconds_since(unix_time("--start-at-unix-s", t)?),
             None => 0.0,
         };
-        let cfg = EmulatorConfig { rate_hz: self.rate_hz, amplitude_m: self.amplitude_m, quirks: self.quirks, trajectory, trajectory_delay_s, ..EmulatorConfig::default() };
+        let cfg = EmulatorConfig {
+            rate_hz: self.rate_hz,
+            amplitude_m: self.amplitude_m,
+            quirks: self.quirks,
+            trajectory,
+            trajectory_delay_s,
+            ..EmulatorConfig::default()
+        };
         Emulator::spawn(&self.bind, cfg).map_err(|e| Error::input(format!("--bind {}: {e}", self.bind)))
     }
 }

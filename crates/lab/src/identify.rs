@@ -121,16 +121,21 @@ pub struct Identification {
 fn prior(flag: &str, p: Prior, from_file: Option<(f64, f64)>, rod_path: &Path, file_example: &str) -> Result<Option<(f64, f64)>> {
     match p {
         Prior::Off => Ok(None),
-        Prior::RodFile => from_file
-            .map(Some)
-            .ok_or_else(|| Error::input(format!("--{flag}: give MEAN,SD, or a prior in {} ([identify] {file_example})", rod_path.display()))),
+        Prior::RodFile => {
+            from_file.map(Some).ok_or_else(|| Error::input(format!("--{flag}: give MEAN,SD, or a prior in {} ([identify] {file_example})", rod_path.display())))
+        }
         Prior::Given(m, sd) if m.is_finite() && sd.is_finite() && sd > 0.0 => Ok(Some((m, sd))),
         Prior::Given(..) => Err(Error::input(format!("--{flag}: expected MEAN,SD (a finite mean and a positive standard deviation)"))),
     }
 }
 
 /// Experiments from the sessions' static holds; the rod takes the rig's gravity.
-fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<SessionHolds>, Vec<(String, String)>)> {
+fn from_sessions(
+    dirs: &[SessionDir],
+    loads: &Loads,
+    rod: &mut Rod,
+    rod_path: &Path,
+) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<SessionHolds>, Vec<(String, String)>)> {
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
     }
@@ -191,7 +196,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         Source::Experiments(dir) => {
             let experiments = read_experiments(dir, rod.cables.len())?;
             identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv"))?;
-            let prov = vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
+            let prov =
+                vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
         Source::Sessions { dirs, loads } => {
@@ -206,7 +212,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     }
     std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: cannot create: {e}", req.out.display())))?;
     let file_priors = rod.identify_priors;
-    let cable_offset_prior = prior("fit-cable-offset", req.cable_offset, file_priors.cable_offset_m, &req.rod_path, "cable_offset_m = { mean = 0.0, sd = 0.005 }")?;
+    let cable_offset_prior =
+        prior("fit-cable-offset", req.cable_offset, file_priors.cable_offset_m, &req.rod_path, "cable_offset_m = { mean = 0.0, sd = 0.005 }")?;
     if cable_offset_prior.is_some() && rod.cables.is_empty() {
         return Err(Error::input(format!("--fit-cable-offset: {} has no [[cable]]", req.rod_path.display())));
     }
@@ -241,11 +248,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     };
     let task = progress.task("identify", None);
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
-    let (variants, recommended) = if req.compare_variants {
-        identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| task.message(m))
-    } else {
-        (vec![], None)
-    };
+    let (variants, recommended) =
+        if req.compare_variants { identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| task.message(m)) } else { (vec![], None) };
     let reference_geometry = match (&req.reference, req.compare_variants) {
         (Some(v), true) => {
             task.message("reference material held, geometry fitted");
@@ -263,20 +267,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
     let rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
     let written = report::write_identification_report(&req.out, &rep)?;
-    Ok(Identification {
-        rod,
-        source,
-        experiments,
-        holds,
-        sessions,
-        study,
-        file,
-        variants,
-        recommended,
-        reference_geometry,
-        identified_toml,
-        report: written,
-    })
+    Ok(Identification { rod, source, experiments, holds, sessions, study, file, variants, recommended, reference_geometry, identified_toml, report: written })
 }
 
 /// Which geometry lets fixed (reference) material parameters describe the

@@ -114,7 +114,16 @@ fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
 
 /// Renders the experiment to `video` (lossless), `VIDEO_LEAD_S` of the
 /// initial state first. Returns the markers.toml text for the tracker.
-fn render_video(records: &[StepRecord], rod: &rod::Rod, camera_fps: f64, seed: u64, frames: &RigFrames, view: &View, video: &Path, progress: &dyn Progress) -> Result<String> {
+fn render_video(
+    records: &[StepRecord],
+    rod: &rod::Rod,
+    camera_fps: f64,
+    seed: u64,
+    frames: &RigFrames,
+    view: &View,
+    video: &Path,
+    progress: &dyn Progress,
+) -> Result<String> {
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = *t_rec.last().expect("records");
     let radius_m = rod.cross_section.outer.radius_m(0.5 * rod.length_m, rod.length_m);
@@ -187,10 +196,17 @@ impl Drop for Devices {
     }
 }
 
+/// A session recorded live, and what the recorder counted per device.
+pub struct Live {
+    pub made: Synthesised,
+    pub recording: crate::record::Recording,
+    pub tracked: crate::track::Tracked,
+}
+
 /// Records the session of `req` live: simulates the truth, renders the
 /// camera, plays every device into the recorder in real time, tracks the
 /// video. Takes the experiment's duration plus a few seconds.
-pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress) -> Result<Synthesised> {
+pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress) -> Result<Live> {
     crate::error::positive("--camera-fps", camera_fps)?;
     if req.out.path().exists() {
         return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
@@ -227,13 +243,9 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let t = Instant::now();
     let start_unix_s = unix_now_s() + START_MARGIN_S;
     let stop = Arc::new(AtomicBool::new(false));
-    let robot = RobotEmulator {
-        rate_hz: 500.0,
-        trajectory: Some(truth.waypoints.clone()),
-        start_at_unix_s: Some(start_unix_s),
-        ..RobotEmulator::new("127.0.0.1:0")
-    }
-    .start()?;
+    let robot =
+        RobotEmulator { rate_hz: 500.0, trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }
+            .start()?;
     let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![] };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
@@ -246,7 +258,11 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
         }],
         ft300s: vec![],
         ascii_sensors: vec![],
-        cameras: vec![CameraDevice { file: Some(video.display().to_string()), file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S), ..CameraDevice::default() }],
+        cameras: vec![CameraDevice {
+            file: Some(video.display().to_string()),
+            file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S),
+            ..CameraDevice::default()
+        }],
     };
     if req.flange_sensor {
         let mut line = PtyPair::new()?;
@@ -268,10 +284,18 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     if let Some((columns, rows)) = load_cells {
         let mut line = PtyPair::new()?;
         let port = line.device.take().expect("a new pair has its device side");
-        let cells = AsciiEmulator { rate_hz: req.sensor_hz, separator: session::rig::Separator::Char(','), values: Some(rows), start_at_unix_s: Some(start_unix_s) };
+        let cells =
+            AsciiEmulator { rate_hz: req.sensor_hz, separator: session::rig::Separator::Char(','), values: Some(rows), start_at_unix_s: Some(start_unix_s) };
         let s = stop.clone();
         devices.threads.push(std::thread::spawn(move || cells.run(port, s)));
-        rig.ascii_sensors.push(AsciiDevice { name: "load_cell".into(), port: line.path.clone(), baud: 115_200, separator: ",".into(), columns, scales: vec![] });
+        rig.ascii_sensors.push(AsciiDevice {
+            name: "load_cell".into(),
+            port: line.path.clone(),
+            baud: 115_200,
+            separator: ",".into(),
+            columns,
+            scales: vec![],
+        });
         devices._lines.push(line);
     }
     let rig_path = work.join("rig.toml");
@@ -279,8 +303,16 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     std::fs::write(&rig_path, &rig_text).map_err(|e| Error::io(format!("{}: cannot write: {e}", rig_path.display())))?;
     let duration_s = start_unix_s - unix_now_s() + end_s + TAIL_S;
     progress.note(&format!("recording {:.1} s in real time through the emulators into {}", duration_s, req.out.path().display()));
-    crate::record::record(
-        &crate::record::RecordRequest { rig: &rig, rig_path: &rig_path, rig_text: &rig_text, out: &req.out, duration_s: Some(duration_s), stop: stop.clone() },
+    let recording = crate::record::record(
+        // The recorder stops by itself; the devices keep playing until it has.
+        &crate::record::RecordRequest {
+            rig: &rig,
+            rig_path: &rig_path,
+            rig_text: &rig_text,
+            out: &req.out,
+            duration_s: Some(duration_s),
+            stop: Arc::new(AtomicBool::new(false)),
+        },
         progress,
     )
     .context("recording the virtual lab")?;
@@ -304,5 +336,6 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let robot_samples = session::Table::read_chunks(&req.out.stream("robot")).map(|t| t.height()).unwrap_or(0);
     let tf = truth_file(req, &truth, t0_host_ns, true, stages);
     write_truth(req, &tf)?;
-    Ok(Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: tf, end_s, robot_samples, camera_frames: tracked.frames })
+    let made = Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: tf, end_s, robot_samples, camera_frames: tracked.frames };
+    Ok(Live { made, recording, tracked })
 }

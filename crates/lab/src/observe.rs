@@ -71,7 +71,13 @@ pub const DESCRIPTION: &str = "observer";
 /// markers, sections, mount), the observer's settings and the marker
 /// table's bytes. Two runs with equal keys give the same table.
 pub fn key(rod: &Rod, o: &ObserveOptions, markers_path: &Path) -> (String, String) {
-    let description = format!("mode {:?}, sigma {} m, energy scale {:?} J, markers sha256 {}", o.mode, o.sigma_m, o.energy_scale_j, crate::provenance::sha256_file(markers_path));
+    let description = format!(
+        "mode {:?}, sigma {} m, energy scale {:?} J, markers sha256 {}",
+        o.mode,
+        o.sigma_m,
+        o.energy_scale_j,
+        crate::provenance::sha256_file(markers_path)
+    );
     (crate::provenance::sha256_text(&format!("{rod:?}|{description}")), description)
 }
 

@@ -44,7 +44,11 @@ pub fn tables(rod: &Rod) -> Result<PaperTables> {
     let row = |method: &str, p: Vec3| TipRow { method: method.into(), tip_cm: p, error_pct: (p - reference).norm() / reference.norm() * 100.0 };
     let (pls, pls_iterations) = tip_cm(rod)?;
     let (pcs, _) = tip_cm(&rod.with_basis(StrainBasis::Constant))?;
-    let mut table2 = vec![row("rodlab converged rod (PLS, 64 sections)", reference), row("rodlab PLS (paper's 3 sections)", pls), row("rodlab PCS (paper's 3 sections)", pcs)];
+    let mut table2 = vec![
+        row("rodlab converged rod (PLS, 64 sections)", reference),
+        row("rodlab PLS (paper's 3 sections)", pls),
+        row("rodlab PCS (paper's 3 sections)", pcs),
+    ];
     for (name, x, z) in
         [("paper FEM (650 elements, 3-D solid)", 5.8479, -17.8395), ("paper PCS (3 sections)", 5.3450, -17.1693), ("paper PLS (3 sections)", 5.7787, -17.8394)]
     {

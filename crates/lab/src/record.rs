@@ -90,7 +90,8 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: cannot create: {e}", out.display())))?;
     // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.
     let clock = Clock::start();
-    session::SessionMeta::start(&rig.session.operator_notes, &rig_name, req.rig_text, rig.frames).write(out)?;
+    let mut meta = session::SessionMeta::start(&rig.session.operator_notes, &rig_name, req.rig_text, rig.frames);
+    meta.write(out)?;
 
     let stop = req.stop.clone();
     let mut threads: Vec<std::thread::JoinHandle<Result<()>>> = vec![];
@@ -137,10 +138,35 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         task.message(&format!("{:.1} s | {}", started.elapsed().as_secs_f64(), line.join(" | ")));
     }
     drop(task);
+    let mut failure = None;
     for t in threads {
-        t.join().map_err(|_| Error::computation("a recorder thread panicked"))??;
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(_) => failure = failure.or(Some(Error::computation("a recorder thread panicked"))),
+        }
     }
-    Ok(Recording { devices: statuses.iter().map(|(n, st)| summary(n, st)).collect(), wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
+    let devices: Vec<DeviceSummary> = statuses.iter().map(|(n, st)| summary(n, st)).collect();
+    // The session says it was finished, and what each device recorded.
+    meta.finish(
+        devices
+            .iter()
+            .map(|d| session::DeviceRecord {
+                name: d.name.clone(),
+                rows: d.rows,
+                gaps: d.gaps,
+                missing_samples: d.missing_packages,
+                reconnects: d.reconnects,
+                errors: d.errors,
+                rejected: d.rejected,
+            })
+            .collect(),
+    );
+    meta.write(out)?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(Recording { devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
 }
 
 /// CPU time (user + system) of this process so far, from /proc (Linux;

@@ -74,7 +74,15 @@ pub fn calibrate(req: &RigCalibrationRequest) -> Result<RigCalibration> {
             "the force sensor's weight points {angle:.1} deg away from frames.gravity_m_s2: check the robot base or the gravity direction (or remove the sensor's bias first)"
         ));
     }
-    Ok(RigCalibration { frames, robot_base, pairs: cal.pairs, rms_residual_m: cal.rms_residual_m, max_residual_m: cal.max_residual_m, gravity_angle_deg, warnings })
+    Ok(RigCalibration {
+        frames,
+        robot_base,
+        pairs: cal.pairs,
+        rms_residual_m: cal.rms_residual_m,
+        max_residual_m: cal.max_residual_m,
+        gravity_angle_deg,
+        warnings,
+    })
 }
 
 /// With a flange force sensor at rest, the force it reads (the rod's

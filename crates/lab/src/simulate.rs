@@ -380,8 +380,11 @@ fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Sum
             diagonal: false,
         }));
     }
-    let mut provenance =
-        vec![version_row(), file_row(format!("rod {}", job.rod_path.display()), job.rod_path), file_row(format!("scene {}", job.scene_path.display()), job.scene_path)];
+    let mut provenance = vec![
+        version_row(),
+        file_row(format!("rod {}", job.rod_path.display()), job.rod_path),
+        file_row(format!("scene {}", job.scene_path.display()), job.scene_path),
+    ];
     if let Some(p) = job.params_path {
         provenance.push(file_row(format!("params {}", p.display()), p));
     }

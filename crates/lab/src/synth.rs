@@ -391,8 +391,11 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
     }
     session::write_markers(&req.out.markers(), &markers)?;
 
-    let notes =
-        format!("synthetic session (rodlab synth session): scene {}, rod {}; the truth is kept outside the session", req.scene_path.display(), req.rod_path.display());
+    let notes = format!(
+        "synthetic session (rodlab synth session): scene {}, rod {}; the truth is kept outside the session",
+        req.scene_path.display(),
+        req.rod_path.display()
+    );
     SessionMeta::start(&notes, &truth.rig_file, &truth.rig_text, truth.frames).write(out)?;
     let t = truth_file(req, &truth, T0_HOST_NS, false, vec![]);
     write_truth(req, &t)?;

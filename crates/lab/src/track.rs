@@ -58,7 +58,16 @@ pub struct TrackRequest {
 
 impl TrackRequest {
     pub fn new(input: &Path, camera: &Path, out: &Path) -> TrackRequest {
-        TrackRequest { input: input.into(), camera: camera.into(), markers: None, frames: None, fps: None, out: out.into(), overlay: None, marker_height_m: None }
+        TrackRequest {
+            input: input.into(),
+            camera: camera.into(),
+            markers: None,
+            frames: None,
+            fps: None,
+            out: out.into(),
+            overlay: None,
+            marker_height_m: None,
+        }
     }
 }
 
@@ -180,7 +189,8 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
         return Err(Error::input("--frames, --markers and --max-speed-px must be positive"));
     }
     let (camera, plane) = synth::demo_camera();
-    let mut cfg = SequenceConfig { frames: req.frames, markers: req.markers, max_speed_px: req.max_speed_px, occlusion: req.occlusion, ..SequenceConfig::default() };
+    let mut cfg =
+        SequenceConfig { frames: req.frames, markers: req.markers, max_speed_px: req.max_speed_px, occlusion: req.occlusion, ..SequenceConfig::default() };
     cfg.look.noise_sigma = req.noise;
     let out = &req.out;
     let io = |e: std::io::Error| Error::io(format!("{}: {e}", out.display()));
@@ -208,7 +218,15 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
             None => write_image(&out.join("frames").join(format!("{k:06}.png")), &mat)?,
         }
         for t in seq.truth(k) {
-            let row = [t.frame.to_string(), t.marker.to_string(), t.u_px.to_string(), t.v_px.to_string(), t.x_m.to_string(), t.y_m.to_string(), (t.visible as u8).to_string()];
+            let row = [
+                t.frame.to_string(),
+                t.marker.to_string(),
+                t.u_px.to_string(),
+                t.v_px.to_string(),
+                t.x_m.to_string(),
+                t.y_m.to_string(),
+                (t.visible as u8).to_string(),
+            ];
             truth.write_record(&row).map_err(fail)?;
         }
         task.set(k as u64 + 1);

@@ -39,7 +39,8 @@ pub struct ValidateOptions {
     pub slide_speed_m_s: f64,
     /// Tracked speeds are line fits over this window \[s\].
     pub speed_window_s: f64,
-    /// The first seconds, before contact: the force sensor's bias is estimated there.
+    /// The force sensor's bias is estimated before the simulated first
+    /// contact, over at least these first seconds.
     pub rest_s: f64,
     /// Limit of the strain RMS error when the tip sticks \[% of range\].
     pub strain_stick_pct: f64,
@@ -193,8 +194,11 @@ pub struct ForceFigures {
     /// RMS of the sensor's noise left after the filter [N] (from the
     /// readings' scatter about their moving average).
     pub filtered_noise_n: f64,
-    /// The force RMS error beyond that noise, sqrt(rms^2 - noise^2), % of
-    /// the peak measured force: what the check uses.
+    /// The noise of a bias estimated at rest: the readings' noise over the
+    /// samples it was estimated from [N] (0 for a tare from the loads file).
+    pub bias_noise_n: f64,
+    /// The force RMS error beyond those noises, sqrt(rms^2 - filtered^2 -
+    /// bias^2), % of the peak measured force: what the check uses.
     pub excess_rms_pct: f64,
     /// Normal contact force: the sensor's change along the table normal since rest against the simulated total [N].
     pub normal_force_n: Option<ErrorFigures>,
@@ -506,13 +510,21 @@ fn compare_force(
     if samples.is_empty() {
         return Err(Error::input(format!("stream '{}': no sample inside the simulated span", fs.stream)));
     }
+    // Samples the bias was estimated from (none: the loads file's tare).
+    let mut rest_samples = 0usize;
+    // While the rod touches nothing: every sample before the simulated
+    // first contact (the more samples, the less the bias's own noise), at
+    // least the first `rest_s` seconds.
+    let first_touch = records.iter().find(|r| r.contacts.iter().any(|c| c.state != ContactState::Free)).map(|r| r.t_s);
+    let rest_end = first_touch.map(|t| t - 0.1).filter(|t| *t > samples[0].0 + rest_s).unwrap_or(samples[0].0 + rest_s);
     let (bias_f, bias_m, bias_source) = if tare_given {
         (Vec3::from(fs.bias_force_n), Vec3::from(fs.bias_moment_nm), "loads file (tare)".to_string())
     } else {
-        // Reading minus simulation over the first seconds, in the sensor frame.
-        let rest: Vec<&(f64, Vec3, Vec3, Vec3)> = samples.iter().filter(|s| s.0 <= samples[0].0 + rest_s).collect();
+        // Reading minus simulation, in the sensor frame, at rest.
+        let rest: Vec<&(f64, Vec3, Vec3, Vec3)> = samples.iter().filter(|s| s.0 <= rest_end).collect();
+        rest_samples = rest.len();
         let bf = rest.iter().map(|s| s.1 - mount.rot.transpose() * s.3).sum::<Vec3>() / rest.len() as f64;
-        (bf, Vec3::zeros(), format!("estimated over the first {rest_s} s (reading minus simulation)"))
+        (bf, Vec3::zeros(), format!("estimated over the first {:.2} s, before contact (reading minus simulation)", rest_end - samples[0].0))
     };
     let raw: Vec<Vec3> = samples.iter().map(|s| mount.rot * (s.1 - bias_f)).collect();
     let times: Vec<f64> = samples.iter().map(|s| s.0).collect();
@@ -527,12 +539,15 @@ fn compare_force(
     let scatter = raw.iter().zip(&meas).map(|(r, m)| (r - m).norm_squared()).sum::<f64>() / raw.len() as f64;
     let per_window = (window_s * (raw.len() as f64 - 1.0) / (times[times.len() - 1] - times[0]).max(1e-12)).max(1.0);
     let filtered_noise_n = (scatter / per_window).sqrt();
-    let excess_rms_pct = 100.0 * (force_n.rms.powi(2) - filtered_noise_n.powi(2)).max(0.0).sqrt() / peak;
+    // A bias estimated from noisy readings is off by their noise over the
+    // samples it used, in every comparison after it.
+    let bias_noise_n = if rest_samples > 0 { (scatter / rest_samples as f64).sqrt() } else { 0.0 };
+    let excess_rms_pct = 100.0 * (force_n.rms.powi(2) - filtered_noise_n.powi(2) - bias_noise_n.powi(2)).max(0.0).sqrt() / peak;
     plots.force = times.iter().zip(meas.iter().zip(&simf)).map(|(t, (m, f))| (*t, *m, *f)).collect();
     // Normal contact force: the sensor's change along the table normal since rest.
     let normal_force_n = plane.and_then(|plane| {
         let world = |t: f64, f: &Vec3| flange_world.at(t).ok().map(|g| g.rot * f);
-        let rest: Vec<Vec3> = samples.iter().zip(&meas).filter(|(s, _)| s.0 <= samples[0].0 + rest_s).filter_map(|(s, m)| world(s.0, m)).collect();
+        let rest: Vec<Vec3> = samples.iter().zip(&meas).filter(|(s, _)| s.0 <= rest_end).filter_map(|(s, m)| world(s.0, m)).collect();
         if rest.is_empty() {
             return None;
         }
@@ -563,6 +578,7 @@ fn compare_force(
         bias: [bias_f.x, bias_f.y, bias_f.z, bias_m.x, bias_m.y, bias_m.z],
         force_n,
         filtered_noise_n,
+        bias_noise_n,
         excess_rms_pct,
         normal_force_n,
     })
@@ -599,7 +615,11 @@ fn compare_contact(
         centre.push(c);
         rim.push(validate::lowest_rim_point(&c, &tangent, radius, plane));
     }
-    let po = PhaseOptions { contact_gap_m: o.contact_gap_m.unwrap_or(3.0 * o.observer.sigma_m), slide_speed_m_s: o.slide_speed_m_s, speed_window_s: o.speed_window_s };
+    let po = PhaseOptions {
+        contact_gap_m: o.contact_gap_m.unwrap_or(3.0 * o.observer.sigma_m),
+        slide_speed_m_s: o.slide_speed_m_s,
+        speed_window_s: o.speed_window_s,
+    };
     let measured = validate::measured_phases(&t, &rim, plane, &po);
     let simulated: Vec<Phase> =
         t.iter().map(|tt| bracket(t_rec, *tt).map_or(Phase::Free, |(i, j, w)| tip_phase(&records[if w < 0.5 { i } else { j }]))).collect();
@@ -740,8 +760,8 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
             rows.push(vec!["normal contact force".into(), fig[0].clone(), fig[1].clone(), fig[2].clone(), fig[3].clone()]);
         }
         blocks.push(Block::Text(format!(
-            "Stream '{}'; bias {} [{:.4}, {:.4}, {:.4}] N. Both signals averaged over {} s. Percentages of the peak measured force. Sensor noise left after the average: {:.4} N RMS; the error beyond it: {:.2} % (the check).",
-            f.stream, f.bias_source, f.bias[0], f.bias[1], f.bias[2], req.options.force_window_s, f.filtered_noise_n, f.excess_rms_pct
+            "Stream '{}'; bias {} [{:.4}, {:.4}, {:.4}] N. Both signals averaged over {} s. Percentages of the peak measured force. Sensor noise left after the average: {:.4} N RMS, and in the estimated bias {:.4} N; the error beyond them: {:.2} % (the check).",
+            f.stream, f.bias_source, f.bias[0], f.bias[1], f.bias[2], req.options.force_window_s, f.filtered_noise_n, f.bias_noise_n, f.excess_rms_pct
         )));
         blocks.push(Block::Table(["quantity", "RMS error", "max error", "RMS %", "max %"].map(String::from).to_vec(), rows));
         let axis = ["F_x", "F_y", "F_z"];

@@ -64,11 +64,9 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
     // the optimum of the shipped data), as written to identified.toml.
     let params = Params::read(&out.join("identified.toml"), &rod(ARM), &at(ARM)).unwrap();
     let p = &params.file.parameters;
-    for (name, e, want) in [
-        ("E", &p.e_pa, [8.7462e5, 8.3309e5, 9.1822e5]),
-        ("G", &p.g_pa, [2.2007e5, 1.7002e5, 2.8485e5]),
-        ("rho", &p.rho_kg_m3, [2.2742e3, 2.1536e3, 2.4015e3]),
-    ] {
+    for (name, e, want) in
+        [("E", &p.e_pa, [8.7462e5, 8.3309e5, 9.1822e5]), ("G", &p.g_pa, [2.2007e5, 1.7002e5, 2.8485e5]), ("rho", &p.rho_kg_m3, [2.2742e3, 2.1536e3, 2.4015e3])]
+    {
         let got = [e.value, e.ci95[0], e.ci95[1]];
         for (g, w) in got.iter().zip(want) {
             assert!((g / w - 1.0).abs() < 1e-4, "{name}: {got:?} vs README {want:?}");
@@ -160,12 +158,8 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
 fn variants_are_compared_by_leave_one_out() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fit");
-    let id = run(&IdentifyRequest {
-        compare_variants: true,
-        loo: false,
-        reference: Some(identify::Values::material(2.563e5, 8.543e4, 1.41e3)),
-        ..request(&out)
-    });
+    let id =
+        run(&IdentifyRequest { compare_variants: true, loo: false, reference: Some(identify::Values::material(2.563e5, 8.543e4, 1.41e3)), ..request(&out) });
     // The paper's material held, the geometry fitted (README): a section
     // 1.374 times the assumed one, cables 3 mm inside its surface, fit
     // within the paper's 5 mm.
@@ -179,7 +173,13 @@ fn variants_are_compared_by_leave_one_out() {
     // worst 13.91 / 7.31 / 21.25 / 6.04 / 5.50 / 6.03 / 7.50 / 3.91 mm.
     let readme = [(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04), (2.35, 5.50), (2.62, 6.03), (4.16, 7.50), (1.63, 3.91)];
     for (v, (rms, worst)) in id.variants.iter().zip(readme) {
-        assert!((v.loo_rms_mm - rms).abs() < 0.01 && (v.loo_worst_mm - worst).abs() < 0.01, "{}: {} {} vs README {rms}, {worst}", v.name, v.loo_rms_mm, v.loo_worst_mm);
+        assert!(
+            (v.loo_rms_mm - rms).abs() < 0.01 && (v.loo_worst_mm - worst).abs() < 0.01,
+            "{}: {} {} vs README {rms}, {worst}",
+            v.name,
+            v.loo_rms_mm,
+            v.loo_worst_mm
+        );
     }
     // The recommended variant: every held-out experiment within 5 mm, and
     // cable 1 turned about 0.9 degree towards cable 4 (README).

@@ -119,10 +119,9 @@ fn hard_mode_reproduces_model_shapes() {
     }
 }
 
+/// A standard normal sample.
 fn gauss(rng: &mut StdRng) -> f64 {
-    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.gen_range(0.0..1.0);
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng)
 }
 
 #[test]

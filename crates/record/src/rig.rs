@@ -8,7 +8,10 @@ use session::Rig;
 
 /// The robots of the rig.
 pub fn robot_configs(rig: &Rig) -> Vec<RobotConfig> {
-    rig.robots.iter().map(|r| RobotConfig { name: r.name.clone(), address: r.address.clone(), frequency_hz: r.frequency_hz, variables: r.variables.clone() }).collect()
+    rig.robots
+        .iter()
+        .map(|r| RobotConfig { name: r.name.clone(), address: r.address.clone(), frequency_hz: r.frequency_hz, variables: r.variables.clone() })
+        .collect()
 }
 
 /// The cameras of the rig.
@@ -35,7 +38,10 @@ pub fn serial_sensors(rig: &Rig) -> Vec<(SerialConfig, Box<dyn SerialSensor>)> {
         v.push((SerialConfig { name: f.name.clone(), port: f.port.clone(), baud: f.baud }, Box::new(Ft300::default())));
     }
     for a in &rig.ascii_sensors {
-        v.push((SerialConfig { name: a.name.clone(), port: a.port.clone(), baud: a.baud }, Box::new(AsciiSensor::new(a.columns.clone(), a.separator(), a.scales()))));
+        v.push((
+            SerialConfig { name: a.name.clone(), port: a.port.clone(), baud: a.baud },
+            Box::new(AsciiSensor::new(a.columns.clone(), a.separator(), a.scales())),
+        ));
     }
     v
 }

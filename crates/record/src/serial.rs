@@ -58,7 +58,8 @@ pub struct PtyPair {
 impl PtyPair {
     pub fn new() -> Result<PtyPair, SerialError> {
         let (master, slave) = serialport::TTYPort::pair().map_err(|e| SerialError::Open { path: "a new pty pair".into(), message: e.to_string() })?;
-        let path = serialport::SerialPort::name(&slave).ok_or_else(|| SerialError::Open { path: "a new pty pair".into(), message: "the slave side has no name".into() })?;
+        let path = serialport::SerialPort::name(&slave)
+            .ok_or_else(|| SerialError::Open { path: "a new pty pair".into(), message: "the slave side has no name".into() })?;
         Ok(PtyPair { device: Some(Box::new(master)), path, _slave: slave })
     }
 }

@@ -17,7 +17,8 @@ pub struct ShapeRow {
 }
 
 /// Columns of a shape table (one row per joint, base to tip).
-pub const COLUMNS: [&str; 14] = ["arc_m", "px_m", "py_m", "pz_m", "rot_w", "rot_x", "rot_y", "rot_z", "kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
+pub const COLUMNS: [&str; 14] =
+    ["arc_m", "px_m", "py_m", "pz_m", "rot_w", "rot_x", "rot_y", "rot_z", "kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z"];
 
 impl ShapeRow {
     /// The row's values in the order of [`COLUMNS`].

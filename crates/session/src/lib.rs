@@ -16,7 +16,7 @@ pub mod table;
 
 pub use frames::{FramePose, RigFrames, TablePlane};
 pub use layout::SessionDir;
-pub use meta::SessionMeta;
+pub use meta::{DeviceRecord, SessionMeta};
 pub use rig::Rig;
 pub use table::{Table, TableError};
 
@@ -289,17 +289,10 @@ pub fn device_times_on_host_clock(device_s: &[f64], host_ns: &[i64]) -> Vec<i64>
             knots.push((0.5 * (device_s[w] + device_s[w_end - 1]), min));
             w = w_end;
         }
+        let knot_t: Vec<f64> = knots.iter().map(|k| k.0).collect();
         for k in start..end {
             let t = device_s[k];
-            let i = knots.partition_point(|x| x.0 <= t);
-            let off = match i {
-                0 => knots[0].1,
-                i if i == knots.len() => knots[i - 1].1,
-                i => {
-                    let (a, b) = (knots[i - 1], knots[i]);
-                    a.1 + (b.1 - a.1) * (t - a.0) / (b.0 - a.0)
-                }
-            };
+            let off = lie::series::blend(lie::series::bracket_held(&knot_t, t), |i| knots[i].1);
             out[k] = ((t + off) * 1e9).round() as i64;
         }
         start = end;

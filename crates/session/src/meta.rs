@@ -28,6 +28,29 @@ pub struct SessionMeta {
     /// The rig file, verbatim.
     #[serde(default)]
     pub rig: String,
+    /// When the recorder finished the session (RFC 3339); empty while it
+    /// records, or when it was killed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub end_utc: String,
+    /// What each device recorded, written when the recording finishes.
+    #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceRecord>,
+}
+
+/// One device's figures at the end of a recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    pub name: String,
+    pub rows: u64,
+    /// Interruptions of the device's stream.
+    pub gaps: u64,
+    /// Samples the device numbered but never sent (where it numbers them).
+    pub missing_samples: u64,
+    pub reconnects: u64,
+    /// Failed attempts to reach the device.
+    pub errors: u64,
+    /// Frames or lines the decoder rejected (CRC errors, bad lines).
+    pub rejected: u64,
 }
 
 fn default_clock() -> String {
@@ -49,7 +72,15 @@ impl SessionMeta {
             rig_file: rig_file.into(),
             frames,
             rig: rig_text.into(),
+            end_utc: String::new(),
+            devices: vec![],
         }
+    }
+
+    /// Marks the session finished now, with what each device recorded.
+    pub fn finish(&mut self, devices: Vec<DeviceRecord>) {
+        self.end_utc = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        self.devices = devices;
     }
 
     pub fn write(&self, dir: &Path) -> Result<(), ConfigFileError> {

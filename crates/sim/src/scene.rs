@@ -73,15 +73,8 @@ impl LoadSpec {
     /// A cable load's tension at `t_s` (0 for other loads).
     pub fn tension_at(&self, t_s: f64) -> f64 {
         let LoadSpec::Cable { waypoints, .. } = self else { return 0.0 };
-        let i = waypoints.partition_point(|w| w[0] <= t_s);
-        match i {
-            0 => waypoints[0][1],
-            i if i == waypoints.len() => waypoints[i - 1][1],
-            i => {
-                let (a, b) = (waypoints[i - 1], waypoints[i]);
-                a[1] + (b[1] - a[1]) * (t_s - a[0]) / (b[0] - a[0])
-            }
-        }
+        let t: Vec<f64> = waypoints.iter().map(|w| w[0]).collect();
+        lie::series::blend(lie::series::bracket_held(&t, t_s), |i| waypoints[i][1])
     }
 }
 

@@ -71,3 +71,10 @@ pub fn expect_input_error<T: std::fmt::Debug>(r: lab::Result<T>, needles: &[&str
         assert!(e.to_string().contains(n), "{n:?} not in: {e}");
     }
 }
+
+/// A synthetic session of `scene` with `rod` into `dir/name`, changed by `edit`.
+pub fn synth(dir: &Path, name: &str, rod_rel: &str, scene_rel: &str, edit: impl FnOnce(&mut lab::synth::SynthRequest)) -> lab::SessionDir {
+    let mut req = lab::synth::SynthRequest::new(&at(scene_rel), scene(scene_rel), &at(rod_rel), rod(rod_rel), &dir.join(name));
+    edit(&mut req);
+    lab::synth::synthesise(&req, &lab::Silent).unwrap().session
+}

@@ -1,10 +1,10 @@
-//! One world frame for a rig, end to end: a session whose robot base is
-//! rotated and shifted in the world, whose board (plane of motion) stands
-//! vertical with gravity along its -y, whose tool points down (UR rotation
-//! vectors near pi, flipping sign between samples), with markers 10 mm
-//! above the board rendered into a video; `rodlab track` then `rodlab
-//! observe` recover the strain and the base pose. And `rodlab rig
-//! calibrate` measures the robot's base from tracked poses.
+//! One world frame for a rig, through the lab's workflows: a session whose
+//! robot base is rotated and shifted in the world, whose board (plane of
+//! motion) stands vertical with gravity along its -y, whose tool points
+//! down (UR rotation vectors near pi, flipping sign between samples), with
+//! markers 10 mm above the board rendered into a video; tracking then
+//! observing recover the strain and the base pose. And the rig calibration
+//! measures the robot's base from tracked poses.
 
 mod common;
 use common::*;
@@ -181,9 +181,8 @@ fn observe_in_a_rotated_rig_with_a_vertical_board_and_raised_markers() {
     CameraModel { plane_offset_m: None, ..camera.clone() }.save(&camera_path).unwrap();
 
     // Track, then observe.
-    let o = rodlab(&["track", video.to_str().unwrap(), "--camera", camera_path.to_str().unwrap(), "--out", sess.join("markers.parquet").to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("world frame"), "{}", String::from_utf8_lossy(&o.stdout));
+    let tracked = lab::track::track(&lab::track::TrackRequest::new(&video, &camera_path, &sess.join("markers.parquet")), &lab::Silent).unwrap();
+    assert_eq!(tracked.world_from, Some(sess.join("session.toml")), "positions in the session's world frame");
     let tracked = session::read_markers(&sess.join("markers.parquet")).unwrap();
     let mut worst_marker = 0.0f64;
     for r in &tracked {
@@ -191,8 +190,8 @@ fn observe_in_a_rotated_rig_with_a_vertical_board_and_raised_markers() {
         worst_marker = worst_marker.max((p - truths[r.frame as usize].1[r.marker as usize]).norm());
     }
     // Clean renders track to a few micrometres: sigma says so.
-    let o = rodlab(&["observe", sess.to_str().unwrap(), "--rod", rod_path.to_str().unwrap(), "--mode", "weighted", "--sigma-m", "4e-6"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = lab::observe::ObserveOptions { mode: lab::observe::ObserverMode::Weighted, sigma_m: 4e-6, energy_scale_j: None };
+    lab::observe::observe(&sess.join("markers.parquet"), &rod::Rod::from_file(&rod_path).unwrap(), &o, &sess.join("strain.parquet"), &lab::Silent).unwrap();
     let strain = session::read_strain(&sess.join("strain.parquet")).unwrap();
 
     // Strain within 1 % of its range, per kind; base pose to 1e-6.
@@ -237,10 +236,8 @@ fn observe_in_a_rotated_rig_with_a_vertical_board_and_raised_markers() {
 /// line are refused.
 #[test]
 fn rig_calibration_recovers_the_robot_base() {
-    use rand::{rngs::StdRng, Rng, SeedableRng};
+    use rand::{rngs::StdRng, SeedableRng};
     let dir = tempfile::tempdir().unwrap();
-    let rod_path = dir.path().join("rod.toml");
-    std::fs::write(&rod_path, ROD).unwrap();
     let rod = rod::Rod::from_toml_str(ROD, "rod.toml").unwrap();
     let marker_on_flange = rod.base.transform_point(&Vec3::new(rod.markers[0].arc_m, 0.0, 0.0));
     let truth = frames(0.0).world_from_robot();
@@ -276,11 +273,7 @@ fn rig_calibration_recovers_the_robot_base() {
         t.write(&robot_dir.join("000000.parquet")).unwrap();
         // Tracked marker at 30 Hz with 0.2 mm noise, world frame.
         let mut rng = StdRng::seed_from_u64(3);
-        let mut gauss = move || {
-            let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-            let u2: f64 = rng.gen();
-            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-        };
+        let mut gauss = move || rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
         let rows: Vec<session::MarkerRow> = (0..(total * 30.0) as usize)
             .map(|k| {
                 let t = k as f64 / 30.0;
@@ -319,11 +312,13 @@ fn rig_calibration_recovers_the_robot_base() {
     let sess = dir.path().join("cal");
     write_session(&sess, &targets, 0.3);
     let out = dir.path().join("frames.toml");
-    let o = rodlab(&["rig", "calibrate", sess.to_str().unwrap(), "--rod", rod_path.to_str().unwrap(), "--marker", "0", "--out", out.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    println!("{stdout}");
-    assert!(stdout.contains("gravity check") && !stderr(&o).contains("warning"), "{stdout}");
+    let calibrate = |sess: &Path| {
+        let session = lab::SessionDir::new(sess);
+        lab::rig::calibrate(&lab::rig::RigCalibrationRequest { session: &session, rod: &rod, marker: 0, max_speed_m_s: 0.005 })
+    };
+    let cal = calibrate(&sess).unwrap();
+    assert!(cal.gravity_angle_deg.is_some_and(|a| a < 1.0) && cal.warnings.is_empty(), "{cal:?}");
+    lab::rig::write_frames(&out, &cal.frames, &lab::SessionDir::new(&sess)).unwrap();
     #[derive(serde::Deserialize)]
     struct Out {
         frames: RigFrames,
@@ -339,9 +334,7 @@ fn rig_calibration_recovers_the_robot_base() {
     let line: Vec<Vec3> = (0..6).map(|k| Vec3::new(0.04 * k as f64, 0.0, 0.3)).collect();
     let sess = dir.path().join("line");
     write_session(&sess, &line, 0.0);
-    let o = rodlab(&["rig", "calibrate", sess.to_str().unwrap(), "--rod", rod_path.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("degenerate") && stderr(&o).contains("line"), "{}", stderr(&o));
+    expect_input_error(calibrate(&sess), &["degenerate", "line"]);
 }
 
 /// One clock: a marker table without host times next to a session with a
@@ -361,7 +354,7 @@ fn observe_uses_host_time_only_and_never_extrapolates_the_robot() {
     }
     t.write(&robot_dir.join("000000.parquet")).unwrap();
     SessionMeta::start("clock test", "rig.toml", "", RigFrames::default()).write(&sess).unwrap();
-    let rod = rod::Rod::from_file(&root().join("configs/rod/contact-paper-steel-core.toml")).unwrap();
+    let rod = rod("configs/rod/contact-paper-steel-core.toml");
     let rows = |with_host: bool| -> Vec<session::MarkerRow> {
         // Frame 0 inside the log, frame 1 after it.
         [1_100_000_000i64, 1_500_000_000]
@@ -384,14 +377,13 @@ fn observe_uses_host_time_only_and_never_extrapolates_the_robot() {
             })
             .collect()
     };
-    session::write_markers(&sess.join("markers.parquet"), &rows(false)).unwrap();
-    let o = rodlab(&["observe", sess.to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("markers.parquet") && stderr(&o).contains("t_host_ns") && stderr(&o).contains("session"), "{}", stderr(&o));
-    session::write_markers(&sess.join("markers.parquet"), &rows(true)).unwrap();
-    let o =
-        rodlab(&["observe", sess.to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml", "--mode", "weighted", "--energy-scale-j", "1e-6"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let markers = sess.join("markers.parquet");
+    let out = sess.join("strain.parquet");
+    session::write_markers(&markers, &rows(false)).unwrap();
+    expect_input_error(lab::observe::observe(&markers, &rod, &Default::default(), &out, &lab::Silent), &["markers.parquet", "t_host_ns", "session"]);
+    session::write_markers(&markers, &rows(true)).unwrap();
+    let o = lab::observe::ObserveOptions { energy_scale_j: Some(1e-6), ..Default::default() };
+    lab::observe::observe(&markers, &rod, &o, &out, &lab::Silent).unwrap();
     let strain = session::read_strain(&sess.join("strain.parquet")).unwrap();
     assert!(strain.iter().filter(|r| r.frame == 0).all(|r| r.status == "ok"));
     assert!(strain.iter().filter(|r| r.frame == 1).all(|r| r.status.contains("outside robot log") && r.strain[0].is_nan()));

@@ -1,19 +1,22 @@
-//! End-to-end: `rodlab observe` on a synthetic marker table made by the
-//! model itself (loads at the markers, which the observer can represent).
+//! Observation through the lab's workflow on synthetic marker tables made
+//! by the model itself (loads at the markers, which the observer can
+//! represent), with and without a robot log, and bad input.
 
 mod common;
 use common::*;
 
+use lab::observe::{observe, ObserveOptions, ObserverMode};
 use lie::Vec3;
 use rod::statics::solve;
 use rod::{Loads, Model, NewtonOptions, PointLoad, Rod};
 use session::{read_strain, write_markers, MarkerRow};
 use std::path::Path;
 
-fn rod() -> Rod {
-    Rod::from_file(&root().join("configs/rod/contact-paper-steel-core.toml")).unwrap()
-}
+const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
 
+fn steel_core() -> Rod {
+    rod(ROD)
+}
 /// Frames of a rod pushed at its tip and mid marker; returns the marker rows
 /// and the true nodal strains per frame.
 fn synthetic_session(dir: &Path, frames: usize) -> Vec<Vec<[f64; 6]>> {
@@ -26,7 +29,7 @@ fn tcp_at(t_s: f64) -> [f64; 6] {
 }
 
 fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<Vec<[f64; 6]>> {
-    let mut rod = rod();
+    let mut rod = steel_core();
     let points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
     let model = Model::new(&rod, &points);
     let mut rows = vec![];
@@ -98,23 +101,17 @@ fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<V
     truth
 }
 
+fn options(mode: ObserverMode, sigma_m: f64) -> ObserveOptions {
+    ObserveOptions { mode, sigma_m, energy_scale_j: None }
+}
+
 #[test]
-fn observe_follows_the_base_from_the_robot_log() {
+fn the_base_follows_the_robot_log() {
     let dir = tempfile::tempdir().unwrap();
     let truth = synthetic_session_with(dir.path(), 12, true);
     let out = dir.path().join("strain.parquet");
-    let o = rodlab(&[
-        "observe",
-        dir.path().to_str().unwrap(),
-        "--rod",
-        "configs/rod/contact-paper-steel-core.toml",
-        "--mode",
-        "hard",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("robot log"));
+    let ob = observe(&dir.path().join("markers.parquet"), &steel_core(), &options(ObserverMode::Hard, 3e-4), &out, &lab::Silent).unwrap();
+    assert!(ob.base_from_robot);
     let rows = read_strain(&out).unwrap();
     let mut worst: f64 = 0.0;
     for r in rows.iter().filter(|r| r.frame != 7) {
@@ -126,27 +123,14 @@ fn observe_follows_the_base_from_the_robot_log() {
 }
 
 #[test]
-fn observe_recovers_strain_from_a_marker_table() {
+fn strain_is_recovered_from_a_marker_table() {
     let dir = tempfile::tempdir().unwrap();
     let truth = synthetic_session(dir.path(), 20);
-    for mode in ["hard", "weighted"] {
-        let out = dir.path().join(format!("strain-{mode}.parquet"));
+    for mode in [ObserverMode::Hard, ObserverMode::Weighted] {
+        let out = dir.path().join(format!("strain-{mode:?}.parquet"));
         // Noise-free data: tell the weighted observer so (sigma 20 um).
-        let o = rodlab(&[
-            "observe",
-            dir.path().to_str().unwrap(),
-            "--rod",
-            "configs/rod/contact-paper-steel-core.toml",
-            "--mode",
-            mode,
-            "--sigma-m",
-            "2e-5",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(stdout.contains("solved with missing markers 1"), "{stdout}");
+        let ob = observe(&dir.path().join("markers.parquet"), &steel_core(), &options(mode, 2e-5), &out, &lab::Silent).unwrap();
+        assert_eq!((ob.solved_missing_markers, ob.failed), (1, 0));
         let rows = read_strain(&out).unwrap();
         let nodes = truth[0].len();
         assert_eq!(rows.len(), 20 * nodes);
@@ -157,18 +141,20 @@ fn observe_recovers_strain_from_a_marker_table() {
             let t = truth[r.frame as usize][r.node as usize];
             let e = (r.strain[1] - t[1]).abs().max((r.strain[2] - t[2]).abs()) / range;
             worst = worst.max(e);
-            if mode == "hard" {
+            if mode == ObserverMode::Hard {
                 assert!(r.marker_residual_m < 1e-9, "{r:?}");
             }
         }
-        println!("{mode}: worst bending-strain error {:.3} % of range", worst * 100.0);
-        assert!(worst < if mode == "hard" { 1e-4 } else { 0.05 }, "{mode}: {worst}");
+        assert!(worst < if mode == ObserverMode::Hard { 1e-4 } else { 0.05 }, "{mode:?}: {worst}");
         assert!(rows.iter().filter(|r| r.frame == 7).all(|r| r.status == "missing_markers:1"));
+        // The table records what made it.
+        let (key, _) = lab::observe::key(&steel_core(), &options(mode, 2e-5), &dir.path().join("markers.parquet"));
+        assert_eq!(lab::observe::recorded_key(&out), Some(key));
     }
 }
 
 #[test]
-fn observe_bad_input_exits_2() {
+fn bad_input_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
     // A table without the expected columns.
     let bad = dir.path().join("markers.parquet");
@@ -176,25 +162,18 @@ fn observe_bad_input_exits_2() {
     t.push_i64("frame", vec![0, 1]);
     t.push_f64("x_m", vec![0.0, 0.1]);
     t.write(&bad).unwrap();
-    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("markers.parquet") && err.contains("missing column"), "{err}");
+    let out = dir.path().join("strain.parquet");
+    expect_input_error(observe(&bad, &steel_core(), &ObserveOptions::default(), &out, &lab::Silent), &["markers.parquet", "missing column"]);
     // Marker outside the rod.
-    let text = std::fs::read_to_string(root().join("configs/rod/contact-paper-steel-core.toml")).unwrap();
+    let text = std::fs::read_to_string(at(ROD)).unwrap();
     let outside = dir.path().join("outside.toml");
     std::fs::write(&outside, text.replace("arc_m = 0.25\n", "arc_m = 0.30\n")).unwrap();
-    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", outside.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("marker[7].arc_m"), "{err}");
+    expect_input_error(Rod::from_file(&outside).map_err(lab::Error::from), &["marker[7].arc_m"]);
     // Hard mode with more marker constraints than strain dofs (1 section: 12 dofs).
-    let few = dir.path().join("few.toml");
-    std::fs::write(&few, text.replace("sections_m = [0.0625, 0.0625, 0.0625, 0.0625]", "sections_m = [0.25]")).unwrap();
-    let o = rodlab(&["observe", dir.path().to_str().unwrap(), "--rod", few.to_str().unwrap(), "--mode", "hard"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("exceed"), "{err}");
+    synthetic_session(dir.path(), 2);
+    let few = Rod::from_toml_str(&text.replace("sections_m = [0.0625, 0.0625, 0.0625, 0.0625]", "sections_m = [0.25]"), "few.toml").unwrap();
+    expect_input_error(observe(&bad, &few, &options(ObserverMode::Hard, 3e-4), &out, &lab::Silent), &["exceed"]);
+    expect_input_error(observe(&bad, &steel_core(), &options(ObserverMode::Weighted, 0.0), &out, &lab::Silent), &["--sigma-m"]);
 }
 
 /// A weighted solve that converges to another equilibrium (the shape far
@@ -204,36 +183,12 @@ fn observe_bad_input_exits_2() {
 #[test]
 fn a_solve_far_from_the_markers_is_not_solved() {
     let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("s");
-    let o = rodlab(&[
-        "synth",
-        "session",
-        "--scene",
-        "configs/scene/contact-paper-stick.toml",
-        "--rod",
-        "configs/rod/contact-paper-steel-core.toml",
-        "--out",
-        session.to_str().unwrap(),
-        "--marker-noise-m",
-        "0",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let s = synth(dir.path(), "s", ROD, "configs/scene/contact-paper-stick.toml", |r| r.marker_noise_m = 0.0);
     let out = dir.path().join("strain.parquet");
-    let o = rodlab(&[
-        "observe",
-        session.to_str().unwrap(),
-        "--rod",
-        "configs/rod/contact-paper-steel-core.toml",
-        "--sigma-m",
-        "1e-5",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let ob = observe(&s.markers(), &steel_core(), &options(ObserverMode::Weighted, 1e-5), &out, &lab::Silent).unwrap();
     let t = session::Table::read(&out).unwrap();
     let (status, residual) = (t.str("status").unwrap(), t.f64("marker_residual_m").unwrap());
     let solved: Vec<f64> = status.iter().zip(&residual).filter(|(s, _)| s.as_str() == "ok").map(|(_, r)| *r).collect();
     assert!(!solved.is_empty() && solved.iter().all(|r| *r < 1e-4), "a solved frame misses its markers by {:?} m", solved.iter().cloned().fold(0.0, f64::max));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("another equilibrium"), "{stdout}");
+    assert!(ob.reasons.keys().any(|k| k.contains("another equilibrium")), "{:?}", ob.reasons);
 }

@@ -1,0 +1,245 @@
+//! Validation through the lab's workflow on sessions made from the contact
+//! paper's stick test. With the parameters that made the session, the chain
+//! (simulate from the robot stream, observe the markers, compare) must
+//! reproduce it; with E off by 20 % the errors grow and the report says so.
+//! Noise-free sessions: the figures are the chain's own error. A strain
+//! table is reused only when the same rod, parameters and observer made it.
+
+mod common;
+use common::*;
+use lab::observe::{ObserveOptions, ObserverMode};
+use lab::validate::{validate, SessionSummary, ValidateOptions, ValidateRequest};
+use lab::SessionDir;
+use std::path::Path;
+
+const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
+const SCENE: &str = "configs/scene/contact-paper-stick.toml";
+
+fn noise_free(dir: &Path, name: &str, edit: impl FnOnce(&mut lab::synth::SynthRequest)) -> SessionDir {
+    synth(dir, name, ROD, SCENE, |r| {
+        r.marker_noise_m = 0.0;
+        r.force_noise_n = 0.0;
+        r.moment_noise_nm = 0.0;
+        edit(r)
+    })
+}
+
+fn request(sessions: &[&SessionDir], out: &Path) -> ValidateRequest {
+    ValidateRequest {
+        sessions: sessions.iter().map(|s| (*s).clone()).collect(),
+        rod_path: at(ROD),
+        rod: rod(ROD),
+        params: None,
+        scene_path: at(SCENE),
+        scene: scene(SCENE),
+        loads: Default::default(),
+        out: out.to_path_buf(),
+        options: ValidateOptions::default(),
+    }
+}
+
+/// Exact markers: the paper's observer (markers as constraints), a contact
+/// gap and a speed window for noise-free tracking.
+fn exact(req: ValidateRequest) -> ValidateRequest {
+    ValidateRequest {
+        options: ValidateOptions {
+            observer: ObserveOptions { mode: ObserverMode::Hard, sigma_m: 1e-5, energy_scale_j: None },
+            speed_window_s: 0.03,
+            ..ValidateOptions::default()
+        },
+        ..req
+    }
+}
+
+fn one(req: &ValidateRequest) -> SessionSummary {
+    let mut v = validate(req, &lab::Silent).unwrap();
+    assert_eq!(v.sessions.len(), 1);
+    v.sessions.remove(0)
+}
+
+#[test]
+fn a_session_made_with_the_same_parameters_is_reproduced_and_wrong_ones_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = noise_free(dir.path(), "same", |_| {});
+    // The truth's body is 20 % stiffer than the rod file validated with.
+    let stiff = noise_free(dir.path(), "stiff", |r| r.material.e_pa = 3.2e5);
+
+    let out = dir.path().join("report");
+    let s = one(&exact(request(&[&same], &out)));
+    assert!(s.strain_headline_rms_pct < 1.0, "strain {}", s.strain_headline_rms_pct);
+    assert_eq!(s.strain[1].component, "kappa_y");
+    assert!(s.strain[1].significant, "the stick test bends about y");
+    let force = s.force.as_ref().unwrap();
+    assert!(force.force_n.rms_pct < 1.0, "force {:?}", force.force_n);
+    assert!(force.normal_force_n.as_ref().unwrap().rms_pct < 1.0, "normal force {:?}", force.normal_force_n);
+    let contact = s.contact.as_ref().unwrap();
+    assert!(contact.slide_mm.rms < 0.5 && contact.slide_mm.max_abs < 0.5, "slide {:?}", contact.slide_mm);
+    assert!(contact.phase_agreement_pct > 99.0, "phases {}", contact.phase_agreement_pct);
+    assert!(contact.first_touch_measured_s.unwrap() > 1.0, "the tip touches after the base starts moving");
+    assert!(s.markers.iter().all(|m| m.errors_mm.rms < 0.01), "{:?}", s.markers);
+    assert!(s.pass && !s.observer_reused, "{:?}", s.checks);
+    // The page renders, with every chart.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let charts = ["strain_time", "strain_parity", "force_time", "normal_force", "tip_slide", "phases", "marker_errors"];
+    for c in charts {
+        assert!(out.join(format!("{c}.png")).is_file(), "{c}.png");
+    }
+    assert_eq!(html.matches("<svg").count(), charts.len());
+    assert_eq!(chromium_check(&out.join("index.html")), format!("images=0/0 svgs={} errors=0", charts.len()));
+    assert!(out.join("sim/sim.parquet").is_file() && out.join("strain.parquet").is_file());
+    assert!(!same.strain().exists(), "validate writes nothing into the session");
+
+    // Both sessions at once: a directory each and a summary page.
+    let batch = dir.path().join("batch");
+    let v = validate(&exact(request(&[&same, &stiff], &batch)), &lab::Silent).unwrap();
+    let (good, wrong) = (&v.sessions[0], &v.sessions[1]);
+    assert_eq!((good.session.as_str(), wrong.session.as_str()), ("same", "stiff"));
+    // The same figures as the single run: sessions are independent.
+    assert_eq!(good.strain_headline_rms_pct, s.strain_headline_rms_pct);
+    // E off by 20 %: every error grows, and the force check fails.
+    assert!(
+        wrong.strain_headline_rms_pct > 10.0 * good.strain_headline_rms_pct,
+        "strain {} vs {}",
+        wrong.strain_headline_rms_pct,
+        good.strain_headline_rms_pct
+    );
+    assert!(wrong.force.as_ref().unwrap().force_n.rms_pct > 5.0);
+    assert!(wrong.contact.as_ref().unwrap().slide_mm.rms > good.contact.as_ref().unwrap().slide_mm.rms);
+    assert!(!wrong.pass && !v.pass());
+    assert!(wrong.warnings.iter().any(|w| w.starts_with("force RMS error beyond sensor noise") && w.contains("beyond the limit")), "{:?}", wrong.warnings);
+    let page = std::fs::read_to_string(batch.join("stiff/index.html")).unwrap();
+    assert!(page.contains("EXCEEDED") && page.contains("beyond the limit"));
+    let index = std::fs::read_to_string(v.batch_page.as_ref().unwrap()).unwrap();
+    assert!(index.contains("href=\"same/index.html\"") && index.contains("href=\"stiff/index.html\"") && index.contains("stiff: checks exceeded"));
+}
+
+/// A strain table in the session is reused only when it was made by the
+/// same rod, the same parameters and the same observer settings.
+#[test]
+fn a_strain_table_is_reused_only_when_the_same_rod_parameters_and_observer_made_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = noise_free(dir.path(), "s", |r| r.duration_s = Some(1.0));
+    let req = request(&[&s], &dir.path().join("a"));
+    // The session's own strain table, made by the rod file's material and
+    // the default observer: reused.
+    lab::observe::observe(&s.markers(), &rod(ROD), &req.options.observer, &s.strain(), &lab::Silent).unwrap();
+    let first = one(&req);
+    assert!(first.observer_reused);
+    // Other parameters (E +20 %): fresh strain, observed with them.
+    let fit = dir.path().join("fit");
+    std::fs::create_dir_all(&fit).unwrap();
+    let params = lab::params::Params::read(&write_params(&fit, 1.2), &rod(ROD), &at(ROD)).unwrap();
+    let second = one(&ValidateRequest { params: Some(params), out: dir.path().join("b"), ..req.clone() });
+    assert!(!second.observer_reused);
+    assert!(dir.path().join("b/strain.parquet").is_file());
+    // Another observer noise: fresh strain too.
+    let mut options = req.options.clone();
+    options.observer.sigma_m = 1e-4;
+    let third = one(&ValidateRequest { options, out: dir.path().join("c"), ..req.clone() });
+    assert!(!third.observer_reused);
+    // A table without a key (an older rodlab's): not trusted.
+    session::write_strain(&s.strain(), &session::read_strain(&s.strain()).unwrap(), &[]).unwrap();
+    assert!(!one(&ValidateRequest { out: dir.path().join("d"), ..req }).observer_reused);
+}
+
+/// An identified.toml for the steel-core rod with its body's E scaled.
+fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
+    let r = rod(ROD);
+    let body = r.cross_section.body;
+    let est = |v: f64| identify::output::EstimateOut { value: v, ci95: [v * 0.9, v * 1.1] };
+    let file = identify::output::IdentifiedFile {
+        rodlab_version: "test".into(),
+        rod_file: ROD.into(),
+        rod_geometry: Some(identify::output::rod_geometry(&r)),
+        experiments_dir: "test".into(),
+        warnings: vec![],
+        parameters: identify::output::Parameters {
+            e_pa: est(body.e_pa * e_scale),
+            g_pa: est(body.g_pa),
+            rho_kg_m3: est(body.rho_kg_m3),
+            rho_fixed: false,
+            frame_translation_m: [0.0; 3],
+            base_pitch_rad: 0.0,
+            cable_offset_m: 0.0,
+            cable_offset_ci95_m: [f64::NAN; 2],
+            radius_scale: 1.0,
+            radius_scale_ci95: [f64::NAN; 2],
+            cable_offsets_m: vec![],
+            cable_offsets_ci95_m: vec![],
+            cable_angles_rad: vec![],
+            cable_angles_ci95_rad: vec![],
+        },
+        fit: identify::output::FitInfo {
+            parameter_names: vec![],
+            correlation: vec![],
+            covariance: vec![],
+            dof: 0,
+            measurement_sigma_m: f64::NAN,
+            condition_number: 1.0,
+            residual_scale: 1.0,
+            cost: 0.0,
+            rms_error_mm: 0.0,
+            iterations: 0,
+            static_solves: 0,
+            wall_time_s: 0.0,
+        },
+        alternative_fit: None,
+        reference: None,
+        jackknife: None,
+        variant: vec![],
+        recommended_variant: None,
+        experiment: vec![],
+        start: vec![],
+    };
+    let p = dir.join("identified.toml");
+    file.write(&p).unwrap();
+    p
+}
+
+#[test]
+fn bad_input_is_an_input_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = noise_free(dir.path(), "s", |r| r.duration_s = Some(0.5));
+    let out = dir.path().join("o");
+    let no_robot = SessionDir::new(dir.path().join("no-robot"));
+    std::fs::create_dir_all(no_robot.path()).unwrap();
+    std::fs::copy(s.markers(), no_robot.markers()).unwrap();
+    std::fs::copy(s.meta_path(), no_robot.meta_path()).unwrap();
+    expect_input_error(validate(&request(&[&no_robot], &out), &lab::Silent), &["no-robot", "robot stream"]);
+    std::fs::remove_file(no_robot.markers()).unwrap();
+    expect_input_error(validate(&request(&[&no_robot], &out), &lab::Silent), &["markers.parquet"]);
+    let loads = dir.path().join("loads.toml");
+    std::fs::write(&loads, "[flange_sensor]\nstream = \"netft\"\n").unwrap();
+    let req = ValidateRequest { loads: lab::loads::Loads::read(Some(&loads), 0).unwrap(), ..request(&[&s], &out) };
+    expect_input_error(validate(&req, &lab::Silent), &["loads.toml", "flange_sensor", "netft", "ft300, robot"]);
+    let mut req = request(&[&s], &out);
+    req.options.observer.sigma_m = -1.0;
+    expect_input_error(validate(&req, &lab::Silent), &["--sigma-m"]);
+    expect_input_error(validate(&request(&[&s, &s], &out), &lab::Silent), &["share a directory name"]);
+}
+
+/// A wrong rig is caught: the session says the robot stands 2 degrees
+/// yawed, or 5 mm off, from where it stood. Validation shows the marker
+/// residuals and a warning names the rig's frames.
+#[test]
+fn a_wrong_rig_shows_in_the_marker_residuals_and_a_warning_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = synth(dir.path(), "s", ROD, SCENE, |_| {});
+    let meta = std::fs::read_to_string(s.meta_path()).unwrap();
+    for (name, wrong) in
+        [("yawed", "position_m = [0.0, 0.0, 0.0]\nrpy_deg = [0.0, 0.0, 2.0]"), ("shifted", "position_m = [0.005, 0.0, 0.0]\nrpy_deg = [0.0, 0.0, 0.0]")]
+    {
+        let bad = SessionDir::new(dir.path().join(name));
+        copy_dir(s.path(), bad.path());
+        let text = meta.replacen("[frames.robot_base]\nposition_m = [0.0, 0.0, 0.0]\nrpy_deg = [0.0, -0.0, 0.0]", &format!("[frames.robot_base]\n{wrong}"), 1);
+        assert_ne!(text, meta, "session.toml changed its layout: update this test");
+        std::fs::write(bad.meta_path(), text).unwrap();
+        let r = one(&request(&[&bad], &dir.path().join(format!("report-{name}"))));
+        let worst = r.markers.iter().map(|m| m.errors_mm.rms).fold(0.0, f64::max);
+        assert!(worst > 2.0, "{name}: marker residuals {worst} mm");
+        assert!(r.warnings.iter().any(|w| w.contains("rig's frames are likely off") && w.contains("rig calibrate")), "{name}: {:?}", r.warnings);
+    }
+    // The right rig raises no such warning.
+    let r = one(&request(&[&s], &dir.path().join("report-right")));
+    assert!(!r.warnings.iter().any(|w| w.contains("rig's frames")), "{:?}", r.warnings);
+}

@@ -1,0 +1,216 @@
+//! The virtual lab through the lab's workflows: a simulated experiment
+//! played in real time through the RTDE and FT 300 emulators (in-process,
+//! on loopback and a pty pair) and a rendered camera video into the
+//! recorder, then the video tracked; the chain track -> validate (and
+//! identify) runs on what was recorded, and the recorded data are compared
+//! with the truth the simulator wrote beside the session.
+
+mod common;
+use common::*;
+
+use lab::synth::{SynthRequest, TruthFile};
+use lab::validate::{validate, SessionSummary, ValidateOptions, ValidateRequest};
+use lab::SessionDir;
+use std::path::{Path, PathBuf};
+
+const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
+
+/// Live recordings run one at a time: each plays in real time, and two at
+/// once on two cores would make each other late.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A live session of `scene` with `rod`, changed by `edit`.
+fn live_with(dir: &Path, name: &str, rod_rel: &str, scene_rel: &str, edit: impl FnOnce(&mut SynthRequest)) -> lab::live::Live {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut req = SynthRequest::new(&at(scene_rel), scene(scene_rel), &at(rod_rel), rod(rod_rel), &dir.join(name));
+    edit(&mut req);
+    let live = lab::live::record_live(&req, 30.0, &lab::Silent).unwrap();
+    let (s, truth) = (&live.made.session, &live.made.truth_dir);
+    assert!(truth.join("truth.toml").is_file() && !s.path().join("truth.toml").exists() && !s.path().join("sim.parquet").exists());
+    live
+}
+
+/// Tracked markers against the truth at the same instant (host time of the
+/// camera frame mapped to simulation time with the truth's t0): RMS error
+/// per marker [m], and the largest error over all.
+fn marker_errors(session: &SessionDir, truth: &Path) -> (Vec<f64>, f64) {
+    let t0_ns = TruthFile::read(truth).unwrap().t0_host_ns;
+    let tracked = session::read_markers(&session.markers()).unwrap();
+    let sim = session::read_markers(&truth.join("sim_markers.parquet")).unwrap();
+    let n = sim.iter().map(|r| r.marker).max().unwrap() as usize + 1;
+    let frames: Vec<&[session::MarkerRow]> = sim.chunks(n).collect();
+    let times: Vec<f64> = frames.iter().map(|f| f[0].t_s).collect();
+    let (mut sum, mut count, mut worst) = (vec![0.0; n], vec![0usize; n], 0.0f64);
+    for r in &tracked {
+        assert_eq!(r.flags, 0, "marker {} of frame {} flagged {}", r.marker, r.frame, r.flags);
+        let t = ((r.t_host_ns.unwrap() - t0_ns) as f64 * 1e-9).clamp(times[0], *times.last().unwrap());
+        let k = lie::series::bracket_held(&times, t);
+        let truth =
+            lie::series::blend(k, |i| lie::Vec3::new(frames[i][r.marker as usize].x_m, frames[i][r.marker as usize].y_m, frames[i][r.marker as usize].z_m));
+        let e = (lie::Vec3::new(r.x_m, r.y_m, r.z_m) - truth).norm();
+        sum[r.marker as usize] += e * e;
+        count[r.marker as usize] += 1;
+        worst = worst.max(e);
+    }
+    ((0..n).map(|i| (sum[i] / count[i] as f64).sqrt()).collect(), worst)
+}
+
+/// Validation with the tracker's accuracy (0.02 mm; measured against the
+/// truth: 6-18 um RMS per marker) as the observer's marker noise.
+fn validate_one(session: &SessionDir, scene_rel: &str, out: &Path) -> SessionSummary {
+    let mut options = ValidateOptions::default();
+    options.observer.sigma_m = 2e-5;
+    let req = ValidateRequest {
+        sessions: vec![session.clone()],
+        rod_path: at(ROD),
+        rod: rod(ROD),
+        params: None,
+        scene_path: at(scene_rel),
+        scene: scene(scene_rel),
+        loads: Default::default(),
+        out: out.to_path_buf(),
+        options,
+    };
+    validate(&req, &lab::Silent).unwrap().sessions.remove(0)
+}
+
+fn check_value(s: &SessionSummary, name_starts: &str) -> f64 {
+    s.checks.iter().find(|c| c.name.starts_with(name_starts)).unwrap_or_else(|| panic!("no check {name_starts}: {:?}", s.checks)).value
+}
+
+fn worst_marker_residual_mm(s: &SessionSummary) -> f64 {
+    s.markers.iter().map(|m| m.errors_mm.rms).fold(0.0, f64::max)
+}
+
+/// The chain on one live session: streams complete, markers against the
+/// truth, validation's figures within the limits.
+fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile::TempDir, SessionDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let live = live_with(dir.path(), name, ROD, scene_rel, |r| r.seed = seed);
+    let (session, truth) = (live.made.session.clone(), live.made.truth_dir.clone());
+
+    // Every stream complete: the checker is clean, no robot package lost
+    // (consecutive controller timestamps), no FT 300 frame lost, every
+    // video frame recorded.
+    assert!(lab::info::check(&session).unwrap().ok());
+    let info = lab::info::streams(&session).unwrap();
+    let stream = |n: &str| info.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no stream {n}: {info:?}")).clone();
+    assert_eq!(stream("robot").device_gaps, Some(0), "{info:?}");
+    let ft = live.recording.device("ft300").unwrap();
+    assert!(ft.gaps == 0 && ft.missing_packages == 0 && ft.rejected == 0, "{ft:?}");
+    let robot = live.recording.device("robot").unwrap();
+    assert!(robot.gaps == 0 && robot.missing_packages == 0, "{robot:?}");
+    // Camera: from its first recorded frame on, every frame of the video
+    // (the file's positions advance by one frame each row), and the
+    // recording started before the experiment (frames shown before the
+    // recorder started are not recorded, as with a camera).
+    let video_frames = ((1.0 + experiment_s + 0.5) * 30.0f64).ceil() as usize;
+    let camera = session::Table::read_chunks(&session.stream("camera")).unwrap();
+    let position_ms = camera.f64("device_ms").unwrap();
+    let first = (position_ms[0] / (1e3 / 30.0)).round() as usize;
+    assert!(position_ms.windows(2).all(|w| ((w[1] - w[0]) - 1e3 / 30.0).abs() < 1.0), "a frame was lost: {position_ms:?}");
+    assert_eq!(first + position_ms.len(), video_frames);
+    assert!(first < 30, "the recording started {first} frames into the 30-frame lead");
+    let robot_s = stream("robot").rows as f64 / 500.0;
+    let ft300_s = stream("ft300").rows as f64 / 100.0;
+    assert!((robot_s - ft300_s).abs() < 0.1, "robot {robot_s} s, ft300 {ft300_s} s");
+
+    // Tracked markers against the truth, on the session's clock.
+    let (rms_m, worst_m) = marker_errors(&session, &truth);
+    println!("{name}: tracked vs truth, RMS per marker [um]: {:?}, worst {:.3} mm", rms_m.iter().map(|e| (e * 1e6).round()).collect::<Vec<_>>(), worst_m * 1e3);
+    assert!(rms_m.iter().all(|e| *e < 0.3e-3) && worst_m < 0.5e-3, "{rms_m:?} {worst_m}");
+
+    // Validation at the truth's parameters (the rod file's).
+    let s = validate_one(&session, scene_rel, &dir.path().join(format!("validate-{name}")));
+    let strain = check_value(&s, "strain RMS error");
+    let force = check_value(&s, "force RMS error");
+    let slide = check_value(&s, "tip slide RMS error");
+    let phases = check_value(&s, "stick/slide phase agreement");
+    println!(
+        "{name}: strain {strain:.2} % of range, force {force:.2} %, slide {slide:.3} mm, phases {phases:.1} %, marker residual <= {:.3} mm",
+        worst_marker_residual_mm(&s)
+    );
+    // Validation's simulation stands in for the truth here (its markers agree
+    // with the tracked ones to 0.01-0.02 mm): strain within 3 % of range.
+    assert!(strain < 3.0 && force < 3.0 && slide < 1.0 && phases > 95.0, "{:?}", s.checks);
+    (dir, session, truth)
+}
+
+#[test]
+fn the_stick_test_recorded_live_matches_its_truth_and_a_wrong_rig_is_caught() {
+    let scene_rel = "configs/scene/contact-paper-stick.toml";
+    let (dir, session, truth) = chain(scene_rel, "stick", 3, 4.0);
+
+    // The same recording with a wrong rig: the camera's board 5 mm off
+    // along the rod and the robot's base yawed 2 degrees. Tracking again
+    // with it puts the markers in the wrong place; validation shows it.
+    let bad = SessionDir::new(dir.path().join("wrong-rig"));
+    copy_dir(session.path(), bad.path());
+    let mut meta = session.meta().unwrap().unwrap();
+    meta.frames.robot_base.rpy_deg[2] += 2.0;
+    meta.frames.board.position_m[0] += 0.005;
+    meta.write(bad.path()).unwrap();
+    let playback = truth.join("playback");
+    let req = lab::track::TrackRequest {
+        markers: Some(playback.join("markers.toml")),
+        ..lab::track::TrackRequest::new(&bad.video("camera", "mkv"), &playback.join("camera.toml"), &bad.markers())
+    };
+    lab::track::track(&req, &lab::Silent).unwrap();
+    let s = validate_one(&bad, scene_rel, &dir.path().join("validate-wrong"));
+    let worst = worst_marker_residual_mm(&s);
+    println!("wrong rig: marker residuals up to {worst:.2} mm; {:?}", s.warnings);
+    assert!(worst > 2.0, "marker residuals {worst} mm");
+    assert!(s.warnings.iter().any(|w| w.contains("rig's frames are likely off") && w.contains("rig calibrate")), "{:?}", s.warnings);
+}
+
+#[test]
+fn the_slide_test_recorded_live_matches_its_truth() {
+    chain("configs/scene/contact-paper-slide.toml", "slide", 4, 5.0);
+}
+
+/// The identification day (four gravity holds, FT 300 on the flange),
+/// recorded live twice: E and rho from the holds within 5 % of the truth
+/// (measured: +0.19 %, +0.04 %). Long (2 x 15 s in real time and 1,000
+/// rendered frames): `make demo` runs it; `cargo test -- --ignored` too.
+#[test]
+#[ignore]
+fn an_identification_day_recorded_live_gives_e_and_rho() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene_rel = "configs/scene/cable-arm-holds.toml";
+    let s1 = live_with(dir.path(), "holds-1", ROD, scene_rel, |r| r.seed = 1).made;
+    let s2 = live_with(dir.path(), "holds-2", ROD, scene_rel, |r| r.seed = 2).made;
+    let source =
+        lab::identify::Source::Sessions { dirs: vec![s1.session, s2.session], loads: lab::loads::Loads::read(Some(&at("configs/loads.toml")), 0).unwrap() };
+    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.path().join("fit")), &lab::Silent).unwrap();
+    let f = &id.study.fit;
+    for (name, got, want) in [("E", f.e_pa.value, s1.truth.e_pa), ("rho", f.rho_kg_m3.value, s1.truth.rho_kg_m3)] {
+        assert!(((got - want) / want).abs() < 0.05, "{name}: {got} vs truth {want}");
+    }
+}
+
+/// The cable arm's identification day with load cells, recorded live: the
+/// ASCII emulator plays the cells (a pty pair), no flange sensor; E and rho
+/// from the cable-tension holds within 5 % of the truth (measured: -0.02 %,
+/// -0.02 %). Long (14 s in real time): `make demo` runs it too.
+#[test]
+#[ignore]
+fn a_load_cell_day_recorded_live_gives_e_and_rho() {
+    let dir = tempfile::tempdir().unwrap();
+    let arm = "configs/rod/pls-cable-arm.toml";
+    let live = live_with(dir.path(), "pulls", arm, "configs/scene/cable-arm-tensions-planar.toml", |r| {
+        r.material = rod::Material { e_pa: 2.5e5, rho_kg_m3: 1.3e3, ..r.material };
+        r.flange_sensor = false;
+    });
+    let info = lab::info::streams(&live.made.session).unwrap();
+    assert!(info.iter().any(|s| s.name == "load_cell" && s.rows > 1400) && !info.iter().any(|s| s.name == "ft300"), "{info:?}");
+    let source = lab::identify::Source::Sessions {
+        dirs: vec![live.made.session],
+        loads: lab::loads::Loads::read(Some(&at("configs/loads-cable-cells.toml")), 4).unwrap(),
+    };
+    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(arm), rod(arm), source, &dir.path().join("fit")), &lab::Silent).unwrap();
+    assert!(id.sessions[0].still_intervals == 4 && id.sessions[0].used == 4, "{:?}", id.sessions);
+    let f = &id.study.fit;
+    for (name, got, truth) in [("E", f.e_pa.value, 2.5e5), ("rho", f.rho_kg_m3.value, 1.3e3)] {
+        assert!((got / truth - 1.0).abs() < 0.05, "{name}: {got} vs {truth}");
+    }
+}

@@ -1,0 +1,274 @@
+//! End-to-end tests of the `rodlab` binary itself: arguments, exit codes,
+//! the files each command writes, one-line errors naming the file or flag.
+//! What the workflows compute is tested on the `lab` library
+//! (crates/lab/tests), not through the binary's wording.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn ok(o: &std::process::Output) {
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o));
+}
+
+#[test]
+fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shape.csv");
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--out", out.to_str().unwrap()]);
+    ok(&o);
+    let mut reader = csv::Reader::from_path(&out).unwrap();
+    assert_eq!(reader.headers().unwrap().iter().collect::<Vec<_>>(), rod::shape::COLUMNS.to_vec());
+    let rows: Vec<Vec<f64>> = reader.records().map(|r| r.unwrap().iter().map(|v| v.parse().unwrap()).collect()).collect();
+    assert!(rows.len() > 10 && rows[0][0] == 0.0 && (rows.last().unwrap()[0] - 0.2).abs() < 1e-12);
+
+    let good = std::fs::read_to_string(root().join("configs/rod/pls-paper-cantilever.toml")).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("missing.toml", good.replace("length_m = 0.20\n", ""), "length_m"),
+        ("negative.toml", good.replace("base_m = 1.0e-2", "base_m = -1.0e-2"), "radius.base_m"),
+        ("sum.toml", good.replace("[0.09, 0.07, 0.04]", "[0.09, 0.07, 0.05]"), "sections_m"),
+        ("mode.toml", good.replace("modes = \"cosserat\"", "modes = \"rigid\""), "modes"),
+        ("syntax.toml", good.replace("e_pa = 1.1e5", "e_pa = "), "line"),
+    ];
+    for (name, text, field) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        expect_exit_2(rodlab(&["solve", "--rod", path.to_str().unwrap()]), &[name, field]);
+    }
+    expect_exit_2(rodlab(&["solve", "--rod", "does/not/exist.toml"]), &["does/not/exist.toml"]);
+    expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tension", "1,2"]), &["--tension"]);
+    expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "1,2"]), &["--tip-force"]);
+    expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "0,0,NaN"]), &["--tip-force", "finite"]);
+    // No equilibrium: a failed computation, exit 1, one line.
+    let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "0,0,0,6"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    ok(&rodlab(&["paper-table"]));
+}
+
+/// Every numeric list flag takes a negative first value: clap must hand it
+/// to the command (which may still refuse it for its meaning), never call
+/// it an unexpected argument.
+#[test]
+fn every_numeric_list_flag_takes_a_negative_first_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "-1,0,0,0"],
+        vec!["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "-0.005,0,0.002"],
+        vec!["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-moment", "-0.001,0,0"],
+        vec![
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            "datasets/pls-cable-arm",
+            "--out",
+            &d("a"),
+            "--no-loo",
+            "--reference",
+            "-1,2,3",
+        ],
+        vec![
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            "datasets/pls-cable-arm",
+            "--out",
+            &d("b"),
+            "--no-loo",
+            "--hold-material",
+            "-1,2,3",
+        ],
+        vec![
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            "datasets/pls-cable-arm",
+            "--out",
+            &d("c"),
+            "--no-loo",
+            "--fit-cable-offset=-0.001,0.005",
+        ],
+        vec![
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            "datasets/pls-cable-arm",
+            "--out",
+            &d("d"),
+            "--no-loo",
+            "--fit-radius-scale=-1,0.1",
+        ],
+        vec![
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            "datasets/pls-cable-arm",
+            "--out",
+            &d("e"),
+            "--no-loo",
+            "--fit-cable-angle=-1,5",
+            "--fit-cable-offset",
+        ],
+        vec!["emulate", "ft300", "--port", "/nonexistent/port", "--bias", "-0.5,0,0,0,0,0", "--duration", "0.1"],
+        vec![
+            "synth",
+            "session",
+            "--scene",
+            "configs/scene/nope.toml",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--out",
+            &d("s"),
+            "--ft-bias",
+            "-1,0,0,0,0,0",
+        ],
+        vec!["synth", "video", "--out", &d("v"), "--frames", "2", "--occlude", "-1,0,1"],
+    ]
+    .into_iter()
+    .map(|c| c.into_iter().map(String::from).collect())
+    .collect();
+    for args in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = rodlab(&a);
+        let err = stderr(&o);
+        assert!(!err.contains("unexpected argument") && !err.contains("invalid value"), "{a:?}: {err}");
+        assert!(matches!(o.status.code(), Some(0) | Some(1) | Some(2)), "{a:?}: {err}");
+    }
+    // The negative tip force is applied, not swallowed.
+    ok(&rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "-0.005,0,0.002", "--out", &d("shape.csv")]));
+}
+
+#[test]
+fn identify_writes_its_files_and_a_report_that_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fit");
+    ok(&rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--experiments",
+        "datasets/pls-cable-arm",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-loo",
+    ]));
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    assert!(v["parameters"]["e_pa"]["value"].as_float().unwrap() > 0.0);
+    for f in ["index.html", "summary.json", "parity.png", "convergence.png"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    assert_eq!(chromium_check(&out.join("index.html")), "images=5/5 svgs=5 errors=0");
+    // solve --params reads it.
+    ok(&rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", out.join("identified.toml").to_str().unwrap(), "--tension", "0,0,0,0.98"]));
+    // Bad data: exit 2 naming the file.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(root().join("datasets/pls-cable-arm/inputs.csv"), bad.join("inputs.csv")).unwrap();
+    std::fs::write(bad.join("measurements.csv"), "experiment,arc_m\n1,0.2\n").unwrap();
+    expect_exit_2(
+        rodlab(&[
+            "identify",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--experiments",
+            bad.to_str().unwrap(),
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ]),
+        &["measurements.csv", "offset_y_m"],
+    );
+    expect_exit_2(
+        rodlab(&["identify", "--rod", "configs/rod/nope.toml", "--experiments", "datasets/pls-cable-arm", "--out", dir.path().join("o").to_str().unwrap()]),
+        &["nope.toml"],
+    );
+}
+
+/// A synthetic session of the stick test (short) into `dir/name`.
+fn stick_session(dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let mut args = vec![
+        "synth",
+        "session",
+        "--scene",
+        "configs/scene/contact-paper-stick.toml",
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--duration-s",
+        "1.5",
+    ];
+    args.extend(extra);
+    ok(&rodlab(&args));
+    out
+}
+
+/// `observe`, `simulate` and `validate` on synthetic sessions: files
+/// written, `--jobs 2` prints two clean summaries (one per session, never
+/// interleaved), `--strict` exits 1 on an exceeded check, bad input exits 2.
+#[test]
+fn observe_simulate_and_validate_write_their_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = stick_session(dir.path(), "a", &[]);
+    let b = stick_session(dir.path(), "b", &["--e-pa", "3.2e5", "--seed", "2"]);
+    for f in ["session.toml", "markers.parquet", "streams/robot", "streams/ft300"] {
+        assert!(a.join(f).exists(), "{f}");
+    }
+    assert!(dir.path().join("a-truth/truth.toml").is_file());
+    let rod = "configs/rod/contact-paper-steel-core.toml";
+    let scene = "configs/scene/contact-paper-stick.toml";
+    ok(&rodlab(&["observe", a.to_str().unwrap(), "--rod", rod]));
+    assert!(session::read_strain(&a.join("strain.parquet")).unwrap().len() > 10);
+    let sim = dir.path().join("sim");
+    ok(&rodlab(&["simulate", "--rod", rod, "--scene", scene, "--session", a.to_str().unwrap(), "--out", sim.to_str().unwrap()]));
+    for f in ["sim.parquet", "sim_nodes.parquet", "sim_contacts.parquet", "sim_markers.parquet", "index.html", "summary.json"] {
+        assert!(sim.join(f).is_file(), "{f}");
+    }
+    let out = dir.path().join("validate");
+    let o = rodlab(&["validate", a.to_str().unwrap(), b.to_str().unwrap(), "--rod", rod, "--scene", scene, "--out", out.to_str().unwrap(), "--jobs", "2"]);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // Each session's summary is one block starting with its name; no line
+    // holds two sessions' text.
+    for name in ["a", "b"] {
+        assert_eq!(stdout.lines().filter(|l| l.starts_with(&format!("{name}: "))).count(), 1, "{stdout}");
+        assert_eq!(stdout.lines().filter(|l| l.starts_with(&format!("finished {name}: "))).count(), 1, "{stdout}");
+    }
+    assert!(stdout.lines().all(|l| !(l.contains("/a/") && l.contains("/b/"))), "{stdout}");
+    for f in ["index.html", "summary.json", "a/index.html", "b/index.html", "a/summary.json"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let rows: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    assert_eq!(rows[1]["pass"], false, "E off by 28 %");
+    // --strict: exit 1 on an exceeded check.
+    let o = rodlab(&["validate", b.to_str().unwrap(), "--rod", rod, "--scene", scene, "--out", dir.path().join("strict").to_str().unwrap(), "--strict"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Bad input: exit 2.
+    expect_exit_2(
+        rodlab(&["validate", a.to_str().unwrap(), "--rod", rod, "--scene", "configs/scene/nope.toml", "--out", out.to_str().unwrap()]),
+        &["nope.toml"],
+    );
+    expect_exit_2(rodlab(&["validate", a.to_str().unwrap(), "--rod", rod, "--scene", scene, "--out", out.to_str().unwrap(), "--sigma-m=-1"]), &["--sigma-m"]);
+    let o = rodlab(&["validate", a.to_str().unwrap(), "--rod", rod, "--scene", scene, "--out", out.to_str().unwrap(), "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    expect_exit_2(rodlab(&["observe", dir.path().join("nothing").to_str().unwrap(), "--rod", rod]), &["nothing"]);
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, std::fs::read_to_string(root().join(scene)).unwrap().replace("mu = 0.83", "mu = -0.2")).unwrap();
+    expect_exit_2(rodlab(&["simulate", "--rod", rod, "--scene", bad.to_str().unwrap(), "--out", sim.to_str().unwrap()]), &["bad.toml", "table.mu"]);
+    // A session without a robot stream cannot drive a simulation.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("streams")).unwrap();
+    expect_exit_2(
+        rodlab(&["simulate", "--rod", rod, "--scene", scene, "--session", empty.to_str().unwrap(), "--out", sim.to_str().unwrap()]),
+        &["robot stream"],
+    );
+    ok(&rodlab(&["session", "info", a.to_str().unwrap()]));
+    ok(&rodlab(&["session", "check", a.to_str().unwrap()]));
+}
