@@ -18,6 +18,8 @@ use session::SessionDir;
 use std::path::{Path, PathBuf};
 
 /// Where the experiments come from.
+// A request is built once per run: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Source {
     /// A directory with `inputs.csv` and `measurements.csv`.
@@ -129,13 +131,16 @@ fn prior(flag: &str, p: Prior, from_file: Option<(f64, f64)>, rod_path: &Path, f
     }
 }
 
+/// What the sessions' static holds give the fit.
+struct FromSessions {
+    experiments: Vec<Experiment>,
+    holds: Vec<Hold>,
+    per_session: Vec<SessionHolds>,
+    provenance: Vec<(String, String)>,
+}
+
 /// Experiments from the sessions' static holds; the rod takes the rig's gravity.
-fn from_sessions(
-    dirs: &[SessionDir],
-    loads: &Loads,
-    rod: &mut Rod,
-    rod_path: &Path,
-) -> Result<(Vec<Experiment>, Vec<Hold>, Vec<SessionHolds>, Vec<(String, String)>)> {
+fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path) -> Result<FromSessions> {
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
     }
@@ -186,7 +191,7 @@ fn from_sessions(
             }
         )));
     }
-    Ok((experiments, holds, per, provenance))
+    Ok(FromSessions { experiments, holds, per_session: per, provenance })
 }
 
 /// Identifies; writes `identified.toml` and the report into `req.out`.
@@ -201,8 +206,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
         Source::Sessions { dirs, loads } => {
-            let (e, h, per, p) = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
-            (e, h, per, p, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
+            let s = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
+            (s.experiments, s.holds, s.per_session, s.provenance, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
         }
     };
     if let Some(m) = req.hold_material {

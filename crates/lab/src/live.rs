@@ -117,8 +117,7 @@ fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
 fn render_video(
     records: &[StepRecord],
     rod: &rod::Rod,
-    camera_fps: f64,
-    seed: u64,
+    (camera_fps, seed): (f64, u64),
     frames: &RigFrames,
     view: &View,
     video: &Path,
@@ -223,7 +222,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..truth.frames };
     let video = work.join("scene.mkv");
     progress.note(&format!("rendering the camera's video into {}", video.display()));
-    let markers_toml = render_video(records, &req.rod, camera_fps, req.seed, &frames, &view, &video, progress)?;
+    let markers_toml = render_video(records, &req.rod, (camera_fps, req.seed), &frames, &view, &video, progress)?;
     let camera_toml = work.join("camera.toml");
     view.camera.save(&camera_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", camera_toml.display())))?;
     let markers_file = work.join("markers.toml");

@@ -43,7 +43,7 @@ pub struct SynthRequest {
     /// A rig whose frames place the scene (default: the scene's own).
     pub rig: Option<RigFile>,
     /// A flange trajectory instead of the scene's waypoints, and its file.
-    pub trajectory: Option<(PathBuf, Vec<(f64, [f64; 6])>)>,
+    pub trajectory: Option<(PathBuf, lie::trajectory::UrSamples)>,
     pub out: SessionDir,
     /// Where the truth goes (beside the session, never inside).
     pub truth: PathBuf,

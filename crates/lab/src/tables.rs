@@ -84,13 +84,13 @@ pub fn read_time_table(path: &Path, expected: Option<&[&str]>) -> Result<TimeTab
 }
 
 /// A flange trajectory: `(t_s, [x, y, z, rx, ry, rz])` in the robot's base frame.
-pub fn read_trajectory(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
+pub fn read_trajectory(path: &Path) -> Result<lie::trajectory::UrSamples> {
     let t = read_time_table(path, Some(&TRAJECTORY_HEADER))?;
     Ok(t.rows.into_iter().map(|(t, v)| (t, std::array::from_fn(|i| v[i]))).collect())
 }
 
 /// A wrench table: `(t_s, [fx, fy, fz, mx, my, mz])`, sensor frame.
-pub fn read_wrench(path: &Path) -> Result<Vec<(f64, [f64; 6])>> {
+pub fn read_wrench(path: &Path) -> Result<lie::trajectory::UrSamples> {
     let t = read_time_table(path, Some(&WRENCH_HEADER))?;
     Ok(t.rows.into_iter().map(|(t, v)| (t, std::array::from_fn(|i| v[i]))).collect())
 }

@@ -185,7 +185,7 @@ pub struct VideoRequest {
 /// Writes a video of a bending rod with markers, its truth (truth.csv),
 /// the true camera and markers.toml.
 pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
-    if req.frames == 0 || req.markers == 0 || !(req.max_speed_px > 0.0) {
+    if req.frames == 0 || req.markers == 0 || req.max_speed_px.is_nan() || req.max_speed_px <= 0.0 {
         return Err(Error::input("--frames, --markers and --max-speed-px must be positive"));
     }
     let (camera, plane) = synth::demo_camera();

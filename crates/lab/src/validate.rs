@@ -179,7 +179,7 @@ pub struct ComponentFigures {
 pub struct MarkerFigures {
     pub marker: usize,
     pub arc_m: f64,
-    /// Distances tracked - simulated [mm].
+    /// Distances tracked - simulated \[mm\].
     pub errors_mm: ErrorFigures,
 }
 
@@ -189,24 +189,24 @@ pub struct ForceFigures {
     /// "loads file" or "estimated at rest".
     pub bias_source: String,
     pub bias: [f64; 6],
-    /// |F_measured - F_simulated| in the flange frame [N], % of the peak |F_measured|.
+    /// |F_measured - F_simulated| in the flange frame \[N\], % of the peak |F_measured|.
     pub force_n: ErrorFigures,
-    /// RMS of the sensor's noise left after the filter [N] (from the
+    /// RMS of the sensor's noise left after the filter \[N\] (from the
     /// readings' scatter about their moving average).
     pub filtered_noise_n: f64,
     /// The noise of a bias estimated at rest: the readings' noise over the
-    /// samples it was estimated from [N] (0 for a tare from the loads file).
+    /// samples it was estimated from \[N\] (0 for a tare from the loads file).
     pub bias_noise_n: f64,
     /// The force RMS error beyond those noises, sqrt(rms^2 - filtered^2 -
     /// bias^2), % of the peak measured force: what the check uses.
     pub excess_rms_pct: f64,
-    /// Normal contact force: the sensor's change along the table normal since rest against the simulated total [N].
+    /// Normal contact force: the sensor's change along the table normal since rest against the simulated total \[N\].
     pub normal_force_n: Option<ErrorFigures>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ContactFigures {
-    /// Tip slide distance along the table, tracked against simulated [mm].
+    /// Tip slide distance along the table, tracked against simulated \[mm\].
     pub slide_mm: ErrorFigures,
     pub final_slide_measured_mm: f64,
     pub final_slide_simulated_mm: f64,

@@ -29,6 +29,10 @@ pub fn pose_to_ur(g: &Pose) -> [f64; 6] {
     [g.pos.x, g.pos.y, g.pos.z, r.x, r.y, r.z]
 }
 
+/// Timed UR poses: (time \[s\], `[x, y, z, rx, ry, rz]`), as RTDE and
+/// trajectory files carry them.
+pub type UrSamples = Vec<(f64, [f64; 6])>;
+
 /// Why a trajectory could not be built or evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrajectoryError {

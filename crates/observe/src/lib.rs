@@ -167,7 +167,7 @@ struct HardSystem<'o> {
     joints: &'o [usize],
     targets: &'o [Target],
     kkt_compliance: f64,
-    /// Weight of the constraint part in the merit [N/m].
+    /// Weight of the constraint part in the merit \[N/m\].
     scale_c: f64,
 }
 

@@ -31,7 +31,7 @@ pub fn stop_stream_burst() -> Vec<u8> {
     vec![0xFF; 50]
 }
 
-/// One wrench sample: forces \[N\], moments [N m].
+/// One wrench sample: forces \[N\], moments \[N m\].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Wrench {
     pub force_n: [f64; 3],

@@ -550,7 +550,7 @@ pub struct PointLoad {
     pub offset_body_m: Vec3,
     /// World-frame force \[N\].
     pub force_n: Vec3,
-    /// World-frame moment [N m] (virtual work: not conservative).
+    /// World-frame moment \[N m\] (virtual work: not conservative).
     pub moment_nm: Vec3,
 }
 
@@ -588,7 +588,7 @@ impl Term for PointLoads<'_> {
 /// Linear springs from material points to fixed targets (the observer's
 /// weighted markers): force `-k (p - target)` at joint `j`, body offset `d`.
 pub struct Springs {
-    /// (joint, body offset, target, stiffness [N/m]).
+    /// (joint, body offset, target, stiffness \[N/m\]).
     pub springs: Vec<(usize, Vec3, Vec3, f64)>,
 }
 

@@ -112,7 +112,7 @@ pub struct LawRows {
 pub struct LawParams {
     pub law: Law,
     pub mu: f64,
-    /// Scales [N/m].
+    /// Scales \[N/m\].
     pub r_n: f64,
     pub r_t: f64,
 }

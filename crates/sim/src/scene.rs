@@ -107,7 +107,7 @@ pub struct Scene {
     pub initial: Initial,
     pub contact_points: ContactPoints,
     pub law: Law,
-    /// Alart-Curnier scale `r_n = r_t` [N/m]; `None`: automatic.
+    /// Alart-Curnier scale `r_n = r_t` \[N/m\]; `None`: automatic.
     pub contact_scale_n_m: Option<f64>,
     /// Contact compliance [m/N]; `None`: 1e-7 / scale (see the simulator).
     pub contact_compliance: Option<f64>,

@@ -184,7 +184,7 @@ impl Term for ContactForces {
 /// Geometry of one candidate at the current iterate.
 struct CandidateGeometry {
     point: Vec3,
-    /// (gap, slip t1, slip t2) [m].
+    /// (gap, slip t1, slip t2) \[m\].
     u: Vector3<f64>,
 }
 
@@ -202,7 +202,7 @@ struct Carry {
     inertia: Option<Inertia>,
     contact: Option<ContactSet>,
     tip_touch: Option<Vec3>,
-    /// Path length slid by the tip's contact point [m].
+    /// Path length slid by the tip's contact point \[m\].
     tip_slip_m: f64,
     t_s: f64,
     /// Wrench of all loads on the rod (gravity, inertia, contact, applied)
@@ -802,7 +802,7 @@ struct StepSystem<'a> {
     model: &'a Model,
     terms: Vec<&'a dyn Term>,
     contact: Option<&'a ContactSet>,
-    /// Force scale of the contact rows' convergence test [N].
+    /// Force scale of the contact rows' convergence test \[N\].
     force_scale: f64,
     cache: Option<Cached>,
     /// Applied wrench of every evaluation, by iterate.
@@ -810,7 +810,7 @@ struct StepSystem<'a> {
 }
 
 /// A contact point on the friction cone's edge that moved less than this in
-/// a step is reported as sticking [m].
+/// a step is reported as sticking \[m\].
 const SLIP_THRESHOLD_M: f64 = 1e-9;
 
 /// Compliance added to the diagonal of contact rows (Newton matrix only).
