@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A flag that Ctrl-C sets: the process then stops cleanly instead of dying.
+/// A flag that Ctrl-C, SIGTERM and SIGHUP set: the process then stops
+/// cleanly (a session is finalised) instead of dying.
 fn stop_on_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -35,7 +36,7 @@ fn say(line: &str) {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab session info sessions/dry-run"
+    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --append   # a second segment, sessions/dry-run/segment-02\n  rodlab session info sessions/dry-run\n\nThe directory must be empty (or new): a recorder never takes over a session. Ctrl-C, SIGTERM and SIGHUP stop the recording and finalise the session."
 )]
 pub struct RecordArgs {
     /// Rig description (devices), e.g. configs/rig/emulated.toml.
@@ -47,23 +48,26 @@ pub struct RecordArgs {
     /// Stop after this many seconds (default: until Ctrl-C).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// OUT already holds a session: record a new segment inside it (OUT/segment-NN, its own start time).
+    #[arg(long)]
+    pub append: bool,
 }
 
 pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
     let (rig, rig_text) = session::Rig::from_file(&a.rig)?;
     let out = SessionDir::new(&a.out);
-    let req = lab::record::RecordRequest { rig: &rig, rig_path: &a.rig, rig_text: &rig_text, out: &out, duration_s: a.duration, stop: stop_on_ctrl_c() };
+    let req = lab::record::RecordRequest { rig: &rig, rig_path: &a.rig, rig_text: &rig_text, out: &out, append: a.append, duration_s: a.duration, stop: stop_on_ctrl_c() };
     let r = lab::record::record(&req, progress)?;
     for d in &r.devices {
         println!(
             "{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected",
-            d.name, d.rows, d.gaps, d.missing_packages, d.reconnects, d.rejected
+            d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected
         );
     }
     if let Some(cpu_s) = r.cpu_s {
         println!("recorder CPU: {cpu_s:.1} s over {:.1} s ({:.1} % of one core)", r.wall_time_s, 100.0 * cpu_s / r.wall_time_s.max(1e-9));
     }
-    println!("wrote session {}", a.out.display());
+    println!("wrote session {}", r.session.path().display());
     Ok(())
 }
 

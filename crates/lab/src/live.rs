@@ -310,6 +310,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             rig_text: &rig_text,
             out: &req.out,
             duration_s: Some(duration_s),
+            append: false,
             stop: Arc::new(AtomicBool::new(false)),
         },
         progress,

@@ -20,27 +20,24 @@ pub struct RecordRequest<'a> {
     /// The rig file verbatim (kept in session.toml).
     pub rig_text: &'a str,
     pub out: &'a SessionDir,
+    /// `out` already holds a session: record a new segment inside it
+    /// (`segment-NN`, a session of its own with its own start time)
+    /// instead of refusing.
+    pub append: bool,
     /// Stop after this long \[s\] (default: when `stop` is set).
     pub duration_s: Option<f64>,
     /// Set to stop (Ctrl-C, a test, the virtual lab).
     pub stop: Arc<AtomicBool>,
 }
 
-/// One device's figures at the end.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceSummary {
-    pub name: String,
-    pub rows: u64,
-    pub gaps: u64,
-    pub missing_packages: u64,
-    pub reconnects: u64,
-    pub errors: u64,
-    pub rejected: u64,
-}
+/// One device's figures at the end (as `session.toml` keeps them).
+pub use session::DeviceRecord as DeviceSummary;
 
 /// A finished recording.
 #[derive(Clone, Debug)]
 pub struct Recording {
+    /// Where it was written: `out`, or a new segment inside it.
+    pub session: SessionDir,
     pub devices: Vec<DeviceSummary>,
     pub wall_time_s: f64,
     /// CPU time of this process (Linux), to show what recording costs.
@@ -54,14 +51,19 @@ impl Recording {
 }
 
 fn summary(name: &str, st: &Status) -> DeviceSummary {
+    let first = st.first_sample_ns.load(Ordering::Relaxed);
     DeviceSummary {
         name: name.into(),
         rows: st.rows.load(Ordering::Relaxed),
         gaps: st.gaps.load(Ordering::Relaxed),
-        missing_packages: st.missing_packages.load(Ordering::Relaxed),
+        missing_samples: st.missing_packages.load(Ordering::Relaxed),
         reconnects: st.reconnects.load(Ordering::Relaxed),
         errors: st.errors.load(Ordering::Relaxed),
         rejected: st.rejected.load(Ordering::Relaxed),
+        outage_s: st.outage_ns.load(Ordering::Relaxed) as f64 * 1e-9,
+        first_sample_s: (first != i64::MIN).then(|| first as f64 * 1e-9),
+        backlog_reads: st.backlog_reads.load(Ordering::Relaxed),
+        backlog_samples: st.backlog_samples.load(Ordering::Relaxed),
     }
 }
 
@@ -72,6 +74,11 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     if let Some(d) = req.duration_s {
         crate::error::positive("--duration", d)?;
     }
+    // The directory first: held for the whole recording, and never taken over.
+    let root = req.out.path();
+    std::fs::create_dir_all(root).map_err(|e| Error::io(format!("{}: cannot create: {e}", root.display())))?;
+    let _lock = req.out.lock_for_recording()?;
+    let target = target_dir(req.out, req.append)?;
     // Fail early and clearly: every device must answer and know its variables.
     for r in record::rig::robot_configs(rig) {
         robot::probe(&r).map_err(|e| Error::input(format!("{rig_name}: robot '{}' at {}: {e}", r.name, r.address)))?;
@@ -86,7 +93,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         let port = serial::open(&cfg.port, cfg.baud).map_err(|e| Error::input(format!("{rig_name}: sensor '{}': {e}", cfg.name)))?;
         serial_ports.push((cfg, sensor, port));
     }
-    let out = req.out.path();
+    let out = target.path();
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: cannot create: {e}", out.display())))?;
     // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.
     let clock = Clock::start();
@@ -148,25 +155,32 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     }
     let devices: Vec<DeviceSummary> = statuses.iter().map(|(n, st)| summary(n, st)).collect();
     // The session says it was finished, and what each device recorded.
-    meta.finish(
-        devices
-            .iter()
-            .map(|d| session::DeviceRecord {
-                name: d.name.clone(),
-                rows: d.rows,
-                gaps: d.gaps,
-                missing_samples: d.missing_packages,
-                reconnects: d.reconnects,
-                errors: d.errors,
-                rejected: d.rejected,
-            })
-            .collect(),
-    );
+    meta.finish(devices.clone());
     meta.write(out)?;
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(Recording { devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
+    Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
+}
+
+/// Where to record: `out` when it is empty; a new `segment-NN` inside it
+/// when it holds a session and `append` was asked for.
+fn target_dir(out: &SessionDir, append: bool) -> Result<SessionDir> {
+    let contents = out.contents();
+    if contents.is_empty() {
+        return Ok(out.clone());
+    }
+    if !append {
+        let shown: Vec<&str> = contents.iter().take(4).map(String::as_str).collect();
+        return Err(Error::input(format!(
+            "{}: is not empty (it holds {}{}): record into a new directory, or add --append to record a new segment inside it",
+            out.path().display(),
+            shown.join(", "),
+            if contents.len() > 4 { ", ..." } else { "" }
+        )));
+    }
+    let n = (2..).find(|n| !out.path().join(format!("segment-{n:02}")).exists()).expect("a free number");
+    Ok(SessionDir::new(out.path().join(format!("segment-{n:02}"))))
 }
 
 /// CPU time (user + system) of this process so far, from /proc (Linux;

@@ -91,6 +91,12 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
     let validity = rod::validity::validity(&model, &sol.q);
+    if let Some(why) = validity.beyond_model() {
+        return Err(Error::computation(format!(
+            "no physical equilibrium: {why} (Newton residual {:.3e}): the loads or the material are far beyond what the rod model represents",
+            sol.residual_norm
+        )));
+    }
     let band = req.params.as_ref().map(|p| band(p, req));
     Ok(Solved {
         n_dof: model.n_dof(),

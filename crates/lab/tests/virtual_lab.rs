@@ -97,9 +97,9 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     let stream = |n: &str| info.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no stream {n}: {info:?}")).clone();
     assert_eq!(stream("robot").device_gaps, Some(0), "{info:?}");
     let ft = live.recording.device("ft300").unwrap();
-    assert!(ft.gaps == 0 && ft.missing_packages == 0 && ft.rejected == 0, "{ft:?}");
+    assert!(ft.gaps == 0 && ft.missing_samples == 0 && ft.rejected == 0, "{ft:?}");
     let robot = live.recording.device("robot").unwrap();
-    assert!(robot.gaps == 0 && robot.missing_packages == 0, "{robot:?}");
+    assert!(robot.gaps == 0 && robot.missing_samples == 0, "{robot:?}");
     // Camera: from its first recorded frame on, every frame of the video
     // (the file's positions advance by one frame each row), and the
     // recording started before the experiment (frames shown before the

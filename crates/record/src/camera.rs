@@ -103,6 +103,7 @@ pub fn record(
         CameraSource::Device(_) => None,
     };
     let fps = cfg.fps.or(file_fps).unwrap_or(30.0);
+    let mut outages = crate::outage::Outages::new(session, &cfg.name, crate::outage::Outages::silence_limit_s(fps), usize::MAX, status.clone())?;
     let mut writer: Option<videoio::VideoWriter> = None;
     let mut frame = Mat::default();
     // When frame 0 of a file is shown, on this process's monotonic clock.
@@ -112,6 +113,8 @@ pub fn record(
     };
     let mut k: u64 = 0;
     let mut file_frame: u64 = 0;
+    // A file that ended is not an outage: the recording of it ends there.
+    let mut file_ended_ns: Option<i64> = None;
     while !stop.load(Ordering::Relaxed) {
         if let Some(f) = file_fps {
             // A file plays at its own rate, like a live camera; frames shown
@@ -119,6 +122,7 @@ pub fn record(
             let due_s = lead_s + file_frame as f64 / f;
             if due_s < 0.0 {
                 if !capture.grab()? {
+                    file_ended_ns = Some(clock.now_ns());
                     break;
                 }
                 file_frame += 1;
@@ -132,8 +136,10 @@ pub fn record(
         }
         if !capture.grab()? {
             if file_fps.is_some() {
-                break; // end of the file
+                file_ended_ns = Some(clock.now_ns());
+                break;
             }
+            outages.disconnected();
             status.errors.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(10));
             continue;
@@ -157,12 +163,14 @@ pub fn record(
         }
         writer.as_mut().expect("created").write(&frame)?;
         frames.push(t, &[k as f64, device_ms])?;
+        outages.arrived(t, 1, crate::outage::Continuity::Unnumbered)?;
         status.rows.fetch_add(1, Ordering::Relaxed);
         k += 1;
     }
     if let Some(mut w) = writer {
         w.release()?;
     }
+    outages.finish(file_ended_ns.unwrap_or_else(|| clock.now_ns()))?;
     frames.flush()?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Robotiq FT 300 stream mode (science §7): 16-byte frames
+//! Robotiq FT 300 stream mode (100 Hz): 16-byte frames
 //! `0x20 0x4E | Fx Fy Fz (i16 LE, N x 100) | Mx My Mz (i16 LE, N m x 1000) | CRC-16/Modbus (LE)`.
 //! The decoder syncs on the header, checks the CRC, re-syncs after garbage
 //! and counts what it dropped.
@@ -17,6 +17,8 @@ pub fn crc16_modbus(bytes: &[u8]) -> u16 {
 
 pub const FRAME_LEN: usize = 16;
 pub const HEADER: [u8; 2] = [0x20, 0x4E];
+/// The rate the sensor streams at \[Hz\].
+pub const STREAM_RATE_HZ: f64 = 100.0;
 
 /// Modbus RTU "write single register" 410 = 0x0200 to slave 9: starts streaming.
 pub fn start_stream_command() -> Vec<u8> {

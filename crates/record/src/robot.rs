@@ -2,10 +2,11 @@
 //! is kept, gaps are detected from the controller's `timestamp`, and a lost
 //! connection is re-established with back-off (the gap is recorded).
 
+use crate::outage::{Continuity, Outages};
 use crate::rtde::{Received, RtdeClient, RtdeError};
 use session::StreamWriter;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,8 +69,8 @@ pub struct RobotConfig {
     pub variables: Vec<String>,
 }
 
-/// Live counters for the status line.
-#[derive(Default, Debug)]
+/// Live counters for the status line, and the session's device record.
+#[derive(Debug)]
 pub struct Status {
     pub rows: AtomicU64,
     pub gaps: AtomicU64,
@@ -78,6 +79,30 @@ pub struct Status {
     pub errors: AtomicU64,
     /// Frames or lines the decoder rejected (CRC errors, bad lines).
     pub rejected: AtomicU64,
+    /// Sum of the outages' durations \[ns\].
+    pub outage_ns: AtomicU64,
+    /// Host time of the first sample \[ns\]; `i64::MIN` until one came.
+    pub first_sample_ns: AtomicI64,
+    /// Reads that delivered a backlog, and the samples in them.
+    pub backlog_reads: AtomicU64,
+    pub backlog_samples: AtomicU64,
+}
+
+impl Default for Status {
+    fn default() -> Status {
+        Status {
+            rows: AtomicU64::new(0),
+            gaps: AtomicU64::new(0),
+            missing_packages: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            outage_ns: AtomicU64::new(0),
+            first_sample_ns: AtomicI64::new(i64::MIN),
+            backlog_reads: AtomicU64::new(0),
+            backlog_samples: AtomicU64::new(0),
+        }
+    }
 }
 
 /// Connects once (so configuration errors surface before recording starts).
@@ -86,18 +111,15 @@ pub fn probe(cfg: &RobotConfig) -> Result<Vec<String>, RtdeError> {
     Ok(c.column_names())
 }
 
-/// Records until `stop` is set. Gaps (controller timestamps further apart
-/// than 1.5 periods, including those of a reconnection) go to the stream
-/// `<name>_gaps` (t_host_ns, gap_start_s, gap_end_s, missing_packages).
+/// Records until `stop` is set. Outages go to the session's gap table on
+/// the host clock (`session::gaps`): packages the controller's `timestamp`
+/// says are missing (further apart than 1.5 periods) while connected are
+/// `lost`; a lost connection is `disconnected` until the first package
+/// after it (with the missing count when the controller's clock went on).
 pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), RtdeError> {
     let period = 1.0 / cfg.frequency_hz;
     let mut writer: Option<StreamWriter> = None;
-    let mut gaps = StreamWriter::create(
-        session,
-        &format!("{}_gaps", cfg.name),
-        vec!["gap_start_s".into(), "gap_end_s".into(), "missing_packages".into()],
-        Duration::from_secs(1),
-    )?;
+    let mut outages = Outages::new(session, &cfg.name, Outages::silence_limit_s(cfg.frequency_hz), usize::MAX, status.clone())?;
     let mut last_ts: Option<f64> = None;
     let mut backoff = Backoff::new();
     let mut messages = std::fs::OpenOptions::new().create(true).append(true).open(session.join(format!("{}_messages.log", cfg.name)))?;
@@ -110,6 +132,9 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                 }
                 Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
                 Err(_) => {
+                    if last_ts.is_some() {
+                        outages.disconnected();
+                    }
                     status.errors.fetch_add(1, Ordering::Relaxed);
                     backoff.wait();
                     continue;
@@ -133,18 +158,15 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                 Ok(Received::Data(v)) => {
                     let t = clock.now_ns();
                     let ts = v[0];
-                    if let Some(prev) = last_ts {
-                        if ts - prev > 1.5 * period || ts <= prev {
-                            // ts <= prev: the controller restarted (its clock
-                            // restarts too); how many packages are missing is unknown.
-                            let missing = if ts > prev { ((ts - prev) / period).round() - 1.0 } else { f64::NAN };
-                            status.gaps.fetch_add(1, Ordering::Relaxed);
-                            if missing.is_finite() {
-                                status.missing_packages.fetch_add(missing as u64, Ordering::Relaxed);
-                            }
-                            gaps.push(t, &[prev, ts, missing])?;
-                        }
-                    }
+                    let continuity = match last_ts {
+                        None => Continuity::Continuous,
+                        // The controller restarted (its clock restarts too):
+                        // how many packages are missing is unknown.
+                        Some(prev) if ts <= prev => Continuity::Restarted,
+                        Some(prev) if ts - prev > 1.5 * period => Continuity::Missing((((ts - prev) / period).round() - 1.0) as u64),
+                        Some(_) => Continuity::Continuous,
+                    };
+                    outages.arrived(t, 1, continuity)?;
                     last_ts = Some(ts);
                     w.push(t, &v)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
@@ -158,7 +180,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                 Err(_) if pausing => break,
                 Err(_) => {
                     // Lost the controller: flush what we have and reconnect.
-                    status.reconnects.fetch_add(1, Ordering::Relaxed);
+                    outages.disconnected();
                     let _ = w.flush();
                     break;
                 }
@@ -168,6 +190,6 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
     if let Some(w) = writer.as_mut() {
         w.flush()?;
     }
-    gaps.flush()?;
+    outages.finish(clock.now_ns())?;
     Ok(())
 }

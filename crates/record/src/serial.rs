@@ -5,6 +5,7 @@
 
 use crate::ascii::{LineDecoder, Separator};
 use crate::ft300::{self, Decoder as Ft300Decoder};
+use crate::outage::{Continuity, Outages};
 use crate::robot::{Backoff, Clock, Status};
 use session::StreamWriter;
 use std::io::{Read, Write};
@@ -82,6 +83,10 @@ pub trait SerialSensor: Send {
     }
     /// Frames or lines rejected so far (CRC errors, bad lines).
     fn rejected(&self) -> u64;
+    /// The rate the sensor sends at \[Hz\], when it has a fixed one.
+    fn nominal_rate_hz(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Robotiq FT 300 in stream mode.
@@ -110,6 +115,9 @@ impl SerialSensor for Ft300 {
     }
     fn rejected(&self) -> u64 {
         self.decoder.crc_errors
+    }
+    fn nominal_rate_hz(&self) -> Option<f64> {
+        Some(ft300::STREAM_RATE_HZ)
     }
 }
 
@@ -160,6 +168,13 @@ pub fn record(
     status: Arc<Status>,
 ) -> Result<(), SerialError> {
     let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1))?;
+    // Unknown rates: half a second of silence is an outage, twenty lines
+    // out of one read a backlog.
+    let (silent_after_s, backlog) = match sensor.nominal_rate_hz() {
+        Some(hz) => (Outages::silence_limit_s(hz), ((0.2 * hz) as usize).max(20)),
+        None => (0.5, 20),
+    };
+    let mut outages = Outages::new(session, &cfg.name, silent_after_s, backlog, status.clone())?;
     let mut port = Some(port);
     let mut buf = vec![0u8; 4096];
     let mut samples: Vec<Vec<f64>> = Vec::with_capacity(64);
@@ -186,8 +201,13 @@ pub fn record(
                 }
             },
         };
+        // Bytes that waited in the port's buffer (a sensor streaming before
+        // the recorder opened the port, or while it was away) would be
+        // stamped now as if they had just been measured: drop them.
+        let _ = p.clear(serialport::ClearBuffer::Input);
         if sensor.start(&mut p).is_err() {
-            status.reconnects.fetch_add(1, Ordering::Relaxed);
+            outages.disconnected();
+            backoff.wait();
             continue;
         }
         let mut last_sample = Instant::now();
@@ -201,6 +221,7 @@ pub fn record(
                     if !samples.is_empty() {
                         last_sample = Instant::now();
                     }
+                    outages.arrived(t, samples.len(), Continuity::Unnumbered)?;
                     push(&mut writer, &mut samples, t)?;
                     status.rejected.store(sensor.rejected(), Ordering::Relaxed);
                 }
@@ -222,7 +243,7 @@ pub fn record(
             }
         }
         if failed {
-            status.reconnects.fetch_add(1, Ordering::Relaxed);
+            outages.disconnected();
             let _ = writer.flush();
             backoff.wait();
             continue;
@@ -244,6 +265,7 @@ pub fn record(
         }
         status.rejected.store(sensor.rejected(), Ordering::Relaxed);
     }
+    outages.finish(clock.now_ns())?;
     writer.flush()?;
     Ok(())
 }

@@ -145,6 +145,9 @@ pub struct Solved {
 pub enum Failure {
     /// Residual or tangent not defined at the start.
     Undefined,
+    /// The residual or its scale is not finite: loads or parameters beyond
+    /// what floating point (and the model) can represent.
+    NotFinite,
     /// No direction gave a sufficient decrease.
     LineSearch {
         iterations: usize,
@@ -159,14 +162,14 @@ pub enum Failure {
 impl Failure {
     pub fn merit(&self) -> f64 {
         match self {
-            Failure::Undefined => f64::NAN,
+            Failure::Undefined | Failure::NotFinite => f64::NAN,
             Failure::LineSearch { merit, .. } | Failure::MaxIterations { merit, .. } => *merit,
         }
     }
 
     pub fn iterations(&self) -> usize {
         match self {
-            Failure::Undefined => 0,
+            Failure::Undefined | Failure::NotFinite => 0,
             Failure::LineSearch { iterations, .. } | Failure::MaxIterations { iterations, .. } => *iterations,
         }
     }
@@ -176,6 +179,7 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Undefined => write!(f, "residual not defined at the start"),
+            Failure::NotFinite => write!(f, "the residual is not finite (loads or parameters beyond what the model can represent)"),
             Failure::LineSearch { iterations, merit } => write!(f, "line search failed after {iterations} iterations (residual {merit:.3e})"),
             Failure::MaxIterations { iterations, merit } => write!(f, "no convergence in {iterations} iterations (residual {merit:.3e})"),
         }
@@ -190,12 +194,21 @@ impl fault::Fault for Failure {
     }
 }
 
+/// Whether `r` is a number at all: a system's own `converged` or
+/// `acceptable` may compare against an infinite scale, and `inf <= inf`.
+fn finite(r: &Residual) -> bool {
+    r.scale.is_finite() && r.value.iter().all(|v| v.is_finite())
+}
+
 impl<C: LineSearchCondition> Newton<C> {
     /// Solves `sys` from `x0`.
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut x = x0.clone();
         // A warm start may already be converged: then no tangent is needed.
         let first = sys.residual(&x).ok_or(Failure::Undefined)?;
+        if !finite(&first) {
+            return Err(Failure::NotFinite);
+        }
         if sys.converged(&first, self.tolerance) {
             let merit = sys.merit(&first);
             return Ok(Solved { x, iterations: 0, merit, residual: first });
@@ -215,7 +228,7 @@ impl<C: LineSearchCondition> Newton<C> {
                 let mut alpha = 1.0;
                 while alpha >= self.min_step {
                     let xn = &x + &d * alpha;
-                    if let Some(trial) = sys.residual(&xn) {
+                    if let Some(trial) = sys.residual(&xn).filter(finite) {
                         let m = sys.merit(&trial);
                         if self.condition.accept(merit, m, alpha, slope) || sys.converged(&trial, self.tolerance) {
                             accepted = Some((xn, trial, m));

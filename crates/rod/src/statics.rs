@@ -230,7 +230,8 @@ pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts:
         }
     });
     match outcome {
-        Ok(c) => Ok(StaticSolution { q, iterations, load_steps: c.steps, residual_norm }),
+        Ok(c) if q.iter().all(|v| v.is_finite()) && residual_norm.is_finite() => Ok(StaticSolution { q, iterations, load_steps: c.steps, residual_norm }),
+        Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: residual_norm, at_reached: "; the strains are not finite".into() }),
         Err((reached, _)) => {
             let v = crate::validity::validity(model, &q);
             let warnings = v.warnings(&model.rod.cables);

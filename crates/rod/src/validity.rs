@@ -11,6 +11,11 @@ use nalgebra::DVector;
 /// Strain above which (tension or compression) a solution is flagged.
 pub const FIBRE_STRAIN_LIMIT: f64 = 0.2;
 
+/// Fibre strains where the solution is no longer a rod (an error, not a
+/// warning): stretched past twice the length, compressed below a tenth.
+pub const MODEL_BREAKS_STRETCH: f64 = 1.0;
+pub const MODEL_BREAKS_COMPRESSION: f64 = 0.9;
+
 /// Fibre angles sampled around the surface of a cross-section.
 const ANGLES: usize = 24;
 
@@ -118,6 +123,23 @@ impl Validity {
             }
         }
         w
+    }
+
+    /// Why the solution is not a rod at all, beyond a warning: a surface
+    /// fibre stretched past twice its length or shrunk below a tenth of it.
+    /// Newton may still balance the equations there (a shear modulus of
+    /// 1e-300 Pa, a tip force of 1e12 N), but no material does.
+    pub fn beyond_model(&self) -> Option<String> {
+        if !(self.max_fibre_strain.is_finite() && self.min_fibre_strain.is_finite()) {
+            return Some("the strains are not finite".into());
+        }
+        if self.max_fibre_strain > MODEL_BREAKS_STRETCH {
+            return Some(format!("a surface fibre is stretched {:.3e} % at X = {:.4} m", 100.0 * self.max_fibre_strain, self.max_fibre_at_m));
+        }
+        if self.min_fibre_strain < -MODEL_BREAKS_COMPRESSION {
+            return Some(format!("a surface fibre is compressed {:.1} % at X = {:.4} m", -100.0 * self.min_fibre_strain, self.min_fibre_at_m));
+        }
+        None
     }
 
     /// One line for a solve's report.

@@ -101,6 +101,67 @@ impl SessionDir {
     pub fn messages_log(&self, robot: &str) -> PathBuf {
         self.root.join(format!("{robot}_messages.log"))
     }
+
+    /// `gaps/<device>`: the outages of one device (`session::gaps`).
+    pub fn gaps(&self, device: &str) -> PathBuf {
+        crate::gaps::gaps_dir(&self.root, device)
+    }
+
+    /// The lock file a recorder holds while it records here.
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join(LOCK_FILE)
+    }
+
+    /// The names of what the directory holds, besides a recorder's lock file.
+    pub fn contents(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.root)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != LOCK_FILE).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// Holds the directory for a recorder: an OS lock on its lock file
+    /// (released when the process ends, however it ends), so a second
+    /// recorder into the same directory is refused.
+    pub fn lock_for_recording(&self) -> Result<RecordingLock, ConfigFileError> {
+        use std::io::{Read, Seek, Write};
+        let path = self.lock_path();
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| ConfigFileError::new(&path, format!("cannot create the recorder's lock file: {e}")))?;
+        if file.try_lock().is_err() {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(ConfigFileError::new(
+                &self.root,
+                format!("another recorder is recording into this directory ({}); stop it, or record elsewhere", holder.trim()),
+            ));
+        }
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(file, "pid {}, since {}", std::process::id(), humantime::format_rfc3339_seconds(std::time::SystemTime::now()));
+        Ok(RecordingLock { _file: file, path })
+    }
+}
+
+const LOCK_FILE: &str = ".recording.lock";
+
+/// A recorder's hold on its session directory; the lock file goes when
+/// it is dropped.
+pub struct RecordingLock {
+    _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for RecordingLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]
@@ -115,5 +176,18 @@ mod tests {
         assert_eq!(d.stream("ft300"), Path::new("/data/day1/holds-2/streams/ft300"));
         assert_eq!(d.video("camera", "mkv"), Path::new("/data/day1/holds-2/camera.mkv"));
         assert_eq!(d.describe_streams(), "it has no streams");
+    }
+
+    #[test]
+    fn one_recorder_at_a_time_and_the_lock_file_is_not_content() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = SessionDir::new(tmp.path());
+        let lock = d.lock_for_recording().unwrap();
+        assert!(d.contents().is_empty());
+        let e = d.lock_for_recording().err().unwrap().to_string();
+        assert!(e.contains("another recorder is recording into this directory (pid "), "{e}");
+        drop(lock);
+        assert!(!d.lock_path().exists());
+        let _again = d.lock_for_recording().unwrap();
     }
 }

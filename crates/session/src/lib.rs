@@ -9,6 +9,7 @@
 //!   `rodlab observe`.
 
 pub mod frames;
+pub mod gaps;
 pub mod layout;
 pub mod meta;
 pub mod rig;

@@ -37,8 +37,10 @@ pub struct SessionMeta {
     pub devices: Vec<DeviceRecord>,
 }
 
-/// One device's figures at the end of a recording.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One device's figures at the end of a recording (its outages, one by
+/// one, are in the gap table: `session::gaps`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeviceRecord {
     pub name: String,
     pub rows: u64,
@@ -51,6 +53,15 @@ pub struct DeviceRecord {
     pub errors: u64,
     /// Frames or lines the decoder rejected (CRC errors, bad lines).
     pub rejected: u64,
+    /// Sum of the outages' durations \[s\].
+    pub outage_s: f64,
+    /// When the first sample came, after the start \[s\] (none: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_sample_s: Option<f64>,
+    /// Reads that delivered a backlog (samples that had waited in a buffer
+    /// and were stamped late), and the samples in them.
+    pub backlog_reads: u64,
+    pub backlog_samples: u64,
 }
 
 fn default_clock() -> String {

@@ -242,11 +242,35 @@ impl Scene {
         raw.validate(file)
     }
 
+    /// Whether the time grid can be run: a step no longer than the
+    /// duration, and at most [`MAX_STEPS`] of them (checked before anything
+    /// is allocated; a duration set after parsing is checked again).
+    pub fn check_time(&self) -> Result<(), String> {
+        if !(self.step_s > 0.0 && self.duration_s > 0.0 && self.step_s.is_finite() && self.duration_s.is_finite()) {
+            return Err(format!("time: step_s ({}) and duration_s ({}) must be positive", self.step_s, self.duration_s));
+        }
+        if self.step_s > self.duration_s {
+            return Err(format!("time.step_s: {} s is longer than the duration ({} s)", self.step_s, self.duration_s));
+        }
+        let steps = self.duration_s / self.step_s;
+        if steps > MAX_STEPS as f64 {
+            return Err(format!(
+                "time.step_s: {} s over {} s is {steps:.3e} steps, more than {MAX_STEPS} (a longer step, or a shorter duration)",
+                self.step_s, self.duration_s
+            ));
+        }
+        Ok(())
+    }
+
     /// Number of steps to cover the duration.
     pub fn steps(&self) -> usize {
         (self.duration_s / self.step_s - 1e-9).ceil().max(0.0) as usize
     }
 }
+
+/// The most steps one run takes (each keeps a record: at a millisecond a
+/// step, over a quarter of an hour of computing).
+pub const MAX_STEPS: usize = 1_000_000;
 
 impl RawScene {
     fn validate(self, file: &str) -> Result<Scene, ConfigError> {
@@ -383,7 +407,7 @@ impl RawScene {
                 other => return Err(ConfigError::new(file, &field("kind"), format!("unknown load '{other}' (body_force, point_force, tow or cable)"))),
             });
         }
-        Ok(Scene {
+        let scene = Scene {
             step_s,
             duration_s,
             mode,
@@ -399,7 +423,9 @@ impl RawScene {
             tolerance,
             max_iterations,
             loads,
-        })
+        };
+        scene.check_time().map_err(|m| ConfigError::new(file, "time", m))?;
+        Ok(scene)
     }
 }
 
@@ -442,6 +468,10 @@ total_force_n = [2.0, 0.0, 0.0]
         assert!(e.starts_with("bad.toml: table.normal"), "{e}");
         let e = err(&GOOD.replace("mu = 0.4", "mu = -0.1"));
         assert!(e.starts_with("bad.toml: table.mu"), "{e}");
+        let e = err(&GOOD.replace("step_s = 0.005", "step_s = 10.0"));
+        assert!(e.contains("longer than the duration"), "{e}");
+        let e = err(&GOOD.replace("step_s = 0.005", "step_s = 1e-9"));
+        assert!(e.contains("1.000e9 steps, more than 1000000"), "{e}");
         let e = err(&GOOD.replace("step_s = 0.005", "step_s = 0.0"));
         assert!(e.starts_with("bad.toml: time.step_s"), "{e}");
         let e =

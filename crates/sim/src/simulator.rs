@@ -227,6 +227,7 @@ pub struct Simulator {
 impl Simulator {
     /// Sets up the rod in the scene at t = 0.
     pub fn new(rod: &Rod, scene: &Scene, motion: BaseMotion) -> Result<Simulator, SimError> {
+        scene.check_time().map_err(SimError::Input)?;
         let mut rod = rod.clone();
         rod.gravity_m_s2 = scene.gravity_m_s2;
         let mut points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
