@@ -43,6 +43,39 @@ fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
     let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--tension", "0,0,0,6"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    // Loads beyond floating point or any material: exit 1, never
+    // "converged", no shape written.
+    let absurd = dir.path().join("absurd.csv");
+    for load in [["--tip-force", "1e200,0,0"], ["--tension", "1e300,0,0,0"]] {
+        let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", load[0], load[1], "--out", absurd.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{load:?}: {}", String::from_utf8_lossy(&o.stdout));
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("converged") && !absurd.exists(), "{load:?}");
+    }
+    let soft = dir.path().join("soft.toml");
+    std::fs::write(&soft, std::fs::read_to_string(root().join("configs/rod/pls-cable-arm.toml")).unwrap().replacen("g_pa = ", "g_pa = 1e-300 # ", 1)).unwrap();
+    let o = rodlab(&["solve", "--rod", soft.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(stderr(&o).contains("no physical equilibrium"), "{}", stderr(&o));
+    // A scene whose step is longer than its duration, or too fine to run.
+    for (step, needle) in [("10.0", "longer than the duration"), ("1e-9", "steps, more than 1000000")] {
+        let scene = dir.path().join(format!("step-{step}.toml"));
+        let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-stick.toml")).unwrap();
+        let text: String =
+            text.lines().map(|l| if l.trim_start().starts_with("step_s") { format!("step_s = {step}") } else { l.to_string() }).collect::<Vec<_>>().join("\n");
+        std::fs::write(&scene, text).unwrap();
+        expect_exit_2(
+            rodlab(&[
+                "simulate",
+                "--rod",
+                "configs/rod/contact-paper-steel-core.toml",
+                "--scene",
+                scene.to_str().unwrap(),
+                "--out",
+                dir.path().join("sim").to_str().unwrap(),
+            ]),
+            &["time", needle],
+        );
+    }
     ok(&rodlab(&["paper-table"]));
 }
 

@@ -56,13 +56,18 @@ pub struct RecordArgs {
 pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
     let (rig, rig_text) = session::Rig::from_file(&a.rig)?;
     let out = SessionDir::new(&a.out);
-    let req = lab::record::RecordRequest { rig: &rig, rig_path: &a.rig, rig_text: &rig_text, out: &out, append: a.append, duration_s: a.duration, stop: stop_on_ctrl_c() };
+    let req = lab::record::RecordRequest {
+        rig: &rig,
+        rig_path: &a.rig,
+        rig_text: &rig_text,
+        out: &out,
+        append: a.append,
+        duration_s: a.duration,
+        stop: stop_on_ctrl_c(),
+    };
     let r = lab::record::record(&req, progress)?;
     for d in &r.devices {
-        println!(
-            "{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected",
-            d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected
-        );
+        println!("{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected", d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected);
     }
     if let Some(cpu_s) = r.cpu_s {
         println!("recorder CPU: {cpu_s:.1} s over {:.1} s ({:.1} % of one core)", r.wall_time_s, 100.0 * cpu_s / r.wall_time_s.max(1e-9));
@@ -205,41 +210,88 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
-    /// Streams, rows, rates, duration and gaps of a session.
+    /// Streams (rows, rates, span), devices (outages from the gap tables, reconnects) and segments of a session.
     Info { dir: PathBuf },
-    /// Reads every chunk of every stream and reports damage precisely.
-    Check { dir: PathBuf },
+    /// Reads every file of a session and names each problem: damaged or drifting chunks, host time running
+    /// backwards, unreadable marker/strain tables, videos shorter than their frame tables, devices silent
+    /// longer than --max-outage-s or never heard. Exit 1 when anything is wrong.
+    #[command(after_help = "Examples:\n  rodlab session check sessions/dry-run\n  rodlab session check sessions/day1 --max-outage-s 5 --skip-videos")]
+    Check {
+        dir: PathBuf,
+        /// A device silent, away or losing samples for longer than this is a problem [s].
+        #[arg(long, default_value_t = 1.0)]
+        max_outage_s: f64,
+        /// Do not decode the videos to count their frames.
+        #[arg(long)]
+        skip_videos: bool,
+    },
 }
 
 pub fn session(cmd: SessionCommand) -> Result<()> {
     match cmd {
         SessionCommand::Info { dir } => {
-            let streams = lab::info::streams(&SessionDir::new(&dir))?;
+            let info = lab::info::info(&SessionDir::new(&dir))?;
             println!("session {}", dir.display());
-            for s in streams {
+            if let Some(m) = &info.meta {
+                let end = if m.end_utc.is_empty() { "not finalised (the recorder was killed)".to_string() } else { format!("ended {}", m.end_utc) };
+                println!("  started {}, {end}", m.start_utc);
+            }
+            for s in &info.streams {
                 if s.rows == 0 {
                     println!("  {}: 0 rows", s.name);
                     continue;
                 }
                 let mut line = format!("  {}: {} rows, {:.3} s, {:.1} Hz", s.name, s.rows, s.span_s, s.rate_hz);
                 if let (Some(period), Some(gaps)) = (s.device_period_s, s.device_gaps) {
-                    line.push_str(&format!(", device period {period:.4} s, {gaps} gaps"));
+                    line.push_str(&format!(", device period {period:.4} s, {gaps} device-clock gaps"));
                 }
                 println!("{line}");
             }
+            for d in &info.devices {
+                let mut line = format!("  device {}: {}", d.name, d.describe());
+                if let Some(r) = &d.record {
+                    line.push_str(&format!(", {} reconnects, {} rejected", r.reconnects, r.rejected));
+                    if let Some(f) = r.first_sample_s {
+                        line.push_str(&format!(", first sample after {f:.3} s"));
+                    }
+                    if r.backlog_reads > 0 {
+                        line.push_str(&format!(", {} backlog reads ({} samples stamped late)", r.backlog_reads, r.backlog_samples));
+                    }
+                }
+                println!("{line}");
+                for g in d.gaps.iter().take(10) {
+                    println!(
+                        "    {:>12}: {:.3} s to {:.3} s ({:.3} s){}",
+                        g.reason.as_str(),
+                        g.start_host_ns as f64 * 1e-9,
+                        g.end_host_ns as f64 * 1e-9,
+                        g.duration_s(),
+                        g.missing_samples.map_or(String::new(), |m| format!(", {m} samples missing"))
+                    );
+                }
+                if d.gaps.len() > 10 {
+                    println!("    ... {} more in {}", d.gaps.len() - 10, SessionDir::new(&dir).gaps(&d.name).display());
+                }
+            }
+            for s in &info.segments {
+                println!("  segment {} (rodlab session info {})", s.name(), s.path().display());
+            }
             Ok(())
         }
-        SessionCommand::Check { dir } => {
-            let report = lab::info::check(&SessionDir::new(&dir))?;
+        SessionCommand::Check { dir, max_outage_s, skip_videos } => {
+            lab::error::non_negative("--max-outage-s", max_outage_s)?;
+            let report = lab::info::check(&SessionDir::new(&dir), &lab::info::CheckOptions { max_outage_s, videos: !skip_videos })?;
             println!("checked {} chunks, {} rows", report.chunks.len(), report.rows());
-            let damaged = report.damaged();
-            for r in &damaged {
-                println!("  damaged: {}: {}", r.path.display(), r.problem.as_deref().unwrap_or(""));
+            for w in &report.warnings {
+                println!("  warning: {w}");
+            }
+            for p in &report.problems {
+                println!("  problem: {p}");
             }
             if !report.ok() {
-                return Err(Error::computation(format!("{} damaged chunk(s) in {}", damaged.len(), dir.display())));
+                return Err(Error::computation(format!("{} problem(s) in {}", report.problems.len(), dir.display())));
             }
-            println!("ok: every completed chunk is readable{}", if damaged.is_empty() { "" } else { " (unfinished chunks listed above)" });
+            println!("ok: every file is readable and consistent, every device was heard{}", if report.warnings.is_empty() { "" } else { " (warnings above)" });
             Ok(())
         }
     }

@@ -393,9 +393,11 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             }),
         }
     }
+    // A start whose cost is not a number found nothing (never "the best").
     let best = runs
         .iter()
         .enumerate()
+        .filter(|(_, r)| r.cost.is_finite() && r.params.iter().all(|p| p.is_finite()))
         .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost))
         .map(|(i, _)| i)
         .ok_or_else(|| FitError::NoStart(outcomes.iter().map(|o| o.note.clone()).collect::<Vec<_>>().join("; ")))?;

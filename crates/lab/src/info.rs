@@ -1,8 +1,10 @@
 //! Looking at a recorded session: what each stream holds (rows, span, rate,
-//! gaps by the device's own clock) and whether every file is intact.
+//! gaps by the device's own clock), each device's outages from the gap
+//! tables, and whether every file is intact and every device was heard.
 
 use crate::error::{Error, Result};
-use session::{SessionDir, Table};
+use session::gaps::{Gap, GapReason};
+use session::{DeviceRecord, SessionDir, SessionMeta, Table};
 
 /// One stream of a session.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +19,60 @@ pub struct StreamInfo {
     /// \[s\] and the intervals longer than 1.5 periods (or not advancing).
     pub device_period_s: Option<f64>,
     pub device_gaps: Option<usize>,
+}
+
+/// One device's outages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceOutages {
+    pub name: String,
+    /// From the gap table, in time order.
+    pub gaps: Vec<Gap>,
+    /// What the recorder wrote at the end (none: killed, or an older session).
+    pub record: Option<DeviceRecord>,
+}
+
+impl DeviceOutages {
+    pub fn outage_s(&self) -> f64 {
+        self.gaps.iter().map(Gap::duration_s).sum()
+    }
+
+    pub fn longest(&self) -> Option<&Gap> {
+        self.gaps.iter().max_by(|a, b| a.duration_s().total_cmp(&b.duration_s()))
+    }
+
+    /// "3 gaps, 5.02 s in all (1 disconnected, 2 lost: 7 samples)".
+    pub fn describe(&self) -> String {
+        if self.gaps.is_empty() {
+            return "0 gaps".into();
+        }
+        let mut by_reason = vec![];
+        for r in [GapReason::NeverSent, GapReason::Disconnected, GapReason::Silent, GapReason::Lost] {
+            let n = self.gaps.iter().filter(|g| g.reason == r).count();
+            if n > 0 {
+                let missing: u64 = self.gaps.iter().filter(|g| g.reason == r).filter_map(|g| g.missing_samples).sum();
+                let samples = if missing > 0 { format!(": {missing} samples") } else { String::new() };
+                by_reason.push(format!("{n} {}{samples}", r.as_str()));
+            }
+        }
+        format!("{} gaps, {:.2} s in all ({})", self.gaps.len(), self.outage_s(), by_reason.join(", "))
+    }
+}
+
+/// What `session info` shows.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub meta: Option<SessionMeta>,
+    pub streams: Vec<StreamInfo>,
+    pub devices: Vec<DeviceOutages>,
+    /// Segments recorded into the directory later (`record --append`).
+    pub segments: Vec<SessionDir>,
+}
+
+/// Every stream and every device of `dir`.
+pub fn info(dir: &SessionDir) -> Result<SessionInfo> {
+    let streams = streams(dir)?;
+    let meta = dir.meta()?;
+    Ok(SessionInfo { devices: devices(dir, meta.as_ref())?, meta, streams, segments: segments(dir) })
 }
 
 /// Every stream of `dir`, by name.
@@ -49,10 +105,52 @@ pub fn streams(dir: &SessionDir) -> Result<Vec<StreamInfo>> {
     Ok(out)
 }
 
-/// What `session check` found: every chunk read, the damaged ones named.
-#[derive(Clone, Debug)]
+/// The devices of a session: those `session.toml` lists, and any other
+/// with a gap table.
+fn devices(dir: &SessionDir, meta: Option<&SessionMeta>) -> Result<Vec<DeviceOutages>> {
+    let mut names: Vec<String> = meta.map(|m| m.devices.iter().map(|d| d.name.clone()).collect()).unwrap_or_default();
+    for n in session::gaps::devices_with_gaps(dir.path()) {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let gaps = session::gaps::read_gaps(dir.path(), &name)?;
+            let record = meta.and_then(|m| m.devices.iter().find(|d| d.name == name).cloned());
+            Ok(DeviceOutages { name, gaps, record })
+        })
+        .collect()
+}
+
+fn segments(dir: &SessionDir) -> Vec<SessionDir> {
+    dir.contents().iter().filter(|n| n.starts_with("segment-")).map(|n| SessionDir::new(dir.path().join(n))).filter(|s| s.meta_path().is_file()).collect()
+}
+
+/// What `session check` looks for beyond damaged files.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckOptions {
+    /// A device silent or away for longer than this is a problem \[s\].
+    pub max_outage_s: f64,
+    /// Decode every video to count its frames (OpenCV; slow on long sessions).
+    pub videos: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions { max_outage_s: 1.0, videos: true }
+    }
+}
+
+/// What `session check` found.
+#[derive(Clone, Debug, Default)]
 pub struct CheckReport {
     pub chunks: Vec<session::ChunkReport>,
+    /// Everything wrong, one line each, naming the file or device.
+    pub problems: Vec<String>,
+    /// Worth knowing, not wrong (a crash's unfinished chunk, short gaps).
+    pub warnings: Vec<String>,
 }
 
 impl CheckReport {
@@ -60,18 +158,110 @@ impl CheckReport {
         self.chunks.iter().map(|r| r.rows).sum()
     }
 
-    /// Chunks with a problem (unfinished ones included).
-    pub fn damaged(&self) -> Vec<&session::ChunkReport> {
-        self.chunks.iter().filter(|r| r.problem.is_some()).collect()
-    }
-
-    /// Damage beyond the unfinished chunk a crash leaves.
     pub fn ok(&self) -> bool {
-        self.damaged().iter().all(|r| r.path.to_string_lossy().ends_with(".tmp"))
+        self.problems.is_empty()
     }
 }
 
-/// Reads every chunk of every stream of `dir`.
-pub fn check(dir: &SessionDir) -> Result<CheckReport> {
-    Ok(CheckReport { chunks: session::check_session(dir.path())? })
+/// Reads every file of `dir`: every chunk of every stream, the marker and
+/// strain tables, the videos against their frame tables, the devices'
+/// outages.
+pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
+    let mut report = CheckReport { chunks: session::check_session(dir.path())?, ..CheckReport::default() };
+    for c in &report.chunks {
+        match &c.problem {
+            Some(p) if c.path.to_string_lossy().ends_with(".tmp") => report.warnings.push(format!("{}: {p}", c.path.display())),
+            Some(p) => report.problems.push(format!("{}: {p}", c.path.display())),
+            None => {}
+        }
+    }
+    let meta = match dir.meta() {
+        Ok(m) => m,
+        Err(e) => {
+            report.problems.push(e.to_string());
+            None
+        }
+    };
+    match &meta {
+        None => report.problems.push(format!("{}: missing: the session has no session.toml", dir.meta_path().display())),
+        Some(m) if m.end_utc.is_empty() => {
+            report.warnings.push(format!("{}: not finalised (the recorder was killed): devices' totals are missing", dir.meta_path().display()))
+        }
+        Some(_) => {}
+    }
+    if dir.markers().is_file() {
+        if let Err(e) = session::read_markers(&dir.markers()) {
+            report.problems.push(e.to_string());
+        }
+    }
+    if dir.strain().is_file() {
+        if let Err(e) = session::read_strain(&dir.strain()) {
+            report.problems.push(e.to_string());
+        }
+    }
+    for d in devices(dir, meta.as_ref())? {
+        check_device(&d, opts, &mut report);
+    }
+    if opts.videos {
+        check_videos(dir, &mut report);
+    }
+    Ok(report)
+}
+
+fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport) {
+    let name = &d.name;
+    if d.record.as_ref().is_some_and(|r| r.rows == 0) || d.gaps.iter().any(|g| g.reason == GapReason::NeverSent) {
+        report.problems.push(format!("device {name}: sent nothing during the whole recording"));
+        return;
+    }
+    let long: Vec<&Gap> = d.gaps.iter().filter(|g| g.duration_s() > opts.max_outage_s).collect();
+    for g in &long {
+        report.problems.push(format!(
+            "device {name}: {} for {:.2} s (from {:.3} s to {:.3} s of the session){}",
+            g.reason.as_str(),
+            g.duration_s(),
+            g.start_host_ns as f64 * 1e-9,
+            g.end_host_ns as f64 * 1e-9,
+            g.missing_samples.map_or(String::new(), |m| format!(", {m} samples missing"))
+        ));
+    }
+    if !d.gaps.is_empty() && long.len() < d.gaps.len() {
+        report.warnings.push(format!("device {name}: {} (none longer than {} s)", d.describe(), opts.max_outage_s));
+    }
+    if let Some(r) = d.record.as_ref().filter(|r| r.backlog_reads > 0) {
+        report.warnings.push(format!(
+            "device {name}: {} read(s) delivered a backlog of {} samples at once (data that waited in a buffer: their host times are late)",
+            r.backlog_reads, r.backlog_samples
+        ));
+    }
+}
+
+#[cfg(feature = "devices")]
+fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
+    for container in ["mkv", "avi"] {
+        for name in dir.stream_names() {
+            let video = dir.video(&name, container);
+            if !video.is_file() {
+                continue;
+            }
+            let table_rows = report.chunks.iter().filter(|c| c.problem.is_none() && c.path.starts_with(dir.stream(&name))).map(|c| c.rows).sum::<usize>();
+            let decoded = track::source::FrameSource::open(&video).and_then(|mut s| s.count_decodable());
+            match decoded {
+                Err(e) => report.problems.push(format!("{}: {e}", video.display())),
+                Ok(n) if n != table_rows => report.problems.push(format!(
+                    "{}: {n} frames decode, the frame table (streams/{name}) has {table_rows}{}",
+                    video.display(),
+                    if n < table_rows { ": the video is cut or damaged" } else { "" }
+                )),
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "devices"))]
+fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
+    if dir.stream_names().iter().any(|n| dir.video(n, "mkv").is_file() || dir.video(n, "avi").is_file()) {
+        report.warnings.push("videos not checked (this build has no OpenCV)".into());
+    }
 }

@@ -107,14 +107,43 @@ fn solves_outside_the_model_validity_say_so() {
     // A small one stays inside: no warning.
     let s = solve(&SolveRequest { tensions_n: vec![0.0, 0.0, 0.0, 0.1], ..request(arm.clone()) }).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-    // A tip force of 1 MN "converges" to a rod stretched 33 km long: flagged.
-    let s = solve(&SolveRequest { tip_force_n: Vec3::new(0.0, 0.0, -1e6), ..request(rod("configs/rod/pls-paper-cantilever.toml")) }).unwrap();
+    // A pull that stretches fibres by 50 %: a warning.
+    let s = solve(&SolveRequest { tip_force_n: Vec3::new(5.0, 0.0, 0.0), ..request(rod("configs/rod/pls-paper-cantilever.toml")) }).unwrap();
     assert!(s.warnings.iter().any(|w| w.contains("outside the model's validity: a surface fibre is stretched")), "{:?}", s.warnings);
+    // A tip force of 1 MN balances Newton's equations with a rod stretched
+    // 33 km long: not an equilibrium of any rod, a failed computation.
+    let e = solve(&SolveRequest { tip_force_n: Vec3::new(0.0, 0.0, -1e6), ..request(rod("configs/rod/pls-paper-cantilever.toml")) }).unwrap_err();
+    assert_eq!(e.kind(), lab::Kind::Computation);
+    assert!(e.to_string().contains("no physical equilibrium: a surface fibre is stretched"), "{e}");
     // No equilibrium: a failed computation, and the error says why.
     let e = solve(&SolveRequest { tensions_n: vec![0.0, 0.0, 0.0, 6.0], ..request(arm) }).unwrap_err();
     assert_eq!(e.kind(), lab::Kind::Computation);
     let e = e.to_string();
     assert!(e.contains("did not converge") && e.contains("at that load") && e.contains("cable cable4 is shortened to"), "{e}");
+}
+
+/// Loads and materials beyond floating point or any material: never
+/// "converged" (the solver once reported 0 iterations and an infinite
+/// residual as converged, and wrote the undeformed shape).
+#[test]
+fn absurd_loads_and_materials_never_converge() {
+    let arm = rod("configs/rod/pls-cable-arm.toml");
+    for req in [
+        SolveRequest { tip_force_n: Vec3::new(1e200, 0.0, 0.0), ..request(arm.clone()) },
+        SolveRequest { tensions_n: vec![1e300, 0.0, 0.0, 0.0], ..request(arm.clone()) },
+        SolveRequest { tip_moment_nm: Vec3::new(0.0, 1e200, 0.0), ..request(arm.clone()) },
+    ] {
+        let e = solve(&req).unwrap_err();
+        assert_eq!(e.kind(), lab::Kind::Computation, "{e}");
+    }
+    let mut soft = arm.clone();
+    soft.cross_section.body.g_pa = 1e-300;
+    let e = solve(&request(soft)).unwrap_err();
+    assert_eq!(e.kind(), lab::Kind::Computation, "{e}");
+    let mut soft = arm;
+    soft.cross_section.body.e_pa = 1e-300;
+    let e = solve(&request(soft)).unwrap_err();
+    assert_eq!(e.kind(), lab::Kind::Computation, "{e}");
 }
 
 #[test]

@@ -92,7 +92,8 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     // Every stream complete: the checker is clean, no robot package lost
     // (consecutive controller timestamps), no FT 300 frame lost, every
     // video frame recorded.
-    assert!(lab::info::check(&session).unwrap().ok());
+    let check = lab::info::check(&session, &lab::info::CheckOptions::default()).unwrap();
+    assert!(check.ok() && check.warnings.is_empty(), "{:?} {:?}", check.problems, check.warnings);
     let info = lab::info::streams(&session).unwrap();
     let stream = |n: &str| info.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no stream {n}: {info:?}")).clone();
     assert_eq!(stream("robot").device_gaps, Some(0), "{info:?}");

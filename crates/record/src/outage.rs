@@ -148,7 +148,8 @@ mod tests {
         o.disconnected();
         o.finish(9_000 * MS).unwrap();
         let gaps = read_gaps(dir.path(), "ft300").unwrap();
-        let rows: Vec<(i64, i64, GapReason, Option<u64>)> = gaps.iter().map(|g| (g.start_host_ns / MS, g.end_host_ns / MS, g.reason, g.missing_samples)).collect();
+        let rows: Vec<(i64, i64, GapReason, Option<u64>)> =
+            gaps.iter().map(|g| (g.start_host_ns / MS, g.end_host_ns / MS, g.reason, g.missing_samples)).collect();
         assert_eq!(
             rows,
             vec![

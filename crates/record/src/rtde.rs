@@ -296,7 +296,15 @@ impl RtdeClient {
         let mut stream = std::io::BufReader::with_capacity(1 << 16, s);
         let mut early = std::collections::VecDeque::new();
         write_package(&mut writer, REQUEST_PROTOCOL_VERSION, &2u16.to_be_bytes())?;
-        let (_, p) = expect(&mut stream, REQUEST_PROTOCOL_VERSION, &mut early)?;
+        // A peer that accepts the connection but never answers is not an
+        // RTDE server (a wrong port, a busy controller): say so.
+        let (_, p) = expect(&mut stream, REQUEST_PROTOCOL_VERSION, &mut early).map_err(|e| match e {
+            RtdeError::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => RtdeError::Connect(
+                addr.into(),
+                format!("connected, but no RTDE answer within {:.1} s (is it a UR controller's RTDE port, 30004?)", timeout.as_secs_f64()),
+            ),
+            other => other,
+        })?;
         if p.first() != Some(&1) {
             return Err(RtdeError::Protocol("controller refused protocol version 2".into()));
         }

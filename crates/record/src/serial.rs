@@ -65,6 +65,25 @@ impl PtyPair {
     }
 }
 
+/// Reads and drops what is still queued behind the port after it was
+/// cleared (a USB adapter's FIFO, a pty relay's buffer): reads that return
+/// a buffer-full at once are a backlog, a sensor streaming in real time
+/// delivers a few lines per read. Stops at the first short read, or after
+/// a second. Returns the bytes dropped.
+fn drain_backlog(port: &mut Port, buf: &mut [u8]) -> usize {
+    const BACKLOG_READ: usize = 512;
+    let started = Instant::now();
+    let mut dropped = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        match port.read(buf) {
+            Ok(n) if n >= BACKLOG_READ.min(buf.len()) => dropped += n,
+            Ok(n) => return dropped + n,
+            Err(_) => return dropped,
+        }
+    }
+    dropped
+}
+
 /// What the recorder needs to know about one kind of serial sensor.
 pub trait SerialSensor: Send {
     /// Stream columns (after `t_host_ns`).
@@ -205,6 +224,7 @@ pub fn record(
         // the recorder opened the port, or while it was away) would be
         // stamped now as if they had just been measured: drop them.
         let _ = p.clear(serialport::ClearBuffer::Input);
+        drain_backlog(&mut p, &mut buf);
         if sensor.start(&mut p).is_err() {
             outages.disconnected();
             backoff.wait();
@@ -214,7 +234,12 @@ pub fn record(
         let mut failed = false;
         while !stop.load(Ordering::Relaxed) {
             match p.read(&mut buf) {
-                Ok(0) => {}
+                // Timeouts are errors here: end of file is the line hung up
+                // (a USB adapter unplugged, a pty's other side gone).
+                Ok(0) => {
+                    failed = true;
+                    break;
+                }
                 Ok(n) => {
                     let t = clock.now_ns();
                     sensor.feed(&buf[..n], &mut samples);

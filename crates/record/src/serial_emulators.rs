@@ -116,6 +116,7 @@ pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool
     let noise = SensorNoise::new(cfg.noise_n, cfg.noise_nm);
     // Table time of frame 0 (set at the start command).
     let mut table_t0_s = 0.0;
+    let mut line = Sender::default();
     while !stop.load(Ordering::Relaxed) {
         match port.read(&mut buf) {
             Ok(n) => rx.extend_from_slice(&buf[..n]),
@@ -123,7 +124,7 @@ pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool
             Err(e) => return Err(e.into()),
         }
         if let Some(i) = find(&rx, &start) {
-            write_fully(&mut port, &start)?; // Modbus echo of "write single register"
+            line.send(&mut port, &start)?; // Modbus echo of "write single register"
             rx.drain(..i + start.len());
             if !streaming {
                 streaming = true;
@@ -139,6 +140,7 @@ pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool
             rx.drain(..rx.len() - 64);
         }
         let mut out = vec![];
+        let mut frames_out = 0;
         while streaming && Instant::now() >= next {
             let wrench = match &cfg.wrench {
                 Some(table) => table.at(table_t0_s + k as f64 / cfg.rate_hz),
@@ -155,12 +157,12 @@ pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool
                 out.extend_from_slice(&bad);
             }
             out.extend_from_slice(&frame);
-            sent += 1;
+            frames_out += 1;
             k += 1;
             next += period;
         }
-        if !out.is_empty() {
-            write_fully(&mut port, &out)?;
+        if !out.is_empty() && line.send(&mut port, &out)? {
+            sent += frames_out;
         }
     }
     Ok(sent)
@@ -205,31 +207,43 @@ pub fn seconds_since(instant: std::time::SystemTime) -> f64 {
     }
 }
 
-/// Writes all of `bytes`, waiting while the line is full: a pty (or a USB
-/// adapter) pushes back when its reader is slow, and an emulator that gave
-/// up there would lose the count of what it sent. Fails only when the
-/// reader has taken nothing for `STALLED_WRITE`.
-fn write_fully(port: &mut Port, mut bytes: &[u8]) -> Result<(), SerialError> {
-    const STALLED_WRITE: Duration = Duration::from_secs(5);
-    let mut last_progress = Instant::now();
-    while !bytes.is_empty() {
-        match port.write(bytes) {
-            Ok(n) if n > 0 => {
-                bytes = &bytes[n..];
-                last_progress = Instant::now();
+/// The sensor's side of a serial line. Like a real sensor it keeps sending
+/// when nobody reads: a pty (or a USB adapter) pushes back when its reader
+/// is slow, so a write waits up to `PATIENCE` for a slow reader; a reader
+/// that took nothing for that long is gone, and from then on what does not
+/// fit is dropped at once (lost, as on a UART) until the line drains again.
+#[derive(Debug, Default)]
+struct Sender {
+    no_reader: bool,
+    /// Writes dropped because nobody read.
+    dropped: u64,
+}
+
+impl Sender {
+    const PATIENCE: Duration = Duration::from_secs(1);
+
+    /// Writes `bytes`; false when they were dropped (whole or in part).
+    fn send(&mut self, port: &mut Port, mut bytes: &[u8]) -> Result<bool, SerialError> {
+        let mut last_progress = Instant::now();
+        while !bytes.is_empty() {
+            match port.write(bytes) {
+                Ok(n) if n > 0 => {
+                    bytes = &bytes[n..];
+                    last_progress = Instant::now();
+                    self.no_reader = false;
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
+                Err(e) => return Err(e.into()),
             }
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
-            Err(e) => return Err(e.into()),
+            if !bytes.is_empty() && (self.no_reader || last_progress.elapsed() >= Self::PATIENCE) {
+                self.no_reader = true;
+                self.dropped += 1;
+                return Ok(false);
+            }
         }
-        if last_progress.elapsed() >= STALLED_WRITE {
-            return Err(SerialError::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("nothing read from the line for {} s", STALLED_WRITE.as_secs()),
-            )));
-        }
+        Ok(true)
     }
-    Ok(())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -247,6 +261,9 @@ pub fn run_ascii(mut port: Port, rate_hz: f64, separator: &Separator, playback: 
     let mut next = t0;
     let mut sent: u64 = 0;
     let mut out = String::new();
+    let mut line = Sender::default();
+    // Every line is numbered, sent or dropped: a reader sees what it missed.
+    let mut seq: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now < next {
@@ -254,19 +271,23 @@ pub fn run_ascii(mut port: Port, rate_hz: f64, separator: &Separator, playback: 
             continue;
         }
         out.clear();
+        let mut lines_out = 0;
         while Instant::now() >= next {
             let t_s = (next - t0).as_secs_f64();
             match playback {
                 Some(p) => out.push_str(&format_line(p.table.at(table_t0_s + t_s), separator)),
                 None => {
                     let force_mn = 1500.0 * (2.0 * std::f64::consts::PI * 0.5 * t_s).sin();
-                    out.push_str(&format_line(&[sent as f64, (t_s * 1e6).round(), force_mn.round()], separator));
+                    out.push_str(&format_line(&[seq as f64, (t_s * 1e6).round(), force_mn.round()], separator));
                 }
             }
-            sent += 1;
+            lines_out += 1;
+            seq += 1;
             next += period;
         }
-        write_fully(&mut port, out.as_bytes())?;
+        if line.send(&mut port, out.as_bytes())? {
+            sent += lines_out;
+        }
     }
     port.flush()?;
     Ok(sent)

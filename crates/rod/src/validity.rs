@@ -12,9 +12,9 @@ use nalgebra::DVector;
 pub const FIBRE_STRAIN_LIMIT: f64 = 0.2;
 
 /// Fibre strains where the solution is no longer a rod (an error, not a
-/// warning): stretched past twice the length, compressed below a tenth.
+/// warning): stretched past twice the length, compressed below a hundredth.
 pub const MODEL_BREAKS_STRETCH: f64 = 1.0;
-pub const MODEL_BREAKS_COMPRESSION: f64 = 0.9;
+pub const MODEL_BREAKS_COMPRESSION: f64 = 0.99;
 
 /// Fibre angles sampled around the surface of a cross-section.
 const ANGLES: usize = 24;
@@ -126,7 +126,7 @@ impl Validity {
     }
 
     /// Why the solution is not a rod at all, beyond a warning: a surface
-    /// fibre stretched past twice its length or shrunk below a tenth of it.
+    /// fibre stretched past twice its length or shrunk below a hundredth of it.
     /// Newton may still balance the equations there (a shear modulus of
     /// 1e-300 Pa, a tip force of 1e12 N), but no material does.
     pub fn beyond_model(&self) -> Option<String> {

@@ -407,8 +407,9 @@ pub struct ChunkReport {
     pub problem: Option<String>,
 }
 
-/// Reads every chunk of every stream; reports damaged chunks and leftover
-/// temporary files precisely.
+/// Reads every chunk of every stream; reports precisely: damaged chunks,
+/// leftover temporary files, chunks whose columns differ from the
+/// stream's first chunk, host times that run backwards.
 pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
     let streams = session.join("streams");
     let mut out = vec![];
@@ -419,20 +420,65 @@ pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
         let mut files: Vec<_> =
             std::fs::read_dir(&d).map_err(|e| TableError::Read(d.clone(), e.to_string()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
+        let mut first_schema: Option<(std::path::PathBuf, Vec<(String, String)>)> = None;
+        let mut last_host: Option<i64> = None;
         for f in files {
             let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-            if name.ends_with(".parquet") {
-                match Table::read(&f) {
-                    Ok(t) if t.has("t_host_ns") => out.push(ChunkReport { path: f, rows: t.height(), problem: None }),
-                    Ok(_) => out.push(ChunkReport { path: f, rows: 0, problem: Some("no t_host_ns column".into()) }),
-                    Err(e) => out.push(ChunkReport { path: f, rows: 0, problem: Some(e.to_string()) }),
-                }
-            } else if name.ends_with(".tmp") {
+            if name.ends_with(".tmp") {
                 out.push(ChunkReport { path: f, rows: 0, problem: Some("unfinished chunk (recorder stopped while writing it); its rows are lost".into()) });
+                continue;
             }
+            if !name.ends_with(".parquet") {
+                continue;
+            }
+            let t = match Table::read(&f) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push(ChunkReport { path: f, rows: 0, problem: Some(e.to_string()) });
+                    continue;
+                }
+            };
+            let schema = t.schema();
+            let problem = match t.i64("t_host_ns") {
+                Err(_) => Some("no t_host_ns column".to_string()),
+                Ok(th) => {
+                    let before = last_host;
+                    let mut backwards = None;
+                    let mut prev = before;
+                    for (k, t) in th.iter().enumerate() {
+                        if prev.is_some_and(|p| *t < p) && backwards.is_none() {
+                            backwards = Some((k, prev.unwrap_or(0)));
+                        }
+                        prev = Some(*t);
+                    }
+                    last_host = prev;
+                    match (&first_schema, backwards) {
+                        (Some((p0, s0)), _) if *s0 != schema => Some(format!(
+                            "columns differ from {}'s: [{}] against [{}]",
+                            p0.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+                            describe_schema(&schema),
+                            describe_schema(s0)
+                        )),
+                        (_, Some((k, p))) => Some(format!(
+                            "host time runs backwards at row {k}: {:.6} s after {:.6} s (a damaged or foreign chunk)",
+                            th[k] as f64 * 1e-9,
+                            p as f64 * 1e-9
+                        )),
+                        _ => None,
+                    }
+                }
+            };
+            if first_schema.is_none() {
+                first_schema = Some((f.clone(), schema));
+            }
+            out.push(ChunkReport { path: f, rows: t.height(), problem });
         }
     }
     Ok(out)
+}
+
+fn describe_schema(schema: &[(String, String)]) -> String {
+    schema.iter().map(|(n, t)| format!("{n}: {t}")).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -464,5 +510,29 @@ mod tests {
         assert!(worst < 0.35e-3, "worst {worst} s");
         let raw_worst = host.iter().zip(&truth).map(|(h, t)| (*h as f64 * 1e-9 - t).abs()).fold(0.0, f64::max);
         assert!(raw_worst > 0.02);
+    }
+
+    #[test]
+    fn check_names_schema_drift_and_host_time_running_backwards() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = StreamWriter::create(dir.path(), "ft300", vec!["fx_n".into()], std::time::Duration::from_secs(3600)).unwrap();
+        for k in 0..10 {
+            w.push(k * 10_000_000, &[k as f64]).unwrap();
+        }
+        w.flush().unwrap();
+        // A second chunk with a foreign column, a third going back in time.
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", vec![200_000_000]);
+        t.push_f64("fy_n", vec![0.0]);
+        t.write(&stream_dir(dir.path(), "ft300").join("000001.parquet")).unwrap();
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", vec![50_000_000, 60_000_000]);
+        t.push_f64("fx_n", vec![0.0, 1.0]);
+        t.write(&stream_dir(dir.path(), "ft300").join("000002.parquet")).unwrap();
+        let r = check_session(dir.path()).unwrap();
+        assert_eq!(r.len(), 3);
+        assert!(r[0].problem.is_none(), "{:?}", r[0]);
+        assert!(r[1].problem.as_deref().unwrap().contains("columns differ from 000000.parquet's: [t_host_ns: i64, fy_n: f64]"), "{:?}", r[1]);
+        assert!(r[2].problem.as_deref().unwrap().contains("host time runs backwards at row 0: 0.050000 s after 0.200000 s"), "{:?}", r[2]);
     }
 }

@@ -9,7 +9,7 @@ use crate::ConfigFileError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rig {
     #[serde(default)]
@@ -220,6 +220,14 @@ impl Rig {
                 return Err(err(format!("robot[{i}].address: empty")));
             }
         }
+        // A serial line's rate: 0 baud is no line at all (termios reads it as "hang up").
+        let bauds = self.ft300s.iter().map(|f| ("ft300", f.baud)).chain(self.ascii_sensors.iter().map(|a| ("ascii", a.baud)));
+        for (i, (kind, baud)) in bauds.enumerate() {
+            let i = if kind == "ft300" { i } else { i - self.ft300s.len() };
+            if !(50..=4_000_000).contains(&baud) {
+                return Err(err(format!("{kind}[{i}].baud: must be a serial rate in 50..=4000000, got {baud}")));
+            }
+        }
         for (i, a) in self.ascii_sensors.iter().enumerate() {
             Separator::parse(&a.separator).map_err(|m| err(format!("ascii[{i}].separator: {m}")))?;
             if a.columns.is_empty() {
@@ -316,6 +324,8 @@ mod tests {
             ("[[camera]]\n", "camera[0]: give exactly one"),
             ("", "no devices"),
             ("[[ft300]]\nport = \"a\"\nbogus = 1\n", "unknown field"),
+            ("[[ft300]]\nport = \"a\"\nbaud = 0\n", "ft300[0].baud: must be a serial rate"),
+            ("[[ft300]]\nport = \"a\"\n[[ascii]]\nport = \"/dev/x\"\ncolumns = [\"a\"]\nbaud = 0\n", "ascii[0].baud"),
         ] {
             std::fs::write(&path, text).unwrap();
             let e = Rig::from_file(&path).unwrap_err().to_string();

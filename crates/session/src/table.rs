@@ -128,6 +128,11 @@ impl Table {
         self.df.as_ref().map_or(0, |d| d.height())
     }
 
+    /// Column names and types of a table read from disk, in file order.
+    pub fn schema(&self) -> Vec<(String, String)> {
+        self.df.as_ref().map_or(vec![], |d| d.schema().iter().map(|(n, t)| (n.to_string(), t.to_string())).collect())
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.df.as_ref().is_some_and(|d| d.column(name).is_ok())
     }

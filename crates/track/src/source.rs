@@ -67,6 +67,24 @@ impl FrameSource {
         }
     }
 
+    /// Frames that actually decode from here to the end (a cut file's
+    /// header may still promise the frames it lost).
+    pub fn count_decodable(&mut self) -> Result<usize, TrackError> {
+        let mut n = 0;
+        match self {
+            FrameSource::Video { capture, .. } => {
+                while capture.grab()? {
+                    n += 1;
+                }
+            }
+            FrameSource::Images { files, next } => {
+                n = files.len() - *next;
+                *next = files.len();
+            }
+        }
+        Ok(n)
+    }
+
     pub fn describe(&self) -> String {
         match self {
             FrameSource::Video { path, .. } => path.display().to_string(),
