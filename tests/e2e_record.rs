@@ -324,7 +324,7 @@ fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap
     let gaps = session::gaps::read_gaps(&out, "ft300").unwrap();
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].reason, session::gaps::GapReason::Disconnected);
-    assert!(gaps[0].duration_s() > 1.8 && gaps[0].duration_s() < 4.5, "{gaps:?}");
+    assert!(gaps[0].duration_s() > 1.2 && gaps[0].duration_s() < 4.5, "{gaps:?}");
     let ft300 = device(&out, "ft300");
     assert_eq!(ft300.reconnects, 1, "{ft300:?}");
     let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
@@ -525,7 +525,7 @@ fn a_used_directory_is_refused_a_second_recorder_too_and_append_makes_a_segment(
     let again = record(&["--duration", "1"]);
     let err = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(2), "{err}");
-    assert!(err.contains("is not empty (it holds session.toml, streams") && err.contains("--append"), "{err}");
+    assert!(err.contains("is not empty (it holds ") && err.contains("session.toml") && err.contains("--append"), "{err}");
     assert_eq!(std::fs::read_to_string(out.join("session.toml")).unwrap(), before);
     assert_eq!(robot_table(&out).height(), rows_before);
     // ...unless asked: a new segment with its own start time.

@@ -66,18 +66,23 @@ impl PtyPair {
 }
 
 /// Reads and drops what is still queued behind the port after it was
-/// cleared (a USB adapter's FIFO, a pty relay's buffer): reads that return
-/// a buffer-full at once are a backlog, a sensor streaming in real time
-/// delivers a few lines per read. Stops at the first short read, or after
-/// a second. Returns the bytes dropped.
+/// cleared (a USB adapter's FIFO, a pty relay's buffer). The relay refills
+/// the port a moment after the clear, so everything of the first
+/// `SETTLE` is dropped; after it, reads that return a buffer-full at once
+/// are still backlog (a sensor streaming in real time delivers a few lines
+/// per read). Stops at the first short read after `SETTLE`, or after a
+/// second. Returns the bytes dropped.
 fn drain_backlog(port: &mut Port, buf: &mut [u8]) -> usize {
     const BACKLOG_READ: usize = 512;
+    const SETTLE: Duration = Duration::from_millis(200);
     let started = Instant::now();
     let mut dropped = 0;
     while started.elapsed() < Duration::from_secs(1) {
+        let settling = started.elapsed() < SETTLE;
         match port.read(buf) {
-            Ok(n) if n >= BACKLOG_READ.min(buf.len()) => dropped += n,
+            Ok(n) if settling || n >= BACKLOG_READ.min(buf.len()) => dropped += n,
             Ok(n) => return dropped + n,
+            Err(e) if settling && matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
             Err(_) => return dropped,
         }
     }
@@ -96,9 +101,10 @@ pub trait SerialSensor: Send {
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>);
     /// A read timed out: the line has been silent for the read timeout.
     fn idle(&mut self) {}
-    /// Called before closing the port on a clean stop.
-    fn stop(&mut self, _port: &mut Port) -> std::io::Result<()> {
-        Ok(())
+    /// Called before closing the port on a clean stop; true when the
+    /// sensor was told to stop (what it sent before it heard is kept).
+    fn stop(&mut self, _port: &mut Port) -> std::io::Result<bool> {
+        Ok(false)
     }
     /// Frames or lines rejected so far (CRC errors, bad lines).
     fn rejected(&self) -> u64;
@@ -128,9 +134,10 @@ impl SerialSensor for Ft300 {
         self.decoder.feed(bytes, &mut self.wrenches);
         out.extend(self.wrenches.iter().map(|w| vec![w.force_n[0], w.force_n[1], w.force_n[2], w.moment_nm[0], w.moment_nm[1], w.moment_nm[2]]));
     }
-    fn stop(&mut self, port: &mut Port) -> std::io::Result<()> {
+    fn stop(&mut self, port: &mut Port) -> std::io::Result<bool> {
         port.write_all(&ft300::stop_stream_burst())?;
-        port.flush()
+        port.flush()?;
+        Ok(true)
     }
     fn rejected(&self) -> u64 {
         self.decoder.crc_errors
@@ -198,6 +205,7 @@ pub fn record(
     let mut buf = vec![0u8; 4096];
     let mut samples: Vec<Vec<f64>> = Vec::with_capacity(64);
     let mut backoff = Backoff::new();
+    let mut stopped_ns = None;
     let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
         for s in samples.drain(..) {
             writer.push(t, &s)?;
@@ -273,9 +281,13 @@ pub fn record(
             backoff.wait();
             continue;
         }
-        // Clean stop: tell the sensor, then keep what was already in flight.
-        let _ = sensor.stop(&mut p);
-        let quiet_until = Instant::now() + Duration::from_millis(300);
+        // Clean stop: tell the sensor, then keep what was already in flight
+        // (the wait for it is not the device's silence).
+        stopped_ns = Some(clock.now_ns());
+        // A sensor that streams on regardless (an ASCII line) is not drained:
+        // that would record past the stop.
+        let told = sensor.stop(&mut p).unwrap_or(false);
+        let quiet_until = Instant::now() + Duration::from_millis(if told { 300 } else { 0 });
         while Instant::now() < quiet_until {
             match p.read(&mut buf) {
                 Ok(n) if n > 0 => {
@@ -290,7 +302,7 @@ pub fn record(
         }
         status.rejected.store(sensor.rejected(), Ordering::Relaxed);
     }
-    outages.finish(clock.now_ns())?;
+    outages.finish(stopped_ns.unwrap_or_else(|| clock.now_ns()))?;
     writer.flush()?;
     Ok(())
 }
