@@ -24,11 +24,13 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# SDU's ur_rtde (PyPI), the UR client most labs use, for the interop test
-# against our RTDE emulator (tests/e2e_ur_rtde.rs): a venv in .venv, made
-# once. Where Python or PyPI cannot be had, the test says so and skips.
+# The clients labs use, for the interop tests against our emulators
+# (tests/e2e_ur_rtde.rs): SDU's ur_rtde (PyPI) for RTDE, and ft300python
+# (PyPI) for the FT 300 stream, with the pymodbus 2.x it is written for.
+# A venv in .venv, made once. Where Python or PyPI cannot be had, the tests
+# say so and skip.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$VENV/bin/python" -c "import rtde_receive" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream" >/dev/null 2>&1; then
   if ! python3 -m venv --help >/dev/null 2>&1; then
     echo "setup: installing python3 python3-venv" >&2
     SUDO=""
@@ -36,10 +38,10 @@ if ! "$VENV/bin/python" -c "import rtde_receive" >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3 python3-venv; } >/dev/null || true
   fi
-  echo "setup: creating $VENV with ur_rtde" >&2
-  rm -rf "$VENV"
-  if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde; } >/dev/null 2>&1; then
-    echo "setup: WARNING: could not install ur_rtde into $VENV: the ur_rtde interop test will be skipped" >&2
+  echo "setup: creating $VENV with ur_rtde and ft300python" >&2
+  [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" >/dev/null 2>&1 || true
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial >/dev/null 2>&1; then
+    echo "setup: WARNING: could not install ur_rtde and ft300python into $VENV: the interop tests will be skipped" >&2
   fi
 fi
 

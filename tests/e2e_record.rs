@@ -1,6 +1,8 @@
 //! End-to-end recording against the emulators, all on loopback and started
 //! by the tests themselves.
 
+mod common;
+use common::PtyPair;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -63,37 +65,6 @@ fn device(session: &Path, name: &str) -> session::DeviceRecord {
 
 fn robot_table(session: &Path) -> session::Table {
     session::Table::read_chunks(&session::stream_dir(session, "robot")).unwrap()
-}
-
-/// A `socat` pty pair: emulators write to `a`, the recorder reads `b`.
-struct PtyPair {
-    child: Child,
-    a: PathBuf,
-    b: PathBuf,
-}
-
-impl PtyPair {
-    fn new(dir: &Path, name: &str) -> PtyPair {
-        let (a, b) = (dir.join(format!("{name}-a")), dir.join(format!("{name}-b")));
-        let child = Command::new("socat")
-            .args([format!("pty,raw,echo=0,link={}", a.display()), format!("pty,raw,echo=0,link={}", b.display())])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("socat (installed by scripts/setup.sh)");
-        let t = Instant::now();
-        while !(a.exists() && b.exists()) {
-            assert!(t.elapsed() < Duration::from_secs(10), "socat did not create the pty pair");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        PtyPair { child, a, b }
-    }
-}
-
-impl Drop for PtyPair {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn serial_emulator(kind: &str, port: &Path, extra: &[&str]) -> Child {
@@ -182,11 +153,13 @@ fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     assert!(a.i64("t_host_ns").unwrap().windows(2).all(|w| w[1] >= w[0]));
 
     // The serial emulators stopped about 3 s before the recorder: that
-    // trailing silence is each one's only gap; the robot has none.
-    for name in ["ft300", "load_cell"] {
+    // trailing outage is each one's only gap (the FT 300's counts as
+    // disconnected: it no longer answers the recorder's restart); the robot
+    // has none.
+    for (name, reason) in [("ft300", session::gaps::GapReason::Disconnected), ("load_cell", session::gaps::GapReason::Silent)] {
         let gaps = session::gaps::read_gaps(&out, name).unwrap();
         assert_eq!(gaps.len(), 1, "{name}: {gaps:?}");
-        assert_eq!(gaps[0].reason, session::gaps::GapReason::Silent);
+        assert_eq!(gaps[0].reason, reason, "{name}: {gaps:?}");
         assert!(gaps[0].duration_s() > 1.5 && gaps[0].duration_s() < 5.0, "{name}: {gaps:?}");
     }
     assert!(session::gaps::read_gaps(&out, "robot").unwrap().is_empty());
@@ -270,8 +243,24 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     let first_50_ms = th.iter().filter(|t| **t - th[0] < 50_000_000).count();
     assert!(first_50_ms <= 10, "{first_50_ms} frames stamped within 50 ms of the first (100 Hz)");
     assert!(f.height() > 150 && f.height() < 230, "{} frames in 2 s at 100 Hz", f.height());
-    assert_eq!(device(&out, "ft300").backlog_reads, 0);
+    let ft300 = device(&out, "ft300");
+    assert_eq!(ft300.backlog_reads, 0);
+    // It was heard over Modbus: its identity is in the session.
+    assert_eq!(ft300.identity.as_deref(), Some("firmware FTS-3.0.1, serial FTS-0042, made 2019"), "{ft300:?}");
     drop(ft_emu);
+    // A sensor that streams from power-up, before anyone asks.
+    let ft = PtyPair::new(dir.path(), "ft300-streaming");
+    let _ft_emu = serial_emulator("ft300", &ft.a, &["--duration", "12", "--streaming-at-start"]);
+    let mut text = std::fs::read_to_string(&rig_path).unwrap();
+    text = text.replace(&format!("{}", dir.path().join("ft300-b").display()), &ft.b.display().to_string());
+    std::fs::write(&rig_path, text).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = dir.path().join("third");
+    let o = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "2"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
+    assert!(f.height() > 150 && f.height() < 230, "{} frames in 2 s at 100 Hz", f.height());
+    assert_eq!(device(&out, "ft300").errors, 0);
     let _ = sent_by(emu);
 }
 

@@ -1,4 +1,7 @@
-//! Interop: SDU's ur_rtde (`rtde_receive.RTDEReceiveInterface`, the UR
+//! Interop with the clients labs use, installed into .venv by
+//! scripts/setup.sh (each test says so and skips where they cannot be had).
+//!
+//! SDU's ur_rtde (`rtde_receive.RTDEReceiveInterface`, the UR
 //! client most labs use; installed into .venv by scripts/setup.sh) against
 //! `rodlab emulate robot`: 3 s at 500 Hz, connected, controller time
 //! advancing 3 s, a finite pose. ur_rtde always talks to port 30004, so
@@ -41,4 +44,39 @@ fn ur_rtde_receives_from_the_emulator() {
     let advanced = v["last_timestamp_s"].as_f64().unwrap() - v["first_timestamp_s"].as_f64().unwrap();
     assert!((advanced - 3.0).abs() < 0.2, "controller time advanced {advanced} s in 3 s: {v}");
     assert!(v["samples"].as_u64().unwrap() > 500, "{v}");
+}
+
+/// ft300python (PyPI) starts the stream as Robotiq's driver does (Modbus
+/// function 16 through pymodbus) and reads frames from the emulator: the
+/// frame counter the emulator carries on Mz runs on without a hole, and
+/// the forces are the emulator's built-in signal (within its 0.01 N
+/// resolution).
+#[test]
+fn ft300python_reads_frames_from_the_emulator() {
+    let python = root().join(".venv/bin/python");
+    let available = python.is_file() && Command::new(&python).args(["-c", "import ft300python.ft300_stream"]).status().is_ok_and(|s| s.success());
+    if !available {
+        eprintln!("\n*** SKIPPED ft300python interop test: {} cannot import ft300python (run scripts/setup.sh; it needs PyPI) ***\n", python.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let line = PtyPair::new(dir.path(), "ft300");
+    let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
+        .args(["emulate", "ft300", "--port", line.a.to_str().unwrap(), "--duration", "30"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = Command::new(&python).arg(root().join("tests/python/ft300python_stream.py")).args([line.b.to_str().unwrap(), "50"]).output().unwrap();
+    let _ = emu.kill();
+    let _ = emu.wait();
+    assert!(out.status.success(), "ft300python failed (status {:?}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let frames: Vec<Vec<f64>> = v["frames"].as_array().unwrap().iter().map(|f| f.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()).collect();
+    assert_eq!(frames.len(), 50);
+    let counter: Vec<i64> = frames.iter().map(|f| (f[5] * 1000.0).round() as i64).collect();
+    assert!(counter.windows(2).all(|w| w[1] == w[0] + 1), "{counter:?}");
+    for f in &frames {
+        // The built-in signal: Fz = 2 + sin(2 pi t), |Fx| <= 0.5, |Fy| <= 0.3 N.
+        assert!(f[0].abs() <= 0.5 + 0.01 && f[1].abs() <= 0.3 + 0.01 && (f[2] - 2.0).abs() <= 1.0 + 0.01, "{f:?}");
+    }
 }

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The workspace root (tests run the binary from there).
 pub fn root() -> PathBuf {
@@ -63,5 +64,36 @@ pub fn copy_dir(from: &Path, to: &Path) {
         } else {
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
+    }
+}
+
+/// A `socat` pty pair: emulators write to `a`, the recorder reads `b`.
+pub struct PtyPair {
+    child: Child,
+    pub a: PathBuf,
+    pub b: PathBuf,
+}
+
+impl PtyPair {
+    pub fn new(dir: &Path, name: &str) -> PtyPair {
+        let (a, b) = (dir.join(format!("{name}-a")), dir.join(format!("{name}-b")));
+        let child = Command::new("socat")
+            .args([format!("pty,raw,echo=0,link={}", a.display()), format!("pty,raw,echo=0,link={}", b.display())])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("socat (installed by scripts/setup.sh)");
+        let t = Instant::now();
+        while !(a.exists() && b.exists()) {
+            assert!(t.elapsed() < Duration::from_secs(10), "socat did not create the pty pair");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        PtyPair { child, a, b }
+    }
+}
+
+impl Drop for PtyPair {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -68,6 +68,9 @@ pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
     let r = lab::record::record(&req, progress)?;
     for d in &r.devices {
         println!("{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected", d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected);
+        if let Some(e) = &d.last_error {
+            println!("{}: last error: {e}", d.name);
+        }
     }
     if let Some(cpu_s) = r.cpu_s {
         println!("recorder CPU: {cpu_s:.1} s over {:.1} s ({:.1} % of one core)", r.wall_time_s, 100.0 * cpu_s / r.wall_time_s.max(1e-9));
@@ -133,6 +136,9 @@ pub enum EmulateCommand {
         /// Seed of the noise.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Stream from power-up, before any start command (as a sensor left streaming by its last client).
+        #[arg(long)]
+        streaming_at_start: bool,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -184,7 +190,7 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             say(&format!("sent {} data packages", emu.sent.load(Ordering::Relaxed)));
             Ok(())
         }
-        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed } => {
+        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed, streaming_at_start } => {
             let ft = Ft300Emulator {
                 inject_garbage_every,
                 wrench: wrench.as_deref().map(lab::tables::read_wrench).transpose()?,
@@ -193,6 +199,7 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
                 noise_n,
                 noise_nm,
                 seed,
+                streaming_at_power_up: streaming_at_start,
                 ..Ft300Emulator::new(rate_hz)
             };
             let line = lab::emulate::open_port(&port, 19_200)?;
@@ -256,6 +263,12 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
                     }
                     if r.backlog_reads > 0 {
                         line.push_str(&format!(", {} backlog reads ({} samples stamped late)", r.backlog_reads, r.backlog_samples));
+                    }
+                    if let Some(id) = &r.identity {
+                        line.push_str(&format!("; {id}"));
+                    }
+                    if let Some(e) = &r.last_error {
+                        line.push_str(&format!("; last error: {e}"));
                     }
                 }
                 println!("{line}");

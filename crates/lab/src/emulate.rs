@@ -95,11 +95,23 @@ pub struct Ft300Emulator {
     pub noise_n: f64,
     pub noise_nm: f64,
     pub seed: u64,
+    /// Streams from power-up, before any start command.
+    pub streaming_at_power_up: bool,
 }
 
 impl Ft300Emulator {
     pub fn new(rate_hz: f64) -> Ft300Emulator {
-        Ft300Emulator { rate_hz, inject_garbage_every: None, wrench: None, start_at_unix_s: None, bias: [0.0; 6], noise_n: 0.0, noise_nm: 0.0, seed: 1 }
+        Ft300Emulator {
+            rate_hz,
+            inject_garbage_every: None,
+            wrench: None,
+            start_at_unix_s: None,
+            bias: [0.0; 6],
+            noise_n: 0.0,
+            noise_nm: 0.0,
+            seed: 1,
+            streaming_at_power_up: false,
+        }
     }
 
     fn config(&self) -> Result<Ft300EmulatorConfig> {
@@ -122,6 +134,7 @@ impl Ft300Emulator {
             noise_n: self.noise_n,
             noise_nm: self.noise_nm,
             seed: self.seed,
+            streaming_at_power_up: self.streaming_at_power_up,
             ..Ft300EmulatorConfig::new(self.rate_hz)
         })
     }

@@ -211,7 +211,8 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
 fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport) {
     let name = &d.name;
     if d.record.as_ref().is_some_and(|r| r.rows == 0) || d.gaps.iter().any(|g| g.reason == GapReason::NeverSent) {
-        report.problems.push(format!("device {name}: sent nothing during the whole recording"));
+        let why = d.record.as_ref().and_then(|r| r.last_error.as_ref()).map_or(String::new(), |e| format!(" (last error: {e})"));
+        report.problems.push(format!("device {name}: sent nothing during the whole recording{why}"));
         return;
     }
     let long: Vec<&Gap> = d.gaps.iter().filter(|g| g.duration_s() > opts.max_outage_s).collect();

@@ -64,6 +64,8 @@ fn summary(name: &str, st: &Status) -> DeviceSummary {
         first_sample_s: (first != i64::MIN).then(|| first as f64 * 1e-9),
         backlog_reads: st.backlog_reads.load(Ordering::Relaxed),
         backlog_samples: st.backlog_samples.load(Ordering::Relaxed),
+        identity: st.identity(),
+        last_error: st.last_error(),
     }
 }
 
@@ -93,6 +95,13 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         let port = serial::open(&cfg.port, cfg.baud).map_err(|e| Error::input(format!("{rig_name}: sensor '{}': {e}", cfg.name)))?;
         serial_ports.push((cfg, sensor, port));
     }
+    // What waited in the serial ports (a sensor streaming before anyone
+    // read) is dropped now, all ports at once, just before the clock starts.
+    std::thread::scope(|scope| {
+        for (_, _, port) in serial_ports.iter_mut() {
+            scope.spawn(move || serial::drop_backlog(port));
+        }
+    });
     let out = target.path();
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: cannot create: {e}", out.display())))?;
     // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.

@@ -86,6 +86,30 @@ pub struct Status {
     /// Reads that delivered a backlog, and the samples in them.
     pub backlog_reads: AtomicU64,
     pub backlog_samples: AtomicU64,
+    /// The device's last error, and what it says it is.
+    pub last_error: std::sync::Mutex<Option<String>>,
+    pub identity: std::sync::Mutex<Option<String>>,
+}
+
+impl Status {
+    /// An attempt to reach or start the device failed (counted, kept).
+    pub fn failed(&self, message: &str) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut m) = self.last_error.lock() {
+            *m = Some(message.to_string());
+        }
+    }
+    pub fn identify(&self, identity: &str) {
+        if let Ok(mut m) = self.identity.lock() {
+            *m = Some(identity.to_string());
+        }
+    }
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|m| m.clone())
+    }
+    pub fn identity(&self) -> Option<String> {
+        self.identity.lock().ok().and_then(|m| m.clone())
+    }
 }
 
 impl Default for Status {
@@ -101,6 +125,8 @@ impl Default for Status {
             first_sample_ns: AtomicI64::new(i64::MIN),
             backlog_reads: AtomicU64::new(0),
             backlog_samples: AtomicU64::new(0),
+            last_error: Default::default(),
+            identity: Default::default(),
         }
     }
 }

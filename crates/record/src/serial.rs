@@ -65,14 +65,17 @@ impl PtyPair {
     }
 }
 
-/// Reads and drops what is still queued behind the port after it was
-/// cleared (a USB adapter's FIFO, a pty relay's buffer). The relay refills
+/// Clears the port's input and reads and drops what is still queued
+/// behind it (a USB adapter's FIFO, a pty relay's buffer). The relay refills
 /// the port a moment after the clear, so everything of the first
 /// `SETTLE` is dropped; after it, reads that return a buffer-full at once
 /// are still backlog (a sensor streaming in real time delivers a few lines
 /// per read). Stops at the first short read after `SETTLE`, or after a
 /// second. Returns the bytes dropped.
-fn drain_backlog(port: &mut Port, buf: &mut [u8]) -> usize {
+pub fn drop_backlog(port: &mut Port) -> usize {
+    let _ = port.clear(serialport::ClearBuffer::Input);
+    let mut buf = [0u8; 4096];
+    let buf = &mut buf[..];
     const BACKLOG_READ: usize = 512;
     const SETTLE: Duration = Duration::from_millis(200);
     let started = Instant::now();
@@ -112,25 +115,156 @@ pub trait SerialSensor: Send {
     fn nominal_rate_hz(&self) -> Option<f64> {
         None
     }
+    /// What the sensor says it is (model, firmware, serial number), once known.
+    fn identity(&self) -> Option<String> {
+        None
+    }
 }
 
-/// Robotiq FT 300 in stream mode.
+/// Robotiq FT 300 in stream mode, started as Robotiq's own driver does.
 #[derive(Default)]
 pub struct Ft300 {
     decoder: Ft300Decoder,
     wrenches: Vec<ft300::Wrench>,
+    /// Stream bytes that arrived with the start command's echo.
+    carry: Vec<u8>,
+    identity: Option<ft300::Identity>,
+}
+
+impl Ft300 {
+    /// How long one Modbus reply may take (the driver allows about 1 s).
+    const REPLY_TIMEOUT: Duration = Duration::from_millis(500);
+
+    /// Reads for `quiet` with no byte arriving (true), or gives up after
+    /// `limit` (false). Returns the bytes read.
+    fn listen(port: &mut Port, quiet: Duration, limit: Duration) -> std::io::Result<(bool, Vec<u8>)> {
+        let started = Instant::now();
+        let mut last_byte = Instant::now();
+        let mut got = vec![];
+        let mut buf = [0u8; 1024];
+        while started.elapsed() < limit {
+            match port.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    got.extend_from_slice(&buf[..n]);
+                    last_byte = Instant::now();
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+                Err(e) => return Err(e),
+            }
+            if last_byte.elapsed() >= quiet {
+                return Ok((true, got));
+            }
+        }
+        Ok((false, got))
+    }
+
+    /// Sends `request` and waits for its reply; the bytes after it are returned too.
+    fn ask(port: &mut Port, request: &[u8], expect_registers: Option<u16>) -> std::io::Result<Option<(ft300::Reply, Vec<u8>)>> {
+        port.write_all(request)?;
+        port.flush()?;
+        let started = Instant::now();
+        let mut got = vec![];
+        let mut buf = [0u8; 1024];
+        while started.elapsed() < Self::REPLY_TIMEOUT {
+            match port.read(&mut buf) {
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+                Err(e) => return Err(e),
+            }
+            if let Some((reply, end)) = ft300::find_reply(&got, expect_registers) {
+                return Ok(Some((reply, got[end..].to_vec())));
+            }
+        }
+        Ok(None)
+    }
+
+    fn read_registers(port: &mut Port, address: u16, count: u16) -> std::io::Result<Option<Vec<u16>>> {
+        Ok(match Self::ask(port, &ft300::read_registers_request(address, count), Some(count))? {
+            Some((ft300::Reply::Registers(r), _)) if r.len() == count as usize => Some(r),
+            _ => None,
+        })
+    }
+
+    fn read_identity(port: &mut Port) -> std::io::Result<Option<ft300::Identity>> {
+        let Some(firmware) = Self::read_registers(port, ft300::REGISTER_FIRMWARE_VERSION, 3)? else { return Ok(None) };
+        let serial = Self::read_registers(port, ft300::REGISTER_SERIAL_NUMBER, 4)?;
+        let year = Self::read_registers(port, ft300::REGISTER_PRODUCTION_YEAR, 1)?;
+        Ok(Some(ft300::Identity {
+            firmware: ft300::Identity::firmware_from(&firmware),
+            serial_number: serial.map_or_else(|| "UNKNOWN".into(), |r| ft300::Identity::serial_from(&r)),
+            production_year: year.map_or(0, |r| r[0]),
+        }))
+    }
+}
+
+fn protocol_error(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
 }
 
 impl SerialSensor for Ft300 {
     fn columns(&self) -> Vec<String> {
         ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].iter().map(|s| s.to_string()).collect()
     }
+    /// A sensor still streaming (left so by a killed client, or streaming
+    /// from power-up) does not hear Modbus: it is jammed quiet first, as
+    /// Robotiq's driver does. Then its identity is read (function 3) and the
+    /// stream started with function 16, whose echo is checked.
     fn start(&mut self, port: &mut Port) -> std::io::Result<()> {
-        port.write_all(&ft300::start_stream_command())?;
-        port.flush()
+        let (quiet, _) = Self::listen(port, Duration::from_millis(60), Duration::from_millis(60))?;
+        if !quiet {
+            let mut silenced = false;
+            for _ in 0..5 {
+                port.write_all(&ft300::stop_stream_burst())?;
+                port.flush()?;
+                if Self::listen(port, Duration::from_millis(80), Duration::from_millis(500))?.0 {
+                    silenced = true;
+                    break;
+                }
+            }
+            if !silenced {
+                return Err(protocol_error("keeps sending after five stop signals (0xFF bursts): is this an FT 300 at 19200 baud?".into()));
+            }
+        }
+        if self.identity.is_none() {
+            self.identity = Self::read_identity(port)?;
+        }
+        match Self::ask(port, &ft300::start_stream_command(), None)? {
+            Some((ft300::Reply::Written { address: ft300::REGISTER_SELECT_OUTPUT, count: 1 }, rest)) => {
+                self.carry = rest;
+                Ok(())
+            }
+            Some((ft300::Reply::Exception { function, code }, _)) => Err(protocol_error(format!(
+                "refused the stream start (Modbus function 16, register 410) with exception {code} ({}) to function {function}",
+                ft300::exception_name(code)
+            ))),
+            Some((other, _)) => Err(protocol_error(format!("answered the stream start with {other:?}"))),
+            // No echo, but frames: the sensor streams (Robotiq's driver accepts that too).
+            None => {
+                let (_, got) = Self::listen(port, Duration::from_millis(50), Duration::from_millis(50))?;
+                let mut probe = Ft300Decoder::default();
+                probe.feed(&got, &mut vec![]);
+                if probe.frames > 0 {
+                    self.carry = got;
+                    Ok(())
+                } else {
+                    Err(protocol_error(format!(
+                        "no answer to the stream start (Modbus function 16, register 410) within {} s: is the sensor powered, on this port, at 19200 baud?",
+                        Self::REPLY_TIMEOUT.as_secs_f64()
+                    )))
+                }
+            }
+        }
+    }
+    fn identity(&self) -> Option<String> {
+        self.identity.as_ref().map(|i| i.to_string())
     }
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
         self.wrenches.clear();
+        if !self.carry.is_empty() {
+            let carry = std::mem::take(&mut self.carry);
+            self.decoder.feed(&carry, &mut self.wrenches);
+        }
         self.decoder.feed(bytes, &mut self.wrenches);
         out.extend(self.wrenches.iter().map(|w| vec![w.force_n[0], w.force_n[1], w.force_n[2], w.moment_nm[0], w.moment_nm[1], w.moment_nm[2]]));
     }
@@ -183,7 +317,8 @@ pub struct SerialConfig {
 }
 
 /// Records until `stop` is set. `port` is the port opened by the caller's
-/// probe (so a missing device is reported before recording starts).
+/// probe (so a missing device is reported before recording starts), its
+/// backlog dropped (`drop_backlog`).
 pub fn record(
     cfg: &SerialConfig,
     mut sensor: Box<dyn SerialSensor>,
@@ -206,6 +341,7 @@ pub fn record(
     let mut samples: Vec<Vec<f64>> = Vec::with_capacity(64);
     let mut backoff = Backoff::new();
     let mut stopped_ns = None;
+    let mut reopened = false;
     let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
         for s in samples.drain(..) {
             writer.push(t, &s)?;
@@ -228,15 +364,22 @@ pub fn record(
                 }
             },
         };
-        // Bytes that waited in the port's buffer (a sensor streaming before
-        // the recorder opened the port, or while it was away) would be
-        // stamped now as if they had just been measured: drop them.
-        let _ = p.clear(serialport::ClearBuffer::Input);
-        drain_backlog(&mut p, &mut buf);
-        if sensor.start(&mut p).is_err() {
+        // Bytes that waited in the port's buffer (a sensor streaming while
+        // the recorder was away) would be stamped now as if they had just
+        // been measured: drop them. The caller did so for the first port,
+        // before the clock started.
+        if reopened {
+            drop_backlog(&mut p);
+        }
+        reopened = true;
+        if let Err(e) = sensor.start(&mut p) {
+            status.failed(&e.to_string());
             outages.disconnected();
             backoff.wait();
             continue;
+        }
+        if let Some(id) = sensor.identity() {
+            status.identify(&id);
         }
         let mut last_sample = Instant::now();
         let mut failed = false;
@@ -269,7 +412,8 @@ pub fn record(
                 // Silent for a second: ask again (a start command sent while
                 // the sensor was still booting is lost).
                 last_sample = Instant::now();
-                if sensor.start(&mut p).is_err() {
+                if let Err(e) = sensor.start(&mut p) {
+                    status.failed(&e.to_string());
                     failed = true;
                     break;
                 }

@@ -4,7 +4,7 @@
 //! line (e.g. one end of a `socat` pair), whose other side the recorder opens.
 
 use crate::ascii::{format_line, Separator};
-use crate::ft300::{encode_frame, start_stream_command, Wrench};
+use crate::ft300::{self, encode_frame, Wrench};
 use crate::serial::{Port, SerialError};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
@@ -95,20 +95,27 @@ pub struct Ft300EmulatorConfig {
     pub seed: u64,
     /// Every this many frames, inject garbage, a truncated and a corrupted frame.
     pub inject_garbage_every: Option<u64>,
+    /// Streams from power-up, before any start command (an FT 300 whose
+    /// last client left it streaming does so).
+    pub streaming_at_power_up: bool,
 }
 
-/// Plays a Robotiq FT 300 on `port`: waits for the Modbus start command
-/// (answers it with its echo, as the sensor does), streams frames at
-/// `rate_hz`, and stops streaming at a burst of 0xFF. Returns the number of
-/// valid frames sent.
+/// Plays a Robotiq FT 300 on `port` as the sensor behaves: a Modbus RTU
+/// slave (address 9) until 0x0200 is written to register 410 with
+/// function 16 (answered with its echo), then a stream of frames at
+/// `rate_hz` until a burst of 0xFF. Function 3 reads the identity
+/// registers (firmware, serial number, year); other functions and
+/// unknown registers get a Modbus exception, damaged requests silence,
+/// and Modbus requests during streaming are not heard. Returns the number
+/// of valid frames sent.
 pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool>) -> Result<u64, SerialError> {
     port.set_timeout(Duration::from_millis(1)).map_err(|e| SerialError::Io(e.into()))?;
-    let start = start_stream_command();
+    let registers: std::collections::HashMap<u16, u16> = ft300::Identity::registers((3, 0, 1), 42, 2019).into_iter().collect();
     let period = Duration::from_secs_f64(1.0 / cfg.rate_hz);
     let t0 = Instant::now();
     let mut rx: Vec<u8> = vec![];
     let mut buf = [0u8; 256];
-    let mut streaming = false;
+    let mut streaming = cfg.streaming_at_power_up;
     let mut next = Instant::now();
     let mut sent: u64 = 0;
     let mut k: u64 = 0;
@@ -123,18 +130,45 @@ pub fn run_ft300(mut port: Port, cfg: &Ft300EmulatorConfig, stop: Arc<AtomicBool
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => return Err(e.into()),
         }
-        if let Some(i) = find(&rx, &start) {
-            line.send(&mut port, &start)?; // Modbus echo of "write single register"
-            rx.drain(..i + start.len());
-            if !streaming {
-                streaming = true;
-                next = Instant::now();
-                table_t0_s = cfg.wrench_start.map_or(0.0, seconds_since) - k as f64 / cfg.rate_hz;
+        if streaming {
+            if rx.windows(10).any(|w| w.iter().all(|b| *b == 0xFF)) {
+                streaming = false;
+                rx.clear();
             }
-        }
-        if rx.windows(10).any(|w| w.iter().all(|b| *b == 0xFF)) {
-            streaming = false;
-            rx.clear();
+        } else {
+            while let Some((request, end)) = ft300::find_request(&rx) {
+                rx.drain(..end);
+                let reply = match request {
+                    ft300::Request::WriteRegisters { address, values } => {
+                        if address == ft300::REGISTER_SELECT_OUTPUT && values == [ft300::STREAM_OUTPUT] {
+                            streaming = true;
+                            next = Instant::now();
+                            table_t0_s = cfg.wrench_start.map_or(0.0, seconds_since) - k as f64 / cfg.rate_hz;
+                        }
+                        let mut echo = vec![ft300::SLAVE, 0x10];
+                        echo.extend_from_slice(&address.to_be_bytes());
+                        echo.extend_from_slice(&(values.len() as u16).to_be_bytes());
+                        ft300::with_crc(&echo)
+                    }
+                    ft300::Request::ReadRegisters { address, count } => {
+                        let values: Option<Vec<u16>> = (address..address.saturating_add(count)).map(|a| registers.get(&a).copied()).collect();
+                        match values {
+                            Some(v) => {
+                                let mut b = vec![ft300::SLAVE, 0x03, (2 * v.len()) as u8];
+                                v.iter().for_each(|r| b.extend_from_slice(&r.to_be_bytes()));
+                                ft300::with_crc(&b)
+                            }
+                            None => ft300::with_crc(&[ft300::SLAVE, 0x83, 2]),
+                        }
+                    }
+                    ft300::Request::Other { function } => ft300::with_crc(&[ft300::SLAVE, function | 0x80, 1]),
+                };
+                line.send(&mut port, &reply)?;
+                if streaming {
+                    rx.clear();
+                    break;
+                }
+            }
         }
         if rx.len() > 4096 {
             rx.drain(..rx.len() - 64);
@@ -195,7 +229,17 @@ impl SensorNoise {
 impl Ft300EmulatorConfig {
     /// A noise-free, unbiased sensor at `rate_hz` playing the built-in signal.
     pub fn new(rate_hz: f64) -> Ft300EmulatorConfig {
-        Ft300EmulatorConfig { rate_hz, wrench: None, wrench_start: None, bias: [0.0; 6], noise_n: 0.0, noise_nm: 0.0, seed: 1, inject_garbage_every: None }
+        Ft300EmulatorConfig {
+            rate_hz,
+            wrench: None,
+            wrench_start: None,
+            bias: [0.0; 6],
+            noise_n: 0.0,
+            noise_nm: 0.0,
+            seed: 1,
+            inject_garbage_every: None,
+            streaming_at_power_up: false,
+        }
     }
 }
 
@@ -244,10 +288,6 @@ impl Sender {
         }
         Ok(true)
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Plays an ASCII force sensor on `port`: `seq,t_us,force_mn` lines at

@@ -62,6 +62,12 @@ pub struct DeviceRecord {
     /// and were stamped late), and the samples in them.
     pub backlog_reads: u64,
     pub backlog_samples: u64,
+    /// What the device says it is (an FT 300's firmware and serial number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The last error reaching or starting the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 fn default_clock() -> String {
