@@ -306,3 +306,53 @@ fn observe_simulate_and_validate_write_their_files() {
     ok(&rodlab(&["session", "info", a.to_str().unwrap()]));
     ok(&rodlab(&["session", "check", a.to_str().unwrap()]));
 }
+
+/// The repository stands alone: no tracked file refers to a path outside
+/// it (`../` that climbs above the clone). Paths in Rust sources are taken
+/// from their package's directory (`CARGO_MANIFEST_DIR`; the end-to-end
+/// tests under tests/ belong to crates/cli), other paths from the file's
+/// own directory.
+#[test]
+fn no_tracked_file_refers_to_a_path_outside_the_repository() {
+    let listed = std::process::Command::new("git").args(["ls-files", "-z"]).current_dir(root()).output().expect("git");
+    if !listed.status.success() {
+        eprintln!("\n*** SKIPPED: not a git checkout ***\n");
+        return;
+    }
+    let mut outside = vec![];
+    for file in String::from_utf8_lossy(&listed.stdout).split('\0').filter(|f| !f.is_empty()) {
+        let Ok(text) = std::fs::read_to_string(root().join(file)) else { continue };
+        let parts: Vec<&str> = file.split('/').collect();
+        let base: Vec<&str> = match (parts.as_slice(), file.ends_with(".rs")) {
+            (["crates", name, ..], true) => vec!["crates", name],
+            (["tests", ..], true) => vec!["crates", "cli"],
+            _ => parts[..parts.len() - 1].to_vec(),
+        };
+        for (at, _) in text.match_indices("../") {
+            // Only where a path starts: not inside another path like a/../b.
+            if at > 0 && !matches!(text.as_bytes()[at - 1], b'"' | b'\'' | b'(' | b' ' | b'`' | b'=' | b'\n' | b'<' | b'[') {
+                continue;
+            }
+            let reference: String = text[at..].chars().take_while(|c| !matches!(c, '"' | '\'' | ')' | ' ' | '`' | '\n' | '>' | ']' | ',')).collect();
+            let mut depth: Vec<&str> = base.clone();
+            let mut escapes = false;
+            for step in reference.split('/') {
+                match step {
+                    ".." => {
+                        if depth.pop().is_none() {
+                            escapes = true;
+                            break;
+                        }
+                    }
+                    "" | "." => {}
+                    s => depth.push(s),
+                }
+            }
+            if escapes {
+                let line = text[..at].matches('\n').count() + 1;
+                outside.push(format!("{file}:{line}: {reference}"));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "paths outside the repository:\n{}", outside.join("\n"));
+}

@@ -232,6 +232,16 @@ pub enum SessionCommand {
         #[arg(long)]
         skip_videos: bool,
     },
+    /// Every table of a session as CSV (units in the headers) and its metadata as JSON, for tools without rodlab.
+    #[command(
+        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
+    )]
+    Export {
+        dir: PathBuf,
+        /// Directory to write into (created).
+        #[arg(long)]
+        to: PathBuf,
+    },
 }
 
 pub fn session(cmd: SessionCommand) -> Result<()> {
@@ -305,6 +315,13 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
                 return Err(Error::computation(format!("{} problem(s) in {}", report.problems.len(), dir.display())));
             }
             println!("ok: every file is readable and consistent, every device was heard{}", if report.warnings.is_empty() { "" } else { " (warnings above)" });
+            Ok(())
+        }
+        SessionCommand::Export { dir, to } => {
+            let out = lab::export::export(&SessionDir::new(&dir), &to)?;
+            for (file, rows) in &out.files {
+                println!("wrote {} ({rows} rows)", file.display());
+            }
             Ok(())
         }
     }

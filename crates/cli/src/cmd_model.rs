@@ -35,7 +35,7 @@ pub struct SolveArgs {
     /// Turn gravity off.
     #[arg(long)]
     pub no_gravity: bool,
-    /// Use E, G, rho, geometry and base pitch from an identified.toml of `rodlab identify`.
+    /// Use E, G, rho, geometry and base pitch from an identified.toml of `rodlab identify` (FILE:NAME takes a compared variant's values instead of [parameters], e.g. "identified.toml:no nuisance").
     #[arg(long)]
     pub params: Option<PathBuf>,
     /// Write the shape (base to tip) as CSV.
@@ -276,6 +276,9 @@ pub struct CalibrateRigArgs {
     /// Use frames where the flange moves slower than this [m/s].
     #[arg(long, default_value_t = 0.005)]
     pub max_speed_m_s: f64,
+    /// Refuse (exit 1, nothing written) when the residuals' RMS is above this [m].
+    #[arg(long, default_value_t = lab::rig::MAX_RMS_M)]
+    pub max_rms_m: f64,
     /// Write the session's [frames] with the measured robot base here (TOML).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -285,7 +288,13 @@ pub fn rig(c: RigCommand) -> Result<()> {
     let RigCommand::Calibrate(a) = c;
     let rod = rod::Rod::from_file(&a.rod)?;
     let session = SessionDir::new(&a.session);
-    let cal = lab::rig::calibrate(&lab::rig::RigCalibrationRequest { session: &session, rod: &rod, marker: a.marker, max_speed_m_s: a.max_speed_m_s })?;
+    let cal = lab::rig::calibrate(&lab::rig::RigCalibrationRequest {
+        session: &session,
+        rod: &rod,
+        marker: a.marker,
+        max_speed_m_s: a.max_speed_m_s,
+        max_rms_m: a.max_rms_m,
+    })?;
     let (p, r) = (cal.robot_base.position_m, cal.robot_base.rpy_deg);
     println!(
         "robot base in the world from {} pairs: position_m = [{:.6}, {:.6}, {:.6}], rpy_deg = [{:.5}, {:.5}, {:.5}]",

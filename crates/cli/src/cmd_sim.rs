@@ -18,7 +18,7 @@ pub struct SimulateArgs {
     /// Scene: time stepping, table, base, contact law (configs/scene/*.toml).
     #[arg(long)]
     pub scene: PathBuf,
-    /// identified.toml: E, G, rho and geometry of the rod from `rodlab identify`.
+    /// identified.toml: E, G, rho and geometry of the rod from `rodlab identify` (FILE:NAME takes a compared variant's values instead of [parameters], e.g. "identified.toml:no nuisance").
     #[arg(long)]
     pub params: Option<PathBuf>,
     /// Base motion from a session's robot stream (flange poses on host time).
@@ -121,7 +121,7 @@ pub struct ValidateArgs {
     pub sessions: Vec<PathBuf>,
     #[arg(long)]
     pub rod: PathBuf,
-    /// identified.toml: E, G, rho to validate (default: the rod file's material).
+    /// identified.toml: E, G, rho to validate (default: the rod file's material) (FILE:NAME takes a compared variant's values instead of [parameters], e.g. "identified.toml:no nuisance").
     #[arg(long)]
     pub params: Option<PathBuf>,
     /// Scene: table, friction, time step, contact law (the base comes from the session).

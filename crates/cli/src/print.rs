@@ -120,5 +120,11 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     for w in &f.warnings {
         println!("  warning: {w}");
     }
+    if id.file.parameters_from != "requested" {
+        println!(
+            "  [parameters] of identified.toml hold the recommended variant, {:?} (E {:.4e} Pa); FILE:requested or FILE:<variant> selects another",
+            id.file.parameters_from, id.file.parameters.e_pa.value
+        );
+    }
     println!("wrote {}, {} and {}", id.identified_toml.display(), id.report.html.display(), id.report.json.display());
 }

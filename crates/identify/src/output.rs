@@ -158,6 +158,10 @@ pub struct VariantOut {
     pub loo_worst_mm: f64,
     /// Per experiment, its leave-one-out RMS \[mm\].
     pub loo_per_experiment_mm: Vec<f64>,
+    /// Every value of this variant's fit on all the experiments, with
+    /// intervals (what `--params FILE:NAME` applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitted: Option<Parameters>,
 }
 
 /// Priors of the geometry parameters a variant may fit (mean, sd).
@@ -234,6 +238,7 @@ pub fn compare_variants(
             loo_rms_mm,
             loo_worst_mm: per.iter().cloned().fold(f64::NAN, f64::max),
             loo_per_experiment_mm: per,
+            fitted: Some(parameters(&f)),
         });
     }
     let best = out.iter().enumerate().filter(|(_, v)| v.loo_rms_mm.is_finite()).min_by(|a, b| a.1.loo_rms_mm.total_cmp(&b.1.loo_rms_mm)).map(|(i, _)| i);
@@ -375,6 +380,10 @@ pub struct IdentifiedFile {
     /// the parameters belong to; see [`rod_geometry`].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rod_geometry: Option<String>,
+    /// Why the identification failed (a value outside its physical
+    /// range): the values are kept for inspection, never for use.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub failed: Option<String>,
     /// Where the experiments came from (a directory, or sessions).
     pub experiments_dir: String,
     pub warnings: Vec<String>,
@@ -391,8 +400,20 @@ pub struct IdentifiedFile {
     pub variant: Vec<VariantOut>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub recommended_variant: Option<String>,
+    /// Which fit `[parameters]` holds: "requested" (the options asked
+    /// for), or the name of the recommended variant.
+    #[serde(default = "requested")]
+    pub parameters_from: String,
+    /// The requested fit's values, kept when `[parameters]` hold the
+    /// recommended variant's (`[fit]` and `[[experiment]]` describe it).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub requested_parameters: Option<Parameters>,
     pub experiment: Vec<ExperimentOut>,
     pub start: Vec<StartOutcome>,
+}
+
+fn requested() -> String {
+    "requested".into()
 }
 
 fn parameters(f: &Fit) -> Parameters {
@@ -453,6 +474,7 @@ impl IdentifiedFile {
             rodlab_version: env!("CARGO_PKG_VERSION").into(),
             rod_file: rod_file.into(),
             rod_geometry: None,
+            failed: None,
             experiments_dir: experiments_dir.into(),
             warnings: f.warnings.clone(),
             parameters: parameters(f),
@@ -485,6 +507,8 @@ impl IdentifiedFile {
             jackknife: study.jackknife.clone(),
             variant: vec![],
             recommended_variant: None,
+            parameters_from: requested(),
+            requested_parameters: None,
             experiment: experiments
                 .iter()
                 .enumerate()
@@ -547,6 +571,44 @@ impl IdentifiedFile {
             .with_geometry(p.radius_scale, p.cable_offset_m)
             .with_cable_offsets(&p.cable_offsets_m)
             .with_cable_angles(&p.cable_angles_rad)
+    }
+
+    /// The variants compared and the recommended one: `[parameters]`
+    /// become the recommended variant's, the requested fit is kept.
+    pub fn set_variants(&mut self, variants: Vec<VariantOut>, recommended: Option<usize>) {
+        if let Some(p) = recommended.and_then(|i| variants[i].fitted.clone()) {
+            self.requested_parameters = Some(std::mem::replace(&mut self.parameters, p));
+            self.parameters_from = variants[recommended.unwrap_or(0)].name.clone();
+        }
+        self.recommended_variant = recommended.map(|i| variants[i].name.clone());
+        self.variant = variants;
+    }
+
+    /// `[parameters]` from another fit of the file: "requested", or a
+    /// variant's name (case and spaces around it ignored).
+    pub fn select(&mut self, name: &str, path: &Path) -> Result<(), ParamsFileError> {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("requested") {
+            if let Some(p) = self.requested_parameters.take() {
+                self.parameters = p;
+            }
+            self.parameters_from = requested();
+            return Ok(());
+        }
+        match self.variant.iter().find(|v| v.name.eq_ignore_ascii_case(name)) {
+            Some(v) => match &v.fitted {
+                Some(p) => {
+                    self.parameters = p.clone();
+                    self.parameters_from = v.name.clone();
+                    Ok(())
+                }
+                None => Err(ParamsFileError::new(path, format!("variant {name:?} was written without its values (identify again with --compare-variants)"))),
+            },
+            None => {
+                let names: Vec<String> = std::iter::once("requested".to_string()).chain(self.variant.iter().map(|v| format!("{:?}", v.name))).collect();
+                Err(ParamsFileError::new(path, format!("no fit named {name:?}; the file holds: {}", names.join(", "))))
+            }
+        }
     }
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {

@@ -264,14 +264,30 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     };
     drop(task);
     let mut file = IdentifiedFile::from_study(&study, &experiments, &req.rod_path.display().to_string(), &source);
-    file.variant = variants.clone();
-    file.recommended_variant = recommended.map(|i| variants[i].name.clone());
+    file.set_variants(variants.clone(), recommended);
     file.rod_geometry = Some(identify::output::rod_geometry(&req.rod));
+    // A fit outside physical ranges is a failure, written as one (the
+    // file and the report say so; --params refuses the file).
+    let outside = outside_ranges(&study.fit, &req.rod.identify_priors.ranges, &req.rod_path);
+    let failure =
+        (!outside.is_empty()).then(|| format!("{}; the data that disagree most: {}", outside.join("; "), worst_experiments(&experiments, &study.fit)));
+    file.failed = failure.clone();
     let identified_toml = req.out.join("identified.toml");
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
     input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
-    let rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
+    let mut rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
+    if let Some(f) = &failure {
+        rep.title = format!("FAILED {}", rep.title);
+        rep.warnings.insert(0, format!("identification failed: {f}"));
+    }
     let written = report::write_identification_report(&req.out, &rep)?;
+    if let Some(f) = failure {
+        return Err(Error::computation(format!(
+            "identification failed: {f}. {} and {} are written marked as failed. Usual causes: a force sensor not zeroed (its bias read as weight), holds whose markers are mislabelled, a rod file whose section or mount is not the specimen's",
+            identified_toml.display(),
+            written.html.display()
+        )));
+    }
     Ok(Identification { rod, source, experiments, holds, sessions, study, file, variants, recommended, reference_geometry, identified_toml, report: written })
 }
 
@@ -503,4 +519,24 @@ fn report(
             .collect(),
         provenance,
     }
+}
+
+/// Fitted material values at or beyond their physical range.
+fn outside_ranges(f: &Fit, r: &rod::MaterialRanges, rod_path: &Path) -> Vec<String> {
+    let mut out = vec![];
+    let values =
+        [("e_pa", f.values.e_pa, r.e_pa, true), ("g_pa", f.values.g_pa, r.g_pa, true), ("rho_kg_m3", f.values.rho_kg_m3, r.rho_kg_m3, f.layout.fit_rho)];
+    for (name, value, (lo, hi), fitted) in values {
+        if fitted && !(value > lo && value < hi) {
+            out.push(format!("{name} = {value:.4e} is outside its physical range [{lo:.1e}, {hi:.1e}] ({} [identify] {name}_range)", rod_path.display()));
+        }
+    }
+    out
+}
+
+/// The three experiments (holds) the fit misses most, by RMS error.
+fn worst_experiments(experiments: &[Experiment], f: &Fit) -> String {
+    let mut by_error: Vec<(String, f64)> = experiments.iter().zip(&f.errors_mm).map(|(e, err)| (e.id.clone(), identify::fit::rms(err))).collect();
+    by_error.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_error.iter().take(3).map(|(id, e)| format!("{id} ({e:.2} mm RMS)")).collect::<Vec<_>>().join(", ")
 }

@@ -11,6 +11,7 @@
 
 pub mod data;
 pub mod error;
+pub mod export;
 pub mod identify;
 pub mod info;
 pub mod loads;

@@ -17,11 +17,20 @@ pub struct Params {
 
 impl Params {
     /// Reads `path` and checks it was identified for `rod` (the rod file
-    /// at `rod_path`, named in the error).
+    /// at `rod_path`, named in the error). `FILE:NAME` selects another fit
+    /// of the file than its `[parameters]`: a compared variant by its name,
+    /// or "requested" (the fit as asked for).
     pub fn read(path: &Path, rod: &Rod, rod_path: &Path) -> Result<Params> {
-        let file = IdentifiedFile::read(path)?;
-        file.check_rod(rod, rod_path, path)?;
-        Ok(Params { file, path: path.to_path_buf() })
+        let (file_path, fit_name) = split_fit_name(path);
+        let mut file = IdentifiedFile::read(&file_path)?;
+        if let Some(name) = fit_name {
+            file.select(&name, &file_path)?;
+        }
+        file.check_rod(rod, rod_path, &file_path)?;
+        if let Some(why) = &file.failed {
+            return Err(Error::input(format!("{}: an identification that failed ({why}): its values are not for use", file_path.display())));
+        }
+        Ok(Params { file, path: file_path })
     }
 
     /// The rod with the identified material and geometry (its base, the
@@ -45,6 +54,18 @@ impl Params {
         let p = &self.file.parameters;
         [p.e_pa.ci95, p.g_pa.ci95, p.rho_kg_m3.ci95]
     }
+}
+
+/// `FILE:NAME` into the file and the fit's name, when `FILE` is a file
+/// and the whole is not.
+fn split_fit_name(path: &Path) -> (PathBuf, Option<String>) {
+    let text = path.to_string_lossy();
+    if !path.exists() {
+        if let Some((file, name)) = text.split_once(".toml:") {
+            return (PathBuf::from(format!("{file}.toml")), Some(name.to_string()));
+        }
+    }
+    (path.to_path_buf(), None)
 }
 
 /// The rod with `params` applied, or the rod as it is.

@@ -16,7 +16,12 @@ pub struct RigCalibrationRequest<'a> {
     pub marker: usize,
     /// Pairs are taken where the flange moves slower than this \[m/s\].
     pub max_speed_m_s: f64,
+    /// A calibration whose residuals' RMS is above this is refused \[m\].
+    pub max_rms_m: f64,
 }
+
+/// The default refusal limit of the residuals' RMS: 1 mm.
+pub const MAX_RMS_M: f64 = 1e-3;
 
 /// The measured robot base.
 #[derive(Clone, Debug)]
@@ -52,6 +57,7 @@ pub fn calibrate(req: &RigCalibrationRequest) -> Result<RigCalibration> {
         Some((p1 - p0).norm() / (2.0 * dt as f64 * 1e-9))
     };
     let mut pairs = vec![];
+    let mut pair_times_s = vec![];
     for r in rows.iter().filter(|r| r.marker as usize == req.marker && r.flags & (flags::MISSING | flags::MERGED) == 0) {
         let Some(t) = r.t_host_ns else {
             return Err(Error::input(format!("{}: no t_host_ns column: track the session's video with its frames table", markers_path.display())));
@@ -62,8 +68,31 @@ pub fn calibrate(req: &RigCalibrationRequest) -> Result<RigCalibration> {
         }
         let flange = log.flange_at(t).expect("inside the log");
         pairs.push((flange.transform_point(&on_flange), p));
+        pair_times_s.push(t as f64 * 1e-9);
     }
     let cal = session::frames::calibrate_robot_base(&pairs).context(dir.path().display())?;
+    if !(cal.rms_residual_m <= req.max_rms_m) {
+        // The worst poses: the still spans whose pairs miss most.
+        let g = cal.world_from_robot;
+        let mut misses: Vec<(f64, f64)> = pairs.iter().zip(&pair_times_s).map(|((a, b), t)| (*t, (g.transform_point(a) - b).norm())).collect();
+        misses.sort_by(|x, y| y.1.total_cmp(&x.1));
+        let mut worst: Vec<(f64, f64)> = vec![];
+        for (t, m) in misses {
+            if worst.len() < 3 && worst.iter().all(|(tw, _)| (tw - t).abs() > 1.0) {
+                worst.push((t, m));
+            }
+        }
+        let worst: Vec<String> = worst.iter().map(|(t, m)| format!("{:.1} mm at t = {t:.1} s", m * 1e3)).collect();
+        return Err(Error::computation(format!(
+            "{}: rig calibration refused, nothing written: the marker positions miss the fitted robot base by {:.1} mm RMS (limit {:.1} mm, --max-rms-m); worst {}. Usual causes: the tracked marker sits on a part that bends (--marker {} is {:.0} mm along the rod; use one on the flange or the clamped base), the robot was still moving (lower --max-speed-m-s), a wrong --marker index, or the board's pose in [frames] is off",
+            dir.path().display(),
+            cal.rms_residual_m * 1e3,
+            req.max_rms_m * 1e3,
+            worst.join(", "),
+            req.marker,
+            marker.arc_m * 1e3
+        )));
+    }
     let robot_base = FramePose::from_pose(&cal.world_from_robot);
     let mut frames = meta.frames;
     frames.robot_base = robot_base;

@@ -241,7 +241,7 @@ fn rig_calibration_recovers_the_robot_base() {
     let rod = rod::Rod::from_toml_str(ROD, "rod.toml").unwrap();
     let marker_on_flange = rod.base.transform_point(&Vec3::new(rod.markers[0].arc_m, 0.0, 0.0));
     let truth = frames(0.0).world_from_robot();
-    let write_session = |sess: &Path, targets: &[Vec3], yaw_step: f64| {
+    let write_session = |sess: &Path, targets: &[Vec3], yaw_step: f64, bend_m: f64| {
         std::fs::create_dir_all(sess).unwrap();
         let mut rig = frames(0.0);
         rig.robot_base = FramePose::default(); // unknown: to be measured
@@ -277,7 +277,10 @@ fn rig_calibration_recovers_the_robot_base() {
         let rows: Vec<session::MarkerRow> = (0..(total * 30.0) as usize)
             .map(|k| {
                 let t = k as f64 / 30.0;
-                let p = flange_w(t).transform_point(&marker_on_flange) + Vec3::new(gauss(), gauss(), gauss()) * 2e-4;
+                // A marker on a part that bends sags by a different amount at each pose.
+                let pose = ((t / period) as usize).min(targets.len() - 1);
+                let sag = Vec3::new(0.0, 0.0, -bend_m * (pose % 3) as f64);
+                let p = flange_w(t).transform_point(&marker_on_flange) + sag + Vec3::new(gauss(), gauss(), gauss()) * 2e-4;
                 session::MarkerRow {
                     frame: k as i64,
                     t_s: t,
@@ -310,11 +313,11 @@ fn rig_calibration_recovers_the_robot_base() {
     // Eight poses spread in the board's plane (world x-z) and a little across it.
     let targets: Vec<Vec3> = (0..8).map(|k| Vec3::new(0.05 * (k % 4) as f64, 0.01 * (k % 3) as f64, 0.30 + 0.06 * (k / 4) as f64)).collect();
     let sess = dir.path().join("cal");
-    write_session(&sess, &targets, 0.3);
+    write_session(&sess, &targets, 0.3, 0.0);
     let out = dir.path().join("frames.toml");
     let calibrate = |sess: &Path| {
         let session = lab::SessionDir::new(sess);
-        lab::rig::calibrate(&lab::rig::RigCalibrationRequest { session: &session, rod: &rod, marker: 0, max_speed_m_s: 0.005 })
+        lab::rig::calibrate(&lab::rig::RigCalibrationRequest { session: &session, rod: &rod, marker: 0, max_speed_m_s: 0.005, max_rms_m: lab::rig::MAX_RMS_M })
     };
     let cal = calibrate(&sess).unwrap();
     assert!(cal.gravity_angle_deg.is_some_and(|a| a < 1.0) && cal.warnings.is_empty(), "{cal:?}");
@@ -333,8 +336,21 @@ fn rig_calibration_recovers_the_robot_base() {
     // All poses on a line: refused with the reason.
     let line: Vec<Vec3> = (0..6).map(|k| Vec3::new(0.04 * k as f64, 0.0, 0.3)).collect();
     let sess = dir.path().join("line");
-    write_session(&sess, &line, 0.0);
+    write_session(&sess, &line, 0.0, 0.0);
     expect_input_error(calibrate(&sess), &["degenerate", "line"]);
+
+    // The tracked marker on a part that bends (sagging 0, 4, 8 mm by pose):
+    // refused as a failed computation, the worst poses and the usual
+    // causes named, nothing to write.
+    let sess = dir.path().join("bending");
+    write_session(&sess, &targets, 0.3, 0.004);
+    let e = calibrate(&sess).unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.kind(), fault::Kind::Computation, "{text}");
+    assert!(
+        text.contains("rig calibration refused, nothing written") && text.contains("mm RMS (limit 1.0 mm") && text.contains("worst ") && text.contains("bends"),
+        "{text}"
+    );
 }
 
 /// One clock: a marker table without host times next to a session with a

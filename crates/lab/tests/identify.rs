@@ -189,6 +189,23 @@ fn variants_are_compared_by_leave_one_out() {
     assert!((best.cable_angles_rad[0].to_degrees() + 0.92).abs() < 0.01, "{:?}", best.cable_angles_rad);
     let html = std::fs::read_to_string(&id.report.html).unwrap();
     assert!(html.contains("Model variants by prediction") && html.contains("recommended"));
+    // identified.toml's [parameters] are the recommended variant's, which
+    // --params applies; FILE:NAME selects another fit of the file.
+    let rod_path = at(ARM);
+    let arm = rod(ARM);
+    let params = lab::params::Params::read(&id.identified_toml, &arm, &rod_path).unwrap();
+    assert_eq!(params.file.parameters_from, best.name);
+    assert_eq!(params.file.parameters.e_pa.value, best.e_pa);
+    assert_eq!(params.rod(&arm).cross_section.body.e_pa, best.e_pa);
+    assert_eq!(params.file.parameters.cable_angles_rad, best.cable_angles_rad);
+    let requested = lab::params::Params::read(&id.identified_toml.with_file_name("identified.toml:requested"), &arm, &rod_path).unwrap();
+    assert_eq!(requested.file.parameters.e_pa.value, id.study.fit.values.e_pa);
+    assert_ne!(requested.file.parameters.e_pa.value, best.e_pa);
+    let plain = &id.variants[0];
+    let p = lab::params::Params::read(&id.identified_toml.with_file_name(format!("identified.toml:{}", plain.name)), &arm, &rod_path).unwrap();
+    assert_eq!(p.file.parameters.e_pa.value, plain.e_pa);
+    let e = lab::params::Params::read(&id.identified_toml.with_file_name("identified.toml:nonsense"), &arm, &rod_path).unwrap_err().to_string();
+    assert!(e.contains("no fit named \"nonsense\"") && e.contains("\"frame + offset, angle per cable\""), "{e}");
 
     // The offset alone, with the rod file's prior ([identify] in
     // configs/rod/pls-cable-arm.toml): the README's -2.67 mm, and its
@@ -251,4 +268,34 @@ fn bad_data_are_input_errors_naming_file_and_row() {
         identify(&IdentifyRequest { cable_offset: Prior::Given(0.0, -1.0), ..request(&dir.path().join("o")) }, &lab::Silent).map(|_| ()),
         &["--fit-cable-offset", "MEAN,SD"],
     );
+}
+
+/// A fit outside the rod file's physical range ([identify] e_pa_range,
+/// here set above the paper arm's 0.9 MPa) fails: a computation error
+/// naming the value, the range and the holds that disagree most;
+/// identified.toml and the report are written marked as failed, and
+/// --params refuses the file.
+#[test]
+fn a_fit_outside_its_physical_range_fails_and_is_not_for_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(at(ARM)).unwrap().replace("[identify]", "[identify]\ne_pa_range = [1.0e7, 1.0e10]");
+    let rod_path = dir.path().join("arm.toml");
+    std::fs::write(&rod_path, text).unwrap();
+    let arm = rod::Rod::from_file(&rod_path).unwrap();
+    let out = dir.path().join("fit");
+    let req = IdentifyRequest { loo: false, ..IdentifyRequest::new(&rod_path, arm.clone(), Source::Experiments(at("datasets/pls-cable-arm")), &out) };
+    let Err(e) = identify(&req, &lab::Silent) else { panic!("a fit outside its range was accepted") };
+    let text = e.to_string();
+    assert_eq!(e.kind(), fault::Kind::Computation, "{text}");
+    assert!(text.contains("e_pa = ") && text.contains("outside its physical range [1.0e7, 1.0e10]") && text.contains("the data that disagree most"), "{text}");
+    let written = std::fs::read_to_string(out.join("identified.toml")).unwrap();
+    assert!(written.contains("failed = "), "{written}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("FAILED") && html.contains("identification failed"));
+    let refused = Params::read(&out.join("identified.toml"), &arm, &rod_path).unwrap_err().to_string();
+    assert!(refused.contains("an identification that failed"), "{refused}");
+    // A bad range is a rod-file error naming the field.
+    let bad = std::fs::read_to_string(at(ARM)).unwrap().replace("[identify]", "[identify]\nrho_kg_m3_range = [2000.0, 1000.0]");
+    let e = rod::Rod::from_toml_str(&bad, "arm.toml").unwrap_err().to_string();
+    assert!(e.contains("identify.rho_kg_m3_range"), "{e}");
 }

@@ -150,6 +150,7 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
     let file = identify::output::IdentifiedFile {
         rodlab_version: "test".into(),
         rod_file: ROD.into(),
+        failed: None,
         rod_geometry: Some(identify::output::rod_geometry(&r)),
         experiments_dir: "test".into(),
         warnings: vec![],
@@ -188,6 +189,8 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
         jackknife: None,
         variant: vec![],
         recommended_variant: None,
+        parameters_from: "requested".into(),
+        requested_parameters: None,
         experiment: vec![],
         start: vec![],
     };

@@ -117,6 +117,26 @@ pub struct IdentifyPriors {
     /// Each cable's turn about the rod's axis from its `angle_deg` \[rad\]
     /// (read from `cable_angle_deg`, in degrees).
     pub cable_angle_rad: Option<(f64, f64)>,
+    /// The physical ranges identified material values must fall inside
+    /// (`[identify] e_pa_range = [min, max]`, ...): a fit at or beyond one
+    /// is a failed identification, not a result.
+    pub ranges: MaterialRanges,
+}
+
+/// Physical ranges of identified material values (SI).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MaterialRanges {
+    pub e_pa: (f64, f64),
+    pub g_pa: (f64, f64),
+    pub rho_kg_m3: (f64, f64),
+}
+
+impl Default for MaterialRanges {
+    /// From the softest gels a rod is cast from (1 kPa) to steel (hundreds of
+    /// GPa), and from foams (50 kg/m^3) to tungsten (19 300 kg/m^3).
+    fn default() -> MaterialRanges {
+        MaterialRanges { e_pa: (1e3, 1e12), g_pa: (3e2, 5e11), rho_kg_m3: (50.0, 2.5e4) }
+    }
 }
 
 impl Rod {
@@ -306,6 +326,9 @@ struct RawIdentify {
     cable_offset_m: Option<RawPrior>,
     radius_scale: Option<RawPrior>,
     cable_angle_deg: Option<RawPrior>,
+    e_pa_range: Option<[f64; 2]>,
+    g_pa_range: Option<[f64; 2]>,
+    rho_kg_m3_range: Option<[f64; 2]>,
 }
 
 #[derive(Deserialize)]
@@ -616,6 +639,19 @@ impl RawRod {
         if let Some(RawPrior { mean, sd }) = identify.and_then(|i| i.radius_scale.as_ref()) {
             identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));
         }
+        let range = |field: &str, given: Option<[f64; 2]>, default: (f64, f64)| -> Result<(f64, f64), ConfigError> {
+            match given {
+                None => Ok(default),
+                Some([lo, hi]) if lo.is_finite() && hi.is_finite() && lo > 0.0 && hi > lo => Ok((lo, hi)),
+                Some(_) => Err(ConfigError::new(file, &format!("identify.{field}"), "must be [min, max] with 0 < min < max, finite")),
+            }
+        };
+        let d = MaterialRanges::default();
+        identify_priors.ranges = MaterialRanges {
+            e_pa: range("e_pa_range", identify.and_then(|i| i.e_pa_range), d.e_pa)?,
+            g_pa: range("g_pa_range", identify.and_then(|i| i.g_pa_range), d.g_pa)?,
+            rho_kg_m3: range("rho_kg_m3_range", identify.and_then(|i| i.rho_kg_m3_range), d.rho_kg_m3)?,
+        };
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));

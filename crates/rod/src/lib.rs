@@ -12,7 +12,7 @@ pub mod statics;
 pub mod terms;
 pub mod validity;
 
-pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, Rod, StrainBasis, StrainModes};
+pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, MaterialRanges, Rod, StrainBasis, StrainModes};
 pub use geometry::{CrossSection, Material, Profile};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

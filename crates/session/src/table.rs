@@ -133,6 +133,24 @@ impl Table {
         self.df.as_ref().map_or(vec![], |d| d.schema().iter().map(|(n, t)| (n.to_string(), t.to_string())).collect())
     }
 
+    /// Every column of a table read from disk as text, in file order:
+    /// integers as integers, floats in their shortest exact form (what a
+    /// CSV export writes).
+    pub fn text_columns(&self) -> Result<Vec<(String, Vec<String>)>, TableError> {
+        let mut out = vec![];
+        for (name, dtype) in self.schema() {
+            let text: Vec<String> = if dtype.starts_with('i') || dtype.starts_with('u') {
+                self.i64(&name)?.iter().map(|v| v.to_string()).collect()
+            } else if dtype.starts_with('f') {
+                self.f64(&name)?.iter().map(|v| v.to_string()).collect()
+            } else {
+                self.str(&name)?
+            };
+            out.push((name, text));
+        }
+        Ok(out)
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.df.as_ref().is_some_and(|d| d.column(name).is_ok())
     }

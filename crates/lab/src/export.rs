@@ -1,0 +1,109 @@
+//! A session handed on: every table as CSV (a unit in every header that
+//! does not already end in one) and the metadata as JSON, for a colleague
+//! with MATLAB, Python or a spreadsheet and no rodlab. Videos are not
+//! copied (they already are plain files).
+
+use crate::error::{Error, Result};
+use session::{SessionDir, Table};
+use std::path::{Path, PathBuf};
+
+/// What an export wrote.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// Every file written, with its rows (0 for the metadata).
+    pub files: Vec<(PathBuf, usize)>,
+}
+
+/// Suffixes that already name a unit (`fx_n`, `t_host_ns`, `x_m`, ...).
+const UNIT_SUFFIXES: [&str; 15] = ["_m", "_n", "_nm", "_s", "_ns", "_ms", "_pa", "_rad", "_deg", "_px", "_hz", "_kg", "_m_s", "_kg_m3", "_px2"];
+
+/// The unit of a column whose name does not carry one: UR's RTDE
+/// variables (SI, as the controller sends them), and counts.
+pub fn unit_of(column: &str) -> Option<&'static str> {
+    if UNIT_SUFFIXES.iter().any(|s| column.ends_with(s)) {
+        return None;
+    }
+    let (base, index) = match column.rsplit_once('_') {
+        Some((b, i)) if i.parse::<usize>().is_ok() => (b, i.parse::<usize>().ok()),
+        _ => (column, None),
+    };
+    let linear_then_angular = |linear: &'static str, angular: &'static str| Some(if index.unwrap_or(0) < 3 { linear } else { angular });
+    match base {
+        "timestamp" => Some("s"),
+        "actual_TCP_pose" | "target_TCP_pose" => linear_then_angular("m", "rad (rotation vector)"),
+        "actual_TCP_speed" | "target_TCP_speed" => linear_then_angular("m/s", "rad/s"),
+        "actual_TCP_force" | "ft_raw_wrench" => linear_then_angular("N", "N m"),
+        "actual_q" | "target_q" => Some("rad"),
+        "actual_qd" | "target_qd" => Some("rad/s"),
+        "actual_current" | "target_current" => Some("A"),
+        "actual_main_voltage" | "actual_robot_voltage" => Some("V"),
+        "joint_temperatures" => Some("degC"),
+        "speed_scaling" | "target_speed_fraction" => Some("1"),
+        b if b.starts_with("output_int_register") || b.starts_with("input_int_register") => Some("count"),
+        "seq" | "frame" | "marker" | "flags" | "robot_mode" | "safety_mode" | "runtime_state" => Some("count"),
+        _ => None,
+    }
+}
+
+/// The header a column gets: its name, and its unit in brackets where the
+/// name does not end in one.
+pub fn header(column: &str) -> String {
+    match unit_of(column) {
+        Some(u) => format!("{column} [{u}]"),
+        None => column.to_string(),
+    }
+}
+
+fn write_csv(table: &Table, path: &Path) -> Result<usize> {
+    let columns = table.text_columns()?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("{}: cannot create: {e}", parent.display())))?;
+    }
+    let mut w = csv::Writer::from_path(path).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
+    let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
+    w.write_record(columns.iter().map(|(n, _)| header(n))).map_err(werr)?;
+    let rows = table.height();
+    for r in 0..rows {
+        w.write_record(columns.iter().map(|(_, v)| v[r].as_str())).map_err(werr)?;
+    }
+    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
+    Ok(rows)
+}
+
+fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Writes `session`'s tables into `to`: `session.json`, `streams/NAME.csv`,
+/// `gaps/DEVICE.csv`, `markers.csv`, `strain.csv` (those that exist).
+pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
+    let meta = session.meta()?.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session", session.path().display())))?;
+    std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))?;
+    let mut files = vec![];
+    let json = to.join("session.json");
+    let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::computation(format!("session.json: {e}")))?;
+    std::fs::write(&json, text).map_err(|e| Error::io(format!("{}: cannot write: {e}", json.display())))?;
+    files.push((json, 0));
+    for stream in sub_dirs(&session.streams()) {
+        let name = stream.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let out = to.join("streams").join(format!("{name}.csv"));
+        let rows = write_csv(&Table::read_chunks(&stream)?, &out)?;
+        files.push((out, rows));
+    }
+    for gaps in sub_dirs(&session.path().join("gaps")) {
+        let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let out = to.join("gaps").join(format!("{name}.csv"));
+        let rows = write_csv(&Table::read_chunks(&gaps)?, &out)?;
+        files.push((out, rows));
+    }
+    for (table, name) in [(session.markers(), "markers.csv"), (session.strain(), "strain.csv")] {
+        if table.is_file() {
+            let out = to.join(name);
+            let rows = write_csv(&Table::read(&table)?, &out)?;
+            files.push((out, rows));
+        }
+    }
+    Ok(Exported { files })
+}

@@ -1,0 +1,46 @@
+//! `session export`: a synthetic session's tables as CSV with units in the
+//! headers, the metadata as JSON, every value as in the Parquet files.
+
+mod common;
+use common::*;
+
+#[test]
+fn every_table_is_exported_with_units_and_exact_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = synth(dir.path(), "stick", "configs/rod/contact-paper-steel-core.toml", "configs/scene/contact-paper-stick.toml", |_| {});
+    let to = dir.path().join("export");
+    let out = lab::export::export(&s, &to).unwrap();
+    let names: Vec<String> = out.files.iter().map(|(p, _)| p.strip_prefix(&to).unwrap().display().to_string()).collect();
+    assert!(
+        names.contains(&"session.json".to_string()) && names.contains(&"streams/robot.csv".to_string()) && names.contains(&"markers.csv".to_string()),
+        "{names:?}"
+    );
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(to.join("session.json")).unwrap()).unwrap();
+    assert!(meta["start_utc"].as_str().is_some_and(|t| !t.is_empty()), "{meta}");
+
+    // The robot stream: same rows, a unit in every header, values exact.
+    let table = session::Table::read_chunks(&s.stream("robot")).unwrap();
+    let mut csv = csv::Reader::from_path(to.join("streams/robot.csv")).unwrap();
+    let headers: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    for h in &headers {
+        let has_unit = h.contains(" [") || ["_m", "_n", "_nm", "_s", "_ns", "_pa", "_rad", "_px"].iter().any(|u| h.ends_with(u));
+        assert!(has_unit, "header without a unit: {h}");
+    }
+    assert!(
+        headers.contains(&"actual_TCP_pose_0 [m]".to_string()) && headers.contains(&"actual_TCP_pose_3 [rad (rotation vector)]".to_string()),
+        "{headers:?}"
+    );
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), table.height());
+    let col = headers.iter().position(|h| h == "actual_TCP_pose_2 [m]").unwrap();
+    let z = table.f64("actual_TCP_pose_2").unwrap();
+    for (r, v) in rows.iter().zip(&z) {
+        assert_eq!(r[col].parse::<f64>().unwrap(), *v);
+    }
+    let th = table.i64("t_host_ns").unwrap();
+    let col = headers.iter().position(|h| h == "t_host_ns").unwrap();
+    assert_eq!(rows.last().unwrap()[col].parse::<i64>().unwrap(), *th.last().unwrap());
+
+    // Not a session: one clear input error.
+    expect_input_error(lab::export::export(&lab::SessionDir::new(dir.path().join("nothing")), &to), &["no session.toml"]);
+}
