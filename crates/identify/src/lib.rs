@@ -10,6 +10,7 @@ pub mod fit;
 pub mod lm;
 pub mod output;
 pub mod problem;
+pub mod sensor_bias;
 pub mod sessions;
 
 pub use data::{read_experiments, DataError, Experiment, Measurement, WrenchMeasurement};

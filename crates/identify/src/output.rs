@@ -408,8 +408,26 @@ pub struct IdentifiedFile {
     /// recommended variant's (`[fit]` and `[[experiment]]` describe it).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub requested_parameters: Option<Parameters>,
+    /// The flange sensor's bias fitted per session (`bias = "fit"`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub sensor_bias: Vec<SensorBiasOut>,
     pub experiment: Vec<ExperimentOut>,
     pub start: Vec<StartOutcome>,
+}
+
+/// One session's fitted flange sensor bias, with 95 % half widths.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SensorBiasOut {
+    pub session: String,
+    pub force_n: [f64; 3],
+    pub force_ci95_n: [f64; 3],
+    pub moment_nm: [f64; 3],
+    pub moment_ci95_nm: [f64; 3],
+    /// The weight the sensor carries \[N\].
+    pub weight_n: f64,
+    pub holds: usize,
+    /// Largest angle between two holds' gravity directions \[deg\].
+    pub spread_deg: f64,
 }
 
 fn requested() -> String {
@@ -509,6 +527,7 @@ impl IdentifiedFile {
             recommended_variant: None,
             parameters_from: requested(),
             requested_parameters: None,
+            sensor_bias: vec![],
             experiment: experiments
                 .iter()
                 .enumerate()

@@ -87,11 +87,18 @@ pub struct FlangeSensor {
     /// The sensor's frame in the flange frame.
     #[serde(default)]
     pub mount: FramePose,
-    /// The sensor's reading without the rod (tare), subtracted.
+    /// The sensor's reading without the rod (tare), subtracted: the
+    /// older form of `bias = [fx, fy, fz, mx, my, mz]`.
     #[serde(default)]
     pub bias_force_n: [f64; 3],
     #[serde(default)]
     pub bias_moment_nm: [f64; 3],
+    /// `"fit"` (the default when no tare is given: fitted per session from
+    /// holds at different orientations), `"none"` (the sensor was zeroed:
+    /// nothing subtracted, nothing fitted) or the tare
+    /// `[fx, fy, fz, mx, my, mz]` \[N, N m\].
+    #[serde(default)]
+    pub bias: Option<BiasSetting>,
     /// Lower bounds of a hold's mean force and moment sigma.
     #[serde(default = "force_floor")]
     pub sigma_floor_force_n: f64,
@@ -100,6 +107,46 @@ pub struct FlangeSensor {
     /// Use the wrench as residuals of the fit (false: recorded, not fitted).
     #[serde(default = "yes")]
     pub fit: bool,
+}
+
+/// `bias = "fit" | "none" | [six values]` of a flange sensor.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum BiasSetting {
+    Mode(String),
+    Values([f64; 6]),
+}
+
+/// What to do with a flange sensor's bias.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BiasMode {
+    /// Fitted per session (nothing subtracted before).
+    Fit,
+    /// Subtracted as given `[fx, fy, fz, mx, my, mz]` (zeros: a zeroed sensor).
+    Given([f64; 6]),
+}
+
+impl FlangeSensor {
+    /// The bias setting, from `bias` or the older `bias_force_n` /
+    /// `bias_moment_nm`; with neither, fitted.
+    pub fn bias_mode(&self) -> BiasMode {
+        let old = [self.bias_force_n[0], self.bias_force_n[1], self.bias_force_n[2], self.bias_moment_nm[0], self.bias_moment_nm[1], self.bias_moment_nm[2]];
+        match &self.bias {
+            Some(BiasSetting::Values(v)) => BiasMode::Given(*v),
+            Some(BiasSetting::Mode(m)) if m == "none" => BiasMode::Given([0.0; 6]),
+            Some(BiasSetting::Mode(_)) => BiasMode::Fit,
+            None if old.iter().any(|b| *b != 0.0) => BiasMode::Given(old),
+            None => BiasMode::Fit,
+        }
+    }
+
+    /// What is subtracted from every reading before anything else.
+    pub fn declared_bias(&self) -> [f64; 6] {
+        match self.bias_mode() {
+            BiasMode::Given(v) => v,
+            BiasMode::Fit => [0.0; 6],
+        }
+    }
 }
 
 fn ft_columns() -> [String; 6] {
@@ -199,6 +246,18 @@ impl LoadsFile {
             }
             if !s.mount.finite() {
                 return Err(LoadsError::new("flange_sensor.mount", "must be finite"));
+            }
+            match &s.bias {
+                Some(BiasSetting::Mode(m)) if m != "fit" && m != "none" => {
+                    return Err(LoadsError::new(
+                        "flange_sensor.bias",
+                        format!("expected \"fit\", \"none\" or six numbers [fx, fy, fz, mx, my, mz], got {m:?}"),
+                    ));
+                }
+                Some(BiasSetting::Values(v)) if !v.iter().all(|x| x.is_finite()) => {
+                    return Err(LoadsError::new("flange_sensor.bias", "must be finite"));
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -446,7 +505,7 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
     e.base_pose = Some(base);
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
-        let bias = [s.bias_force_n[0], s.bias_force_n[1], s.bias_force_n[2], s.bias_moment_nm[0], s.bias_moment_nm[1], s.bias_moment_nm[2]];
+        let bias = s.declared_bias();
         let mut wrench = Vec6::zeros();
         let mut sigma = Vec6::zeros();
         for (c, col) in s.columns.iter().enumerate() {

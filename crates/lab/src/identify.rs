@@ -117,6 +117,8 @@ pub struct Identification {
     pub reference_geometry: Option<Result<Fit>>,
     pub identified_toml: PathBuf,
     pub report: report::Written,
+    /// The flange sensor's bias fitted per session.
+    pub sensor_biases: Vec<identify::sensor_bias::SensorBias>,
 }
 
 /// A prior from the request, the rod file or nothing; `flag` names it.
@@ -197,7 +199,7 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
 /// Identifies; writes `identified.toml` and the report into `req.out`.
 pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identification> {
     let mut rod = req.rod.clone();
-    let (experiments, holds, sessions, mut input_provenance, source) = match &req.source {
+    let (mut experiments, holds, sessions, mut input_provenance, source) = match &req.source {
         Source::Experiments(dir) => {
             let experiments = read_experiments(dir, rod.cables.len())?;
             identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv"))?;
@@ -252,6 +254,17 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         cable_angle_rad: cable_angle_each_prior.or(file_priors.cable_angle_rad),
     };
     let task = progress.task("identify", None);
+    // The flange sensor's bias: fitted per session, or checked for.
+    let mut sensor_biases = vec![];
+    let mut bias_warnings = vec![];
+    if let Source::Sessions { loads, .. } = &req.source {
+        if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|s| s.fit) {
+            task.message("flange sensor bias");
+            let (b, w) = sensor_bias(&rod, &mut experiments, fs, &opts, loads)?;
+            sensor_biases = b;
+            bias_warnings = w;
+        }
+    }
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
     let (variants, recommended) =
         if req.compare_variants { identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| task.message(m)) } else { (vec![], None) };
@@ -265,6 +278,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     drop(task);
     let mut file = IdentifiedFile::from_study(&study, &experiments, &req.rod_path.display().to_string(), &source);
     file.set_variants(variants.clone(), recommended);
+    file.warnings.extend(bias_warnings.iter().cloned());
+    file.sensor_bias = sensor_biases.iter().map(bias_out).collect();
     file.rod_geometry = Some(identify::output::rod_geometry(&req.rod));
     // A fit outside physical ranges is a failure, written as one (the
     // file and the report say so; --params refuses the file).
@@ -276,6 +291,10 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
     input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
     let mut rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
+    rep.warnings.extend(bias_warnings);
+    if !sensor_biases.is_empty() {
+        rep.tables.push(bias_table(&sensor_biases));
+    }
     if let Some(f) = &failure {
         rep.title = format!("FAILED {}", rep.title);
         rep.warnings.insert(0, format!("identification failed: {f}"));
@@ -288,7 +307,21 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             written.html.display()
         )));
     }
-    Ok(Identification { rod, source, experiments, holds, sessions, study, file, variants, recommended, reference_geometry, identified_toml, report: written })
+    Ok(Identification {
+        rod,
+        source,
+        experiments,
+        holds,
+        sessions,
+        study,
+        file,
+        variants,
+        recommended,
+        reference_geometry,
+        identified_toml,
+        report: written,
+        sensor_biases,
+    })
 }
 
 /// Which geometry lets fixed (reference) material parameters describe the
@@ -539,4 +572,124 @@ fn worst_experiments(experiments: &[Experiment], f: &Fit) -> String {
     let mut by_error: Vec<(String, f64)> = experiments.iter().zip(&f.errors_mm).map(|(e, err)| (e.id.clone(), identify::fit::rms(err))).collect();
     by_error.sort_by(|a, b| b.1.total_cmp(&a.1));
     by_error.iter().take(3).map(|(id, e)| format!("{id} ({e:.2} mm RMS)")).collect::<Vec<_>>().join(", ")
+}
+
+/// A bias left in the data when the loads file says there is none (or
+/// gives a tare): more than twice its 95 % interval and more than 2 % of
+/// the weight the sensor carries.
+const BIAS_LEFT_FRACTION_OF_WEIGHT: f64 = 0.02;
+/// The weight the sensor carries against the rod file's (its mass times
+/// g, and any tip mass): a mismatch beyond this fraction is warned about.
+const WEIGHT_MISMATCH: f64 = 0.25;
+
+/// Fits the sensor's bias per session (`bias = "fit"`, the default) and
+/// takes it off the experiments' wrenches, its moments refined on the
+/// model's predicted moments; or, with a tare given, checks that no bias
+/// is left.
+/// Warns when the sensor weighs the rod unlike the rod file.
+fn sensor_bias(
+    rod: &Rod,
+    experiments: &mut Vec<Experiment>,
+    fs: &identify::sessions::FlangeSensor,
+    opts: &FitOptions,
+    loads: &Loads,
+) -> Result<(Vec<identify::sensor_bias::SensorBias>, Vec<String>)> {
+    use identify::sensor_bias::{estimate, refine_moments, subtract};
+    let mut warnings = vec![];
+    let estimates = estimate(rod, experiments);
+    let rod_weight_n = (rod::Model::new(rod, &[]).mass_kg() + loads.file.tip_mass_kg) * rod.gravity_m_s2.norm();
+    for b in estimates.iter().flatten() {
+        if ((b.weight_n.abs() - rod_weight_n) / rod_weight_n).abs() > WEIGHT_MISMATCH {
+            warnings.push(format!(
+                "{}: the flange sensor carries {:.3} N, the rod file implies {:.3} N (its mass and the tip mass): more than {:.0} % apart; the rod file's density or section may be off, or something else hangs on the sensor",
+                b.session,
+                b.weight_n.abs(),
+                rod_weight_n,
+                100.0 * WEIGHT_MISMATCH
+            ));
+        }
+    }
+    match fs.bias_mode() {
+        identify::sessions::BiasMode::Given(_) => {
+            for b in estimates.iter().flatten() {
+                let left = b.force_n.norm();
+                if left > 2.0 * b.force_ci95_n.norm() && left > BIAS_LEFT_FRACTION_OF_WEIGHT * b.weight_n.abs() {
+                    return Err(Error::computation(format!(
+                        "{}: the flange sensor reads a bias of [{:.3}, {:.3}, {:.3}] N (+- {:.3} N) that the loads file does not remove ({} of the {:.3} N weight): zero the sensor before recording, give its tare (bias = [fx, fy, fz, mx, my, mz] under [flange_sensor]), or let identify fit it (bias = \"fit\", the default)",
+                        b.session,
+                        b.force_n.x,
+                        b.force_n.y,
+                        b.force_n.z,
+                        b.force_ci95_n.norm(),
+                        format_args!("{:.0} %", 100.0 * left / b.weight_n.abs()),
+                        b.weight_n.abs()
+                    )));
+                }
+            }
+            Ok((vec![], warnings))
+        }
+        identify::sessions::BiasMode::Fit => {
+            let mut biases = vec![];
+            for e in estimates {
+                match e {
+                    Ok(b) => biases.push(b),
+                    Err(e) => warnings.push(format!("the flange sensor's bias is not fitted: {e}")),
+                }
+            }
+            // The force bias is exact; the moment bias from a fixed centre of
+            // mass is not (the rod sags differently in every hold). So E and
+            // rho are fitted first on the markers and the forces alone (the
+            // moments' sigma made huge), the moment bias is then what the
+            // measured moments keep beyond that model's, and the final fit
+            // uses every residual.
+            let raw = experiments.clone();
+            let mut without_moments = subtract(&raw, &biases);
+            for e in without_moments.iter_mut() {
+                if let Some(w) = e.base_wrench.as_mut() {
+                    for k in 0..3 {
+                        w.sigma[k] *= 1e6;
+                    }
+                }
+            }
+            if let Ok(f) = identify::fit::fit(rod, &without_moments, opts, |_| {}) {
+                refine_moments(rod, &raw, &f, &mut biases);
+            }
+            *experiments = subtract(&raw, &biases);
+            Ok((biases, warnings))
+        }
+    }
+}
+
+fn bias_out(b: &identify::sensor_bias::SensorBias) -> identify::output::SensorBiasOut {
+    identify::output::SensorBiasOut {
+        session: b.session.clone(),
+        force_n: b.force_n.into(),
+        force_ci95_n: b.force_ci95_n.into(),
+        moment_nm: b.moment_nm.into(),
+        moment_ci95_nm: b.moment_ci95_nm.into(),
+        weight_n: b.weight_n,
+        holds: b.holds,
+        spread_deg: b.spread_deg,
+    }
+}
+
+fn bias_table(biases: &[identify::sensor_bias::SensorBias]) -> ReportTable {
+    let v3 = |v: &Vec3, h: &Vec3| format!("{:.4} {:.4} {:.4} (+- {:.4} {:.4} {:.4})", v.x, v.y, v.z, h.x, h.y, h.z);
+    ReportTable {
+        title: "Flange sensor bias, fitted per session (95 % intervals)".into(),
+        header: ["session", "holds", "orientations spread [deg]", "weight carried [N]", "force bias [N]", "moment bias [N m]"].map(String::from).to_vec(),
+        rows: biases
+            .iter()
+            .map(|b| {
+                vec![
+                    b.session.clone(),
+                    b.holds.to_string(),
+                    format!("{:.1}", b.spread_deg),
+                    format!("{:.4}", b.weight_n.abs()),
+                    v3(&b.force_n, &b.force_ci95_n),
+                    v3(&b.moment_nm, &b.moment_ci95_nm),
+                ]
+            })
+            .collect(),
+    }
 }

@@ -52,10 +52,14 @@ impl Loads {
 
     /// The flange sensor validation compares with: the loads file's when a
     /// file is given, else the session's `ft300` stream with its default
-    /// columns; `true` when the loads file gives the sensor's tare.
+    /// columns; `true` when the loads file gives the sensor's tare (or says
+    /// it was zeroed), false when the bias is to be estimated.
     pub fn flange_sensor_for(&self, session: &session::SessionDir) -> Option<(FlangeSensor, bool)> {
         if self.path.is_some() {
-            return self.file.flange_sensor.clone().map(|s| (s, true));
+            return self.file.flange_sensor.clone().map(|s| {
+                let tare = matches!(s.bias_mode(), identify::sessions::BiasMode::Given(_));
+                (s, tare)
+            });
         }
         session.has_stream("ft300").then(|| (default_ft300(), false))
     }

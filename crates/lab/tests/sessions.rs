@@ -39,10 +39,8 @@ fn holds_day(dir: &Path, name: &str, seed: u64) -> SessionDir {
 /// configs/loads.toml with the sensor's bias (its tare) filled in.
 fn loads_with_bias(dir: &Path) -> std::path::PathBuf {
     let text = std::fs::read_to_string(at("configs/loads.toml")).unwrap();
-    let text = text
-        .replace("bias_force_n = [0.0, 0.0, 0.0]", &format!("bias_force_n = [{}, {}, {}]", BIAS[0], BIAS[1], BIAS[2]))
-        .replace("bias_moment_nm = [0.0, 0.0, 0.0]", &format!("bias_moment_nm = [{}, {}, {}]", BIAS[3], BIAS[4], BIAS[5]));
-    assert!(text.contains("bias_force_n = [0.5"), "configs/loads.toml changed: update this test");
+    let text = text.replace("bias = \"fit\"", &format!("bias = {BIAS:?}"));
+    assert!(text.contains("bias = [0.5"), "configs/loads.toml changed: update this test");
     let p = dir.join("loads.toml");
     std::fs::write(&p, text).unwrap();
     p
@@ -160,4 +158,47 @@ fn load_cell_holds_without_a_flange_sensor_fix_e_and_rho() {
         }
     }
     assert!(inside.iter().all(|n| *n >= 4), "intervals holding the truth (E, rho) of 6: {inside:?}");
+}
+
+/// An FT 300 not zeroed after power-up (1.5, 0.8, -1.2 N and 0.05 N m),
+/// identified with configs/loads.toml as shipped (bias = "fit"): the bias
+/// is fitted per session and E and rho come out within 2 % of the truth,
+/// the fitted force bias within its interval of the truth. With the loads
+/// file saying the sensor was zeroed (bias = "none"): a failed computation
+/// naming the sensor's bias, nothing fitted as if all were well.
+#[test]
+fn an_untared_force_sensor_is_fitted_or_refused_never_read_as_weight() {
+    const UNTARED: [f64; 6] = [1.5, 0.8, -1.2, 0.0, 0.0, 0.05];
+    let dir = tempfile::tempdir().unwrap();
+    let days: Vec<SessionDir> = (1..=2)
+        .map(|seed| {
+            arm_session(dir.path(), &format!("untared{seed}"), "configs/scene/cable-arm-holds.toml", |r| {
+                r.ft_bias = UNTARED;
+                r.seed = 10 + seed;
+            })
+        })
+        .collect();
+    let days: Vec<&SessionDir> = days.iter().collect();
+    let id = fit(&days, Some(&at("configs/loads.toml")), &dir.path().join("fit"), false);
+    let f = &id.study.fit;
+    println!("untared sensor, bias fitted: E {:.4e} Pa, rho {:.1} kg/m3, biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.sensor_biases);
+    for (name, e, truth) in [("E", f.e_pa.value, TRUTH_E_PA), ("rho", f.rho_kg_m3.value, TRUTH_RHO_KG_M3)] {
+        assert!((e / truth - 1.0).abs() < 0.02, "{name} = {e}, truth {truth}");
+    }
+    assert_eq!(id.sensor_biases.len(), 2);
+    for b in &id.sensor_biases {
+        for k in 0..3 {
+            assert!((b.force_n[k] - UNTARED[k]).abs() <= b.force_ci95_n[k].max(1e-3), "{b:?}");
+        }
+        assert!((b.moment_nm.z - UNTARED[5]).abs() < 5e-3, "{b:?}");
+    }
+    assert_eq!(id.file.sensor_bias.len(), 2);
+    // The sensor said to be zeroed: refused, naming the bias.
+    let zeroed = dir.path().join("zeroed.toml");
+    std::fs::write(&zeroed, std::fs::read_to_string(at("configs/loads.toml")).unwrap().replace("bias = \"fit\"", "bias = \"none\"")).unwrap();
+    let r = request(&days, Some(&zeroed), &dir.path().join("fit-zeroed")).unwrap();
+    let Err(e) = identify(&IdentifyRequest { loo: false, ..r }, &lab::Silent) else { panic!("an untared sensor was read as weight") };
+    let text = e.to_string();
+    assert_eq!(e.kind(), fault::Kind::Computation, "{text}");
+    assert!(text.contains("the flange sensor reads a bias of [1.5") && text.contains("bias = \"fit\""), "{text}");
 }

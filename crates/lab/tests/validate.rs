@@ -191,6 +191,7 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
         recommended_variant: None,
         parameters_from: "requested".into(),
         requested_parameters: None,
+        sensor_bias: vec![],
         experiment: vec![],
         start: vec![],
     };
