@@ -117,8 +117,14 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
             );
         }
     }
-    for w in &f.warnings {
+    for w in &id.file.warnings {
         println!("  warning: {w}");
+    }
+    for b in &id.file.sensor_bias {
+        println!(
+            "  flange sensor bias ({}, fitted from {} holds): force [{:.4}, {:.4}, {:.4}] N, moment [{:.5}, {:.5}, {:.5}] N m",
+            b.session, b.holds, b.force_n[0], b.force_n[1], b.force_n[2], b.moment_nm[0], b.moment_nm[1], b.moment_nm[2]
+        );
     }
     if id.file.parameters_from != "requested" {
         println!(

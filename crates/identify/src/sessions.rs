@@ -613,6 +613,7 @@ mod tests {
                 mount: FramePose::default(),
                 bias_force_n: [1.0, 0.0, 0.0],
                 bias_moment_nm: [0.0; 3],
+                bias: None,
                 sigma_floor_force_n: 1e-6,
                 sigma_floor_moment_nm: 1e-6,
                 fit: true,

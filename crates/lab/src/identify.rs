@@ -139,6 +139,27 @@ struct FromSessions {
     holds: Vec<Hold>,
     per_session: Vec<SessionHolds>,
     provenance: Vec<(String, String)>,
+    /// Streams of the sessions nothing reads, each named with how to use it.
+    ignored: Vec<String>,
+}
+
+/// The streams of `dir` no part of the identification reads (the robot,
+/// the cameras' frame tables and what the loads ask for are read).
+fn ignored_streams(dir: &SessionDir, loads: &Loads) -> Vec<String> {
+    let requests = loads.requests();
+    dir.stream_names()
+        .into_iter()
+        .filter(|name| name != "robot" && !requests.iter().any(|r| &r.stream == name))
+        .filter(|name| !dir.video(name, "mkv").is_file() && !dir.video(name, "avi").is_file())
+        .map(|name| {
+            let how = if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
+                format!("[flange_sensor] stream = \"{name}\"")
+            } else {
+                format!("[[cable]] stream = \"{name}\" (or [tip_force])")
+            };
+            format!("{}: stream '{name}' is not used by the identification: to use it, give a loads file (--loads) with {how}", dir.path().display())
+        })
+        .collect()
 }
 
 /// Experiments from the sessions' static holds; the rod takes the rig's gravity.
@@ -148,7 +169,7 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
     }
     let requests = loads.requests();
     let rod_markers = RodMarkers { markers: &rod.markers, mount: rod.base };
-    let (mut experiments, mut holds, mut per, mut provenance) = (vec![], vec![], vec![], vec![]);
+    let (mut experiments, mut holds, mut per, mut provenance, mut ignored) = (vec![], vec![], vec![], vec![], vec![]);
     let mut gravity: Option<(Vec3, &SessionDir)> = None;
     for dir in dirs {
         let s = data::load(dir, rod_markers.markers.len(), &requests)?;
@@ -165,6 +186,7 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             Some(_) => {}
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
+        ignored.extend(ignored_streams(dir, loads));
         let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file);
         per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
         experiments.extend(e);
@@ -193,12 +215,13 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             }
         )));
     }
-    Ok(FromSessions { experiments, holds, per_session: per, provenance })
+    Ok(FromSessions { experiments, holds, per_session: per, provenance, ignored })
 }
 
 /// Identifies; writes `identified.toml` and the report into `req.out`.
 pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identification> {
     let mut rod = req.rod.clone();
+    let mut ignored_streams = vec![];
     let (mut experiments, holds, sessions, mut input_provenance, source) = match &req.source {
         Source::Experiments(dir) => {
             let experiments = read_experiments(dir, rod.cables.len())?;
@@ -208,7 +231,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
         Source::Sessions { dirs, loads } => {
+            let loads = &loads.with_session_sensor(dirs);
             let s = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
+            ignored_streams = s.ignored.clone();
             (s.experiments, s.holds, s.per_session, s.provenance, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
         }
     };
@@ -256,13 +281,14 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     let task = progress.task("identify", None);
     // The flange sensor's bias: fitted per session, or checked for.
     let mut sensor_biases = vec![];
-    let mut bias_warnings = vec![];
-    if let Source::Sessions { loads, .. } = &req.source {
+    let mut bias_warnings = ignored_streams;
+    if let Source::Sessions { loads, dirs } = &req.source {
+        let loads = &loads.with_session_sensor(dirs);
         if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|s| s.fit) {
             task.message("flange sensor bias");
             let (b, w) = sensor_bias(&rod, &mut experiments, fs, &opts, loads)?;
             sensor_biases = b;
-            bias_warnings = w;
+            bias_warnings.extend(w);
         }
     }
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;

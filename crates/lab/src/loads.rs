@@ -32,6 +32,17 @@ impl Loads {
         Ok(Loads { file, path: Some(p.to_path_buf()) })
     }
 
+    /// Without a loads file, sessions that all carry an `ft300` stream are
+    /// weighed by it (its default columns, bias fitted), as validation
+    /// does: one loads configuration, read the same way by both.
+    pub fn with_session_sensor(&self, sessions: &[session::SessionDir]) -> Loads {
+        let mut out = self.clone();
+        if self.path.is_none() && self.file.flange_sensor.is_none() && !sessions.is_empty() && sessions.iter().all(|s| s.has_stream("ft300")) {
+            out.file.flange_sensor = Some(default_ft300());
+        }
+        out
+    }
+
     /// How messages name it.
     pub fn name(&self) -> String {
         self.path.as_ref().map_or("loads (default)".to_string(), |p| p.display().to_string())

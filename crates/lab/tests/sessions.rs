@@ -86,9 +86,23 @@ fn holds_with_a_flange_sensor_fix_e_and_rho() {
     let check = chromium_check(&out.join("index.html"));
     assert!(check.ends_with("errors=0"), "{check}");
 
-    // The same sessions without the sensor: only E/rho, and the warning says so.
-    let id = fit(&[&s1], None, &dir.path().join("fit-no-sensor"), false);
+    // No loads file: the session's FT 300 is used as validation uses it
+    // (default columns, bias fitted), not silently left out.
+    let id = fit(&[&s1], None, &dir.path().join("fit-default-loads"), false);
+    assert!(id.study.fit.layout.fit_rho && id.sensor_biases.len() == 1, "{:?}", id.file.warnings);
+    assert!((id.study.fit.rho_kg_m3.value / TRUTH_RHO_KG_M3 - 1.0).abs() < 0.03, "{}", id.study.fit.rho_kg_m3.value);
+
+    // A loads file without the sensor: only E/rho, the warning says so,
+    // and the unused stream is named with the way to use it.
+    let no_sensor = dir.path().join("no-sensor.toml");
+    std::fs::write(&no_sensor, "[holds]\nmin_duration_s = 1.0\n").unwrap();
+    let id = fit(&[&s1], Some(&no_sensor), &dir.path().join("fit-no-sensor"), false);
     assert!(id.study.fit.warnings.iter().any(|w| w.contains("only E/rho and G/rho are identifiable")), "{:?}", id.study.fit.warnings);
+    assert!(
+        id.file.warnings.iter().any(|w| w.contains("stream 'ft300' is not used") && w.contains("[flange_sensor] stream = \"ft300\"")),
+        "{:?}",
+        id.file.warnings
+    );
     let ratio = id.study.fit.e_pa.value / id.study.fit.rho_kg_m3.value;
     assert!((ratio / (TRUTH_E_PA / TRUTH_RHO_KG_M3) - 1.0).abs() < 0.03, "E/rho = {ratio}");
 }
