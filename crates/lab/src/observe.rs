@@ -60,6 +60,37 @@ pub struct Observed {
     pub base_from_robot: bool,
     pub wall_time_s: f64,
     pub rows: usize,
+    /// The markers' noise estimated from the table (second differences),
+    /// and the sigma used: the one asked for, never below the estimate.
+    pub noise_estimate_m: Option<f64>,
+    pub sigma_used_m: f64,
+}
+
+/// The markers' position noise \[m\] from their third differences over
+/// consecutive frames, in time order: for white noise of sigma each
+/// component's third difference has standard deviation sqrt(20) sigma,
+/// while a smooth motion leaves only its jerk times dt^3; the median
+/// absolute value (x 1.4826) ignores the frames where the rod moves
+/// abruptly. None for fewer than 30 frames (a second of video: fewer are
+/// snapshots, not a sequence to estimate noise from).
+pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<Vec3>]>) -> Option<f64> {
+    let frames: Vec<&[Option<Vec3>]> = frames.collect();
+    if frames.len() < 30 {
+        return None;
+    }
+    let mut d3: Vec<f64> = vec![];
+    for w in frames.windows(4) {
+        for m in 0..w[0].len() {
+            if let (Some(Some(a)), Some(Some(b)), Some(Some(c)), Some(Some(d))) = (w[0].get(m), w[1].get(m), w[2].get(m), w[3].get(m)) {
+                d3.extend((d - 3.0 * c + 3.0 * b - a).iter().map(|v| v.abs()));
+            }
+        }
+    }
+    if d3.len() < 20 {
+        return None;
+    }
+    d3.sort_by(f64::total_cmp);
+    Some(1.4826 * d3[d3.len() / 2] / 20f64.sqrt())
 }
 
 /// Metadata key of a strain table: what made it.
@@ -138,7 +169,21 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
             None => Some(mount),
         }
     };
-    let sigma = vec![o.sigma_m; n_markers];
+    // The markers' own noise is a floor: springs stiffer than the data
+    // warrant make Newton fail and residuals look like wrong equilibria.
+    let noise_estimate_m = marker_noise_m(frames.iter().map(|f| f.2.as_slice()));
+    let mut sigma_warnings = vec![];
+    let sigma_used_m = match noise_estimate_m {
+        Some(noise) if o.mode == ObserverMode::Weighted && o.sigma_m < noise => {
+            sigma_warnings.push(format!(
+                "--sigma-m {:.2e} m is below the markers' noise, {noise:.2e} m estimated from their second differences: {noise:.2e} m used",
+                o.sigma_m
+            ));
+            noise
+        }
+        _ => o.sigma_m,
+    };
+    let sigma = vec![sigma_used_m; n_markers];
     let mut scale_warning = None;
     // Weighted mode without a given scale: choose it on the most deformed frame.
     if o.mode == ObserverMode::Weighted && o.energy_scale_j.is_none() {
@@ -209,7 +254,8 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     drop(task);
     let wall_time_s = started.elapsed().as_secs_f64();
     write_strain(out, &out_rows, &[(KEY, &key), (DESCRIPTION, &description)])?;
-    let warnings = validity.as_ref().map(|v| v.warnings(&obs.model.rod.cables)).unwrap_or_default();
+    let mut warnings = sigma_warnings;
+    warnings.extend(validity.as_ref().map(|v| v.warnings(&obs.model.rod.cables)).unwrap_or_default());
     Ok(Observed {
         out: out.to_path_buf(),
         frames: frames.len(),
@@ -226,5 +272,7 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
         base_from_robot: log.is_some(),
         wall_time_s,
         rows: out_rows.len(),
+        noise_estimate_m,
+        sigma_used_m,
     })
 }

@@ -305,6 +305,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         (dir.strain(), 0)
     } else {
         let ob = crate::observe::observe(&dir.markers(), rod, &observer, &out.join("strain.parquet"), progress)?;
+        warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());
         if ob.failed > 0 {
             let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
             warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", ob.failed, ob.frames));
@@ -616,8 +617,11 @@ fn compare_contact(
         centre.push(c);
         rim.push(validate::lowest_rim_point(&c, &tangent, radius, plane));
     }
+    // Contact is within three sigma of the table: the markers' sigma as
+    // asked, never below their noise.
+    let noise_m = crate::observe::marker_noise_m(markers.iter().map(|m| m.1.as_slice())).unwrap_or(0.0);
     let po = PhaseOptions {
-        contact_gap_m: o.contact_gap_m.unwrap_or(3.0 * o.observer.sigma_m),
+        contact_gap_m: o.contact_gap_m.unwrap_or(3.0 * o.observer.sigma_m.max(noise_m)),
         slide_speed_m_s: o.slide_speed_m_s,
         speed_window_s: o.speed_window_s,
     };
@@ -742,8 +746,8 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
     blocks.push(Block::Chart(Chart {
         name: "strain_parity".into(),
         title: "Parity: simulated against observed strain (components in the headline)".into(),
-        x_label: "observed".into(),
-        y_label: "simulated".into(),
+        x_label: "observed strain [1/m or 1]".into(),
+        y_label: "simulated strain [1/m or 1]".into(),
         series: (0..6)
             .filter_map(|c| {
                 let pts: Vec<(f64, f64)> = p.parity.iter().filter(|x| x.0 == c).map(|x| (x.1, x.2)).collect();
@@ -826,7 +830,7 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
             name: "phases".into(),
             title: "Phase timelines (0 free, 1 stick, 2 slide): tracked (solid), simulated (dashed, offset by 0.05)".into(),
             x_label: "t [s]".into(),
-            y_label: "phase".into(),
+            y_label: "phase [0 free, 1 stick, 2 slide]".into(),
             series: vec![
                 Series::line("tracked", p.phases.iter().map(|x| (x.0, x.1.level())).collect(), 0),
                 Series::dashed("simulated", p.phases.iter().map(|x| (x.0, x.2.level() + 0.05)).collect(), 1),

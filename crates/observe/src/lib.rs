@@ -103,6 +103,9 @@ pub struct Observer {
     kkt_compliance: f64,
     /// The scale chosen on the first frame, when no scale was given.
     last_choice: Option<ScaleChoice>,
+    /// The last frame's sigma over the markers' (1: solved at their
+    /// sigma; larger: the continuation stopped above it).
+    sigma_reached_factor: f64,
 }
 
 /// Full KKT step with compliance `delta` in the multiplier block (regular
@@ -411,6 +414,7 @@ impl Observer {
             max_iterations: 200,
             kkt_compliance,
             last_choice: None,
+            sigma_reached_factor: 1.0,
         })
     }
 
@@ -462,7 +466,7 @@ impl Observer {
                     let choice = self.calibrate(&targets);
                     self.last_choice = Some(choice);
                 }
-                self.solve_weighted_with_continuation(&targets)
+                self.solve_weighted_by_sigma(&targets)
             }
         };
         let (status, iterations) = match result {
@@ -491,7 +495,7 @@ impl Observer {
         // converged to a shape missing them by many sigma found another
         // equilibrium: not a solution of this frame. (A scale the user fixed
         // may smooth on purpose.)
-        let sigma_rms = (targets.iter().map(|(_, _, s)| s * s).sum::<f64>() / targets.len().max(1) as f64).sqrt();
+        let sigma_rms = (targets.iter().map(|(_, _, s)| s * s).sum::<f64>() / targets.len().max(1) as f64).sqrt() * self.sigma_reached_factor;
         let calibrated = self.last_choice.is_some();
         if calibrated && !matches!(status, Status::Failed(_)) && marker_residual_m > FAR_OFF_SIGMAS * sigma_rms {
             status = Status::Failed(format!(
@@ -575,6 +579,49 @@ impl Observer {
         let solved = newton.solve(&mut sys, &self.q)?;
         self.q = solved.x;
         Ok(solved.iterations)
+    }
+
+    /// The weighted solve at the markers' sigma; when it fails (springs
+    /// k = c / sigma^2 too stiff for Newton from this start), by
+    /// continuation in sigma: solved with the markers' sigma times 10, 100,
+    /// ... until one solves, then brought back down in half decades, each
+    /// step warm-started from the last. A frame a larger sigma solves is
+    /// never failed: where the way down stops, the smallest sigma reached
+    /// is kept (`sigma_reached_factor`).
+    fn solve_weighted_by_sigma(&mut self, targets: &[Target]) -> Result<usize, Failure> {
+        self.sigma_reached_factor = 1.0;
+        let (q0, f0) = (self.q.clone(), self.forces.clone());
+        let first = match self.solve_weighted_with_continuation(targets) {
+            Ok(it) => return Ok(it),
+            Err(e) => e,
+        };
+        let scaled = |factor: f64| -> Vec<Target> { targets.iter().map(|(i, p, s)| (*i, *p, s * factor)).collect() };
+        for decade in 1..=4 {
+            self.q = q0.clone();
+            self.forces = f0.clone();
+            let mut factor = 10f64.powi(decade);
+            let Ok(mut total) = self.solve_weighted_with_continuation(&scaled(factor)) else { continue };
+            while factor > 1.0 {
+                let next = (factor / 10f64.sqrt()).max(1.0);
+                let (q, f) = (self.q.clone(), self.forces.clone());
+                match self.solve_weighted(&scaled(next)) {
+                    Ok(it) => {
+                        total += it;
+                        factor = next;
+                    }
+                    Err(_) => {
+                        self.q = q;
+                        self.forces = f;
+                        break;
+                    }
+                }
+            }
+            self.sigma_reached_factor = factor;
+            return Ok(total);
+        }
+        self.q = q0;
+        self.forces = f0;
+        Err(first)
     }
 
     fn solve_weighted_with_continuation(&mut self, targets: &[Target]) -> Result<usize, Failure> {

@@ -97,7 +97,30 @@ fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     (pad(xs), pad(ys))
 }
 
+/// Tick labels with enough digits to tell ticks apart on an axis
+/// spanning `span` (a curvature axis from 0 to 0.004 1/m is not all
+/// "0.0"); exponents beyond what fixed digits show well.
+fn tick_format(span: f64) -> impl Fn(&f64) -> String {
+    let digits = if span > 0.0 && span.is_finite() { (2.0 - span.log10().floor()).clamp(0.0, 12.0) as usize } else { 2 };
+    move |v: &f64| if digits > 5 || v.abs() >= 1e6 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
+}
+
+/// Whether an axis label names its unit: `quantity [unit]` (`[1]` for a
+/// pure number, `[-]` for a count or a level).
+pub fn has_unit(label: &str) -> bool {
+    match (label.rfind('['), label.rfind(']')) {
+        (Some(open), Some(close)) => close > open + 1 && open > 0,
+        _ => false,
+    }
+}
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError> {
+    // Every axis says what it shows and in what unit.
+    for label in [&chart.x_label, &chart.y_label] {
+        if !has_unit(label) {
+            return Err(DrawError(format!("chart '{}': axis label {label:?} has no unit: write it as \"quantity [unit]\"", chart.name)));
+        }
+    }
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| DrawError(x.to_string());
     root.fill(&WHITE).map_err(e)?;
     let ((x0, x1), (y0, y1)) = range(chart);
@@ -108,7 +131,14 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
         .y_label_area_size(70)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(e)?;
-    c.configure_mesh().x_desc(chart.x_label.as_str()).y_desc(chart.y_label.as_str()).draw().map_err(e)?;
+    let (x_ticks, y_ticks) = (tick_format(x1 - x0), tick_format(y1 - y0));
+    c.configure_mesh()
+        .x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .x_label_formatter(&x_ticks)
+        .y_label_formatter(&y_ticks)
+        .draw()
+        .map_err(e)?;
     if chart.diagonal {
         c.draw_series(LineSeries::new(vec![(x0, x0), (x1, x1)], BLACK.mix(0.4))).map_err(e)?;
     }
@@ -246,13 +276,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn axes_need_units_and_ticks_get_the_digits_they_need() {
+        assert!(has_unit("t [s]") && has_unit("phase [0 free, 1 stick]") && has_unit("cost [sigma^2]"));
+        assert!(!has_unit("kinetic energy []") && !has_unit("phase") && !has_unit("[m]"));
+        let f = tick_format(0.004);
+        assert_eq!((f(&0.001), f(&0.0025)), ("0.00100".to_string(), "0.00250".to_string()));
+        assert_eq!(tick_format(50.0)(&12.5), "12.5");
+        assert_eq!(tick_format(2e-7)(&1e-7), "1.00e-7");
+    }
+
+    #[test]
     fn page_with_every_block_renders() {
         let dir = std::env::temp_dir().join(format!("rodlab-page-{}", std::process::id()));
         let chart = Chart {
             name: "sine".into(),
             title: "A sine <and> a band".into(),
             x_label: "t [s]".into(),
-            y_label: "y".into(),
+            y_label: "y [m]".into(),
             series: vec![
                 Series {
                     band: (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).sin() - 0.1, (k as f64 * 0.1).sin() + 0.1)).collect(),

@@ -173,7 +173,7 @@ fn residuals<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Identificati
         .configure_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&|v| ids.get(v.floor() as usize).cloned().unwrap_or_default())
-        .x_desc("experiment")
+        .x_desc("experiment [-]")
         .y_desc("error [mm]")
         .draw()
         .map_err(e)?;
@@ -203,7 +203,7 @@ fn convergence<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Identifica
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..(h.len().max(2) - 1) as f64, (lo..hi).log_scale())
         .map_err(e)?;
-    chart.configure_mesh().x_desc("iteration").y_desc("cost").y_label_formatter(&|v| format!("{v:.1e}")).draw().map_err(e)?;
+    chart.configure_mesh().x_desc("iteration [-]").y_desc("cost [sigma^2]").y_label_formatter(&|v| format!("{v:.1e}")).draw().map_err(e)?;
     chart.draw_series(LineSeries::new(h.iter().enumerate().map(|(i, c)| (i as f64, *c)), BLUE.stroke_width(2))).map_err(e)?;
     chart.draw_series(h.iter().enumerate().map(|(i, c)| Circle::new((i as f64, *c), 4, BLUE.filled()))).map_err(e)?;
     Ok(())
