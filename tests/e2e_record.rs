@@ -250,7 +250,7 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     drop(ft_emu);
     // A sensor that streams from power-up, before anyone asks.
     let ft = PtyPair::new(dir.path(), "ft300-streaming");
-    let _ft_emu = serial_emulator("ft300", &ft.a, &["--duration", "12", "--streaming-at-start"]);
+    let mut streaming_emu = serial_emulator("ft300", &ft.a, &["--duration", "12", "--streaming-at-start"]);
     let mut text = std::fs::read_to_string(&rig_path).unwrap();
     text = text.replace(&format!("{}", dir.path().join("ft300-b").display()), &ft.b.display().to_string());
     std::fs::write(&rig_path, text).unwrap();
@@ -261,6 +261,8 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
     assert!(f.height() > 150 && f.height() < 230, "{} frames in 2 s at 100 Hz", f.height());
     assert_eq!(device(&out, "ft300").errors, 0);
+    let _ = streaming_emu.kill();
+    let _ = streaming_emu.wait();
     let _ = sent_by(emu);
 }
 

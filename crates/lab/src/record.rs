@@ -61,7 +61,7 @@ fn summary(name: &str, st: &Status) -> DeviceSummary {
         errors: st.errors.load(Ordering::Relaxed),
         rejected: st.rejected.load(Ordering::Relaxed),
         outage_s: st.outage_ns.load(Ordering::Relaxed) as f64 * 1e-9,
-        first_sample_s: (first != i64::MIN).then(|| first as f64 * 1e-9),
+        first_sample_s: (first != i64::MIN).then_some(first as f64 * 1e-9),
         backlog_reads: st.backlog_reads.load(Ordering::Relaxed),
         backlog_samples: st.backlog_samples.load(Ordering::Relaxed),
         identity: st.identity(),

@@ -71,7 +71,7 @@ pub fn calibrate(req: &RigCalibrationRequest) -> Result<RigCalibration> {
         pair_times_s.push(t as f64 * 1e-9);
     }
     let cal = session::frames::calibrate_robot_base(&pairs).context(dir.path().display())?;
-    if !(cal.rms_residual_m <= req.max_rms_m) {
+    if cal.rms_residual_m.is_nan() || cal.rms_residual_m > req.max_rms_m {
         // The worst poses: the still spans whose pairs miss most.
         let g = cal.world_from_robot;
         let mut misses: Vec<(f64, f64)> = pairs.iter().zip(&pair_times_s).map(|((a, b), t)| (*t, (g.transform_point(a) - b).norm())).collect();

@@ -201,8 +201,8 @@ fn an_untared_force_sensor_is_fitted_or_refused_never_read_as_weight() {
     }
     assert_eq!(id.sensor_biases.len(), 2);
     for b in &id.sensor_biases {
-        for k in 0..3 {
-            assert!((b.force_n[k] - UNTARED[k]).abs() <= b.force_ci95_n[k].max(1e-3), "{b:?}");
+        for (k, truth) in UNTARED.iter().take(3).enumerate() {
+            assert!((b.force_n[k] - truth).abs() <= b.force_ci95_n[k].max(1e-3), "{b:?}");
         }
         assert!((b.moment_nm.z - UNTARED[5]).abs() < 5e-3, "{b:?}");
     }
