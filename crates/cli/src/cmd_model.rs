@@ -212,7 +212,7 @@ pub struct ObserveArgs {
     pub rod: PathBuf,
     #[arg(long, value_enum, default_value = "weighted")]
     pub mode: ModeArg,
-    /// Marker position noise, standard deviation per coordinate [m].
+    /// Marker position noise, standard deviation per coordinate [m]; never below the markers' own noise estimated from the table (third differences, 30 frames or more), with a warning.
     #[arg(long, default_value_t = 3e-4)]
     pub sigma_m: f64,
     /// Weighted mode: energy scale c [J] of the springs k = c / sigma^2 (default: discrepancy principle on the most deformed frame).

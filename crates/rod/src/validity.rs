@@ -8,7 +8,10 @@ use crate::model::Model;
 use lie::{Vec3, Vec6};
 use nalgebra::DVector;
 
-/// Strain above which (tension or compression) a solution is flagged.
+/// Strain above which (tension or compression) a solution is flagged:
+/// 20 %, where a silicone's stress-strain curve has left the straight line
+/// of the linear elastic law this model uses by several percent (the
+/// warnings say this number, not a vaguer one).
 pub const FIBRE_STRAIN_LIMIT: f64 = 0.2;
 
 /// Fibre strains where the solution is no longer a rod (an error, not a
@@ -101,16 +104,18 @@ impl Validity {
         let mut w = vec![];
         if self.max_fibre_strain > FIBRE_STRAIN_LIMIT {
             w.push(format!(
-                "outside the model's validity: a surface fibre is stretched {:.0} % at X = {:.4} m (a linear elastic rod holds for strains of a few %)",
+                "outside the model's validity: a surface fibre is stretched {:.0} % at X = {:.4} m (beyond {:.0} %, where the model's linear elastic law is no longer trusted)",
                 100.0 * self.max_fibre_strain,
-                self.max_fibre_at_m
+                self.max_fibre_at_m,
+                100.0 * FIBRE_STRAIN_LIMIT
             ));
         }
         if self.min_fibre_strain < -FIBRE_STRAIN_LIMIT {
             w.push(format!(
-                "outside the model's validity: a surface fibre is compressed {:.0} % at X = {:.4} m (a linear elastic rod holds for strains of a few %)",
+                "outside the model's validity: a surface fibre is compressed {:.0} % at X = {:.4} m (beyond {:.0} %, where the model's linear elastic law is no longer trusted)",
                 -100.0 * self.min_fibre_strain,
-                self.min_fibre_at_m
+                self.min_fibre_at_m,
+                100.0 * FIBRE_STRAIN_LIMIT
             ));
         }
         if let Some((s, c, x)) = self.min_cable_stretch {
