@@ -66,6 +66,9 @@ pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
         stop: stop_on_ctrl_c(),
     };
     let r = lab::record::record(&req, progress)?;
+    for w in &r.warnings {
+        eprintln!("rodlab: warning: {w}");
+    }
     for d in &r.devices {
         println!("{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected", d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected);
         if let Some(e) = &d.last_error {

@@ -42,6 +42,8 @@ pub struct Recording {
     pub wall_time_s: f64,
     /// CPU time of this process (Linux), to show what recording costs.
     pub cpu_s: Option<f64>,
+    /// Capture settings a camera refused (or a file could not take).
+    pub warnings: Vec<String>,
 }
 
 impl Recording {
@@ -66,6 +68,7 @@ fn summary(name: &str, st: &Status) -> DeviceSummary {
         backlog_samples: st.backlog_samples.load(Ordering::Relaxed),
         identity: st.identity(),
         last_error: st.last_error(),
+        settings: st.settings.lock().map(|s| s.iter().cloned().collect()).unwrap_or_default(),
     }
 }
 
@@ -86,9 +89,12 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         robot::probe(&r).map_err(|e| Error::input(format!("{rig_name}: robot '{}' at {}: {e}", r.name, r.address)))?;
     }
     let mut cameras = vec![];
+    let mut warnings = vec![];
     for cfg in record::rig::camera_configs(rig) {
-        let capture = record::camera::open(&cfg).input(&rig_name)?;
-        cameras.push((cfg, capture));
+        let mut capture = record::camera::open(&cfg).input(&rig_name)?;
+        let (reported, w) = record::camera::apply_settings(&cfg, &mut capture);
+        warnings.extend(w);
+        cameras.push((cfg, capture, reported));
     }
     let mut serial_ports = vec![];
     for (cfg, sensor) in record::rig::serial_sensors(rig) {
@@ -118,8 +124,11 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         let (s, dir) = (stop.clone(), out.to_path_buf());
         threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status).map_err(Error::from)));
     }
-    for (cfg, capture) in cameras {
+    for (cfg, capture, reported) in cameras {
         let status = Arc::new(Status::default());
+        if let Ok(mut s) = status.settings.lock() {
+            *s = reported;
+        }
         statuses.push((cfg.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
         threads.push(std::thread::spawn(move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(Error::from)));
@@ -169,7 +178,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds() })
+    Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds(), warnings })
 }
 
 /// Where to record: `out` when it is empty; a new `segment-NN` inside it

@@ -20,6 +20,8 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
         cameras: vec![session::rig::CameraDevice {
             name: "camera".into(),
             file: Some(video.join("video.mkv").display().to_string()),
+            exposure: Some(-6.0),
+            auto_white_balance: Some(false),
             ..session::rig::CameraDevice::default()
         }],
         ..session::Rig::default()
@@ -39,6 +41,8 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
     };
     let r = lab::record::record(&req, &Silent).unwrap();
     assert_eq!(r.device("camera").unwrap().rows, 45, "{:?}", r.devices);
+    // Capture settings a video file cannot take: named, not fatal.
+    assert!(r.warnings.iter().any(|w| w.contains("a video file") && w.contains("exposure, auto_white_balance")), "{:?}", r.warnings);
     lab::track::track(
         &lab::track::TrackRequest {
             markers: Some(video.join("markers.toml")),

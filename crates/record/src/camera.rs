@@ -50,6 +50,62 @@ pub struct CameraConfig {
     pub file_start: Option<std::time::SystemTime>,
     /// "mkv" (lossless HuffYUV) or "avi" (Motion-JPEG).
     pub container: String,
+    /// Capture settings from the rig file.
+    pub settings: session::rig::CameraSettings,
+}
+
+/// Applies the rig file's capture settings and reads back what the camera
+/// reports: `(name, reported value)` for every setting given, and a
+/// warning for each the driver refused (or a file cannot take). Never
+/// fatal: the recording goes on with what the camera does.
+pub fn apply_settings(cfg: &CameraConfig, capture: &mut videoio::VideoCapture) -> (Vec<(String, f64)>, Vec<String>) {
+    let s = &cfg.settings;
+    let b = |v: bool| if v { 1.0 } else { 0.0 };
+    // (name, OpenCV property, value to set, value the property reads when it took).
+    let mut wanted: Vec<(&str, i32, f64, f64)> = vec![];
+    if let Some(w) = s.width_px {
+        wanted.push(("width_px", videoio::CAP_PROP_FRAME_WIDTH, w as f64, w as f64));
+    }
+    if let Some(h) = s.height_px {
+        wanted.push(("height_px", videoio::CAP_PROP_FRAME_HEIGHT, h as f64, h as f64));
+    }
+    if let Some(a) = s.auto_exposure {
+        // V4L2 through OpenCV: 0.25 is manual, 0.75 automatic.
+        let v = if a { 0.75 } else { 0.25 };
+        wanted.push(("auto_exposure", videoio::CAP_PROP_AUTO_EXPOSURE, v, v));
+    }
+    if let Some(e) = s.exposure {
+        wanted.push(("exposure", videoio::CAP_PROP_EXPOSURE, e, e));
+    }
+    if let Some(g) = s.gain {
+        wanted.push(("gain", videoio::CAP_PROP_GAIN, g, g));
+    }
+    if let Some(a) = s.auto_white_balance {
+        wanted.push(("auto_white_balance", videoio::CAP_PROP_AUTO_WB, b(a), b(a)));
+    }
+    if let Some(f) = s.focus {
+        let _ = capture.set(videoio::CAP_PROP_AUTOFOCUS, 0.0);
+        wanted.push(("focus", videoio::CAP_PROP_FOCUS, f, f));
+    }
+    let mut reported = vec![];
+    let mut warnings = vec![];
+    if wanted.is_empty() {
+        return (reported, warnings);
+    }
+    if let CameraSource::File(p) = &cfg.source {
+        let names: Vec<&str> = wanted.iter().map(|w| w.0).collect();
+        warnings.push(format!("camera '{}': a video file ({}) takes no capture settings: {} not applied", cfg.name, p.display(), names.join(", ")));
+        return (reported, warnings);
+    }
+    for (name, prop, value, expect) in wanted {
+        let took = capture.set(prop, value).unwrap_or(false);
+        let now = capture.get(prop).unwrap_or(f64::NAN);
+        reported.push((name.to_string(), now));
+        if !took || !((now - expect).abs() <= 1e-6 * expect.abs().max(1.0)) {
+            warnings.push(format!("camera '{}': {name} = {value} asked, the camera reports {now} (the driver refused or rounded it)", cfg.name));
+        }
+    }
+    (reported, warnings)
 }
 
 /// Opens the camera and reads one frame (so a bad device or file is

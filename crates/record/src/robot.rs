@@ -89,6 +89,8 @@ pub struct Status {
     /// The device's last error, and what it says it is.
     pub last_error: std::sync::Mutex<Option<String>>,
     pub identity: std::sync::Mutex<Option<String>>,
+    /// Settings as the device reports them (a camera's), by name.
+    pub settings: std::sync::Mutex<Vec<(String, f64)>>,
 }
 
 impl Status {
@@ -127,6 +129,7 @@ impl Default for Status {
             backlog_samples: AtomicU64::new(0),
             last_error: Default::default(),
             identity: Default::default(),
+            settings: Default::default(),
         }
     }
 }

@@ -68,6 +68,10 @@ pub struct DeviceRecord {
     /// The last error reaching or starting the device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Capture settings as the device reported them after they were set
+    /// (a camera's width_px, exposure, ...).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, f64>,
 }
 
 fn default_clock() -> String {

@@ -104,6 +104,74 @@ pub struct CameraDevice {
     /// Video container: "mkv" (lossless HuffYUV, default) or "avi" (Motion-JPEG, smaller).
     #[serde(default = "default_container")]
     pub container: String,
+    /// Capture settings applied through OpenCV before recording and read
+    /// back into `session.toml` as the camera reports them (a setting the
+    /// driver refuses, or a video file cannot take, is a warning). A real
+    /// camera's automatic exposure and white balance change the markers'
+    /// colours from frame to frame: set them off and the exposure by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width_px: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height_px: Option<u32>,
+    /// false: manual exposure (V4L2 through OpenCV: `CAP_PROP_AUTO_EXPOSURE` 0.25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_exposure: Option<bool>,
+    /// Exposure in the driver's units (V4L2: 100 us steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_white_balance: Option<bool>,
+    /// Focus in the driver's units (autofocus is then switched off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<f64>,
+}
+
+/// What a rig file sets on a camera (driver units where the driver
+/// defines them, as OpenCV passes them on).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CameraSettings {
+    pub width_px: Option<u32>,
+    pub height_px: Option<u32>,
+    pub auto_exposure: Option<bool>,
+    pub exposure: Option<f64>,
+    pub gain: Option<f64>,
+    pub auto_white_balance: Option<bool>,
+    pub focus: Option<f64>,
+}
+
+impl CameraDevice {
+    pub fn settings(&self) -> CameraSettings {
+        CameraSettings {
+            width_px: self.width_px,
+            height_px: self.height_px,
+            auto_exposure: self.auto_exposure,
+            exposure: self.exposure,
+            gain: self.gain,
+            auto_white_balance: self.auto_white_balance,
+            focus: self.focus,
+        }
+    }
+}
+
+impl CameraSettings {
+    /// `(name, value)` of every setting given, in the order they are applied.
+    pub fn requested(&self) -> Vec<(&'static str, f64)> {
+        let b = |v: bool| if v { 1.0 } else { 0.0 };
+        [
+            ("width_px", self.width_px.map(f64::from)),
+            ("height_px", self.height_px.map(f64::from)),
+            ("auto_exposure", self.auto_exposure.map(b)),
+            ("exposure", self.exposure),
+            ("gain", self.gain),
+            ("auto_white_balance", self.auto_white_balance.map(b)),
+            ("focus", self.focus),
+        ]
+        .into_iter()
+        .filter_map(|(n, v)| v.map(|v| (n, v)))
+        .collect()
+    }
 }
 
 fn default_container() -> String {
@@ -142,7 +210,21 @@ impl Default for RobotDevice {
 
 impl Default for CameraDevice {
     fn default() -> CameraDevice {
-        CameraDevice { name: default_camera_name(), device: None, file: None, file_start_unix_s: None, fps: None, container: default_container() }
+        CameraDevice {
+            name: default_camera_name(),
+            device: None,
+            file: None,
+            file_start_unix_s: None,
+            fps: None,
+            container: default_container(),
+            width_px: None,
+            height_px: None,
+            auto_exposure: None,
+            exposure: None,
+            gain: None,
+            auto_white_balance: None,
+            focus: None,
+        }
     }
 }
 
