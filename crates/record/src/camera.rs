@@ -101,7 +101,8 @@ pub fn apply_settings(cfg: &CameraConfig, capture: &mut videoio::VideoCapture) -
         let took = capture.set(prop, value).unwrap_or(false);
         let now = capture.get(prop).unwrap_or(f64::NAN);
         reported.push((name.to_string(), now));
-        if !took || !((now - expect).abs() <= 1e-6 * expect.abs().max(1.0)) {
+        let matches = (now - expect).abs() <= 1e-6 * expect.abs().max(1.0);
+        if !took || !matches {
             warnings.push(format!("camera '{}': {name} = {value} asked, the camera reports {now} (the driver refused or rounded it)", cfg.name));
         }
     }
