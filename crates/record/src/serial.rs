@@ -68,20 +68,34 @@ impl PtyPair {
 /// Clears the port's input and reads and drops what is still queued
 /// behind it (a USB adapter's FIFO, a pty relay's buffer). The relay refills
 /// the port a moment after the clear, so everything of the first
-/// `SETTLE` is dropped; after it, reads that return a buffer-full at once
+/// 200 ms is dropped; after it, reads that return a buffer-full at once
 /// are still backlog (a sensor streaming in real time delivers a few lines
-/// per read). Stops at the first short read after `SETTLE`, or after a
+/// per read). Stops at the first short read after that, or after a
 /// second. Returns the bytes dropped.
 pub fn drop_backlog(port: &mut Port) -> usize {
+    drop_backlog_settling(port, Duration::from_millis(200))
+}
+
+/// [`drop_backlog`] with everything of the first `settle` dropped.
+fn drop_backlog_settling(port: &mut Port, settle: Duration) -> usize {
     let _ = port.clear(serialport::ClearBuffer::Input);
+    // Short reads, so that a silent port costs the settling time, not a
+    // read timeout more.
+    let timeout = port.timeout();
+    let _ = port.set_timeout(Duration::from_millis(5));
+    let dropped = drain(port, settle);
+    let _ = port.set_timeout(timeout);
+    dropped
+}
+
+fn drain(port: &mut Port, settle: Duration) -> usize {
     let mut buf = [0u8; 4096];
     let buf = &mut buf[..];
     const BACKLOG_READ: usize = 512;
-    const SETTLE: Duration = Duration::from_millis(200);
     let started = Instant::now();
     let mut dropped = 0;
     while started.elapsed() < Duration::from_secs(1) {
-        let settling = started.elapsed() < SETTLE;
+        let settling = started.elapsed() < settle;
         match port.read(buf) {
             Ok(n) if settling || n >= BACKLOG_READ.min(buf.len()) => dropped += n,
             Ok(n) => return dropped + n,
@@ -118,6 +132,11 @@ pub trait SerialSensor: Send {
     /// What the sensor says it is (model, firmware, serial number), once known.
     fn identity(&self) -> Option<String> {
         None
+    }
+    /// True when the sensor sends only after `start` asked it to (and
+    /// `start` quiets what it sent before): nothing old to drop then.
+    fn sends_when_asked(&self) -> bool {
+        false
     }
 }
 
@@ -259,6 +278,9 @@ impl SerialSensor for Ft300 {
     fn identity(&self) -> Option<String> {
         self.identity.as_ref().map(|i| i.to_string())
     }
+    fn sends_when_asked(&self) -> bool {
+        true
+    }
     fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
         self.wrenches.clear();
         if !self.carry.is_empty() {
@@ -370,6 +392,12 @@ pub fn record(
         // before the clock started.
         if reopened {
             drop_backlog(&mut p);
+        } else if !sensor.sends_when_asked() {
+            // What arrived between the caller's drain and this thread's
+            // start (the other devices being started) would be stamped
+            // late: dropped too (a relay refills within milliseconds), the
+            // recording of this port starts now.
+            drop_backlog_settling(&mut p, Duration::from_millis(30));
         }
         reopened = true;
         if let Err(e) = sensor.start(&mut p) {
