@@ -12,7 +12,7 @@
 //! orientation), `b_m = mean(measured - predicted)`.
 
 use crate::{Experiment, Fit, Problem};
-use lie::{Mat3, Vec3, Vec6};
+use lie::{skew, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::Rod;
 
@@ -57,10 +57,6 @@ fn gravity_in_sensor(e: &Experiment, rod: &Rod) -> Option<Vec3> {
     let w = e.base_wrench.as_ref()?;
     let base = e.base_pose.unwrap_or(rod.base);
     Some(base.compose(&w.sensor_in_base).rot.transpose() * rod.gravity_m_s2.normalize())
-}
-
-fn skew(v: &Vec3) -> Mat3 {
-    Mat3::new(0.0, -v.z, v.y, v.z, 0.0, -v.x, -v.y, v.x, 0.0)
 }
 
 /// Weighted linear least squares: the solution and the half widths of
@@ -165,32 +161,26 @@ pub fn subtract(raw: &[Experiment], biases: &[SensorBias]) -> Vec<Experiment> {
 pub fn refine_moments(rod: &Rod, raw: &[Experiment], fit: &Fit, biases: &mut [SensorBias]) {
     let problem = Problem::new(rod, raw, fit.layout, &fit.values);
     for b in biases.iter_mut() {
-        let mut sums = [(0.0, 0.0, 0usize); 3];
-        for (i, e) in raw.iter().enumerate().filter(|(_, e)| session_of(e) == b.session) {
-            let (Some(w), Some(p)) = (e.base_wrench.as_ref(), problem.predicted_wrench(i, &fit.equilibria[i], &fit.values)) else { continue };
-            for k in 0..3 {
-                let weight = 1.0 / w.sigma[k].powi(2);
-                sums[k].0 += weight * (w.wrench[k] - p[k]);
-                sums[k].1 += weight;
-                sums[k].2 += 1;
-            }
+        // Per hold: measured moment minus the model's, and its weights.
+        let left: Vec<(Vec3, Vec3)> = raw
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| session_of(e) == b.session)
+            .filter_map(|(i, e)| {
+                let w = e.base_wrench.as_ref()?;
+                let p = problem.predicted_wrench(i, &fit.equilibria[i], &fit.values)?;
+                Some((Vec3::from_fn(|k, _| w.wrench[k] - p[k]), Vec3::from_fn(|k, _| w.sigma[k].powi(-2))))
+            })
+            .collect();
+        if left.is_empty() {
+            continue;
         }
-        for (k, (sum, weights, n)) in sums.iter().enumerate() {
-            if *n > 0 {
-                b.moment_nm[k] = sum / weights;
-            }
-        }
+        let weights: Vec3 = left.iter().map(|(_, w)| w).sum();
+        b.moment_nm = left.iter().map(|(d, w)| d.component_mul(w)).sum::<Vec3>().component_div(&weights);
         // The interval: the scatter of the per-hold differences about the mean.
-        let mut scatter = Vec3::zeros();
-        let mut n = 0.0;
-        for (i, e) in raw.iter().enumerate().filter(|(_, e)| session_of(e) == b.session) {
-            let (Some(w), Some(p)) = (e.base_wrench.as_ref(), problem.predicted_wrench(i, &fit.equilibria[i], &fit.values)) else { continue };
-            for k in 0..3 {
-                scatter[k] += (w.wrench[k] - p[k] - b.moment_nm[k]).powi(2);
-            }
-            n += 1.0;
-        }
+        let n = left.len() as f64;
         if n > 1.0 {
+            let scatter: Vec3 = left.iter().map(|(d, _)| (d - b.moment_nm).map(|x| x * x)).sum();
             b.moment_ci95_nm = scatter.map(|s| 1.96 * (s / (n - 1.0) / n).sqrt());
         }
     }

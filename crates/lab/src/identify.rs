@@ -221,6 +221,11 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
 /// Identifies; writes `identified.toml` and the report into `req.out`.
 pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identification> {
     let mut rod = req.rod.clone();
+    // Without a loads file, a session's FT 300 weighs the rod (as in validate).
+    let session_loads = match &req.source {
+        Source::Sessions { dirs, loads } => Some(loads.with_session_sensor(dirs)),
+        Source::Experiments(_) => None,
+    };
     let mut ignored_streams = vec![];
     let (mut experiments, holds, sessions, mut input_provenance, source) = match &req.source {
         Source::Experiments(dir) => {
@@ -230,8 +235,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
                 vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
-        Source::Sessions { dirs, loads } => {
-            let loads = &loads.with_session_sensor(dirs);
+        Source::Sessions { dirs, .. } => {
+            let loads = session_loads.as_ref().expect("sessions have their loads");
             let s = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
             ignored_streams = s.ignored.clone();
             (s.experiments, s.holds, s.per_session, s.provenance, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
@@ -282,8 +287,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     // The flange sensor's bias: fitted per session, or checked for.
     let mut sensor_biases = vec![];
     let mut bias_warnings = ignored_streams;
-    if let Source::Sessions { loads, dirs } = &req.source {
-        let loads = &loads.with_session_sensor(dirs);
+    if let Some(loads) = &session_loads {
         if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|s| s.fit) {
             task.message("flange sensor bias");
             let (b, w) = sensor_bias(&rod, &mut experiments, fs, &opts, loads)?;

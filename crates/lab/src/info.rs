@@ -36,10 +36,6 @@ impl DeviceOutages {
         self.gaps.iter().map(Gap::duration_s).sum()
     }
 
-    pub fn longest(&self) -> Option<&Gap> {
-        self.gaps.iter().max_by(|a, b| a.duration_s().total_cmp(&b.duration_s()))
-    }
-
     /// "3 gaps, 5.02 s in all (1 disconnected, 2 lost: 7 samples)".
     pub fn describe(&self) -> String {
         if self.gaps.is_empty() {

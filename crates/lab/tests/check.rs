@@ -20,8 +20,7 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
         cameras: vec![session::rig::CameraDevice {
             name: "camera".into(),
             file: Some(video.join("video.mkv").display().to_string()),
-            exposure: Some(-6.0),
-            auto_white_balance: Some(false),
+            settings: session::rig::CameraSettings { exposure: Some(-6.0), auto_white_balance: Some(false), ..Default::default() },
             ..session::rig::CameraDevice::default()
         }],
         ..session::Rig::default()

@@ -27,7 +27,7 @@ pub fn camera_configs(rig: &Rig) -> Vec<CameraConfig> {
             fps: c.fps,
             file_start: c.file_start_unix_s.map(|t| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t)),
             container: c.container.clone(),
-            settings: c.settings(),
+            settings: c.settings.clone(),
         })
         .collect()
 }

@@ -104,11 +104,21 @@ pub struct CameraDevice {
     /// Video container: "mkv" (lossless HuffYUV, default) or "avi" (Motion-JPEG, smaller).
     #[serde(default = "default_container")]
     pub container: String,
-    /// Capture settings applied through OpenCV before recording and read
-    /// back into `session.toml` as the camera reports them (a setting the
-    /// driver refuses, or a video file cannot take, is a warning). A real
-    /// camera's automatic exposure and white balance change the markers'
-    /// colours from frame to frame: set them off and the exposure by hand.
+    /// Capture settings (`[camera.settings]`) applied through OpenCV
+    /// before recording and read back into `session.toml` as the camera
+    /// reports them (a setting the driver refuses, or a video file cannot
+    /// take, is a warning).
+    #[serde(default, skip_serializing_if = "CameraSettings::is_empty")]
+    pub settings: CameraSettings,
+}
+
+/// What a rig file sets on a camera (driver units where the driver
+/// defines them, as OpenCV passes them on). A real camera's automatic
+/// exposure and white balance change the markers' colours from frame to
+/// frame: set them off and the exposure by hand.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CameraSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width_px: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,49 +138,10 @@ pub struct CameraDevice {
     pub focus: Option<f64>,
 }
 
-/// What a rig file sets on a camera (driver units where the driver
-/// defines them, as OpenCV passes them on).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CameraSettings {
-    pub width_px: Option<u32>,
-    pub height_px: Option<u32>,
-    pub auto_exposure: Option<bool>,
-    pub exposure: Option<f64>,
-    pub gain: Option<f64>,
-    pub auto_white_balance: Option<bool>,
-    pub focus: Option<f64>,
-}
-
-impl CameraDevice {
-    pub fn settings(&self) -> CameraSettings {
-        CameraSettings {
-            width_px: self.width_px,
-            height_px: self.height_px,
-            auto_exposure: self.auto_exposure,
-            exposure: self.exposure,
-            gain: self.gain,
-            auto_white_balance: self.auto_white_balance,
-            focus: self.focus,
-        }
-    }
-}
-
 impl CameraSettings {
-    /// `(name, value)` of every setting given, in the order they are applied.
-    pub fn requested(&self) -> Vec<(&'static str, f64)> {
-        let b = |v: bool| if v { 1.0 } else { 0.0 };
-        [
-            ("width_px", self.width_px.map(f64::from)),
-            ("height_px", self.height_px.map(f64::from)),
-            ("auto_exposure", self.auto_exposure.map(b)),
-            ("exposure", self.exposure),
-            ("gain", self.gain),
-            ("auto_white_balance", self.auto_white_balance.map(b)),
-            ("focus", self.focus),
-        ]
-        .into_iter()
-        .filter_map(|(n, v)| v.map(|v| (n, v)))
-        .collect()
+    /// Nothing set: the camera as its driver starts it.
+    pub fn is_empty(&self) -> bool {
+        *self == CameraSettings::default()
     }
 }
 
@@ -217,13 +188,7 @@ impl Default for CameraDevice {
             file_start_unix_s: None,
             fps: None,
             container: default_container(),
-            width_px: None,
-            height_px: None,
-            auto_exposure: None,
-            exposure: None,
-            gain: None,
-            auto_white_balance: None,
-            focus: None,
+            settings: CameraSettings::default(),
         }
     }
 }
@@ -386,7 +351,15 @@ mod tests {
                 columns: vec!["a_n".into()],
                 scales: vec![],
             }],
-            cameras: vec![CameraDevice { file: Some("/tmp/v.mkv".into()), file_start_unix_s: Some(1.7e9), ..CameraDevice::default() }],
+            cameras: vec![
+                CameraDevice { file: Some("/tmp/v.mkv".into()), file_start_unix_s: Some(1.7e9), ..CameraDevice::default() },
+                CameraDevice {
+                    name: "side".into(),
+                    device: Some(0),
+                    settings: CameraSettings { width_px: Some(1280), auto_exposure: Some(false), exposure: Some(80.0), ..CameraSettings::default() },
+                    ..CameraDevice::default()
+                },
+            ],
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rig.toml");
