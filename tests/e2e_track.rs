@@ -162,3 +162,47 @@ fn record_a_camera_then_track_with_the_frames_table() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent/video.mkv"), "{}", stderr(&o));
 }
+
+#[test]
+fn camera_check_finds_every_marker_names_a_covered_one_and_reports_what_a_file_cannot_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    assert!(rodlab(&["synth", "video", "--out", &p("clear"), "--frames", "12", "--markers", "6"]).status.success());
+    assert!(rodlab(&["synth", "video", "--out", &p("covered"), "--frames", "12", "--markers", "6", "--occlude", "2,0,12"]).status.success());
+    let rig = |video: &str| {
+        let path = p(&format!("rig-{video}.toml"));
+        let text = format!("[[camera]]\nfile = \"{}\"\n[camera.settings]\nexposure = 100.0\nauto_white_balance = false\n", p(&format!("{video}/video.mkv")));
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let markers = p("clear/markers.toml");
+
+    let o = rodlab(&["camera", "check", "--rig", &rig("clear"), "--markers", &markers, "--frames", "10", "--out", &p("check-clear")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("ok: all 6 markers found in each of 10 frames"), "{out}");
+    // A file takes no capture settings: said, not fatal.
+    assert!(stderr(&o).contains("exposure, auto_white_balance not applied"), "{}", stderr(&o));
+    assert!(dir.path().join("check-clear/camera-check.png").is_file());
+    // The table's last-seen positions are frame 9's true centres.
+    let truth = truth(&dir.path().join("clear"));
+    let table = std::fs::read_to_string(dir.path().join("check-clear/camera-check.csv")).unwrap();
+    let mut lines = table.lines();
+    assert_eq!(lines.next().unwrap(), "marker,found_frames,area_px,saturation_margin,value_margin,hue_margin_deg,sharpness_grey2,u_px,v_px");
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 6);
+    for row in &rows {
+        let t = truth.iter().find(|t| t.0 == 9 && t.1 == row[0] as usize).unwrap();
+        assert_eq!(row[1], 10.0);
+        assert!((row[7] - t.2).hypot(row[8] - t.3) < 0.5, "marker {}: ({}, {}) vs truth ({}, {})", row[0], row[7], row[8], t.2, t.3);
+    }
+
+    let o = rodlab(&["camera", "check", "--rig", &rig("covered"), "--markers", &markers, "--out", &p("check-covered")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("marker 2 of 0..5 not found in any of 10 frames"), "{}", stderr(&o));
+    assert!(dir.path().join("check-covered/camera-check.png").is_file());
+
+    let o = rodlab(&["camera", "check", "--rig", &rig("clear"), "--camera", "side", "--out", &p("x")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no camera 'side' (it has: camera)"), "{}", stderr(&o));
+}

@@ -247,6 +247,54 @@ pub enum SessionCommand {
     },
 }
 
+#[derive(Subcommand)]
+pub enum CameraCommand {
+    /// Grab a few frames with the rig's capture settings, detect the markers -> annotated PNG, per-marker table, verdict.
+    #[command(
+        after_help = "Examples:\n  rodlab camera check --rig my-rig.toml --markers configs/markers.toml --out reports/camera-check\n  rodlab camera check --rig rig.toml --camera side --frames 30 --out /tmp/check\n\nRun it with the rod in place and the light as it will be. Per marker: frames found, blob area, how far its colour sits above saturation_min and value_min (0-1) and inside hue_ranges_deg, and sharpness (variance of the Laplacian; compare markers, and before/after focusing). Exit 1 when a marker is missing, flickers, or its colour is within 0.05 of a threshold; set count in the markers file so that a missing marker can be named."
+    )]
+    Check {
+        #[arg(long)]
+        rig: PathBuf,
+        /// markers.toml (default: red markers).
+        #[arg(long)]
+        markers: Option<PathBuf>,
+        /// The rig's camera by name (default: its first).
+        #[arg(long)]
+        camera: Option<String>,
+        /// Frames to look at.
+        #[arg(long, default_value_t = 10)]
+        frames: usize,
+        /// Writes camera-check.png and camera-check.csv here.
+        #[arg(long, default_value = "reports/camera-check")]
+        out: PathBuf,
+    },
+}
+
+pub fn camera(cmd: CameraCommand) -> Result<()> {
+    let CameraCommand::Check { rig, markers, camera, frames, out } = cmd;
+    let c = lab::camera::check(&lab::camera::CameraCheckRequest { rig, markers, camera, frames, out })?;
+    for w in &c.warnings {
+        eprintln!("rodlab: warning: {w}");
+    }
+    for (name, value) in &c.reported {
+        println!("camera '{}': {name} = {value}", c.camera);
+    }
+    println!("marker  found  area_px  sat_margin  val_margin  hue_margin_deg  sharpness");
+    for l in &c.check.markers {
+        println!(
+            "{:>6}  {:>2}/{:<2}  {:>7.1}  {:>10.3}  {:>10.3}  {:>14.1}  {:>9.1}",
+            l.index, l.found_frames, c.check.frames, l.area_px, l.saturation_margin, l.value_margin, l.hue_margin_deg, l.sharpness
+        );
+    }
+    println!("wrote {} and {}", c.image.display(), c.table.display());
+    if !c.check.ok() {
+        return Err(Error::computation(format!("camera '{}': {}", c.camera, c.check.verdict())));
+    }
+    println!("{}", c.check.verdict());
+    Ok(())
+}
+
 pub fn session(cmd: SessionCommand) -> Result<()> {
     match cmd {
         SessionCommand::Info { dir } => {

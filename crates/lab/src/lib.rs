@@ -28,6 +28,8 @@ pub mod tables;
 pub mod validate;
 
 #[cfg(feature = "devices")]
+pub mod camera;
+#[cfg(feature = "devices")]
 pub mod emulate;
 #[cfg(feature = "devices")]
 pub mod live;

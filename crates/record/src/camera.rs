@@ -145,6 +145,36 @@ pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
     Ok(cap)
 }
 
+/// Frames a camera gives with the rig file's settings applied, for a look
+/// before recording: `count` frames after `settle` discarded ones (a
+/// device needs a few to take new settings), what the camera reports and
+/// the settings it refused.
+pub struct Grab {
+    pub frames: Vec<Mat>,
+    pub reported: Vec<(String, f64)>,
+    pub warnings: Vec<String>,
+}
+
+pub fn grab(cfg: &CameraConfig, count: usize, settle: usize) -> Result<Grab, CameraError> {
+    let mut capture = open(cfg)?;
+    let (reported, warnings) = apply_settings(cfg, &mut capture);
+    let settle = if matches!(cfg.source, CameraSource::Device(_)) { settle } else { 0 };
+    let mut frames = vec![];
+    for k in 0..settle + count {
+        let mut frame = Mat::default();
+        if !capture.read(&mut frame)? || frame.empty() {
+            break;
+        }
+        if k >= settle {
+            frames.push(frame);
+        }
+    }
+    if frames.is_empty() {
+        return Err(CameraError::Open(format!("camera '{}': gave no frames", cfg.name)));
+    }
+    Ok(Grab { frames, reported, warnings })
+}
+
 /// Records until `stop` is set (or a file ends).
 pub fn record(
     cfg: &CameraConfig,

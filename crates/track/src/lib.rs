@@ -7,6 +7,7 @@
 
 pub mod calibrate;
 pub mod camera;
+pub mod check;
 pub mod detect;
 pub mod pipeline;
 pub mod sequence;
