@@ -572,6 +572,9 @@ pub struct SynthSessionArgs {
     /// Force sensor bias FX,FY,FZ,MX,MY,MZ [N, N m], added to every reading.
     #[arg(long, default_value = "0,0,0,0,0,0", allow_hyphen_values = true)]
     pub ft_bias: Numbers,
+    /// The rod is mounted on the force sensor at this time [s]: before it the sensor reads only its bias and no marker is tracked (a tare recorded first; with --live: not supported).
+    #[arg(long, default_value_t = 0.0)]
+    pub mounted_at_s: f64,
     /// Seed of the noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -613,6 +616,7 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         moment_noise_nm: a.moment_noise_nm,
         load_cell_noise_n: a.load_cell_noise_n,
         ft_bias: a.ft_bias.exactly::<6>("ft-bias", "FX,FY,FZ,MX,MY,MZ")?,
+        mounted_at_s: a.mounted_at_s,
         seed: a.seed,
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };

@@ -95,10 +95,16 @@ pub struct FlangeSensor {
     pub bias_moment_nm: [f64; 3],
     /// `"fit"` (the default when no tare is given: fitted per session from
     /// holds at different orientations), `"none"` (the sensor was zeroed:
-    /// nothing subtracted, nothing fitted) or the tare
+    /// nothing subtracted, nothing fitted), `"tare"` (each session's mean
+    /// reading over `tare_window_s`, with nothing on the sensor) or the tare
     /// `[fx, fy, fz, mx, my, mz]` \[N, N m\].
     #[serde(default)]
     pub bias: Option<BiasSetting>,
+    /// With `bias = "tare"`: the window \[s since the session's start\] in
+    /// which the sensor carries nothing (recorded before the rod is
+    /// mounted).
+    #[serde(default)]
+    pub tare_window_s: Option<[f64; 2]>,
     /// Lower bounds of a hold's mean force and moment sigma.
     #[serde(default = "force_floor")]
     pub sigma_floor_force_n: f64,
@@ -124,7 +130,12 @@ pub enum BiasMode {
     Fit,
     /// Subtracted as given `[fx, fy, fz, mx, my, mz]` (zeros: a zeroed sensor).
     Given([f64; 6]),
+    /// Each session's mean reading over this window \[s\], subtracted.
+    Tare([f64; 2]),
 }
+
+/// Fewest samples a tare window must hold.
+pub const MIN_TARE_SAMPLES: usize = 10;
 
 impl FlangeSensor {
     /// The bias setting, from `bias` or the older `bias_force_n` /
@@ -134,17 +145,39 @@ impl FlangeSensor {
         match &self.bias {
             Some(BiasSetting::Values(v)) => BiasMode::Given(*v),
             Some(BiasSetting::Mode(m)) if m == "none" => BiasMode::Given([0.0; 6]),
+            Some(BiasSetting::Mode(m)) if m == "tare" => BiasMode::Tare(self.tare_window_s.unwrap_or([f64::NAN; 2])),
             Some(BiasSetting::Mode(_)) => BiasMode::Fit,
             None if old.iter().any(|b| *b != 0.0) => BiasMode::Given(old),
             None => BiasMode::Fit,
         }
     }
 
-    /// What is subtracted from every reading before anything else.
-    pub fn declared_bias(&self) -> [f64; 6] {
+    /// True when the loads file says what the bias is (given, zeroed or
+    /// tared), false when it is to be estimated.
+    pub fn bias_known(&self) -> bool {
+        !matches!(self.bias_mode(), BiasMode::Fit)
+    }
+
+    /// What is subtracted from every reading of `stream` (the sensor's)
+    /// before anything else.
+    pub fn bias_in(&self, stream: &Stream) -> Result<[f64; 6], Unusable> {
         match self.bias_mode() {
-            BiasMode::Given(v) => v,
-            BiasMode::Fit => [0.0; 6],
+            BiasMode::Given(v) => Ok(v),
+            BiasMode::Fit => Ok([0.0; 6]),
+            BiasMode::Tare([a, b]) => {
+                let mut tare = [0.0; 6];
+                for (k, col) in self.columns.iter().enumerate() {
+                    let (mean, _, n) = stream.stats(col, a, b).unwrap_or((f64::NAN, 0.0, 0));
+                    if n < MIN_TARE_SAMPLES {
+                        return Err(Unusable(format!(
+                            "flange_sensor.tare_window_s = [{a}, {b}]: {n} samples of '{}'.{col} in it (at least {MIN_TARE_SAMPLES}; times are seconds since the session's start)",
+                            self.stream
+                        )));
+                    }
+                    tare[k] = mean;
+                }
+                Ok(tare)
+            }
         }
     }
 }
@@ -248,16 +281,26 @@ impl LoadsFile {
                 return Err(LoadsError::new("flange_sensor.mount", "must be finite"));
             }
             match &s.bias {
-                Some(BiasSetting::Mode(m)) if m != "fit" && m != "none" => {
+                Some(BiasSetting::Mode(m)) if m != "fit" && m != "none" && m != "tare" => {
                     return Err(LoadsError::new(
                         "flange_sensor.bias",
-                        format!("expected \"fit\", \"none\" or six numbers [fx, fy, fz, mx, my, mz], got {m:?}"),
+                        format!("expected \"fit\", \"none\", \"tare\" or six numbers [fx, fy, fz, mx, my, mz], got {m:?}"),
                     ));
                 }
                 Some(BiasSetting::Values(v)) if !v.iter().all(|x| x.is_finite()) => {
                     return Err(LoadsError::new("flange_sensor.bias", "must be finite"));
                 }
                 _ => {}
+            }
+            match (s.bias_mode(), s.tare_window_s) {
+                (BiasMode::Tare([a, b]), _) if !(a.is_finite() && b.is_finite() && 0.0 <= a && a < b) => {
+                    return Err(LoadsError::new(
+                        "flange_sensor.tare_window_s",
+                        format!("bias = \"tare\" needs a window [start_s, end_s] with 0 <= start < end, got [{a}, {b}]"),
+                    ));
+                }
+                (BiasMode::Tare(_), _) | (_, None) => {}
+                (_, Some(_)) => return Err(LoadsError::new("flange_sensor.tare_window_s", "is read only with bias = \"tare\"")),
             }
         }
         Ok(())
@@ -290,7 +333,7 @@ pub struct Stream {
 
 impl Stream {
     /// Mean and standard deviation of `column` over `[a, b]`, and the count.
-    fn stats(&self, column: &str, a: f64, b: f64) -> Option<(f64, f64, usize)> {
+    pub fn stats(&self, column: &str, a: f64, b: f64) -> Option<(f64, f64, usize)> {
         let v = self.columns.get(column)?;
         let xs: Vec<f64> = self.t_s.iter().zip(v).filter(|(t, x)| **t >= a && **t <= b && x.is_finite()).map(|(_, x)| *x).collect();
         let n = xs.len();
@@ -505,7 +548,8 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
     e.base_pose = Some(base);
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
-        let bias = s.declared_bias();
+        let stream = data.streams.get(&s.stream).ok_or_else(|| Unusable(format!("no stream '{}' (flange_sensor.stream)", s.stream)))?;
+        let bias = s.bias_in(stream)?;
         let mut wrench = Vec6::zeros();
         let mut sigma = Vec6::zeros();
         for (c, col) in s.columns.iter().enumerate() {
@@ -614,6 +658,7 @@ mod tests {
                 bias_force_n: [1.0, 0.0, 0.0],
                 bias_moment_nm: [0.0; 3],
                 bias: None,
+                tare_window_s: None,
                 sigma_floor_force_n: 1e-6,
                 sigma_floor_moment_nm: 1e-6,
                 fit: true,

@@ -187,6 +187,12 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
         ignored.extend(ignored_streams(dir, loads));
+        // A tare window that holds no tare fails the session, not its holds one by one.
+        if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|f| matches!(f.bias_mode(), identify::sessions::BiasMode::Tare(_))) {
+            let stream =
+                s.streams.get(&fs.stream).ok_or_else(|| Error::input(format!("{}: no stream '{}' (flange_sensor.stream)", dir.path().display(), fs.stream)))?;
+            fs.bias_in(stream).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
+        }
         let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file);
         per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
         experiments.extend(e);
@@ -640,7 +646,7 @@ fn sensor_bias(
         }
     }
     match fs.bias_mode() {
-        identify::sessions::BiasMode::Given(_) => {
+        identify::sessions::BiasMode::Given(_) | identify::sessions::BiasMode::Tare(_) => {
             for b in estimates.iter().flatten() {
                 let left = b.force_n.norm();
                 if left > 2.0 * b.force_ci95_n.norm() && left > BIAS_LEFT_FRACTION_OF_WEIGHT * b.weight_n.abs() {

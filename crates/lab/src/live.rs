@@ -207,6 +207,9 @@ pub struct Live {
 /// video. Takes the experiment's duration plus a few seconds.
 pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress) -> Result<Live> {
     crate::error::positive("--camera-fps", camera_fps)?;
+    if req.mounted_at_s > 0.0 {
+        return Err(Error::input("--mounted-at-s: not supported with --live (the emulated sensor carries the rod from the start)"));
+    }
     if req.out.path().exists() {
         return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
     }

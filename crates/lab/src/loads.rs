@@ -68,8 +68,8 @@ impl Loads {
     pub fn flange_sensor_for(&self, session: &session::SessionDir) -> Option<(FlangeSensor, bool)> {
         if self.path.is_some() {
             return self.file.flange_sensor.clone().map(|s| {
-                let tare = matches!(s.bias_mode(), identify::sessions::BiasMode::Given(_));
-                (s, tare)
+                let known = s.bias_known();
+                (s, known)
             });
         }
         session.has_stream("ft300").then(|| (default_ft300(), false))

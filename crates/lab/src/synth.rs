@@ -62,6 +62,10 @@ pub struct SynthRequest {
     pub load_cell_noise_n: f64,
     /// Force sensor bias `[fx, fy, fz, mx, my, mz]` \[N, N m\].
     pub ft_bias: [f64; 6],
+    /// The rod is mounted on the sensor at this time \[s\]: before it, the
+    /// sensor reads its bias (and noise) only and no marker is tracked, as
+    /// when a lab records a tare first.
+    pub mounted_at_s: f64,
     pub seed: u64,
 }
 
@@ -88,6 +92,7 @@ impl SynthRequest {
             moment_noise_nm: 0.005,
             load_cell_noise_n: 0.005,
             ft_bias: [0.0; 6],
+            mounted_at_s: 0.0,
             seed: 1,
         }
     }
@@ -105,6 +110,7 @@ impl SynthRequest {
         for (name, v) in [("--e-pa", m.e_pa), ("--g-pa", m.g_pa), ("--rho-kg-m3", m.rho_kg_m3)] {
             positive(name, v)?;
         }
+        non_negative("--mounted-at-s", self.mounted_at_s)?;
         if !self.ft_bias.iter().all(|b| b.is_finite()) {
             return Err(Error::input("--ft-bias: expected six finite numbers fx,fy,fz,mx,my,mz"));
         }
@@ -126,6 +132,9 @@ pub struct TruthFile {
     pub force_noise_n: f64,
     pub moment_noise_nm: f64,
     pub ft_bias: [f64; 6],
+    /// When the rod was mounted on the sensor \[s\] (0: from the start).
+    #[serde(default)]
+    pub mounted_at_s: f64,
     /// Host time of the simulation's t = 0 \[ns since the session's start\].
     pub t0_host_ns: i64,
     pub seed: u64,
@@ -266,6 +275,7 @@ pub fn truth_file(req: &SynthRequest, truth: &Truth, t0_host_ns: i64, live: bool
         force_noise_n: if req.flange_sensor { req.force_noise_n } else { 0.0 },
         moment_noise_nm: if req.flange_sensor { req.moment_noise_nm } else { 0.0 },
         ft_bias: req.ft_bias,
+        mounted_at_s: req.mounted_at_s,
         t0_host_ns,
         seed: req.seed,
         mode: if live { "live" } else { "direct" }.into(),
@@ -340,7 +350,8 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
         let n = (end_s / dt + 1e-9).floor() as usize + 1;
         for k in 0..n {
             let t = k as f64 * dt;
-            let w = at_records(&t_rec, records, t.min(end_s), |r| r.base_wrench_flange).expect("within the simulated span");
+            let on_sensor = t >= req.mounted_at_s;
+            let w = at_records(&t_rec, records, t.min(end_s), |r| r.base_wrench_flange).expect("within the simulated span") * if on_sensor { 1.0 } else { 0.0 };
             // Wrenches are [moment; force]; the sensor sends force first.
             let row: Vec<f64> = (0..6)
                 .map(|c| {
@@ -372,18 +383,23 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
         .iter()
         .enumerate()
         .flat_map(|(k, r)| r.markers_m.iter().enumerate().map(move |(m, p)| (k, r, m, *p)))
-        .map(|(k, r, m, p)| MarkerRow {
-            frame: k as i64,
-            t_s: r.t_s,
-            t_host_ns: Some(host_ns(r.t_s)),
-            marker: m as u32,
-            u_px: f64::NAN,
-            v_px: f64::NAN,
-            x_m: p.x + noise.sample(req.marker_noise_m),
-            y_m: p.y + noise.sample(req.marker_noise_m),
-            z_m: p.z + noise.sample(req.marker_noise_m),
-            area_px: f64::NAN,
-            flags: 0,
+        .map(|(k, r, m, p)| {
+            // Before the rod is mounted there is nothing to track.
+            let seen = r.t_s >= req.mounted_at_s;
+            let at = |x: f64, noise: &mut Noise| if seen { x + noise.sample(req.marker_noise_m) } else { f64::NAN };
+            MarkerRow {
+                frame: k as i64,
+                t_s: r.t_s,
+                t_host_ns: Some(host_ns(r.t_s)),
+                marker: m as u32,
+                u_px: f64::NAN,
+                v_px: f64::NAN,
+                x_m: at(p.x, &mut noise),
+                y_m: at(p.y, &mut noise),
+                z_m: at(p.z, &mut noise),
+                area_px: f64::NAN,
+                flags: if seen { 0 } else { session::flags::MISSING },
+            }
         })
         .collect();
     if markers.is_empty() {

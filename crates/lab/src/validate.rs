@@ -519,8 +519,12 @@ fn compare_force(
     let first_touch = records.iter().find(|r| r.contacts.iter().any(|c| c.state != ContactState::Free)).map(|r| r.t_s);
     let rest_end = first_touch.map(|t| t - 0.1).filter(|t| *t > samples[0].0 + rest_s).unwrap_or(samples[0].0 + rest_s);
     let (bias_f, bias_m, bias_source) = if tare_given {
-        let b = fs.declared_bias();
-        (Vec3::new(b[0], b[1], b[2]), Vec3::new(b[3], b[4], b[5]), "loads file (tare)".to_string())
+        let b = fs.bias_in(stream).map_err(|e| Error::input(e.to_string()))?;
+        let source = match fs.tare_window_s {
+            Some([a, b]) => format!("loads file (tare over {a}-{b} s)"),
+            None => "loads file (tare)".to_string(),
+        };
+        (Vec3::new(b[0], b[1], b[2]), Vec3::new(b[3], b[4], b[5]), source)
     } else {
         // Reading minus simulation, in the sensor frame, at rest.
         let rest: Vec<&(f64, Vec3, Vec3, Vec3)> = samples.iter().filter(|s| s.0 <= rest_end).collect();

@@ -216,3 +216,55 @@ fn an_untared_force_sensor_is_fitted_or_refused_never_read_as_weight() {
     assert_eq!(e.kind(), fault::Kind::Computation, "{text}");
     assert!(text.contains("the flange sensor reads a bias of [1.5") && text.contains("bias = \"fit\""), "{text}");
 }
+
+/// The same un-tared sensor, read before the rod is mounted (the first
+/// 2.4 s of the day) and the loads file saying `bias = "tare"` over that
+/// window: the tare is subtracted, nothing is fitted, E and rho within 2 %.
+/// A window in which the rod already hangs on the sensor is refused (the
+/// weight would be subtracted as bias), and so is one without samples.
+#[test]
+fn a_tare_recorded_before_mounting_is_subtracted_and_a_wrong_window_refused() {
+    const UNTARED: [f64; 6] = [1.5, 0.8, -1.2, 0.0, 0.0, 0.05];
+    let dir = tempfile::tempdir().unwrap();
+    let day = arm_session(dir.path(), "tared", "configs/scene/cable-arm-holds.toml", |r| {
+        r.ft_bias = UNTARED;
+        r.mounted_at_s = 2.4;
+        r.seed = 21;
+    });
+    let loads = |name: &str, window: &str| {
+        let text = std::fs::read_to_string(at("configs/loads.toml")).unwrap().replace("bias = \"fit\"", &format!("bias = \"tare\"\ntare_window_s = {window}"));
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let id = fit(&[&day], Some(&loads("tare.toml", "[0.2, 2.2]")), &dir.path().join("fit"), false);
+    let f = &id.study.fit;
+    println!("tared sensor: E {:.4e} Pa, rho {:.1} kg/m3, holds {:?}", f.e_pa.value, f.rho_kg_m3.value, id.sessions);
+    for (name, e, truth) in [("E", f.e_pa.value, TRUTH_E_PA), ("rho", f.rho_kg_m3.value, TRUTH_RHO_KG_M3)] {
+        assert!((e / truth - 1.0).abs() < 0.02, "{name} = {e}, truth {truth}");
+    }
+    assert!(id.sensor_biases.is_empty(), "a tared sensor's bias is not fitted: {:?}", id.sensor_biases);
+    assert_eq!(id.sessions[0].used, 3, "the hold before mounting has no markers: {:?}", id.sessions);
+
+    // The window while the rod hangs on the sensor (the 30 deg hold).
+    let r = request(&[&day], Some(&loads("late.toml", "[4.2, 6.3]")), &dir.path().join("fit-late")).unwrap();
+    let Err(e) = identify(&IdentifyRequest { loo: false, ..r }, &lab::Silent) else { panic!("the rod's weight was taken as the tare") };
+    assert_eq!(e.kind(), fault::Kind::Computation, "{e}");
+    assert!(e.to_string().contains("the flange sensor reads a bias of"), "{e}");
+
+    let r = request(&[&day], Some(&loads("empty.toml", "[100.0, 101.0]")), &dir.path().join("fit-empty")).unwrap();
+    let Err(e) = identify(&IdentifyRequest { loo: false, ..r }, &lab::Silent) else { panic!("an empty tare window was used") };
+    assert_eq!(e.kind(), fault::Kind::Input, "{e}");
+    assert!(e.to_string().contains("tare_window_s = [100, 101]: 0 samples"), "{e}");
+
+    // "tare" without a window, a window without "tare": the loads file is refused.
+    for (text, needle) in [
+        ("[flange_sensor]\nstream = \"ft300\"\nbias = \"tare\"\n", "needs a window"),
+        ("[flange_sensor]\nstream = \"ft300\"\ntare_window_s = [0.0, 1.0]\n", "only with bias = \"tare\""),
+    ] {
+        let p = dir.path().join("bad.toml");
+        std::fs::write(&p, text).unwrap();
+        let e = Loads::read(Some(&p), 4).unwrap_err();
+        assert!(e.to_string().contains("flange_sensor.tare_window_s") && e.to_string().contains(needle), "{e}");
+    }
+}
