@@ -60,6 +60,9 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
         f.static_solves,
         f.wall_time_s
     );
+    if let Some(n) = &id.noise_test {
+        println!("  chi-square test of the residuals against the declared noise: {}", n.summary());
+    }
     let rms = identify::fit::rms;
     for (i, e) in id.experiments.iter().enumerate() {
         let loo = id.study.loo.get(i).map_or(f64::NAN, |l| rms(&l.errors_mm));

@@ -294,6 +294,10 @@ pub struct Parameters {
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
 }
 
+fn nan() -> f64 {
+    f64::NAN
+}
+
 fn nan_pair() -> [f64; 2] {
     [f64::NAN; 2]
 }
@@ -319,6 +323,15 @@ pub struct FitInfo {
     pub measurement_sigma_m: f64,
     pub condition_number: f64,
     pub residual_scale: f64,
+    /// The chi-square test of the residuals against the declared noise
+    /// (markers' sigma with `model_error_m` in quadrature): the statistic
+    /// and the chance of one at least as large (NaN: not tested).
+    #[serde(default = "nan")]
+    pub chi_square: f64,
+    #[serde(default = "nan")]
+    pub chi_square_p: f64,
+    #[serde(default)]
+    pub model_error_m: f64,
     pub cost: f64,
     pub rms_error_mm: f64,
     pub iterations: u64,
@@ -504,6 +517,9 @@ impl IdentifiedFile {
                 measurement_sigma_m: f.measurement_sigma_m,
                 condition_number: f.condition_number,
                 residual_scale: f.residual_scale,
+                chi_square: f64::NAN,
+                chi_square_p: f64::NAN,
+                model_error_m: 0.0,
                 cost: f.cost,
                 rms_error_mm: f.rms_error_mm,
                 iterations: f.iterations,

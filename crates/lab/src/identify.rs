@@ -119,6 +119,8 @@ pub struct Identification {
     pub report: report::Written,
     /// The flange sensor's bias fitted per session.
     pub sensor_biases: Vec<identify::sensor_bias::SensorBias>,
+    /// The residuals tested against the declared noise (None: no degrees of freedom).
+    pub noise_test: Option<NoiseTest>,
 }
 
 /// A prior from the request, the rod file or nothing; `flag` names it.
@@ -319,15 +321,23 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     file.rod_geometry = Some(identify::output::rod_geometry(&req.rod));
     // A fit outside physical ranges is a failure, written as one (the
     // file and the report say so; --params refuses the file).
-    let outside = outside_ranges(&study.fit, &req.rod.identify_priors.ranges, &req.rod_path);
+    let mut disagree = outside_ranges(&study.fit, &req.rod.identify_priors.ranges, &req.rod_path);
+    let noise = noise_test(&experiments, &study.fit, req.rod.identify_priors.model_error_m);
+    if let Some(n) = &noise {
+        (file.fit.chi_square, file.fit.chi_square_p, file.fit.model_error_m) = (n.chi_square, n.p, n.model_error_m);
+        disagree.extend(n.failure(&req.rod_path));
+    }
     let failure =
-        (!outside.is_empty()).then(|| format!("{}; the data that disagree most: {}", outside.join("; "), worst_experiments(&experiments, &study.fit)));
+        (!disagree.is_empty()).then(|| format!("{}; the data that disagree most: {}", disagree.join("; "), worst_experiments(&experiments, &study.fit)));
     file.failed = failure.clone();
     let identified_toml = req.out.join("identified.toml");
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
     input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
     let mut rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
     rep.warnings.extend(bias_warnings);
+    if let Some(n) = &noise {
+        rep.facts.push(("chi-square test (residuals against the declared noise)".into(), n.summary()));
+    }
     if !sensor_biases.is_empty() {
         rep.tables.push(bias_table(&sensor_biases));
     }
@@ -357,6 +367,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         identified_toml,
         report: written,
         sensor_biases,
+        noise_test: noise,
     })
 }
 
@@ -601,6 +612,91 @@ fn outside_ranges(f: &Fit, r: &rod::MaterialRanges, rod_path: &Path) -> Vec<Stri
         }
     }
     out
+}
+
+/// Level of the chi-square test of the weighted residuals: a fit whose
+/// residuals noise of the declared size leaves with a smaller chance has
+/// failed (the data disagree with the model beyond their noise).
+pub const CHI_SQUARE_LEVEL: f64 = 1e-3;
+
+/// The chi-square test of a fit's residuals against the declared noise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseTest {
+    /// Weighted residuals' sum of squares, the markers' sigma with
+    /// `model_error_m` in quadrature.
+    pub chi_square: f64,
+    pub dof: usize,
+    /// Chance that noise of the declared size leaves residuals this large.
+    pub p: f64,
+    pub model_error_m: f64,
+    /// The markers' part of `chi_square` (the rest: force sensor, priors).
+    pub markers: f64,
+    pub rms_error_mm: f64,
+    pub measurement_sigma_m: f64,
+}
+
+impl NoiseTest {
+    pub fn passed(&self) -> bool {
+        self.p >= CHI_SQUARE_LEVEL
+    }
+
+    /// "21.1 on 15 degrees of freedom, p = 0.13 (model error 4 mm allowed): passed".
+    pub fn summary(&self) -> String {
+        let allowed = if self.model_error_m > 0.0 { format!(" (model error {:.3} mm allowed)", 1e3 * self.model_error_m) } else { String::new() };
+        let verdict = if self.passed() { "passed" } else { "FAILED" };
+        format!("{:.1} on {} degrees of freedom, p = {:.2e}{allowed}: {verdict} at {CHI_SQUARE_LEVEL:.0e}", self.chi_square, self.dof, self.p)
+    }
+
+    /// Why the fit failed the test, naming the data that carry the misfit.
+    fn failure(&self, rod_path: &Path) -> Option<String> {
+        if self.passed() {
+            return None;
+        }
+        let scale = (self.chi_square / self.dof as f64).sqrt();
+        let others = self.chi_square - self.markers;
+        let share = if others > 0.01 * self.chi_square {
+            format!("markers {:.1}, force sensor and priors {others:.1}", self.markers)
+        } else {
+            format!("all from the markers: {:.3} mm RMS against a declared {:.3} mm", self.rms_error_mm, 1e3 * self.measurement_sigma_m)
+        };
+        let p = if self.p > 0.0 { format!("{:.1e}", self.p) } else { "0 to double precision".into() };
+        Some(format!(
+            "the residuals are {scale:.2} times the declared noise (chi-square {:.1} on {} degrees of freedom, p = {p} < {CHI_SQUARE_LEVEL:.0e}; {share}): the data disagree with the model beyond their noise. If the noise is larger than declared, declare it (sigma_m of the measurements, holds.sigma_floor_m and the flange sensor's sigma floors in the loads file) or the model's own error ({} [identify] model_error_m, now {} m)",
+            self.chi_square,
+            self.dof,
+            rod_path.display(),
+            self.model_error_m
+        ))
+    }
+}
+
+/// The chi-square test of the fit's residuals (None without degrees of freedom).
+fn noise_test(experiments: &[Experiment], f: &Fit, model_error_m: f64) -> Option<NoiseTest> {
+    if f.dof == 0 || !f.residual_scale.is_finite() {
+        return None;
+    }
+    let ssr = f.residual_scale.powi(2) * f.dof as f64;
+    // The markers' share, as fitted and with the model error allowed for.
+    let (mut markers, mut markers_allowed) = (0.0, 0.0);
+    for (e, errors_mm) in experiments.iter().zip(&f.errors_mm) {
+        for (m, err_mm) in e.measurements.iter().zip(errors_mm) {
+            let err2 = (err_mm * 1e-3).powi(2);
+            if err2.is_finite() {
+                markers += err2 / m.sigma_m.powi(2);
+                markers_allowed += err2 / (m.sigma_m.powi(2) + model_error_m.powi(2));
+            }
+        }
+    }
+    let chi_square = (ssr - markers).max(0.0) + markers_allowed;
+    Some(NoiseTest {
+        chi_square,
+        dof: f.dof,
+        p: identify::fit::chi_square_upper_p(chi_square, f.dof),
+        model_error_m,
+        markers: markers_allowed,
+        rms_error_mm: f.rms_error_mm,
+        measurement_sigma_m: f.measurement_sigma_m,
+    })
 }
 
 /// The three experiments (holds) the fit misses most, by RMS error.

@@ -121,6 +121,10 @@ pub struct IdentifyPriors {
     /// (`[identify] e_pa_range = [min, max]`, ...): a fit at or beyond one
     /// is a failed identification, not a result.
     pub ranges: MaterialRanges,
+    /// What the model may miss at a marker beyond its measurement noise
+    /// \[m\] (`[identify] model_error_m`, default 0): added in quadrature to
+    /// the markers' sigma when the residuals are tested against the noise.
+    pub model_error_m: f64,
 }
 
 /// Physical ranges of identified material values (SI).
@@ -329,6 +333,7 @@ struct RawIdentify {
     e_pa_range: Option<[f64; 2]>,
     g_pa_range: Option<[f64; 2]>,
     rho_kg_m3_range: Option<[f64; 2]>,
+    model_error_m: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -652,6 +657,12 @@ impl RawRod {
             g_pa: range("g_pa_range", identify.and_then(|i| i.g_pa_range), d.g_pa)?,
             rho_kg_m3: range("rho_kg_m3_range", identify.and_then(|i| i.rho_kg_m3_range), d.rho_kg_m3)?,
         };
+        if let Some(e) = identify.and_then(|i| i.model_error_m) {
+            if !(e.is_finite() && e >= 0.0) {
+                return Err(ConfigError::new(file, "identify.model_error_m", "must be >= 0 and finite"));
+            }
+            identify_priors.model_error_m = e;
+        }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
