@@ -396,3 +396,44 @@ fn residuals_far_above_the_declared_noise_fail_the_chi_square_test() {
         "{text}"
     );
 }
+
+/// `identify --compare-variants` then `solve --params identified.toml`:
+/// the solve uses the recommended variant's values (E, the shape), exactly
+/// as `FILE:<its name>` does, and not the requested fit's.
+#[test]
+fn solve_with_params_after_compare_variants_uses_the_recommended_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fit");
+    ok(&rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--experiments",
+        "datasets/pls-cable-arm",
+        "--out",
+        out.to_str().unwrap(),
+        "--compare-variants",
+        "--no-loo",
+    ]));
+    let file = out.join("identified.toml");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let recommended = v["recommended_variant"].as_str().unwrap().to_string();
+    assert_eq!(v["parameters_from"].as_str(), Some(recommended.as_str()));
+    let e_pa = v["parameters"]["e_pa"]["value"].as_float().unwrap();
+    let requested_e_pa = v["requested_parameters"]["e_pa"]["value"].as_float().unwrap();
+    assert!((e_pa / requested_e_pa - 1.0).abs() > 0.05, "the variants should differ: {e_pa} vs {requested_e_pa}");
+    let solve = |params: &str| {
+        let o = rodlab(&["solve", "--rod", "configs/rod/pls-cable-arm.toml", "--params", params, "--tension", "0,0,0,0.98"]);
+        ok(&o);
+        // Everything but the timing line.
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.starts_with("converged")).map(String::from).collect::<Vec<_>>()
+    };
+    let default = solve(file.to_str().unwrap());
+    assert!(default[0].contains(&format!("E {e_pa:.4e} Pa")), "{default:?}");
+    let by_name = solve(&format!("{}:{recommended}", file.display()));
+    assert_eq!(default[1..], by_name[1..], "the default params are the recommended variant's");
+    let requested = solve(&format!("{}:requested", file.display()));
+    assert!(requested[0].contains(&format!("E {requested_e_pa:.4e} Pa")), "{requested:?}");
+    let tip = |lines: &[String]| lines.iter().find(|l| l.starts_with("tip position [m]:")).cloned().unwrap();
+    assert_ne!(tip(&default), tip(&requested));
+}
