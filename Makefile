@@ -64,3 +64,4 @@ bench: setup
 	cargo bench -p identify --bench fit
 	cargo bench -p sim --bench scenes
 	cargo bench -p track --bench detect
+	cargo bench -p lab --bench validate
