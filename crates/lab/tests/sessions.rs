@@ -174,39 +174,53 @@ fn load_cell_holds_without_a_flange_sensor_fix_e_and_rho() {
     assert!(inside.iter().all(|n| *n >= 4), "intervals holding the truth (E, rho) of 6: {inside:?}");
 }
 
-/// An FT 300 not zeroed after power-up (1.5, 0.8, -1.2 N and 0.05 N m),
-/// identified with configs/loads.toml as shipped (bias = "fit"): the bias
-/// is fitted per session and E and rho come out within 2 % of the truth,
-/// the fitted force bias within its interval of the truth. With the loads
-/// file saying the sensor was zeroed (bias = "none"): a failed computation
-/// naming the sensor's bias, nothing fitted as if all were well.
+/// An FT 300 not zeroed after power-up (1.5, 0.8, -1.2 N and 0.05 N m one
+/// day, -1.0, 1.8, 0.6 N and 0.03, -0.02 N m the next), identified with
+/// configs/loads.toml as shipped (bias = "fit"), three pairs of days (seeds):
+/// the bias is fitted per session and E and rho come out within 2 % of the
+/// truth every time, the fitted force biases inside their 95 % intervals
+/// (at most 2 of 18 components outside, none beyond 3 intervals). With
+/// the loads file saying the sensor was zeroed (bias = "none"): a failed
+/// computation naming the sensor's bias, nothing fitted as if all were well.
 #[test]
 fn an_untared_force_sensor_is_fitted_or_refused_never_read_as_weight() {
-    const UNTARED: [f64; 6] = [1.5, 0.8, -1.2, 0.0, 0.0, 0.05];
+    const UNTARED: [[f64; 6]; 2] = [[1.5, 0.8, -1.2, 0.0, 0.0, 0.05], [-1.0, 1.8, 0.6, 0.03, -0.02, 0.0]];
     let dir = tempfile::tempdir().unwrap();
-    let days: Vec<SessionDir> = (1..=2)
-        .map(|seed| {
-            arm_session(dir.path(), &format!("untared{seed}"), "configs/scene/cable-arm-holds.toml", |r| {
-                r.ft_bias = UNTARED;
-                r.seed = 10 + seed;
+    let (mut outside, mut compared) = (0, 0);
+    let mut first_pair = vec![];
+    for pair in 0..3u64 {
+        let days: Vec<SessionDir> = (0..2)
+            .map(|k| {
+                arm_session(dir.path(), &format!("untared{pair}-{k}"), "configs/scene/cable-arm-holds.toml", |r| {
+                    r.ft_bias = UNTARED[k];
+                    r.seed = 11 + 2 * pair + k as u64;
+                })
             })
-        })
-        .collect();
-    let days: Vec<&SessionDir> = days.iter().collect();
-    let id = fit(&days, Some(&at("configs/loads.toml")), &dir.path().join("fit"), false);
-    let f = &id.study.fit;
-    println!("untared sensor, bias fitted: E {:.4e} Pa, rho {:.1} kg/m3, biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.sensor_biases);
-    for (name, e, truth) in [("E", f.e_pa.value, TRUTH_E_PA), ("rho", f.rho_kg_m3.value, TRUTH_RHO_KG_M3)] {
-        assert!((e / truth - 1.0).abs() < 0.02, "{name} = {e}, truth {truth}");
-    }
-    assert_eq!(id.sensor_biases.len(), 2);
-    for b in &id.sensor_biases {
-        for (k, truth) in UNTARED.iter().take(3).enumerate() {
-            assert!((b.force_n[k] - truth).abs() <= b.force_ci95_n[k].max(1e-3), "{b:?}");
+            .collect();
+        let refs: Vec<&SessionDir> = days.iter().collect();
+        let id = fit(&refs, Some(&at("configs/loads.toml")), &dir.path().join(format!("fit{pair}")), false);
+        let f = &id.study.fit;
+        println!("untared sensor, pair {pair}, bias fitted: E {:.4e} Pa, rho {:.1} kg/m3", f.e_pa.value, f.rho_kg_m3.value);
+        for (name, e, truth) in [("E", f.e_pa.value, TRUTH_E_PA), ("rho", f.rho_kg_m3.value, TRUTH_RHO_KG_M3)] {
+            assert!((e / truth - 1.0).abs() < 0.02, "pair {pair}: {name} = {e}, truth {truth}");
         }
-        assert!((b.moment_nm.z - UNTARED[5]).abs() < 5e-3, "{b:?}");
+        assert_eq!(id.sensor_biases.len(), 2);
+        assert_eq!(id.file.sensor_bias.len(), 2);
+        for (b, truth) in id.sensor_biases.iter().zip(UNTARED) {
+            for k in 0..3 {
+                let miss = (b.force_n[k] - truth[k]).abs();
+                assert!(miss <= 3.0 * b.force_ci95_n[k], "{b:?} vs {truth:?}");
+                outside += (miss > b.force_ci95_n[k]) as usize;
+                compared += 1;
+            }
+            assert!((b.moment_nm.z - truth[5]).abs() < 5e-3, "{b:?}");
+        }
+        if pair == 0 {
+            first_pair = days;
+        }
     }
-    assert_eq!(id.file.sensor_bias.len(), 2);
+    assert!(outside <= 2, "{outside} of {compared} force bias components outside their 95 % interval");
+    let days: Vec<&SessionDir> = first_pair.iter().collect();
     // The sensor said to be zeroed: refused, naming the bias.
     let zeroed = dir.path().join("zeroed.toml");
     std::fs::write(&zeroed, std::fs::read_to_string(at("configs/loads.toml")).unwrap().replace("bias = \"fit\"", "bias = \"none\"")).unwrap();

@@ -170,22 +170,44 @@ fn the_slide_test_recorded_live_matches_its_truth() {
 }
 
 /// The identification day (four gravity holds, FT 300 on the flange),
-/// recorded live twice: E and rho from the holds within 5 % of the truth
-/// (measured: +0.19 %, +0.04 %). Long (2 x 15 s in real time and 1,000
-/// rendered frames): `make demo` runs it; `cargo test -- --ignored` too.
+/// recorded live twice with the FT 300 not zeroed (a different bias each
+/// day, as after each power-up), identified with configs/loads.toml as
+/// shipped (bias fitted): E and rho within 2 % of the truth, each day's
+/// fitted force bias within its interval, or the FT 300's 0.01 N
+/// resolution, of the emulator's (measured over two runs: E and rho within
+/// 0.1 %, biases within 0.009 N).
+/// Long (2 x 15 s in real time and 1,000 rendered frames): `make demo`
+/// runs the same; `cargo test -- --ignored` runs this.
 #[test]
 #[ignore]
 fn an_identification_day_recorded_live_gives_e_and_rho() {
+    const BIASES: [[f64; 6]; 2] = [[1.5, 0.8, -1.2, 0.0, 0.0, 0.05], [-1.0, 1.8, 0.6, 0.03, -0.02, 0.0]];
     let dir = tempfile::tempdir().unwrap();
     let scene_rel = "configs/scene/cable-arm-holds.toml";
-    let s1 = live_with(dir.path(), "holds-1", ROD, scene_rel, |r| r.seed = 1).made;
-    let s2 = live_with(dir.path(), "holds-2", ROD, scene_rel, |r| r.seed = 2).made;
-    let source =
-        lab::identify::Source::Sessions { dirs: vec![s1.session, s2.session], loads: lab::loads::Loads::read(Some(&at("configs/loads.toml")), 0).unwrap() };
+    let days: Vec<_> = (0..2)
+        .map(|k| {
+            live_with(dir.path(), &format!("holds-{}", k + 1), ROD, scene_rel, |r| {
+                r.seed = k as u64 + 1;
+                r.ft_bias = BIASES[k];
+            })
+            .made
+        })
+        .collect();
+    let source = lab::identify::Source::Sessions {
+        dirs: days.iter().map(|d| d.session.clone()).collect(),
+        loads: lab::loads::Loads::read(Some(&at("configs/loads.toml")), 0).unwrap(),
+    };
     let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.path().join("fit")), &lab::Silent).unwrap();
     let f = &id.study.fit;
-    for (name, got, want) in [("E", f.e_pa.value, s1.truth.e_pa), ("rho", f.rho_kg_m3.value, s1.truth.rho_kg_m3)] {
-        assert!(((got - want) / want).abs() < 0.05, "{name}: {got} vs truth {want}");
+    println!("live, un-tared: E {:.4e} Pa, rho {:.1} kg/m3; biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.sensor_biases);
+    for (name, got, want) in [("E", f.e_pa.value, days[0].truth.e_pa), ("rho", f.rho_kg_m3.value, days[0].truth.rho_kg_m3)] {
+        assert!(((got - want) / want).abs() < 0.02, "{name}: {got} vs truth {want}");
+    }
+    assert_eq!(id.sensor_biases.len(), 2);
+    for (b, truth) in id.sensor_biases.iter().zip(BIASES) {
+        for k in 0..3 {
+            assert!((b.force_n[k] - truth[k]).abs() <= b.force_ci95_n[k].max(0.01), "{b:?} vs {truth:?}");
+        }
     }
 }
 
