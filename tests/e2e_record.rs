@@ -23,8 +23,14 @@ fn free_port() -> u16 {
 }
 
 fn emulator(port: u16, duration_s: f64) -> Child {
+    emulator_with(port, duration_s, &[])
+}
+
+/// A robot emulator with extra arguments (`--controller cb3`, `--quirk ...`).
+fn emulator_with(port: u16, duration_s: f64, extra: &[&str]) -> Child {
     let child = rodlab()
-        .args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--rate-hz", "500", "--duration", &duration_s.to_string()])
+        .args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--duration", &duration_s.to_string()])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -594,6 +600,52 @@ fn unknown_variable_and_unreachable_host_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
     let o = rodlab().args(["record", "--rig", "configs/rig/missing.toml", "--out", dir.path().join("z").to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
+    let _ = emu.kill();
+    let _ = emu.wait();
+}
+
+/// A CB3 controller (URControl 3.15, 125 Hz) whose robot makes a protective
+/// stop while recording: a rig rate of 500 Hz is refused before recording
+/// (exit 2, naming the controller's 125 Hz); without a rate the recorder
+/// takes the controller's, the session records its version and measured
+/// rate, the EXCEPTION is shown while recording and listed by `session info`.
+#[test]
+fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut emu = emulator_with(port, 20.0, &["--controller", "cb3", "--quirk", "exception-after=150"]);
+    let rig_at = |name: &str, rate: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\n{rate}variables = [\"actual_TCP_pose\"]\n")).unwrap();
+        p
+    };
+    let too_fast = rig_at("fast.toml", "frequency_hz = 500\n");
+    let o = rodlab()
+        .args(["record", "--rig", too_fast.to_str().unwrap(), "--out", dir.path().join("s-fast").to_str().unwrap(), "--duration", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("robot 'robot'") && err.contains("URControl 3.15.7.106331") && err.contains("at most 125 Hz"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+
+    let session = dir.path().join("s");
+    let plain = rig_at("rig.toml", "");
+    let o = rodlab().args(["record", "--rig", plain.to_str().unwrap(), "--out", session.to_str().unwrap(), "--duration", "3"]).output().unwrap();
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{all}");
+    assert!(all.contains("robot: EXCEPTION from rodlab RTDE emulator: C153A0: protective stop (emulated)"), "shown while recording: {all}");
+    let d = device(&session, "robot");
+    assert_eq!(d.identity.as_deref(), Some("URControl 3.15.7.106331 (CB3, at most 125 Hz)"));
+    assert_eq!(d.settings.get("requested_rate_hz"), Some(&125.0));
+    let measured = d.settings["measured_rate_hz"];
+    assert!((measured - 125.0).abs() < 0.5, "{measured}");
+    assert_eq!(d.gaps, 0, "{d:?}");
+    let t = robot_table(&session);
+    assert!((t.height() as f64 / 3.0 - 125.0).abs() < 15.0, "{} rows in 3 s", t.height());
+    let o = rodlab().args(["session", "info", session.to_str().unwrap()]).output().unwrap();
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert!(info.contains("URControl 3.15.7.106331") && info.contains("EXCEPTION at ") && info.contains("C153A0: protective stop (emulated)"), "{info}");
     let _ = emu.kill();
     let _ = emu.wait();
 }

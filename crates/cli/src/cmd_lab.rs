@@ -89,16 +89,16 @@ pub enum EmulateCommand {
         /// Address to listen on (loopback by default).
         #[arg(long, default_value = "127.0.0.1:30004")]
         bind: String,
-        /// 500 (e-Series) or 125 (CB3).
-        #[arg(long, default_value_t = 500.0)]
-        rate_hz: f64,
+        /// The controller played: e-series (URControl 5.11, 500 Hz) or cb3 (URControl 3.15, 125 Hz); a lower requested rate is served by skipping control cycles, a higher one refused.
+        #[arg(long, default_value = "e-series")]
+        controller: lab::emulate::Controller,
         /// Flange motion: amplitude [m] of the sinusoidal trajectory.
         #[arg(long, default_value_t = 0.02)]
         amplitude_m: f64,
         /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
-        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages).
+        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages), lose=P (leave out a fraction P of the packages, the clock going on), exception-after=N (an EXCEPTION text message after N packages).
         #[arg(long, default_value = "")]
         quirk: lab::emulate::Quirks,
         /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).
@@ -183,14 +183,15 @@ fn run_serial(duration: Option<f64>, unit: &str, run: impl FnOnce(Arc<AtomicBool
 
 pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
-        EmulateCommand::Robot { bind, rate_hz, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
+        EmulateCommand::Robot { bind, controller, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
             let trajectory = trajectory.as_deref().map(lab::tables::read_trajectory).transpose()?;
-            let emulator = RobotEmulator { bind, rate_hz, amplitude_m, quirks: quirk, trajectory, start_at_unix_s };
+            let emulator = RobotEmulator { bind, controller, amplitude_m, quirks: quirk, trajectory, start_at_unix_s };
             let mut emu = emulator.start()?;
-            say(&format!("RTDE emulator listening on {} at {rate_hz} Hz", emu.addr));
+            let version = controller.version().map(|v| v.to_string()).join(".");
+            say(&format!("RTDE emulator listening on {} (URControl {version}, {} Hz)", emu.addr, controller.rate_hz()));
             wait_for_stop(&stop_on_ctrl_c(), duration, || false);
             emu.stop();
-            say(&format!("sent {} data packages", emu.sent.load(Ordering::Relaxed)));
+            say(&format!("sent {} data packages, left out {}", emu.sent.load(Ordering::Relaxed), emu.lost.load(Ordering::Relaxed)));
             Ok(())
         }
         EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed, streaming_at_start } => {
@@ -345,6 +346,13 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
                 }
                 if d.gaps.len() > 10 {
                     println!("    ... {} more in {}", d.gaps.len() - 10, SessionDir::new(&dir).gaps(&d.name).display());
+                }
+                if !d.messages.is_empty() {
+                    let info = d.messages.iter().filter(|m| !m.matters()).count();
+                    println!("    {} messages ({info} INFO) in {}_messages.csv", d.messages.len(), d.name);
+                }
+                for m in d.messages.iter().filter(|m| m.matters()) {
+                    println!("    {:>9} at {:.3} s from {}: {}", m.level, m.t_host_ns as f64 * 1e-9, m.source, m.message);
                 }
             }
             for s in &info.segments {

@@ -4,7 +4,7 @@
 //! this module reads what they play (CSV tables) and checks the settings.
 
 use crate::error::{positive, Context, Error, Result};
-pub use record::rtde::Quirks;
+pub use record::rtde::{Controller, Quirks};
 use record::rtde::{Emulator, EmulatorConfig};
 use record::serial::{self, Port};
 use record::serial_emulators::{self, AsciiPlayback, Ft300EmulatorConfig, ValueTable, WrenchTable};
@@ -40,8 +40,9 @@ fn check_rate(rate_hz: f64, max: f64) -> Result<()> {
 pub struct RobotEmulator {
     /// Address to listen on ("127.0.0.1:0": any free port).
     pub bind: String,
-    /// 500 (e-Series) or 125 (CB3) \[Hz\].
-    pub rate_hz: f64,
+    /// The controller played: CB3 (URControl 3.x, 125 Hz) or e-Series
+    /// (5.x, 500 Hz).
+    pub controller: Controller,
     /// Amplitude of the built-in sinusoidal flange motion \[m\].
     pub amplitude_m: f64,
     pub quirks: Quirks,
@@ -53,12 +54,18 @@ pub struct RobotEmulator {
 
 impl RobotEmulator {
     pub fn new(bind: &str) -> RobotEmulator {
-        RobotEmulator { bind: bind.into(), rate_hz: 500.0, amplitude_m: 0.02, quirks: Quirks::default(), trajectory: None, start_at_unix_s: None }
+        RobotEmulator {
+            bind: bind.into(),
+            controller: Controller::ESeries,
+            amplitude_m: 0.02,
+            quirks: Quirks::default(),
+            trajectory: None,
+            start_at_unix_s: None,
+        }
     }
 
     /// Starts the controller's server in this process; it stops when dropped.
     pub fn start(&self) -> Result<Emulator> {
-        check_rate(self.rate_hz, 1000.0)?;
         let trajectory = match &self.trajectory {
             Some(samples) => Some(Arc::new(lie::trajectory::PoseTrajectory::from_ur(samples.clone()).input("--trajectory")?)),
             None => None,
@@ -68,7 +75,7 @@ impl RobotEmulator {
             None => 0.0,
         };
         let cfg = EmulatorConfig {
-            rate_hz: self.rate_hz,
+            controller: self.controller,
             amplitude_m: self.amplitude_m,
             quirks: self.quirks,
             trajectory,

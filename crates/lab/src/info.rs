@@ -29,6 +29,47 @@ pub struct DeviceOutages {
     pub gaps: Vec<Gap>,
     /// What the recorder wrote at the end (none: killed, or an older session).
     pub record: Option<DeviceRecord>,
+    /// The device's own text messages (a robot controller's), in order.
+    pub messages: Vec<DeviceMessage>,
+}
+
+/// A text message a device sent while recording (`<name>_messages.csv`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceMessage {
+    pub t_host_ns: i64,
+    /// EXCEPTION, ERROR, WARNING or INFO.
+    pub level: String,
+    pub source: String,
+    pub message: String,
+}
+
+impl DeviceMessage {
+    /// EXCEPTION, ERROR and WARNING: what the person recording must see.
+    pub fn matters(&self) -> bool {
+        self.level != "INFO"
+    }
+}
+
+/// A device's messages file, if it has one.
+fn read_messages(dir: &SessionDir, name: &str) -> Result<Vec<DeviceMessage>> {
+    let path = dir.messages(name);
+    if !path.is_file() {
+        return Ok(vec![]);
+    }
+    let bad = |e: String| Error::input(format!("{}: {e}", path.display()));
+    let mut reader = csv::Reader::from_path(&path).map_err(|e| bad(e.to_string()))?;
+    let mut out = vec![];
+    for row in reader.records() {
+        let row = row.map_err(|e| bad(e.to_string()))?;
+        let field = |k: usize| row.get(k).unwrap_or_default().to_string();
+        out.push(DeviceMessage {
+            t_host_ns: field(0).parse().map_err(|_| bad(format!("line {}: t_host_ns is not a number", out.len() + 2)))?,
+            level: field(1),
+            source: field(2),
+            message: field(3),
+        });
+    }
+    Ok(out)
 }
 
 impl DeviceOutages {
@@ -115,7 +156,8 @@ fn devices(dir: &SessionDir, meta: Option<&SessionMeta>) -> Result<Vec<DeviceOut
         .map(|name| {
             let gaps = session::gaps::read_gaps(dir.path(), &name)?;
             let record = meta.and_then(|m| m.devices.iter().find(|d| d.name == name).cloned());
-            Ok(DeviceOutages { name, gaps, record })
+            let messages = read_messages(dir, &name)?;
+            Ok(DeviceOutages { name, gaps, record, messages })
         })
         .collect()
 }

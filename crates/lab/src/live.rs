@@ -246,8 +246,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let start_unix_s = unix_now_s() + START_MARGIN_S;
     let stop = Arc::new(AtomicBool::new(false));
     let robot =
-        RobotEmulator { rate_hz: 500.0, trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }
-            .start()?;
+        RobotEmulator { trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }.start()?;
     let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![] };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
@@ -255,7 +254,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
         robots: vec![RobotDevice {
             name: "robot".into(),
             address: devices._robot.addr.to_string(),
-            frequency_hz: req.robot_hz,
+            frequency_hz: Some(req.robot_hz),
             variables: ["actual_TCP_pose", "actual_TCP_speed", "actual_q"].map(String::from).to_vec(),
         }],
         ft300s: vec![],

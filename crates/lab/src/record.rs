@@ -161,6 +161,13 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
             })
             .collect();
         task.message(&format!("{:.1} s | {}", started.elapsed().as_secs_f64(), line.join(" | ")));
+        // What a device says must be seen now (a controller's exception).
+        for (_, st) in &statuses {
+            for alert in st.take_alerts() {
+                progress.note(&alert);
+                warnings.push(alert);
+            }
+        }
     }
     drop(task);
     let mut failure = None;
@@ -171,6 +178,8 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
             Err(_) => failure = failure.or(Some(Error::computation("a recorder thread panicked"))),
         }
     }
+    let late_alerts: Vec<String> = statuses.iter().flat_map(|(_, st)| st.take_alerts()).collect();
+    warnings.extend(late_alerts);
     let devices: Vec<DeviceSummary> = statuses.iter().map(|(n, st)| summary(n, st)).collect();
     // The session says it was finished, and what each device recorded.
     meta.finish(devices.clone());

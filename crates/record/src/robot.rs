@@ -3,7 +3,7 @@
 //! connection is re-established with back-off (the gap is recorded).
 
 use crate::outage::{Continuity, Outages};
-use crate::rtde::{Received, RtdeClient, RtdeError};
+use crate::rtde::{MessageLevel, Received, RtdeClient, RtdeError, TextMessage};
 use session::StreamWriter;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -65,7 +65,8 @@ impl Default for Backoff {
 pub struct RobotConfig {
     pub name: String,
     pub address: String,
-    pub frequency_hz: f64,
+    /// None: the controller's maximum (125 Hz CB3, 500 Hz e-Series).
+    pub frequency_hz: Option<f64>,
     pub variables: Vec<String>,
 }
 
@@ -91,6 +92,10 @@ pub struct Status {
     pub identity: std::sync::Mutex<Option<String>>,
     /// Settings as the device reports them (a camera's), by name.
     pub settings: std::sync::Mutex<Vec<(String, f64)>>,
+    /// What the device says that the person recording should see now (a
+    /// robot controller's warnings, errors and exceptions), taken by the
+    /// recording's display.
+    pub alerts: std::sync::Mutex<Vec<String>>,
 }
 
 impl Status {
@@ -112,6 +117,22 @@ impl Status {
     pub fn identity(&self) -> Option<String> {
         self.identity.lock().ok().and_then(|m| m.clone())
     }
+    /// Sets a reported setting (replacing one of the same name).
+    pub fn set(&self, name: &str, value: f64) {
+        if let Ok(mut s) = self.settings.lock() {
+            s.retain(|(n, _)| n != name);
+            s.push((name.to_string(), value));
+        }
+    }
+    pub fn alert(&self, line: String) {
+        if let Ok(mut a) = self.alerts.lock() {
+            a.push(line);
+        }
+    }
+    /// The alerts since the last call.
+    pub fn take_alerts(&self) -> Vec<String> {
+        self.alerts.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default()
+    }
 }
 
 impl Default for Status {
@@ -130,28 +151,109 @@ impl Default for Status {
             last_error: Default::default(),
             identity: Default::default(),
             settings: Default::default(),
+            alerts: Default::default(),
         }
     }
 }
 
-/// Connects once (so configuration errors surface before recording starts).
-pub fn probe(cfg: &RobotConfig) -> Result<Vec<String>, RtdeError> {
+/// Connects once (so configuration errors surface before recording starts):
+/// the recipe's columns, the controller's version and the rate asked.
+pub fn probe(cfg: &RobotConfig) -> Result<(Vec<String>, [u32; 4], f64), RtdeError> {
     let c = RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(2))?;
-    Ok(c.column_names())
+    Ok((c.column_names(), c.controller_version, c.frequency_hz))
+}
+
+/// Packages whose controller time steps give the period the controller
+/// actually streams at.
+const PERIOD_SAMPLES: usize = 25;
+
+/// The controller's streaming period, from its own clock: the rate asked
+/// until the first packages have come, then their median step (a
+/// controller that streams at another rate than asked is measured, not
+/// believed). Also the mean rate over the whole recording.
+struct StreamPeriod {
+    asked_s: f64,
+    steps_s: Vec<f64>,
+    measured_s: Option<f64>,
+    first_last: Option<(f64, f64)>,
+    packages: u64,
+}
+
+impl StreamPeriod {
+    fn new(asked_hz: f64) -> StreamPeriod {
+        StreamPeriod { asked_s: 1.0 / asked_hz, steps_s: vec![], measured_s: None, first_last: None, packages: 0 }
+    }
+
+    fn period_s(&self) -> f64 {
+        self.measured_s.unwrap_or(self.asked_s)
+    }
+
+    /// A package at controller time `ts` after one at `prev`.
+    fn step(&mut self, prev: Option<f64>, ts: f64) {
+        self.packages += 1;
+        self.first_last = Some(self.first_last.map_or((ts, ts), |(a, _)| (a, ts)));
+        let Some(prev) = prev.filter(|p| ts > *p) else { return };
+        if self.measured_s.is_none() {
+            self.steps_s.push(ts - prev);
+            if self.steps_s.len() >= PERIOD_SAMPLES {
+                let mut v = self.steps_s.clone();
+                v.sort_by(f64::total_cmp);
+                self.measured_s = Some(v[v.len() / 2]);
+            }
+        }
+    }
+
+    fn mean_rate_hz(&self) -> Option<f64> {
+        let (a, b) = self.first_last?;
+        (b > a).then(|| (self.packages - 1) as f64 / (b - a))
+    }
+}
+
+/// Controller text messages: `<name>_messages.csv` beside the streams
+/// (host time, level, source, message); WARNING and above are alerts.
+struct MessageLog {
+    writer: csv::Writer<std::fs::File>,
+}
+
+impl MessageLog {
+    fn open(session: &Path, name: &str) -> std::io::Result<MessageLog> {
+        let path = session::layout::messages_file(session, name);
+        let fresh = !path.exists();
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        let mut writer = csv::Writer::from_writer(file);
+        if fresh {
+            writer.write_record(["t_host_ns", "level", "source", "message"])?;
+            writer.flush()?;
+        }
+        Ok(MessageLog { writer })
+    }
+
+    fn write(&mut self, t_ns: i64, m: &TextMessage, device: &str, status: &Status) {
+        let _ = self.writer.write_record([t_ns.to_string().as_str(), m.level.name(), &m.source, &m.message]);
+        // Flushed at once: a message matters most when the recording dies after it.
+        let _ = self.writer.flush();
+        if m.level <= MessageLevel::Warning {
+            status.alert(format!("{device}: {} from {}: {} (at {:.3} s)", m.level.name(), m.source, m.message, t_ns as f64 * 1e-9));
+        }
+    }
 }
 
 /// Records until `stop` is set. Outages go to the session's gap table on
 /// the host clock (`session::gaps`): packages the controller's `timestamp`
-/// says are missing (further apart than 1.5 periods) while connected are
-/// `lost`; a lost connection is `disconnected` until the first package
-/// after it (with the missing count when the controller's clock went on).
+/// says are missing (further apart than 1.5 streaming periods, the period
+/// measured from the controller's own clock) while connected are `lost`;
+/// a lost connection is `disconnected` until the first package after it
+/// (with the missing count when the controller's clock went on). The
+/// controller's version, the rate asked and the rate measured go into the
+/// device's record; its text messages into `<name>_messages.csv`.
 pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), RtdeError> {
-    let period = 1.0 / cfg.frequency_hz;
     let mut writer: Option<StreamWriter> = None;
-    let mut outages = Outages::new(session, &cfg.name, Outages::silence_limit_s(cfg.frequency_hz), usize::MAX, status.clone())?;
+    let silence_hz = cfg.frequency_hz.unwrap_or(125.0);
+    let mut outages = Outages::new(session, &cfg.name, Outages::silence_limit_s(silence_hz), usize::MAX, status.clone())?;
     let mut last_ts: Option<f64> = None;
     let mut backoff = Backoff::new();
-    let mut messages = std::fs::OpenOptions::new().create(true).append(true).open(session.join(format!("{}_messages.log", cfg.name)))?;
+    let mut messages = MessageLog::open(session, &cfg.name)?;
+    let mut period: Option<StreamPeriod> = None;
     while !stop.load(Ordering::Relaxed) {
         let mut client =
             match RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(1)).and_then(|mut c| c.start().map(|_| c)) {
@@ -160,6 +262,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     c
                 }
                 Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
+                Err(e @ RtdeError::RateAboveController { .. }) => return Err(e),
                 Err(_) => {
                     if last_ts.is_some() {
                         outages.disconnected();
@@ -169,6 +272,14 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     continue;
                 }
             };
+        let max_hz = crate::rtde::controller_max_rate_hz(client.controller_version);
+        status.identify(&format!(
+            "URControl {} ({}, at most {max_hz} Hz)",
+            crate::rtde::version_string(client.controller_version),
+            if max_hz < 500.0 { "CB3" } else { "e-Series" }
+        ));
+        status.set("requested_rate_hz", client.frequency_hz);
+        let period = period.get_or_insert_with(|| StreamPeriod::new(client.frequency_hz));
         if writer.is_none() {
             writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1))?);
         }
@@ -187,12 +298,14 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                 Ok(Received::Data(v)) => {
                     let t = clock.now_ns();
                     let ts = v[0];
+                    period.step(last_ts, ts);
+                    let p = period.period_s();
                     let continuity = match last_ts {
                         None => Continuity::Continuous,
                         // The controller restarted (its clock restarts too):
                         // how many packages are missing is unknown.
                         Some(prev) if ts <= prev => Continuity::Restarted,
-                        Some(prev) if ts - prev > 1.5 * period => Continuity::Missing((((ts - prev) / period).round() - 1.0) as u64),
+                        Some(prev) if ts - prev > 1.5 * p => Continuity::Missing((((ts - prev) / p).round() - 1.0).max(1.0) as u64),
                         Some(_) => Continuity::Continuous,
                     };
                     outages.arrived(t, 1, continuity)?;
@@ -200,10 +313,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     w.push(t, &v)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(Received::Text(m)) => {
-                    use std::io::Write;
-                    let _ = writeln!(messages, "{} {}", clock.now_ns(), m);
-                }
+                Ok(Received::Text(m)) => messages.write(clock.now_ns(), &m, &cfg.name, &status),
                 Ok(Received::Other(crate::rtde::PAUSE)) if pausing => break,
                 Ok(Received::Other(_)) => {}
                 Err(_) if pausing => break,
@@ -218,6 +328,11 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
     }
     if let Some(w) = writer.as_mut() {
         w.flush()?;
+    }
+    if let Some(p) = &period {
+        if let Some(hz) = p.mean_rate_hz() {
+            status.set("measured_rate_hz", hz);
+        }
     }
     outages.finish(clock.now_ns())?;
     Ok(())

@@ -166,6 +166,9 @@ pub enum RtdeError {
     Protocol(String),
     #[error("RTDE: the controller does not know the output variable '{0}'")]
     UnknownVariable(String),
+    /// A rate the controller cannot stream at (CB3: 125 Hz, e-Series: 500 Hz).
+    #[error("RTDE: {asked_hz} Hz asked, but the controller (URControl {version}) streams at most {max_hz} Hz: give frequency_hz <= {max_hz}, or leave it out to use the controller's maximum")]
+    RateAboveController { asked_hz: f64, max_hz: f64, version: String },
     /// Writing the session (disk full, permissions).
     #[error("{0}")]
     Session(#[from] session::TableError),
@@ -174,7 +177,7 @@ pub enum RtdeError {
 impl fault::Fault for RtdeError {
     fn kind(&self) -> fault::Kind {
         match self {
-            RtdeError::UnknownVariable(_) => fault::Kind::Input,
+            RtdeError::UnknownVariable(_) | RtdeError::RateAboveController { .. } => fault::Kind::Input,
             RtdeError::Session(e) => e.kind(),
             _ => fault::Kind::Io,
         }
@@ -259,11 +262,137 @@ pub fn column_names(names: &[String], types: &[FieldType]) -> Vec<String> {
         .collect()
 }
 
+/// The fastest a controller of this version streams: 125 Hz on CB3
+/// (URControl major version 3 and older), 500 Hz on e-Series (5 and on),
+/// as UR's own client and `ur_rtde` choose by default.
+pub fn controller_max_rate_hz(version: [u32; 4]) -> f64 {
+    if version[0] <= 3 {
+        125.0
+    } else {
+        500.0
+    }
+}
+
+/// "3.15.7.106331".
+pub fn version_string(version: [u32; 4]) -> String {
+    version.map(|v| v.to_string()).join(".")
+}
+
+/// Which controller generation the emulator plays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Controller {
+    /// UR3/5/10 before e-Series: URControl 3.x, 125 Hz.
+    Cb3,
+    /// e-Series: URControl 5.x, 500 Hz.
+    #[default]
+    ESeries,
+}
+
+impl Controller {
+    /// The version it answers to "get URControl version".
+    pub fn version(self) -> [u32; 4] {
+        match self {
+            Controller::Cb3 => [3, 15, 7, 106331],
+            Controller::ESeries => [5, 11, 0, 108249],
+        }
+    }
+
+    pub fn rate_hz(self) -> f64 {
+        controller_max_rate_hz(self.version())
+    }
+}
+
+impl std::str::FromStr for Controller {
+    type Err = QuirkError;
+
+    fn from_str(s: &str) -> Result<Controller, QuirkError> {
+        match s {
+            "cb3" => Ok(Controller::Cb3),
+            "e-series" => Ok(Controller::ESeries),
+            _ => Err(QuirkError(format!("unknown controller '{s}' (cb3, e-series)"))),
+        }
+    }
+}
+
+/// How serious a controller's text message is (RTDE v2 warning levels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MessageLevel {
+    Exception,
+    Error,
+    Warning,
+    Info,
+}
+
+impl MessageLevel {
+    pub fn from_byte(b: u8) -> MessageLevel {
+        match b {
+            0 => MessageLevel::Exception,
+            1 => MessageLevel::Error,
+            2 => MessageLevel::Warning,
+            _ => MessageLevel::Info,
+        }
+    }
+
+    pub fn byte(self) -> u8 {
+        self as u8
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageLevel::Exception => "EXCEPTION",
+            MessageLevel::Error => "ERROR",
+            MessageLevel::Warning => "WARNING",
+            MessageLevel::Info => "INFO",
+        }
+    }
+}
+
+/// A controller's text message (protocol 2: `u8 length, message, u8
+/// length, source, u8 level`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextMessage {
+    pub message: String,
+    pub source: String,
+    pub level: MessageLevel,
+}
+
+impl TextMessage {
+    /// Decodes a text message's payload; one that does not follow the
+    /// protocol 2 layout is kept whole as an INFO message from "?".
+    pub fn decode(p: &[u8]) -> TextMessage {
+        let parse = || -> Option<TextMessage> {
+            let n = *p.first()? as usize;
+            let message = p.get(1..1 + n)?;
+            let m = *p.get(1 + n)? as usize;
+            let source = p.get(2 + n..2 + n + m)?;
+            let level = *p.get(2 + n + m)?;
+            (p.len() == 3 + n + m).then(|| TextMessage {
+                message: String::from_utf8_lossy(message).into(),
+                source: String::from_utf8_lossy(source).into(),
+                level: MessageLevel::from_byte(level),
+            })
+        };
+        parse().unwrap_or_else(|| TextMessage { message: String::from_utf8_lossy(p).into(), source: "?".into(), level: MessageLevel::Info })
+    }
+
+    /// The protocol 2 payload (texts cut at 255 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        let cut = |t: &str| t.as_bytes()[..t.len().min(255)].to_vec();
+        let (m, s) = (cut(&self.message), cut(&self.source));
+        let mut b = vec![m.len() as u8];
+        b.extend(m);
+        b.push(s.len() as u8);
+        b.extend(s);
+        b.push(self.level.byte());
+        b
+    }
+}
+
 /// What the client receives while streaming.
 #[derive(Debug)]
 pub enum Received {
     Data(Vec<f64>),
-    Text(String),
+    Text(TextMessage),
     Other(u8),
 }
 
@@ -275,6 +404,8 @@ pub struct RtdeClient {
     pub types: Vec<FieldType>,
     pub recipe_id: u8,
     pub controller_version: [u32; 4],
+    /// The rate asked in the recipe: the rig's, or the controller's maximum.
+    pub frequency_hz: f64,
     /// Packages that arrived during setup and before the start
     /// confirmation (text messages, data), returned first by `receive`.
     early: std::collections::VecDeque<Received>,
@@ -282,8 +413,10 @@ pub struct RtdeClient {
 
 impl RtdeClient {
     /// Connects, negotiates protocol 2, reads the controller version and
-    /// sets up the output recipe (`timestamp` is always added first).
-    pub fn connect(addr: &str, frequency_hz: f64, variables: &[String], timeout: Duration) -> Result<RtdeClient, RtdeError> {
+    /// sets up the output recipe (`timestamp` is always added first) at
+    /// `frequency_hz`, or the controller's maximum when none is given; a
+    /// rate above the controller's maximum is refused before asking.
+    pub fn connect(addr: &str, frequency_hz: Option<f64>, variables: &[String], timeout: Duration) -> Result<RtdeClient, RtdeError> {
         let sock: SocketAddr = addr
             .to_socket_addrs()
             .map_err(|e| RtdeError::Connect(addr.into(), e.to_string()))?
@@ -313,7 +446,12 @@ impl RtdeClient {
         if p.len() < 16 {
             return Err(RtdeError::Protocol("short controller version".into()));
         }
-        let controller_version = std::array::from_fn(|i| u32::from_be_bytes(p[4 * i..4 * i + 4].try_into().unwrap()));
+        let controller_version: [u32; 4] = std::array::from_fn(|i| u32::from_be_bytes(p[4 * i..4 * i + 4].try_into().unwrap()));
+        let max_hz = controller_max_rate_hz(controller_version);
+        let frequency_hz = frequency_hz.unwrap_or(max_hz);
+        if frequency_hz > max_hz {
+            return Err(RtdeError::RateAboveController { asked_hz: frequency_hz, max_hz, version: version_string(controller_version) });
+        }
         let mut names: Vec<String> = vec!["timestamp".into()];
         names.extend(variables.iter().filter(|v| *v != "timestamp").cloned());
         let mut payload = frequency_hz.to_be_bytes().to_vec();
@@ -335,7 +473,7 @@ impl RtdeClient {
         if recipe_id == 0 {
             return Err(RtdeError::Protocol(format!("the controller refused the output recipe (id 0): {types_s}")));
         }
-        Ok(RtdeClient { stream, writer, names, types, recipe_id, controller_version, early })
+        Ok(RtdeClient { stream, writer, names, types, recipe_id, controller_version, frequency_hz, early })
     }
 
     /// Starts streaming. Data packages that arrive before the confirmation
@@ -352,7 +490,7 @@ impl RtdeClient {
                     let v = self.decode(&p)?;
                     self.early.push_back(Received::Data(v));
                 }
-                TEXT_MESSAGE => self.early.push_back(Received::Text(String::from_utf8_lossy(&p).to_string())),
+                TEXT_MESSAGE => self.early.push_back(Received::Text(TextMessage::decode(&p))),
                 _ => {}
             }
         }
@@ -373,7 +511,7 @@ impl RtdeClient {
         let (kind, p) = read_package(&mut self.stream)?;
         Ok(match kind {
             DATA_PACKAGE => Received::Data(self.decode(&p)?),
-            TEXT_MESSAGE => Received::Text(String::from_utf8_lossy(&p).to_string()),
+            TEXT_MESSAGE => Received::Text(TextMessage::decode(&p)),
             k => Received::Other(k),
         })
     }
@@ -397,7 +535,7 @@ fn expect<R: Read>(r: &mut R, kind: u8, early: &mut std::collections::VecDeque<R
             return Ok((k, p));
         }
         if k == TEXT_MESSAGE {
-            early.push_back(Received::Text(String::from_utf8_lossy(&p).to_string()));
+            early.push_back(Received::Text(TextMessage::decode(&p)));
             continue;
         }
         if k != DATA_PACKAGE {
@@ -409,7 +547,7 @@ fn expect<R: Read>(r: &mut R, kind: u8, early: &mut std::collections::VecDeque<R
 /// Ways the emulator departs from a controller, on request, to test that
 /// clients survive them. None by default: the emulator behaves like a
 /// controller.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Quirks {
     /// Send the first data package before the start confirmation.
     pub early_data: bool,
@@ -417,6 +555,12 @@ pub struct Quirks {
     pub text: bool,
     /// Close the connection after this many data packages.
     pub drop_after: Option<u64>,
+    /// Leave out this fraction of data packages (at random, seeded): the
+    /// controller's clock goes on, so the client sees them missing.
+    pub lose: f64,
+    /// Send a text message at level EXCEPTION (a protective stop) after
+    /// this many data packages.
+    pub exception_after: Option<u64>,
 }
 
 /// A quirk the emulator does not know.
@@ -427,7 +571,7 @@ pub struct QuirkError(String);
 impl std::str::FromStr for Quirks {
     type Err = QuirkError;
 
-    /// `early-data,text,drop-after=N` (any subset).
+    /// `early-data,text,drop-after=N,lose=P,exception-after=N` (any subset).
     fn from_str(s: &str) -> Result<Quirks, QuirkError> {
         let mut q = Quirks::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -435,7 +579,14 @@ impl std::str::FromStr for Quirks {
                 None if item == "early-data" => q.early_data = true,
                 None if item == "text" => q.text = true,
                 Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| QuirkError(format!("drop-after={n}: expected a number of packages")))?),
-                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N)"))),
+                Some(("exception-after", n)) => {
+                    q.exception_after = Some(n.parse().map_err(|_| QuirkError(format!("exception-after={n}: expected a number of packages")))?)
+                }
+                Some(("lose", p)) => {
+                    q.lose =
+                        p.parse().ok().filter(|p: &f64| (0.0..1.0).contains(p)).ok_or_else(|| QuirkError(format!("lose={p}: expected a fraction in [0, 1)")))?
+                }
+                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N, lose=P, exception-after=N)"))),
             }
         }
         Ok(q)
@@ -445,8 +596,10 @@ impl std::str::FromStr for Quirks {
 /// Emulator settings.
 #[derive(Clone, Debug)]
 pub struct EmulatorConfig {
-    /// 500 (e-Series) or 125 (CB3) Hz: the controller's own rate.
-    pub rate_hz: f64,
+    /// The controller played: its version and its own rate (125 or 500 Hz);
+    /// a lower requested rate is served by sending the packages of the
+    /// control cycles where the requested clock ticks.
+    pub controller: Controller,
     pub quirks: Quirks,
     /// Flange trajectory: amplitude of the sinusoidal motion \[m\] and period \[s\].
     pub amplitude_m: f64,
@@ -463,7 +616,7 @@ pub struct EmulatorConfig {
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        Self { rate_hz: 500.0, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None, trajectory_delay_s: 0.0 }
+        Self { controller: Controller::ESeries, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None, trajectory_delay_s: 0.0 }
     }
 }
 
@@ -481,7 +634,7 @@ fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64>
         match name {
             "actual_TCP_pose" | "target_TCP_pose" => return lie::trajectory::pose_to_ur(&pose_at(t)).to_vec(),
             // Central difference over one controller period, base frame: [v; w].
-            "actual_TCP_speed" | "target_TCP_speed" => return traj.velocity(t - cfg.trajectory_delay_s, 0.5 / cfg.rate_hz).to_vec(),
+            "actual_TCP_speed" | "target_TCP_speed" => return traj.velocity(t - cfg.trajectory_delay_s, 0.5 / cfg.controller.rate_hz()).to_vec(),
             _ => {}
         }
     }
@@ -518,6 +671,8 @@ pub struct Emulator {
     thread: Option<std::thread::JoinHandle<()>>,
     /// Data packages sent over all connections.
     pub sent: Arc<std::sync::atomic::AtomicU64>,
+    /// Data packages left out (the `lose` quirk).
+    pub lost: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Emulator {
@@ -528,20 +683,21 @@ impl Emulator {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (stop2, sent2) = (stop.clone(), sent.clone());
+        let lost = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (stop2, sent2, lost2) = (stop.clone(), sent.clone(), lost.clone());
         let thread = std::thread::spawn(move || {
             let epoch = Instant::now();
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((s, _)) => {
                         s.set_nonblocking(false).ok();
-                        let _ = serve(s, &cfg, &stop2, &sent2, epoch);
+                        let _ = serve(s, &cfg, &stop2, (&sent2, &lost2), epoch);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        Ok(Emulator { addr, stop, thread: Some(thread), sent })
+        Ok(Emulator { addr, stop, thread: Some(thread), sent, lost })
     }
 
     pub fn stop(&mut self) {
@@ -559,7 +715,14 @@ impl Drop for Emulator {
 }
 
 /// Serves one client until it disconnects or the emulator stops.
-fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync::atomic::AtomicU64, epoch: Instant) -> std::io::Result<()> {
+type Counter = std::sync::atomic::AtomicU64;
+
+/// A text message in the protocol 2 layout, from the emulator.
+fn emulator_text(message: &str, level: MessageLevel) -> Vec<u8> {
+    TextMessage { message: message.into(), source: "rodlab RTDE emulator".into(), level }.encode()
+}
+
+fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, counters: (&Counter, &Counter), epoch: Instant) -> std::io::Result<()> {
     s.set_nodelay(true).ok();
     let mut w = s.try_clone()?;
     let mut r = std::io::BufReader::new(s);
@@ -567,6 +730,7 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
     // A controller numbers valid output recipes from 1; 0 means invalid.
     let mut recipe_id = 0u8;
     let mut next_id = 1u8;
+    let mut frequency_hz = cfg.controller.rate_hz();
     loop {
         let (kind, p) = read_package(&mut r)?;
         match kind {
@@ -576,13 +740,14 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
             }
             GET_URCONTROL_VERSION => {
                 let mut b = vec![];
-                for x in [5u32, 11, 0, 108249] {
+                for x in cfg.controller.version() {
                     b.extend_from_slice(&x.to_be_bytes());
                 }
                 write_package(&mut w, GET_URCONTROL_VERSION, &b)?;
             }
             SETUP_OUTPUTS => {
                 let names = String::from_utf8_lossy(p.get(8..).unwrap_or_default()).to_string();
+                let asked = p.get(..8).map(|b| f64::from_be_bytes(b.try_into().expect("8 bytes"))).unwrap_or(f64::NAN);
                 recipe.clear();
                 let mut types = vec![];
                 let mut all_found = true;
@@ -600,7 +765,14 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                         }
                     }
                 }
-                recipe_id = if all_found && !recipe.is_empty() { next_id } else { 0 };
+                // A rate the controller cannot serve makes the recipe invalid.
+                let max = cfg.controller.rate_hz();
+                let rate_ok = asked > 0.0 && asked <= max;
+                if !rate_ok {
+                    write_package(&mut w, TEXT_MESSAGE, &emulator_text(&format!("output frequency {asked} Hz is not in (0, {max}]"), MessageLevel::Error))?;
+                }
+                frequency_hz = asked;
+                recipe_id = if all_found && rate_ok && !recipe.is_empty() { next_id } else { 0 };
                 if recipe_id != 0 {
                     next_id = next_id.checked_add(1).unwrap_or(1);
                 } else {
@@ -609,7 +781,7 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                 let mut reply = vec![recipe_id];
                 reply.extend_from_slice(types.join(",").as_bytes());
                 if cfg.quirks.text {
-                    write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: output recipe set up")?;
+                    write_package(&mut w, TEXT_MESSAGE, &emulator_text("output recipe set up", MessageLevel::Info))?;
                 }
                 write_package(&mut w, SETUP_OUTPUTS, &reply)?;
             }
@@ -622,38 +794,43 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, sent: &std::sync
                     continue;
                 }
                 if cfg.quirks.text {
-                    write_package(&mut w, TEXT_MESSAGE, b"rodlab RTDE emulator: streaming")?;
+                    write_package(&mut w, TEXT_MESSAGE, &emulator_text("streaming", MessageLevel::Info))?;
                 }
-                return stream(&mut w, &mut r, &recipe, recipe_id, cfg, stop, sent, epoch);
+                return stream(&mut w, &mut r, (&recipe, recipe_id, frequency_hz), cfg, stop, counters, epoch);
             }
             PAUSE => write_package(&mut w, PAUSE, &[1])?,
-            _ => write_package(&mut w, TEXT_MESSAGE, b"unsupported package")?,
+            _ => write_package(&mut w, TEXT_MESSAGE, &emulator_text("unsupported package", MessageLevel::Warning))?,
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Streams the recipe at the controller's rate, sending the packages of
+/// the control cycles where the requested rate's clock ticks.
 fn stream(
     w: &mut TcpStream,
     r: &mut std::io::BufReader<TcpStream>,
-    recipe: &[(String, FieldType)],
-    recipe_id: u8,
+    (recipe, recipe_id, frequency_hz): (&[(String, FieldType)], u8, f64),
     cfg: &EmulatorConfig,
     stop: &AtomicBool,
-    sent: &std::sync::atomic::AtomicU64,
+    (sent, lost): (&Counter, &Counter),
     epoch: Instant,
 ) -> std::io::Result<()> {
-    let period = Duration::from_secs_f64(1.0 / cfg.rate_hz);
-    // Controller time runs from the emulator's start; package k at k * period.
-    let mut k = (epoch.elapsed().as_secs_f64() * cfg.rate_hz).ceil() as u64;
+    use rand::{Rng, SeedableRng};
+    let rate_hz = cfg.controller.rate_hz();
+    let period = Duration::from_secs_f64(1.0 / rate_hz);
+    // Controller time runs from the emulator's start; cycle k at k * period.
+    let mut k = (epoch.elapsed().as_secs_f64() * rate_hz).ceil() as u64;
     let package = |k: u64| {
-        let t = k as f64 / cfg.rate_hz;
+        let t = k as f64 / rate_hz;
         let mut b = vec![recipe_id];
         for (n, ty) in recipe {
             encode_value(*ty, &emulated_values(n, t, k, cfg), &mut b);
         }
         b
     };
+    // Cycle k carries a package when the requested clock ticked since k - 1.
+    let due_at = |k: u64| k == 0 || ((k as f64 * frequency_hz / rate_hz) + 1e-9).floor() > (((k - 1) as f64 * frequency_hz / rate_hz) + 1e-9).floor();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut streamed = 0u64;
     if cfg.quirks.early_data {
         write_package(w, DATA_PACKAGE, &package(k))?;
@@ -670,10 +847,21 @@ fn stream(
             buf.flush()?;
             std::thread::sleep(due - now);
         }
-        write_package(&mut buf, DATA_PACKAGE, &package(k))?;
-        sent.fetch_add(1, Ordering::Relaxed);
+        if !due_at(k) {
+            k += 1;
+            continue;
+        }
+        if cfg.quirks.lose > 0.0 && rng.gen::<f64>() < cfg.quirks.lose {
+            lost.fetch_add(1, Ordering::Relaxed);
+        } else {
+            write_package(&mut buf, DATA_PACKAGE, &package(k))?;
+            sent.fetch_add(1, Ordering::Relaxed);
+        }
         k += 1;
         streamed += 1;
+        if cfg.quirks.exception_after == Some(streamed) {
+            write_package(&mut buf, TEXT_MESSAGE, &emulator_text("C153A0: protective stop (emulated)", MessageLevel::Exception))?;
+        }
         if cfg.quirks.drop_after.is_some_and(|n| streamed >= n) {
             // The quirk: the connection drops mid-stream.
             buf.flush()?;

@@ -7,7 +7,7 @@
 //! <session>/strain.parquet        observed strain (rodlab observe)
 //! <session>/<camera>.mkv|avi      video of each camera
 //! <session>/streams/<device>/     chunks NNNNNN.parquet of each device's stream
-//! <session>/<robot>_messages.log  text messages of a robot controller
+//! <session>/<robot>_messages.csv  text messages of a robot controller (t_host_ns, level, source, message)
 //! ```
 
 use crate::meta::SessionMeta;
@@ -98,8 +98,8 @@ impl SessionDir {
     }
 
     /// The text messages a robot controller sent.
-    pub fn messages_log(&self, robot: &str) -> PathBuf {
-        self.root.join(format!("{robot}_messages.log"))
+    pub fn messages(&self, robot: &str) -> PathBuf {
+        messages_file(&self.root, robot)
     }
 
     /// `gaps/<device>`: the outages of one device (`session::gaps`).
@@ -162,6 +162,11 @@ impl Drop for RecordingLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// `<session>/<robot>_messages.csv`: a robot controller's text messages.
+pub fn messages_file(session: &std::path::Path, robot: &str) -> PathBuf {
+    session.join(format!("{robot}_messages.csv"))
 }
 
 #[cfg(test)]

@@ -43,8 +43,11 @@ pub struct RobotDevice {
     pub name: String,
     /// host:port of the controller's RTDE server (port 30004).
     pub address: String,
-    #[serde(default = "default_frequency")]
-    pub frequency_hz: f64,
+    /// Streaming rate \[Hz\]; none: the controller's maximum (125 Hz on
+    /// CB3, 500 Hz on e-Series, read from its version), as UR's own client
+    /// and `ur_rtde` choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_hz: Option<f64>,
     /// RTDE output variables (`timestamp` is always recorded).
     pub variables: Vec<String>,
 }
@@ -169,13 +172,9 @@ fn default_camera_name() -> String {
 fn default_robot_name() -> String {
     "robot".into()
 }
-fn default_frequency() -> f64 {
-    500.0
-}
-
 impl Default for RobotDevice {
     fn default() -> RobotDevice {
-        RobotDevice { name: default_robot_name(), address: String::new(), frequency_hz: default_frequency(), variables: vec![] }
+        RobotDevice { name: default_robot_name(), address: String::new(), frequency_hz: None, variables: vec![] }
     }
 }
 
@@ -260,8 +259,8 @@ impl Rig {
         let err = |message: String| ConfigFileError::new(path, message);
         self.frames.validate(path)?;
         for (i, r) in self.robots.iter().enumerate() {
-            if !(r.frequency_hz > 0.0 && r.frequency_hz <= 500.0) {
-                return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500], got {}", r.frequency_hz)));
+            if let Some(f) = r.frequency_hz.filter(|f| !(*f > 0.0 && *f <= 500.0)) {
+                return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500] (125 at most on a CB3), got {f}")));
             }
             if r.address.is_empty() {
                 return Err(err(format!("robot[{i}].address: empty")));
