@@ -112,9 +112,11 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     assert!(position_ms.windows(2).all(|w| ((w[1] - w[0]) - 1e3 / 30.0).abs() < 1.0), "a frame was lost: {position_ms:?}");
     assert_eq!(first + position_ms.len(), video_frames);
     assert!(first < 30, "the recording started {first} frames into the 30-frame lead");
-    let robot_s = stream("robot").rows as f64 / 500.0;
-    let ft300_s = stream("ft300").rows as f64 / 100.0;
-    assert!((robot_s - ft300_s).abs() < 0.1, "robot {robot_s} s, ft300 {ft300_s} s");
+    // Both streams span the recording (the robot at the rig's 125 Hz, asked
+    // of an e-Series, the FT 300 at 100 Hz), each at its full rate.
+    let (robot, ft300) = (stream("robot"), stream("ft300"));
+    assert!((robot.span_s - ft300.span_s).abs() < 0.1, "robot {} s, ft300 {} s", robot.span_s, ft300.span_s);
+    assert!((robot.rate_hz / 125.0 - 1.0).abs() < 0.01 && (ft300.rate_hz / 100.0 - 1.0).abs() < 0.01, "{robot:?} {ft300:?}");
 
     // Tracked markers against the truth, on the session's clock.
     let (rms_m, worst_m) = marker_errors(&session, &truth);
