@@ -93,6 +93,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     for cfg in record::rig::camera_configs(rig) {
         let mut capture = record::camera::open(&cfg).input(&rig_name)?;
         let (reported, w) = record::camera::apply_settings(&cfg, &mut capture);
+        let capture: Box<dyn record::camera::FrameSource> = Box::new(capture);
         warnings.extend(w);
         cameras.push((cfg, capture, reported));
     }

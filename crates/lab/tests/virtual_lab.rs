@@ -113,9 +113,11 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     assert_eq!(first + position_ms.len(), video_frames);
     assert!(first < 30, "the recording started {first} frames into the 30-frame lead");
     // Both streams span the recording (the robot at the rig's 125 Hz, asked
-    // of an e-Series, the FT 300 at 100 Hz), each at its full rate.
+    // of an e-Series, the FT 300 at 100 Hz), each at its full rate; the
+    // FT 300 starts up to a few hundred ms later (quieted, identified and
+    // started over Modbus at 19200 baud).
     let (robot, ft300) = (stream("robot"), stream("ft300"));
-    assert!((robot.span_s - ft300.span_s).abs() < 0.1, "robot {} s, ft300 {} s", robot.span_s, ft300.span_s);
+    assert!((robot.span_s - ft300.span_s).abs() < 0.3, "robot {} s, ft300 {} s", robot.span_s, ft300.span_s);
     assert!((robot.rate_hz / 125.0 - 1.0).abs() < 0.01 && (ft300.rate_hz / 100.0 - 1.0).abs() < 0.01, "{robot:?} {ft300:?}");
 
     // Tracked markers against the truth, on the session's clock.

@@ -1,9 +1,15 @@
 //! Recording a camera (OpenCV VideoCapture: a device or a video file played
-//! at its own rate) into `<session>/<name>.mkv` (lossless HuffYUV) or `.avi`
+//! at its own rate, behind the [`FrameSource`] trait so that tests can
+//! script one) into `<session>/<name>.mkv` (lossless HuffYUV) or `.avi`
 //! (Motion-JPEG), with the frames table `streams/<name>`: frame index and
-//! the host clock at grab. OpenCV's own timestamps (CAP_PROP_POS_MSEC) are
-//! kept as `device_ms` but are not trusted for timing.
+//! the host clock at grab. Grabbing and encoding run in two threads with a
+//! short queue between them: a slow encoder drops (and counts) frames
+//! instead of delaying the stamps. The device's own timestamps
+//! (CAP_PROP_POS_MSEC, kept as `device_ms`) tell frames the driver dropped;
+//! a camera that delivers nothing for a second is released and reopened
+//! with back-off; both go to the camera's gap table.
 
+use crate::outage::{Continuity, Outages};
 use crate::robot::{Clock, Status};
 use opencv::core::{Mat, Size};
 use opencv::prelude::*;
@@ -11,6 +17,7 @@ use opencv::videoio;
 use session::StreamWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,15 +61,44 @@ pub struct CameraConfig {
     pub settings: session::rig::CameraSettings,
 }
 
+/// What one grab gave.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Grabbed {
+    /// A frame, with the device's timestamp \[ms\] (NaN: none).
+    Frame { device_ms: f64 },
+    /// Nothing this time (a device that stalls, or went away).
+    Nothing,
+    /// A file played to its end.
+    Ended,
+}
+
+/// Where frames come from: an OpenCV capture, or a test's script.
+pub trait FrameSource: Send {
+    /// The next frame into `frame`.
+    fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError>;
+    /// Releases the device and opens it again (a camera that went away).
+    fn reopen(&mut self) -> Result<(), CameraError>;
+    /// A capture property (OpenCV's `CAP_PROP_*`): set (true: accepted)
+    /// and read back.
+    fn set(&mut self, prop: i32, value: f64) -> bool;
+    fn get(&self, prop: i32) -> f64;
+    /// A video file (plays at its own rate and ends) rather than a device.
+    fn is_file(&self) -> bool;
+}
+
 /// Applies the rig file's capture settings and reads back what the camera
-/// reports: `(name, reported value)` for every setting given, and a
-/// warning for each the driver refused (or a file cannot take). Never
-/// fatal: the recording goes on with what the camera does.
-pub fn apply_settings(cfg: &CameraConfig, capture: &mut videoio::VideoCapture) -> (Vec<(String, f64)>, Vec<String>) {
+/// reports: `(name, reported value)` for every setting given, the frame
+/// rate and the frame size the camera runs at, and a warning for each
+/// setting the driver refused (or a file cannot take). Never fatal: the
+/// recording goes on with what the camera does.
+pub fn apply_settings(cfg: &CameraConfig, capture: &mut dyn FrameSource) -> (Vec<(String, f64)>, Vec<String>) {
     let s = &cfg.settings;
     let b = |v: bool| if v { 1.0 } else { 0.0 };
     // (name, OpenCV property, value to set, value the property reads when it took).
     let mut wanted: Vec<(&str, i32, f64, f64)> = vec![];
+    if let Some(fps) = cfg.fps {
+        wanted.push(("fps", videoio::CAP_PROP_FPS, fps, fps));
+    }
     if let Some(w) = s.width_px {
         wanted.push(("width_px", videoio::CAP_PROP_FRAME_WIDTH, w as f64, w as f64));
     }
@@ -84,65 +120,153 @@ pub fn apply_settings(cfg: &CameraConfig, capture: &mut videoio::VideoCapture) -
         wanted.push(("auto_white_balance", videoio::CAP_PROP_AUTO_WB, b(a), b(a)));
     }
     if let Some(f) = s.focus {
-        let _ = capture.set(videoio::CAP_PROP_AUTOFOCUS, 0.0);
+        capture.set(videoio::CAP_PROP_AUTOFOCUS, 0.0);
         wanted.push(("focus", videoio::CAP_PROP_FOCUS, f, f));
     }
     let mut reported = vec![];
     let mut warnings = vec![];
-    if wanted.is_empty() {
-        return (reported, warnings);
-    }
-    if let CameraSource::File(p) = &cfg.source {
-        let names: Vec<&str> = wanted.iter().map(|w| w.0).collect();
-        warnings.push(format!("camera '{}': a video file ({}) takes no capture settings: {} not applied", cfg.name, p.display(), names.join(", ")));
+    if capture.is_file() {
+        let names: Vec<&str> = wanted.iter().map(|w| w.0).filter(|n| *n != "fps").collect();
+        if !names.is_empty() {
+            let what = match &cfg.source {
+                CameraSource::File(p) => p.display().to_string(),
+                CameraSource::Device(i) => format!("device {i}"),
+            };
+            warnings.push(format!("camera '{}': a video file ({what}) takes no capture settings: {} not applied", cfg.name, names.join(", ")));
+        }
         return (reported, warnings);
     }
     for (name, prop, value, expect) in wanted {
-        let took = capture.set(prop, value).unwrap_or(false);
-        let now = capture.get(prop).unwrap_or(f64::NAN);
+        let took = capture.set(prop, value);
+        let now = capture.get(prop);
         reported.push((name.to_string(), now));
         let matches = (now - expect).abs() <= 1e-6 * expect.abs().max(1.0);
         if !took || !matches {
             warnings.push(format!("camera '{}': {name} = {value} asked, the camera reports {now} (the driver refused or rounded it)", cfg.name));
         }
     }
+    // What the camera runs at, asked or not.
+    for (name, prop) in [
+        ("reported_fps", videoio::CAP_PROP_FPS),
+        ("reported_width_px", videoio::CAP_PROP_FRAME_WIDTH),
+        ("reported_height_px", videoio::CAP_PROP_FRAME_HEIGHT),
+        ("reported_fourcc", videoio::CAP_PROP_FOURCC),
+    ] {
+        let v = capture.get(prop);
+        if v.is_finite() && v > 0.0 {
+            reported.push((name.to_string(), v));
+        }
+    }
     (reported, warnings)
+}
+
+/// An OpenCV capture: a device, or a file played at its own rate from
+/// `file_start` as if a camera had been filming since then.
+pub struct OpenCvSource {
+    cfg: CameraConfig,
+    capture: videoio::VideoCapture,
+    /// A file's frame rate; none for a device.
+    file_fps: Option<f64>,
+    started: Instant,
+    lead_s: f64,
+    file_frame: u64,
+}
+
+impl OpenCvSource {
+    fn open_capture(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
+        let cap = match &cfg.source {
+            CameraSource::Device(i) => videoio::VideoCapture::new(*i, videoio::CAP_ANY)?,
+            CameraSource::File(p) => {
+                if !p.exists() {
+                    return Err(CameraError::Open(format!("camera '{}': {}: no such file", cfg.name, p.display())));
+                }
+                videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_FFMPEG)?
+            }
+        };
+        if !cap.is_opened()? {
+            let what = match &cfg.source {
+                CameraSource::Device(i) => format!("device {i}"),
+                CameraSource::File(p) => p.display().to_string(),
+            };
+            return Err(CameraError::Open(format!("camera '{}': cannot open {what}", cfg.name)));
+        }
+        Ok(cap)
+    }
+}
+
+impl FrameSource for OpenCvSource {
+    fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError> {
+        if let Some(f) = self.file_fps {
+            // A file plays at its own rate, like a live camera; frames shown
+            // before the recording started are passed over.
+            loop {
+                let due_s = self.lead_s + self.file_frame as f64 / f;
+                if due_s >= 0.0 {
+                    let due = self.started + Duration::from_secs_f64(due_s);
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    break;
+                }
+                if !self.capture.grab()? {
+                    return Ok(Grabbed::Ended);
+                }
+                self.file_frame += 1;
+            }
+            self.file_frame += 1;
+        }
+        if !self.capture.grab()? {
+            return Ok(if self.file_fps.is_some() { Grabbed::Ended } else { Grabbed::Nothing });
+        }
+        if !self.capture.retrieve(frame, 0)? || frame.empty() {
+            return Ok(Grabbed::Nothing);
+        }
+        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN) })
+    }
+
+    fn reopen(&mut self) -> Result<(), CameraError> {
+        let _ = self.capture.release();
+        self.capture = OpenCvSource::open_capture(&self.cfg)?;
+        let _ = apply_settings(&self.cfg.clone(), self);
+        Ok(())
+    }
+
+    fn set(&mut self, prop: i32, value: f64) -> bool {
+        self.capture.set(prop, value).unwrap_or(false)
+    }
+
+    fn get(&self, prop: i32) -> f64 {
+        self.capture.get(prop).unwrap_or(f64::NAN)
+    }
+
+    fn is_file(&self) -> bool {
+        self.file_fps.is_some()
+    }
 }
 
 /// Opens the camera and reads one frame (so a bad device or file is
 /// reported before recording starts).
-pub fn open(cfg: &CameraConfig) -> Result<videoio::VideoCapture, CameraError> {
-    let mut cap = match &cfg.source {
-        CameraSource::Device(i) => {
-            let mut c = videoio::VideoCapture::new(*i, videoio::CAP_ANY)?;
-            if let Some(fps) = cfg.fps {
-                c.set(videoio::CAP_PROP_FPS, fps)?;
-            }
-            c
-        }
-        CameraSource::File(p) => {
-            if !p.exists() {
-                return Err(CameraError::Open(format!("camera '{}': {}: no such file", cfg.name, p.display())));
-            }
-            videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_FFMPEG)?
-        }
-    };
+pub fn open(cfg: &CameraConfig) -> Result<OpenCvSource, CameraError> {
+    let mut cap = OpenCvSource::open_capture(cfg)?;
     let what = match &cfg.source {
         CameraSource::Device(i) => format!("device {i}"),
         CameraSource::File(p) => p.display().to_string(),
     };
-    if !cap.is_opened()? {
-        return Err(CameraError::Open(format!("camera '{}': cannot open {what}", cfg.name)));
-    }
-    // Re-open files after the probe read so that frame 0 is recorded.
     let mut probe = Mat::default();
     if !cap.read(&mut probe)? || probe.empty() {
         return Err(CameraError::Open(format!("camera '{}': {what} gives no frames", cfg.name)));
     }
-    if let CameraSource::File(p) = &cfg.source {
-        cap = videoio::VideoCapture::from_file(&p.to_string_lossy(), videoio::CAP_FFMPEG)?;
-    }
-    Ok(cap)
+    // Re-open files after the probe read so that frame 0 is recorded.
+    let file_fps = match &cfg.source {
+        CameraSource::File(_) => {
+            cap = OpenCvSource::open_capture(cfg)?;
+            Some(cap.get(videoio::CAP_PROP_FPS)?).filter(|f| *f > 0.0).or(Some(30.0))
+        }
+        CameraSource::Device(_) => None,
+    };
+    // When frame 0 of a file is shown, on this process's monotonic clock.
+    let lead_s = cfg.file_start.map_or(0.0, |t| -crate::serial_emulators::seconds_since(t));
+    Ok(OpenCvSource { cfg: cfg.clone(), capture: cap, file_fps, started: Instant::now(), lead_s, file_frame: 0 })
 }
 
 /// Frames a camera gives with the rig file's settings applied, for a look
@@ -156,17 +280,21 @@ pub struct Grab {
 }
 
 pub fn grab(cfg: &CameraConfig, count: usize, settle: usize) -> Result<Grab, CameraError> {
-    let mut capture = open(cfg)?;
-    let (reported, warnings) = apply_settings(cfg, &mut capture);
-    let settle = if matches!(cfg.source, CameraSource::Device(_)) { settle } else { 0 };
+    let mut source = open(cfg)?;
+    // A look, not a recording: a file's frames as fast as they decode.
+    source.file_fps = source.file_fps.map(|_| f64::INFINITY);
+    source.lead_s = 0.0;
+    let (reported, warnings) = apply_settings(cfg, &mut source);
+    let settle = if source.is_file() { 0 } else { settle };
     let mut frames = vec![];
-    for k in 0..settle + count {
+    let mut nothing = 0;
+    while frames.len() < count && nothing < 100 {
         let mut frame = Mat::default();
-        if !capture.read(&mut frame)? || frame.empty() {
-            break;
-        }
-        if k >= settle {
-            frames.push(frame);
+        match source.grab(&mut frame)? {
+            Grabbed::Frame { .. } if settle > 0 && nothing + frames.len() < settle => nothing += 1,
+            Grabbed::Frame { .. } => frames.push(frame),
+            Grabbed::Nothing => nothing += 1,
+            Grabbed::Ended => break,
         }
     }
     if frames.is_empty() {
@@ -175,89 +303,175 @@ pub fn grab(cfg: &CameraConfig, count: usize, settle: usize) -> Result<Grab, Cam
     Ok(Grab { frames, reported, warnings })
 }
 
+/// Frames queued between the grabbing and the encoding thread: more and
+/// the host stamps would wait for the encoder.
+const QUEUE_FRAMES: usize = 8;
+/// Frames whose host stamps measure a device's rate before the video file
+/// (which needs one) is opened.
+const RATE_FRAMES: usize = 15;
+/// A device that delivers nothing this long is released and reopened.
+const REOPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// A grabbed frame on its way to the encoder.
+struct QueuedFrame {
+    t_ns: i64,
+    device_ms: f64,
+    frame: Mat,
+}
+
 /// Records until `stop` is set (or a file ends).
 pub fn record(
     cfg: &CameraConfig,
-    mut capture: videoio::VideoCapture,
+    mut source: Box<dyn FrameSource>,
     session: &Path,
     clock: Clock,
     stop: Arc<AtomicBool>,
     status: Arc<Status>,
 ) -> Result<(), CameraError> {
-    let mut frames = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1))?;
-    let file_fps = match cfg.source {
-        CameraSource::File(_) => Some(capture.get(videoio::CAP_PROP_FPS)?).filter(|f| *f > 0.0),
-        CameraSource::Device(_) => None,
+    let nominal_fps = if source.is_file() {
+        Some(source.get(videoio::CAP_PROP_FPS)).filter(|f| *f > 0.0)
+    } else {
+        cfg.fps.or(Some(source.get(videoio::CAP_PROP_FPS)).filter(|f| *f > 0.0))
     };
-    let fps = cfg.fps.or(file_fps).unwrap_or(30.0);
-    let mut outages = crate::outage::Outages::new(session, &cfg.name, crate::outage::Outages::silence_limit_s(fps), usize::MAX, status.clone())?;
-    let mut writer: Option<videoio::VideoWriter> = None;
-    let mut frame = Mat::default();
-    // When frame 0 of a file is shown, on this process's monotonic clock.
-    let (started, lead_s) = match cfg.file_start {
-        Some(t) => (Instant::now(), -crate::serial_emulators::seconds_since(t)),
-        None => (Instant::now(), 0.0),
-    };
-    let mut k: u64 = 0;
-    let mut file_frame: u64 = 0;
-    // A file that ended is not an outage: the recording of it ends there.
-    let mut file_ended_ns: Option<i64> = None;
-    while !stop.load(Ordering::Relaxed) {
-        if let Some(f) = file_fps {
-            // A file plays at its own rate, like a live camera; frames shown
-            // before the recording started are passed over.
-            let due_s = lead_s + file_frame as f64 / f;
-            if due_s < 0.0 {
-                if !capture.grab()? {
-                    file_ended_ns = Some(clock.now_ns());
+    let fps = nominal_fps.unwrap_or(30.0);
+    let period_ms = 1e3 / fps;
+    let mut outages = Outages::new(session, &cfg.name, Outages::silence_limit_s(fps), usize::MAX, status.clone())?;
+    let (tx, rx) = sync_channel::<QueuedFrame>(QUEUE_FRAMES);
+    let file_rate = source.is_file().then_some(fps);
+    let encoded = std::thread::scope(|scope| {
+        let encoder = scope.spawn(|| encode(cfg, rx, session, file_rate, &status));
+        let mut file_ended_ns: Option<i64> = None;
+        let mut last_device_ms: Option<f64> = None;
+        let mut last_frame = Instant::now();
+        // Reopening waits longer after each failed try (50 ms to 2 s), while
+        // grabbing goes on, so a camera that comes back is seen at once.
+        let mut next_reopen = Instant::now();
+        let mut reopen_delay = Duration::from_millis(50);
+        let mut dropped_in_queue = 0u64;
+        let mut frame = Mat::default();
+        while !stop.load(Ordering::Relaxed) {
+            let grabbed = source.grab(&mut frame);
+            let t = clock.now_ns();
+            match grabbed {
+                Ok(Grabbed::Frame { device_ms }) => {
+                    // The device's clock says how many frames it dropped.
+                    let continuity = match last_device_ms {
+                        Some(last) if device_ms.is_finite() && device_ms > last => {
+                            let step = device_ms - last;
+                            if step > 1.5 * period_ms {
+                                Continuity::Missing(((step / period_ms).round() as u64).saturating_sub(1).max(1))
+                            } else {
+                                Continuity::Continuous
+                            }
+                        }
+                        _ => Continuity::Unnumbered,
+                    };
+                    last_frame = Instant::now();
+                    reopen_delay = Duration::from_millis(50);
+                    match tx.try_send(QueuedFrame { t_ns: t, device_ms, frame: std::mem::take(&mut frame) }) {
+                        Ok(()) => {
+                            outages.arrived(t, 1, continuity)?;
+                            last_device_ms = Some(device_ms).filter(|d| d.is_finite());
+                        }
+                        // The encoder is behind: this frame is dropped, as
+                        // if never grabbed (the next one's step counts it).
+                        Err(TrySendError::Full(_)) => dropped_in_queue += 1,
+                        Err(TrySendError::Disconnected(_)) => break,
+                    }
+                }
+                Ok(Grabbed::Ended) => {
+                    // A file that ended is not an outage: the recording of it ends there.
+                    file_ended_ns = Some(t);
                     break;
                 }
-                file_frame += 1;
-                continue;
+                Ok(Grabbed::Nothing) | Err(_) => {
+                    if grabbed.is_err() {
+                        status.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if last_frame.elapsed() >= REOPEN_AFTER && Instant::now() >= next_reopen {
+                        // A camera that went away: released and opened again.
+                        outages.disconnected();
+                        if let Err(e) = source.reopen() {
+                            status.failed(&format!("camera '{}': {e}", cfg.name));
+                        }
+                        next_reopen = Instant::now() + reopen_delay;
+                        reopen_delay = (reopen_delay * 2).min(Duration::from_secs(2));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
             }
-            let due = started + Duration::from_secs_f64(due_s);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-            file_frame += 1;
         }
-        if !capture.grab()? {
-            if file_fps.is_some() {
-                file_ended_ns = Some(clock.now_ns());
-                break;
-            }
-            outages.disconnected();
-            status.errors.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        }
-        let t = clock.now_ns();
-        if !capture.retrieve(&mut frame, 0)? || frame.empty() {
-            status.errors.fetch_add(1, Ordering::Relaxed);
-            continue;
-        }
-        let device_ms = capture.get(videoio::CAP_PROP_POS_MSEC)?;
-        if writer.is_none() {
-            let path = session.join(format!("{}.{}", cfg.name, cfg.container));
-            let [a, b, c, d] =
-                session::video_codec(&cfg.container).ok_or_else(|| CameraError::Open(format!("camera '{}': container {:?}", cfg.name, cfg.container)))?;
-            let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-            let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(frame.cols(), frame.rows()), true)?;
-            if !w.is_opened()? {
-                return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
-            }
-            writer = Some(w);
-        }
-        writer.as_mut().expect("created").write(&frame)?;
-        frames.push(t, &[k as f64, device_ms])?;
-        outages.arrived(t, 1, crate::outage::Continuity::Unnumbered)?;
+        drop(tx);
+        status.set("frames_dropped_behind_encoder", dropped_in_queue as f64);
+        outages.finish(file_ended_ns.unwrap_or_else(|| clock.now_ns()))?;
+        encoder.join().unwrap_or_else(|_| Err(CameraError::Open(format!("camera '{}': the encoder panicked", cfg.name))))
+    });
+    encoded
+}
+
+/// Writes the frames table and the video: the file's rate for a file,
+/// else the rate measured from the first frames' host stamps.
+fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, session: &Path, file_rate: Option<f64>, status: &Status) -> Result<(), CameraError> {
+    let mut table = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1))?;
+    let mut writer: Option<videoio::VideoWriter> = None;
+    let mut waiting: Vec<QueuedFrame> = vec![];
+    let mut k: u64 = 0;
+    let mut write = |g: QueuedFrame, writer: &mut videoio::VideoWriter, k: &mut u64| -> Result<(), CameraError> {
+        writer.write(&g.frame)?;
+        table.push(g.t_ns, &[*k as f64, g.device_ms])?;
         status.rows.fetch_add(1, Ordering::Relaxed);
-        k += 1;
+        *k += 1;
+        Ok(())
+    };
+    let open = |first: &QueuedFrame, fps: f64| -> Result<videoio::VideoWriter, CameraError> {
+        let path = session.join(format!("{}.{}", cfg.name, cfg.container));
+        let [a, b, c, d] =
+            session::video_codec(&cfg.container).ok_or_else(|| CameraError::Open(format!("camera '{}': container {:?}", cfg.name, cfg.container)))?;
+        let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
+        let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(first.frame.cols(), first.frame.rows()), true)?;
+        if !w.is_opened()? {
+            return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
+        }
+        Ok(w)
+    };
+    let measured = |frames: &[QueuedFrame]| -> f64 {
+        let span_s = (frames[frames.len() - 1].t_ns - frames[0].t_ns) as f64 * 1e-9;
+        if frames.len() > 1 && span_s > 0.0 {
+            (((frames.len() - 1) as f64 / span_s) * 100.0).round() / 100.0
+        } else {
+            cfg.fps.unwrap_or(30.0)
+        }
+    };
+    for g in rx.iter() {
+        match writer.as_mut() {
+            Some(w) => write(g, w, &mut k)?,
+            None => {
+                waiting.push(g);
+                if file_rate.is_some() || waiting.len() >= RATE_FRAMES {
+                    let fps = file_rate.unwrap_or_else(|| measured(&waiting));
+                    status.set("video_fps", fps);
+                    let mut w = open(&waiting[0], fps)?;
+                    for g in waiting.drain(..) {
+                        write(g, &mut w, &mut k)?;
+                    }
+                    writer = Some(w);
+                }
+            }
+        }
+    }
+    // A recording shorter than the rate measurement.
+    if writer.is_none() && !waiting.is_empty() {
+        let fps = measured(&waiting);
+        status.set("video_fps", fps);
+        let mut w = open(&waiting[0], fps)?;
+        for g in waiting.drain(..) {
+            write(g, &mut w, &mut k)?;
+        }
+        writer = Some(w);
     }
     if let Some(mut w) = writer {
         w.release()?;
     }
-    outages.finish(file_ended_ns.unwrap_or_else(|| clock.now_ns()))?;
-    frames.flush()?;
+    table.flush()?;
     Ok(())
 }
