@@ -646,6 +646,7 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     let o = rodlab().args(["session", "info", session.to_str().unwrap()]).output().unwrap();
     let info = String::from_utf8_lossy(&o.stdout);
     assert!(info.contains("URControl 3.15.7.106331") && info.contains("EXCEPTION at ") && info.contains("C153A0: protective stop (emulated)"), "{info}");
+    assert!(info.contains("measured_rate_hz 12") && info.contains("requested_rate_hz 125"), "{info}");
     let _ = emu.kill();
     let _ = emu.wait();
 }

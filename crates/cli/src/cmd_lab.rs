@@ -329,6 +329,11 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
                     if let Some(id) = &r.identity {
                         line.push_str(&format!("; {id}"));
                     }
+                    if !r.settings.is_empty() {
+                        let settings: Vec<String> =
+                            r.settings.iter().map(|(k, v)| format!("{k} {v:.6}").trim_end_matches('0').trim_end_matches('.').to_string()).collect();
+                        line.push_str(&format!("; {}", settings.join(", ")));
+                    }
                     if let Some(e) = &r.last_error {
                         line.push_str(&format!("; last error: {e}"));
                     }
