@@ -11,6 +11,14 @@ fn ok(o: &std::process::Output) {
     assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o));
 }
 
+/// `rodlab identify` on the shipped paper data with `rod` into `out`,
+/// without the leave-one-out study, plus `extra` arguments.
+fn identify_paper(rod: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["identify", "--rod", rod, "--experiments", "datasets/pls-cable-arm", "--out", out.to_str().unwrap(), "--no-loo"];
+    args.extend_from_slice(extra);
+    rodlab(&args)
+}
+
 #[test]
 fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,16 +190,7 @@ fn every_numeric_list_flag_takes_a_negative_first_value() {
 fn identify_writes_its_files_and_a_report_that_renders() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fit");
-    ok(&rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--experiments",
-        "datasets/pls-cable-arm",
-        "--out",
-        out.to_str().unwrap(),
-        "--no-loo",
-    ]));
+    ok(&identify_paper("configs/rod/pls-cable-arm.toml", &out, &[]));
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
     assert!(v["parameters"]["e_pa"]["value"].as_float().unwrap() > 0.0);
     for f in ["index.html", "summary.json", "parity.png", "convergence.png"] {
@@ -371,7 +370,7 @@ fn residuals_far_above_the_declared_noise_fail_the_chi_square_test() {
     assert!(text.contains("model_error_m = 0.004"), "configs/rod/pls-cable-arm.toml changed: update this test");
     std::fs::write(&rod, text.replace("model_error_m = 0.004", "model_error_m = 0.0")).unwrap();
     let out = dir.path().join("fit");
-    let o = rodlab(&["identify", "--rod", rod.to_str().unwrap(), "--experiments", "datasets/pls-cable-arm", "--out", out.to_str().unwrap(), "--no-loo"]);
+    let o = identify_paper(rod.to_str().unwrap(), &out, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     for needle in [
@@ -385,8 +384,7 @@ fn residuals_far_above_the_declared_noise_fail_the_chi_square_test() {
     let file = std::fs::read_to_string(out.join("identified.toml")).unwrap();
     assert!(file.contains("failed = ") && file.contains("chi_square = 358.9"), "{file}");
 
-    let o =
-        rodlab(&["identify", "--rod", "configs/rod/pls-cable-arm.toml", "--experiments", "datasets/pls-cable-arm", "--out", out.to_str().unwrap(), "--no-loo"]);
+    let o = identify_paper("configs/rod/pls-cable-arm.toml", &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -404,17 +402,7 @@ fn residuals_far_above_the_declared_noise_fail_the_chi_square_test() {
 fn solve_with_params_after_compare_variants_uses_the_recommended_variant() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fit");
-    ok(&rodlab(&[
-        "identify",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--experiments",
-        "datasets/pls-cable-arm",
-        "--out",
-        out.to_str().unwrap(),
-        "--compare-variants",
-        "--no-loo",
-    ]));
+    ok(&identify_paper("configs/rod/pls-cable-arm.toml", &out, &["--compare-variants"]));
     let file = out.join("identified.toml");
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let recommended = v["recommended_variant"].as_str().unwrap().to_string();

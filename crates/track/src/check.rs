@@ -4,7 +4,7 @@
 //! colour is inside the threshold, how sharp it is), with a one-line
 //! verdict that names a marker that is missing.
 
-use crate::detect::{Blob, Detector, MarkerParams, TrackError};
+use crate::detect::{exact_hsv as hsv, Blob, Detector, MarkerParams, TrackError};
 use crate::tracker::order_chain;
 use opencv::core::{self, Mat, Point, Rect, Scalar, Vec3b};
 use opencv::imgproc;
@@ -101,22 +101,6 @@ pub fn assign_indices(found: &[Blob], expected: usize) -> Vec<Option<usize>> {
         slot += 1 + extra;
     }
     slots
-}
-
-fn hsv(p: &Vec3b) -> (f64, f64, f64) {
-    let (b, g, r) = (p[0] as f64, p[1] as f64, p[2] as f64);
-    let v = b.max(g).max(r);
-    let c = v - b.min(g).min(r);
-    let h = if c == 0.0 {
-        0.0
-    } else if v == r {
-        (60.0 * (g - b) / c).rem_euclid(360.0)
-    } else if v == g {
-        120.0 + 60.0 * (b - r) / c
-    } else {
-        240.0 + 60.0 * (r - g) / c
-    };
-    (h, if v > 0.0 { c / v } else { 0.0 }, v / 255.0)
 }
 
 /// Distance from `h` to the nearest hue outside every range \[deg\]

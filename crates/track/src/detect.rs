@@ -322,6 +322,24 @@ impl ColourTest {
     }
 }
 
+/// Exact hue \[deg, 0-360\], saturation and value (0-1) of a BGR pixel (the
+/// detector's threshold works in integers; this is its reference).
+pub fn exact_hsv(p: &Vec3b) -> (f64, f64, f64) {
+    let (b, g, r) = (p[0] as f64, p[1] as f64, p[2] as f64);
+    let v = b.max(g).max(r);
+    let c = v - b.min(g).min(r);
+    let h = if c == 0.0 {
+        0.0
+    } else if v == r {
+        (60.0 * (g - b) / c).rem_euclid(360.0)
+    } else if v == g {
+        120.0 + 60.0 * (b - r) / c
+    } else {
+        240.0 + 60.0 * (r - g) / c
+    };
+    (h, if v > 0.0 { c / v } else { 0.0 }, v / 255.0)
+}
+
 pub fn clip(r: Rect, width: i32, height: i32) -> Rect {
     let (x0, y0) = (r.x.max(0), r.y.max(0));
     let (x1, y1) = ((r.x + r.width).min(width), (r.y + r.height).min(height));
@@ -386,20 +404,10 @@ mod tests {
                         continue;
                     }
                     differ += 1;
-                    // Exact hue, saturation and value of the pixel.
+                    // Exact hue, saturation and value (0-255) of the pixel.
                     let (b, g, r) = (px[x][0] as f64, px[x][1] as f64, px[x][2] as f64);
-                    let v = b.max(g).max(r);
-                    let c = v - b.min(g).min(r);
-                    let h = if c == 0.0 {
-                        0.0
-                    } else if v == r {
-                        (60.0 * (g - b) / c).rem_euclid(360.0)
-                    } else if v == g {
-                        120.0 + 60.0 * (b - r) / c
-                    } else {
-                        240.0 + 60.0 * (r - g) / c
-                    };
-                    let s = if v > 0.0 { c / v } else { 0.0 };
+                    let (h, s, v) = exact_hsv(&px[x]);
+                    let v = v * 255.0;
                     // OpenCV's 8-bit hue is in 2-degree steps (fixed-point rounding): one step.
                     let near_hue = params.hue_ranges_deg.iter().flatten().any(|bound| (h - bound).abs() <= 2.0 || (h - bound).abs() >= 358.0);
                     let near_sat = (s - params.saturation_min).abs() <= 1.0 / 255.0;
