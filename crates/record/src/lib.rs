@@ -6,6 +6,7 @@
 pub mod ascii;
 pub mod camera;
 pub mod ft300;
+pub mod netft;
 pub mod outage;
 pub mod rig;
 pub mod robot;
