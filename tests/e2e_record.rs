@@ -650,3 +650,48 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     let _ = emu.kill();
     let _ = emu.wait();
 }
+
+/// An ATI Net F/T in the rig ([[netft]]): the recorder reads its
+/// calibration (READCALINFO), records its RDT stream at 1 kHz in N and
+/// N m with the sequence numbers and status, and sends the bias command
+/// when the rig asks (`tare = true`, the time in session.toml); a sensor
+/// that does not answer exits 2 before recording, naming it.
+#[test]
+fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut emu = rodlab()
+        .args(["emulate", "netft", "--bind", &format!("127.0.0.1:{port}"), "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "20"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port - 1)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rig = dir.path().join("rig.toml");
+    std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{port}\"\ncalibration_port = {}\ntare = true\n", port - 1)).unwrap();
+    let session = dir.path().join("s");
+    let o = rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", session.to_str().unwrap(), "--duration", "2"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = session::Table::read_chunks(&session::stream_dir(&session, "ati")).unwrap();
+    assert!((t.height() as f64 / 2.0 - 1000.0).abs() < 100.0, "{} rows in 2 s", t.height());
+    let seq = t.f64("rdt_sequence").unwrap();
+    assert!(seq.windows(2).all(|w| w[1] == w[0] + 1.0), "no loss on loopback");
+    // Tared when recording started: the wrench reads zero.
+    assert!(t.f64("fz_n").unwrap().iter().all(|v| v.abs() < 1e-6), "tared");
+    let d = device(&session, "ati");
+    assert_eq!((d.settings.get("counts_per_n"), d.settings.get("counts_per_nm")), (Some(&1e6), Some(&1e6)));
+    assert!(d.settings.contains_key("tare_sent_at_s"), "{d:?}");
+    let _ = emu.kill();
+    let _ = emu.wait();
+
+    let silent = free_port();
+    std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{silent}\"\ncounts_per_force = 1e6\ncounts_per_torque = 1e6\n")).unwrap();
+    let o = rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", dir.path().join("s2").to_str().unwrap(), "--duration", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("netft 'ati'") && err.contains("no RDT record"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -86,3 +86,52 @@ fn ft300python_reads_frames_from_the_emulator() {
         assert!(f[0].abs() <= 0.5 + 0.01 && f[1].abs() <= 0.3 + 0.01 && (f[2] - 2.0).abs() <= 1.0 + 0.01, "{f:?}");
     }
 }
+
+/// NetFT (PyPI), a Python RDT client, asks `rodlab emulate netft` for single
+/// measurements (command 2, one sample each) on UDP 49152 as it would ask a
+/// Net F/T box: the counts it gets are the emulator's wrench times its
+/// calibration, within one count.
+#[test]
+fn netft_reads_counts_from_the_emulator() {
+    let python = root().join(".venv/bin/python");
+    let available = python.is_file() && Command::new(&python).args(["-c", "import NetFT"]).status().is_ok_and(|s| s.success());
+    if !available {
+        eprintln!("\n*** SKIPPED NetFT interop test: {} cannot import NetFT (run scripts/setup.sh; it needs PyPI) ***\n", python.display());
+        return;
+    }
+    let host = "127.0.0.63";
+    let wrench = [1.5, -2.0, 3.25, 0.1, -0.2, 0.05];
+    let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
+        .args([
+            "emulate",
+            "netft",
+            "--bind",
+            &format!("{host}:49152"),
+            "--wrench",
+            "1.5,-2,3.25,0.1,-0.2,0.05",
+            "--counts-per-force",
+            "1000000",
+            "--counts-per-torque",
+            "2000000",
+            "--duration",
+            "30",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(emu.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("Net F/T emulator"), "{line}");
+    let out = Command::new(&python).arg(root().join("tests/python/netft_read.py")).args([host, "20"]).output().unwrap();
+    let _ = emu.kill();
+    let _ = emu.wait();
+    assert!(out.status.success(), "NetFT failed (status {:?}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let readings = v["readings"].as_array().unwrap();
+    assert_eq!(readings.len(), 20);
+    let expected: Vec<f64> = wrench.iter().enumerate().map(|(k, w)| w * if k < 3 { 1e6 } else { 2e6 }).collect();
+    for r in readings {
+        let counts: Vec<f64> = r.as_array().unwrap().iter().map(|c| c.as_f64().unwrap()).collect();
+        assert!(counts.iter().zip(&expected).all(|(c, e)| (c - e).abs() <= 1.0), "{counts:?} vs {expected:?}");
+    }
+}

@@ -145,6 +145,31 @@ pub enum EmulateCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
+    /// An ATI Net F/T: RDT records over UDP (start, stop, bias, sample counts) and its calibration (READCALINFO) over TCP on the port below.
+    #[command(
+        after_help = "Examples:\n  rodlab emulate netft --bind 127.0.0.1:49152 --wrench 0,0,-4.9,0,0.1,0\n  rodlab emulate netft --bind 127.0.0.1:49152 --quirk lose=0.01,reorder=0.01,duplicate=0.01,status-error-at=5000\n\nA rig reads it with [[netft]] address = \"127.0.0.1:49152\" (the calibration from TCP 49151)."
+    )]
+    Netft {
+        /// UDP address of the RDT server; the calibration's TCP port is the one below.
+        #[arg(long, default_value = "127.0.0.1:49152")]
+        bind: String,
+        #[arg(long, default_value_t = 1000.0)]
+        rate_hz: f64,
+        /// The wrench it reads: FX,FY,FZ,MX,MY,MZ [N, N m].
+        #[arg(long, default_value = "0,0,0,0,0,0", allow_hyphen_values = true)]
+        wrench: Numbers,
+        /// Counts per newton (its calibration, read with READCALINFO).
+        #[arg(long, default_value_t = 1_000_000)]
+        counts_per_force: u32,
+        /// Counts per newton metre.
+        #[arg(long, default_value_t = 1_000_000)]
+        counts_per_torque: u32,
+        /// Faults: lose=P, reorder=P, duplicate=P (fractions of the records), status-error-at=N (an error bit from record N on).
+        #[arg(long, default_value = "")]
+        quirk: lab::emulate::NetFtQuirks,
+        #[arg(long)]
+        duration: Option<f64>,
+    },
     /// An ASCII line sensor: `seq,t_us,force_mn` lines (scale t by 1e-6 and force by 1e-3 in the rig).
     #[command(
         name = "ascii-sensor",
@@ -192,6 +217,22 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             wait_for_stop(&stop_on_ctrl_c(), duration, || false);
             emu.stop();
             say(&format!("sent {} data packages, left out {}", emu.sent.load(Ordering::Relaxed), emu.lost.load(Ordering::Relaxed)));
+            Ok(())
+        }
+        EmulateCommand::Netft { bind, rate_hz, wrench, counts_per_force, counts_per_torque, quirk, duration } => {
+            let spec = lab::emulate::NetFtEmulatorSpec {
+                bind,
+                rate_hz,
+                wrench: wrench.exactly::<6>("wrench", "FX,FY,FZ,MX,MY,MZ")?,
+                counts_per_force,
+                counts_per_torque,
+                quirks: quirk,
+            };
+            let mut emu = spec.start()?;
+            say(&format!("Net F/T emulator: RDT on udp {}, calibration on tcp port {}, {rate_hz} Hz", emu.addr, emu.addr.port() - 1));
+            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
+            emu.stop();
+            say(&format!("sent {} records, left out {}", emu.sent.load(Ordering::Relaxed), emu.lost.load(Ordering::Relaxed)));
             Ok(())
         }
         EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed, streaming_at_start } => {

@@ -4,6 +4,7 @@
 //! this module reads what they play (CSV tables) and checks the settings.
 
 use crate::error::{positive, Context, Error, Result};
+pub use record::netft::NetFtQuirks;
 pub use record::rtde::{Controller, Quirks};
 use record::rtde::{Emulator, EmulatorConfig};
 use record::serial::{self, Port};
@@ -183,4 +184,37 @@ impl AsciiEmulator {
 /// Opens a serial device for an emulator (one end of a `socat` pair).
 pub fn open_port(path: &Path, baud: u32) -> Result<Port> {
     Ok(serial::open(&path.to_string_lossy(), baud)?)
+}
+
+/// An ATI Net F/T to emulate: RDT on UDP at `bind` (49152 on a real box),
+/// its calibration on TCP at the port below.
+#[derive(Clone, Debug)]
+pub struct NetFtEmulatorSpec {
+    pub bind: String,
+    pub rate_hz: f64,
+    /// The wrench it reads \[N, N m\].
+    pub wrench: [f64; 6],
+    pub counts_per_force: u32,
+    pub counts_per_torque: u32,
+    pub quirks: NetFtQuirks,
+}
+
+impl NetFtEmulatorSpec {
+    pub fn start(&self) -> Result<record::netft::NetFtEmulator> {
+        check_rate(self.rate_hz, 10_000.0)?;
+        if self.counts_per_force == 0 || self.counts_per_torque == 0 {
+            return Err(Error::input("--counts-per-force, --counts-per-torque: must be positive"));
+        }
+        if !self.wrench.iter().all(|v| v.is_finite()) {
+            return Err(Error::input("--wrench: expected six finite numbers"));
+        }
+        let cfg = record::netft::NetFtEmulatorConfig {
+            counts_per_force: self.counts_per_force,
+            counts_per_torque: self.counts_per_torque,
+            quirks: self.quirks,
+            ..record::netft::NetFtEmulatorConfig::constant(self.rate_hz, self.wrench)
+        };
+        record::netft::NetFtEmulator::spawn(&self.bind, cfg)
+            .map_err(|e| Error::input(format!("--bind {}: {e} (the calibration listens on the port below it)", self.bind)))
+    }
 }

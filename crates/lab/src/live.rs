@@ -259,6 +259,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
         }],
         ft300s: vec![],
         ascii_sensors: vec![],
+        netfts: vec![],
         cameras: vec![CameraDevice {
             file: Some(video.display().to_string()),
             file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S),

@@ -97,6 +97,11 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         warnings.extend(w);
         cameras.push((cfg, capture, reported));
     }
+    let mut netfts = vec![];
+    for cfg in record::rig::netft_configs(rig) {
+        let cal = record::netft::probe(&cfg).map_err(|e| Error::input(format!("{rig_name}: netft '{}': {e}", cfg.name)))?;
+        netfts.push((cfg, cal));
+    }
     let mut serial_ports = vec![];
     for (cfg, sensor) in record::rig::serial_sensors(rig) {
         let port = serial::open(&cfg.port, cfg.baud).map_err(|e| Error::input(format!("{rig_name}: sensor '{}': {e}", cfg.name)))?;
@@ -133,6 +138,12 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         statuses.push((cfg.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
         threads.push(std::thread::spawn(move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(Error::from)));
+    }
+    for (cfg, cal) in netfts {
+        let status = Arc::new(Status::default());
+        statuses.push((cfg.name.clone(), status.clone()));
+        let (s, dir) = (stop.clone(), out.to_path_buf());
+        threads.push(std::thread::spawn(move || record::netft::record(&cfg, cal, &dir, clock, s, status).map_err(Error::from)));
     }
     for (cfg, sensor, port) in serial_ports {
         let status = Arc::new(Status::default());

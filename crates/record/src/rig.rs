@@ -46,3 +46,17 @@ pub fn serial_sensors(rig: &Rig) -> Vec<(SerialConfig, Box<dyn SerialSensor>)> {
     }
     v
 }
+
+/// The Net F/T sensors of the rig.
+pub fn netft_configs(rig: &Rig) -> Vec<crate::netft::NetFtConfig> {
+    rig.netfts
+        .iter()
+        .map(|n| crate::netft::NetFtConfig {
+            name: n.name.clone(),
+            address: n.address.clone(),
+            calibration_port: n.calibration_port,
+            calibration: n.counts_per_force.zip(n.counts_per_torque),
+            tare: n.tare,
+        })
+        .collect()
+}

@@ -26,6 +26,39 @@ pub struct Rig {
     pub ascii_sensors: Vec<AsciiDevice>,
     #[serde(default, rename = "camera", skip_serializing_if = "Vec::is_empty")]
     pub cameras: Vec<CameraDevice>,
+    #[serde(default, rename = "netft", skip_serializing_if = "Vec::is_empty")]
+    pub netfts: Vec<NetFtDevice>,
+}
+
+/// An ATI Net F/T (or Axia, Schunk FTN-AXIA) streaming RDT over UDP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetFtDevice {
+    #[serde(default = "default_netft_name")]
+    pub name: String,
+    /// host:port of its RDT server (UDP, port 49152).
+    pub address: String,
+    /// Its calibration's TCP port (READCALINFO).
+    #[serde(default = "default_netft_calibration_port")]
+    pub calibration_port: u16,
+    /// Counts per newton and per newton metre; both or neither (read from
+    /// the sensor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_per_force: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_per_torque: Option<f64>,
+    /// Zero the sensor (RDT bias command) when recording starts; the
+    /// session records when.
+    #[serde(default)]
+    pub tare: bool,
+}
+
+fn default_netft_name() -> String {
+    "netft".into()
+}
+
+fn default_netft_calibration_port() -> u16 {
+    49151
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -309,6 +342,17 @@ impl Rig {
                 }
             }
         }
+        for (i, n) in self.netfts.iter().enumerate() {
+            if n.address.is_empty() {
+                return Err(err(format!("netft[{i}].address: empty (host:49152)")));
+            }
+            match (n.counts_per_force, n.counts_per_torque) {
+                (None, None) => {}
+                (Some(f), Some(t)) if f.is_finite() && f > 0.0 && t.is_finite() && t > 0.0 => {}
+                (Some(_), Some(_)) => return Err(err(format!("netft[{i}].counts_per_force, counts_per_torque: must be positive"))),
+                _ => return Err(err(format!("netft[{i}].counts_per_force, counts_per_torque: give both, or neither (read from the sensor)"))),
+            }
+        }
         let names = self.device_names();
         for (j, n) in names.iter().enumerate() {
             if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || names[..j].contains(n) {
@@ -316,7 +360,7 @@ impl Rig {
             }
         }
         if names.is_empty() {
-            return Err(err("no devices ([[robot]], [[ft300]], [[ascii]], [[camera]])".into()));
+            return Err(err("no devices ([[robot]], [[ft300]], [[ascii]], [[camera]], [[netft]])".into()));
         }
         Ok(())
     }
@@ -327,6 +371,7 @@ impl Rig {
         names.extend(self.ft300s.iter().map(|r| r.name.as_str()));
         names.extend(self.ascii_sensors.iter().map(|r| r.name.as_str()));
         names.extend(self.cameras.iter().map(|r| r.name.as_str()));
+        names.extend(self.netfts.iter().map(|r| r.name.as_str()));
         names
     }
 }
@@ -359,6 +404,14 @@ mod tests {
                     ..CameraDevice::default()
                 },
             ],
+            netfts: vec![NetFtDevice {
+                name: "ati".into(),
+                address: "192.168.1.1:49152".into(),
+                calibration_port: 49151,
+                counts_per_force: Some(1e6),
+                counts_per_torque: Some(1e6),
+                tare: true,
+            }],
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rig.toml");
@@ -380,6 +433,8 @@ mod tests {
             ("[[ft300]]\nport = \"a\"\nbogus = 1\n", "unknown field"),
             ("[[ft300]]\nport = \"a\"\nbaud = 0\n", "ft300[0].baud: must be a serial rate"),
             ("[[ft300]]\nport = \"a\"\n[[ascii]]\nport = \"/dev/x\"\ncolumns = [\"a\"]\nbaud = 0\n", "ascii[0].baud"),
+            ("[[netft]]\naddress = \"x:49152\"\ncounts_per_force = 1e6\n", "netft[0].counts_per_force, counts_per_torque: give both"),
+            ("[[netft]]\naddress = \"x:49152\"\ncounts_per_force = 0\ncounts_per_torque = 1e6\n", "must be positive"),
         ] {
             std::fs::write(&path, text).unwrap();
             let e = Rig::from_file(&path).unwrap_err().to_string();
