@@ -635,6 +635,9 @@ pub struct SynthSessionArgs {
     /// Record through the lab's path in real time instead of writing the streams: the RTDE and FT 300 emulators play the experiment, a camera plays a video rendered from the simulated markers, the recorder records them and the tracker tracks the video (takes the experiment's duration plus a few seconds).
     #[arg(long)]
     pub live: bool,
+    /// With --live: the flange sensor is an ATI Net F/T (RDT over UDP at 1 kHz, stream `netft`; its loads file says `[flange_sensor] stream = "netft"`) instead of the FT 300.
+    #[arg(long, requires = "live")]
+    pub netft: bool,
     /// Frame rate of the rendered camera (--live) [frames/s].
     #[arg(long, default_value_t = 30.0)]
     pub camera_fps: f64,
@@ -666,6 +669,7 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         robot_hz: a.robot_hz,
         sensor_hz: a.sensor_hz,
         flange_sensor: !a.no_flange_sensor,
+        netft: a.netft,
         force_noise_n: a.force_noise_n,
         moment_noise_nm: a.moment_noise_nm,
         load_cell_noise_n: a.load_cell_noise_n,

@@ -17,7 +17,7 @@ use crate::simulate::at_records;
 use crate::synth::{load_cell_rows, simulate_truth, truth_file, write_truth, Noise, SynthRequest, Synthesised};
 use lie::{Pose, Vec3};
 use record::serial::PtyPair;
-use session::rig::{AsciiDevice, CameraDevice, Ft300Device, RobotDevice, SessionInfo};
+use session::rig::{AsciiDevice, CameraDevice, Ft300Device, NetFtDevice, RobotDevice, SessionInfo};
 use session::{Rig, RigFrames};
 use sim::StepRecord;
 use std::path::Path;
@@ -184,6 +184,7 @@ struct Devices {
     threads: Vec<std::thread::JoinHandle<Result<u64>>>,
     _robot: record::rtde::Emulator,
     _lines: Vec<PtyPair>,
+    _netft: Option<record::netft::NetFtEmulator>,
 }
 
 impl Drop for Devices {
@@ -200,6 +201,40 @@ pub struct Live {
     pub made: Synthesised,
     pub recording: crate::record::Recording,
     pub tracked: crate::track::Tracked,
+}
+
+/// Net F/T records per second in the virtual lab (a Net F/T's usual RDT rate).
+const NETFT_HZ: f64 = 1000.0;
+
+/// A Net F/T emulator playing the simulated flange wrench from
+/// `start_unix_s` on, with the request's bias and noise.
+fn netft_emulator(req: &SynthRequest, wrench: Vec<(f64, [f64; 6])>, start_unix_s: f64) -> Result<record::netft::NetFtEmulator> {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+    let table = record::serial_emulators::WrenchTable::new(wrench).map_err(|e| Error::input(format!("the simulated wrench: {e}")))?;
+    let (bias, noise) = (req.ft_bias, [req.force_noise_n, req.moment_noise_nm]);
+    let rng = std::sync::Mutex::new(rand::rngs::StdRng::seed_from_u64(req.seed ^ 0x6e65_7466));
+    // The emulator's clock starts when it is spawned; the table's t = 0 is `start_unix_s`.
+    let offset_s = start_unix_s - unix_now_s();
+    let signal = move |t: f64| -> [f64; 6] {
+        let w = table.at(t - offset_s);
+        let mut rng = rng.lock().expect("the noise is not poisoned");
+        std::array::from_fn(|k| {
+            let value = if k < 3 { w.force_n[k] } else { w.moment_nm[k - 3] };
+            let sd = noise[k / 3];
+            value + bias[k] + if sd > 0.0 { Normal::new(0.0, sd).expect("a valid sd").sample(&mut *rng) } else { 0.0 }
+        })
+    };
+    let cfg = record::netft::NetFtEmulatorConfig { wrench: Arc::new(signal), ..record::netft::NetFtEmulatorConfig::constant(NETFT_HZ, [0.0; 6]) };
+    // The calibration port is the one below the RDT port: try free pairs.
+    let mut last = None;
+    for _ in 0..20 {
+        match record::netft::NetFtEmulator::spawn("127.0.0.1:0", cfg.clone()) {
+            Ok(e) => return Ok(e),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Error::io(format!("no free loopback port pair for the Net F/T emulator: {}", last.map(|e| e.to_string()).unwrap_or_default())))
 }
 
 /// Records the session of `req` live: simulates the truth, renders the
@@ -247,7 +282,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let stop = Arc::new(AtomicBool::new(false));
     let robot =
         RobotEmulator { trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }.start()?;
-    let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![] };
+    let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![], _netft: None };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
         frames,
@@ -266,7 +301,18 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             ..CameraDevice::default()
         }],
     };
-    if req.flange_sensor {
+    if req.flange_sensor && req.netft {
+        let emu = netft_emulator(req, wrench.clone(), start_unix_s)?;
+        rig.netfts.push(NetFtDevice {
+            name: "netft".into(),
+            address: emu.addr.to_string(),
+            calibration_port: emu.addr.port() - 1,
+            counts_per_force: None,
+            counts_per_torque: None,
+            tare: false,
+        });
+        devices._netft = Some(emu);
+    } else if req.flange_sensor {
         let mut line = PtyPair::new()?;
         let port = line.device.take().expect("a new pair has its device side");
         let ft = Ft300Emulator {

@@ -55,6 +55,9 @@ pub struct SynthRequest {
     /// Force sensor and load cell rate \[Hz\].
     pub sensor_hz: f64,
     pub flange_sensor: bool,
+    /// Live only: the flange sensor is an ATI Net F/T (RDT over UDP at
+    /// 1 kHz, stream `netft`) instead of the FT 300.
+    pub netft: bool,
     /// Force sensor noise per force \[N\] and moment \[N m\] component.
     pub force_noise_n: f64,
     pub moment_noise_nm: f64,
@@ -88,6 +91,7 @@ impl SynthRequest {
             robot_hz: 125.0,
             sensor_hz: 100.0,
             flange_sensor: true,
+            netft: false,
             force_noise_n: 0.1,
             moment_noise_nm: 0.005,
             load_cell_noise_n: 0.005,
