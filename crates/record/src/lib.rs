@@ -1,7 +1,8 @@
 //! `record`: the first stage of record -> track -> observe -> identify ->
 //! simulate -> report. Device protocols (UR RTDE over TCP, Robotiq FT 300
-//! and ASCII line sensors over serial ports, cameras through OpenCV), emulators that speak the same
-//! bytes, and the recorder that writes every sample into a session.
+//! and ASCII line sensors over serial ports, ATI Net F/T over UDP, cameras
+//! through OpenCV), emulators that speak the same bytes, and the recorder
+//! that writes every sample into a session.
 
 pub mod ascii;
 pub mod camera;
