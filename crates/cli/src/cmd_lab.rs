@@ -210,7 +210,7 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
     match cmd {
         EmulateCommand::Robot { bind, controller, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
             let trajectory = trajectory.as_deref().map(lab::tables::read_trajectory).transpose()?;
-            let emulator = RobotEmulator { bind, controller, amplitude_m, quirks: quirk, trajectory, start_at_unix_s };
+            let emulator = RobotEmulator { bind, controller, amplitude_m, quirks: quirk, trajectory, start_at_unix_s, wrench_base: None };
             let mut emu = emulator.start()?;
             let version = controller.version().map(|v| v.to_string()).join(".");
             say(&format!("RTDE emulator listening on {} (URControl {version}, {} Hz)", emu.addr, controller.rate_hz()));
@@ -638,6 +638,9 @@ pub struct SynthSessionArgs {
     /// With --live: the flange sensor is an ATI Net F/T (RDT over UDP at 1 kHz, stream `netft`; its loads file says `[flange_sensor] stream = "netft"`) instead of the FT 300.
     #[arg(long, requires = "live")]
     pub netft: bool,
+    /// With --live: the flange wrench comes from the robot's controller (`actual_TCP_force` on the RTDE stream, robot base frame; its loads file says `[flange_sensor] stream = "robot"`, `columns = ["actual_TCP_force_0", ...]`, `frame = "robot_base"`).
+    #[arg(long, requires = "live", conflicts_with = "netft")]
+    pub wrench_from_robot: bool,
     /// Frame rate of the rendered camera (--live) [frames/s].
     #[arg(long, default_value_t = 30.0)]
     pub camera_fps: f64,
@@ -670,6 +673,7 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         sensor_hz: a.sensor_hz,
         flange_sensor: !a.no_flange_sensor,
         netft: a.netft,
+        wrench_from_robot: a.wrench_from_robot,
         force_noise_n: a.force_noise_n,
         moment_noise_nm: a.moment_noise_nm,
         load_cell_noise_n: a.load_cell_noise_n,

@@ -113,6 +113,22 @@ pub struct FlangeSensor {
     /// Use the wrench as residuals of the fit (false: recorded, not fitted).
     #[serde(default = "yes")]
     pub fit: bool,
+    /// The frame the six columns are expressed in: `"sensor"` (the default:
+    /// a sensor's own axes, placed by `mount`) or `"robot_base"` (a wrench
+    /// the robot's controller reports in its base frame, as UR's
+    /// `actual_TCP_force`; rotated into the sensor frame sample by sample
+    /// with the flange's pose).
+    #[serde(default)]
+    pub frame: WrenchFrame,
+}
+
+/// Axes of a flange wrench stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WrenchFrame {
+    #[default]
+    Sensor,
+    RobotBase,
 }
 
 /// `bias = "fit" | "none" | [six values]` of a flange sensor.
@@ -659,6 +675,7 @@ mod tests {
                 bias_moment_nm: [0.0; 3],
                 bias: None,
                 tare_window_s: None,
+                frame: WrenchFrame::Sensor,
                 sigma_floor_force_n: 1e-6,
                 sigma_floor_moment_nm: 1e-6,
                 fit: true,

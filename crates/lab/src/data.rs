@@ -93,10 +93,13 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
         // Sorted by time (chunks are in order; a restart may repeat times).
         let mut order: Vec<usize> = (0..th.len()).collect();
         order.sort_by_key(|&i| th[i]);
-        let stream = Stream {
+        let mut stream = Stream {
             t_s: order.iter().map(|&i| th[i] as f64 * 1e-9).collect(),
             columns: columns.into_iter().map(|(k, v)| (k, order.iter().map(|&i| v[i]).collect())).collect(),
         };
+        if let Some(w) = requests.iter().filter(|r| r.stream == req.stream).find_map(|r| r.robot_base_wrench.as_ref()) {
+            into_sensor_frame(&mut stream, w, &flange, &world_from_robot);
+        }
         streams.insert(req.stream.clone(), stream);
     }
     Ok(SessionData {
@@ -106,4 +109,28 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
         streams,
         gravity_m_s2: frames_w.gravity(),
     })
+}
+
+/// Rotates a wrench the robot reports in its base frame into the sensor
+/// frame, at each sample with the flange pose nearest in time (the robot's
+/// own stream: the same sample).
+fn into_sensor_frame(stream: &mut Stream, w: &crate::loads::RobotBaseWrench, flange_world: &[(f64, Pose)], world_from_robot: &Pose) {
+    let times: Vec<f64> = flange_world.iter().map(|f| f.0).collect();
+    let robot_from_world = world_from_robot.inverse();
+    let cols: Vec<Vec<f64>> = w.columns.iter().map(|c| stream.columns[c].clone()).collect();
+    let mut out: Vec<Vec<f64>> = vec![Vec::with_capacity(stream.t_s.len()); 6];
+    for (i, t) in stream.t_s.iter().enumerate() {
+        let k = times.partition_point(|x| x < t).min(times.len() - 1);
+        let k = if k > 0 && (times[k - 1] - t).abs() < (times[k] - t).abs() { k - 1 } else { k };
+        let robot_sensor = robot_from_world.compose(&flange_world[k].1).compose(&w.sensor_in_flange);
+        let to_sensor = robot_sensor.rot.transpose();
+        let f = to_sensor * Vec3::new(cols[0][i], cols[1][i], cols[2][i]);
+        let m = to_sensor * Vec3::new(cols[3][i], cols[4][i], cols[5][i]);
+        for (j, v) in f.iter().chain(m.iter()).enumerate() {
+            out[j].push(*v);
+        }
+    }
+    for (c, v) in w.columns.iter().zip(out) {
+        stream.columns.insert(c.clone(), v);
+    }
 }

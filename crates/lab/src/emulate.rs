@@ -51,6 +51,8 @@ pub struct RobotEmulator {
     pub trajectory: Option<Vec<(f64, [f64; 6])>>,
     /// Wall-clock time \[s since 1970\] at which the trajectory's t = 0 plays.
     pub start_at_unix_s: Option<f64>,
+    /// What `actual_TCP_force` / `ft_raw_wrench` report (base frame, trajectory time).
+    pub wrench_base: Option<record::rtde::WrenchSignal>,
 }
 
 impl RobotEmulator {
@@ -62,6 +64,7 @@ impl RobotEmulator {
             quirks: Quirks::default(),
             trajectory: None,
             start_at_unix_s: None,
+            wrench_base: None,
         }
     }
 
@@ -81,6 +84,7 @@ impl RobotEmulator {
             quirks: self.quirks,
             trajectory,
             trajectory_delay_s,
+            wrench_base: self.wrench_base.clone(),
             ..EmulatorConfig::default()
         };
         Emulator::spawn(&self.bind, cfg).map_err(|e| Error::input(format!("--bind {}: {e}", self.bind)))

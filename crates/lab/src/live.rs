@@ -203,6 +203,32 @@ pub struct Live {
     pub tracked: crate::track::Tracked,
 }
 
+/// What the controller reports as `actual_TCP_force`: the simulated flange
+/// wrench (flange frame) with the request's bias and noise, turned into
+/// the robot's base frame by the flange's orientation at that time.
+fn robot_wrench(req: &SynthRequest, wrench: &[(f64, [f64; 6])], waypoints: &[(f64, [f64; 6])]) -> Result<record::rtde::WrenchSignal> {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+    let table = record::serial_emulators::WrenchTable::new(wrench.to_vec()).map_err(|e| Error::input(format!("the simulated wrench: {e}")))?;
+    let flange = lie::trajectory::PoseTrajectory::from_ur(waypoints.to_vec()).map_err(|e| Error::input(format!("the simulated trajectory: {e}")))?;
+    let (bias, noise) = (req.ft_bias, [req.force_noise_n, req.moment_noise_nm]);
+    let rng = std::sync::Mutex::new(rand::rngs::StdRng::seed_from_u64(req.seed ^ 0x7263_6670));
+    let (first, last) = flange.span_s();
+    Ok(record::rtde::WrenchSignal(Arc::new(move |t: f64| -> [f64; 6] {
+        let w = table.at(t);
+        let mut rng = rng.lock().expect("the noise is not poisoned");
+        let sensor: [f64; 6] = std::array::from_fn(|k| {
+            let value = if k < 3 { w.force_n[k] } else { w.moment_nm[k - 3] };
+            let sd = noise[k / 3];
+            value + bias[k] + if sd > 0.0 { Normal::new(0.0, sd).expect("a valid sd").sample(&mut *rng) } else { 0.0 }
+        });
+        let rot = flange.at(t.clamp(first, last)).expect("clamped into the span").rot;
+        let f = rot * lie::Vec3::new(sensor[0], sensor[1], sensor[2]);
+        let m = rot * lie::Vec3::new(sensor[3], sensor[4], sensor[5]);
+        [f.x, f.y, f.z, m.x, m.y, m.z]
+    })))
+}
+
 /// Net F/T records per second in the virtual lab (a Net F/T's usual RDT rate).
 const NETFT_HZ: f64 = 1000.0;
 
@@ -280,8 +306,10 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     let t = Instant::now();
     let start_unix_s = unix_now_s() + START_MARGIN_S;
     let stop = Arc::new(AtomicBool::new(false));
+    let wrench_base = if req.flange_sensor && req.wrench_from_robot { Some(robot_wrench(req, &wrench, &truth.waypoints)?) } else { None };
     let robot =
-        RobotEmulator { trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }.start()?;
+        RobotEmulator { trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), wrench_base, ..RobotEmulator::new("127.0.0.1:0") }
+            .start()?;
     let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![], _netft: None };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
@@ -290,7 +318,11 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             name: "robot".into(),
             address: devices._robot.addr.to_string(),
             frequency_hz: Some(req.robot_hz),
-            variables: ["actual_TCP_pose", "actual_TCP_speed", "actual_q"].map(String::from).to_vec(),
+            variables: if req.flange_sensor && req.wrench_from_robot {
+                ["actual_TCP_pose", "actual_TCP_speed", "actual_q", "actual_TCP_force"].map(String::from).to_vec()
+            } else {
+                ["actual_TCP_pose", "actual_TCP_speed", "actual_q"].map(String::from).to_vec()
+            },
         }],
         ft300s: vec![],
         ascii_sensors: vec![],
@@ -301,7 +333,9 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             ..CameraDevice::default()
         }],
     };
-    if req.flange_sensor && req.netft {
+    if req.flange_sensor && req.wrench_from_robot {
+        // The controller reports it: no sensor of its own.
+    } else if req.flange_sensor && req.netft {
         let emu = netft_emulator(req, wrench.clone(), start_unix_s)?;
         rig.netfts.push(NetFtDevice {
             name: "netft".into(),

@@ -21,6 +21,27 @@ pub struct StreamRequest {
     pub stream: String,
     pub columns: Vec<String>,
     pub asked_by: String,
+    /// Six of `columns` are a wrench in the robot's base frame, to be
+    /// rotated into the sensor frame (`sensor_in_flange`) at each sample.
+    pub robot_base_wrench: Option<RobotBaseWrench>,
+}
+
+/// A flange wrench recorded in the robot's base frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RobotBaseWrench {
+    pub columns: [String; 6],
+    pub sensor_in_flange: lie::Pose,
+}
+
+/// What reading the flange sensor `fs` asks of its stream.
+pub fn flange_sensor_request(fs: &FlangeSensor, asked_by: String) -> StreamRequest {
+    StreamRequest {
+        stream: fs.stream.clone(),
+        columns: fs.columns.to_vec(),
+        asked_by,
+        robot_base_wrench: (fs.frame == identify::sessions::WrenchFrame::RobotBase)
+            .then(|| RobotBaseWrench { columns: fs.columns.clone(), sensor_in_flange: fs.mount.pose() }),
+    }
 }
 
 impl Loads {
@@ -55,7 +76,18 @@ impl Loads {
         for (field, stream, column) in self.file.channels() {
             match out.iter_mut().find(|r| r.stream == stream) {
                 Some(r) => r.columns.push(column.to_string()),
-                None => out.push(StreamRequest { stream: stream.into(), columns: vec![column.into()], asked_by: format!("{}: {field}", self.name()) }),
+                None => out.push(StreamRequest {
+                    stream: stream.into(),
+                    columns: vec![column.into()],
+                    asked_by: format!("{}: {field}", self.name()),
+                    robot_base_wrench: None,
+                }),
+            }
+        }
+        if let Some(fs) = &self.file.flange_sensor {
+            let wanted = flange_sensor_request(fs, String::new());
+            if let Some(r) = out.iter_mut().find(|r| r.stream == fs.stream) {
+                r.robot_base_wrench = wanted.robot_base_wrench;
             }
         }
         out

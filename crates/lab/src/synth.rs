@@ -58,6 +58,10 @@ pub struct SynthRequest {
     /// Live only: the flange sensor is an ATI Net F/T (RDT over UDP at
     /// 1 kHz, stream `netft`) instead of the FT 300.
     pub netft: bool,
+    /// Live only: the flange wrench comes from the robot's controller
+    /// (`actual_TCP_force` on the RTDE stream, robot base frame) instead
+    /// of a sensor of its own.
+    pub wrench_from_robot: bool,
     /// Force sensor noise per force \[N\] and moment \[N m\] component.
     pub force_noise_n: f64,
     pub moment_noise_nm: f64,
@@ -92,6 +96,7 @@ impl SynthRequest {
             sensor_hz: 100.0,
             flange_sensor: true,
             netft: false,
+            wrench_from_robot: false,
             force_noise_n: 0.1,
             moment_noise_nm: 0.005,
             load_cell_noise_n: 0.005,

@@ -266,10 +266,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let sensor = req.loads.flange_sensor_for(dir);
     let requests: Vec<StreamRequest> = sensor
         .iter()
-        .map(|(s, _)| StreamRequest {
-            stream: s.stream.clone(),
-            columns: s.columns.to_vec(),
-            asked_by: req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
+        .map(|(s, _)| {
+            crate::loads::flange_sensor_request(s, req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())))
         })
         .collect();
     let s = data::load(dir, rod.markers.len(), &requests)?;

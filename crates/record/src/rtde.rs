@@ -593,6 +593,16 @@ impl std::str::FromStr for Quirks {
     }
 }
 
+/// A wrench over controller time \[N, N m\] (force then moment).
+#[derive(Clone)]
+pub struct WrenchSignal(pub Arc<dyn Fn(f64) -> [f64; 6] + Send + Sync>);
+
+impl std::fmt::Debug for WrenchSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WrenchSignal")
+    }
+}
+
 /// Emulator settings.
 #[derive(Clone, Debug)]
 pub struct EmulatorConfig {
@@ -612,11 +622,23 @@ pub struct EmulatorConfig {
     /// at its first pose before): lets several emulators play one
     /// experiment from one wall-clock instant.
     pub trajectory_delay_s: f64,
+    /// What `actual_TCP_force` and `ft_raw_wrench` report, in the robot's
+    /// base frame, on the trajectory's time (a wrist sensor read through
+    /// the controller).
+    pub wrench_base: Option<WrenchSignal>,
 }
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        Self { controller: Controller::ESeries, quirks: Quirks::default(), amplitude_m: 0.02, period_s: 4.0, trajectory: None, trajectory_delay_s: 0.0 }
+        Self {
+            controller: Controller::ESeries,
+            quirks: Quirks::default(),
+            amplitude_m: 0.02,
+            period_s: 4.0,
+            trajectory: None,
+            trajectory_delay_s: 0.0,
+            wrench_base: None,
+        }
     }
 }
 
@@ -637,6 +659,9 @@ fn emulated_values(name: &str, t: f64, k: u64, cfg: &EmulatorConfig) -> Vec<f64>
             "actual_TCP_speed" | "target_TCP_speed" => return traj.velocity(t - cfg.trajectory_delay_s, 0.5 / cfg.controller.rate_hz()).to_vec(),
             _ => {}
         }
+    }
+    if let (Some(w), "actual_TCP_force" | "ft_raw_wrench") = (&cfg.wrench_base, name) {
+        return (w.0)(t - cfg.trajectory_delay_s).to_vec();
     }
     match name {
         "timestamp" => vec![t],
