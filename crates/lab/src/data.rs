@@ -118,7 +118,7 @@ fn into_sensor_frame(stream: &mut Stream, w: &crate::loads::RobotBaseWrench, fla
     let times: Vec<f64> = flange_world.iter().map(|f| f.0).collect();
     let robot_from_world = world_from_robot.inverse();
     let cols: Vec<Vec<f64>> = w.columns.iter().map(|c| stream.columns[c].clone()).collect();
-    let mut out: Vec<Vec<f64>> = vec![Vec::with_capacity(stream.t_s.len()); 6];
+    let mut out: Vec<Vec<f64>> = (0..6).map(|_| Vec::with_capacity(stream.t_s.len())).collect();
     for (i, t) in stream.t_s.iter().enumerate() {
         let k = times.partition_point(|x| x < t).min(times.len() - 1);
         let k = if k > 0 && (times[k - 1] - t).abs() < (times[k] - t).abs() { k - 1 } else { k };
