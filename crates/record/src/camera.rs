@@ -337,7 +337,8 @@ pub fn record(
     let period_ms = 1e3 / fps;
     let mut outages = Outages::new(session, &cfg.name, Outages::silence_limit_s(fps), usize::MAX, status.clone())?;
     let (tx, rx) = sync_channel::<QueuedFrame>(QUEUE_FRAMES);
-    let file_rate = source.is_file().then_some(fps);
+    let is_file = source.is_file();
+    let file_rate = is_file.then_some(fps);
     let encoded = std::thread::scope(|scope| {
         let encoder = scope.spawn(|| encode(cfg, rx, session, file_rate, &status));
         let mut file_ended_ns: Option<i64> = None;
@@ -368,7 +369,11 @@ pub fn record(
                     };
                     last_frame = Instant::now();
                     reopen_delay = Duration::from_millis(50);
-                    match tx.try_send(QueuedFrame { t_ns: t, device_ms, frame: std::mem::take(&mut frame) }) {
+                    let queued = QueuedFrame { t_ns: t, device_ms, frame: std::mem::take(&mut frame) };
+                    // A file waits for the encoder (it is paced by us, and
+                    // every frame of it is wanted); a device does not.
+                    let sent = if is_file { tx.send(queued).map_err(|e| TrySendError::Disconnected(e.0)) } else { tx.try_send(queued) };
+                    match sent {
                         Ok(()) => {
                             outages.arrived(t, 1, continuity)?;
                             last_device_ms = Some(device_ms).filter(|d| d.is_finite());
