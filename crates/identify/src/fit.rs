@@ -111,9 +111,6 @@ pub struct Fit {
     pub equilibria: Vec<DVector<f64>>,
     /// Residual degrees of freedom (measurements minus parameters).
     pub dof: usize,
-    /// Chance that noise of the declared sigmas leaves residuals this
-    /// large (chi-square test of SSR on `dof`; NaN without dof).
-    pub chi_square_p: f64,
     /// RMS of the measurements' standard deviations \[m\]: with the
     /// residual scale, the noise of a new measurement.
     pub measurement_sigma_m: f64,
@@ -528,7 +525,6 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         starts: outcomes,
         equilibria: ev.q,
         dof,
-        chi_square_p: chi_square_upper_p(ssr, dof),
         measurement_sigma_m,
     })
 }

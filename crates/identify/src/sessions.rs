@@ -506,8 +506,16 @@ pub struct RodMarkers<'a> {
     pub mount: Pose,
 }
 
-/// The experiment of one hold, or why the hold cannot be used.
-pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &RodMarkers, loads: &LoadsFile) -> Result<Experiment, Unusable> {
+/// The experiment of one hold, or why the hold cannot be used;
+/// `sensor_bias` is what is taken off the flange sensor's readings.
+pub fn experiment_from_hold(
+    data: &SessionData,
+    hold: &Hold,
+    id: &str,
+    rod: &RodMarkers,
+    loads: &LoadsFile,
+    sensor_bias: [f64; 6],
+) -> Result<Experiment, Unusable> {
     let o = &loads.holds;
     let (a, b) = (hold.start_s, hold.end_s);
     let frames: Vec<&Vec<Option<Vec3>>> = data.markers.iter().filter(|f| f.0 >= a && f.0 <= b).map(|f| &f.1).collect();
@@ -564,12 +572,10 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
     e.base_pose = Some(base);
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
-        let stream = data.streams.get(&s.stream).ok_or_else(|| Unusable(format!("no stream '{}' (flange_sensor.stream)", s.stream)))?;
-        let bias = s.bias_in(stream)?;
         let mut wrench = Vec6::zeros();
         let mut sigma = Vec6::zeros();
         for (c, col) in s.columns.iter().enumerate() {
-            let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -bias[c] };
+            let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -sensor_bias[c] };
             let (m, sd, n) = mean_of(&ch, "flange_sensor")?;
             // Columns are force then moment; wrenches are [moment; force].
             let (row, floor) = if c < 3 { (3 + c, s.sigma_floor_force_n) } else { (c - 3, s.sigma_floor_moment_nm) };
@@ -583,8 +589,16 @@ pub fn experiment_from_hold(data: &SessionData, hold: &Hold, id: &str, rod: &Rod
 
 /// Finds a session's holds and makes an experiment of every usable one
 /// (ids `<session>/hold<k>`); returns the experiments and every hold with
-/// its status.
-pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &LoadsFile) -> (Vec<Experiment>, Vec<Hold>) {
+/// its status. A flange sensor's bias is found once for the session: a
+/// tare window that holds no tare fails the session, not its holds.
+pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &LoadsFile) -> Result<(Vec<Experiment>, Vec<Hold>), Unusable> {
+    let sensor_bias = match loads.flange_sensor.as_ref().filter(|s| s.fit) {
+        Some(s) => {
+            let stream = data.streams.get(&s.stream).ok_or_else(|| Unusable(format!("no stream '{}' (flange_sensor.stream)", s.stream)))?;
+            s.bias_in(stream)?
+        }
+        None => [0.0; 6],
+    };
     let mut holds = find_holds(data, &loads.holds);
     let mut experiments = vec![];
     for (k, h) in holds.iter_mut().enumerate() {
@@ -592,7 +606,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
             continue;
         }
         let id = format!("{}/hold{}", data.name, k + 1);
-        h.status = match experiment_from_hold(data, h, &id, rod, loads) {
+        h.status = match experiment_from_hold(data, h, &id, rod, loads, sensor_bias) {
             Ok(e) => {
                 experiments.push(e);
                 HoldStatus::Used(id)
@@ -600,7 +614,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
             Err(why) => HoldStatus::Rejected(why.0),
         };
     }
-    (experiments, holds)
+    Ok((experiments, holds))
 }
 
 #[cfg(test)]
@@ -683,7 +697,7 @@ mod tests {
             holds: HoldOptions { max_missing_fraction: 0.5, ..HoldOptions::default() },
             ..LoadsFile::default()
         };
-        let (exps, holds) = experiments_from_session(&data, &rod_markers, &loads);
+        let (exps, holds) = experiments_from_session(&data, &rod_markers, &loads).unwrap();
         assert_eq!(exps.len(), 1);
         assert_eq!(holds[0].status, HoldStatus::Used("s/hold1".into()));
         let e = &exps[0];
@@ -698,7 +712,7 @@ mod tests {
         assert!((w.wrench[3] - (0.005 - 1.0)).abs() < 1e-3 && (w.wrench[0] - 3.005).abs() < 1e-3, "{:?}", w.wrench);
         // A stricter missing-marker rule rejects the hold, naming the marker.
         let strict = LoadsFile { holds: HoldOptions { max_missing_fraction: 0.1, ..HoldOptions::default() }, ..loads };
-        let (exps, holds) = experiments_from_session(&data, &rod_markers, &strict);
+        let (exps, holds) = experiments_from_session(&data, &rod_markers, &strict).unwrap();
         assert!(exps.is_empty());
         assert!(matches!(&holds[0].status, HoldStatus::Rejected(w) if w.contains("marker 1")), "{:?}", holds[0]);
     }

@@ -147,8 +147,7 @@ struct FromSessions {
 
 /// The streams of `dir` no part of the identification reads (the robot,
 /// the cameras' frame tables and what the loads ask for are read).
-fn ignored_streams(dir: &SessionDir, loads: &Loads) -> Vec<String> {
-    let requests = loads.requests();
+fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -> Vec<String> {
     dir.stream_names()
         .into_iter()
         .filter(|name| name != "robot" && !requests.iter().any(|r| &r.stream == name))
@@ -188,14 +187,8 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             Some(_) => {}
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
-        ignored.extend(ignored_streams(dir, loads));
-        // A tare window that holds no tare fails the session, not its holds one by one.
-        if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|f| matches!(f.bias_mode(), identify::sessions::BiasMode::Tare(_))) {
-            let stream =
-                s.streams.get(&fs.stream).ok_or_else(|| Error::input(format!("{}: no stream '{}' (flange_sensor.stream)", dir.path().display(), fs.stream)))?;
-            fs.bias_in(stream).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
-        }
-        let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file);
+        ignored.extend(ignored_streams(dir, &requests));
+        let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
         per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
         experiments.extend(e);
         holds.extend(h);

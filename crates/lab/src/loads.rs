@@ -35,13 +35,12 @@ pub struct RobotBaseWrench {
 
 /// What reading the flange sensor `fs` asks of its stream.
 pub fn flange_sensor_request(fs: &FlangeSensor, asked_by: String) -> StreamRequest {
-    StreamRequest {
-        stream: fs.stream.clone(),
-        columns: fs.columns.to_vec(),
-        asked_by,
-        robot_base_wrench: (fs.frame == identify::sessions::WrenchFrame::RobotBase)
-            .then(|| RobotBaseWrench { columns: fs.columns.clone(), sensor_in_flange: fs.mount.pose() }),
-    }
+    StreamRequest { stream: fs.stream.clone(), columns: fs.columns.to_vec(), asked_by, robot_base_wrench: robot_base_wrench(fs) }
+}
+
+/// The sensor's columns when they are a wrench in the robot's base frame.
+fn robot_base_wrench(fs: &FlangeSensor) -> Option<RobotBaseWrench> {
+    (fs.frame == identify::sessions::WrenchFrame::RobotBase).then(|| RobotBaseWrench { columns: fs.columns.clone(), sensor_in_flange: fs.mount.pose() })
 }
 
 impl Loads {
@@ -85,9 +84,8 @@ impl Loads {
             }
         }
         if let Some(fs) = &self.file.flange_sensor {
-            let wanted = flange_sensor_request(fs, String::new());
             if let Some(r) = out.iter_mut().find(|r| r.stream == fs.stream) {
-                r.robot_base_wrench = wanted.robot_base_wrench;
+                r.robot_base_wrench = robot_base_wrench(fs);
             }
         }
         out
