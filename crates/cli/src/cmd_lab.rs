@@ -212,7 +212,7 @@ pub fn emulate(cmd: EmulateCommand) -> Result<()> {
             let trajectory = trajectory.as_deref().map(lab::tables::read_trajectory).transpose()?;
             let emulator = RobotEmulator { bind, controller, amplitude_m, quirks: quirk, trajectory, start_at_unix_s, wrench_base: None };
             let mut emu = emulator.start()?;
-            let version = controller.version().map(|v| v.to_string()).join(".");
+            let version = controller.version_string();
             say(&format!("RTDE emulator listening on {} (URControl {version}, {} Hz)", emu.addr, controller.rate_hz()));
             wait_for_stop(&stop_on_ctrl_c(), duration, || false);
             emu.stop();

@@ -203,25 +203,34 @@ pub struct Live {
     pub tracked: crate::track::Tracked,
 }
 
-/// What the controller reports as `actual_TCP_force`: the simulated flange
-/// wrench (flange frame) with the request's bias and noise, turned into
-/// the robot's base frame by the flange's orientation at that time.
-fn robot_wrench(req: &SynthRequest, wrench: &[(f64, [f64; 6])], waypoints: &[(f64, [f64; 6])]) -> Result<record::rtde::WrenchSignal> {
+/// What a flange sensor reads of the simulated wrench (force then moment,
+/// flange frame) at the wrench table's time: the request's bias added and
+/// its noise drawn (`salt` keeps two sensors' noises apart).
+fn sensor_reading(req: &SynthRequest, wrench: &[(f64, [f64; 6])], salt: u64) -> Result<impl Fn(f64) -> [f64; 6] + Send + Sync + 'static> {
     use rand::SeedableRng;
     use rand_distr::{Distribution, Normal};
     let table = record::serial_emulators::WrenchTable::new(wrench.to_vec()).map_err(|e| Error::input(format!("the simulated wrench: {e}")))?;
-    let flange = lie::trajectory::PoseTrajectory::from_ur(waypoints.to_vec()).map_err(|e| Error::input(format!("the simulated trajectory: {e}")))?;
     let (bias, noise) = (req.ft_bias, [req.force_noise_n, req.moment_noise_nm]);
-    let rng = std::sync::Mutex::new(rand::rngs::StdRng::seed_from_u64(req.seed ^ 0x7263_6670));
-    let (first, last) = flange.span_s();
-    Ok(record::rtde::WrenchSignal(Arc::new(move |t: f64| -> [f64; 6] {
+    let rng = std::sync::Mutex::new(rand::rngs::StdRng::seed_from_u64(req.seed ^ salt));
+    Ok(move |t: f64| -> [f64; 6] {
         let w = table.at(t);
         let mut rng = rng.lock().expect("the noise is not poisoned");
-        let sensor: [f64; 6] = std::array::from_fn(|k| {
+        std::array::from_fn(|k| {
             let value = if k < 3 { w.force_n[k] } else { w.moment_nm[k - 3] };
             let sd = noise[k / 3];
             value + bias[k] + if sd > 0.0 { Normal::new(0.0, sd).expect("a valid sd").sample(&mut *rng) } else { 0.0 }
-        });
+        })
+    })
+}
+
+/// What the controller reports as `actual_TCP_force`: the sensor's reading
+/// turned into the robot's base frame by the flange's orientation then.
+fn robot_wrench(req: &SynthRequest, wrench: &[(f64, [f64; 6])], waypoints: &[(f64, [f64; 6])]) -> Result<record::rtde::WrenchSignal> {
+    let reading = sensor_reading(req, wrench, 0x7263_6670)?;
+    let flange = lie::trajectory::PoseTrajectory::from_ur(waypoints.to_vec()).map_err(|e| Error::input(format!("the simulated trajectory: {e}")))?;
+    let (first, last) = flange.span_s();
+    Ok(record::rtde::WrenchSignal(Arc::new(move |t: f64| -> [f64; 6] {
+        let sensor = reading(t);
         let rot = flange.at(t.clamp(first, last)).expect("clamped into the span").rot;
         let f = rot * lie::Vec3::new(sensor[0], sensor[1], sensor[2]);
         let m = rot * lie::Vec3::new(sensor[3], sensor[4], sensor[5]);
@@ -232,35 +241,16 @@ fn robot_wrench(req: &SynthRequest, wrench: &[(f64, [f64; 6])], waypoints: &[(f6
 /// Net F/T records per second in the virtual lab (a Net F/T's usual RDT rate).
 const NETFT_HZ: f64 = 1000.0;
 
-/// A Net F/T emulator playing the simulated flange wrench from
-/// `start_unix_s` on, with the request's bias and noise.
-fn netft_emulator(req: &SynthRequest, wrench: Vec<(f64, [f64; 6])>, start_unix_s: f64) -> Result<record::netft::NetFtEmulator> {
-    use rand::SeedableRng;
-    use rand_distr::{Distribution, Normal};
-    let table = record::serial_emulators::WrenchTable::new(wrench).map_err(|e| Error::input(format!("the simulated wrench: {e}")))?;
-    let (bias, noise) = (req.ft_bias, [req.force_noise_n, req.moment_noise_nm]);
-    let rng = std::sync::Mutex::new(rand::rngs::StdRng::seed_from_u64(req.seed ^ 0x6e65_7466));
+/// A Net F/T emulator playing the sensor's reading from `start_unix_s` on.
+fn netft_emulator(req: &SynthRequest, wrench: &[(f64, [f64; 6])], start_unix_s: f64) -> Result<record::netft::NetFtEmulator> {
+    let reading = sensor_reading(req, wrench, 0x6e65_7466)?;
     // The emulator's clock starts when it is spawned; the table's t = 0 is `start_unix_s`.
     let offset_s = start_unix_s - unix_now_s();
-    let signal = move |t: f64| -> [f64; 6] {
-        let w = table.at(t - offset_s);
-        let mut rng = rng.lock().expect("the noise is not poisoned");
-        std::array::from_fn(|k| {
-            let value = if k < 3 { w.force_n[k] } else { w.moment_nm[k - 3] };
-            let sd = noise[k / 3];
-            value + bias[k] + if sd > 0.0 { Normal::new(0.0, sd).expect("a valid sd").sample(&mut *rng) } else { 0.0 }
-        })
+    let cfg = record::netft::NetFtEmulatorConfig {
+        wrench: Arc::new(move |t| reading(t - offset_s)),
+        ..record::netft::NetFtEmulatorConfig::constant(NETFT_HZ, [0.0; 6])
     };
-    let cfg = record::netft::NetFtEmulatorConfig { wrench: Arc::new(signal), ..record::netft::NetFtEmulatorConfig::constant(NETFT_HZ, [0.0; 6]) };
-    // The calibration port is the one below the RDT port: try free pairs.
-    let mut last = None;
-    for _ in 0..20 {
-        match record::netft::NetFtEmulator::spawn("127.0.0.1:0", cfg.clone()) {
-            Ok(e) => return Ok(e),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(Error::io(format!("no free loopback port pair for the Net F/T emulator: {}", last.map(|e| e.to_string()).unwrap_or_default())))
+    record::netft::NetFtEmulator::spawn("127.0.0.1:0", cfg).map_err(|e| Error::io(format!("the Net F/T emulator: {e}")))
 }
 
 /// Records the session of `req` live: simulates the truth, renders the
@@ -336,7 +326,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     if req.flange_sensor && req.wrench_from_robot {
         // The controller reports it: no sensor of its own.
     } else if req.flange_sensor && req.netft {
-        let emu = netft_emulator(req, wrench.clone(), start_unix_s)?;
+        let emu = netft_emulator(req, &wrench, start_unix_s)?;
         rig.netfts.push(NetFtDevice {
             name: "netft".into(),
             address: emu.addr.to_string(),

@@ -47,6 +47,16 @@ pub enum CameraSource {
     File(PathBuf),
 }
 
+impl CameraSource {
+    /// "device 0" or the file's path, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            CameraSource::Device(i) => format!("device {i}"),
+            CameraSource::File(p) => p.display().to_string(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct CameraConfig {
     pub name: String,
@@ -128,11 +138,12 @@ pub fn apply_settings(cfg: &CameraConfig, capture: &mut dyn FrameSource) -> (Vec
     if capture.is_file() {
         let names: Vec<&str> = wanted.iter().map(|w| w.0).filter(|n| *n != "fps").collect();
         if !names.is_empty() {
-            let what = match &cfg.source {
-                CameraSource::File(p) => p.display().to_string(),
-                CameraSource::Device(i) => format!("device {i}"),
-            };
-            warnings.push(format!("camera '{}': a video file ({what}) takes no capture settings: {} not applied", cfg.name, names.join(", ")));
+            warnings.push(format!(
+                "camera '{}': a video file ({}) takes no capture settings: {} not applied",
+                cfg.name,
+                cfg.source.describe(),
+                names.join(", ")
+            ));
         }
         return (reported, warnings);
     }
@@ -184,11 +195,7 @@ impl OpenCvSource {
             }
         };
         if !cap.is_opened()? {
-            let what = match &cfg.source {
-                CameraSource::Device(i) => format!("device {i}"),
-                CameraSource::File(p) => p.display().to_string(),
-            };
-            return Err(CameraError::Open(format!("camera '{}': cannot open {what}", cfg.name)));
+            return Err(CameraError::Open(format!("camera '{}': cannot open {}", cfg.name, cfg.source.describe())));
         }
         Ok(cap)
     }
@@ -248,13 +255,9 @@ impl FrameSource for OpenCvSource {
 /// reported before recording starts).
 pub fn open(cfg: &CameraConfig) -> Result<OpenCvSource, CameraError> {
     let mut cap = OpenCvSource::open_capture(cfg)?;
-    let what = match &cfg.source {
-        CameraSource::Device(i) => format!("device {i}"),
-        CameraSource::File(p) => p.display().to_string(),
-    };
     let mut probe = Mat::default();
     if !cap.read(&mut probe)? || probe.empty() {
-        return Err(CameraError::Open(format!("camera '{}': {what} gives no frames", cfg.name)));
+        return Err(CameraError::Open(format!("camera '{}': {} gives no frames", cfg.name, cfg.source.describe())));
     }
     // Re-open files after the probe read so that frame 0 is recorded.
     let file_fps = match &cfg.source {
@@ -287,11 +290,11 @@ pub fn grab(cfg: &CameraConfig, count: usize, settle: usize) -> Result<Grab, Cam
     let (reported, warnings) = apply_settings(cfg, &mut source);
     let settle = if source.is_file() { 0 } else { settle };
     let mut frames = vec![];
-    let mut nothing = 0;
+    let (mut settled, mut nothing) = (0, 0);
     while frames.len() < count && nothing < 100 {
         let mut frame = Mat::default();
         match source.grab(&mut frame)? {
-            Grabbed::Frame { .. } if settle > 0 && nothing + frames.len() < settle => nothing += 1,
+            Grabbed::Frame { .. } if settled < settle => settled += 1,
             Grabbed::Frame { .. } => frames.push(frame),
             Grabbed::Nothing => nothing += 1,
             Grabbed::Ended => break,
@@ -447,34 +450,31 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
             cfg.fps.unwrap_or(30.0)
         }
     };
+    // The video opens once its rate is known: a file's own, or measured
+    // over the first frames (or over all of a shorter recording).
+    let start = |waiting: &[QueuedFrame]| -> Result<videoio::VideoWriter, CameraError> {
+        let fps = file_rate.unwrap_or_else(|| measured(waiting));
+        status.set("video_fps", fps);
+        open(&waiting[0], fps)
+    };
     for g in rx.iter() {
-        match writer.as_mut() {
-            Some(w) => write(g, w, &mut k)?,
-            None => {
-                waiting.push(g);
-                if file_rate.is_some() || waiting.len() >= RATE_FRAMES {
-                    let fps = file_rate.unwrap_or_else(|| measured(&waiting));
-                    status.set("video_fps", fps);
-                    let mut w = open(&waiting[0], fps)?;
-                    for g in waiting.drain(..) {
-                        write(g, &mut w, &mut k)?;
-                    }
-                    writer = Some(w);
-                }
+        waiting.push(g);
+        if writer.is_none() && (file_rate.is_some() || waiting.len() >= RATE_FRAMES) {
+            writer = Some(start(&waiting)?);
+        }
+        if let Some(w) = writer.as_mut() {
+            for g in waiting.drain(..) {
+                write(g, w, &mut k)?;
             }
         }
     }
-    // A recording shorter than the rate measurement.
     if writer.is_none() && !waiting.is_empty() {
-        let fps = measured(&waiting);
-        status.set("video_fps", fps);
-        let mut w = open(&waiting[0], fps)?;
+        writer = Some(start(&waiting)?);
+    }
+    if let Some(mut w) = writer {
         for g in waiting.drain(..) {
             write(g, &mut w, &mut k)?;
         }
-        writer = Some(w);
-    }
-    if let Some(mut w) = writer {
         w.release()?;
     }
     table.flush()?;

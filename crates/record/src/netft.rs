@@ -429,13 +429,22 @@ pub struct NetFtEmulator {
 }
 
 impl NetFtEmulator {
-    /// Binds `bind` (UDP) and its port - 1 (TCP, calibration).
+    /// Binds `bind` (UDP) and its port - 1 (TCP, calibration). With port 0,
+    /// free ports are tried until the one below is free too.
     pub fn spawn(bind: &str, cfg: NetFtEmulatorConfig) -> std::io::Result<NetFtEmulator> {
-        let udp = UdpSocket::bind(bind)?;
-        let addr = udp.local_addr()?;
-        let mut tcp_addr = addr;
-        tcp_addr.set_port(addr.port().wrapping_sub(1));
-        let tcp = TcpListener::bind(tcp_addr)?;
+        let mut tries_left = if bind.ends_with(":0") { 50 } else { 1 };
+        let (udp, tcp, addr) = loop {
+            tries_left -= 1;
+            let udp = UdpSocket::bind(bind)?;
+            let addr = udp.local_addr()?;
+            let mut tcp_addr = addr;
+            tcp_addr.set_port(addr.port().wrapping_sub(1));
+            match TcpListener::bind(tcp_addr) {
+                Ok(tcp) => break (udp, tcp, addr),
+                Err(_) if tries_left > 0 => continue,
+                Err(e) => return Err(e),
+            }
+        };
         tcp.set_nonblocking(true)?;
         udp.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));

@@ -156,11 +156,10 @@ impl Default for Status {
     }
 }
 
-/// Connects once (so configuration errors surface before recording starts):
-/// the recipe's columns, the controller's version and the rate asked.
-pub fn probe(cfg: &RobotConfig) -> Result<(Vec<String>, [u32; 4], f64), RtdeError> {
-    let c = RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(2))?;
-    Ok((c.column_names(), c.controller_version, c.frequency_hz))
+/// Connects once (so configuration errors surface before recording
+/// starts: an unknown variable, a rate above the controller's).
+pub fn probe(cfg: &RobotConfig) -> Result<(), RtdeError> {
+    RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(2)).map(drop)
 }
 
 /// Packages whose controller time steps give the period the controller

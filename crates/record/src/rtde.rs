@@ -300,6 +300,10 @@ impl Controller {
     pub fn rate_hz(self) -> f64 {
         controller_max_rate_hz(self.version())
     }
+
+    pub fn version_string(self) -> String {
+        version_string(self.version())
+    }
 }
 
 impl std::str::FromStr for Controller {
@@ -854,7 +858,8 @@ fn stream(
         b
     };
     // Cycle k carries a package when the requested clock ticked since k - 1.
-    let due_at = |k: u64| k == 0 || ((k as f64 * frequency_hz / rate_hz) + 1e-9).floor() > (((k - 1) as f64 * frequency_hz / rate_hz) + 1e-9).floor();
+    let ticks = |k: u64| (k as f64 * frequency_hz / rate_hz + 1e-9).floor();
+    let due_at = |k: u64| k == 0 || ticks(k) > ticks(k - 1);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut streamed = 0u64;
     if cfg.quirks.early_data {
