@@ -15,17 +15,24 @@ use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-#[test]
-fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
+/// The venv's Python when it can import `module`; otherwise says loudly
+/// that the `client` interop test is skipped (scripts/setup.sh makes the
+/// venv; it needs python3-venv and PyPI).
+fn venv_python(module: &str, client: &str) -> Option<std::path::PathBuf> {
     let python = root().join(".venv/bin/python");
-    let available = python.is_file() && Command::new(&python).args(["-c", "import rtde_receive"]).status().is_ok_and(|s| s.success());
+    let available = python.is_file() && Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
     if !available {
         eprintln!(
-            "\n*** SKIPPED ur_rtde interop test: {} cannot import rtde_receive (run scripts/setup.sh; it needs python3-venv and PyPI) ***\n",
+            "\n*** SKIPPED {client} interop test: {} cannot import {module} (run scripts/setup.sh; it needs python3-venv and PyPI) ***\n",
             python.display()
         );
-        return;
     }
+    available.then_some(python)
+}
+
+#[test]
+fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
+    let Some(python) = venv_python("rtde_receive", "ur_rtde") else { return };
     for (controller, host, step_s) in [("e-series", "127.0.0.61", 0.002), ("cb3", "127.0.0.62", 0.008)] {
         let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
             .args(["emulate", "robot", "--controller", controller, "--bind", &format!("{host}:30004"), "--duration", "30"])
@@ -59,12 +66,7 @@ fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
 /// resolution).
 #[test]
 fn ft300python_reads_frames_from_the_emulator() {
-    let python = root().join(".venv/bin/python");
-    let available = python.is_file() && Command::new(&python).args(["-c", "import ft300python.ft300_stream"]).status().is_ok_and(|s| s.success());
-    if !available {
-        eprintln!("\n*** SKIPPED ft300python interop test: {} cannot import ft300python (run scripts/setup.sh; it needs PyPI) ***\n", python.display());
-        return;
-    }
+    let Some(python) = venv_python("ft300python.ft300_stream", "ft300python") else { return };
     let dir = tempfile::tempdir().unwrap();
     let line = PtyPair::new(dir.path(), "ft300");
     let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
@@ -93,12 +95,7 @@ fn ft300python_reads_frames_from_the_emulator() {
 /// calibration, within one count.
 #[test]
 fn netft_reads_counts_from_the_emulator() {
-    let python = root().join(".venv/bin/python");
-    let available = python.is_file() && Command::new(&python).args(["-c", "import NetFT"]).status().is_ok_and(|s| s.success());
-    if !available {
-        eprintln!("\n*** SKIPPED NetFT interop test: {} cannot import NetFT (run scripts/setup.sh; it needs PyPI) ***\n", python.display());
-        return;
-    }
+    let Some(python) = venv_python("NetFT", "NetFT") else { return };
     let host = "127.0.0.63";
     let wrench = [1.5, -2.0, 3.25, 0.1, -0.2, 0.05];
     let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))

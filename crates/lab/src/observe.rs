@@ -60,7 +60,7 @@ pub struct Observed {
     pub base_from_robot: bool,
     pub wall_time_s: f64,
     pub rows: usize,
-    /// The markers' noise estimated from the table (second differences),
+    /// The markers' noise estimated from the table (third differences),
     /// and the sigma used: the one asked for, never below the estimate.
     pub noise_estimate_m: Option<f64>,
     pub sigma_used_m: f64,
@@ -176,7 +176,7 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let sigma_used_m = match noise_estimate_m {
         Some(noise) if o.mode == ObserverMode::Weighted && o.sigma_m < noise => {
             sigma_warnings.push(format!(
-                "--sigma-m {:.2e} m is below the markers' noise, {noise:.2e} m estimated from their second differences: {noise:.2e} m used",
+                "--sigma-m {:.2e} m is below the markers' noise, {noise:.2e} m estimated from their third differences: {noise:.2e} m used",
                 o.sigma_m
             ));
             noise

@@ -173,6 +173,21 @@ fn the_slide_test_recorded_live_matches_its_truth() {
     chain("configs/scene/contact-paper-slide.toml", "slide", 4, 5.0);
 }
 
+/// E and rho identified from live holds days with the loads file `loads`,
+/// each within 2 % of the days' truth; `what` names the case in the output.
+fn identify_within_2_percent(dir: &Path, days: &[&lab::synth::Synthesised], loads: &Path, what: &str) -> lab::identify::Identification {
+    let source =
+        lab::identify::Source::Sessions { dirs: days.iter().map(|d| d.session.clone()).collect(), loads: lab::loads::Loads::read(Some(loads), 0).unwrap() };
+    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.join("fit")), &lab::Silent).unwrap();
+    let f = &id.study.fit;
+    println!("live, {what}: E {:.4e} Pa, rho {:.1} kg/m3, {} holds; biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.experiments.len(), id.sensor_biases);
+    let truth = &days[0].truth;
+    for (name, got, want) in [("E", f.e_pa.value, truth.e_pa), ("rho", f.rho_kg_m3.value, truth.rho_kg_m3)] {
+        assert!(((got - want) / want).abs() < 0.02, "{what}: {name}: {got} vs truth {want}");
+    }
+    id
+}
+
 /// The identification day (four gravity holds, FT 300 on the flange),
 /// recorded live twice with the FT 300 not zeroed (a different bias each
 /// day, as after each power-up), identified with configs/loads.toml as
@@ -197,16 +212,7 @@ fn an_identification_day_recorded_live_gives_e_and_rho() {
             .made
         })
         .collect();
-    let source = lab::identify::Source::Sessions {
-        dirs: days.iter().map(|d| d.session.clone()).collect(),
-        loads: lab::loads::Loads::read(Some(&at("configs/loads.toml")), 0).unwrap(),
-    };
-    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.path().join("fit")), &lab::Silent).unwrap();
-    let f = &id.study.fit;
-    println!("live, un-tared: E {:.4e} Pa, rho {:.1} kg/m3; biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.sensor_biases);
-    for (name, got, want) in [("E", f.e_pa.value, days[0].truth.e_pa), ("rho", f.rho_kg_m3.value, days[0].truth.rho_kg_m3)] {
-        assert!(((got - want) / want).abs() < 0.02, "{name}: {got} vs truth {want}");
-    }
+    let id = identify_within_2_percent(dir.path(), &days.iter().collect::<Vec<_>>(), &at("configs/loads.toml"), "un-tared FT 300");
     assert_eq!(id.sensor_biases.len(), 2);
     for (b, truth) in id.sensor_biases.iter().zip(BIASES) {
         for k in 0..3 {
@@ -262,13 +268,7 @@ fn an_identification_day_with_a_net_ft_recorded_live_gives_e_and_rho() {
     let text = std::fs::read_to_string(at("configs/loads.toml")).unwrap();
     assert!(text.contains("stream = \"ft300\""));
     std::fs::write(&loads, text.replace("stream = \"ft300\"", "stream = \"netft\"")).unwrap();
-    let source = lab::identify::Source::Sessions { dirs: vec![day.made.session.clone()], loads: lab::loads::Loads::read(Some(&loads), 0).unwrap() };
-    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.path().join("fit")), &lab::Silent).unwrap();
-    let f = &id.study.fit;
-    println!("live, Net F/T: E {:.4e} Pa, rho {:.1} kg/m3, {} holds; biases {:?}", f.e_pa.value, f.rho_kg_m3.value, id.experiments.len(), id.sensor_biases);
-    for (name, got, want) in [("E", f.e_pa.value, day.made.truth.e_pa), ("rho", f.rho_kg_m3.value, day.made.truth.rho_kg_m3)] {
-        assert!(((got - want) / want).abs() < 0.02, "{name}: {got} vs truth {want}");
-    }
+    identify_within_2_percent(dir.path(), &[&day.made], &loads, "Net F/T");
 }
 
 /// The identification day with the wrench read through the robot's
@@ -296,19 +296,7 @@ fn an_identification_day_with_the_wrench_from_the_robot_gives_e_and_rho() {
     let text =
         text.replace("stream = \"ft300\"", "stream = \"robot\"\nframe = \"robot_base\"").replace(columns, &format!("columns = [{}]", robot_columns.join(", ")));
     std::fs::write(&loads, text).unwrap();
-    let source = lab::identify::Source::Sessions { dirs: vec![day.made.session.clone()], loads: lab::loads::Loads::read(Some(&loads), 0).unwrap() };
-    let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &dir.path().join("fit")), &lab::Silent).unwrap();
-    let f = &id.study.fit;
-    println!(
-        "live, wrench from the robot: E {:.4e} Pa, rho {:.1} kg/m3, {} holds; biases {:?}",
-        f.e_pa.value,
-        f.rho_kg_m3.value,
-        id.experiments.len(),
-        id.sensor_biases
-    );
-    for (name, got, want) in [("E", f.e_pa.value, day.made.truth.e_pa), ("rho", f.rho_kg_m3.value, day.made.truth.rho_kg_m3)] {
-        assert!(((got - want) / want).abs() < 0.02, "{name}: {got} vs truth {want}");
-    }
+    let id = identify_within_2_percent(dir.path(), &[&day.made], &loads, "wrench from the robot");
     // The fitted bias is the sensor-frame one the controller's wrench carried.
     let b = &id.sensor_biases[0];
     assert!((b.force_n.x + 0.6).abs() < 0.02 && (b.force_n.y - 0.9).abs() < 0.02 && (b.force_n.z - 1.1).abs() < 0.02, "{b:?}");
