@@ -24,11 +24,15 @@ pub fn dismech_rod() -> Rod {
 }
 
 /// The rod lying along x on a table (z = 0), free base, dynamic, with extra
-/// scene text (loads) appended.
-pub fn flat_scene(step_s: f64, duration_s: f64, mu: f64, extra: &str) -> String {
+/// scene text (loads) appended; `initial`: "static" starts it settled on
+/// the table (the contact's compliance carrying its weight), "rest" drops
+/// it onto the table from touching (pushed from the start: no static
+/// equilibrium exists).
+pub fn flat_scene(step_s: f64, duration_s: f64, mu: f64, initial: &str, extra: &str) -> String {
     format!(
         r#"
 gravity_m_s2 = [0.0, 0.0, -{SLIP_ONSET_G}]
+initial = "{initial}"
 [time]
 step_s = {step_s}
 duration_s = {duration_s}
@@ -58,7 +62,7 @@ pub struct SlipOnsetPoint {
 pub fn slip_onset(force_n: f64, duration_s: f64) -> Result<SlipOnsetPoint, SimError> {
     let rod = dismech_rod();
     let load = format!("[[load]]\nkind = \"body_force\"\ntotal_force_n = [{force_n}, 0.0, 0.0]\n");
-    let scene = Scene::from_toml_str(&flat_scene(0.01, duration_s, SLIP_ONSET_MU, &load), "slip-onset scene").map_err(|e| SimError::Input(e.to_string()))?;
+    let scene = Scene::from_toml_str(&flat_scene(0.01, duration_s, SLIP_ONSET_MU, "rest", &load), "slip-onset scene").map_err(|e| SimError::Input(e.to_string()))?;
     let motion = BaseMotion::from_scene(&scene, &rod)?.expect("free base");
     let mut sim = Simulator::new(&rod, &scene, motion)?;
     let records = sim.run(|_, _| {})?;

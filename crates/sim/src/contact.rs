@@ -38,8 +38,11 @@ impl Law {
     /// `f(x)` and `f'(x)`.
     fn ramp(&self, x: f64) -> (f64, f64) {
         match *self {
+            // At the kink the contact branch: a point touching without force
+            // (a rod laid on the table) starts in contact, so Newton's first
+            // step keeps it on the table instead of dropping it through.
             Law::Exact => {
-                if x > 0.0 {
+                if x >= 0.0 {
                     (x, 1.0)
                 } else {
                     (0.0, 0.0)
@@ -66,11 +69,26 @@ impl Law {
         }
     }
 
+    /// `f'(x)` from the left (the exact ramp's kink: 0).
+    fn left_slope(&self, x: f64) -> f64 {
+        match *self {
+            Law::Exact => {
+                if x > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            _ => self.ramp(x).1,
+        }
+    }
+
     /// A point with this augmented normal force exerts (numerically)
     /// nothing and its rows decouple: `C = Lambda`.
     fn is_free(&self, lambda_hat_n: f64) -> bool {
         match *self {
-            Law::Exact | Law::Trigonometric { .. } => lambda_hat_n <= 0.0,
+            Law::Exact => lambda_hat_n < 0.0,
+            Law::Trigonometric { .. } => lambda_hat_n <= 0.0,
             Law::Sigmoid { width_n } => lambda_hat_n < -40.0 * width_n,
         }
     }
@@ -144,8 +162,13 @@ pub fn evaluate(p: &LawParams, lambda: &Vector3<f64>, u: &Vector3<f64>) -> LawRo
         let g = m / a;
         (g, (df_ra - g) / a, (1.0 - df_ra) / a)
     } else {
-        // Limit a -> 0: g = f'(rho) (1 for an exact stick).
-        let (_, d0) = p.law.ramp(rho);
+        // Limit a -> 0: g = f'(rho), from the left (1 for an exact stick,
+        // 0 for a free point). A point touching without force (the exact
+        // ramp's kink) takes the stick branch like the normal's contact
+        // branch: friction then holds a rod laid on the table from Newton's
+        // first step (a free base would otherwise have no horizontal
+        // stiffness at all).
+        let d0 = if free { p.law.left_slope(rho) } else { p.law.ramp(rho).1 };
         (d0, 0.0, 0.0)
     };
     let s = if a > tiny { hat_t / a } else { nalgebra::Vector2::zeros() };
@@ -174,6 +197,31 @@ pub fn evaluate(p: &LawParams, lambda: &Vector3<f64>, u: &Vector3<f64>) -> LawRo
         ContactState::Slide
     };
     LawRows { c, dc_dlambda: dl, dc_du: du, state, free }
+}
+
+/// Normal stiffness per unit length of an elastic cylinder of radius
+/// `radius_m` and surface `material` in line contact with a rigid plane,
+/// at the line load `line_load_n_m` \[N/m^2 = (N/m of rod) per m of
+/// approach\]: the secant `P / delta` of the approach of the cylinder's axis
+///
+/// ```text
+///   delta = P (1 - nu^2) / (pi E) (ln(8 R / a) - 1/2),   a = 2 sqrt(P R (1 - nu^2) / (pi E))
+/// ```
+///
+/// (the cylinder's half of the two-cylinder line contact of Johnson,
+/// *Contact Mechanics*, 1985, Sec. 5.6; `a` is the contact half-width).
+/// The logarithm makes it depend weakly on the load (twice the load: about
+/// 8 % stiffer). It sets how the normal loads of a rod lying along the
+/// table share out, not how much they sum to; the results it feeds are
+/// insensitive to it within a factor of several (tested).
+pub fn line_contact_modulus_pa(radius_m: f64, material: &rod::Material, line_load_n_m: f64) -> f64 {
+    let nu = (material.e_pa / (2.0 * material.g_pa) - 1.0).clamp(0.0, 0.5);
+    let e_star_pa = material.e_pa / (1.0 - nu * nu);
+    let a_m = 2.0 * (line_load_n_m * radius_m / (std::f64::consts::PI * e_star_pa)).sqrt();
+    // ln(8R/a) - 1/2 >= 1 keeps the estimate finite for loads that flatten
+    // the section (a ~ R), where no line-contact formula holds anyway.
+    let log_term = ((8.0 * radius_m / a_m).ln() - 0.5).max(1.0);
+    std::f64::consts::PI * e_star_pa / log_term
 }
 
 /// The table: a rigid plane through `point_m` with unit `normal` (pointing
@@ -272,6 +320,23 @@ mod tests {
         assert!(evaluate(&p, &Vector3::new(1.0, 0.8, 0.0), &Vector3::zeros()).c.norm() > 0.1);
         // Penetration without force is not a solution.
         assert!(evaluate(&p, &Vector3::zeros(), &Vector3::new(-1e-3, 0.0, 0.0)).c.norm() > 0.1);
+    }
+
+    /// The line-contact modulus against the formula worked by hand for a
+    /// silicone rod (E = 256 kPa, nu = 0.45, R = 8 mm) under its own weight
+    /// (2.78 N/m): a = 0.297 mm, ln(8R/a) - 1/2 = 4.87, k = 2.07e5 Pa, so
+    /// the rod sinks 13 um; harder loads make it stiffer, slowly.
+    #[test]
+    fn line_contact_modulus_of_a_silicone_rod() {
+        let m = rod::Material::from_poisson(2.56e5, 0.45, 1410.0);
+        let k = line_contact_modulus_pa(0.008, &m, 2.78);
+        let e_star = 2.56e5 / (1.0 - 0.45f64 * 0.45);
+        let a = 2.0 * (2.78 * 0.008 / (std::f64::consts::PI * e_star)).sqrt();
+        assert!((a - 2.970e-4).abs() < 1e-7, "{a}");
+        assert!((k - std::f64::consts::PI * e_star / ((0.064 / a).ln() - 0.5)).abs() < 1e-9 * k);
+        assert!((k / 2.07e5 - 1.0).abs() < 0.01, "{k}");
+        let k2 = line_contact_modulus_pa(0.008, &m, 2.0 * 2.78);
+        assert!(k2 > k && k2 < 1.1 * k, "{k} {k2}");
     }
 
     #[test]

@@ -18,5 +18,5 @@ pub mod scene;
 pub mod simulator;
 
 pub use contact::{ContactState, Law, Plane};
-pub use scene::{BaseSpec, LoadSpec, Mode, Scene};
+pub use scene::{BaseSpec, LoadSpec, Mode, NormalCompliance, Scene};
 pub use simulator::{BaseMotion, ContactRecord, SimError, Simulator, StepRecord};

@@ -51,6 +51,20 @@ pub enum ContactPoints {
     Nodes,
 }
 
+/// The normal compliance of the contact points (science notes:
+/// `docs/contact.md`): what makes the normal loads of a rod lying along the
+/// table unique (more contact points than the strain basis can follow).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NormalCompliance {
+    /// A foundation under the rod: each point yields `1 / (k ds)` for its
+    /// share `ds` of the rod's length. `None`: `k` of an elastic cylinder
+    /// (the rod's surface material) in line contact with a rigid plane,
+    /// [`crate::contact::line_contact_modulus_pa`].
+    Foundation { modulus_pa: Option<f64> },
+    /// The same compliance at every point \[m/N\].
+    PerPoint { compliance_m_n: f64 },
+}
+
 /// A load applied by the experimenter, active on `[start_s, end_s)`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoadSpec {
@@ -109,8 +123,11 @@ pub struct Scene {
     pub law: Law,
     /// Alart-Curnier scale `r_n = r_t` \[N/m\]; `None`: automatic.
     pub contact_scale_n_m: Option<f64>,
-    /// Contact compliance [m/N]; `None`: 1e-7 / scale (see the simulator).
-    pub contact_compliance: Option<f64>,
+    /// How much the table and the rod's surface yield under the normal load.
+    pub normal_compliance: NormalCompliance,
+    /// Tangential compliance of a sticking point \[m/N\]; `None`: a
+    /// regularisation of 1e-7 / scale (rigid stick, see the simulator).
+    pub tangential_compliance_m_n: Option<f64>,
     pub tolerance: f64,
     pub max_iterations: usize,
     pub loads: Vec<LoadSpec>,
@@ -183,6 +200,8 @@ struct RawContact {
     width_n: Option<f64>,
     scale_n_m: Option<f64>,
     compliance_m_n: Option<f64>,
+    foundation_modulus_pa: Option<f64>,
+    tangential_compliance_m_n: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -356,10 +375,22 @@ impl RawScene {
             Some(other) => return Err(ConfigError::new(file, "contact.law", format!("unknown law '{other}' (exact, sigmoid or trigonometric)"))),
         };
         let contact_scale_n_m = self.contact.scale_n_m.map(|v| positive(file, "contact.scale_n_m", v)).transpose()?;
-        let contact_compliance = match self.contact.compliance_m_n {
-            Some(c) if !(c.is_finite() && c >= 0.0) => return Err(ConfigError::new(file, "contact.compliance_m_n", format!("must be >= 0, got {c}"))),
-            other => other,
+        let non_negative = |field: &str, v: f64| -> Result<f64, ConfigError> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(v)
+            } else {
+                Err(ConfigError::new(file, field, format!("must be >= 0, got {v}")))
+            }
         };
+        let normal_compliance = match (self.contact.compliance_m_n, self.contact.foundation_modulus_pa) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(file, "contact.compliance_m_n", "give either compliance_m_n (per point) or foundation_modulus_pa (per length), not both"))
+            }
+            (Some(c), None) => NormalCompliance::PerPoint { compliance_m_n: non_negative("contact.compliance_m_n", c)? },
+            (None, Some(k)) => NormalCompliance::Foundation { modulus_pa: Some(positive(file, "contact.foundation_modulus_pa", k)?) },
+            (None, None) => NormalCompliance::Foundation { modulus_pa: None },
+        };
+        let tangential_compliance_m_n = self.contact.tangential_compliance_m_n.map(|c| non_negative("contact.tangential_compliance_m_n", c)).transpose()?;
         let tolerance = positive(file, "solver.tolerance", self.solver.tolerance.unwrap_or(1e-10))?;
         let max_iterations = self.solver.max_iterations.unwrap_or(40);
         if max_iterations == 0 {
@@ -419,7 +450,8 @@ impl RawScene {
             contact_points,
             law,
             contact_scale_n_m,
-            contact_compliance,
+            normal_compliance,
+            tangential_compliance_m_n,
             tolerance,
             max_iterations,
             loads,

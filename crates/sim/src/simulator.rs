@@ -18,7 +18,7 @@
 use crate::contact::{self, ContactState, LawParams, Plane};
 use crate::inertia::Inertia;
 use crate::loads::{Damping, TowSpring};
-use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, Scene};
+use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, NormalCompliance, Scene};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use rod::model::point_jacobian;
@@ -146,23 +146,24 @@ struct ContactSet {
     lambda: Vec<Vector3<f64>>,
     /// Joint frames at the previous step (slip reference).
     prev_frames: Vec<Pose>,
-    /// Body-frame offset of each candidate's contact point: the section's
-    /// lowest surface point at the previous step, a material point during
-    /// the step (so its gap and slip are exact functions of the strains and
-    /// Newton's Jacobian is exact; the lowest point moves on between steps).
-    offsets: Vec<Vec3>,
     params: LawParams,
-    /// Compliance of the contact [m/N] (see [`CONTACT_COMPLIANCE`]).
-    compliance_m_n: f64,
+    /// Normal compliance of each candidate \[m/N\] (the scene's
+    /// [`NormalCompliance`]).
+    normal_compliance_m_n: Vec<f64>,
+    /// Tangential compliance of each candidate while it sticks \[m/N\].
+    tangential_compliance_m_n: Vec<f64>,
     states: Vec<ContactState>,
     /// Slip velocity of each candidate over the last step (world).
     slip_m_s: Vec<Vec3>,
 }
 
-/// Dead forces at given points: the contact forces for the current
-/// multipliers.
+/// The contact forces for the current multipliers: each a dead force at
+/// its section's centre with the dead moment of its arm to the contact
+/// point (the lowest point of the section, which stays below the centre
+/// however the section rolls: a material point would tip over with it).
 struct ContactForces {
-    items: Vec<(usize, Vec3, Vec3)>,
+    /// (joint, section centre, contact point, force).
+    items: Vec<(usize, Vec3, Vec3, Vec3)>,
 }
 
 impl Term for ContactForces {
@@ -175,8 +176,8 @@ impl Term for ContactForces {
     }
 
     fn contribute(&self, _s: &State, sink: &mut Sink) {
-        for (j, p, f) in &self.items {
-            sink.point_force(Attach::Joint(*j), p, f, &Vec3::zeros(), None);
+        for (j, centre, p, f) in &self.items {
+            sink.point_force(Attach::Joint(*j), centre, f, &(p - centre).cross(f), None);
         }
     }
 }
@@ -184,8 +185,12 @@ impl Term for ContactForces {
 /// Geometry of one candidate at the current iterate.
 struct CandidateGeometry {
     point: Vec3,
-    /// (gap, slip t1, slip t2) \[m\].
+    /// (gap, t1, t2) motion of the contact point over the step \[m\].
     u: Vector3<f64>,
+    /// What the law sees: `u` less the contact's elastic yield (see
+    /// [`candidate_rows`]); its tangential part is the true slip (zero
+    /// while sticking).
+    u_law: Vector3<f64>,
 }
 
 /// The state the simulator carries from step to step.
@@ -308,16 +313,21 @@ impl Simulator {
                 Mode::QuasiStatic => 10.0 * bending,
             });
             let nc = joints.len();
+            let normal_compliance_m_n = normal_compliances_m_n(&rod, &model, &joints, scene.normal_compliance);
+            let tangential_compliance_m_n = match scene.tangential_compliance_m_n {
+                Some(c) => vec![c; nc],
+                None => normal_compliance_m_n.iter().map(|c| c * mindlin_ratio(&rod.cross_section.body)).collect(),
+            };
             ContactSet {
                 plane,
                 basis,
                 prev_frames: joints.iter().map(|&j| frames.joints[j]).collect(),
-                offsets: joints.iter().map(|&j| plane.lowest_offset(&frames.joints[j].rot, rod.cross_section.outer.radius_m(model.joint_x_m[j], l))).collect(),
                 joints,
                 radii_m,
                 lambda: vec![Vector3::zeros(); nc],
                 params: LawParams { law: scene.law, mu: plane.mu, r_n: r, r_t: r },
-                compliance_m_n: scene.contact_compliance.unwrap_or(CONTACT_COMPLIANCE / r),
+                normal_compliance_m_n,
+                tangential_compliance_m_n,
                 states: vec![ContactState::Free; nc],
                 slip_m_s: vec![Vec3::zeros(); nc],
             }
@@ -601,7 +611,8 @@ impl Simulator {
             for (i, &j) in c.joints.iter().enumerate() {
                 let lam: Vector3<f64> = x.fixed_rows::<3>(n + 3 * i).into_owned();
                 let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
-                let slip = (g.u[1] * g.u[1] + g.u[2] * g.u[2]).sqrt();
+                // Slip, not the contact's elastic shear.
+                let slip = (g.u_law[1] * g.u_law[1] + g.u_law[2] * g.u_law[2]).sqrt();
                 // On the cone's edge without slipping is sticking.
                 c.states[i] = if rows.state == ContactState::Slide && slip < SLIP_THRESHOLD_M { ContactState::Stick } else { rows.state };
                 if i + 1 == c.joints.len() && c.joints[i] + 1 == self.model.n_joints() && c.states[i] != ContactState::Free {
@@ -609,9 +620,8 @@ impl Simulator {
                 }
                 c.lambda[i] = if rows.free { Vector3::zeros() } else { lam };
                 c.prev_frames[i] = frames.joints[j];
-                c.offsets[i] = c.plane.lowest_offset(&frames.joints[j].rot, c.radii_m[i]);
                 let (t1, t2) = c.plane.tangents();
-                c.slip_m_s[i] = (t1 * g.u[1] + t2 * g.u[2]) / h;
+                c.slip_m_s[i] = (t1 * g.u_law[1] + t2 * g.u_law[2]) / h;
             }
             // Where the tip (centre line) was when it first touched.
             let last = c.joints.len() - 1;
@@ -768,25 +778,81 @@ fn extrapolate_next(states: &[&DVector<f64>]) -> DVector<f64> {
 }
 
 /// The law's rows of candidate `i` at joint frame `g` and multipliers
-/// `lam`, with the contact compliance: the gap and slip the law sees are
-/// `delta_n + c Lambda_n` and `u_t + c (Lambda_t - Lambda_t,prev)`.
+/// `lam`, with the contact compliances: the gap and slip the law sees are
+/// `delta_n + c_n Lambda_n` and `u_t + c_t (Lambda_t - Lambda_t,prev)`.
 fn candidate_rows(c: &ContactSet, i: usize, g: &Pose, lam: &Vector3<f64>) -> (CandidateGeometry, contact::LawRows) {
-    let geo = geometry(c, i, g);
+    let mut geo = geometry(c, i, g);
     let prev = c.lambda[i];
-    let u = geo.u + (lam - Vector3::new(0.0, prev[1], prev[2])) * c.compliance_m_n;
-    let mut rows = contact::evaluate(&c.params, lam, &u);
-    rows.dc_dlambda += rows.dc_du * c.compliance_m_n;
+    let ct = c.tangential_compliance_m_n[i];
+    let compliance = Matrix3::from_diagonal(&Vector3::new(c.normal_compliance_m_n[i], ct, ct));
+    geo.u_law = geo.u + compliance * (lam - Vector3::new(0.0, prev[1], prev[2]));
+    let mut rows = contact::evaluate(&c.params, lam, &geo.u_law);
+    rows.dc_dlambda += rows.dc_du * compliance;
     (geo, rows)
 }
 
-/// Contact geometry of candidate `i` at joint frame `g`.
+/// Each candidate's share of the rod's length \[m\]: half the distance to
+/// its neighbours (the end candidates reach the rod's ends).
+pub fn length_shares_m(arcs_m: &[f64], length_m: f64) -> Vec<f64> {
+    let n = arcs_m.len();
+    (0..n)
+        .map(|i| {
+            let lo = if i == 0 { 0.0 } else { 0.5 * (arcs_m[i - 1] + arcs_m[i]) };
+            let hi = if i + 1 == n { length_m } else { 0.5 * (arcs_m[i] + arcs_m[i + 1]) };
+            (hi - lo).max(0.0)
+        })
+        .collect()
+}
+
+/// The normal compliance of each candidate \[m/N\]: a foundation's `1 / (k
+/// ds)`, or the scene's value per point. The line-contact modulus is taken
+/// at the rod's own weight per length under standard gravity, so that a
+/// scene without gravity gets the same table.
+fn normal_compliances_m_n(rod: &Rod, model: &Model, joints: &[usize], spec: NormalCompliance) -> Vec<f64> {
+    let l = rod.length_m;
+    let arcs: Vec<f64> = joints.iter().map(|&j| model.joint_x_m[j]).collect();
+    let shares = length_shares_m(&arcs, l);
+    arcs.iter()
+        .zip(&shares)
+        .map(|(&x, &ds)| match spec {
+            NormalCompliance::PerPoint { compliance_m_n } => compliance_m_n,
+            NormalCompliance::Foundation { modulus_pa } => {
+                let k = modulus_pa.unwrap_or_else(|| {
+                    let weight_n_m = rod.cross_section.properties(x, l).mass_per_length_kg_m * STANDARD_GRAVITY_M_S2;
+                    contact::line_contact_modulus_pa(rod.cross_section.outer.radius_m(x, l), &rod.cross_section.body, weight_n_m)
+                });
+                // A point with no share of the length (repeated arc lengths)
+                // yields freely: it carries nothing.
+                if ds > 0.0 {
+                    1.0 / (k * ds)
+                } else {
+                    f64::INFINITY
+                }
+            }
+        })
+        .collect()
+}
+
+/// Standard gravity \[m/s^2\] (the load the line-contact modulus is taken at).
+const STANDARD_GRAVITY_M_S2: f64 = 9.80665;
+
+/// Contact geometry of candidate `i` at joint frame `g`: the gap of the
+/// section's lowest surface point and the slip of the material point there
+/// since the previous step. The lowest point is found again at every
+/// iterate: a material point fixed for the step would let a rolling
+/// section sink into the table by `r (1 - cos phi)` at no cost, a negative
+/// roll stiffness `q r` that beats the torsional stiffness of a long soft
+/// rod lying on the table (it twisted and dived). The gap's first
+/// derivative is the material point's (the lowest point is a minimum over
+/// the rim), so Newton's Jacobian stays exact.
 fn geometry(c: &ContactSet, i: usize, g: &Pose) -> CandidateGeometry {
-    let d = c.offsets[i];
+    let d = c.plane.lowest_offset(&g.rot, c.radii_m[i]);
     let point = g.transform_point(&d);
     let prev = c.prev_frames[i].transform_point(&d);
     let gap = c.plane.height_m(&point);
     let slip = c.basis * (point - prev);
-    CandidateGeometry { point, u: Vector3::new(gap, slip[1], slip[2]) }
+    let u = Vector3::new(gap, slip[1], slip[2]);
+    CandidateGeometry { point, u, u_law: u }
 }
 
 /// Evaluation of one step's system at an iterate, kept for the direction.
@@ -817,14 +883,16 @@ const SLIP_THRESHOLD_M: f64 = 1e-9;
 /// Compliance added to the diagonal of contact rows (Newton matrix only).
 const CONTACT_REGULARISATION: f64 = 1e-9;
 
-/// Default contact compliance, relative to the contact scale `1 / r`: the
-/// table yields `1e-7 Lambda / r` (nanometres here) and sticking points
-/// slip elastically by as much. Without it the force distribution over
-/// redundant contact points (a rod lying along the table has more contact
-/// rows than strain coordinates) is not unique, and with exact Coulomb
-/// friction neither is the slip onset; with it the solution is unique and
-/// Newton's Schur complement regular.
-pub const CONTACT_COMPLIANCE: f64 = 1e-7;
+/// Tangential over normal compliance of an elastic contact, `(2 - nu) / (2
+/// (1 - nu))` (Mindlin's ratio for a point contact; 1.41 for silicone,
+/// nu = 0.45): a sticking point yields elastically along the table too.
+/// Without it the friction forces of redundant sticking points (a rod lying
+/// along the table has more contact rows than strain coordinates) are not
+/// unique, and Newton cannot settle them.
+pub fn mindlin_ratio(material: &rod::Material) -> f64 {
+    let nu = (material.e_pa / (2.0 * material.g_pa) - 1.0).clamp(0.0, 0.5);
+    (2.0 - nu) / (2.0 * (1.0 - nu))
+}
 
 impl StepSystem<'_> {
     fn n(&self) -> usize {
@@ -848,7 +916,7 @@ impl StepSystem<'_> {
                 let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
                 if lam != Vector3::zeros() {
                     let f = c.basis.transpose() * lam;
-                    forces.items.push((j, g.point, f));
+                    forces.items.push((j, frames.joints[j].pos, g.point, f));
                 }
                 rows_all.push(rows);
                 geo.push(g);

@@ -18,7 +18,7 @@ fn simulator(rod: &Rod, scene_toml: &str) -> Simulator {
 #[test]
 fn rod_at_rest_on_the_table_carries_its_weight_without_drift() {
     let rod = dismech_rod();
-    let mut sim = simulator(&rod, &flat_scene(0.01, 2.0, 0.4, ""));
+    let mut sim = simulator(&rod, &flat_scene(0.01, 2.0, 0.4, "static", ""));
     let weight = sim.mass_kg() * 9.8;
     let start = sim.record();
     let records = sim.run(|_, _| {}).unwrap();
@@ -160,18 +160,22 @@ fn axial_slip_onset_matches_coulomb() {
 fn axial_slip_onset_just_above_the_threshold() {
     let (ke, expect) = slip_onset_kinetic_energy(4.0);
     println!("F = 4.0 N: kinetic energy {ke:.5e} J, rigid sliding {expect:.5e} J ({:+.2} %)", 100.0 * (ke / expect - 1.0));
-    assert!((ke - expect).abs() < 0.02 * expect);
+    // The push exceeds mu m g by 2 %, and the energy goes with the square
+    // of the excess: 5 % of it is 0.05 % of the friction force (the rod
+    // settling into the table's compliance in the first steps).
+    assert!((ke - expect).abs() < 0.05 * expect);
 }
 
 /// A rod along the slope of a plane tilted by `alpha`: returns the base's
 /// displacement over 1 s and its final velocity along the slope.
-fn incline(alpha: f64, mu: f64) -> (f64, f64, f64) {
+fn incline(alpha: f64, mu: f64, initial: &str) -> (f64, f64, f64) {
     let rod = dismech_rod();
     let n = Vec3::new(alpha.sin(), 0.0, alpha.cos());
     let base = n * 0.025;
     let scene = format!(
         r#"
 gravity_m_s2 = [0.0, 0.0, -9.8]
+initial = "{initial}"
 [time]
 step_s = 0.01
 duration_s = 1.0
@@ -195,7 +199,9 @@ rpy_deg = [0.0, {}, 0.0]
     let down = Vec3::new(alpha.cos(), 0.0, -alpha.sin());
     let last = records.last().unwrap();
     let before = &records[records.len() - 2];
-    let drift = records.iter().map(|r| (r.base_pose.pos - base).norm()).fold(0.0, f64::max);
+    // From the settled state: the contact's compliance lets the rod sink
+    // and shear a little while it settles, then nothing may creep.
+    let drift = records.iter().map(|r| (r.base_pose.pos - records[0].base_pose.pos).norm()).fold(0.0, f64::max);
     let v = (last.base_pose.pos - before.base_pose.pos).dot(&down) / 0.01;
     (drift, v, last.t_s)
 }
@@ -203,11 +209,12 @@ rpy_deg = [0.0, {}, 0.0]
 #[test]
 fn rod_on_an_incline_sticks_below_the_friction_angle_and_slides_above() {
     let mu = 0.4;
-    let (drift, _, _) = incline(0.3f64.atan(), mu);
+    let (drift, _, _) = incline(0.3f64.atan(), mu, "static");
     println!("incline tan(alpha) = 0.3 < mu: drift {drift:.2e} m over 1 s");
     assert!(drift < 1e-9, "drift {drift:.3e}");
     let alpha = 0.6f64.atan();
-    let (_, v, t) = incline(alpha, mu);
+    // No static equilibrium above the friction angle: dropped from touching.
+    let (_, v, t) = incline(alpha, mu, "rest");
     let a = v / t;
     let expect = 9.8 * (alpha.sin() - mu * alpha.cos());
     println!("incline tan(alpha) = 0.6 > mu: acceleration {a:.5} m/s^2, g (sin a - mu cos a) = {expect:.5}");
@@ -221,7 +228,7 @@ fn rod_dragged_at_constant_speed_pulls_with_mu_m_g() {
     let mut rod = dismech_rod();
     rod.damping = Some(rod::Damping::TimeConstant(0.01));
     let tow = "[[load]]\nkind = \"tow\"\narc_m = 0.0\nvelocity_m_s = [-0.1, 0.0, 0.0]\nstiffness_n_m = 1e5\n";
-    let mut sim = simulator(&rod, &flat_scene(0.005, 2.0, 0.4, tow));
+    let mut sim = simulator(&rod, &flat_scene(0.005, 2.0, 0.4, "static", tow));
     let mut forces = vec![];
     let total = sim.scene.steps();
     for _ in 0..total {
