@@ -62,7 +62,8 @@ pub struct SlipOnsetPoint {
 pub fn slip_onset(force_n: f64, duration_s: f64) -> Result<SlipOnsetPoint, SimError> {
     let rod = dismech_rod();
     let load = format!("[[load]]\nkind = \"body_force\"\ntotal_force_n = [{force_n}, 0.0, 0.0]\n");
-    let scene = Scene::from_toml_str(&flat_scene(0.01, duration_s, SLIP_ONSET_MU, "rest", &load), "slip-onset scene").map_err(|e| SimError::Input(e.to_string()))?;
+    let scene =
+        Scene::from_toml_str(&flat_scene(0.01, duration_s, SLIP_ONSET_MU, "rest", &load), "slip-onset scene").map_err(|e| SimError::Input(e.to_string()))?;
     let motion = BaseMotion::from_scene(&scene, &rod)?.expect("free base");
     let mut sim = Simulator::new(&rod, &scene, motion)?;
     let records = sim.run(|_, _| {})?;
@@ -70,4 +71,94 @@ pub fn slip_onset(force_n: f64, duration_s: f64) -> Result<SlipOnsetPoint, SimEr
     let over = (force_n - SLIP_ONSET_MU * m * SLIP_ONSET_G).max(0.0);
     let t = records.last().map_or(0.0, |r| r.t_s);
     Ok(SlipOnsetPoint { force_n, kinetic_energy_j: records.last().map_or(0.0, |r| r.kinetic_energy_j), analytic_j: t * t / (2.0 * m) * over * over })
+}
+
+/// The shipped rod of the lying-rod scenes (`configs/rod/silicone-rod.toml`).
+pub const SILICONE_ROD_TOML: &str = include_str!("../../../configs/rod/silicone-rod.toml");
+/// The shipped partial-slip scene (`configs/scene/lying-rod-pull.toml`).
+pub const LYING_ROD_PULL_TOML: &str = include_str!("../../../configs/scene/lying-rod-pull.toml");
+
+/// Height at which a uniform rod lying along the table rests \[m\]: its
+/// radius less what its own weight sinks it into the contact's default
+/// compliance (standard gravity, as the simulator takes it). A gripper
+/// closed there carries none of the weight.
+pub fn resting_height_m(rod: &Rod) -> f64 {
+    let l = rod.length_m;
+    let r = rod.cross_section.outer.radius_m(0.0, l);
+    let weight_n_m = rod.cross_section.properties(0.0, l).mass_per_length_kg_m * 9.80665;
+    r - weight_n_m / crate::contact::line_contact_modulus_pa(r, &rod.cross_section.body, weight_n_m)
+}
+
+/// A rod lying along +x on the table (z = 0), gripped at its base where it
+/// rests, pulled by `pull_m` along -x in `duration_s` (linear ramp).
+pub fn lying_pull_scene(rod: &Rod, mode: &str, step_s: f64, duration_s: f64, mu: f64, pull_m: f64) -> String {
+    let z = resting_height_m(rod);
+    format!(
+        r#"
+gravity_m_s2 = [0.0, 0.0, -9.81]
+initial = "static"
+[time]
+step_s = {step_s}
+duration_s = {duration_s}
+mode = "{mode}"
+[table]
+normal = [0.0, 0.0, 1.0]
+mu = {mu}
+[base]
+kind = "prescribed"
+waypoints = [[0.0, 0.0, 0.0, {z}, 0.0, 0.0, 0.0], [{duration_s}, -{pull_m}, 0.0, {z}, 0.0, 0.0, 0.0]]
+"#
+    )
+}
+
+/// One step of a pulled lying rod against the bar on a Coulomb foundation.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct PartialSlipPoint {
+    pub t_s: f64,
+    /// How far the base has been pulled \[m\].
+    pub pull_m: f64,
+    /// The base's axial force (what the gripper feels) \[N\].
+    pub force_n: f64,
+    /// `sqrt(2 mu q EA u0)` while the slip zone is shorter than the rod,
+    /// `mu q L` once the whole rod slides \[N\].
+    pub analytic_n: f64,
+    /// Length of the sliding zone from the base (the analytic `F / (mu q)`
+    /// is its prediction) \[m\].
+    pub slip_zone_m: f64,
+    /// Sum of the contact points' normal forces \[N\] (the weight, less
+    /// what the gripper holds).
+    pub normal_force_n: f64,
+}
+
+/// Runs a pulled lying rod (scene from [`lying_pull_scene`] or the shipped
+/// [`LYING_ROD_PULL_TOML`]) and compares every step with the analytic
+/// bar on a Coulomb foundation: tension `N(x) = F - mu q x` over the
+/// sliding zone `a = F / (mu q)`, none beyond, so the base moves by
+/// `u0 = F^2 / (2 mu q EA)`.
+pub fn partial_slip(rod: &Rod, scene: &Scene, mut progress: impl FnMut(usize, usize)) -> Result<Vec<PartialSlipPoint>, SimError> {
+    let motion = BaseMotion::from_scene(scene, rod)?.ok_or_else(|| SimError::Input("the pull scene needs base waypoints".into()))?;
+    let mu = scene.table.ok_or_else(|| SimError::Input("the pull scene needs a table".into()))?.mu;
+    let mut sim = Simulator::new(rod, scene, motion)?;
+    let l = rod.length_m;
+    let weight_n_m = sim.mass_kg() * scene.gravity_m_s2.norm() / l;
+    let ea_n = rod.cross_section.properties(0.0, l).stiffness_diag[3];
+    let records = sim.run(&mut progress)?;
+    let x0 = records[0].base_pose.pos.x;
+    Ok(records
+        .iter()
+        .map(|r| {
+            let pull_m = x0 - r.base_pose.pos.x;
+            let slid: usize = r.contacts.iter().skip(1).take_while(|c| c.state == crate::ContactState::Slide).count();
+            let slip_zone_m = if slid == 0 { 0.0 } else { r.contacts[slid].arc_m };
+            let partial = (2.0 * mu * weight_n_m * ea_n * pull_m.max(0.0)).sqrt();
+            PartialSlipPoint {
+                t_s: r.t_s,
+                pull_m,
+                force_n: r.base_wrench_flange[3],
+                analytic_n: partial.min(mu * weight_n_m * l),
+                slip_zone_m,
+                normal_force_n: r.normal_force_n,
+            }
+        })
+        .collect())
 }

@@ -287,6 +287,11 @@ impl Scene {
     }
 }
 
+/// The smallest solver tolerance a scene may ask for: residuals are
+/// relative to the step's forces (weight, loads, contact forces) and to the
+/// terms' generalised forces, and rounding leaves about 1e-15 of them.
+pub const MIN_TOLERANCE: f64 = 1e-13;
+
 /// The most steps one run takes (each keeps a record: at a millisecond a
 /// step, over a quarter of an hour of computing).
 pub const MAX_STEPS: usize = 1_000_000;
@@ -384,7 +389,11 @@ impl RawScene {
         };
         let normal_compliance = match (self.contact.compliance_m_n, self.contact.foundation_modulus_pa) {
             (Some(_), Some(_)) => {
-                return Err(ConfigError::new(file, "contact.compliance_m_n", "give either compliance_m_n (per point) or foundation_modulus_pa (per length), not both"))
+                return Err(ConfigError::new(
+                    file,
+                    "contact.compliance_m_n",
+                    "give either compliance_m_n (per point) or foundation_modulus_pa (per length), not both",
+                ))
             }
             (Some(c), None) => NormalCompliance::PerPoint { compliance_m_n: non_negative("contact.compliance_m_n", c)? },
             (None, Some(k)) => NormalCompliance::Foundation { modulus_pa: Some(positive(file, "contact.foundation_modulus_pa", k)?) },
@@ -392,6 +401,15 @@ impl RawScene {
         };
         let tangential_compliance_m_n = self.contact.tangential_compliance_m_n.map(|c| non_negative("contact.tangential_compliance_m_n", c)).transpose()?;
         let tolerance = positive(file, "solver.tolerance", self.solver.tolerance.unwrap_or(1e-10))?;
+        if tolerance < MIN_TOLERANCE {
+            return Err(ConfigError::new(
+                file,
+                "solver.tolerance",
+                format!(
+                    "{tolerance:e} is below {MIN_TOLERANCE:e}: residuals relative to the problem's own forces cannot get below double precision's rounding"
+                ),
+            ));
+        }
         let max_iterations = self.solver.max_iterations.unwrap_or(40);
         if max_iterations == 0 {
             return Err(ConfigError::new(file, "solver.max_iterations", "must be at least 1"));

@@ -227,6 +227,10 @@ pub struct Simulator {
     tow_anchor0: Vec<Option<Vec3>>,
     mass_kg: f64,
     step_index: usize,
+    /// The most contact points found touching at once so far, and the
+    /// warnings the run has to report (each once).
+    most_active_contacts: usize,
+    warnings: Vec<String>,
 }
 
 impl Simulator {
@@ -364,6 +368,8 @@ impl Simulator {
             tow_anchor0,
             mass_kg,
             step_index: 0,
+            most_active_contacts: 0,
+            warnings: vec![],
         };
         if scene.initial == Initial::Static {
             sim.settle()?;
@@ -376,6 +382,39 @@ impl Simulator {
 
     pub fn mass_kg(&self) -> f64 {
         self.mass_kg
+    }
+
+    /// What the run has to report besides its records (each said once),
+    /// e.g. a contact set the strain basis cannot follow.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Warns, once, when more points touch than the strain basis can move
+    /// independently: their normal loads are then shared out by the
+    /// contact's compliance, not by the rod (science notes,
+    /// `docs/contact.md`).
+    fn note_active_contacts(&mut self, active: usize) {
+        let strain_coordinates = self.model.n_strain_dof();
+        if active <= self.most_active_contacts || active <= strain_coordinates {
+            self.most_active_contacts = self.most_active_contacts.max(active);
+            return;
+        }
+        let first = self.most_active_contacts <= strain_coordinates;
+        self.most_active_contacts = active;
+        if !first {
+            return;
+        }
+        let how = match self.scene.normal_compliance {
+            NormalCompliance::Foundation { modulus_pa: None } => {
+                "the contact's compliance (a foundation of the line contact of the rod's surface on the table; [contact] foundation_modulus_pa or compliance_m_n to change it)".to_string()
+            }
+            NormalCompliance::Foundation { modulus_pa: Some(k) } => format!("the scene's foundation ([contact] foundation_modulus_pa = {k:e} Pa)"),
+            NormalCompliance::PerPoint { compliance_m_n } => format!("the scene's compliance ([contact] compliance_m_n = {compliance_m_n:e} m/N per point)"),
+        };
+        self.warnings.push(format!(
+            "contact: {active} points touch the table but the rod has {strain_coordinates} strain coordinates: the rod alone cannot set their loads; they are shared out by {how}"
+        ));
     }
 
     pub fn time_s(&self) -> f64 {
@@ -578,10 +617,17 @@ impl Simulator {
         if let Some(i) = self.carry.inertia.as_ref() {
             list.push(i);
         }
+        // The contact rows' force scale: every force the step involves,
+        // the contact forces of the last step among them (a weightless rod
+        // pressed or pulled by its base has no other), so that a
+        // tolerance means the same for any rod.
+        let frames_now = self.model.frames(&self.carry.q);
         let force_scale = self.mass_kg * self.scene.gravity_m_s2.norm()
             + body.norm() * self.mass_kg
             + point_loads.iter().map(|p| p.force_n.norm()).sum::<f64>()
-            + tensions.iter().sum::<f64>();
+            + tensions.iter().sum::<f64>()
+            + tows.iter().map(|t| t.force_n(&frames_now.joints[t.joint].pos).norm()).sum::<f64>()
+            + self.carry.contact.as_ref().map_or(0.0, |c| c.lambda.iter().map(|l| l.norm()).sum::<f64>());
         let mut sys = StepSystem {
             model: &self.model,
             terms: list,
@@ -592,7 +638,18 @@ impl Simulator {
         };
         let newton = Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, ..Newton::default() };
         let solved = newton.solve(&mut sys, &x0).map_err(|e| e.to_string())?;
-        let w = sys.wrenches.iter().rev().find(|(x, _)| *x == solved.x).map(|(_, w)| *w).unwrap_or_else(Vec6::zeros);
+        // The solution's wrench, evaluated again when the line search's
+        // trials pushed it out of the short cache (a step accepted at its
+        // linearisation point after a failed search).
+        let w = match sys.wrenches.iter().rev().find(|(x, _)| *x == solved.x) {
+            Some((_, w)) => *w,
+            None => {
+                sys.evaluate(&solved.x, false);
+                sys.wrenches.last().map_or_else(Vec6::zeros, |(_, w)| *w)
+            }
+        };
+        let degenerate = sys.cache.as_ref().map_or(0, |c| c.active.len());
+        self.note_active_contacts(degenerate);
         Ok((solved.x, solved.iterations, w))
     }
 
