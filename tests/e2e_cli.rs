@@ -425,3 +425,20 @@ fn solve_with_params_after_compare_variants_uses_the_recommended_variant() {
     let tip = |lines: &[String]| lines.iter().find(|l| l.starts_with("tip position [m]:")).cloned().unwrap();
     assert_ne!(tip(&default), tip(&requested));
 }
+
+#[test]
+fn verify_partial_slip_writes_the_lying_rod_against_the_analytic_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("verify");
+    ok(&rodlab(&["verify", "partial-slip", "--out", out.to_str().unwrap()]));
+    let csv = std::fs::read_to_string(out.join("partial_slip.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("t_s,pull_m,force_n,analytic_n,slip_zone_m,normal_force_n"));
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 201, "a row per step and the start");
+    // Half-way through the pull the slip zone spans several sections and
+    // the force is the bar on a Coulomb foundation's.
+    let mid = &rows[100];
+    assert!(mid[4] > 0.1 && (mid[2] / mid[3] - 1.0).abs() < 0.02, "{mid:?}");
+    assert!(out.join("index.html").exists() && out.join("partial_slip.png").exists());
+}

@@ -83,7 +83,7 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
         100.0 * s.max_fibre_strain,
         s.min_cable_stretch.map_or(String::new(), |c| format!(", cables: min |Q + K x d + d'| {c:.3}"))
     );
-    for w in &s.validity_warnings {
+    for w in s.validity_warnings.iter().chain(&s.simulator_warnings) {
         println!("  warning: {w}");
     }
     println!("wrote {}/sim.parquet, sim_nodes.parquet, sim_contacts.parquet, sim_markers.parquet, index.html", a.out.display());
@@ -98,16 +98,34 @@ pub enum VerifyCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// A rod lying on the table pulled at its base (configs/scene/lying-rod-pull.toml): base force against sqrt(2 mu q EA u0) as partial slip spreads.
+    PartialSlip {
+        /// Output directory (partial_slip.csv, index.html with the plots).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 pub fn verify(c: VerifyCommand, progress: &dyn Progress) -> Result<()> {
-    let VerifyCommand::SlipOnset { out } = c;
-    let points = lab::simulate::verify_slip_onset(&out, progress)?;
-    println!("F [N]    KE at 1 s [J]   (t^2/2m)(F - mu m g)^2 [J]");
-    for p in &points {
-        println!("{:5.2}  {:14.6e}  {:14.6e}", p.force_n, p.kinetic_energy_j, p.analytic_j);
+    match c {
+        VerifyCommand::SlipOnset { out } => {
+            let points = lab::simulate::verify_slip_onset(&out, progress)?;
+            println!("F [N]    KE at 1 s [J]   (t^2/2m)(F - mu m g)^2 [J]");
+            for p in &points {
+                println!("{:5.2}  {:14.6e}  {:14.6e}", p.force_n, p.kinetic_energy_j, p.analytic_j);
+            }
+            println!("wrote {}/slip_onset.csv and {}/index.html", out.display(), out.display());
+        }
+        VerifyCommand::PartialSlip { out } => {
+            let (points, worst) = lab::simulate::verify_partial_slip(&out, progress)?;
+            println!("pull [mm]  base force [N]  sqrt(2 mu q EA u0) [N]  slip zone [m]");
+            for p in points.iter().step_by(10) {
+                println!("{:9.3}  {:14.5}  {:22.5}  {:13.4}", 1e3 * p.pull_m, p.force_n, p.analytic_n, p.slip_zone_m);
+            }
+            println!("worst error while the slip zone spans three sections or more: {:.2} %", 100.0 * worst);
+            println!("wrote {}/partial_slip.csv and {}/index.html", out.display(), out.display());
+        }
     }
-    println!("wrote {}/slip_onset.csv and {}/index.html", out.display(), out.display());
     Ok(())
 }
 

@@ -144,6 +144,8 @@ struct ContactSet {
     joints: Vec<usize>,
     radii_m: Vec<f64>,
     lambda: Vec<Vector3<f64>>,
+    /// Multipliers one step before `lambda` (their extrapolation).
+    previous_lambda: Vec<Vector3<f64>>,
     /// Joint frames at the previous step (slip reference).
     prev_frames: Vec<Pose>,
     params: LawParams,
@@ -329,6 +331,7 @@ impl Simulator {
                 joints,
                 radii_m,
                 lambda: vec![Vector3::zeros(); nc],
+                previous_lambda: vec![Vector3::zeros(); nc],
                 params: LawParams { law: scene.law, mu: plane.mu, r_n: r, r_t: r },
                 normal_compliance_m_n,
                 tangential_compliance_m_n,
@@ -466,6 +469,10 @@ impl Simulator {
         }
         self.carry.q_prev = self.carry.q.clone();
         self.carry.older.clear();
+        if let Some(c) = self.carry.contact.as_mut() {
+            // At rest: the normal forces too.
+            c.previous_lambda = c.lambda.clone();
+        }
         self.carry.t_s = 0.0;
         result.map(|_| ()).map_err(|(reached, _)| SimError::NoConvergence {
             step: 0,
@@ -572,6 +579,23 @@ impl Simulator {
             // solve a step (the slide test's tip at 2.705 s, h = 2.5 ms).
             let states: Vec<&DVector<f64>> = [&self.carry.q, &self.carry.q_prev].into_iter().chain(&self.carry.older).collect();
             x0.rows_mut(0, n).copy_from(&extrapolate_next(&states));
+            // The forces of points pressed and sticking for two steps along
+            // their line: a compliant contact's forces change with its
+            // gap and shear, and the extrapolated shape would otherwise
+            // start each step a step's worth of force away. Only inside
+            // the friction cone: a sliding point's force is left where it
+            // was (see above).
+            if let Some(c) = &self.carry.contact {
+                for (i, (l, prev)) in c.lambda.iter().zip(&c.previous_lambda).enumerate() {
+                    if l[0] > 0.0 && prev[0] > 0.0 && c.states[i] == ContactState::Stick {
+                        let next = 2.0 * l - prev;
+                        let inside = next[0] > 0.0 && next.fixed_rows::<2>(1).norm() < 0.99 * c.params.mu * next[0];
+                        if inside {
+                            x0.fixed_rows_mut::<3>(n + 3 * i).copy_from(&next);
+                        }
+                    }
+                }
+            }
         }
         if let Some(inertia) = self.carry.inertia.as_mut() {
             inertia.h_s = h;
@@ -675,6 +699,7 @@ impl Simulator {
                 if i + 1 == c.joints.len() && c.joints[i] + 1 == self.model.n_joints() && c.states[i] != ContactState::Free {
                     self.carry.tip_slip_m += slip;
                 }
+                c.previous_lambda[i] = c.lambda[i];
                 c.lambda[i] = if rows.free { Vector3::zeros() } else { lam };
                 c.prev_frames[i] = frames.joints[j];
                 let (t1, t2) = c.plane.tangents();
