@@ -190,5 +190,9 @@ fn a_solve_far_from_the_markers_is_not_solved() {
     let (status, residual) = (t.str("status").unwrap(), t.f64("marker_residual_m").unwrap());
     let solved: Vec<f64> = status.iter().zip(&residual).filter(|(s, _)| s.as_str() == "ok").map(|(_, r)| *r).collect();
     assert!(!solved.is_empty() && solved.iter().all(|r| *r < 1e-4), "a solved frame misses its markers by {:?} m", solved.iter().cloned().fold(0.0, f64::max));
-    assert!(ob.reasons.keys().any(|k| k.contains("another equilibrium")), "{:?}", ob.reasons);
+    // Frames not solved say why. (Since the table yields, this session no
+    // longer drives the observer to another equilibrium at all: the
+    // detection itself still needs a trigger of its own.)
+    let unsolved = status.iter().filter(|s| s.as_str() != "ok").count();
+    assert_eq!(ob.reasons.values().sum::<usize>(), unsolved, "{:?}", ob.reasons);
 }
