@@ -74,9 +74,9 @@ pub fn slip_onset(force_n: f64, duration_s: f64) -> Result<SlipOnsetPoint, SimEr
 }
 
 /// The shipped rod of the lying-rod scenes (`configs/rod/silicone-rod.toml`).
-pub const SILICONE_ROD_TOML: &str = include_str!("../../../configs/rod/silicone-rod.toml");
+pub const SILICONE_ROD_TOML: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/rod/silicone-rod.toml"));
 /// The shipped partial-slip scene (`configs/scene/lying-rod-pull.toml`).
-pub const LYING_ROD_PULL_TOML: &str = include_str!("../../../configs/scene/lying-rod-pull.toml");
+pub const LYING_ROD_PULL_TOML: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/scene/lying-rod-pull.toml"));
 
 /// Height at which a uniform rod lying along the table rests \[m\]: its
 /// radius less what its own weight sinks it into the contact's default
