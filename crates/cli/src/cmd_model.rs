@@ -78,9 +78,15 @@ pub fn solve(a: SolveArgs) -> Result<()> {
     let tip = s.tip_m();
     println!("tip position [m]: {:.6} {:.6} {:.6}", tip.x, tip.y, tip.z);
     match &s.band {
-        Some(Band::Tip { tip_m: x, half_width_m: h }) => println!(
-            "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate; a measurement with the fit's noise, in its measurement frame)",
-            x.x, h.x, x.y, h.y, x.z, h.z
+        Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m }) => println!(
+            "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate, in the measurement frame; a new measurement's noise, never below the declared one, and {:.2} mm of model error: the larger of what cross-validation found and the rod file's [identify] model_error_m)",
+            x.x,
+            h.x,
+            x.y,
+            h.y,
+            x.z,
+            h.z,
+            1e3 * model_error_m
         ),
         Some(Band::None(why)) => println!("no prediction band: {why}"),
         None => {}

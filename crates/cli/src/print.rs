@@ -14,7 +14,11 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     println!("identified from {} experiments ({}):", id.experiments.len(), id.source);
     let line = |n: &str, e: &identify::fit::Estimate, u: &str, pv: Option<f64>| {
         let r = pv.map_or(String::new(), |pv| format!("   reference {pv:.4e}"));
-        println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]{r}", e.value, e.ci95_low, e.ci95_high);
+        if e.held() || e.determined() {
+            println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI [{:.4e}, {:.4e}]{r}", e.value, e.ci95_low, e.ci95_high);
+        } else {
+            println!("  {n:<4} = {:>11.4e} {u:<7} 95 % CI: {}{r}", e.value, identify::fit::NOT_DETERMINED);
+        }
     };
     line("E", &f.e_pa, "Pa", reference.map(|r| r.e_pa));
     line("G", &f.g_pa, "Pa", reference.map(|r| r.g_pa));
@@ -101,22 +105,27 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
         }
     }
     if !id.variants.is_empty() {
-        println!("  model variants by leave-one-out prediction error:");
+        println!("  model variants by cross-validated prediction error (+- its standard error; model error: what the bands add for what the model misses):");
         for (i, v) in id.variants.iter().enumerate() {
             let geometry: Vec<String> =
                 [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
                     .into_iter()
                     .flatten()
                     .collect();
+            let lowest = identify::output::lowest_cv(&id.variants) == Some(i);
             println!(
-                "    {:<32} E {:.4e} Pa  {:<64}  fit RMS {:>6.2} mm  LOO RMS {:>6.2} mm  worst {:>6.2} mm{}",
+                "    {:<32} E {:.4e} Pa  {:<64}  {:>2} parameters  fit RMS {:>6.2} mm  CV RMS {:>6.2} +- {:.2} mm  worst {:>6.2} mm  model error {:.2} mm{}{}",
                 v.name,
                 v.e_pa,
                 geometry.join("  "),
+                v.parameters.len(),
                 v.rms_error_mm,
                 v.loo_rms_mm,
+                v.loo_rms_se_mm,
                 v.loo_worst_mm,
-                if id.recommended == Some(i) { "  <- recommended (predicts best)" } else { "" }
+                1e3 * v.model_error_m,
+                if lowest { "  (lowest CV)" } else { "" },
+                if id.recommended == Some(i) { "  <- recommended (the simplest within one standard error of the lowest)" } else { "" }
             );
         }
     }

@@ -79,6 +79,28 @@ pub struct Estimate {
     pub ci95_high: f64,
 }
 
+/// Whether a 95 % interval `[low, high]` of a positive quantity says
+/// anything: finite, and within four decades (an unseen G came out as
+/// [3.2e-64, 2.3e73]: a number the data did not determine).
+pub fn interval_determined(low: f64, high: f64) -> bool {
+    low.is_finite() && high.is_finite() && low > 0.0 && high / low < 1e4
+}
+
+/// What to print for an interval the data cannot bound.
+pub const NOT_DETERMINED: &str = "not determined by these data";
+
+impl Estimate {
+    /// The interval bounds the value (NaN bounds: the value was held).
+    pub fn determined(&self) -> bool {
+        interval_determined(self.ci95_low, self.ci95_high)
+    }
+
+    /// Was the value held (no interval at all)?
+    pub fn held(&self) -> bool {
+        self.ci95_low.is_nan() && self.ci95_high.is_nan()
+    }
+}
+
 /// The result of a fit.
 #[derive(Clone, Debug)]
 pub struct Fit {
@@ -485,7 +507,13 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     }
     let g_rel = if sd[1].is_finite() { (t * sd[1]).exp() - 1.0 } else { f64::INFINITY };
     if g_rel.is_nan() || g_rel >= 0.5 {
-        warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
+        if g_est.determined() {
+            warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
+        } else {
+            warnings.push(format!(
+                "G is {NOT_DETERMINED} (its 95 % interval spans more than four decades): the experiments do not load the rod in shear or torsion"
+            ));
+        }
     }
     if dof == 0 {
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
@@ -565,14 +593,97 @@ impl Fit {
             .collect()
     }
 
+    /// The fit's uncertainty for predictions, with no model error beyond
+    /// the noise (see [`prediction_uncertainty`]).
     pub fn uncertainty(&self) -> Uncertainty {
-        Uncertainty {
-            layout: self.layout,
-            covariance: self.covariance.clone(),
-            noise_var_m2: (self.residual_scale * self.measurement_sigma_m).powi(2),
-            dof: self.dof,
+        prediction_uncertainty(self.layout, &self.covariance, self.dof, self.measurement_sigma_m, self.residual_scale, 0.0)
+    }
+}
+
+/// What a prediction is uncertain by: the parameters' covariance, the
+/// noise of a new measurement and the model error. A fit whose residuals
+/// are smaller than the declared sigma (residual scale < 1: a flexible
+/// model fitting the noise) would claim that a new measurement is less
+/// noisy than the instrument: its noise is never below the declared sigma.
+/// `model_error_m` (per coordinate) is what cross-validation found the
+/// model misses beyond the parameters' uncertainty and the noise
+/// ([`cv_model_error_m`]).
+pub fn prediction_uncertainty(
+    layout: Layout,
+    covariance: &DMatrix<f64>,
+    dof: usize,
+    measurement_sigma_m: f64,
+    residual_scale: f64,
+    model_error_m: f64,
+) -> Uncertainty {
+    let scale = if residual_scale.is_finite() { residual_scale.max(1.0) } else { 1.0 };
+    let model = if model_error_m.is_finite() { model_error_m.max(0.0) } else { 0.0 };
+    Uncertainty { layout, covariance: covariance.clone(), noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model, dof }
+}
+
+/// The model error per coordinate \[m\] that cross-validation shows: the
+/// part of the held-out prediction errors `errors_mm` (per experiment, per
+/// point) that the prediction bands of `u` (parameters and noise) do not
+/// explain, `sqrt(max(0, sum(|e|^2 - tr C)) / (3 n))`. The bands come from
+/// the fit on all experiments, slightly narrower than each fold's, so the
+/// estimate leans high (the safe side). Zero when the bands explain the
+/// errors, NaN when no error could be predicted.
+pub fn cv_model_error_m(rod: &Rod, experiments: &[Experiment], values: &Values, u: &Uncertainty, errors_mm: &[Vec<f64>]) -> f64 {
+    let mut excess_m2 = 0.0;
+    let mut coordinates = 0usize;
+    for (e, errs) in experiments.iter().zip(errors_mm) {
+        let Ok(pred) = predict_with_band(rod, e, values, u) else { continue };
+        for (c, err) in pred.covariance_m2.iter().zip(errs) {
+            if err.is_finite() && c.trace().is_finite() {
+                excess_m2 += (err * 1e-3).powi(2) - c.trace();
+                coordinates += 3;
+            }
         }
     }
+    if coordinates == 0 {
+        f64::NAN
+    } else {
+        (excess_m2.max(0.0) / coordinates as f64).sqrt()
+    }
+}
+
+/// The cross-validated RMS of `errors_mm` (per experiment, per point) and
+/// its standard error \[mm\]: experiments are the independent units, so
+/// the mean of their mean squared errors has the standard error sd / sqrt(n)
+/// and the RMS half of that relative to it (delta method). NaN with fewer
+/// than two experiments.
+pub fn cv_rms_with_se_mm(errors_mm: &[Vec<f64>]) -> (f64, f64) {
+    let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
+    let rms_mm = rms(&all);
+    let per: Vec<f64> = errors_mm.iter().filter(|e| !e.is_empty()).map(|e| e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).collect();
+    let n = per.len();
+    if n < 2 || !rms_mm.is_finite() || rms_mm <= 0.0 {
+        return (rms_mm, f64::NAN);
+    }
+    let mean = per.iter().sum::<f64>() / n as f64;
+    let sd = (per.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    (rms_mm, sd / (n as f64).sqrt() / (2.0 * rms_mm))
+}
+
+/// The one-standard-error rule: of candidates `(parameters, cv_rms,
+/// cv_se)`, the best CV figure sets a bar one of its standard errors above
+/// it; the recommended one is the simplest (fewest parameters, then the
+/// lower CV figure) under the bar. With few experiments the CV figure is
+/// itself noisy, and the most flexible model is best by chance as often as
+/// not. Falls back to the best when its standard error is unknown.
+pub fn one_standard_error_choice(candidates: &[(usize, f64, f64)]) -> Option<usize> {
+    let best = candidates.iter().enumerate().filter(|(_, c)| c.1.is_finite()).min_by(|a, b| a.1 .1.total_cmp(&b.1 .1)).map(|(i, _)| i)?;
+    let se = candidates[best].2;
+    if !se.is_finite() {
+        return Some(best);
+    }
+    let bar = candidates[best].1 + se;
+    candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.1.is_finite() && c.1 <= bar)
+        .min_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))
+        .map(|(i, _)| i)
 }
 
 /// Predicted measurements with their uncertainty.
@@ -697,6 +808,43 @@ pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-standard-error rule picks the simplest variant under the
+    /// best's bar, and the best when its standard error is unknown.
+    #[test]
+    fn one_standard_error_rule_prefers_the_simpler_model_within_the_noise() {
+        // (parameters, CV RMS, its standard error)
+        let c = [(3, 1.00, 0.20), (5, 0.90, 0.15), (9, 0.85, 0.10)];
+        assert_eq!(one_standard_error_choice(&c), Some(1), "bar 0.95: the 5-parameter model");
+        let c = [(3, 0.94, 0.20), (5, 0.90, 0.15), (9, 0.85, 0.10)];
+        assert_eq!(one_standard_error_choice(&c), Some(0), "the simplest under the bar");
+        let c = [(3, 1.00, 0.20), (9, 0.85, f64::NAN)];
+        assert_eq!(one_standard_error_choice(&c), Some(1), "no standard error: the best");
+        assert_eq!(one_standard_error_choice(&[(3, f64::NAN, 0.1)]), None);
+    }
+
+    /// The CV RMS's standard error by hand: per-experiment mean squares
+    /// 1, 4, 9, RMS sqrt(14/3), and the delta method's sd / sqrt(3) / (2 RMS).
+    #[test]
+    fn cv_standard_error_by_hand() {
+        let errors = vec![vec![1.0, 1.0], vec![2.0, 2.0], vec![3.0, 3.0]];
+        let (rms_mm, se_mm) = cv_rms_with_se_mm(&errors);
+        let mean = 14.0 / 3.0;
+        let sd = (((1.0 - mean) * (1.0f64 - mean) + (4.0 - mean) * (4.0 - mean) + (9.0 - mean) * (9.0 - mean)) / 2.0).sqrt();
+        assert!((rms_mm - mean.sqrt()).abs() < 1e-12);
+        assert!((se_mm - sd / 3f64.sqrt() / (2.0 * mean.sqrt())).abs() < 1e-12, "{se_mm}");
+        assert!(cv_rms_with_se_mm(&[vec![1.0]]).1.is_nan());
+    }
+
+    #[test]
+    fn an_interval_over_four_decades_is_not_determined() {
+        assert!(interval_determined(1e5, 2e5));
+        assert!(!interval_determined(3.2198e-64, 2.2749e73));
+        assert!(!interval_determined(0.0, f64::INFINITY));
+        let e = Estimate { value: 1e5, ci95_low: 1.0, ci95_high: 1e10 };
+        assert!(!e.determined() && !e.held());
+        assert!(Estimate { value: 1e3, ci95_low: f64::NAN, ci95_high: f64::NAN }.held());
+    }
 
     #[test]
     fn chi_square_tail_matches_the_published_table() {

@@ -2,7 +2,10 @@
 //! leave-one-out, the paper's parameters) and its `identified.toml`.
 
 use crate::data::Experiment;
-use crate::fit::{cross_validate, fit, jackknife_sd, leave_one_out, rms, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome};
+use crate::fit::{
+    cross_validate, cv_model_error_m, cv_rms_with_se_mm, fit, jackknife_sd, leave_one_out, one_standard_error_choice, prediction_uncertainty, rms, t975,
+    Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome,
+};
 use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
 use lie::Vec3;
 use rod::Rod;
@@ -34,6 +37,9 @@ pub struct Study {
     /// Jackknife intervals from the leave-one-out fits (three or more).
     pub jackknife: Option<JackknifeOut>,
     pub reference: Option<Evaluated>,
+    /// What leave-one-out shows the main fit misses beyond its prediction
+    /// bands, per coordinate \[m\] (0 without leave-one-out).
+    pub cv_model_error_m: f64,
 }
 
 /// 95 % intervals from the spread of the leave-one-out fits (jackknife):
@@ -128,7 +134,18 @@ pub fn run_study(
     let loo = if with_loo { leave_one_out(rod, experiments, &main, opts, &mut progress) } else { vec![] };
     let jackknife = jackknife(&mut main, &loo);
     let reference = reference.and_then(|v| evaluate_values(rod, experiments, &v).ok());
-    Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference })
+    let cv_model_error_m = if loo.is_empty() {
+        0.0
+    } else {
+        let errors: Vec<Vec<f64>> = loo.iter().map(|l| l.errors_mm.clone()).collect();
+        let m = cv_model_error_m(rod, experiments, &main.values, &main.uncertainty(), &errors);
+        if m.is_finite() {
+            m
+        } else {
+            0.0
+        }
+    };
+    Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference, cv_model_error_m })
 }
 
 /// One model variant judged by prediction: fitted on all experiments, and
@@ -158,10 +175,62 @@ pub struct VariantOut {
     pub loo_worst_mm: f64,
     /// Per experiment, its leave-one-out RMS \[mm\].
     pub loo_per_experiment_mm: Vec<f64>,
+    /// Standard error of `loo_rms_mm` \[mm\], the experiments as the
+    /// independent units (NaN: fewer than two).
+    #[serde(default = "nan")]
+    pub loo_rms_se_mm: f64,
+    /// What cross-validation shows this variant misses beyond its
+    /// prediction bands, per coordinate \[m\]; added to its bands.
+    #[serde(default)]
+    pub model_error_m: f64,
+    /// This variant's own fit uncertainty: the bands when it is selected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<BandOut>,
     /// Every value of this variant's fit on all the experiments, with
     /// intervals (what `--params FILE:NAME` applies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fitted: Option<Parameters>,
+}
+
+/// A fit's uncertainty as written to `identified.toml` (what prediction
+/// bands need).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BandOut {
+    pub parameter_names: Vec<String>,
+    pub covariance: Vec<Vec<f64>>,
+    pub dof: usize,
+    pub measurement_sigma_m: f64,
+    pub residual_scale: f64,
+}
+
+impl BandOut {
+    fn of(f: &Fit) -> BandOut {
+        BandOut {
+            parameter_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
+            covariance: f.covariance.row_iter().map(|r| r.iter().cloned().collect()).collect(),
+            dof: f.dof,
+            measurement_sigma_m: f.measurement_sigma_m,
+            residual_scale: f.residual_scale,
+        }
+    }
+
+    /// The prediction uncertainty with `model_error_m` added; None when
+    /// the file's numbers do not make one.
+    pub fn uncertainty(&self, model_error_m: f64) -> Option<crate::fit::Uncertainty> {
+        let np = self.parameter_names.len();
+        if np == 0
+            || self.dof == 0
+            || self.measurement_sigma_m.is_nan()
+            || self.measurement_sigma_m <= 0.0
+            || self.covariance.len() != np
+            || self.covariance.iter().any(|r| r.len() != np)
+        {
+            return None;
+        }
+        let layout = Layout::from_names(&self.parameter_names)?;
+        let covariance = nalgebra::DMatrix::from_fn(np, np, |a, b| self.covariance[a][b]);
+        Some(prediction_uncertainty(layout, &covariance, self.dof, self.measurement_sigma_m, self.residual_scale, model_error_m))
+    }
 }
 
 /// Priors of the geometry parameters a variant may fit (mean, sd).
@@ -224,7 +293,8 @@ pub fn compare_variants(
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };
         let predicted = cross_validate(rod, experiments, &f, &o, folds);
         let per: Vec<f64> = predicted.iter().map(|e| rms(e)).collect();
-        let loo_rms_mm = rms(&predicted.concat());
+        let (loo_rms_mm, loo_rms_se_mm) = cv_rms_with_se_mm(&predicted);
+        let model_error_m = cv_model_error_m(rod, experiments, &f.values, &f.uncertainty(), &predicted);
         out.push(VariantOut {
             name: name.into(),
             parameters: f.parameter_names.iter().map(|s| s.to_string()).collect(),
@@ -238,11 +308,27 @@ pub fn compare_variants(
             loo_rms_mm,
             loo_worst_mm: per.iter().cloned().fold(f64::NAN, f64::max),
             loo_per_experiment_mm: per,
+            loo_rms_se_mm,
+            model_error_m: if model_error_m.is_finite() { model_error_m } else { 0.0 },
+            band: Some(BandOut::of(&f)),
             fitted: Some(parameters(&f)),
         });
     }
-    let best = out.iter().enumerate().filter(|(_, v)| v.loo_rms_mm.is_finite()).min_by(|a, b| a.1.loo_rms_mm.total_cmp(&b.1.loo_rms_mm)).map(|(i, _)| i);
-    (out, best)
+    let recommended = recommend(&out);
+    (out, recommended)
+}
+
+/// The variant to recommend: the simplest whose cross-validated error is
+/// within one standard error of the best ([`one_standard_error_choice`]).
+pub fn recommend(variants: &[VariantOut]) -> Option<usize> {
+    let candidates: Vec<(usize, f64, f64)> = variants.iter().map(|v| (v.parameters.len(), v.loo_rms_mm, v.loo_rms_se_mm)).collect();
+    one_standard_error_choice(&candidates)
+}
+
+/// The variant with the lowest cross-validated error (not necessarily the
+/// recommended one).
+pub fn lowest_cv(variants: &[VariantOut]) -> Option<usize> {
+    variants.iter().enumerate().filter(|(_, v)| v.loo_rms_mm.is_finite()).min_by(|a, b| a.1.loo_rms_mm.total_cmp(&b.1.loo_rms_mm)).map(|(i, _)| i)
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -250,11 +336,19 @@ pub struct EstimateOut {
     pub value: f64,
     /// [low, high]; NaN when the parameter was held fixed.
     pub ci95: [f64; 2],
+    /// False when the data do not bound the value (the interval is then
+    /// no information: "not determined by these data").
+    #[serde(default = "yes")]
+    pub determined: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl From<Estimate> for EstimateOut {
     fn from(e: Estimate) -> Self {
-        Self { value: e.value, ci95: [e.ci95_low, e.ci95_high] }
+        Self { value: e.value, ci95: [e.ci95_low, e.ci95_high], determined: e.held() || e.determined() }
     }
 }
 
@@ -292,6 +386,23 @@ pub struct Parameters {
     pub cable_angles_rad: Vec<f64>,
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
+}
+
+impl Parameters {
+    /// The fitted values (material and nuisance parameters).
+    pub fn values(&self) -> Values {
+        Values {
+            e_pa: self.e_pa.value,
+            g_pa: self.g_pa.value,
+            rho_kg_m3: self.rho_kg_m3.value,
+            translation_m: Vec3::from(self.frame_translation_m),
+            pitch_rad: self.base_pitch_rad,
+            cable_offset_m: self.cable_offset_m,
+            radius_scale: self.radius_scale,
+            cable_offsets_m: self.cable_offsets_m.clone(),
+            cable_angles_rad: self.cable_angles_rad.clone(),
+        }
+    }
 }
 
 fn nan() -> f64 {
@@ -332,6 +443,10 @@ pub struct FitInfo {
     pub chi_square_p: f64,
     #[serde(default)]
     pub model_error_m: f64,
+    /// What leave-one-out shows the main fit misses beyond its prediction
+    /// bands, per coordinate \[m\] (0: nothing, or no leave-one-out).
+    #[serde(default)]
+    pub cv_model_error_m: f64,
     pub cost: f64,
     pub rms_error_mm: f64,
     pub iterations: u64,
@@ -520,6 +635,7 @@ impl IdentifiedFile {
                 chi_square: f64::NAN,
                 chi_square_p: f64::NAN,
                 model_error_m: 0.0,
+                cv_model_error_m: study.cv_model_error_m,
                 cost: f.cost,
                 rms_error_mm: f.rms_error_mm,
                 iterations: f.iterations,
@@ -558,43 +674,41 @@ impl IdentifiedFile {
         }
     }
 
-    /// The fit's uncertainty, for prediction bands; None for files
-    /// written before the covariance was kept.
+    /// The uncertainty of predictions with `[parameters]`: the selected
+    /// variant's fit when the parameters come from one, else the main fit;
+    /// never below the declared noise, with the larger of the model error
+    /// cross-validation found and the one the rod file declares. None for
+    /// files written before the covariance was kept.
     pub fn uncertainty(&self) -> Option<crate::fit::Uncertainty> {
-        let names = &self.fit.parameter_names;
-        let np = names.len();
-        if np == 0
-            || self.fit.dof == 0
-            || self.fit.measurement_sigma_m.is_nan()
-            || self.fit.measurement_sigma_m <= 0.0
-            || self.fit.covariance.len() != np
-            || self.fit.covariance.iter().any(|r| r.len() != np)
-        {
-            return None;
+        let declared = if self.fit.model_error_m.is_finite() { self.fit.model_error_m } else { 0.0 };
+        if let Some(v) = self.variant.iter().find(|v| v.name == self.parameters_from) {
+            if let Some(b) = &v.band {
+                return b.uncertainty(v.model_error_m.max(declared));
+            }
         }
-        let layout = Layout::from_names(names)?;
-        Some(crate::fit::Uncertainty {
-            layout,
-            covariance: nalgebra::DMatrix::from_fn(np, np, |a, b| self.fit.covariance[a][b]),
-            noise_var_m2: (self.fit.residual_scale * self.fit.measurement_sigma_m).powi(2),
+        let main = BandOut {
+            parameter_names: self.fit.parameter_names.clone(),
+            covariance: self.fit.covariance.clone(),
             dof: self.fit.dof,
-        })
+            measurement_sigma_m: self.fit.measurement_sigma_m,
+            residual_scale: self.fit.residual_scale,
+        };
+        main.uncertainty(self.fit.cv_model_error_m.max(declared))
+    }
+
+    /// The model error per coordinate the bands of [`Self::uncertainty`]
+    /// add \[m\].
+    pub fn band_model_error_m(&self) -> f64 {
+        let declared = if self.fit.model_error_m.is_finite() { self.fit.model_error_m } else { 0.0 };
+        match self.variant.iter().find(|v| v.name == self.parameters_from) {
+            Some(v) if v.band.is_some() => v.model_error_m.max(declared),
+            _ => self.fit.cv_model_error_m.max(declared),
+        }
     }
 
     /// The fitted values (material and nuisance parameters).
     pub fn values(&self) -> Values {
-        let p = &self.parameters;
-        Values {
-            e_pa: p.e_pa.value,
-            g_pa: p.g_pa.value,
-            rho_kg_m3: p.rho_kg_m3.value,
-            translation_m: Vec3::from(p.frame_translation_m),
-            pitch_rad: p.base_pitch_rad,
-            cable_offset_m: p.cable_offset_m,
-            radius_scale: p.radius_scale,
-            cable_offsets_m: p.cable_offsets_m.clone(),
-            cable_angles_rad: p.cable_angles_rad.clone(),
-        }
+        self.parameters.values()
     }
 
     /// `rod` (the rod file these parameters were identified for) with the

@@ -251,7 +251,11 @@ fn shipped_paper_data_held_out_tips_fall_in_their_prediction_bands() {
             outside.push(held_out.id.clone());
         }
     }
-    assert_eq!(outside, ["3"]);
+    // Experiment 3, the 4.9 N curl beyond every other pull, was 3.0 mm off
+    // in y against a half-width of 2.7 mm while a new measurement's noise
+    // was the fit's residual (a tenth of the declared 1 mm); with the
+    // declared noise as its floor every tip is inside.
+    assert!(outside.is_empty(), "{outside:?}");
 }
 
 #[test]
@@ -636,4 +640,75 @@ fn cross_validation_folds() {
     }
     let three = cross_validate(&rod, &exps, &f, &opts, 3);
     assert!(three.iter().flatten().all(|e| e.is_finite() && *e < 10.0), "{three:?}");
+}
+
+/// Data measured far more precisely than declared (10 um of noise, 1 mm
+/// declared: residual scale ~0.01): a held-out prediction's band is still
+/// at least the declared noise, not a hundredth of it.
+#[test]
+fn prediction_bands_are_never_narrower_than_the_declared_noise() {
+    let rod = arm();
+    let exps = synthetic_on(&rod, &TRUTH, 1e-5, 1e-3, 7);
+    let opts = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
+    let (p, f) = held_out_band(&rod, &exps, 3, &opts);
+    assert!(f.residual_scale < 0.05, "{}", f.residual_scale);
+    let floor = identify::fit::t975(f.dof) * 1e-3;
+    for h in &p.half_width_m {
+        assert!(h.iter().all(|w| *w >= floor * (1.0 - 1e-9)), "{h:?} below {floor}");
+    }
+    println!("residual scale {:.3}: half-widths {:?} m (floor {floor:.4} m)", f.residual_scale, p.half_width_m);
+}
+
+/// The paper data, fit on five, predict the sixth with the recommended
+/// variant (the one-standard-error rule) and its bands (declared noise
+/// floor, model error from cross-validation): every held-out tip inside.
+#[test]
+fn paper_data_held_out_tips_fall_inside_the_recommended_variants_bands() {
+    let rod = arm();
+    let exps = read_experiments(&root().join("datasets/pls-cable-arm"), 4).unwrap();
+    let p = rod.identify_priors;
+    let priors = identify::output::GeometryPriors {
+        cable_offset_m: Some(p.cable_offset_m.unwrap_or((0.0, 0.005))),
+        radius_scale: p.radius_scale,
+        cable_angle_rad: p.cable_angle_rad,
+    };
+    let mut outside = vec![];
+    for k in 0..exps.len() {
+        let five: Vec<Experiment> = exps.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, e)| e.clone()).collect();
+        let (variants, recommended) = identify::output::compare_variants(&rod, &five, &FitOptions::default(), priors, |_| {});
+        let v = &variants[recommended.expect("a recommendation")];
+        let u = v.band.as_ref().unwrap().uncertainty(v.model_error_m.max(p.model_error_m)).unwrap();
+        let values = v.fitted.as_ref().unwrap().values();
+        let pred = predict_with_band(&rod, &exps[k], &values, &u).unwrap();
+        let tip = exps[k].measurements.len() - 1;
+        let d = exps[k].measurements[tip].pos_m - pred.points_m[tip];
+        let h = pred.half_width_m[tip];
+        println!(
+            "held out {}: {:<32} model error {:.2} mm, tip error [{:+.2}, {:+.2}, {:+.2}] mm, half-width [{:.2}, {:.2}, {:.2}] mm",
+            exps[k].id,
+            v.name,
+            1e3 * v.model_error_m,
+            1e3 * d.x,
+            1e3 * d.y,
+            1e3 * d.z,
+            1e3 * h.x,
+            1e3 * h.y,
+            1e3 * h.z
+        );
+        if (0..3).any(|a| d[a].abs() > h[a]) {
+            outside.push(exps[k].id.clone());
+        }
+    }
+    assert!(outside.is_empty(), "held-out tips outside their bands: {outside:?}");
+}
+
+/// identified.toml says when an interval is no information.
+#[test]
+fn an_unbounded_interval_is_written_as_not_determined() {
+    let out: identify::output::EstimateOut = identify::fit::Estimate { value: 8.5e4, ci95_low: 3.2198e-64, ci95_high: 2.2749e73 }.into();
+    assert!(!out.determined);
+    let out: identify::output::EstimateOut = identify::fit::Estimate { value: 8.5e4, ci95_low: 7e4, ci95_high: 1e5 }.into();
+    assert!(out.determined);
+    let held: identify::output::EstimateOut = identify::fit::Estimate { value: 1.4e3, ci95_low: f64::NAN, ci95_high: f64::NAN }.into();
+    assert!(held.determined, "a held value is not an undetermined one");
 }

@@ -424,8 +424,8 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
     ReportTable {
-        title: "Model variants by prediction (leave-one-out); the recommended one predicts best, not fits best".into(),
-        header: ["variant", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "LOO RMS [mm]", "worst LOO [mm]", ""]
+        title: "Model variants by prediction (cross-validation, +- its standard error); recommended: the simplest within one standard error of the lowest CV error (the one-standard-error rule: with few experiments the CV figure is itself noisy). Model error: what the prediction bands add for what the model misses".into(),
+        header: ["variant", "parameters", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "CV RMS [mm]", "worst CV [mm]", "model error [mm]", ""]
             .map(String::from)
             .to_vec(),
         rows: variants
@@ -434,14 +434,21 @@ fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
             .map(|(i, v)| {
                 vec![
                     v.name.clone(),
+                    v.parameters.len().to_string(),
                     format!("{:.4e}", v.e_pa),
                     offsets_mm(v).unwrap_or_else(|| "-".into()),
                     angles_deg(v).unwrap_or_else(|| "-".into()),
                     scale_text(v).unwrap_or_else(|| "-".into()),
                     format!("{:.2}", v.rms_error_mm),
-                    format!("{:.2}", v.loo_rms_mm),
+                    format!("{:.2} +- {:.2}", v.loo_rms_mm, v.loo_rms_se_mm),
                     format!("{:.2}", v.loo_worst_mm),
-                    if best == Some(i) { "recommended".into() } else { String::new() },
+                    format!("{:.2}", 1e3 * v.model_error_m),
+                    match (best == Some(i), identify::output::lowest_cv(variants) == Some(i)) {
+                        (true, true) => "recommended, lowest CV".into(),
+                        (true, false) => "recommended".into(),
+                        (false, true) => "lowest CV".into(),
+                        (false, false) => String::new(),
+                    },
                 ]
             })
             .collect(),

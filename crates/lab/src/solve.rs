@@ -28,7 +28,13 @@ pub struct SolveRequest {
 /// The tip with its 95 % prediction band per coordinate, or why there is none.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Band {
-    Tip { tip_m: Vec3, half_width_m: Vec3 },
+    /// `model_error_m`: what the band adds per coordinate for what the
+    /// model misses (cross-validation, or the rod file's declared value).
+    Tip {
+        tip_m: Vec3,
+        half_width_m: Vec3,
+        model_error_m: f64,
+    },
     None(String),
 }
 
@@ -115,7 +121,8 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
 
 /// The tip predicted with the identification's uncertainty: a 95 %
 /// prediction band per coordinate (the parameters' covariance through the
-/// exact sensitivities, plus the noise of a measurement like the fit's).
+/// exact sensitivities, the noise of a new measurement, never below the
+/// declared one, and the model error cross-validation found).
 fn band(p: &Params, req: &SolveRequest) -> Band {
     if !req.gravity {
         return Band::None("the identification's model includes gravity".into());
@@ -132,7 +139,7 @@ fn band(p: &Params, req: &SolveRequest) -> Band {
     let tensions = if req.tensions_n.is_empty() { vec![0.0; rod.cables.len()] } else { req.tensions_n.clone() };
     let e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
     match identify::predict_with_band(rod, &e, &p.file.values(), &u) {
-        Ok(pred) => Band::Tip { tip_m: pred.points_m[0], half_width_m: pred.half_width_m[0] },
+        Ok(pred) => Band::Tip { tip_m: pred.points_m[0], half_width_m: pred.half_width_m[0], model_error_m: p.file.band_model_error_m() },
         Err(e) => Band::None(e.to_string()),
     }
 }

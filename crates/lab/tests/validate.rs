@@ -146,7 +146,7 @@ fn a_strain_table_is_reused_only_when_the_same_rod_parameters_and_observer_made_
 fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
     let r = rod(ROD);
     let body = r.cross_section.body;
-    let est = |v: f64| identify::output::EstimateOut { value: v, ci95: [v * 0.9, v * 1.1] };
+    let est = |v: f64| identify::output::EstimateOut { value: v, ci95: [v * 0.9, v * 1.1], determined: true };
     let file = identify::output::IdentifiedFile {
         rodlab_version: "test".into(),
         rod_file: ROD.into(),
@@ -181,6 +181,7 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
             chi_square: f64::NAN,
             chi_square_p: f64::NAN,
             model_error_m: 0.0,
+            cv_model_error_m: 0.0,
             cost: 0.0,
             rms_error_mm: 0.0,
             iterations: 0,

@@ -162,15 +162,30 @@ fn fmt_num(v: f64) -> String {
 /// Table rows of parameters with their intervals (and the paper's value).
 fn parameter_rows(h: &mut String, params: &[ParameterRow], with_paper: bool) {
     for p in params {
-        let _ = write!(
-            h,
-            "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td>",
-            esc(&p.name),
-            esc(&p.unit),
-            fmt_num(p.value),
-            fmt_num(p.ci95_low),
-            fmt_num(p.ci95_high)
-        );
+        // An interval of a positive value spanning more than four decades
+        // (or unbounded) says nothing: the data did not determine it.
+        let unbounded = !(p.ci95_low.is_nan() && p.ci95_high.is_nan())
+            && p.value > 0.0
+            && !(p.ci95_low.is_finite() && p.ci95_high.is_finite() && p.ci95_low > 0.0 && p.ci95_high / p.ci95_low < 1e4);
+        if unbounded {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td colspan=\"2\">not determined by these data</td>",
+                esc(&p.name),
+                esc(&p.unit),
+                fmt_num(p.value)
+            );
+        } else {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{} [{}]</td><td>{}</td><td>{}</td><td>{}</td>",
+                esc(&p.name),
+                esc(&p.unit),
+                fmt_num(p.value),
+                fmt_num(p.ci95_low),
+                fmt_num(p.ci95_high)
+            );
+        }
         if with_paper {
             let _ = write!(h, "<td>{}</td>", fmt_num(p.paper));
         }
@@ -288,4 +303,25 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     let text = serde_json::to_string_pretty(r).expect("serialisable");
     std::fs::write(&json, text).map_err(|e| ReportError::Io(json.clone(), e))?;
     Ok(Written { html, json, pngs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parameter the data did not bound is said to be so, not printed
+    /// as an interval of sixty decades; a held one keeps its blank cells.
+    #[test]
+    fn an_unbounded_interval_reads_not_determined() {
+        let row = |low: f64, high: f64| ParameterRow { name: "G".into(), unit: "Pa".into(), value: 8.5e4, ci95_low: low, ci95_high: high, paper: f64::NAN };
+        let mut h = String::new();
+        parameter_rows(&mut h, &[row(3.2198e-64, 2.2749e73)], false);
+        assert!(h.contains("not determined by these data") && !h.contains("e73"), "{h}");
+        let mut h = String::new();
+        parameter_rows(&mut h, &[row(7.0e4, 1.0e5)], false);
+        assert!(!h.contains("not determined"), "{h}");
+        let mut h = String::new();
+        parameter_rows(&mut h, &[row(f64::NAN, f64::NAN)], false);
+        assert!(!h.contains("not determined"), "{h}");
+    }
 }
