@@ -442,3 +442,12 @@ fn verify_partial_slip_writes_the_lying_rod_against_the_analytic_curve() {
     assert!(mid[4] > 0.1 && (mid[2] / mid[3] - 1.0).abs() < 0.02, "{mid:?}");
     assert!(out.join("index.html").exists() && out.join("partial_slip.png").exists());
 }
+
+#[test]
+fn a_poisson_ratio_g_cannot_be_tied_by_exits_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = identify_paper("configs/rod/pls-cable-arm.toml", &dir.path().join("fit"), &["--tie-g", "0.7"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("--tie-g") && e.contains("(-1, 0.5]") && e.trim().lines().count() == 1, "{e}");
+}

@@ -78,16 +78,17 @@ pub fn solve(a: SolveArgs) -> Result<()> {
     let tip = s.tip_m();
     println!("tip position [m]: {:.6} {:.6} {:.6}", tip.x, tip.y, tip.z);
     match &s.band {
-        Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m }) => println!(
-            "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate, in the measurement frame; a new measurement's noise, never below the declared one, and {:.2} mm of model error: the larger of what cross-validation found and the rod file's [identify] model_error_m)",
-            x.x,
-            h.x,
-            x.y,
-            h.y,
-            x.z,
-            h.z,
-            1e3 * model_error_m
-        ),
+        Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m, prior_only_m }) => {
+            print_band(x, h, *model_error_m);
+            for (name, w) in prior_only_m {
+                println!(
+                    "  the band rests on {name}, which the identification's data never saw (its prior only): it adds {:.2} / {:.2} / {:.2} mm in x / y / z",
+                    1e3 * w.x,
+                    1e3 * w.y,
+                    1e3 * w.z
+                );
+            }
+        }
         Some(Band::None(why)) => println!("no prediction band: {why}"),
         None => {}
     }
@@ -129,7 +130,7 @@ pub fn paper_table(a: PaperArgs) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out best --translation --pitch --fit-cable-offset --per-cable --fit-cable-angle\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset=0,0.005 --fit-radius-scale --translation --pitch\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml).\nPriors: a bare --fit-* flag takes the rod file's [identify] prior; give your own as --fit-cable-offset=MEAN,SD (with '=')."
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out best --translation --pitch --fit-cable-offset --per-cable --fit-cable-angle\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset=0,0.005 --fit-radius-scale --translation --pitch\n  rodlab identify --rod beam.toml --sessions sessions/beam-* --loads loads.toml --out fit --tie-g 0.49\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml).\nPriors: a bare --fit-* flag takes the rod file's [identify] prior; give your own as --fit-cable-offset=MEAN,SD (with '=')."
 )]
 pub struct IdentifyArgs {
     /// Rod description (TOML); its material is the initial guess.
@@ -174,6 +175,9 @@ pub struct IdentifyArgs {
     /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data?
     #[arg(long, allow_hyphen_values = true)]
     pub hold_material: Option<Numbers>,
+    /// Tie G to E by this Poisson's ratio, G = E / (2 (1 + NU)), and identify E (and rho) alone: for data that cannot see G (loads in one plane, no torsion) of a material whose NU is known (silicone: 0.45-0.5). Default: the rod file's [identify] tie_g_poisson, if any.
+    #[arg(long, value_name = "NU")]
+    pub tie_g: Option<f64>,
     /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
     #[arg(long)]
     pub compare_variants: bool,
@@ -198,6 +202,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
         radius_scale: prior("fit-radius-scale", &a.fit_radius_scale)?,
         cable_angle_deg: prior("fit-cable-angle", &a.fit_cable_angle)?,
         hold_material: material("--hold-material", &a.hold_material)?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
+        tie_g_poisson: a.tie_g,
         compare_variants: a.compare_variants,
         ..IdentifyRequest::new(&a.rod, rod, source, &a.out)
     };
@@ -318,4 +323,18 @@ pub fn rig(c: RigCommand) -> Result<()> {
         println!("wrote {}", out.display());
     }
     Ok(())
+}
+
+/// The tip's prediction band, one line.
+fn print_band(x: &lie::Vec3, h: &lie::Vec3, model_error_m: f64) {
+    println!(
+            "predicted tip with 95 % prediction band [m]: {:.6} +- {:.6}, {:.6} +- {:.6}, {:.6} +- {:.6} (per coordinate, in the measurement frame; a new measurement's noise, never below the declared one, and {:.2} mm of model error: the larger of what cross-validation found and the rod file's [identify] model_error_m)",
+            x.x,
+            h.x,
+            x.y,
+            h.y,
+            x.z,
+            h.z,
+            1e3 * model_error_m
+        );
 }

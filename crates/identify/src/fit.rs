@@ -34,6 +34,9 @@ pub struct FitOptions {
     /// Hold E, G, rho at these values (fit only geometry and nuisance): the
     /// question "which geometry makes a published material fit?".
     pub hold_material: Option<[f64; 3]>,
+    /// Tie G to E by this Poisson's ratio, `G = E / (2 (1 + nu))`, for
+    /// data that cannot see G.
+    pub tie_g_poisson: Option<f64>,
 }
 
 impl Default for FitOptions {
@@ -48,6 +51,7 @@ impl Default for FitOptions {
             cable_offset_each_prior: None,
             cable_angle_each_prior: None,
             hold_material: None,
+            tie_g_poisson: None,
         }
     }
 }
@@ -136,6 +140,10 @@ pub struct Fit {
     /// RMS of the measurements' standard deviations \[m\]: with the
     /// residual scale, the noise of a new measurement.
     pub measurement_sigma_m: f64,
+    /// Parameters the data never saw: their prior rows carry more than 99 %
+    /// of what is known about them (a cable never pulled keeps its
+    /// prior offset and angle).
+    pub prior_only: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -384,11 +392,19 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             problem = problem.with_prior(index, value.ln(), HELD_SD_LOG);
         }
     }
-    let starts = match (opts.hold_material, opts.starts.is_empty()) {
+    let mut starts = match (opts.hold_material, opts.starts.is_empty()) {
         (Some(held), _) => vec![held],
         (None, true) => default_starts(rod),
         (None, false) => opts.starts.clone(),
     };
+    if let (Some(nu), None) = (opts.tie_g_poisson, opts.hold_material) {
+        // ln G - ln E = -ln(2 (1 + nu)), held as tightly as held material;
+        // the starts on the tie.
+        problem = problem.with_difference_prior(1, 0, -(2.0 * (1.0 + nu)).ln(), HELD_SD_LOG);
+        for s in &mut starts {
+            s[1] = s[0] / (2.0 * (1.0 + nu));
+        }
+    }
     let centre = opts.hold_material.unwrap_or([m.e_pa, m.g_pa, m.rho_kg_m3]);
     let at_start = |e_pa, g_pa, rho_kg_m3| Values {
         cable_offset_m: offset_mean_m,
@@ -472,6 +488,21 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let jtj = j.transpose() * &j;
     let (cov, cond, unseen) = covariance(&jtj, s2);
     let names = layout.names();
+    let data_rows = m - problem.prior_rows();
+    let prior_only: Vec<String> = (0..np)
+        .filter(|&i| {
+            let data: f64 = (0..data_rows).map(|r| j[(r, i)].powi(2)).sum();
+            let prior: f64 = (data_rows..m).map(|r| j[(r, i)].powi(2)).sum();
+            prior > 0.0 && data < 0.01 * prior
+        })
+        .map(|i| names[i].clone())
+        .collect();
+    if !prior_only.is_empty() {
+        warnings.push(format!(
+            "never seen by the data, at their priors: {} (a prediction that moves them rests on the prior; `solve --params` says by how much)",
+            prior_only.join(", ")
+        ));
+    }
     for v in &unseen {
         let terms: Vec<String> = (0..np).filter(|&i| v[i].abs() > 1e-3).map(|i| format!("{:+.3} {}", v[i], names[i])).collect();
         warnings.push(format!("unidentifiable direction (the data do not see it; infinite variance): {}", terms.join(" ")));
@@ -502,11 +533,14 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             fixed_rho
         ));
     }
+    if let (Some(nu), None) = (opts.tie_g_poisson, opts.hold_material) {
+        warnings.push(format!("G is tied to E by nu = {nu} (G = E / (2 (1 + nu))), not identified from these data: its interval is E's"));
+    }
     if cond > 1e8 {
         warnings.push(format!("ill-conditioned problem: condition number {cond:.2e}"));
     }
     let g_rel = if sd[1].is_finite() { (t * sd[1]).exp() - 1.0 } else { f64::INFINITY };
-    if g_rel.is_nan() || g_rel >= 0.5 {
+    if (g_rel.is_nan() || g_rel >= 0.5) && opts.tie_g_poisson.is_none() {
         if g_est.determined() {
             warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
         } else {
@@ -554,6 +588,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         equilibria: ev.q,
         dof,
         measurement_sigma_m,
+        prior_only,
     })
 }
 
@@ -576,6 +611,8 @@ pub struct Uncertainty {
     pub noise_var_m2: f64,
     /// Degrees of freedom of the residual (for the t quantile).
     pub dof: usize,
+    /// Names of the parameters the data never saw (prior only).
+    pub prior_only: Vec<String>,
 }
 
 impl Fit {
@@ -596,7 +633,9 @@ impl Fit {
     /// The fit's uncertainty for predictions, with no model error beyond
     /// the noise (see [`prediction_uncertainty`]).
     pub fn uncertainty(&self) -> Uncertainty {
-        prediction_uncertainty(self.layout, &self.covariance, self.dof, self.measurement_sigma_m, self.residual_scale, 0.0)
+        let mut u = prediction_uncertainty(self.layout, &self.covariance, self.dof, self.measurement_sigma_m, self.residual_scale, 0.0);
+        u.prior_only = self.prior_only.clone();
+        u
     }
 }
 
@@ -618,7 +657,7 @@ pub fn prediction_uncertainty(
 ) -> Uncertainty {
     let scale = if residual_scale.is_finite() { residual_scale.max(1.0) } else { 1.0 };
     let model = if model_error_m.is_finite() { model_error_m.max(0.0) } else { 0.0 };
-    Uncertainty { layout, covariance: covariance.clone(), noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model, dof }
+    Uncertainty { layout, covariance: covariance.clone(), noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model, dof, prior_only: vec![] }
 }
 
 /// The model error per coordinate \[m\] that cross-validation shows: the
@@ -695,6 +734,10 @@ pub struct Prediction {
     pub covariance_m2: Vec<Matrix3<f64>>,
     /// Half-widths of the per-coordinate 95 % prediction bands \[m\].
     pub half_width_m: Vec<Vec3>,
+    /// Per measured point, the parameters the data never saw that move
+    /// it, each with what it adds to the half-widths \[m\] (the band
+    /// without it subtracted).
+    pub prior_only_m: Vec<Vec<(String, Vec3)>>,
 }
 
 /// Predicts the measured points of `experiment` (their positions are not
@@ -716,20 +759,40 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     }
     let unbounded: Vec<usize> = (0..np).filter(|&i| !u.covariance[(i, i)].is_finite()).collect();
     let t = t975(u.dof);
+    let names = u.layout.names();
+    let unseen: Vec<usize> = (0..np).filter(|&i| u.prior_only.contains(&names[i])).collect();
     let mut covariance_m2 = vec![];
     let mut half_width_m = vec![];
-    for k in 0..e.measurements.len() {
-        let jk = j.rows(3 * k, 3);
+    let mut prior_only_m = vec![];
+    // The band's covariance with the parameters `skip` left out.
+    let band = |jk: &DMatrix<f64>, skip: Option<usize>| {
         let mut c = Matrix3::from_diagonal_element(u.noise_var_m2);
+        let used = |i: &usize| !unbounded.contains(i) && Some(*i) != skip;
         for a in 0..3 {
             for b in 0..3 {
-                for i in (0..np).filter(|i| !unbounded.contains(i)) {
-                    for l in (0..np).filter(|l| !unbounded.contains(l)) {
+                for i in (0..np).filter(used) {
+                    for l in (0..np).filter(used) {
                         c[(a, b)] += jk[(a, i)] * u.covariance[(i, l)] * jk[(b, l)];
                     }
                 }
             }
         }
+        c
+    };
+    for k in 0..e.measurements.len() {
+        let jk = j.rows(3 * k, 3).into_owned();
+        let mut c = band(&jk, None);
+        let full = Vec3::from_fn(|a, _| t * c[(a, a)].sqrt());
+        prior_only_m.push(
+            unseen
+                .iter()
+                .filter(|&&i| (0..3).any(|a| jk[(a, i)].abs() > 1e-12))
+                .map(|&i| {
+                    let without = band(&jk, Some(i));
+                    (names[i].clone(), Vec3::from_fn(|a, _| full[a] - t * without[(a, a)].sqrt()))
+                })
+                .collect(),
+        );
         // A coordinate that moves along an unseen direction is unbounded.
         for a in 0..3 {
             if unbounded.iter().any(|&i| jk[(a, i)].abs() > 1e-12) {
@@ -742,7 +805,7 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
         half_width_m.push(Vec3::from_fn(|a, _| t * c[(a, a)].sqrt()));
         covariance_m2.push(c);
     }
-    Ok(Prediction { points_m: ev.predicted[0].clone(), covariance_m2, half_width_m })
+    Ok(Prediction { points_m: ev.predicted[0].clone(), covariance_m2, half_width_m, prior_only_m })
 }
 
 /// Cross-validation with `folds` folds (experiment i in fold i mod folds;

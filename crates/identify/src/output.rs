@@ -201,6 +201,9 @@ pub struct BandOut {
     pub dof: usize,
     pub measurement_sigma_m: f64,
     pub residual_scale: f64,
+    /// Parameters the data never saw (prior only).
+    #[serde(default)]
+    pub prior_only: Vec<String>,
 }
 
 impl BandOut {
@@ -211,6 +214,7 @@ impl BandOut {
             dof: f.dof,
             measurement_sigma_m: f.measurement_sigma_m,
             residual_scale: f.residual_scale,
+            prior_only: f.prior_only.clone(),
         }
     }
 
@@ -229,7 +233,9 @@ impl BandOut {
         }
         let layout = Layout::from_names(&self.parameter_names)?;
         let covariance = nalgebra::DMatrix::from_fn(np, np, |a, b| self.covariance[a][b]);
-        Some(prediction_uncertainty(layout, &covariance, self.dof, self.measurement_sigma_m, self.residual_scale, model_error_m))
+        let mut u = prediction_uncertainty(layout, &covariance, self.dof, self.measurement_sigma_m, self.residual_scale, model_error_m);
+        u.prior_only = self.prior_only.clone();
+        Some(u)
     }
 }
 
@@ -447,6 +453,9 @@ pub struct FitInfo {
     /// bands, per coordinate \[m\] (0: nothing, or no leave-one-out).
     #[serde(default)]
     pub cv_model_error_m: f64,
+    /// Parameters the data never saw (prior only).
+    #[serde(default)]
+    pub prior_only: Vec<String>,
     pub cost: f64,
     pub rms_error_mm: f64,
     pub iterations: u64,
@@ -636,6 +645,7 @@ impl IdentifiedFile {
                 chi_square_p: f64::NAN,
                 model_error_m: 0.0,
                 cv_model_error_m: study.cv_model_error_m,
+                prior_only: f.prior_only.clone(),
                 cost: f.cost,
                 rms_error_mm: f.rms_error_mm,
                 iterations: f.iterations,
@@ -692,6 +702,7 @@ impl IdentifiedFile {
             dof: self.fit.dof,
             measurement_sigma_m: self.fit.measurement_sigma_m,
             residual_scale: self.fit.residual_scale,
+            prior_only: self.fit.prior_only.clone(),
         };
         main.uncertainty(self.fit.cv_model_error_m.max(declared))
     }

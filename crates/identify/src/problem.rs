@@ -371,11 +371,14 @@ pub struct Problem {
     priors: Vec<Prior>,
 }
 
-/// A Gaussian prior on one parameter (in the parameter vector's units:
-/// logarithms for E, G, rho).
+/// A Gaussian prior on one parameter, or on the difference of two (in the
+/// parameter vector's units: logarithms for E, G, rho; `ln G - ln E` ties G
+/// to E).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Prior {
     pub index: usize,
+    /// The parameter subtracted from `index`'s, if any.
+    pub minus: Option<usize>,
     pub mean: f64,
     pub sd: f64,
 }
@@ -467,7 +470,18 @@ impl Problem {
 
     /// Adds a Gaussian prior row on parameter `index` (see [`Prior`]).
     pub fn with_prior(mut self, index: usize, mean: f64, sd: f64) -> Problem {
-        self.priors.push(Prior { index, mean, sd });
+        self.priors.push(Prior { index, minus: None, mean, sd });
+        self
+    }
+
+    /// How many rows at the end of the residual are prior rows.
+    pub fn prior_rows(&self) -> usize {
+        self.priors.len()
+    }
+
+    /// Adds a Gaussian prior row on `p[index] - p[minus]`.
+    pub fn with_difference_prior(mut self, index: usize, minus: usize, mean: f64, sd: f64) -> Problem {
+        self.priors.push(Prior { index, minus: Some(minus), mean, sd });
         self
     }
 
@@ -699,9 +713,13 @@ impl Problem {
             qs.push(q);
         }
         for (k, prior) in self.priors.iter().enumerate() {
-            residual[row + k] = (p[prior.index] - prior.mean) / prior.sd;
+            let other = prior.minus.map_or(0.0, |m| p[m]);
+            residual[row + k] = (p[prior.index] - other - prior.mean) / prior.sd;
             if let Some(jac) = jac.as_mut() {
                 jac[(row + k, prior.index)] = 1.0 / prior.sd;
+                if let Some(m) = prior.minus {
+                    jac[(row + k, m)] = -1.0 / prior.sd;
+                }
             }
         }
         Ok(Evaluation { residual, jacobian: jac, predicted, q: qs })

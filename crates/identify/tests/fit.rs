@@ -712,3 +712,61 @@ fn an_unbounded_interval_is_written_as_not_determined() {
     let held: identify::output::EstimateOut = identify::fit::Estimate { value: 1.4e3, ci95_low: f64::NAN, ci95_high: f64::NAN }.into();
     assert!(held.determined, "a held value is not an undetermined one");
 }
+
+/// G tied to E by a known Poisson's ratio (`--tie-g`): E comes out with G
+/// exactly E / (2 (1 + nu)), its interval no wider than with G free, and the
+/// fit says G was not identified.
+#[test]
+fn g_tied_to_e_by_poisson_is_not_identified_but_follows_e() {
+    let rod = arm();
+    let nu = TRUTH.e_pa / (2.0 * TRUTH.g_pa) - 1.0;
+    let exps = synthetic(&TRUTH, 1e-3, 11);
+    let free = fit(&rod, &exps, &FitOptions::default(), |_| {}).unwrap();
+    let tied = fit(&rod, &exps, &FitOptions { tie_g_poisson: Some(nu), ..FitOptions::default() }, |_| {}).unwrap();
+    let ratio = tied.g_pa.value / tied.e_pa.value;
+    assert!((ratio * 2.0 * (1.0 + nu) - 1.0).abs() < 1e-5, "G/E {ratio}");
+    assert!((tied.e_pa.value / TRUTH.e_pa - 1.0).abs() < 0.02, "E {}", tied.e_pa.value);
+    assert!(tied.e_pa.ci95_low <= TRUTH.e_pa && TRUTH.e_pa <= tied.e_pa.ci95_high);
+    let width = |e: &identify::fit::Estimate| (e.ci95_high / e.ci95_low).ln();
+    assert!(width(&tied.e_pa) <= width(&free.e_pa) * (1.0 + 1e-6), "tied {} vs free {}", width(&tied.e_pa), width(&free.e_pa));
+    assert_eq!(tied.dof, free.dof + 1, "the tie is one parameter less");
+    assert!(tied.warnings.iter().any(|w| w.contains("G is tied to E")), "{:?}", tied.warnings);
+    println!(
+        "tied (nu {nu:.4}): E {:.4e} [{:.4e}, {:.4e}]; free: E {:.4e} [{:.4e}, {:.4e}], G {:.4e}",
+        tied.e_pa.value, tied.e_pa.ci95_low, tied.e_pa.ci95_high, free.e_pa.value, free.e_pa.ci95_low, free.e_pa.ci95_high, free.g_pa.value
+    );
+}
+
+/// A prediction that rests on a parameter the data never saw names it:
+/// the paper data never pull cables 2 and 3, so their offsets and angles
+/// keep their priors, and a pull of cable 2 is predicted with a band that
+/// says so, with the width each adds.
+#[test]
+fn a_prediction_resting_on_an_unseen_cable_names_it() {
+    let rod = arm();
+    let exps = read_experiments(&root().join("datasets/pls-cable-arm"), 4).unwrap();
+    let opts = FitOptions {
+        translation: true,
+        pitch: true,
+        cable_offset_each_prior: Some((0.0, 0.005)),
+        cable_angle_each_prior: Some((0.0, 5f64.to_radians())),
+        ..FitOptions::default()
+    };
+    let f = fit(&rod, &exps, &opts, |_| {}).unwrap();
+    for unseen in ["cable_2_offset_m", "cable_3_offset_m", "cable_2_angle_rad", "cable_3_angle_rad"] {
+        assert!(f.prior_only.iter().any(|n| n == unseen), "{unseen} not in {:?}", f.prior_only);
+    }
+    assert!(!f.prior_only.iter().any(|n| n.starts_with("cable_1") || n.starts_with("cable_4") || n.starts_with("ln_")), "{:?}", f.prior_only);
+    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
+    let pull_2 = Experiment::new("cable 2", vec![0.0, 0.98, 0.0, 0.0], Vec3::zeros(), vec![tip.clone()]);
+    let p = predict_with_band(&rod, &pull_2, &f.values, &f.uncertainty()).unwrap();
+    let named: Vec<&str> = p.prior_only_m[0].iter().map(|(n, _)| n.as_str()).collect();
+    assert!(named.contains(&"cable_2_offset_m") && !named.contains(&"cable_3_offset_m"), "{named:?}");
+    let (_, adds) = p.prior_only_m[0].iter().find(|(n, _)| n == "cable_2_offset_m").unwrap();
+    assert!(adds.amax() > 1e-3, "{adds:?}");
+    println!("pull of cable 2: half-width {:?} mm; unseen: {:?}", (p.half_width_m[0] * 1e3).as_slice(), p.prior_only_m[0]);
+    // A pull of a cable the data saw rests on nothing unseen.
+    let pull_4 = Experiment::new("cable 4", vec![0.0, 0.0, 0.0, 0.98], Vec3::zeros(), vec![tip]);
+    let p = predict_with_band(&rod, &pull_4, &f.values, &f.uncertainty()).unwrap();
+    assert!(p.prior_only_m[0].is_empty(), "{:?}", p.prior_only_m[0]);
+}

@@ -65,6 +65,9 @@ pub struct IdentifyRequest {
     pub cable_angle_deg: Prior,
     /// Hold E, G, rho at these values and fit the rest.
     pub hold_material: Option<[f64; 3]>,
+    /// Tie G to E by this Poisson's ratio (`--tie-g NU`); `None`: the rod
+    /// file's `[identify] tie_g_poisson`, if any.
+    pub tie_g_poisson: Option<f64>,
     /// Compare model variants by leave-one-out prediction.
     pub compare_variants: bool,
 }
@@ -86,6 +89,7 @@ impl IdentifyRequest {
             radius_scale: Prior::Off,
             cable_angle_deg: Prior::Off,
             hold_material: None,
+            tie_g_poisson: None,
             compare_variants: false,
         }
     }
@@ -248,6 +252,10 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             return Err(Error::input("--hold-material: expected three positive numbers E,G,RHO"));
         }
     }
+    let tie_g_poisson = match req.tie_g_poisson {
+        Some(nu) => Some(rod::config::poisson_for_tie(nu).map_err(|m| Error::input(format!("--tie-g: {m}")))?),
+        None => rod.identify_priors.tie_g_poisson,
+    };
     std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: cannot create: {e}", req.out.display())))?;
     let file_priors = rod.identify_priors;
     let cable_offset_prior =
@@ -277,6 +285,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         cable_offset_each_prior,
         cable_angle_each_prior,
         hold_material: req.hold_material,
+        tie_g_poisson,
         ..FitOptions::default()
     };
     let priors = GeometryPriors {

@@ -30,10 +30,13 @@ pub struct SolveRequest {
 pub enum Band {
     /// `model_error_m`: what the band adds per coordinate for what the
     /// model misses (cross-validation, or the rod file's declared value).
+    /// `prior_only_m`: parameters the data never saw that move the tip,
+    /// each with what it adds to the half-widths.
     Tip {
         tip_m: Vec3,
         half_width_m: Vec3,
         model_error_m: f64,
+        prior_only_m: Vec<(String, Vec3)>,
     },
     None(String),
 }
@@ -139,7 +142,12 @@ fn band(p: &Params, req: &SolveRequest) -> Band {
     let tensions = if req.tensions_n.is_empty() { vec![0.0; rod.cables.len()] } else { req.tensions_n.clone() };
     let e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
     match identify::predict_with_band(rod, &e, &p.file.values(), &u) {
-        Ok(pred) => Band::Tip { tip_m: pred.points_m[0], half_width_m: pred.half_width_m[0], model_error_m: p.file.band_model_error_m() },
+        Ok(pred) => Band::Tip {
+            tip_m: pred.points_m[0],
+            half_width_m: pred.half_width_m[0],
+            model_error_m: p.file.band_model_error_m(),
+            prior_only_m: pred.prior_only_m[0].clone(),
+        },
         Err(e) => Band::None(e.to_string()),
     }
 }

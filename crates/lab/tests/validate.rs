@@ -182,6 +182,7 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
             chi_square_p: f64::NAN,
             model_error_m: 0.0,
             cv_model_error_m: 0.0,
+            prior_only: vec![],
             cost: 0.0,
             rms_error_mm: 0.0,
             iterations: 0,

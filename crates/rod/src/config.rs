@@ -125,6 +125,20 @@ pub struct IdentifyPriors {
     /// \[m\] (`[identify] model_error_m`, default 0): added in quadrature to
     /// the markers' sigma when the residuals are tested against the noise.
     pub model_error_m: f64,
+    /// Identify E with G tied to it by this Poisson's ratio, `G = E / (2
+    /// (1 + nu))` (`[identify] tie_g_poisson`): for data that cannot see G
+    /// (loads in one plane, no torsion), of a material whose nu is known
+    /// (silicone: nearly incompressible, 0.45-0.5).
+    pub tie_g_poisson: Option<f64>,
+}
+
+/// A Poisson's ratio G can be tied to E by: in (-1, 0.5].
+pub fn poisson_for_tie(nu: f64) -> Result<f64, String> {
+    if nu.is_finite() && nu > -1.0 && nu <= 0.5 {
+        Ok(nu)
+    } else {
+        Err(format!("a Poisson's ratio in (-1, 0.5], got {nu}"))
+    }
 }
 
 /// Physical ranges of identified material values (SI).
@@ -334,6 +348,7 @@ struct RawIdentify {
     g_pa_range: Option<[f64; 2]>,
     rho_kg_m3_range: Option<[f64; 2]>,
     model_error_m: Option<f64>,
+    tie_g_poisson: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -663,6 +678,9 @@ impl RawRod {
             }
             identify_priors.model_error_m = e;
         }
+        if let Some(nu) = identify.and_then(|i| i.tie_g_poisson) {
+            identify_priors.tie_g_poisson = Some(poisson_for_tie(nu).map_err(|m| ConfigError::new(file, "identify.tie_g_poisson", m))?);
+        }
         let rest = self.rest_curvature_per_m.unwrap_or([0.0; 3]);
         if rest.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "rest_curvature_per_m", "must be finite"));
@@ -739,6 +757,8 @@ rho_kg_m3 = 2000
 
     #[test]
     fn errors_name_file_and_field() {
+        let e = err(&format!("{GOOD}\n[identify]\ntie_g_poisson = 0.7\n"));
+        assert!(e.contains("identify.tie_g_poisson") && e.contains("(-1, 0.5]"), "{e}");
         let e = err(&GOOD.replace("length_m = 0.2\n", ""));
         assert!(e.starts_with("bad.toml") && e.contains("length_m"), "{e}");
         let e = err(&GOOD.replace("base_m = 0.01", "base_m = -0.01"));
