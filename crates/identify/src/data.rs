@@ -1,7 +1,7 @@
 //! The project's static-experiment format: a directory with two CSV files.
 //!
 //! `inputs.csv`: one row per experiment,
-//!   `experiment,tension_1_n,...,tension_K_n[,tip_force_x_n,tip_force_y_n,tip_force_z_n]`
+//!   `experiment,tension_1_n,...,tension_K_n[,tip_force_x_n,tip_force_y_n,tip_force_z_n[,tip_force_offset_y_m,tip_force_offset_z_m]]`
 //!   (K = number of cables of the rod; no tension columns for a rod without cables).
 //! `measurements.csv`: one row per measured point,
 //!   `experiment,arc_m,offset_y_m,offset_z_m,x_m,y_m,z_m,sigma_m`
@@ -42,6 +42,10 @@ pub struct Experiment {
     pub id: String,
     pub tensions_n: Vec<f64>,
     pub tip_force_n: Vec3,
+    /// Where the tip force acts, offset from the tip's centre in the tip
+    /// section's body frame \[m\] (a mass hung from the top edge of the
+    /// tip face: its moment about the centre line counts).
+    pub tip_force_offset_body_m: Vec3,
     pub measurements: Vec<Measurement>,
     /// The rod's base in the world for this experiment (from the robot);
     /// `None`: the rod file's `[base]`.
@@ -59,7 +63,16 @@ pub struct Experiment {
 impl Experiment {
     /// An experiment with measured points and loads, at the rod file's base.
     pub fn new(id: impl Into<String>, tensions_n: Vec<f64>, tip_force_n: Vec3, measurements: Vec<Measurement>) -> Experiment {
-        Experiment { id: id.into(), tensions_n, tip_force_n, measurements, base_pose: None, base_wrench: None, tension_sigma_n: vec![] }
+        Experiment {
+            id: id.into(),
+            tensions_n,
+            tip_force_n,
+            tip_force_offset_body_m: Vec3::zeros(),
+            measurements,
+            base_pose: None,
+            base_wrench: None,
+            tension_sigma_n: vec![],
+        }
     }
 
     /// True when gravity is the only load.
@@ -172,6 +185,14 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
     } else {
         None
     };
+    let offset_cols: Option<Vec<usize>> = if inputs.header.iter().any(|h| h.starts_with("tip_force_offset_")) {
+        if force_cols.is_none() {
+            return Err(err(&inputs_path, "header", "tip_force_offset_y_m/_z_m without tip_force_x_n/_y_n/_z_n"));
+        }
+        Some(["y", "z"].iter().map(|a| inputs.column(&inputs_path, &format!("tip_force_offset_{a}_m"))).collect::<Result<_, _>>()?)
+    } else {
+        None
+    };
     let mut experiments: BTreeMap<String, Experiment> = BTreeMap::new();
     let mut order = vec![];
     for (line, cells) in &inputs.rows {
@@ -198,8 +219,12 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         if experiments.contains_key(&id) {
             return Err(err(&inputs_path, format!("line {line}"), format!("experiment '{id}' appears twice")));
         }
+        let mut e = Experiment::new(id.clone(), tensions, tip_force, vec![]);
+        if let Some(oc) = &offset_cols {
+            e.tip_force_offset_body_m = Vec3::new(0.0, inputs.number(&inputs_path, *line, cells, oc[0])?, inputs.number(&inputs_path, *line, cells, oc[1])?);
+        }
         order.push(id.clone());
-        experiments.insert(id.clone(), Experiment::new(id, tensions, tip_force, vec![]));
+        experiments.insert(id, e);
     }
     let meas = read_csv(&meas_path)?;
     let cols: Vec<usize> = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"]
@@ -257,14 +282,14 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
     let k = experiments.first().map_or(0, |e| e.tensions_n.len());
     let header = std::iter::once("experiment".to_string())
         .chain((1..=k).map(|i| format!("tension_{i}_n")))
-        .chain(["tip_force_x_n", "tip_force_y_n", "tip_force_z_n"].map(String::from))
+        .chain(["tip_force_x_n", "tip_force_y_n", "tip_force_z_n", "tip_force_offset_y_m", "tip_force_offset_z_m"].map(String::from))
         .collect();
     let rows = experiments
         .iter()
         .map(|e| {
             std::iter::once(e.id.clone())
                 .chain(e.tensions_n.iter().map(|t| t.to_string()))
-                .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z].map(|f| f.to_string()))
+                .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z, e.tip_force_offset_body_m.y, e.tip_force_offset_body_m.z].map(|f| f.to_string()))
                 .collect()
         })
         .collect();

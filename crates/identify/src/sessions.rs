@@ -227,6 +227,11 @@ pub struct LoadsFile {
     /// A known mass hanging from the tip \[kg\].
     #[serde(default)]
     pub tip_mass_kg: f64,
+    /// Where the mass (and the tip force) hangs: its offset `[y, z]` from
+    /// the tip's centre in the tip section's frame \[m\] (a hook on the top
+    /// edge of the tip face; default on the centre line).
+    #[serde(default)]
+    pub tip_mass_offset_m: [f64; 2],
     pub flange_sensor: Option<FlangeSensor>,
 }
 
@@ -282,6 +287,9 @@ impl LoadsFile {
         }
         if !(self.tip_mass_kg.is_finite() && self.tip_mass_kg >= 0.0) {
             return Err(LoadsError::new("tip_mass_kg", format!("must be >= 0, got {}", self.tip_mass_kg)));
+        }
+        if self.tip_mass_offset_m.iter().any(|v| !v.is_finite()) {
+            return Err(LoadsError::new("tip_mass_offset_m", "must be finite [y, z] in metres"));
         }
         if let Some(t) = &self.tip_force {
             let n = Vec3::from(t.direction).norm();
@@ -569,6 +577,7 @@ pub fn experiment_from_hold(
         tip_force_n += Vec3::from(tf.direction).normalize() * f;
     }
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
+    e.tip_force_offset_body_m = Vec3::new(0.0, loads.tip_mass_offset_m[0], loads.tip_mass_offset_m[1]);
     e.base_pose = Some(base);
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {

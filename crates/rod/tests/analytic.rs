@@ -141,3 +141,41 @@ fn small_load_cantilever_matches_beam_theory() {
     // Shear matters: the two answers differ by the shear term.
     assert!(shear / bending > 0.05);
 }
+
+/// A force off the centre line adds its moment (`PointLoad::offset_body_m`):
+/// hung from a bracket beside the tip, a vertical force bends the rod as at
+/// the centre and twists it by P y0 L / (G J); pulled along the axis at the
+/// top edge of the tip face, the rod bends by (h F) L^2 / (2 E I). Small
+/// loads, beam theory (Timoshenko with G A, circle J = pi r^4 / 2).
+#[test]
+fn a_tip_force_off_the_centre_line_adds_its_moment() {
+    let (l, r, e, g): (f64, f64, f64, f64) = (0.1, 0.02, 1e6, 1e6 / 3.0);
+    let i = PI * r.powi(4) / 4.0;
+    let a = PI * r * r;
+    let j = 2.0 * i;
+    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: e, g_pa: g, rho_kg_m3: 1000.0 }, 4);
+    rod.subsegments_per_section = 16;
+    rod.gravity_m_s2 = Vec3::zeros();
+    let solve_with = |offset: Vec3, force: Vec3| {
+        let loads = Loads { point_loads: vec![rod::PointLoad { x_m: l, offset_body_m: offset, force_n: force, moment_nm: Vec3::zeros() }], ..Loads::none() };
+        let model = model_for(&rod, &loads);
+        let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+        *model.frames(&sol.q).joints.last().unwrap()
+    };
+    // Hung beside the tip: bending as at the centre, plus a twist.
+    let (p, y0) = (1e-4, 0.015);
+    let tip = solve_with(Vec3::new(0.0, y0, 0.0), Vec3::new(0.0, 0.0, -p));
+    let deflection = p * l.powi(3) / (3.0 * e * i) + p * l / (g * a);
+    let twist = -p * y0 * l / (g * j);
+    let rotation = lie::log(&lie::Pose { rot: tip.rot, pos: Vec3::zeros() });
+    println!("beside the tip: deflection {:.6e} m (beam {deflection:.6e}), twist {:.6e} rad (beam {twist:.6e})", -tip.pos.z, rotation[0]);
+    assert!((-tip.pos.z / deflection - 1.0).abs() < 5e-3, "{} vs {deflection}", -tip.pos.z);
+    assert!((rotation[0] / twist - 1.0).abs() < 5e-3, "{} vs {twist}", rotation[0]);
+    // Pulled along the axis at the top edge: the moment h F bends it.
+    let (f, h) = (1e-4, 0.02);
+    let tip = solve_with(Vec3::new(0.0, 0.0, h), Vec3::new(f, 0.0, 0.0));
+    let bent = -h * f * l * l / (2.0 * e * i);
+    println!("pulled at the top edge: tip z {:.6e} m (beam {bent:.6e}), stretch {:.6e} m (beam {:.6e})", tip.pos.z, tip.pos.x - l, f * l / (e * a));
+    assert!((tip.pos.z / bent - 1.0).abs() < 5e-3, "{} vs {bent}", tip.pos.z);
+    assert!(((tip.pos.x - l) / (f * l / (e * a)) - 1.0).abs() < 5e-3);
+}

@@ -70,8 +70,10 @@ pub enum NormalCompliance {
 pub enum LoadSpec {
     /// Total force spread over the rod in proportion to its mass.
     BodyForce { total_force_n: Vec3, start_s: f64, end_s: f64 },
-    /// A dead force at arc length `arc_m` (centre line).
-    PointForce { arc_m: f64, force_n: Vec3, start_s: f64, end_s: f64 },
+    /// A dead force at arc length `arc_m`, applied at `offset_body_m` from
+    /// the centre line in that section's frame (a mass on a hook at the
+    /// top edge of the tip face: its moment counts).
+    PointForce { arc_m: f64, offset_body_m: Vec3, force_n: Vec3, start_s: f64, end_s: f64 },
     /// A spring in the table plane from an anchor moving at constant
     /// velocity (starting at the point's initial position) to the point at
     /// `arc_m`.
@@ -220,6 +222,8 @@ struct RawLoad {
     arc_m: Option<f64>,
     velocity_m_s: Option<[f64; 3]>,
     stiffness_n_m: Option<f64>,
+    /// Point forces: `[y, z]` offset from the centre line in the section frame.
+    offset_m: Option<[f64; 2]>,
     /// Cable loads: the rod file's cable name and `[t_s, tension_n]` waypoints.
     cable: Option<String>,
     tension_waypoints: Option<Vec<[f64; 2]>>,
@@ -428,6 +432,10 @@ impl RawScene {
                 "body_force" => LoadSpec::BodyForce { total_force_n: need3(l.total_force_n, "total_force_n")?, start_s: l.start_s, end_s },
                 "point_force" => LoadSpec::PointForce {
                     arc_m: l.arc_m.ok_or_else(|| ConfigError::new(file, &field("arc_m"), "missing for kind = \"point_force\""))?,
+                    offset_body_m: {
+                        let o = l.offset_m.unwrap_or([0.0; 2]);
+                        finite3(file, &field("offset_m"), [0.0, o[0], o[1]])?
+                    },
                     force_n: need3(l.force_n, "force_n")?,
                     start_s: l.start_s,
                     end_s,
