@@ -264,6 +264,12 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
     if req.out.path().exists() {
         return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
     }
+    if !req.rod.markers_base_to_tip() {
+        return Err(Error::input(format!(
+            "{}: --live tracks its markers from video, which numbers them from base to tip: list the rod file's markers that way (clusters on one section need a tracker that names its markers, e.g. motion capture)",
+            req.rod_path.display()
+        )));
+    }
     let truth = simulate_truth(req, progress)?;
     let records = &truth.simulated.records;
     let end_s = truth.end_s();

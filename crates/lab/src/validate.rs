@@ -599,8 +599,13 @@ fn compare_contact(
     plane: &Plane,
     plots: &mut Plots,
 ) -> ContactFigures {
-    let n = rod.markers.len();
-    let tip_arc = rod.markers[n - 1].arc_m;
+    // The outermost marker and the outermost one before it along the rod
+    // (clusters and any order allowed: by arc length, not by index).
+    let by_arc =
+        |below: f64| (0..rod.markers.len()).filter(|&k| rod.markers[k].arc_m < below).max_by(|&a, &b| rod.markers[a].arc_m.total_cmp(&rod.markers[b].arc_m));
+    let tip_marker = by_arc(f64::INFINITY);
+    let before_tip = tip_marker.and_then(|k| by_arc(rod.markers[k].arc_m - 1e-9));
+    let tip_arc = tip_marker.map_or(0.0, |k| rod.markers[k].arc_m);
     let radius = rod.cross_section.outer.radius_m(rod.length_m, rod.length_m);
     // The tip's centre (extrapolated along the last two markers when the
     // last marker is not at the tip), and its rim point nearest the table.
@@ -612,7 +617,7 @@ fn compare_contact(
         if bracket(t_rec, tt).is_none() {
             continue;
         }
-        let (Some(Some(p)), Some(Some(q))) = (ms.get(n - 1), n.checked_sub(2).and_then(|k| ms.get(k))) else { continue };
+        let (Some(Some(p)), Some(Some(q))) = (tip_marker.and_then(|k| ms.get(k)), before_tip.and_then(|k| ms.get(k))) else { continue };
         let tangent = (p - q).normalize();
         let c = p + tangent * (rod.length_m - tip_arc);
         t.push(tt);

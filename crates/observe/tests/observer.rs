@@ -230,3 +230,53 @@ fn rest_first_frame_then_bending_frames_follow_their_markers() {
     assert!(worst < 6e-4, "{worst}");
     assert!(worst_first > 5.0 * worst, "{worst_first} vs {worst}");
 }
+
+/// A cluster of markers on the tip section (three on its rim, as a motion
+/// capture rigid body) lets the observer see the twist that markers on the
+/// centre line cannot: a couple at the tip twists the rod, the hard mode
+/// recovers every nodal strain (torsion included) with the cluster, and
+/// misses the torsion without it.
+#[test]
+fn a_marker_cluster_sees_the_twist_the_centre_line_cannot() {
+    let mut rod = rod_with(5, 3, rod::StrainModes::COSSERAT, false);
+    for m in &mut rod.markers {
+        m.arc_m *= 0.8; // centre-line markers at 0.04 .. 0.2 m
+    }
+    let rim = 0.005;
+    let cluster = [Vec3::new(0.0, rim, 0.0), Vec3::new(0.0, -rim, 0.0), Vec3::new(0.0, 0.0, rim)];
+    let mut with_cluster = rod.clone();
+    with_cluster.markers.extend(cluster.iter().map(|o| Marker { arc_m: 0.25, offset_body_m: *o }));
+    // A couple about the axis at the tip (+-z forces on the +-y rim), a
+    // sideways tip force, gravity.
+    let mut loads = Loads::gravity().with_tensions(&[0.0]);
+    for (o, f) in [(cluster[0], Vec3::new(0.0, 0.0, 0.02)), (cluster[1], Vec3::new(0.0, 0.0, -0.02)), (cluster[2], Vec3::new(0.0, 0.01, 0.0))] {
+        loads.point_loads.push(rod::PointLoad { x_m: 0.25, offset_body_m: o, force_n: f, moment_nm: Vec3::zeros() });
+    }
+    let mut points = loads.points_m();
+    points.extend(with_cluster.markers.iter().map(|m| m.arc_m));
+    let model = rod::Model::new(&with_cluster, &points);
+    let sol = solve(&model, &loads, None, &NewtonOptions { tolerance: 1e-14, ..NewtonOptions::default() }).unwrap();
+    let frames = model.frames(&sol.q);
+    let truth: Vec<Vec6> = model.node_x_m.iter().map(|&x| model.strain_at(x, &sol.q)).collect();
+    let twist = truth.iter().map(|s| s[0].abs()).fold(0.0, f64::max);
+    assert!(twist > 0.2, "the couple twists the rod: {twist} rad/m");
+    let seen =
+        |r: &Rod| -> Vec<Option<Vec3>> { r.markers.iter().map(|m| Some(frames.joints[model.joint_at(m.arc_m)].transform_point(&m.offset_body_m))).collect() };
+    let torsion_error = |strain: &[Vec6]| strain.iter().zip(&truth).map(|(a, b)| (a[0] - b[0]).abs()).fold(0.0, f64::max) / twist;
+    let mut obs = Observer::new(&with_cluster, Mode::Hard).unwrap();
+    let o = obs.observe(&seen(&with_cluster), &vec![1e-3; with_cluster.markers.len()]).unwrap();
+    assert_eq!(o.status, Status::Ok);
+    let with = torsion_error(&o.nodal_strain);
+    let all = strain_error(&o.nodal_strain, &truth);
+    let mut obs = Observer::new(&rod, Mode::Hard).unwrap();
+    let o = obs.observe(&seen(&rod), &vec![1e-3; rod.markers.len()]).unwrap();
+    let without = torsion_error(&o.nodal_strain);
+    println!(
+        "twist up to {twist:.3} rad/m: torsion error with the tip cluster {:.3} %, every strain {:.3} % of range; centre line only {:.1} %",
+        100.0 * with,
+        100.0 * all,
+        100.0 * without
+    );
+    assert!(with < 0.02 && all < 0.02, "with the cluster: torsion {with}, all {all}");
+    assert!(without > 0.5, "the centre line alone cannot see the twist: {without}");
+}

@@ -62,7 +62,11 @@ pub struct Cable {
     pub anchor_m: f64,
 }
 
-/// A marker on the rod (tracked by the camera), base = marker 0 ordering.
+/// A marker on the rod, identified by its index in the rod file (the
+/// tracker's marker number). Several may share a section (a cluster, as a
+/// motion-capture rigid body is built), in any order; a camera tracker
+/// numbers markers from base to tip, so a rod file for camera tracking
+/// lists them that way ([`Rod::markers_base_to_tip`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Marker {
     pub arc_m: f64,
@@ -95,7 +99,7 @@ pub struct Rod {
     pub gravity_m_s2: Vec3,
     pub base: Pose,
     pub cables: Vec<Cable>,
-    /// Markers ordered from base to tip (for the strain observer).
+    /// Markers, by index (clusters on one section allowed, any order).
     pub markers: Vec<Marker>,
     /// Material damping (simulator only; `None`: undamped).
     pub damping: Option<Damping>,
@@ -176,6 +180,13 @@ impl Rod {
             damping: None,
             identify_priors: IdentifyPriors::default(),
         }
+    }
+
+    /// Whether the markers are listed from base to tip with strictly
+    /// increasing arc lengths: what a camera tracker's numbering needs (a
+    /// cluster or another order needs a tracker that names its markers).
+    pub fn markers_base_to_tip(&self) -> bool {
+        self.markers.windows(2).all(|w| w[1].arc_m > w[0].arc_m)
     }
 
     /// The same rod with `n` equal sections.
@@ -627,10 +638,14 @@ impl RawRod {
             if !(m.offset_y_m.is_finite() && m.offset_z_m.is_finite()) {
                 return Err(ConfigError::new(file, &field, "offsets must be finite"));
             }
-            if i > 0 && m.arc_m <= self.markers[i - 1].arc_m {
-                return Err(ConfigError::new(file, &format!("{field}.arc_m"), "markers must be ordered from base to tip"));
+            let marker = Marker { arc_m: m.arc_m.min(length), offset_body_m: Vec3::new(0.0, m.offset_y_m, m.offset_z_m) };
+            // A cluster shares a section; two markers at one point are one.
+            if let Some(j) =
+                markers.iter().position(|o: &Marker| (o.arc_m - marker.arc_m).abs() < 1e-9 && (o.offset_body_m - marker.offset_body_m).norm() < 1e-9)
+            {
+                return Err(ConfigError::new(file, &field, format!("repeats marker[{j}] (same arc_m and offsets): a cluster's markers need distinct offsets")));
             }
-            markers.push(Marker { arc_m: m.arc_m.min(length), offset_body_m: Vec3::new(0.0, m.offset_y_m, m.offset_z_m) });
+            markers.push(marker);
         }
         let damping = match &self.damping {
             None => None,
@@ -753,6 +768,21 @@ rho_kg_m3 = 2000
 
     fn err(text: &str) -> String {
         Rod::from_toml_str(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    /// Marker clusters: several markers on one section, in any order; one
+    /// marker written twice is refused.
+    #[test]
+    fn markers_may_share_a_section_in_any_order() {
+        let cluster = format!(
+            "{GOOD}\n[[marker]]\narc_m = 0.2\noffset_y_m = 0.005\n[[marker]]\narc_m = 0.2\noffset_z_m = 0.005\n[[marker]]\narc_m = 0.1\n[[marker]]\narc_m = 0.2\noffset_y_m = -0.005\n"
+        );
+        let rod = Rod::from_toml_str(&cluster, "cluster.toml").unwrap();
+        assert_eq!(rod.markers.len(), 4);
+        assert!(!rod.markers_base_to_tip());
+        let twice = format!("{GOOD}\n[[marker]]\narc_m = 0.2\noffset_y_m = 0.005\n[[marker]]\narc_m = 0.2\noffset_y_m = 0.005\n");
+        let e = err(&twice);
+        assert!(e.contains("marker[1]") && e.contains("repeats marker[0]"), "{e}");
     }
 
     #[test]
