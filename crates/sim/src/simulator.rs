@@ -487,11 +487,29 @@ impl Simulator {
             c.previous_lambda = c.lambda.clone();
         }
         self.carry.t_s = 0.0;
+        let hint = self.smoothed_law_hint();
         result.map(|_| ()).map_err(|(reached, _)| SimError::NoConvergence {
             step: 0,
             t_s: 0.0,
-            why: format!("initial static equilibrium: gravity reached {reached:.3}: {newton_fail}"),
+            why: format!("initial static equilibrium: gravity reached {reached:.3}: {newton_fail}{hint}"),
         })
+    }
+
+    /// Why a smoothed contact law may be the trouble: with more points on
+    /// the table than the rod has strain coordinates (a rod lying along it)
+    /// the smoothing stalls Newton or, wider than the points' loads, erases
+    /// their friction (docs/contact.md). Empty otherwise.
+    fn smoothed_law_hint(&self) -> String {
+        let lying = self
+            .carry
+            .contact
+            .as_ref()
+            .is_some_and(|c| c.states.iter().filter(|s| **s != ContactState::Free).count().max(self.most_active_contacts) > self.model.n_strain_dof());
+        if lying && self.scene.law != contact::Law::Exact {
+            "; the smoothed contact law does not suit a rod lying along the table (many light contact points): use [contact] law = \"exact\"".into()
+        } else {
+            String::new()
+        }
     }
 
     /// The record of the current state (t = 0 before any step).
@@ -554,6 +572,7 @@ impl Simulator {
             }
         }
         if depth >= 6 {
+            let why = why + &self.smoothed_law_hint();
             return Err(SimError::NoConvergence { step: self.step_index + 1, t_s: t_end, why });
         }
         let mid = self.carry.t_s + 0.5 * h;

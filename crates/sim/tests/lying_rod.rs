@@ -215,3 +215,15 @@ fn a_rod_dragged_sideways_by_its_base_meets_mu_m_g() {
     }
     println!("dragged sideways: {} steps with every point sliding, friction within {:.3} % of mu m g", sliding.len(), 100.0 * worst);
 }
+
+/// The contact paper's smoothed laws stall on a rod lying along the table,
+/// and the error says what to use instead.
+#[test]
+fn a_smoothed_law_on_a_lying_rod_fails_saying_to_use_the_exact_law() {
+    let rod = silicone_rod();
+    let text = LYING_ROD_PULL_TOML.replace("law = \"exact\"", "law = \"sigmoid\"\nwidth_n = 0.001");
+    let scene = Scene::from_toml_str(&text, "sigmoid.toml").unwrap();
+    let motion = BaseMotion::from_scene(&scene, &rod).unwrap().unwrap();
+    let e = Simulator::new(&rod, &scene, motion).err().expect("the settling stalls").to_string();
+    assert!(e.contains("law = \"exact\""), "{e}");
+}
