@@ -453,9 +453,7 @@ pub fn verify_partial_slip(out: &Path, progress: &dyn Progress) -> Result<(Vec<s
     let points = sim::benchmarks::partial_slip(&rod, &scene, |done, _| task.set(done as u64))?;
     drop(task);
     let mu = scene.table.map_or(0.0, |t| t.mu);
-    let section_m = rod.section_lengths_m[0];
-    let partial = |p: &&sim::benchmarks::PartialSlipPoint| p.slip_zone_m >= 3.0 * section_m && p.slip_zone_m < rod.length_m - section_m;
-    let worst = points.iter().filter(partial).map(|p| (p.force_n / p.analytic_n - 1.0).abs()).fold(0.0, f64::max);
+    let worst = points.iter().filter(|p| p.in_partial_slip(&rod)).map(|p| (p.force_n / p.analytic_n - 1.0).abs()).fold(0.0, f64::max);
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
     crate::tables::write_time_table(
         &out.join("partial_slip.csv"),

@@ -84,9 +84,8 @@ pub const LYING_ROD_PULL_TOML: &str = include_str!(concat!(env!("CARGO_MANIFEST_
 /// closed there carries none of the weight.
 pub fn resting_height_m(rod: &Rod) -> f64 {
     let l = rod.length_m;
-    let r = rod.cross_section.outer.radius_m(0.0, l);
-    let weight_n_m = rod.cross_section.properties(0.0, l).mass_per_length_kg_m * 9.80665;
-    r - weight_n_m / crate::contact::line_contact_modulus_pa(r, &rod.cross_section.body, weight_n_m)
+    let weight_n_m = rod.cross_section.properties(0.0, l).mass_per_length_kg_m * crate::contact::STANDARD_GRAVITY_M_S2;
+    rod.cross_section.outer.radius_m(0.0, l) - weight_n_m / crate::contact::default_foundation_modulus_pa(rod, 0.0)
 }
 
 /// A rod lying along +x on the table (z = 0), gripped at its base where it
@@ -128,6 +127,16 @@ pub struct PartialSlipPoint {
     /// Sum of the contact points' normal forces \[N\] (the weight, less
     /// what the gripper holds).
     pub normal_force_n: f64,
+}
+
+impl PartialSlipPoint {
+    /// Whether the analytic partial-slip curve is the comparison: the slip
+    /// zone spans three sections or more of `rod` (the strain basis can
+    /// follow the tension's ramp) and not the whole rod.
+    pub fn in_partial_slip(&self, rod: &Rod) -> bool {
+        let section_m = rod.section_lengths_m[0];
+        self.slip_zone_m >= 3.0 * section_m && self.slip_zone_m < rod.length_m - section_m
+    }
 }
 
 /// Runs a pulled lying rod (scene from [`lying_pull_scene`] or the shipped

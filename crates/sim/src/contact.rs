@@ -215,13 +215,43 @@ pub fn evaluate(p: &LawParams, lambda: &Vector3<f64>, u: &Vector3<f64>) -> LawRo
 /// table share out, not how much they sum to; the results it feeds are
 /// insensitive to it within a factor of several (tested).
 pub fn line_contact_modulus_pa(radius_m: f64, material: &rod::Material, line_load_n_m: f64) -> f64 {
-    let nu = (material.e_pa / (2.0 * material.g_pa) - 1.0).clamp(0.0, 0.5);
+    let nu = contact_poisson(material);
     let e_star_pa = material.e_pa / (1.0 - nu * nu);
     let a_m = 2.0 * (line_load_n_m * radius_m / (std::f64::consts::PI * e_star_pa)).sqrt();
     // ln(8R/a) - 1/2 >= 1 keeps the estimate finite for loads that flatten
     // the section (a ~ R), where no line-contact formula holds anyway.
     let log_term = ((8.0 * radius_m / a_m).ln() - 0.5).max(1.0);
     std::f64::consts::PI * e_star_pa / log_term
+}
+
+/// The default foundation modulus under the rod at arc length `x_m` \[Pa\]:
+/// [`line_contact_modulus_pa`] of the section there, at the rod's own
+/// weight per length under standard gravity (so that a scene without
+/// gravity gets the same table).
+pub fn default_foundation_modulus_pa(rod: &rod::Rod, x_m: f64) -> f64 {
+    let l = rod.length_m;
+    let weight_n_m = rod.cross_section.properties(x_m, l).mass_per_length_kg_m * STANDARD_GRAVITY_M_S2;
+    line_contact_modulus_pa(rod.cross_section.outer.radius_m(x_m, l), &rod.cross_section.body, weight_n_m)
+}
+
+/// Standard gravity \[m/s^2\] (the load the default foundation is taken at).
+pub const STANDARD_GRAVITY_M_S2: f64 = 9.80665;
+
+/// Tangential over normal compliance of an elastic contact, `(2 - nu) / (2
+/// (1 - nu))` (Mindlin's ratio for a point contact; 1.41 for silicone,
+/// nu = 0.45): a sticking point yields elastically along the table too.
+/// Without it the friction forces of redundant sticking points (a rod lying
+/// along the table has more contact rows than strain coordinates) are not
+/// unique, and Newton cannot settle them.
+pub fn mindlin_ratio(material: &rod::Material) -> f64 {
+    let nu = contact_poisson(material);
+    (2.0 - nu) / (2.0 * (1.0 - nu))
+}
+
+/// The surface material's Poisson ratio, `E / (2 G) - 1`, kept within the
+/// [0, 0.5] the contact formulas hold for.
+fn contact_poisson(material: &rod::Material) -> f64 {
+    (material.e_pa / (2.0 * material.g_pa) - 1.0).clamp(0.0, 0.5)
 }
 
 /// The table: a rigid plane through `point_m` with unit `normal` (pointing

@@ -127,8 +127,8 @@ pub struct Scene {
     pub contact_scale_n_m: Option<f64>,
     /// How much the table and the rod's surface yield under the normal load.
     pub normal_compliance: NormalCompliance,
-    /// Tangential compliance of a sticking point \[m/N\]; `None`: a
-    /// regularisation of 1e-7 / scale (rigid stick, see the simulator).
+    /// Tangential compliance of a sticking point \[m/N\]; `None`: the
+    /// normal one times Mindlin's ratio ([`crate::contact::mindlin_ratio`]).
     pub tangential_compliance_m_n: Option<f64>,
     pub tolerance: f64,
     pub max_iterations: usize,

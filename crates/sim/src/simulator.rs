@@ -335,7 +335,7 @@ impl Simulator {
             let normal_compliance_m_n = normal_compliances_m_n(&rod, &model, &joints, scene.normal_compliance);
             let tangential_compliance_m_n = match scene.tangential_compliance_m_n {
                 Some(c) => vec![c; nc],
-                None => normal_compliance_m_n.iter().map(|c| c * mindlin_ratio(&rod.cross_section.body)).collect(),
+                None => normal_compliance_m_n.iter().map(|c| c * contact::mindlin_ratio(&rod.cross_section.body)).collect(),
             };
             ContactSet {
                 plane,
@@ -412,13 +412,9 @@ impl Simulator {
     /// `docs/contact.md`).
     fn note_active_contacts(&mut self, active: usize) {
         let strain_coordinates = self.model.n_strain_dof();
-        if active <= self.most_active_contacts || active <= strain_coordinates {
-            self.most_active_contacts = self.most_active_contacts.max(active);
-            return;
-        }
-        let first = self.most_active_contacts <= strain_coordinates;
-        self.most_active_contacts = active;
-        if !first {
+        let before = self.most_active_contacts;
+        self.most_active_contacts = before.max(active);
+        if before > strain_coordinates || active <= strain_coordinates {
             return;
         }
         let how = match self.scene.normal_compliance {
@@ -500,11 +496,7 @@ impl Simulator {
     /// the smoothing stalls Newton or, wider than the points' loads, erases
     /// their friction (docs/contact.md). Empty otherwise.
     fn smoothed_law_hint(&self) -> String {
-        let lying = self
-            .carry
-            .contact
-            .as_ref()
-            .is_some_and(|c| c.states.iter().filter(|s| **s != ContactState::Free).count().max(self.most_active_contacts) > self.model.n_strain_dof());
+        let lying = self.most_active_contacts > self.model.n_strain_dof();
         if lying && self.scene.law != contact::Law::Exact {
             "; the smoothed contact law does not suit a rod lying along the table (many light contact points): use [contact] law = \"exact\"".into()
         } else {
@@ -677,12 +669,17 @@ impl Simulator {
         // the contact forces of the last step among them (a weightless rod
         // pressed or pulled by its base has no other), so that a
         // tolerance means the same for any rod.
-        let frames_now = self.model.frames(&self.carry.q);
+        let tow_forces_n = if tows.is_empty() {
+            0.0
+        } else {
+            let frames = self.model.frames(&self.carry.q);
+            tows.iter().map(|t| t.force_n(&frames.joints[t.joint].pos).norm()).sum::<f64>()
+        };
         let force_scale = self.mass_kg * self.scene.gravity_m_s2.norm()
             + body.norm() * self.mass_kg
             + point_loads.iter().map(|p| p.force_n.norm()).sum::<f64>()
             + tensions.iter().sum::<f64>()
-            + tows.iter().map(|t| t.force_n(&frames_now.joints[t.joint].pos).norm()).sum::<f64>()
+            + tow_forces_n
             + self.carry.contact.as_ref().map_or(0.0, |c| c.lambda.iter().map(|l| l.norm()).sum::<f64>());
         let mut sys = StepSystem {
             model: &self.model,
@@ -704,8 +701,8 @@ impl Simulator {
                 sys.wrenches.last().map_or_else(Vec6::zeros, |(_, w)| *w)
             }
         };
-        let degenerate = sys.cache.as_ref().map_or(0, |c| c.active.len());
-        self.note_active_contacts(degenerate);
+        let active = sys.cache.as_ref().map_or(0, |c| c.active.len());
+        self.note_active_contacts(active);
         Ok((solved.x, solved.iterations, w))
     }
 
@@ -919,9 +916,8 @@ pub fn length_shares_m(arcs_m: &[f64], length_m: f64) -> Vec<f64> {
 }
 
 /// The normal compliance of each candidate \[m/N\]: a foundation's `1 / (k
-/// ds)`, or the scene's value per point. The line-contact modulus is taken
-/// at the rod's own weight per length under standard gravity, so that a
-/// scene without gravity gets the same table.
+/// ds)` (by default [`contact::default_foundation_modulus_pa`]), or the
+/// scene's value per point.
 fn normal_compliances_m_n(rod: &Rod, model: &Model, joints: &[usize], spec: NormalCompliance) -> Vec<f64> {
     let l = rod.length_m;
     let arcs: Vec<f64> = joints.iter().map(|&j| model.joint_x_m[j]).collect();
@@ -931,10 +927,7 @@ fn normal_compliances_m_n(rod: &Rod, model: &Model, joints: &[usize], spec: Norm
         .map(|(&x, &ds)| match spec {
             NormalCompliance::PerPoint { compliance_m_n } => compliance_m_n,
             NormalCompliance::Foundation { modulus_pa } => {
-                let k = modulus_pa.unwrap_or_else(|| {
-                    let weight_n_m = rod.cross_section.properties(x, l).mass_per_length_kg_m * STANDARD_GRAVITY_M_S2;
-                    contact::line_contact_modulus_pa(rod.cross_section.outer.radius_m(x, l), &rod.cross_section.body, weight_n_m)
-                });
+                let k = modulus_pa.unwrap_or_else(|| contact::default_foundation_modulus_pa(rod, x));
                 // A point with no share of the length (repeated arc lengths)
                 // yields freely: it carries nothing.
                 if ds > 0.0 {
@@ -946,9 +939,6 @@ fn normal_compliances_m_n(rod: &Rod, model: &Model, joints: &[usize], spec: Norm
         })
         .collect()
 }
-
-/// Standard gravity \[m/s^2\] (the load the line-contact modulus is taken at).
-const STANDARD_GRAVITY_M_S2: f64 = 9.80665;
 
 /// Contact geometry of candidate `i` at joint frame `g`: the gap of the
 /// section's lowest surface point and the slip of the material point there
@@ -996,17 +986,6 @@ const SLIP_THRESHOLD_M: f64 = 1e-9;
 
 /// Compliance added to the diagonal of contact rows (Newton matrix only).
 const CONTACT_REGULARISATION: f64 = 1e-9;
-
-/// Tangential over normal compliance of an elastic contact, `(2 - nu) / (2
-/// (1 - nu))` (Mindlin's ratio for a point contact; 1.41 for silicone,
-/// nu = 0.45): a sticking point yields elastically along the table too.
-/// Without it the friction forces of redundant sticking points (a rod lying
-/// along the table has more contact rows than strain coordinates) are not
-/// unique, and Newton cannot settle them.
-pub fn mindlin_ratio(material: &rod::Material) -> f64 {
-    let nu = (material.e_pa / (2.0 * material.g_pa) - 1.0).clamp(0.0, 0.5);
-    (2.0 - nu) / (2.0 * (1.0 - nu))
-}
 
 impl StepSystem<'_> {
     fn n(&self) -> usize {

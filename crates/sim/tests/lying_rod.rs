@@ -107,11 +107,10 @@ fn gripped_at_its_radius_the_gripper_carries_what_the_foundation_does_not() {
 /// not the whole rod) against the analytic force; returns the worst
 /// relative error and how many steps were compared.
 fn compare(points: &[PartialSlipPoint], rod: &Rod, tolerance: f64, label: &str) -> (f64, usize) {
-    let section_m = rod.section_lengths_m[0];
     let mut worst = 0.0f64;
     let mut compared = 0;
     for p in points {
-        if p.slip_zone_m >= 3.0 * section_m && p.slip_zone_m < rod.length_m - section_m {
+        if p.in_partial_slip(rod) {
             let e = p.force_n / p.analytic_n - 1.0;
             worst = worst.max(e.abs());
             compared += 1;
