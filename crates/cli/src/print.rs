@@ -106,13 +106,14 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     }
     if !id.variants.is_empty() {
         println!("  model variants by cross-validated prediction error (+- its standard error; model error: what the bands add for what the model misses):");
+        let lowest_cv = identify::output::lowest_cv(&id.variants);
         for (i, v) in id.variants.iter().enumerate() {
             let geometry: Vec<String> =
                 [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
                     .into_iter()
                     .flatten()
                     .collect();
-            let lowest = identify::output::lowest_cv(&id.variants) == Some(i);
+            let lowest = lowest_cv == Some(i);
             println!(
                 "    {:<32} E {:.4e} Pa  {:<64}  {:>2} parameters  fit RMS {:>6.2} mm  CV RMS {:>6.2} +- {:.2} mm  worst {:>6.2} mm  model error {:.2} mm{}{}",
                 v.name,

@@ -397,7 +397,9 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         (None, true) => default_starts(rod),
         (None, false) => opts.starts.clone(),
     };
-    if let (Some(nu), None) = (opts.tie_g_poisson, opts.hold_material) {
+    // Held material holds G already: the tie only without it.
+    let tie_g_poisson = opts.tie_g_poisson.filter(|_| opts.hold_material.is_none());
+    if let Some(nu) = tie_g_poisson {
         // ln G - ln E = -ln(2 (1 + nu)), held as tightly as held material;
         // the starts on the tie.
         problem = problem.with_difference_prior(1, 0, -(2.0 * (1.0 + nu)).ln(), HELD_SD_LOG);
@@ -533,14 +535,14 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             fixed_rho
         ));
     }
-    if let (Some(nu), None) = (opts.tie_g_poisson, opts.hold_material) {
+    if let Some(nu) = tie_g_poisson {
         warnings.push(format!("G is tied to E by nu = {nu} (G = E / (2 (1 + nu))), not identified from these data: its interval is E's"));
     }
     if cond > 1e8 {
         warnings.push(format!("ill-conditioned problem: condition number {cond:.2e}"));
     }
     let g_rel = if sd[1].is_finite() { (t * sd[1]).exp() - 1.0 } else { f64::INFINITY };
-    if (g_rel.is_nan() || g_rel >= 0.5) && opts.tie_g_poisson.is_none() {
+    if (g_rel.is_nan() || g_rel >= 0.5) && tie_g_poisson.is_none() {
         if g_est.determined() {
             warnings.push(format!("G is poorly determined: 95 % CI [{:.3e}, {:.3e}] Pa", g_est.ci95_low, g_est.ci95_high));
         } else {
@@ -633,9 +635,7 @@ impl Fit {
     /// The fit's uncertainty for predictions, with no model error beyond
     /// the noise (see [`prediction_uncertainty`]).
     pub fn uncertainty(&self) -> Uncertainty {
-        let mut u = prediction_uncertainty(self.layout, &self.covariance, self.dof, self.measurement_sigma_m, self.residual_scale, 0.0);
-        u.prior_only = self.prior_only.clone();
-        u
+        prediction_uncertainty(self.layout, &self.covariance, self.dof, self.measurement_sigma_m, self.residual_scale, 0.0, &self.prior_only)
     }
 }
 
@@ -646,7 +646,7 @@ impl Fit {
 /// noisy than the instrument: its noise is never below the declared sigma.
 /// `model_error_m` (per coordinate) is what cross-validation found the
 /// model misses beyond the parameters' uncertainty and the noise
-/// ([`cv_model_error_m`]).
+/// ([`cv_model_error_m`]); `prior_only` the parameters the data never saw.
 pub fn prediction_uncertainty(
     layout: Layout,
     covariance: &DMatrix<f64>,
@@ -654,10 +654,17 @@ pub fn prediction_uncertainty(
     measurement_sigma_m: f64,
     residual_scale: f64,
     model_error_m: f64,
+    prior_only: &[String],
 ) -> Uncertainty {
     let scale = if residual_scale.is_finite() { residual_scale.max(1.0) } else { 1.0 };
     let model = if model_error_m.is_finite() { model_error_m.max(0.0) } else { 0.0 };
-    Uncertainty { layout, covariance: covariance.clone(), noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model, dof, prior_only: vec![] }
+    Uncertainty {
+        layout,
+        covariance: covariance.clone(),
+        noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model,
+        dof,
+        prior_only: prior_only.to_vec(),
+    }
 }
 
 /// The model error per coordinate \[m\] that cross-validation shows: the
@@ -666,7 +673,7 @@ pub fn prediction_uncertainty(
 /// explain, `sqrt(max(0, sum(|e|^2 - tr C)) / (3 n))`. The bands come from
 /// the fit on all experiments, slightly narrower than each fold's, so the
 /// estimate leans high (the safe side). Zero when the bands explain the
-/// errors, NaN when no error could be predicted.
+/// errors or no error could be predicted.
 pub fn cv_model_error_m(rod: &Rod, experiments: &[Experiment], values: &Values, u: &Uncertainty, errors_mm: &[Vec<f64>]) -> f64 {
     let mut excess_m2 = 0.0;
     let mut coordinates = 0usize;
@@ -680,7 +687,7 @@ pub fn cv_model_error_m(rod: &Rod, experiments: &[Experiment], values: &Values, 
         }
     }
     if coordinates == 0 {
-        f64::NAN
+        0.0
     } else {
         (excess_m2.max(0.0) / coordinates as f64).sqrt()
     }
@@ -711,7 +718,7 @@ pub fn cv_rms_with_se_mm(errors_mm: &[Vec<f64>]) -> (f64, f64) {
 /// itself noisy, and the most flexible model is best by chance as often as
 /// not. Falls back to the best when its standard error is unknown.
 pub fn one_standard_error_choice(candidates: &[(usize, f64, f64)]) -> Option<usize> {
-    let best = candidates.iter().enumerate().filter(|(_, c)| c.1.is_finite()).min_by(|a, b| a.1 .1.total_cmp(&b.1 .1)).map(|(i, _)| i)?;
+    let best = lowest_finite(candidates.iter().map(|c| c.1))?;
     let se = candidates[best].2;
     if !se.is_finite() {
         return Some(best);
@@ -723,6 +730,11 @@ pub fn one_standard_error_choice(candidates: &[(usize, f64, f64)]) -> Option<usi
         .filter(|(_, c)| c.1.is_finite() && c.1 <= bar)
         .min_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))
         .map(|(i, _)| i)
+}
+
+/// Index of the lowest finite value (None: no finite value).
+pub fn lowest_finite(values: impl Iterator<Item = f64>) -> Option<usize> {
+    values.enumerate().filter(|(_, v)| v.is_finite()).min_by(|a, b| a.1.total_cmp(&b.1)).map(|(i, _)| i)
 }
 
 /// Predicted measurements with their uncertainty.

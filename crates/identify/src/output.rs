@@ -3,8 +3,8 @@
 
 use crate::data::Experiment;
 use crate::fit::{
-    cross_validate, cv_model_error_m, cv_rms_with_se_mm, fit, jackknife_sd, leave_one_out, one_standard_error_choice, prediction_uncertainty, rms, t975,
-    Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome,
+    cross_validate, cv_model_error_m, cv_rms_with_se_mm, fit, jackknife_sd, leave_one_out, lowest_finite, one_standard_error_choice, prediction_uncertainty,
+    rms, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome,
 };
 use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
 use lie::Vec3;
@@ -134,17 +134,8 @@ pub fn run_study(
     let loo = if with_loo { leave_one_out(rod, experiments, &main, opts, &mut progress) } else { vec![] };
     let jackknife = jackknife(&mut main, &loo);
     let reference = reference.and_then(|v| evaluate_values(rod, experiments, &v).ok());
-    let cv_model_error_m = if loo.is_empty() {
-        0.0
-    } else {
-        let errors: Vec<Vec<f64>> = loo.iter().map(|l| l.errors_mm.clone()).collect();
-        let m = cv_model_error_m(rod, experiments, &main.values, &main.uncertainty(), &errors);
-        if m.is_finite() {
-            m
-        } else {
-            0.0
-        }
-    };
+    let loo_errors_mm: Vec<Vec<f64>> = loo.iter().map(|l| l.errors_mm.clone()).collect();
+    let cv_model_error_m = cv_model_error_m(rod, experiments, &main.values, &main.uncertainty(), &loo_errors_mm);
     Ok(Study { fit: main, shapes, with_nuisance, loo, jackknife, reference, cv_model_error_m })
 }
 
@@ -233,9 +224,7 @@ impl BandOut {
         }
         let layout = Layout::from_names(&self.parameter_names)?;
         let covariance = nalgebra::DMatrix::from_fn(np, np, |a, b| self.covariance[a][b]);
-        let mut u = prediction_uncertainty(layout, &covariance, self.dof, self.measurement_sigma_m, self.residual_scale, model_error_m);
-        u.prior_only = self.prior_only.clone();
-        Some(u)
+        Some(prediction_uncertainty(layout, &covariance, self.dof, self.measurement_sigma_m, self.residual_scale, model_error_m, &self.prior_only))
     }
 }
 
@@ -315,7 +304,7 @@ pub fn compare_variants(
             loo_worst_mm: per.iter().cloned().fold(f64::NAN, f64::max),
             loo_per_experiment_mm: per,
             loo_rms_se_mm,
-            model_error_m: if model_error_m.is_finite() { model_error_m } else { 0.0 },
+            model_error_m,
             band: Some(BandOut::of(&f)),
             fitted: Some(parameters(&f)),
         });
@@ -334,7 +323,7 @@ pub fn recommend(variants: &[VariantOut]) -> Option<usize> {
 /// The variant with the lowest cross-validated error (not necessarily the
 /// recommended one).
 pub fn lowest_cv(variants: &[VariantOut]) -> Option<usize> {
-    variants.iter().enumerate().filter(|(_, v)| v.loo_rms_mm.is_finite()).min_by(|a, b| a.1.loo_rms_mm.total_cmp(&b.1.loo_rms_mm)).map(|(i, _)| i)
+    lowest_finite(variants.iter().map(|v| v.loo_rms_mm))
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -690,31 +679,33 @@ impl IdentifiedFile {
     /// cross-validation found and the one the rod file declares. None for
     /// files written before the covariance was kept.
     pub fn uncertainty(&self) -> Option<crate::fit::Uncertainty> {
-        let declared = if self.fit.model_error_m.is_finite() { self.fit.model_error_m } else { 0.0 };
-        if let Some(v) = self.variant.iter().find(|v| v.name == self.parameters_from) {
-            if let Some(b) = &v.band {
-                return b.uncertainty(v.model_error_m.max(declared));
+        let model_error_m = self.band_model_error_m();
+        match self.selected_band() {
+            Some(v) => v.band.as_ref()?.uncertainty(model_error_m),
+            None => BandOut {
+                parameter_names: self.fit.parameter_names.clone(),
+                covariance: self.fit.covariance.clone(),
+                dof: self.fit.dof,
+                measurement_sigma_m: self.fit.measurement_sigma_m,
+                residual_scale: self.fit.residual_scale,
+                prior_only: self.fit.prior_only.clone(),
             }
+            .uncertainty(model_error_m),
         }
-        let main = BandOut {
-            parameter_names: self.fit.parameter_names.clone(),
-            covariance: self.fit.covariance.clone(),
-            dof: self.fit.dof,
-            measurement_sigma_m: self.fit.measurement_sigma_m,
-            residual_scale: self.fit.residual_scale,
-            prior_only: self.fit.prior_only.clone(),
-        };
-        main.uncertainty(self.fit.cv_model_error_m.max(declared))
     }
 
     /// The model error per coordinate the bands of [`Self::uncertainty`]
-    /// add \[m\].
+    /// add \[m\]: the selected fit's from cross-validation, or the rod
+    /// file's declared one if larger.
     pub fn band_model_error_m(&self) -> f64 {
         let declared = if self.fit.model_error_m.is_finite() { self.fit.model_error_m } else { 0.0 };
-        match self.variant.iter().find(|v| v.name == self.parameters_from) {
-            Some(v) if v.band.is_some() => v.model_error_m.max(declared),
-            _ => self.fit.cv_model_error_m.max(declared),
-        }
+        self.selected_band().map_or(self.fit.cv_model_error_m, |v| v.model_error_m).max(declared)
+    }
+
+    /// The variant `[parameters]` come from, when it kept its own fit's
+    /// uncertainty.
+    fn selected_band(&self) -> Option<&VariantOut> {
+        self.variant.iter().find(|v| v.name == self.parameters_from && v.band.is_some())
     }
 
     /// The fitted values (material and nuisance parameters).

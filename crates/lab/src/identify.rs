@@ -432,6 +432,7 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
 
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
+    let lowest_cv = identify::output::lowest_cv(variants);
     ReportTable {
         title: "Model variants by prediction (cross-validation, +- its standard error); recommended: the simplest within one standard error of the lowest CV error (the one-standard-error rule: with few experiments the CV figure is itself noisy). Model error: what the prediction bands add for what the model misses".into(),
         header: ["variant", "parameters", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "CV RMS [mm]", "worst CV [mm]", "model error [mm]", ""]
@@ -452,7 +453,7 @@ fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
                     format!("{:.2} +- {:.2}", v.loo_rms_mm, v.loo_rms_se_mm),
                     format!("{:.2}", v.loo_worst_mm),
                     format!("{:.2}", 1e3 * v.model_error_m),
-                    match (best == Some(i), identify::output::lowest_cv(variants) == Some(i)) {
+                    match (best == Some(i), lowest_cv == Some(i)) {
                         (true, true) => "recommended, lowest CV".into(),
                         (true, false) => "recommended".into(),
                         (false, true) => "lowest CV".into(),
