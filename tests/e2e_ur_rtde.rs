@@ -13,7 +13,7 @@ mod common;
 use common::*;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 /// The venv's Python when it can import `module`; otherwise says loudly
 /// that the `client` interop test is skipped (scripts/setup.sh makes the
@@ -30,19 +30,21 @@ fn venv_python(module: &str, client: &str) -> Option<std::path::PathBuf> {
     available.then_some(python)
 }
 
+/// `rodlab` with `args` (an emulator), once its first line, which must
+/// contain `banner`, says it is ready.
+fn emulator(args: &[&str], banner: &str) -> Child {
+    let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(emu.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains(banner), "{line}");
+    emu
+}
+
 #[test]
 fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
     let Some(python) = venv_python("rtde_receive", "ur_rtde") else { return };
     for (controller, host, step_s) in [("e-series", "127.0.0.61", 0.002), ("cb3", "127.0.0.62", 0.008)] {
-        let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
-            .args(["emulate", "robot", "--controller", controller, "--bind", &format!("{host}:30004"), "--duration", "30"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait for the listening line.
-        let mut line = String::new();
-        BufReader::new(emu.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert!(line.contains("listening"), "{line}");
+        let mut emu = emulator(&["emulate", "robot", "--controller", controller, "--bind", &format!("{host}:30004"), "--duration", "30"], "listening");
         let out = Command::new(&python).arg(root().join("tests/python/ur_rtde_receive.py")).args([host, "3", "-1"]).output().unwrap();
         let _ = emu.kill();
         let _ = emu.wait();
@@ -98,27 +100,22 @@ fn netft_reads_counts_from_the_emulator() {
     let Some(python) = venv_python("NetFT", "NetFT") else { return };
     let host = "127.0.0.63";
     let wrench = [1.5, -2.0, 3.25, 0.1, -0.2, 0.05];
-    let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
-        .args([
-            "emulate",
-            "netft",
-            "--bind",
-            &format!("{host}:49152"),
-            "--wrench",
-            "1.5,-2,3.25,0.1,-0.2,0.05",
-            "--counts-per-force",
-            "1000000",
-            "--counts-per-torque",
-            "2000000",
-            "--duration",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(emu.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert!(line.contains("Net F/T emulator"), "{line}");
+    let bind = format!("{host}:49152");
+    let args = [
+        "emulate",
+        "netft",
+        "--bind",
+        &bind,
+        "--wrench",
+        "1.5,-2,3.25,0.1,-0.2,0.05",
+        "--counts-per-force",
+        "1000000",
+        "--counts-per-torque",
+        "2000000",
+        "--duration",
+        "30",
+    ];
+    let mut emu = emulator(&args, "Net F/T emulator");
     let out = Command::new(&python).arg(root().join("tests/python/netft_read.py")).args([host, "20"]).output().unwrap();
     let _ = emu.kill();
     let _ = emu.wait();

@@ -29,21 +29,26 @@ pub fn dismech_rod() -> Rod {
 /// it onto the table from touching (pushed from the start: no static
 /// equilibrium exists).
 pub fn flat_scene(step_s: f64, duration_s: f64, mu: f64, initial: &str, extra: &str) -> String {
+    let head = on_flat_table(SLIP_ONSET_G, initial, (step_s, duration_s, "dynamic"), mu);
+    format!("{head}[base]\nkind = \"free\"\nposition_m = [0.0, 0.0, 0.025]\n{extra}\n")
+}
+
+/// The scene text up to the base: gravity `g_m_s2` down, the initial
+/// state, the time grid `(step_s, duration_s, mode)` and a flat table at
+/// z = 0 with friction `mu`.
+fn on_flat_table(g_m_s2: f64, initial: &str, time: (f64, f64, &str), mu: f64) -> String {
+    let (step_s, duration_s, mode) = time;
     format!(
         r#"
-gravity_m_s2 = [0.0, 0.0, -{SLIP_ONSET_G}]
+gravity_m_s2 = [0.0, 0.0, -{g_m_s2}]
 initial = "{initial}"
 [time]
 step_s = {step_s}
 duration_s = {duration_s}
-mode = "dynamic"
+mode = "{mode}"
 [table]
 normal = [0.0, 0.0, 1.0]
 mu = {mu}
-[base]
-kind = "free"
-position_m = [0.0, 0.0, 0.025]
-{extra}
 "#
     )
 }
@@ -92,22 +97,8 @@ pub fn resting_height_m(rod: &Rod) -> f64 {
 /// rests, pulled by `pull_m` along -x in `duration_s` (linear ramp).
 pub fn lying_pull_scene(rod: &Rod, mode: &str, step_s: f64, duration_s: f64, mu: f64, pull_m: f64) -> String {
     let z = resting_height_m(rod);
-    format!(
-        r#"
-gravity_m_s2 = [0.0, 0.0, -9.81]
-initial = "static"
-[time]
-step_s = {step_s}
-duration_s = {duration_s}
-mode = "{mode}"
-[table]
-normal = [0.0, 0.0, 1.0]
-mu = {mu}
-[base]
-kind = "prescribed"
-waypoints = [[0.0, 0.0, 0.0, {z}, 0.0, 0.0, 0.0], [{duration_s}, -{pull_m}, 0.0, {z}, 0.0, 0.0, 0.0]]
-"#
-    )
+    let head = on_flat_table(9.81, "static", (step_s, duration_s, mode), mu);
+    format!("{head}[base]\nkind = \"prescribed\"\nwaypoints = [[0.0, 0.0, 0.0, {z}, 0.0, 0.0, 0.0], [{duration_s}, -{pull_m}, 0.0, {z}, 0.0, 0.0, 0.0]]\n")
 }
 
 /// One step of a pulled lying rod against the bar on a Coulomb foundation.
