@@ -589,7 +589,12 @@ fn interval(f: &Fit, which: Geometry) -> [f64; 2] {
 /// `len=<m>;hash=<16 hex digits>` (FNV-1a of the shape's description).
 pub fn rod_geometry(rod: &Rod) -> String {
     let cs = &rod.cross_section;
-    let text = format!("{:?}|{:?}|{:?}|{:?}|{:?}", rod.length_m, cs.outer, cs.hole, cs.core, rod.rest_curvature_per_m);
+    // A round section keeps the text it always had (files identified
+    // before other shapes existed still match).
+    let text = match &cs.shape {
+        rod::Shape::Round { outer, hole, core } => format!("{:?}|{:?}|{:?}|{:?}|{:?}", rod.length_m, outer, hole, core, rod.rest_curvature_per_m),
+        other => format!("{:?}|{:?}|{:?}", rod.length_m, other, rod.rest_curvature_per_m),
+    };
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= b as u64;

@@ -125,7 +125,8 @@ fn render_video(
 ) -> Result<String> {
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = *t_rec.last().expect("records");
-    let radius_m = rod.cross_section.outer.radius_m(0.5 * rod.length_m, rod.length_m);
+    let (half_w_m, half_h_m) = rod.cross_section.half_extents_m(0.5 * rod.length_m, rod.length_m);
+    let radius_m: f64 = half_w_m.min(half_h_m);
     let look = Look { marker_radius_m: (0.6 * radius_m).min(0.003), seed, ..Look::default() };
     let mut renderer = Renderer::new(view.camera.clone(), view.marker_plane.clone(), look);
     let board_from_world = view.world_from_board.inverse();

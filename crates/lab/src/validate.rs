@@ -606,7 +606,10 @@ fn compare_contact(
     let tip_marker = by_arc(f64::INFINITY);
     let before_tip = tip_marker.and_then(|k| by_arc(rod.markers[k].arc_m - 1e-9));
     let tip_arc = tip_marker.map_or(0.0, |k| rod.markers[k].arc_m);
-    let radius = rod.cross_section.outer.radius_m(rod.length_m, rod.length_m);
+    // Two markers do not give the section's roll: the rim nearest the table
+    // is taken half the section's height from the axis (a round rod's
+    // radius; a rectangle lying on its face).
+    let radius = rod.cross_section.half_extents_m(rod.length_m, rod.length_m).1;
     // The tip's centre (extrapolated along the last two markers when the
     // last marker is not at the tip), and its rim point nearest the table.
     let mut t = vec![];

@@ -47,7 +47,7 @@ fn a_tip_force_against_beam_theory() {
     // Beam theory with the rod file's taper and modulus (Simpson, 2000 panels).
     let (l, e) = (rod.length_m, rod.cross_section.body.e_pa);
     let integrand = |x: f64| {
-        let r = rod.cross_section.outer.radius_m(x, l);
+        let r = rod.cross_section.round_outer().expect("a round rod").radius_m(x, l);
         (l - x).powi(2) / (e * std::f64::consts::PI * r.powi(4) / 4.0)
     };
     let n = 2000;

@@ -1,7 +1,7 @@
 //! The rod description: a TOML file (`configs/rod/*.toml`) read with serde and
 //! validated into a [`Rod`]. Every error names the file and the field.
 
-use crate::geometry::{CrossSection, Material, Profile};
+use crate::geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 use lie::{Pose, Vec3};
 use serde::Deserialize;
 use std::path::Path;
@@ -171,7 +171,7 @@ impl Rod {
             subsegments_per_section: 8,
             modes: StrainModes::COSSERAT,
             strain_basis: StrainBasis::Linear,
-            cross_section: CrossSection { outer: Profile::constant(radius_m), hole: None, body: material, core: None },
+            cross_section: CrossSection::round(Profile::constant(radius_m), material),
             rest_curvature_per_m: Vec3::zeros(),
             gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
             base: Pose::identity(),
@@ -331,7 +331,10 @@ struct RawRod {
     /// "pls" (piecewise linear, default) or "pcs" (piecewise constant).
     #[serde(default)]
     strain_basis: Option<String>,
-    radius: RawProfile,
+    radius: Option<RawProfile>,
+    /// A rectangle or a section given by its properties (instead of
+    /// `[radius]`).
+    section: Option<RawSection>,
     hole: Option<RawProfile>,
     material: RawMaterial,
     core: Option<RawCore>,
@@ -411,6 +414,156 @@ struct RawProfile {
     tip_m: Option<f64>,
     /// [[X_m, r_m], ...]
     table: Option<Vec<[f64; 2]>>,
+}
+
+/// `[section]`: `shape = "rectangle"` (width_m, height_m: a number or a
+/// profile; wall_m; shear coefficients) or `shape = "general"` (the
+/// properties with units in their names, and the bounding box).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSection {
+    shape: String,
+    width_m: Option<RawLength>,
+    height_m: Option<RawLength>,
+    wall_m: Option<f64>,
+    shear_coefficient_y: Option<f64>,
+    shear_coefficient_z: Option<f64>,
+    shear_area_y_m2: Option<f64>,
+    shear_area_z_m2: Option<f64>,
+    area_m2: Option<f64>,
+    second_moment_y_m4: Option<f64>,
+    second_moment_z_m4: Option<f64>,
+    torsion_constant_m4: Option<f64>,
+}
+
+/// A length: one number, or a profile along the rod.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawLength {
+    Constant(f64),
+    Profile(RawProfile),
+}
+
+impl RawLength {
+    fn validate(&self, file: &str, field: &str, length: f64) -> Result<Profile, ConfigError> {
+        let p = match self {
+            RawLength::Constant(v) => Profile::constant(positive(file, field, *v)?),
+            RawLength::Profile(p) => p.validate(file, field, length)?,
+        };
+        for x in [0.0, length].into_iter().chain(p.breakpoints()) {
+            if p.radius_m(x, length) <= 0.0 {
+                return Err(ConfigError::new(file, field, format!("must be positive, is {} at X = {x}", p.radius_m(x, length))));
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl RawSection {
+    fn validate(&self, file: &str, length: f64, body: &Material) -> Result<Shape, ConfigError> {
+        let f = |name: &str| format!("section.{name}");
+        let coefficient = |name: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
+            match v {
+                None => Ok(None),
+                Some(k) if k.is_finite() && k > 0.0 && k <= 1.0 => Ok(Some(k)),
+                Some(k) => Err(ConfigError::new(file, &f(name), format!("a shear coefficient lies in (0, 1], got {k}"))),
+            }
+        };
+        let (ky, kz) = (coefficient("shear_coefficient_y", self.shear_coefficient_y)?, coefficient("shear_coefficient_z", self.shear_coefficient_z)?);
+        let not_for = |fields: &[(&str, bool)], shape: &str| -> Result<(), ConfigError> {
+            match fields.iter().find(|(_, given)| *given) {
+                Some((name, _)) => Err(ConfigError::new(file, &f(name), format!("not a field of shape = \"{shape}\""))),
+                None => Ok(()),
+            }
+        };
+        match self.shape.as_str() {
+            "rectangle" => {
+                not_for(
+                    &[
+                        ("area_m2", self.area_m2.is_some()),
+                        ("second_moment_y_m4", self.second_moment_y_m4.is_some()),
+                        ("second_moment_z_m4", self.second_moment_z_m4.is_some()),
+                        ("torsion_constant_m4", self.torsion_constant_m4.is_some()),
+                        ("shear_area_y_m2", self.shear_area_y_m2.is_some()),
+                        ("shear_area_z_m2", self.shear_area_z_m2.is_some()),
+                    ],
+                    "rectangle",
+                )?;
+                let need = |name: &str, v: &Option<RawLength>| -> Result<Profile, ConfigError> {
+                    match v {
+                        Some(v) => v.validate(file, &f(name), length),
+                        None => Err(ConfigError::new(file, &f(name), "missing (a rectangle needs width_m and height_m)")),
+                    }
+                };
+                let width = need("width_m", &self.width_m)?;
+                let height = need("height_m", &self.height_m)?;
+                let wall_m = match self.wall_m {
+                    None => None,
+                    Some(t) => {
+                        let t = positive(file, &f("wall_m"), t)?;
+                        for x in [0.0, length].into_iter().chain(width.breakpoints()).chain(height.breakpoints()) {
+                            if 2.0 * t >= width.radius_m(x, length).min(height.radius_m(x, length)) {
+                                return Err(ConfigError::new(file, &f("wall_m"), format!("two walls fill the section at X = {x}: the rectangle is solid")));
+                            }
+                        }
+                        Some(t)
+                    }
+                };
+                let default = match wall_m {
+                    None => [crate::geometry::rectangle_shear_coefficient(body.poisson()); 2],
+                    Some(t) => crate::geometry::rectangle_tube_shear_coefficients(width.radius_m(0.0, length), height.radius_m(0.0, length), t),
+                };
+                Ok(Shape::Rectangle { width, height, wall_m, shear_coefficient: [ky.unwrap_or(default[0]), kz.unwrap_or(default[1])] })
+            }
+            "general" => {
+                not_for(&[("wall_m", self.wall_m.is_some())], "general")?;
+                let need = |name: &str, v: Option<f64>| {
+                    positive(
+                        file,
+                        &f(name),
+                        v.ok_or_else(|| {
+                            ConfigError::new(
+                                file,
+                                &f(name),
+                                "missing (a general section needs area_m2, second_moment_y_m4, second_moment_z_m4, torsion_constant_m4, width_m, height_m)",
+                            )
+                        })?,
+                    )
+                };
+                let extent = |name: &str, v: &Option<RawLength>| match v {
+                    Some(RawLength::Constant(x)) => positive(file, &f(name), *x),
+                    Some(RawLength::Profile(_)) => Err(ConfigError::new(file, &f(name), "a general section is constant along the rod: give one number")),
+                    None => Err(ConfigError::new(file, &f(name), "missing (the bounding box stands for the surface: cables, contact, fibre strain)")),
+                };
+                let area_m2 = need("area_m2", self.area_m2)?;
+                let shear = |name_k: &str, k: Option<f64>, name_a: &str, a: Option<f64>| -> Result<f64, ConfigError> {
+                    match (k, a) {
+                        (Some(_), Some(_)) => Err(ConfigError::new(file, &f(name_k), format!("give {name_k} or {name_a}, not both"))),
+                        (Some(k), None) => Ok(k),
+                        (None, Some(a)) => {
+                            let a = positive(file, &f(name_a), a)?;
+                            if a > area_m2 {
+                                return Err(ConfigError::new(file, &f(name_a), format!("exceeds area_m2 = {area_m2}")));
+                            }
+                            Ok(a / area_m2)
+                        }
+                        (None, None) => Err(ConfigError::new(file, &f(name_k), format!("missing ({name_k} or {name_a})"))),
+                    }
+                };
+                Ok(Shape::Given(GivenSection {
+                    area_m2,
+                    second_moment_y_m4: need("second_moment_y_m4", self.second_moment_y_m4)?,
+                    second_moment_z_m4: need("second_moment_z_m4", self.second_moment_z_m4)?,
+                    torsion_constant_m4: need("torsion_constant_m4", self.torsion_constant_m4)?,
+                    shear_coefficient_y: shear("shear_coefficient_y", ky, "shear_area_y_m2", self.shear_area_y_m2)?,
+                    shear_coefficient_z: shear("shear_coefficient_z", kz, "shear_area_z_m2", self.shear_area_z_m2)?,
+                    width_m: extent("width_m", &self.width_m)?,
+                    height_m: extent("height_m", &self.height_m)?,
+                }))
+            }
+            other => Err(ConfigError::new(file, "section.shape", format!("unknown shape '{other}' (rectangle or general; a round rod gives [radius])"))),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -553,41 +706,61 @@ impl RawRod {
             Some("pcs") => StrainBasis::Constant,
             Some(other) => return Err(ConfigError::new(file, "strain_basis", format!("unknown basis '{other}' (pls or pcs)"))),
         };
-        let outer = self.radius.validate(file, "radius", length)?;
-        for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
-            if outer.radius_m(x, length) <= 0.0 {
-                return Err(ConfigError::new(file, "radius", format!("radius must be positive, is {} at X = {x}", outer.radius_m(x, length))));
-            }
-        }
-        let hole = match &self.hole {
-            Some(h) => {
-                let p = h.validate(file, "hole", length)?;
-                for x in [0.0, length].into_iter().chain(p.breakpoints()).chain(outer.breakpoints()) {
-                    if p.radius_m(x, length) >= outer.radius_m(x, length) {
-                        return Err(ConfigError::new(file, "hole", format!("hole radius reaches the outer radius at X = {x}")));
-                    }
-                }
-                Some(p)
-            }
-            None => None,
-        };
         let m = &self.material;
         let body = material(file, "material", m.e_pa, m.g_pa, m.poisson, m.rho_kg_m3)?;
-        let core = match &self.core {
-            Some(c) => {
-                if hole.is_some() {
-                    return Err(ConfigError::new(file, "core", "a rod has either a hole or a core, not both"));
+        let shape = match (&self.radius, &self.section) {
+            (Some(_), Some(_)) => return Err(ConfigError::new(file, "section", "give [radius] (a round rod) or [section], not both")),
+            (None, None) => {
+                return Err(ConfigError::new(file, "radius", "missing: give [radius] (a round rod) or [section] (a rectangle or a general section)"))
+            }
+            (None, Some(sec)) => {
+                if self.hole.is_some() || self.core.is_some() {
+                    return Err(ConfigError::new(
+                        file,
+                        if self.hole.is_some() { "hole" } else { "core" },
+                        "only a round rod ([radius]) has a hole or a core; a hollow rectangle gives section.wall_m",
+                    ));
                 }
-                let r = positive(file, "core.radius_m", c.radius_m)?;
+                sec.validate(file, length, &body)?
+            }
+            (Some(radius), None) => {
+                let outer = radius.validate(file, "radius", length)?;
                 for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
-                    if r >= outer.radius_m(x, length) {
-                        return Err(ConfigError::new(file, "core.radius_m", format!("core reaches the outer radius at X = {x}")));
+                    if outer.radius_m(x, length) <= 0.0 {
+                        return Err(ConfigError::new(file, "radius", format!("radius must be positive, is {} at X = {x}", outer.radius_m(x, length))));
                     }
                 }
-                Some((r, material(file, "core", c.e_pa, c.g_pa, c.poisson, c.rho_kg_m3)?))
+                let hole = match &self.hole {
+                    Some(h) => {
+                        let p = h.validate(file, "hole", length)?;
+                        for x in [0.0, length].into_iter().chain(p.breakpoints()).chain(outer.breakpoints()) {
+                            if p.radius_m(x, length) >= outer.radius_m(x, length) {
+                                return Err(ConfigError::new(file, "hole", format!("hole radius reaches the outer radius at X = {x}")));
+                            }
+                        }
+                        Some(p)
+                    }
+                    None => None,
+                };
+                let core = match &self.core {
+                    Some(c) => {
+                        if hole.is_some() {
+                            return Err(ConfigError::new(file, "core", "a rod has either a hole or a core, not both"));
+                        }
+                        let r = positive(file, "core.radius_m", c.radius_m)?;
+                        for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
+                            if r >= outer.radius_m(x, length) {
+                                return Err(ConfigError::new(file, "core.radius_m", format!("core reaches the outer radius at X = {x}")));
+                            }
+                        }
+                        Some((r, material(file, "core", c.e_pa, c.g_pa, c.poisson, c.rho_kg_m3)?))
+                    }
+                    None => None,
+                };
+                Shape::Round { outer, hole, core }
             }
-            None => None,
         };
+        let cross_section = CrossSection { shape, body };
         let g = self.gravity_m_s2;
         if g.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "gravity_m_s2", "must be finite"));
@@ -618,7 +791,7 @@ impl RawRod {
                 return Err(ConfigError::new(file, &format!("{field}.anchor_m"), format!("must lie in (0, length_m], got {anchor}")));
             }
             for x in [0.0, anchor] {
-                if outer.radius_m(x, length) - inset < 0.0 {
+                if cross_section.surface_distance_m(x, length, c.angle_deg.to_radians()).0 - inset < 0.0 {
                     return Err(ConfigError::new(file, &format!("{field}.inset_m"), format!("inset deeper than the radius at X = {x}")));
                 }
             }
@@ -706,7 +879,7 @@ impl RawRod {
             subsegments_per_section: self.subsegments_per_section,
             modes,
             strain_basis,
-            cross_section: CrossSection { outer, hole, body, core },
+            cross_section,
             rest_curvature_per_m: Vec3::from(rest),
             gravity_m_s2: Vec3::from(g),
             base,

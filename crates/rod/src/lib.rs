@@ -13,6 +13,6 @@ pub mod terms;
 pub mod validity;
 
 pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, MaterialRanges, Rod, StrainBasis, StrainModes};
-pub use geometry::{CrossSection, Material, Profile};
+pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

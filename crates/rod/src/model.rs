@@ -146,7 +146,7 @@ impl Model {
         cuts.push(l);
         cuts.extend(extra_points_m.iter().copied().filter(|x| *x > 0.0 && *x < l));
         cuts.extend(rod.cables.iter().map(|c| c.anchor_m).filter(|x| *x > 0.0 && *x < l));
-        cuts.extend(rod.cross_section.outer.breakpoints().into_iter().filter(|x| *x > 0.0 && *x < l));
+        cuts.extend(rod.cross_section.breakpoints().into_iter().filter(|x| *x > 0.0 && *x < l));
         cuts.sort_by(f64::total_cmp);
         let mut joints: Vec<f64> = vec![];
         for c in cuts {
@@ -211,8 +211,7 @@ impl Model {
                     .map(|s| {
                         let xm = s.x0_m + 0.5 * s.h_m;
                         (s.x0_m + s.h_m <= c.anchor_m + tol).then(|| {
-                            let r = rod.cross_section.outer.radius_m(xm, l);
-                            let dr = rod.cross_section.outer.slope(xm, l);
+                            let (r, dr) = rod.cross_section.surface_distance_m(xm, l, c.angle_rad);
                             CableSpan { offset_m: dir * (r - c.inset_m), offset_slope: dir * dr }
                         })
                     })

@@ -51,10 +51,16 @@ pub fn validity(model: &Model, q: &DVector<f64>) -> Validity {
     for (k, seg) in model.segments.iter().enumerate() {
         let xi = model.segment_strain(k, q);
         let x_m = seg.x0_m + 0.5 * seg.h_m;
-        let r_m = model.rod.cross_section.outer.radius_m(x_m, length_m);
-        for a in 0..ANGLES {
+        let cs = &model.rod.cross_section;
+        // Rim points all round, and a rectangle's corners (where its
+        // fibre strains peak) whatever its aspect.
+        let rim = (0..ANGLES).map(|a| {
             let theta = std::f64::consts::TAU * a as f64 / ANGLES as f64;
-            let d = Vec3::new(0.0, r_m * theta.cos(), r_m * theta.sin());
+            let r_m = cs.surface_distance_m(x_m, length_m, theta).0;
+            Vec3::new(0.0, r_m * theta.cos(), r_m * theta.sin())
+        });
+        let corners = [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)].map(|(y, z)| cs.extreme_point_m(x_m, length_m, &Vec3::new(0.0, y, z)));
+        for d in rim.chain(corners) {
             let strain = fibre_stretch(&xi, &seg.rest_strain, &d) - 1.0;
             if strain > v.max_fibre_strain {
                 (v.max_fibre_strain, v.max_fibre_at_m) = (strain, x_m);

@@ -18,7 +18,7 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     let mut rod = Rod::uniform_cylinder(0.2, 0.01, Material { e_pa: 1.1e5, g_pa: 3.8e4, rho_kg_m3: 2000.0 }, 3);
     rod.section_lengths_m = vec![0.09, 0.07, 0.04];
     rod.subsegments_per_section = 3;
-    rod.cross_section.outer = Profile::Linear { base_m: 0.01, tip_m: 0.005 };
+    rod.cross_section = rod::CrossSection::round(Profile::Linear { base_m: 0.01, tip_m: 0.005 }, rod.cross_section.body);
     rod.modes = modes;
     rod.strain_basis = basis;
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);

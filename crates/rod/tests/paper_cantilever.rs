@@ -50,8 +50,8 @@ fn deriv(rod: &Rod, x: f64, s: &State, gscale: f64, tensions: &[f64]) -> State {
         .filter(|(c, t)| **t != 0.0 && x <= c.anchor_m)
         .map(|(c, t)| {
             let dir = Vector3::new(0.0, c.angle_rad.cos(), c.angle_rad.sin());
-            let r = rod.cross_section.outer.radius_m(x, rod.length_m);
-            (t * gscale, dir * (r - c.inset_m), dir * rod.cross_section.outer.slope(x, rod.length_m))
+            let r = rod.cross_section.round_outer().expect("a round rod").radius_m(x, rod.length_m);
+            (t * gscale, dir * (r - c.inset_m), dir * rod.cross_section.round_outer().expect("a round rod").slope(x, rod.length_m))
         })
         .collect();
     let strains =

@@ -14,7 +14,7 @@ fn rod() -> Rod {
     let mut rod = Rod::uniform_cylinder(0.2, 0.01, Material { e_pa: 1.1e5, g_pa: 3.8e4, rho_kg_m3: 2000.0 }, 3);
     rod.section_lengths_m = vec![0.09, 0.07, 0.04];
     rod.subsegments_per_section = 2;
-    rod.cross_section.outer = Profile::Linear { base_m: 0.01, tip_m: 0.005 };
+    rod.cross_section = rod::CrossSection::round(Profile::Linear { base_m: 0.01, tip_m: 0.005 }, rod.cross_section.body);
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2 }];

@@ -90,7 +90,7 @@ pub const LYING_ROD_PULL_TOML: &str = include_str!(concat!(env!("CARGO_MANIFEST_
 pub fn resting_height_m(rod: &Rod) -> f64 {
     let l = rod.length_m;
     let weight_n_m = rod.cross_section.properties(0.0, l).mass_per_length_kg_m * crate::contact::STANDARD_GRAVITY_M_S2;
-    rod.cross_section.outer.radius_m(0.0, l) - weight_n_m / crate::contact::default_foundation_modulus_pa(rod, 0.0)
+    rod.cross_section.half_extents_m(0.0, l).1 - weight_n_m / crate::contact::default_foundation_modulus_pa(rod, 0.0)
 }
 
 /// A rod lying along +x on the table (z = 0), gripped at its base where it

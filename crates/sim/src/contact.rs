@@ -228,10 +228,24 @@ pub fn line_contact_modulus_pa(radius_m: f64, material: &rod::Material, line_loa
 /// [`line_contact_modulus_pa`] of the section there, at the rod's own
 /// weight per length under standard gravity (so that a scene without
 /// gravity gets the same table).
+///
+/// A section that is not round lies on its face of width `w` (along body
+/// y); its modulus is that of the section squeezed through its height `h`,
+/// `E w / h` (uniaxial, the face flat on the table): an estimate of the
+/// same standing as the round one's, which the results are insensitive to.
 pub fn default_foundation_modulus_pa(rod: &rod::Rod, x_m: f64) -> f64 {
     let l = rod.length_m;
-    let weight_n_m = rod.cross_section.properties(x_m, l).mass_per_length_kg_m * STANDARD_GRAVITY_M_S2;
-    line_contact_modulus_pa(rod.cross_section.outer.radius_m(x_m, l), &rod.cross_section.body, weight_n_m)
+    let cs = &rod.cross_section;
+    match cs.round_outer() {
+        Some(outer) => {
+            let weight_n_m = cs.properties(x_m, l).mass_per_length_kg_m * STANDARD_GRAVITY_M_S2;
+            line_contact_modulus_pa(outer.radius_m(x_m, l), &cs.body, weight_n_m)
+        }
+        None => {
+            let (half_w, half_h) = cs.half_extents_m(x_m, l);
+            cs.body.e_pa * half_w / half_h
+        }
+    }
 }
 
 /// Standard gravity \[m/s^2\] (the load the default foundation is taken at).
@@ -279,18 +293,13 @@ impl Plane {
         (t1, t2)
     }
 
-    /// Body-frame offset of the lowest point of a circular section of
-    /// radius `r_m` with rotation `rot` (the rim point facing the plane);
-    /// zero when the section lies parallel to the plane.
-    pub fn lowest_offset(&self, rot: &lie::Mat3, r_m: f64) -> Vec3 {
-        let nb = rot.transpose() * self.normal;
-        let nyz = Vec3::new(0.0, nb.y, nb.z);
-        let len = nyz.norm();
-        if len < 1e-12 {
-            Vec3::zeros()
-        } else {
-            -nyz * (r_m / len)
-        }
+    /// Body-frame offset of the point of `section` (at arc length `x_m`
+    /// of a rod of `length_m`) nearest the plane when its frame has
+    /// rotation `rot`: a round section's rim point facing the plane, a
+    /// rectangle's lowest corner (its face's middle when the face lies
+    /// flat); zero when the section lies parallel to the plane.
+    pub fn lowest_offset(&self, rot: &lie::Mat3, section: &rod::CrossSection, x_m: f64, length_m: f64) -> Vec3 {
+        section.extreme_point_m(x_m, length_m, &-(rot.transpose() * self.normal))
     }
 }
 
@@ -372,16 +381,33 @@ mod tests {
     #[test]
     fn lowest_point_of_a_section() {
         let plane = Plane { point_m: Vec3::zeros(), normal: Vec3::z(), mu: 0.5 };
+        let m = rod::Material::from_poisson(1e6, 0.45, 1e3);
+        let round = rod::CrossSection::round(rod::Profile::constant(0.01), m);
         // Rod along x, lying: lowest point at body -z.
-        let d = plane.lowest_offset(&lie::Mat3::identity(), 0.01);
+        let d = plane.lowest_offset(&lie::Mat3::identity(), &round, 0.0, 1.0);
         assert!((d - Vec3::new(0.0, 0.0, -0.01)).norm() < 1e-15);
         // Rod rolled 90 degrees about its axis: body y points down.
         let rot = lie::Pose::from_rpy(std::f64::consts::FRAC_PI_2, 0.0, 0.0, Vec3::zeros()).rot;
-        let d = plane.lowest_offset(&rot, 0.01);
+        let d = plane.lowest_offset(&rot, &round, 0.0, 1.0);
         assert!((rot * d - Vec3::new(0.0, 0.0, -0.01)).norm() < 1e-15);
+        // A 30 x 10 mm rectangle rolled 30 degrees: its lowest corner,
+        // h/2 cos + w/2 sin below the axis.
+        let rect = rod::CrossSection {
+            shape: rod::Shape::Rectangle {
+                width: rod::Profile::constant(0.03),
+                height: rod::Profile::constant(0.01),
+                wall_m: None,
+                shear_coefficient: [1.0; 2],
+            },
+            body: m,
+        };
+        let phi = 30f64.to_radians();
+        let rot = lie::Pose::from_rpy(phi, 0.0, 0.0, Vec3::zeros()).rot;
+        let d = rot * plane.lowest_offset(&rot, &rect, 0.0, 1.0);
+        assert!((d.z + 0.005 * phi.cos() + 0.015 * phi.sin()).abs() < 1e-15, "{d}");
         // Rod pointing straight down: the end face is parallel to the plane.
         let rot = lie::Pose::from_rpy(0.0, std::f64::consts::FRAC_PI_2, 0.0, Vec3::zeros()).rot;
-        assert_eq!(plane.lowest_offset(&rot, 0.01), Vec3::zeros());
+        assert_eq!(plane.lowest_offset(&rot, &round, 0.0, 1.0), Vec3::zeros());
         let (t1, t2) = plane.tangents();
         assert!((t1.cross(&t2) - plane.normal).norm() < 1e-15);
     }

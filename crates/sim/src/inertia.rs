@@ -190,7 +190,7 @@ mod tests {
     fn inertia_tangent_matches_finite_differences() {
         let mut rod = Rod::uniform_cylinder(0.3, 0.01, Material { e_pa: 1e6, g_pa: 3.5e5, rho_kg_m3: 1200.0 }, 2);
         rod.subsegments_per_section = 2;
-        rod.cross_section.outer = rod::Profile::Linear { base_m: 0.012, tip_m: 0.006 };
+        rod.cross_section = rod::CrossSection::round(rod::Profile::Linear { base_m: 0.012, tip_m: 0.006 }, rod.cross_section.body);
         for floating in [false, true] {
             let mut model = Model::new(&rod, &[]);
             if floating {
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn quadrature_integrates_mass_and_inertia() {
         let mut rod = Rod::uniform_cylinder(0.2, 0.01, Material { e_pa: 1e6, g_pa: 3.5e5, rho_kg_m3: 1000.0 }, 3);
-        rod.cross_section.outer = rod::Profile::Linear { base_m: 0.01, tip_m: 0.005 };
+        rod.cross_section = rod::CrossSection::round(rod::Profile::Linear { base_m: 0.01, tip_m: 0.005 }, rod.cross_section.body);
         let model = Model::new(&rod, &[]);
         let inertia = Inertia::new(&model, &DVector::zeros(model.n_dof()), 0.01);
         // Cone frustum: V = pi L (R^2 + R r + r^2) / 3.

@@ -142,7 +142,11 @@ struct ContactSet {
     /// Rows of U: (n, t1, t2).
     basis: Matrix3<f64>,
     joints: Vec<usize>,
-    radii_m: Vec<f64>,
+    /// The rod's section and the candidates' arc lengths (their lowest
+    /// points).
+    section: rod::CrossSection,
+    length_m: f64,
+    arc_m: Vec<f64>,
     lambda: Vec<Vector3<f64>>,
     /// Multipliers one step before `lambda` (their extrapolation).
     previous_lambda: Vec<Vector3<f64>>,
@@ -321,7 +325,7 @@ impl Simulator {
                 }
             };
             let l = rod.length_m;
-            let radii_m = joints.iter().map(|&j| rod.cross_section.outer.radius_m(model.joint_x_m[j], l)).collect();
+            let arc_m = joints.iter().map(|&j| model.joint_x_m[j]).collect();
             let (t1, t2) = plane.tangents();
             let basis = Matrix3::from_rows(&[plane.normal.transpose(), t1.transpose(), t2.transpose()]);
             let props = rod.cross_section.properties(0.0, l);
@@ -342,7 +346,9 @@ impl Simulator {
                 basis,
                 prev_frames: joints.iter().map(|&j| frames.joints[j]).collect(),
                 joints,
-                radii_m,
+                section: rod.cross_section.clone(),
+                length_m: l,
+                arc_m,
                 lambda: vec![Vector3::zeros(); nc],
                 previous_lambda: vec![Vector3::zeros(); nc],
                 params: LawParams { law: scene.law, mu: plane.mu, r_n: r, r_t: r },
@@ -788,7 +794,7 @@ impl Simulator {
             let (t1, t2) = c.plane.tangents();
             for (i, &j) in c.joints.iter().enumerate() {
                 let g = &frames.joints[j];
-                let d = c.plane.lowest_offset(&g.rot, c.radii_m[i]);
+                let d = c.plane.lowest_offset(&g.rot, &c.section, c.arc_m[i], c.length_m);
                 let p = g.transform_point(&d);
                 let lam = c.lambda[i];
                 let ft = t1 * lam[1] + t2 * lam[2];
@@ -950,7 +956,7 @@ fn normal_compliances_m_n(rod: &Rod, model: &Model, joints: &[usize], spec: Norm
 /// derivative is the material point's (the lowest point is a minimum over
 /// the rim), so Newton's Jacobian stays exact.
 fn geometry(c: &ContactSet, i: usize, g: &Pose) -> CandidateGeometry {
-    let d = c.plane.lowest_offset(&g.rot, c.radii_m[i]);
+    let d = c.plane.lowest_offset(&g.rot, &c.section, c.arc_m[i], c.length_m);
     let point = g.transform_point(&d);
     let prev = c.prev_frames[i].transform_point(&d);
     let gap = c.plane.height_m(&point);

@@ -61,7 +61,7 @@ fn a_rod_laid_on_the_table_settles_with_every_point_carrying_its_share() {
 
     let free = format!(
         "initial = \"static\"\n[time]\nstep_s = 0.01\nduration_s = 0.01\nmode = \"quasi-static\"\n[table]\nnormal = [0.0, 0.0, 1.0]\nmu = 0.5\n[base]\nkind = \"free\"\nposition_m = [0.0, 0.0, {}]\n",
-        rod.cross_section.outer.radius_m(0.0, rod.length_m)
+        rod.cross_section.round_outer().expect("a round rod").radius_m(0.0, rod.length_m)
     );
     let scene = Scene::from_toml_str(&free, "free.toml").unwrap();
     let r = simulator(&rod, &scene).record();
@@ -225,4 +225,41 @@ fn a_smoothed_law_on_a_lying_rod_fails_saying_to_use_the_exact_law() {
     let motion = BaseMotion::from_scene(&scene, &rod).unwrap().unwrap();
     let e = Simulator::new(&rod, &scene, motion).err().expect("the settling stalls").to_string();
     assert!(e.contains("law = \"exact\""), "{e}");
+}
+
+/// A rectangular beam (30 mm wide, 10 mm high) lying on its face: its
+/// lowest points are its faces' middles, every point carries its share, and
+/// its axis rests at half its height less what its weight sinks it into
+/// the face's foundation `E w / h` (`resting_height_m`).
+#[test]
+fn a_rectangular_beam_lies_on_its_face() {
+    let m = Material::from_poisson(2.56e5, 0.45, 1410.0);
+    let mut rod = Rod::uniform_cylinder(0.25, 0.008, m, 8);
+    rod.cross_section = rod::CrossSection {
+        shape: rod::Shape::Rectangle {
+            width: rod::Profile::constant(0.03),
+            height: rod::Profile::constant(0.01),
+            wall_m: None,
+            shear_coefficient: [rod::geometry::rectangle_shear_coefficient(0.45); 2],
+        },
+        body: m,
+    };
+    let free = "initial = \"static\"\n[time]\nstep_s = 0.01\nduration_s = 0.01\nmode = \"quasi-static\"\n[table]\nnormal = [0.0, 0.0, 1.0]\nmu = 0.5\n[base]\nkind = \"free\"\nposition_m = [0.0, 0.0, 0.005]\n";
+    let scene = Scene::from_toml_str(free, "free.toml").unwrap();
+    let sim = simulator(&rod, &scene);
+    let r = sim.record();
+    let weight = sim.mass_kg() * 9.81;
+    assert!((sim.mass_kg() - 1410.0 * 0.03 * 0.01 * 0.25).abs() < 1e-9);
+    let worst = check_shares(&r, &rod, weight / rod.length_m, 0.10);
+    let rest = resting_height_m(&rod);
+    let mid = r.contacts[r.contacts.len() / 2].point_m;
+    println!("rectangle on its face: worst share {:.2} %, rests at {rest:.7} m, contact point z {:.2e} m", 100.0 * worst, mid.z);
+    assert!((r.normal_force_n - weight).abs() <= 1e-6 * weight);
+    // The contact points are the face's middles, on the table's surface
+    // less the sink.
+    for c in &r.contacts {
+        assert!(c.point_m.y.abs() < 1e-6, "{:?}", c.point_m);
+    }
+    assert!((mid.z + (0.005 - rest)).abs() < 1e-8, "sinks {} m, wanted {}", -mid.z, 0.005 - rest);
+    assert!((rest - (0.005 - 1410.0 * 0.03 * 0.01 * 9.80665 / (2.56e5 * 3.0))).abs() < 1e-12);
 }
