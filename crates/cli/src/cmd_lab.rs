@@ -734,3 +734,52 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
         }
     }
 }
+
+#[derive(Subcommand)]
+pub enum ImportCommand {
+    /// Motion-capture recordings (C3D, the export of Vicon, Qualisys, OptiTrack, ...) -> sessions that identify and validate read.
+    #[command(
+        after_help = "Examples:\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import c3d day1/*.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/day1\n  rodlab identify --rod configs/rod/rectangular-beam.toml --sessions sessions/day1/* --loads masses.toml --out fit\n\nThe map file (TOML) names the rod's markers and the base:\n  [markers]                      # C3D label = the rod file's marker index\n  \"Beam:Tip1\" = 0\n  \"Beam:Tip2\" = 1\n  [world]\n  up = \"+z\"                       # the mocap's vertical axis: \"+z\" (Vicon, Qualisys) or \"+y\" (OptiTrack)\n  [base]                         # a clamp cluster, positions in the rod's base frame [m] ...\n  labels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\n  positions_m = [[0.0, 0.03, 0.03], [0.0, -0.03, 0.03], [0.0, 0.0, -0.03]]\n  # ... or a fixed base in the world: position_m = [x, y, z], rpy_deg = [r, p, y]\n\nOne file: --out is the session. Several: one session per file under --out, named by the file. Units (mm, cm, m) and the frame rate come from the file; invalid samples (negative residual, or all-zero points) stay missing. Analog channels are not imported."
+    )]
+    C3d {
+        /// C3D files, one session each.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The rod file (its markers are what the map's indices name).
+        #[arg(long)]
+        rod: PathBuf,
+        /// The map file: labels to markers, vertical axis, base.
+        #[arg(long)]
+        map: PathBuf,
+        /// The session directory (one file), or the directory of the sessions (several).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
+    match cmd {
+        ImportCommand::C3d { files, rod, map, out } => {
+            let rod = lab::read_rod(&rod, None, None)?;
+            let map = lab::c3d::MocapMap::read(&map, rod.markers.len())?;
+            for s in lab::c3d::import_files(&files, &map, &out, progress)? {
+                let missing: Vec<String> = s.missing.iter().filter(|m| m.2 > 0).map(|(l, k, n)| format!("{l} (marker {k}) {n}")).collect();
+                println!(
+                    "wrote {}: {} frames at {} Hz ({}), {} markers{}; base in {} frames{}",
+                    s.session.display(),
+                    s.frames,
+                    s.rate_hz,
+                    s.units,
+                    s.missing.len(),
+                    if missing.is_empty() { String::new() } else { format!(", missing samples: {}", missing.join(", ")) },
+                    s.base_frames,
+                    if s.base_rms_m > 0.0 { format!(" (cluster fit RMS {:.3} mm)", s.base_rms_m * 1e3) } else { String::new() }
+                );
+                if !s.unused_labels.is_empty() {
+                    println!("  labels not in the map (not imported): {}", s.unused_labels.join(", "));
+                }
+            }
+            Ok(())
+        }
+    }
+}

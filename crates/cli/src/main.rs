@@ -24,7 +24,7 @@ use std::process::ExitCode;
     name = "rodlab",
     version,
     about = "Soft-rod lab toolkit: PLS Cosserat rod model, identification, validation.",
-    after_help = "Examples (record -> track -> observe -> identify -> simulate -> validate):\n  rodlab record --rig configs/rig/emulated.toml --out sessions/run1 --duration 60\n  rodlab camera check --rig my-rig.toml --markers configs/markers.toml\n  rodlab session info sessions/run1\n  rodlab calibrate --images board/ --board 9x6 --square-m 0.016 --plane-image board/plane.png --out camera.toml\n  rodlab track sessions/run1/camera.mkv --camera camera.toml --markers configs/markers.toml --out sessions/run1/markers.parquet\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --mode weighted\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --out shape.csv\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-slide.toml --out reports/sim/slide\n  rodlab validate sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-stick.toml --out reports/run1\n  rodlab paper-table"
+    after_help = "Examples (record -> track -> observe -> identify -> simulate -> validate):\n  rodlab record --rig configs/rig/emulated.toml --out sessions/run1 --duration 60\n  rodlab camera check --rig my-rig.toml --markers configs/markers.toml\n  rodlab session info sessions/run1\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab calibrate --images board/ --board 9x6 --square-m 0.016 --plane-image board/plane.png --out camera.toml\n  rodlab track sessions/run1/camera.mkv --camera camera.toml --markers configs/markers.toml --out sessions/run1/markers.parquet\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --mode weighted\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force 0,0,-0.01 --out shape.csv\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-slide.toml --out reports/sim/slide\n  rodlab validate sessions/run1 --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-stick.toml --out reports/run1\n  rodlab paper-table"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -57,6 +57,9 @@ enum Command {
     /// Look at a recorded session.
     #[command(subcommand)]
     Session(cmd_lab::SessionCommand),
+    /// Sessions from other tools' recordings (motion capture: C3D).
+    #[command(subcommand)]
+    Import(cmd_lab::ImportCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(cmd_model::PaperArgs),
     /// Simulate an experiment: the rod held by the robot (or free) on a table with friction -> tables and a report.
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::Record(a) => cmd_lab::record(a, &bars),
         Command::Emulate(c) => cmd_lab::emulate(c),
         Command::Session(c) => cmd_lab::session(c),
+        Command::Import(c) => cmd_lab::import(c, &bars),
         Command::Camera(c) => cmd_lab::camera(c),
         Command::Simulate(a) => cmd_sim::simulate(a, &bars),
         Command::Verify(c) => cmd_sim::verify(c, &bars),

@@ -494,7 +494,8 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let prior_only: Vec<String> = (0..np)
         .filter(|&i| {
             let data: f64 = (0..data_rows).map(|r| j[(r, i)].powi(2)).sum();
-            let prior: f64 = (data_rows..m).map(|r| j[(r, i)].powi(2)).sum();
+            // A tie (G to E) is not a prior on either parameter's value.
+            let prior: f64 = (data_rows..m).filter(|&r| !problem.is_difference_prior(r - data_rows)).map(|r| j[(r, i)].powi(2)).sum();
             prior > 0.0 && data < 0.01 * prior
         })
         .map(|i| names[i].clone())

@@ -478,6 +478,12 @@ impl Problem {
         self.priors.len()
     }
 
+    /// Whether prior row `k` ties two parameters (a difference prior, as
+    /// G's to E) rather than holding one at a value.
+    pub fn is_difference_prior(&self, k: usize) -> bool {
+        self.priors[k].minus.is_some()
+    }
+
     /// Adds a Gaussian prior row on `p[index] - p[minus]`.
     pub fn with_difference_prior(mut self, index: usize, minus: usize, mean: f64, sd: f64) -> Problem {
         self.priors.push(Prior { index, minus: Some(minus), mean, sd });

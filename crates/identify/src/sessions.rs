@@ -232,7 +232,47 @@ pub struct LoadsFile {
     /// edge of the tip face; default on the centre line).
     #[serde(default)]
     pub tip_mass_offset_m: [f64; 2],
+    /// Masses hung per session and from a time on (a trial per mass, or
+    /// masses added during one session); a hold without an entry has
+    /// `tip_mass_kg`.
+    #[serde(default, rename = "tip_mass")]
+    pub tip_masses: Vec<TipMass>,
     pub flange_sensor: Option<FlangeSensor>,
+}
+
+/// `[[tip_mass]]`: a mass on the tip of `session` (every session when
+/// absent) from `from_s` on (seconds since the session's start), until a
+/// later entry.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TipMass {
+    pub session: Option<String>,
+    #[serde(default)]
+    pub from_s: f64,
+    pub kg: f64,
+    /// Offset `[y, z]` of where it hangs in the tip section's frame \[m\]
+    /// (default: `tip_mass_offset_m`).
+    pub offset_m: Option<[f64; 2]>,
+}
+
+impl LoadsFile {
+    /// The tip mass and its offset during `[start_s, end_s]` of `session`,
+    /// or why the hold has no single one.
+    pub fn tip_mass_in(&self, session: &str, start_s: f64, end_s: f64) -> Result<(f64, [f64; 2]), Unusable> {
+        let mine = || self.tip_masses.iter().filter(|m| m.session.as_deref().is_none_or(|s| s == session));
+        if let Some(m) = mine().find(|m| m.from_s > start_s && m.from_s <= end_s) {
+            return Err(Unusable(format!("the tip mass changes to {} kg at {} s, inside the hold", m.kg, m.from_s)));
+        }
+        // The latest entry begun by the hold's start (a later line wins a tie).
+        let current = mine().filter(|m| m.from_s <= start_s).fold(None::<&TipMass>, |best, m| match best {
+            Some(b) if b.from_s > m.from_s => Some(b),
+            _ => Some(m),
+        });
+        Ok(match current {
+            Some(m) => (m.kg, m.offset_m.unwrap_or(self.tip_mass_offset_m)),
+            None => (self.tip_mass_kg, self.tip_mass_offset_m),
+        })
+    }
 }
 
 /// A value of the loads file out of range: the field and why.
@@ -290,6 +330,17 @@ impl LoadsFile {
         }
         if self.tip_mass_offset_m.iter().any(|v| !v.is_finite()) {
             return Err(LoadsError::new("tip_mass_offset_m", "must be finite [y, z] in metres"));
+        }
+        for (i, m) in self.tip_masses.iter().enumerate() {
+            if !(m.kg.is_finite() && m.kg >= 0.0) {
+                return Err(LoadsError::new(format!("tip_mass[{i}].kg"), format!("must be >= 0, got {}", m.kg)));
+            }
+            if !(m.from_s.is_finite() && m.from_s >= 0.0) {
+                return Err(LoadsError::new(format!("tip_mass[{i}].from_s"), format!("must be >= 0 (seconds since the session's start), got {}", m.from_s)));
+            }
+            if m.offset_m.is_some_and(|o| o.iter().any(|v| !v.is_finite())) {
+                return Err(LoadsError::new(format!("tip_mass[{i}].offset_m"), "must be finite [y, z] in metres"));
+            }
         }
         if let Some(t) = &self.tip_force {
             let n = Vec3::from(t.direction).norm();
@@ -419,11 +470,14 @@ fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
             }
             let ts = &t[w.clone()];
             let v = Vec3::from_fn(|a, _| line_slope(ts, &flange[w.clone()].iter().map(|s| s.1.pos[a]).collect::<Vec<_>>()));
-            let (first, last) = (&flange[w.start].1, &flange[w.end - 1].1);
-            let dt = (flange[w.end - 1].0 - flange[w.start].0).max(1e-12);
-            let rel = first.rot.transpose() * last.rot;
-            let angle = nalgebra::Rotation3::from_matrix_unchecked(rel).angle();
-            v.norm() <= o.max_robot_speed_m_s && angle / dt <= o.max_robot_angular_speed_rad_s
+            // The turn rate as a line fit too (the rotation vectors from the
+            // window's middle sample): a base seen by motion capture jitters
+            // by milliradians from sample to sample, which the first and
+            // last samples alone would read as motion.
+            let mid = flange[(w.start + w.end) / 2].1.rot.transpose();
+            let turns: Vec<Vec3> = flange[w.clone()].iter().map(|s| nalgebra::Rotation3::from_matrix_unchecked(mid * s.1.rot).scaled_axis()).collect();
+            let omega = Vec3::from_fn(|a, _| line_slope(ts, &turns.iter().map(|r| r[a]).collect::<Vec<_>>()));
+            v.norm() <= o.max_robot_speed_m_s && omega.norm() <= o.max_robot_angular_speed_rad_s
         })
         .collect()
 }
@@ -547,14 +601,18 @@ pub fn experiment_from_hold(
         let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
         measurements.push(Measurement { arc_m: m.arc_m, offset_body_m: m.offset_body_m, pos_m: mean, sigma_m: (scatter / n.sqrt()).max(o.sigma_floor_m) });
     }
-    // The base: the flange's mean position and its middle sample's rotation
-    // (the robot is still) times the mount.
+    // The base: the flange's mean pose over the hold (mean position; mean
+    // rotation vector about the middle sample's rotation: a clamp seen by
+    // motion capture jitters by milliradians, 0.3 mm at a 10 cm tip in any
+    // one sample) times the mount.
     let robot: Vec<&(f64, Pose)> = data.flange.iter().filter(|s| s.0 >= a && s.0 <= b).collect();
     if robot.is_empty() {
         return Err(Unusable("no robot sample".into()));
     }
     let pos = robot.iter().map(|s| s.1.pos).sum::<Vec3>() / robot.len() as f64;
-    let flange = Pose { rot: robot[robot.len() / 2].1.rot, pos };
+    let mid = robot[robot.len() / 2].1.rot;
+    let turn = robot.iter().map(|s| nalgebra::Rotation3::from_matrix_unchecked(mid.transpose() * s.1.rot).scaled_axis()).sum::<Vec3>() / robot.len() as f64;
+    let flange = Pose { rot: mid * nalgebra::Rotation3::from_scaled_axis(turn).into_inner(), pos };
     let base = flange.compose(&rod.mount);
     // Mean, standard deviation and count of a channel over the hold;
     // the error names the field that asked for it.
@@ -571,13 +629,14 @@ pub fn experiment_from_hold(
         tensions_n.push(t.max(0.0));
         tension_sigma_n.push(sd / (n as f64).sqrt());
     }
-    let mut tip_force_n = data.gravity_m_s2 * loads.tip_mass_kg;
+    let (tip_mass_kg, tip_mass_offset_m) = loads.tip_mass_in(&data.name, a, b)?;
+    let mut tip_force_n = data.gravity_m_s2 * tip_mass_kg;
     if let Some(tf) = &loads.tip_force {
         let (f, _, _) = mean_of(&tf.channel, "tip_force")?;
         tip_force_n += Vec3::from(tf.direction).normalize() * f;
     }
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
-    e.tip_force_offset_body_m = Vec3::new(0.0, loads.tip_mass_offset_m[0], loads.tip_mass_offset_m[1]);
+    e.tip_force_offset_body_m = Vec3::new(0.0, tip_mass_offset_m[0], tip_mass_offset_m[1]);
     e.base_pose = Some(base);
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
@@ -669,6 +728,25 @@ mod tests {
                 .collect(),
         };
         SessionData { name: "s".into(), flange, markers, streams: [("ft".to_string(), ft)].into_iter().collect(), gravity_m_s2: Vec3::new(0.0, 0.0, -9.81) }
+    }
+
+    /// Masses per session and from a time on: the latest entry begun by
+    /// the hold's start, the session's own before every session's, the
+    /// file's tip_mass_kg without one; a change inside a hold rejects it.
+    #[test]
+    fn tip_masses_per_session_and_time() {
+        let loads: LoadsFile = toml::from_str(
+            "tip_mass_kg = 0.01\ntip_mass_offset_m = [0.0, 0.01]\n[[tip_mass]]\nsession = \"a\"\nkg = 0.05\n[[tip_mass]]\nsession = \"a\"\nfrom_s = 10.0\nkg = 0.1\noffset_m = [0.02, 0.0]\n",
+        )
+        .unwrap();
+        loads.validate(0).unwrap();
+        assert_eq!(loads.tip_mass_in("a", 1.0, 9.0).unwrap(), (0.05, [0.0, 0.01]));
+        assert_eq!(loads.tip_mass_in("a", 11.0, 15.0).unwrap(), (0.1, [0.02, 0.0]));
+        assert_eq!(loads.tip_mass_in("b", 11.0, 15.0).unwrap(), (0.01, [0.0, 0.01]));
+        let e = loads.tip_mass_in("a", 8.0, 12.0).unwrap_err().0;
+        assert!(e.contains("changes to 0.1 kg at 10 s, inside the hold"), "{e}");
+        let bad: LoadsFile = toml::from_str("[[tip_mass]]\nkg = -1.0\n").unwrap();
+        assert_eq!(bad.validate(0).unwrap_err().field, "tip_mass[0].kg");
     }
 
     #[test]

@@ -149,12 +149,13 @@ struct FromSessions {
     ignored: Vec<String>,
 }
 
-/// The streams of `dir` no part of the identification reads (the robot,
-/// the cameras' frame tables and what the loads ask for are read).
+/// The streams of `dir` no part of the identification reads (the robot or
+/// a motion-capture base, the cameras' frame tables and what the loads ask
+/// for are read).
 fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -> Vec<String> {
     dir.stream_names()
         .into_iter()
-        .filter(|name| name != "robot" && !requests.iter().any(|r| &r.stream == name))
+        .filter(|name| name != "robot" && name != crate::c3d::BASE_STREAM && !requests.iter().any(|r| &r.stream == name))
         .filter(|name| !dir.video(name, "mkv").is_file() && !dir.video(name, "avi").is_file())
         .map(|name| {
             let how = if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
@@ -171,6 +172,11 @@ fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -
 fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path) -> Result<FromSessions> {
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
+    }
+    // A mass for a session that is not in the fit is a typo, not nothing.
+    let names: Vec<String> = dirs.iter().map(SessionDir::name).collect();
+    if let Some((i, s)) = loads.file.tip_masses.iter().enumerate().find_map(|(i, m)| m.session.as_ref().filter(|s| !names.contains(s)).map(|s| (i, s))) {
+        return Err(Error::input(format!("{}: tip_mass[{i}].session: no session named \"{s}\" among {}", loads.name(), names.join(", "))));
     }
     let requests = loads.requests();
     let rod_markers = RodMarkers { markers: &rod.markers, mount: rod.base };

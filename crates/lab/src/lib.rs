@@ -9,6 +9,7 @@
 //! The physics side builds without OpenCV; recording, emulating devices,
 //! tracking and the live virtual lab come with the `devices` feature.
 
+pub mod c3d;
 pub mod data;
 pub mod error;
 pub mod export;

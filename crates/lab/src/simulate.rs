@@ -96,25 +96,37 @@ pub fn frames_of_scene(scene: &Scene) -> RigFrames {
 /// The base motion and the host time of t = 0.
 fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Option<i64>)> {
     let scene_name = job.scene_path.display().to_string();
-    let from_samples = |scene: &Scene, samples: &[(f64, [f64; 6])], what: &Path| -> Result<BaseMotion> {
+    // Flange samples in the robot's frame (`world_from_robot`: the scene's
+    // or the rig's), or a clamp already in the world (motion capture).
+    let from_samples = |scene: &Scene, samples: &[(f64, [f64; 6])], world_from_robot: &lie::Pose, what: &Path| -> Result<BaseMotion> {
         if !matches!(scene.base, sim::BaseSpec::Prescribed { .. }) {
             return Err(Error::input(format!("{scene_name}: base.kind: a base trajectory needs kind = \"prescribed\"")));
         }
-        BaseMotion::from_robot_samples(samples, &scene.world_from_robot, &job.rod.base).input(what.display())
+        BaseMotion::from_robot_samples(samples, world_from_robot, &job.rod.base).input(what.display())
     };
     match &job.base {
         BaseSource::Session(dir) => {
-            let tcp = session::read_tcp_poses(dir.path())?;
-            let Some(tcp) = tcp.filter(|t| !t.is_empty()) else {
-                return Err(Error::input(format!("{}: the session has no robot stream (streams/robot): nothing drives the base", dir.path().display())));
+            let (tcp, world_from_robot) = match session::read_tcp_poses(dir.path())?.filter(|t| !t.is_empty()) {
+                Some(tcp) => (tcp.iter().map(|s| (s.t_host_ns, s.pose)).collect::<Vec<_>>(), scene.world_from_robot),
+                None if dir.has_stream(crate::c3d::BASE_STREAM) => {
+                    let clamp = crate::data::mocap_base(dir)?;
+                    (clamp.iter().map(|(t, g)| ((t * 1e9).round() as i64, lie::trajectory::pose_to_ur(g))).collect(), lie::Pose::identity())
+                }
+                None => {
+                    return Err(Error::input(format!(
+                        "{}: the session has no robot stream (streams/robot) and no motion-capture base (streams/{}): nothing drives the base",
+                        dir.path().display(),
+                        crate::c3d::BASE_STREAM
+                    )))
+                }
             };
-            let t0 = tcp[0].t_host_ns;
-            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
+            let t0 = tcp[0].0;
+            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.0 - t0) as f64 * 1e-9, s.1)).collect();
             // The robot log's span, unless asked otherwise.
             scene.duration_s = job.duration_s.unwrap_or(samples.last().map_or(0.0, |s| s.0));
-            Ok((from_samples(scene, &samples, dir.path())?, Some(t0)))
+            Ok((from_samples(scene, &samples, &world_from_robot, dir.path())?, Some(t0)))
         }
-        BaseSource::Trajectory { samples, path } => Ok((from_samples(scene, samples, path)?, None)),
+        BaseSource::Trajectory { samples, path } => Ok((from_samples(scene, samples, &scene.world_from_robot, path)?, None)),
         BaseSource::Scene => match BaseMotion::from_scene(scene, job.rod).input(&scene_name)? {
             Some(m) => Ok((m, None)),
             None => Err(Error::input(format!("{scene_name}: base.waypoints: a prescribed base without waypoints needs --trajectory or --session"))),

@@ -460,7 +460,8 @@ impl RawLength {
 }
 
 impl RawSection {
-    fn validate(&self, file: &str, length: f64, body: &Material) -> Result<Shape, ConfigError> {
+    /// `poisson`: the body's Poisson's ratio (for Cowper's coefficient).
+    fn validate(&self, file: &str, length: f64, poisson: f64) -> Result<Shape, ConfigError> {
         let f = |name: &str| format!("section.{name}");
         let coefficient = |name: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
             match v {
@@ -510,7 +511,7 @@ impl RawSection {
                     }
                 };
                 let default = match wall_m {
-                    None => [crate::geometry::rectangle_shear_coefficient(body.poisson()); 2],
+                    None => [crate::geometry::rectangle_shear_coefficient(poisson); 2],
                     Some(t) => crate::geometry::rectangle_tube_shear_coefficients(width.radius_m(0.0, length), height.radius_m(0.0, length), t),
                 };
                 Ok(Shape::Rectangle { width, height, wall_m, shear_coefficient: [ky.unwrap_or(default[0]), kz.unwrap_or(default[1])] })
@@ -721,7 +722,10 @@ impl RawRod {
                         "only a round rod ([radius]) has a hole or a core; a hollow rectangle gives section.wall_m",
                     ));
                 }
-                sec.validate(file, length, &body)?
+                // The rod file's own nu when it gives one: the coefficient
+                // (part of the shape's fingerprint) must not change with E
+                // through the rounding of E / (2 G) - 1.
+                sec.validate(file, length, m.poisson.unwrap_or(body.poisson()))?
             }
             (Some(radius), None) => {
                 let outer = radius.validate(file, "radius", length)?;
