@@ -42,7 +42,8 @@ const CLUSTER: [[f64; 3]; 3] = [[-0.01, 0.03, 0.03], [-0.01, -0.03, 0.03], [-0.0
 fn static_markers(rod: &Rod, kg: f64) -> Vec<Vec3> {
     let mut rod = rod.clone();
     rod.base = clamp();
-    let tip = PointLoad { x_m: rod.length_m, offset_body_m: Vec3::new(0.0, 0.0, 0.015), force_n: rod.gravity_m_s2 * kg, moment_nm: Vec3::zeros() };
+    let tip =
+        PointLoad { x_m: rod.length_m, offset_body_m: Vec3::new(0.0, 0.0, 0.015), force_n: rod.gravity_m_s2 * kg, moment_nm: Vec3::zeros(), follower: false };
     let loads = Loads { gravity_scale: 1.0, point_loads: vec![tip], ..Loads::none() };
     let arcs: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).chain(loads.points_m()).collect();
     let model = rod::Model::new(&rod, &arcs);
@@ -140,7 +141,12 @@ fn c3d_in_three_conventions_imports_and_identifies_the_beam() {
     let d = dir.path();
     // Masses 0, 20, 50 and 100 g, in three conventions; z-up files share
     // one map, y-up ones another.
-    let trials = [("z-up", "trial-0g", 0.0, &VICON), ("z-up", "trial-50g", 0.05, &INTEGER), ("y-up", "trial-20g", 0.02, &OPTITRACK), ("y-up", "trial-100g", 0.1, &OPTITRACK)];
+    let trials = [
+        ("z-up", "trial-0g", 0.0, &VICON),
+        ("z-up", "trial-50g", 0.05, &INTEGER),
+        ("y-up", "trial-20g", 0.02, &OPTITRACK),
+        ("y-up", "trial-100g", 0.1, &OPTITRACK),
+    ];
     for (k, (group, name, kg, convention)) in trials.iter().enumerate() {
         std::fs::create_dir_all(d.join(group)).unwrap();
         write_c3d(&python, &d.join(group).join(format!("{name}.c3d")), &trial(&rod, *kg, 11 + k as u64), convention, &LABELS);

@@ -413,7 +413,13 @@ impl Problem {
             .map(|e| {
                 let mut points: Vec<f64> = e.measurements.iter().map(|m| m.arc_m).collect();
                 points.push(rod.length_m);
-                let tip = rod::PointLoad { x_m: rod.length_m, offset_body_m: e.tip_force_offset_body_m, force_n: e.tip_force_n, moment_nm: Vec3::zeros() };
+                let tip = rod::PointLoad {
+                    x_m: rod.length_m,
+                    offset_body_m: e.tip_force_offset_body_m,
+                    force_n: e.tip_force_n,
+                    moment_nm: Vec3::zeros(),
+                    follower: false,
+                };
                 let loads = Loads { gravity_scale: 1.0, point_loads: vec![tip], cable_tensions_n: e.tensions_n.clone() };
                 let model = Model::new(rod, &points);
                 let part = |body: Material, keep_core: bool, scale: f64| {

@@ -141,7 +141,13 @@ fn observe_in_a_rotated_rig_with_a_vertical_board_and_raised_markers() {
         let mut loads = rod::Loads::gravity();
         let lift = 0.03 + 0.02 * (k as f64 * 0.7).sin();
         for (m, f) in [(3, Vec3::new(0.01, 0.0, lift)), (7, Vec3::new(-0.005, 0.0, 0.5 * lift))] {
-            loads.point_loads.push(rod::PointLoad { x_m: r.markers[m].arc_m, offset_body_m: Vec3::zeros(), force_n: f, moment_nm: Vec3::zeros() });
+            loads.point_loads.push(rod::PointLoad {
+                x_m: r.markers[m].arc_m,
+                offset_body_m: Vec3::zeros(),
+                force_n: f,
+                moment_nm: Vec3::zeros(),
+                follower: false,
+            });
         }
         let sol = rod::statics::solve(&model, &loads, q.as_ref(), &rod::NewtonOptions { tolerance: 1e-13, ..Default::default() }).unwrap();
         let fr = model.frames(&sol.q);

@@ -50,8 +50,15 @@ fn synthetic_session_with(dir: &Path, frames: usize, moving_base: bool) -> Vec<V
             offset_body_m: Vec3::zeros(),
             force_n: Vec3::new(-0.02 * s, 0.01 * s, 0.3 + 0.1 * s),
             moment_nm: Vec3::zeros(),
+            follower: false,
         });
-        loads.point_loads.push(PointLoad { x_m: 0.125, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, -0.02 * s, 0.05), moment_nm: Vec3::zeros() });
+        loads.point_loads.push(PointLoad {
+            x_m: 0.125,
+            offset_body_m: Vec3::zeros(),
+            force_n: Vec3::new(0.0, -0.02 * s, 0.05),
+            moment_nm: Vec3::zeros(),
+            follower: false,
+        });
         let sol = solve(&model, &loads, q.as_ref(), &NewtonOptions::default()).unwrap();
         let frames_g = model.frames(&sol.q);
         for (m, mk) in rod.markers.iter().enumerate() {

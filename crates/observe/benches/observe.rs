@@ -20,6 +20,7 @@ fn sequence(rod: &Rod, frames: usize) -> Vec<Vec<Option<Vec3>>> {
                 offset_body_m: Vec3::zeros(),
                 force_n: Vec3::new(0.0, 0.01 * s, 0.05 + 0.02 * s),
                 moment_nm: Vec3::zeros(),
+                follower: false,
             });
             let sol = solve(&model, &loads, q.as_ref(), &NewtonOptions::default()).unwrap();
             let g = model.frames(&sol.q);

@@ -189,6 +189,7 @@ impl HardSystem<'_> {
                 offset_body_m: self.markers[*i].offset_body_m,
                 force_n: Vec3::new(x[n + 3 * k], x[n + 3 * k + 1], x[n + 3 * k + 2]),
                 moment_nm: Vec3::zeros(),
+                follower: false,
             })
             .collect()
     }

@@ -53,7 +53,13 @@ fn truth_with(rod: &Rod, scale: f64, loading: Loading) -> (Vec<Vec3>, Vec<Vec6>)
         let last = rod.markers.len() - 1;
         for (k, f) in [(1, Vec3::new(0.0, -0.02, 0.01)), (3, Vec3::new(0.01, 0.015, -0.01)), (last, Vec3::new(-0.005, 0.01, 0.02))] {
             let m = &rod.markers[k];
-            loads.point_loads.push(rod::PointLoad { x_m: m.arc_m, offset_body_m: m.offset_body_m, force_n: f * scale, moment_nm: Vec3::zeros() });
+            loads.point_loads.push(rod::PointLoad {
+                x_m: m.arc_m,
+                offset_body_m: m.offset_body_m,
+                force_n: f * scale,
+                moment_nm: Vec3::zeros(),
+                follower: false,
+            });
         }
     }
     let mut points = loads.points_m();
@@ -250,7 +256,7 @@ fn a_marker_cluster_sees_the_twist_the_centre_line_cannot() {
     // sideways tip force, gravity.
     let mut loads = Loads::gravity().with_tensions(&[0.0]);
     for (o, f) in [(cluster[0], Vec3::new(0.0, 0.0, 0.02)), (cluster[1], Vec3::new(0.0, 0.0, -0.02)), (cluster[2], Vec3::new(0.0, 0.01, 0.0))] {
-        loads.point_loads.push(rod::PointLoad { x_m: 0.25, offset_body_m: o, force_n: f, moment_nm: Vec3::zeros() });
+        loads.point_loads.push(rod::PointLoad { x_m: 0.25, offset_body_m: o, force_n: f, moment_nm: Vec3::zeros(), follower: false });
     }
     let mut points = loads.points_m();
     points.extend(with_cluster.markers.iter().map(|m| m.arc_m));

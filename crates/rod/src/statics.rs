@@ -44,7 +44,7 @@ impl Loads {
     }
 
     pub fn with_tip(mut self, length_m: f64, force_n: Vec3, moment_nm: Vec3) -> Self {
-        self.point_loads.push(PointLoad { x_m: length_m, offset_body_m: Vec3::zeros(), force_n, moment_nm });
+        self.point_loads.push(PointLoad { x_m: length_m, offset_body_m: Vec3::zeros(), force_n, moment_nm, follower: false });
         self
     }
 

@@ -541,20 +541,25 @@ impl Term for BodyForce {
     }
 }
 
-/// A dead force and moment at a point of the rod.
+/// A force and moment at a point of the rod: dead (fixed in the world: a
+/// hung mass) or follower (fixed in the section's frame, turning with it: a
+/// thruster, a tendon pulling along the tip's axis).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PointLoad {
     /// Arc length of the joint it acts on \[m\].
     pub x_m: f64,
     /// Offset of the point of application from the centre line, body frame \[m\].
     pub offset_body_m: Vec3,
-    /// World-frame force \[N\].
+    /// Force \[N\]: world frame, or the section's frame when `follower`.
     pub force_n: Vec3,
-    /// World-frame moment \[N m\] (virtual work: not conservative).
+    /// Moment \[N m\], in the same frame as the force (virtual work: not
+    /// conservative).
     pub moment_nm: Vec3,
+    /// The force and moment turn with the section (not conservative).
+    pub follower: bool,
 }
 
-/// Dead point loads resolved to joints, times `scale`.
+/// Point loads resolved to joints, times `scale`.
 pub struct PointLoads<'l> {
     pub loads: &'l [PointLoad],
     pub joints: Vec<usize>,
@@ -569,7 +574,7 @@ impl Term for PointLoads<'_> {
     fn energy(&self, s: &State) -> Option<f64> {
         let mut e = 0.0;
         for (pl, &j) in self.loads.iter().zip(&self.joints) {
-            if pl.moment_nm != Vec3::zeros() {
+            if pl.moment_nm != Vec3::zeros() || pl.follower {
                 return None;
             }
             e -= self.scale * pl.force_n.dot(&s.frames.joints[j].transform_point(&pl.offset_body_m));
@@ -579,8 +584,26 @@ impl Term for PointLoads<'_> {
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         for (pl, &j) in self.loads.iter().zip(&self.joints) {
-            let p = s.frames.joints[j].transform_point(&pl.offset_body_m);
-            sink.point_force(Attach::Joint(j), &p, &(pl.force_n * self.scale), &(pl.moment_nm * self.scale), None);
+            let g = &s.frames.joints[j];
+            let p = g.transform_point(&pl.offset_body_m);
+            if !pl.follower {
+                sink.point_force(Attach::Joint(j), &p, &(pl.force_n * self.scale), &(pl.moment_nm * self.scale), None);
+                continue;
+            }
+            // Turning with the section: under a spatial twist [w; v] the
+            // force changes by w x f and the moment by w x m, so besides
+            // the dead force's tangent, -dW/dw = [p~ f~ + m~; f~].
+            let (f, m) = (g.rot * pl.force_n * self.scale, g.rot * pl.moment_nm * self.scale);
+            let w = lie::stack(&(p.cross(&f) + m), &f);
+            let t = sink.wants_tangent().then(|| {
+                let mut t = point_force_tangent(&p, &f, None);
+                let mut top = t.fixed_view_mut::<3, 3>(0, 0);
+                top += skew(&p) * skew(&f) + skew(&m);
+                let mut bottom = t.fixed_view_mut::<3, 3>(3, 0);
+                bottom += skew(&f);
+                t
+            });
+            sink.wrench(Attach::Joint(j), w, t);
         }
     }
 }

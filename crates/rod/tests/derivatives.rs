@@ -34,12 +34,13 @@ fn loads(with_moment: bool) -> Loads {
     Loads {
         gravity_scale: 1.0,
         point_loads: vec![
-            PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.1, -0.2, 0.05), moment_nm: Vec3::zeros() },
+            PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.1, -0.2, 0.05), moment_nm: Vec3::zeros(), follower: false },
             PointLoad {
                 x_m: 0.11,
                 offset_body_m: Vec3::new(0.0, 0.004, -0.002),
                 force_n: Vec3::new(-0.05, 0.02, 0.3),
                 moment_nm: if with_moment { Vec3::new(0.002, -0.01, 0.004) } else { Vec3::zeros() },
+                follower: false,
             },
         ],
         cable_tensions_n: vec![0.7, 1.3],

@@ -67,8 +67,8 @@ fn models() -> Vec<(Model, &'static str)> {
 #[test]
 fn elastic_gravity_cables_point_loads_springs() {
     let loads = vec![
-        PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.1, -0.2, 0.05), moment_nm: Vec3::zeros() },
-        PointLoad { x_m: 0.11, offset_body_m: Vec3::new(0.0, 0.004, -0.002), force_n: Vec3::new(-0.05, 0.02, 0.3), moment_nm: Vec3::zeros() },
+        PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.1, -0.2, 0.05), moment_nm: Vec3::zeros(), follower: false },
+        PointLoad { x_m: 0.11, offset_body_m: Vec3::new(0.0, 0.004, -0.002), force_n: Vec3::new(-0.05, 0.02, 0.3), moment_nm: Vec3::zeros(), follower: false },
     ];
     let with_moment = vec![PointLoad { moment_nm: Vec3::new(0.002, -0.01, 0.004), ..loads[1].clone() }];
     for (model, base) in models() {
@@ -79,6 +79,12 @@ fn elastic_gravity_cables_point_loads_springs() {
         check(&model, &PointLoads { loads: &loads, joints, scale: 0.8 }, true, &format!("point forces, {base}"));
         let joints = with_moment.iter().map(|l| model.joint_at(l.x_m)).collect();
         check(&model, &PointLoads { loads: &with_moment, joints, scale: 1.0 }, false, &format!("point moment, {base}"));
+        // Follower force and moment, off the centre line, turning with
+        // their section.
+        let follower =
+            vec![PointLoad { follower: true, moment_nm: Vec3::new(0.002, -0.01, 0.004), ..loads[1].clone() }, PointLoad { follower: true, ..loads[0].clone() }];
+        let joints = follower.iter().map(|l| model.joint_at(l.x_m)).collect();
+        check(&model, &PointLoads { loads: &follower, joints, scale: 0.9 }, false, &format!("follower loads, {base}"));
         let springs = Springs { springs: vec![(model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02), 40.0)] };
         check(&model, &springs, true, &format!("springs, {base}"));
     }

@@ -70,10 +70,12 @@ pub enum NormalCompliance {
 pub enum LoadSpec {
     /// Total force spread over the rod in proportion to its mass.
     BodyForce { total_force_n: Vec3, start_s: f64, end_s: f64 },
-    /// A dead force at arc length `arc_m`, applied at `offset_body_m` from
-    /// the centre line in that section's frame (a mass on a hook at the
-    /// top edge of the tip face: its moment counts).
-    PointForce { arc_m: f64, offset_body_m: Vec3, force_n: Vec3, start_s: f64, end_s: f64 },
+    /// A force at arc length `arc_m`, applied at `offset_body_m` from the
+    /// centre line in that section's frame (a mass on a hook at the top
+    /// edge of the tip face: its moment counts): dead (`force_n` in the
+    /// world, `kind = "point_force"`) or a follower (`force_n` in the
+    /// section's frame, turning with it, `kind = "follower_force"`).
+    PointForce { arc_m: f64, offset_body_m: Vec3, force_n: Vec3, follower: bool, start_s: f64, end_s: f64 },
     /// A spring in the table plane from an anchor moving at constant
     /// velocity (starting at the point's initial position) to the point at
     /// `arc_m`.
@@ -430,13 +432,14 @@ impl RawScene {
             }
             loads.push(match l.kind.as_str() {
                 "body_force" => LoadSpec::BodyForce { total_force_n: need3(l.total_force_n, "total_force_n")?, start_s: l.start_s, end_s },
-                "point_force" => LoadSpec::PointForce {
-                    arc_m: l.arc_m.ok_or_else(|| ConfigError::new(file, &field("arc_m"), "missing for kind = \"point_force\""))?,
+                "point_force" | "follower_force" => LoadSpec::PointForce {
+                    arc_m: l.arc_m.ok_or_else(|| ConfigError::new(file, &field("arc_m"), format!("missing for kind = \"{}\"", l.kind)))?,
                     offset_body_m: {
                         let o = l.offset_m.unwrap_or([0.0; 2]);
                         finite3(file, &field("offset_m"), [0.0, o[0], o[1]])?
                     },
                     force_n: need3(l.force_n, "force_n")?,
+                    follower: l.kind == "follower_force",
                     start_s: l.start_s,
                     end_s,
                 },
@@ -461,7 +464,13 @@ impl RawScene {
                     }
                     LoadSpec::Cable { cable, waypoints }
                 }
-                other => return Err(ConfigError::new(file, &field("kind"), format!("unknown load '{other}' (body_force, point_force, tow or cable)"))),
+                other => {
+                    return Err(ConfigError::new(
+                        file,
+                        &field("kind"),
+                        format!("unknown load '{other}' (body_force, point_force, follower_force, tow or cable)"),
+                    ))
+                }
             });
         }
         let scene = Scene {

@@ -640,8 +640,14 @@ impl Simulator {
         for (k, l) in self.scene.loads.iter().enumerate() {
             match l {
                 LoadSpec::BodyForce { total_force_n, start_s, end_s } if t_end >= *start_s && t_end < *end_s => body += total_force_n / self.mass_kg,
-                LoadSpec::PointForce { arc_m, offset_body_m, force_n, start_s, end_s } if t_end >= *start_s && t_end < *end_s => {
-                    point_loads.push(PointLoad { x_m: *arc_m, offset_body_m: *offset_body_m, force_n: *force_n, moment_nm: Vec3::zeros() });
+                LoadSpec::PointForce { arc_m, offset_body_m, force_n, follower, start_s, end_s } if t_end >= *start_s && t_end < *end_s => {
+                    point_loads.push(PointLoad {
+                        x_m: *arc_m,
+                        offset_body_m: *offset_body_m,
+                        force_n: *force_n,
+                        moment_nm: Vec3::zeros(),
+                        follower: *follower,
+                    });
                     point_joints.push(self.load_joints[k].expect("point load joint"));
                 }
                 LoadSpec::Tow { velocity_m_s, stiffness_n_m, .. } => tows.push(TowSpring {

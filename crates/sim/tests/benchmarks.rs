@@ -346,7 +346,13 @@ force_n = [0.0, 0.0, -0.5]
     let records = sim.run(|_, _| {}).unwrap();
     let tip = records.last().unwrap().tip_m;
     let loads = rod::Loads {
-        point_loads: vec![rod::PointLoad { x_m: 0.1, offset_body_m: Vec3::new(0.0, 0.015, 0.0), force_n: Vec3::new(0.0, 0.0, -0.5), moment_nm: Vec3::zeros() }],
+        point_loads: vec![rod::PointLoad {
+            x_m: 0.1,
+            offset_body_m: Vec3::new(0.0, 0.015, 0.0),
+            force_n: Vec3::new(0.0, 0.0, -0.5),
+            moment_nm: Vec3::zeros(),
+            follower: false,
+        }],
         ..rod::Loads::none()
     };
     let model = rod::statics::model_for(&rod, &loads);
@@ -355,4 +361,20 @@ force_n = [0.0, 0.0, -0.5]
     println!("offset point force: sim tip {tip:?}, statics {want:?}");
     assert!((tip - want).norm() < 1e-9, "{} m apart", (tip - want).norm());
     assert!(want.y.abs() > 1e-6, "the twist couples into a sideways tip motion: {want:?}");
+
+    // The same force as a follower (in the tip section's frame), large
+    // enough to turn the tip well away from where a dead one would.
+    let follower = scene.replace("kind = \"point_force\"", "kind = \"follower_force\"").replace("[0.0, 0.0, -0.5]", "[0.0, 0.0, -20.0]");
+    let records = simulator(&rod, &follower).run(|_, _| {}).unwrap();
+    let tip = records.last().unwrap().tip_m;
+    let mut loads = loads;
+    loads.point_loads[0].force_n = Vec3::new(0.0, 0.0, -20.0);
+    let dead = rod::statics::solve(&model, &loads, None, &rod::NewtonOptions::default()).unwrap();
+    loads.point_loads[0].follower = true;
+    let sol = rod::statics::solve(&model, &loads, None, &rod::NewtonOptions::default()).unwrap();
+    let want = model.frames(&sol.q).joints.last().unwrap().pos;
+    let dead_tip = model.frames(&dead.q).joints.last().unwrap().pos;
+    println!("follower point force: sim tip {tip:?}, statics {want:?}, dead {dead_tip:?}");
+    assert!((tip - want).norm() < 1e-9, "{} m apart", (tip - want).norm());
+    assert!((want - dead_tip).norm() > 1e-3, "the follower differs from the dead force");
 }
