@@ -13,8 +13,7 @@ mod common;
 use common::*;
 
 use lie::{Pose, Vec3};
-use rod::statics::solve;
-use rod::{Loads, NewtonOptions, PointLoad, Rod};
+use rod::Rod;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -28,8 +27,12 @@ fn venv_python() -> Option<PathBuf> {
 }
 
 const BEAM: &str = "configs/rod/rectangular-beam.toml";
+/// The beam that made the shipped dataset (datasets/mocap-beam): its rod
+/// file's nominal values are E 2.0e5 Pa, rho 1100 kg/m^3.
+const E_TRUE_PA: f64 = 2.35e5;
+const RHO_TRUE_KG_M3: f64 = 1120.0;
 const RATE_HZ: f64 = 100.0;
-const TRIAL_S: f64 = 4.0;
+const TRIAL_S: f64 = 5.0;
 /// Where the clamp stands in the world (its frame is the rod's base frame).
 fn clamp() -> Pose {
     Pose::from_rpy(0.0, 0.0, 30f64.to_radians(), Vec3::new(0.4, 0.2, 0.3))
@@ -37,19 +40,27 @@ fn clamp() -> Pose {
 /// The clamp cluster, in the clamp's frame.
 const CLUSTER: [[f64; 3]; 3] = [[-0.01, 0.03, 0.03], [-0.01, -0.03, 0.03], [-0.01, 0.0, -0.03]];
 
-/// Marker positions in the world of the beam at rest under a mass `kg`
-/// hung from the top edge of its tip face.
-fn static_markers(rod: &Rod, kg: f64) -> Vec<Vec3> {
-    let mut rod = rod.clone();
-    rod.base = clamp();
-    let tip =
-        PointLoad { x_m: rod.length_m, offset_body_m: Vec3::new(0.0, 0.0, 0.015), force_n: rod.gravity_m_s2 * kg, moment_nm: Vec3::zeros(), follower: false };
-    let loads = Loads { gravity_scale: 1.0, point_loads: vec![tip], ..Loads::none() };
-    let arcs: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).chain(loads.points_m()).collect();
-    let model = rod::Model::new(&rod, &arcs);
-    let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
-    let frames = model.frames(&sol.q);
-    rod.markers.iter().map(|m| frames.joints[model.joint_at(m.arc_m)].transform_point(&m.offset_body_m)).collect()
+fn truth_rod() -> Rod {
+    let mut rod = Rod::from_file(&root().join(BEAM)).unwrap();
+    rod.cross_section.body = rod::Material::from_poisson(E_TRUE_PA, 0.45, RHO_TRUE_KG_M3);
+    rod
+}
+
+/// A trial's scene: the mass `kg` let go at 0.2 s from a hook on the top
+/// edge of the tip face; dynamic, the rod file's damping. With `base`, the
+/// clamp held there (the truth); without, driven by a session (validate).
+fn hung_scene(kg: f64, base: Option<&Pose>) -> String {
+    let waypoints = base.map_or(String::new(), |b| {
+        let p = lie::trajectory::pose_to_ur(b);
+        format!("waypoints = [[0.0, {0}, {1}, {2}, {3}, {4}, {5}], [{TRIAL_S}, {0}, {1}, {2}, {3}, {4}, {5}]]\n", p[0], p[1], p[2], p[3], p[4], p[5])
+    });
+    format!(
+        "# The beam of datasets/mocap-beam with {g} g let go at 0.2 s from the top edge of its tip face.\n\
+         gravity_m_s2 = [0.0, 0.0, -9.81]\ninitial = \"static\"\n[time]\nstep_s = 0.005\nduration_s = {TRIAL_S}\nmode = \"dynamic\"\n\
+         [base]\nkind = \"prescribed\"\n{waypoints}[[load]]\nkind = \"point_force\"\narc_m = 0.1\noffset_m = [0.0, 0.015]\nforce_n = [0.0, 0.0, {f}]\nstart_s = 0.2\n",
+        g = (kg * 1e3).round(),
+        f = -9.81 * kg
+    )
 }
 
 /// Gaussian noise from a small LCG (Box-Muller), reproducible.
@@ -64,25 +75,31 @@ impl Noise {
     }
 }
 
-/// One trial: the mass hung at t = 0 from the unloaded beam, which swings
-/// (6 Hz, decaying in 0.25 s) and settles; 0.1 mm tracking noise; marker 3
-/// missing from 2.0 to 2.3 s and the tip's marker 0 from 0.3 to 0.5 s.
+/// One trial, simulated (the beam swings after the mass is let go and
+/// settles), seen at 100 Hz with 0.1 mm of tracking noise; marker 3
+/// missing from 3.0 to 3.3 s and the tip's marker 0 from 0.3 to 0.5 s.
 /// Frames: the rod's markers, then the cluster (world, metres).
-fn trial(rod: &Rod, kg: f64, seed: u64) -> Vec<Vec<Option<Vec3>>> {
-    let (rest, loaded) = (static_markers(rod, 0.0), static_markers(rod, kg));
+fn trial(kg: f64, seed: u64) -> Vec<Vec<Option<Vec3>>> {
+    let rod = truth_rod();
+    let scene = sim::Scene::from_toml_str(&hung_scene(kg, Some(&clamp())), "truth.toml").unwrap();
+    let motion = sim::BaseMotion::from_scene(&scene, &rod).unwrap().unwrap();
+    let records = sim::Simulator::new(&rod, &scene, motion).unwrap().run(|_, _| {}).unwrap();
     let cluster: Vec<Vec3> = CLUSTER.iter().map(|p| clamp().transform_point(&Vec3::from(*p))).collect();
     let mut noise = Noise(seed);
-    (0..(TRIAL_S * RATE_HZ) as usize)
-        .map(|f| {
-            let t = f as f64 / RATE_HZ;
-            let swing = (-t / 0.25).exp() * (std::f64::consts::TAU * 6.0 * t).cos();
-            let mut frame: Vec<Option<Vec3>> = loaded
+    let every = (1.0 / (RATE_HZ * scene.step_s)).round() as usize;
+    records
+        .iter()
+        .step_by(every)
+        .take((TRIAL_S * RATE_HZ) as usize)
+        .enumerate()
+        .map(|(f, r)| {
+            let mut frame: Vec<Option<Vec3>> = r
+                .markers_m
                 .iter()
-                .zip(&rest)
                 .enumerate()
-                .map(|(k, (l, r))| {
-                    let gone = (k == 3 && (2.0..2.3).contains(&t)) || (k == 0 && (0.3..0.5).contains(&t));
-                    (!gone).then(|| l + (r - l) * swing + Vec3::from_fn(|_, _| noise.gauss(1e-4)))
+                .map(|(k, p)| {
+                    let gone = (k == 3 && (300..330).contains(&f)) || (k == 0 && (30..50).contains(&f));
+                    (!gone).then(|| p + Vec3::from_fn(|_, _| noise.gauss(1e-4)))
                 })
                 .collect();
             frame.extend(cluster.iter().map(|c| Some(c + Vec3::from_fn(|_, _| noise.gauss(1e-4)))));
@@ -122,7 +139,7 @@ fn write_c3d(python: &Path, path: &Path, frames: &[Vec<Option<Vec3>>], c: &Conve
 
 fn map_text(up: &str) -> String {
     format!(
-        "[markers]\n\"Beam:TipTop\" = 0\n\"Beam:TipRight\" = 1\n\"Beam:TipLeft\" = 2\n\"Beam:Mid\" = 3\n[world]\nup = \"{up}\"\n[base]\nlabels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\npositions_m = {:?}\n",
+        "# C3D labels -> the markers of configs/rod/rectangular-beam.toml (by index).\n[markers]\n\"Beam:TipTop\" = 0\n\"Beam:TipRight\" = 1\n\"Beam:TipLeft\" = 2\n\"Beam:Mid\" = 3\n\n[world]\nup = \"{up}\"\n\n# The clamp cluster, in the rod's base frame; the clamp does not move.\n[base]\nlabels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\npositions_m = {:?}\nstill = true\n",
         CLUSTER
     )
 }
@@ -132,58 +149,64 @@ fn ok(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-#[test]
-fn c3d_in_three_conventions_imports_and_identifies_the_beam() {
-    let Some(python) = venv_python() else { return };
-    let rod = Rod::from_file(&root().join(BEAM)).unwrap();
-    let (e_true, rho_true) = (rod.cross_section.body.e_pa, rod.cross_section.body.rho_kg_m3);
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    // Masses 0, 20, 50 and 100 g, in three conventions; z-up files share
-    // one map, y-up ones another.
-    let trials = [
-        ("z-up", "trial-0g", 0.0, &VICON),
-        ("z-up", "trial-50g", 0.05, &INTEGER),
-        ("y-up", "trial-20g", 0.02, &OPTITRACK),
-        ("y-up", "trial-100g", 0.1, &OPTITRACK),
-    ];
-    for (k, (group, name, kg, convention)) in trials.iter().enumerate() {
+/// The trials: (map group, name, mass, convention). Masses 0, 20, 50 and
+/// 100 g in three conventions; z-up files share one map, y-up ones another.
+const TRIALS: [(&str, &str, f64, &Convention); 4] = [
+    ("z-up", "trial-0g", 0.0, &VICON),
+    ("z-up", "trial-50g", 0.05, &INTEGER),
+    ("y-up", "trial-20g", 0.02, &OPTITRACK),
+    ("y-up", "trial-100g", 0.1, &OPTITRACK),
+];
+
+/// Writes the dataset into `d`: `<group>/<trial>.c3d` (py-c3d), the two
+/// maps, the masses (a loads file) and the validation scene of the 50 g
+/// trial.
+fn write_dataset(python: &Path, d: &Path) {
+    for (k, (group, name, kg, convention)) in TRIALS.iter().enumerate() {
         std::fs::create_dir_all(d.join(group)).unwrap();
-        write_c3d(&python, &d.join(group).join(format!("{name}.c3d")), &trial(&rod, *kg, 11 + k as u64), convention, &LABELS);
+        write_c3d(python, &d.join(group).join(format!("{name}.c3d")), &trial(*kg, 11 + k as u64), convention, &LABELS);
     }
-    for (group, up, units) in [("z-up", "+z", "mm"), ("y-up", "+y", "m")] {
-        let map = d.join(format!("{group}-map.toml"));
-        std::fs::write(&map, map_text(up)).unwrap();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(d.join(group)).unwrap().map(|e| e.unwrap().path()).collect();
+    for (group, up) in [("z-up", "+z"), ("y-up", "+y")] {
+        std::fs::write(d.join(format!("{group}-map.toml")), map_text(up)).unwrap();
+    }
+    let masses: String =
+        TRIALS.iter().map(|(_, name, kg, _)| format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.015]\nfrom_s = 0.2\n")).collect();
+    std::fs::write(d.join("masses.toml"), format!("# The mass hung on each trial's tip from 0.2 s on, on the top edge of the tip face.\n{masses}")).unwrap();
+    std::fs::write(d.join("hung-50g.toml"), hung_scene(0.05, None)).unwrap();
+}
+
+/// Imports the dataset in `data` into `work`, identifies E and rho from
+/// the rod file's nominal values (E -15 %, rho -2 % off), and validates
+/// the fit on the 50 g trial, its swing included.
+fn import_identify_validate(data: &Path, work: &Path) {
+    for (group, units) in [("z-up", "mm"), ("y-up", "m")] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(data.join(group)).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         let mut args: Vec<String> = vec!["import".into(), "c3d".into()];
         args.extend(files.iter().map(|f| f.display().to_string()));
-        args.extend(["--rod".into(), BEAM.into(), "--map".into(), map.display().to_string(), "--out".into(), d.join("sessions").display().to_string()]);
+        let map = data.join(format!("{group}-map.toml"));
+        args.extend(["--rod".into(), BEAM.into(), "--map".into(), map.display().to_string(), "--out".into(), work.join("sessions").display().to_string()]);
         let out = ok(&rodlab(&args.iter().map(String::as_str).collect::<Vec<_>>()));
         println!("{out}");
-        let want = format!("400 frames at 100 Hz ({units}), 4 markers, missing samples: Beam:TipTop (marker 0) 20, Beam:Mid (marker 3) 30; base in 400 frames");
+        let want = format!("500 frames at 100 Hz ({units}), 4 markers, missing samples: Beam:TipTop (marker 0) 20, Beam:Mid (marker 3) 30; base in 500 frames");
         assert_eq!(out.matches(&want).count(), 2, "{out}");
+        assert_eq!(out.matches("a still clamp: every frame's fit within").count(), 2, "{out}");
     }
-    // The mocap's invalid samples stay missing; positions are in metres.
-    let rows = session::read_markers(&d.join("sessions/trial-20g/markers.parquet")).unwrap();
-    let gone: Vec<_> = rows.iter().filter(|r| r.marker == 3 && r.t_s >= 2.0 && r.t_s < 2.295).collect();
+    // The mocap's invalid samples stay missing; positions are in metres
+    // in the world (y up mapped to z up).
+    let rows = session::read_markers(&work.join("sessions/trial-20g/markers.parquet")).unwrap();
+    let gone: Vec<_> = rows.iter().filter(|r| r.marker == 3 && r.t_s >= 3.0 && r.t_s < 3.295).collect();
     assert_eq!(gone.len(), 30);
     assert!(gone.iter().all(|r| r.x_m.is_nan() && r.flags & session::flags::MISSING != 0));
-    let settled = static_markers(&rod, 0.02);
     let last = rows.iter().rfind(|r| r.marker == 1).unwrap();
-    assert!((Vec3::new(last.x_m, last.y_m, last.z_m) - settled[1]).norm() < 1e-3, "y-up mapped into the world");
+    let tip_right = clamp().transform_point(&Vec3::new(0.1, 0.015, -0.01));
+    assert!((Vec3::new(last.x_m, last.y_m, last.z_m) - tip_right).norm() < 0.03, "y-up mapped into the world: {last:?}");
 
-    // Identify from a wrong start (E +50 %, rho +18 %), G tied to E.
-    let start = std::fs::read_to_string(root().join(BEAM)).unwrap().replace("e_pa = 2.0e5", "e_pa = 3.0e5").replace("rho_kg_m3 = 1.10e3", "rho_kg_m3 = 1.30e3");
-    let start_rod = d.join("start.toml");
-    std::fs::write(&start_rod, start).unwrap();
-    let loads = d.join("masses.toml");
-    let masses: String = trials.iter().map(|(_, name, kg, _)| format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.015]\n")).collect();
-    std::fs::write(&loads, masses).unwrap();
-    let fit = d.join("fit");
-    let mut args: Vec<String> = vec!["identify".into(), "--rod".into(), start_rod.display().to_string(), "--sessions".into()];
-    args.extend(trials.iter().map(|t| d.join("sessions").join(t.1).display().to_string()));
-    args.extend(["--loads".into(), loads.display().to_string(), "--out".into(), fit.display().to_string(), "--no-loo".into()]);
+    // Identify, G tied to E (the rod file's [identify] tie_g_poisson).
+    let fit = work.join("fit");
+    let mut args: Vec<String> = vec!["identify".into(), "--rod".into(), BEAM.into(), "--sessions".into()];
+    args.extend(TRIALS.iter().map(|t| work.join("sessions").join(t.1).display().to_string()));
+    args.extend(["--loads".into(), data.join("masses.toml").display().to_string(), "--out".into(), fit.display().to_string(), "--no-loo".into()]);
     let out = ok(&rodlab(&args.iter().map(String::as_str).collect::<Vec<_>>()));
     println!("{out}");
     let v: toml::Value = toml::from_str(&std::fs::read_to_string(fit.join("identified.toml")).unwrap()).unwrap();
@@ -191,51 +214,74 @@ fn c3d_in_three_conventions_imports_and_identifies_the_beam() {
     let get = |name: &str| (p[name]["value"].as_float().unwrap(), p[name]["ci95"][0].as_float().unwrap(), p[name]["ci95"][1].as_float().unwrap());
     let (e, e_lo, e_hi) = get("e_pa");
     let (rho, rho_lo, rho_hi) = get("rho_kg_m3");
-    println!("E {e:.1} Pa [{e_lo:.1}, {e_hi:.1}] (truth {e_true}), rho {rho:.2} [{rho_lo:.2}, {rho_hi:.2}] (truth {rho_true})");
-    assert!((e / e_true - 1.0).abs() < 0.01, "E {e} vs {e_true}");
-    assert!((rho / rho_true - 1.0).abs() < 0.02, "rho {rho} vs {rho_true}");
-    assert!(e_lo <= e_true && e_true <= e_hi, "E truth outside [{e_lo}, {e_hi}]");
-    assert!(rho_lo <= rho_true && rho_true <= rho_hi, "rho truth outside [{rho_lo}, {rho_hi}]");
+    println!("E {e:.1} Pa [{e_lo:.1}, {e_hi:.1}] (truth {E_TRUE_PA}), rho {rho:.2} [{rho_lo:.2}, {rho_hi:.2}] (truth {RHO_TRUE_KG_M3})");
+    assert!((e / E_TRUE_PA - 1.0).abs() < 0.01, "E {e} vs {E_TRUE_PA}");
+    assert!((rho / RHO_TRUE_KG_M3 - 1.0).abs() < 0.02, "rho {rho} vs {RHO_TRUE_KG_M3}");
+    assert!(e_lo <= E_TRUE_PA && E_TRUE_PA <= e_hi, "E truth outside [{e_lo}, {e_hi}]");
+    assert!(rho_lo <= RHO_TRUE_KG_M3 && RHO_TRUE_KG_M3 <= rho_hi, "rho truth outside [{rho_lo}, {rho_hi}]");
 
-    // Validate the fit on a session: the clamp's pose from the cluster
-    // drives the simulation (quasi-static, no table).
-    let scene = d.join("hung.toml");
-    std::fs::write(&scene, "gravity_m_s2 = [0.0, 0.0, -9.81]\ninitial = \"static\"\n[time]\nstep_s = 0.05\nduration_s = 4.0\nmode = \"quasi-static\"\n[base]\nkind = \"prescribed\"\n").unwrap();
-    let report = d.join("validate");
+    // Validate on the 50 g trial: the still clamp's pose drives the
+    // simulation of the mass let go (dynamic, the rod file's damping).
+    let report = work.join("validate");
     let out = rodlab(&[
         "validate",
-        d.join("sessions/trial-0g").to_str().unwrap(),
+        work.join("sessions/trial-50g").to_str().unwrap(),
         "--rod",
         BEAM,
         "--params",
         fit.join("identified.toml").to_str().unwrap(),
         "--scene",
-        scene.to_str().unwrap(),
+        data.join("hung-50g.toml").to_str().unwrap(),
         "--out",
         report.to_str().unwrap(),
     ]);
     println!("{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-    // The simulated markers follow the tracked ones to the clamp's jitter
-    // (0.1 mm noise on a 6 cm cluster: 3 mrad, 0.3 mm at the tip). The
-    // strain check may fail: a still beam's strain has no range over time
-    // to be a percentage of (exit 1, "checks exceeded"), never bad input.
-    assert!(out.status.code() == Some(0) || String::from_utf8_lossy(&out.stdout).contains("CHECKS EXCEEDED"), "{}", stderr(&out));
+    // The simulated markers follow the tracked ones through the swing to
+    // their noise. The strain check fails, honestly: four markers with 0.1
+    // mm of noise on a stubby beam cannot resolve its curvature frame by
+    // frame (0.3 mm over 2.5 cm is the whole range), which the report
+    // says, the markers agreeing within their noise; "checks exceeded",
+    // never bad input.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.code() == Some(0) || stdout.contains("CHECKS EXCEEDED"), "{}", stderr(&out));
+    assert!(stdout.contains("too noisy to judge the model by here; judge it by the markers"), "{stdout}");
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["frames_compared"], 400);
+    assert!(summary["frames_compared"].as_u64().unwrap() >= 499, "{}", summary["frames_compared"]);
     for m in summary["markers"].as_array().unwrap() {
         let rms_mm = m["errors_mm"]["rms"].as_f64().unwrap();
-        assert!(rms_mm < 0.5, "marker {}: {rms_mm} mm", m["marker"]);
+        println!("marker {}: {rms_mm:.3} mm RMS", m["marker"]);
+        assert!(rms_mm < 0.3, "marker {}: {rms_mm} mm", m["marker"]);
     }
+}
+
+/// Fresh files from py-c3d. With RODLAB_MOCAP_DATASET=DIR the dataset is
+/// also written there (how datasets/mocap-beam was made).
+#[test]
+fn c3d_in_three_conventions_imports_identifies_and_validates() {
+    let Some(python) = venv_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    write_dataset(&python, &data);
+    if let Some(keep) = std::env::var_os("RODLAB_MOCAP_DATASET") {
+        write_dataset(&python, Path::new(&keep));
+    }
+    import_identify_validate(&data, dir.path());
+}
+
+/// The shipped dataset (bytes written by py-c3d 0.6.0; needs no Python).
+#[test]
+fn the_shipped_mocap_dataset_imports_identifies_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    import_identify_validate(&root().join("datasets/mocap-beam"), dir.path());
 }
 
 #[test]
 fn bad_c3d_files_and_maps_exit_2_with_one_line() {
     let Some(python) = venv_python() else { return };
-    let rod = Rod::from_file(&root().join(BEAM)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let good = d.join("good.c3d");
-    let frames = trial(&rod, 0.0, 5);
+    let frames = trial(0.0, 5);
     write_c3d(&python, &good, &frames[..50], &VICON, &LABELS);
     let map = d.join("map.toml");
     std::fs::write(&map, map_text("+z")).unwrap();

@@ -739,7 +739,7 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
 pub enum ImportCommand {
     /// Motion-capture recordings (C3D, the export of Vicon, Qualisys, OptiTrack, ...) -> sessions that identify and validate read.
     #[command(
-        after_help = "Examples:\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import c3d day1/*.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/day1\n  rodlab identify --rod configs/rod/rectangular-beam.toml --sessions sessions/day1/* --loads masses.toml --out fit\n\nThe map file (TOML) names the rod's markers and the base:\n  [markers]                      # C3D label = the rod file's marker index\n  \"Beam:Tip1\" = 0\n  \"Beam:Tip2\" = 1\n  [world]\n  up = \"+z\"                       # the mocap's vertical axis: \"+z\" (Vicon, Qualisys) or \"+y\" (OptiTrack)\n  [base]                         # a clamp cluster, positions in the rod's base frame [m] ...\n  labels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\n  positions_m = [[0.0, 0.03, 0.03], [0.0, -0.03, 0.03], [0.0, 0.0, -0.03]]\n  # ... or a fixed base in the world: position_m = [x, y, z], rpy_deg = [r, p, y]\n\nOne file: --out is the session. Several: one session per file under --out, named by the file. Units (mm, cm, m) and the frame rate come from the file; invalid samples (negative residual, or all-zero points) stay missing. Analog channels are not imported."
+        after_help = "Examples:\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import c3d day1/*.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/day1\n  rodlab identify --rod configs/rod/rectangular-beam.toml --sessions sessions/day1/* --loads masses.toml --out fit\n\nThe map file (TOML) names the rod's markers and the base:\n  [markers]                      # C3D label = the rod file's marker index\n  \"Beam:Tip1\" = 0\n  \"Beam:Tip2\" = 1\n  [world]\n  up = \"+z\"                       # the mocap's vertical axis: \"+z\" (Vicon, Qualisys) or \"+y\" (OptiTrack)\n  [base]                         # a clamp cluster, positions in the rod's base frame [m] ...\n  labels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\n  positions_m = [[0.0, 0.03, 0.03], [0.0, -0.03, 0.03], [0.0, 0.0, -0.03]]\n  still = true                   # the clamp does not move: its mean pose, not each frame's noise\n  # ... or a fixed base in the world: position_m = [x, y, z], rpy_deg = [r, p, y]\n\nOne file: --out is the session. Several: one session per file under --out, named by the file. Units (mm, cm, m) and the frame rate come from the file; invalid samples (negative residual, or all-zero points) stay missing. Analog channels are not imported."
     )]
     C3d {
         /// C3D files, one session each.
@@ -775,6 +775,9 @@ pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
                     s.base_frames,
                     if s.base_rms_m > 0.0 { format!(" (cluster fit RMS {:.3} mm)", s.base_rms_m * 1e3) } else { String::new() }
                 );
+                if let Some((d, a)) = s.base_spread {
+                    println!("  a still clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
+                }
                 if !s.unused_labels.is_empty() {
                     println!("  labels not in the map (not imported): {}", s.unused_labels.join(", "));
                 }

@@ -609,10 +609,7 @@ pub fn experiment_from_hold(
     if robot.is_empty() {
         return Err(Unusable("no robot sample".into()));
     }
-    let pos = robot.iter().map(|s| s.1.pos).sum::<Vec3>() / robot.len() as f64;
-    let mid = robot[robot.len() / 2].1.rot;
-    let turn = robot.iter().map(|s| nalgebra::Rotation3::from_matrix_unchecked(mid.transpose() * s.1.rot).scaled_axis()).sum::<Vec3>() / robot.len() as f64;
-    let flange = Pose { rot: mid * nalgebra::Rotation3::from_scaled_axis(turn).into_inner(), pos };
+    let flange = lie::mean_pose(robot.iter().map(|s| &s.1));
     let base = flange.compose(&rod.mount);
     // Mean, standard deviation and count of a channel over the hold;
     // the error names the field that asked for it.

@@ -35,8 +35,11 @@ pub const BASE_COLUMNS: [&str; 6] = ["x_m", "y_m", "z_m", "rx_rad", "ry_rad", "r
 #[derive(Clone, Debug, PartialEq)]
 pub enum BaseSource {
     /// Markers on the clamp: their labels and positions in the rod's base
-    /// frame \[m\] (at least three, not on a line).
-    Cluster { labels: Vec<String>, positions_m: Vec<Vec3> },
+    /// frame \[m\] (at least three, not on a line). `still`: the clamp
+    /// does not move, so its pose is the mean over the file (0.1 mm of
+    /// marker noise on a 6 cm cluster is 3 mrad of jitter frame to frame,
+    /// which a simulation driven by the base would take for motion).
+    Cluster { labels: Vec<String>, positions_m: Vec<Vec3>, still: bool },
     /// A fixed base pose in the world.
     Fixed(Pose),
 }
@@ -93,6 +96,8 @@ struct RawBase {
     positions_m: Option<Vec<[f64; 3]>>,
     position_m: Option<[f64; 3]>,
     rpy_deg: Option<[f64; 3]>,
+    #[serde(default)]
+    still: bool,
 }
 
 impl MocapMap {
@@ -157,9 +162,12 @@ impl MocapMap {
                 if e[1] < 1e-10 * e[2].max(1e-30) || e[2] <= 0.0 {
                     return Err(bad("base.positions_m", "the cluster's markers lie on a line: they cannot give the base's rotation".into()));
                 }
-                BaseSource::Cluster { labels: labels.clone(), positions_m }
+                BaseSource::Cluster { labels: labels.clone(), positions_m, still: b.still }
             }
             (None, None, Some(p), r) => {
+                if b.still {
+                    return Err(bad("base.still", "is for a clamp cluster (a fixed pose is still already)".into()));
+                }
                 let r = r.unwrap_or([0.0; 3]);
                 if p.iter().chain(r.iter()).any(|v| !v.is_finite()) {
                     return Err(bad("base", "position_m and rpy_deg must be finite".into()));
@@ -195,6 +203,9 @@ pub struct Imported {
     pub base_rms_m: f64,
     /// Labels in the file that the map does not use.
     pub unused_labels: Vec<String>,
+    /// A still clamp: the farthest any frame's fitted pose lies from the
+    /// mean (\[m\], \[rad\]): noise, or the clamp moved after all.
+    pub base_spread: Option<(f64, f64)>,
 }
 
 /// Metres per unit of a C3D `POINT:UNITS`.
@@ -309,9 +320,8 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     session::write_markers(&out.markers(), &rows).context(out.markers().display())?;
 
     // The base, frame by frame.
-    let mut writer =
-        session::StreamWriter::create(root, BASE_STREAM, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
-    let (mut base_frames, mut sq_sum, mut sq_n) = (0usize, 0.0, 0usize);
+    let (mut sq_sum, mut sq_n) = (0.0, 0usize);
+    let mut poses: Vec<(usize, Pose)> = vec![];
     for f in 0..n_frames {
         let pose = match &map.base {
             BaseSource::Fixed(p) => Some(*p),
@@ -329,16 +339,32 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
             }
         };
         if let Some(p) = pose {
-            base_frames += 1;
-            let ur = lie::trajectory::pose_to_ur(&p);
-            writer.push((t_of(f) * 1e9).round() as i64, &ur)?;
+            poses.push((f, p));
         }
+    }
+    if poses.is_empty() {
+        return Err(Error::input(format!("{name}: the clamp cluster ({}: base.labels) is never complete: no frame gives the base pose", map.path.display())));
+    }
+    // A still clamp: its mean pose, and how far any frame strays from it.
+    let mut base_spread = (0.0f64, 0.0f64);
+    if let BaseSource::Cluster { still: true, .. } = &map.base {
+        let mean = lie::mean_pose(poses.iter().map(|p| &p.1));
+        for (_, p) in &poses {
+            base_spread.0 = base_spread.0.max((p.pos - mean.pos).norm());
+            base_spread.1 = base_spread.1.max(nalgebra::Rotation3::from_matrix_unchecked(mean.rot.transpose() * p.rot).angle());
+        }
+        for p in &mut poses {
+            p.1 = mean;
+        }
+    }
+    let mut writer =
+        session::StreamWriter::create(root, BASE_STREAM, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
+    for (f, p) in &poses {
+        writer.push((t_of(*f) * 1e9).round() as i64, &lie::trajectory::pose_to_ur(p))?;
     }
     writer.flush()?;
     drop(writer);
-    if base_frames == 0 {
-        return Err(Error::input(format!("{name}: the clamp cluster ({}: base.labels) is never complete: no frame gives the base pose", map.path.display())));
-    }
+    let base_frames = poses.len();
 
     let used: Vec<&str> = map
         .markers
@@ -369,6 +395,7 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         base_frames,
         base_rms_m: if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 },
         unused_labels,
+        base_spread: matches!(map.base, BaseSource::Cluster { still: true, .. }).then_some(base_spread),
     })
 }
 

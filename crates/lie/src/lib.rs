@@ -207,6 +207,18 @@ pub fn exp(psi: &Vec6) -> Pose {
     Pose { rot, pos: v * q }
 }
 
+/// The mean of nearby poses (a still body seen with noise): the mean
+/// position, and the mean rotation vector about the middle pose's rotation.
+/// Panics on an empty list.
+pub fn mean_pose<'a>(poses: impl ExactSizeIterator<Item = &'a Pose> + Clone) -> Pose {
+    let n = poses.len();
+    assert!(n > 0, "mean of no poses");
+    let mid = poses.clone().nth(n / 2).expect("middle").rot;
+    let pos = poses.clone().map(|p| p.pos).sum::<Vec3>() / n as f64;
+    let turn = poses.map(|p| angular(&log(&Pose { rot: mid.transpose() * p.rot, pos: Vec3::zeros() }))).sum::<Vec3>() / n as f64;
+    Pose { rot: mid * exp(&stack(&turn, &Vec3::zeros())).rot, pos }
+}
+
 /// Logarithm: the twist `psi` with `exp(psi) = g`, rotation angle in [0, pi].
 pub fn log(g: &Pose) -> Vec6 {
     let r = &g.rot;
