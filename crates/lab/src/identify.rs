@@ -745,8 +745,13 @@ fn sensor_bias(
     use identify::sensor_bias::{estimate, refine_moments, subtract};
     let mut warnings = vec![];
     let estimates = estimate(rod, experiments);
-    let rod_weight_n = (rod::Model::new(rod, &[]).mass_kg() + loads.file.tip_mass_kg) * rod.gravity_m_s2.norm();
+    let rod_mass_kg = rod::Model::new(rod, &[]).mass_kg();
     for b in estimates.iter().flatten() {
+        // The tip mass the session's holds carry; none to compare with when
+        // it changes during the session.
+        let session = std::path::Path::new(&b.session).file_name().map_or(b.session.clone(), |n| n.to_string_lossy().into_owned());
+        let Ok((tip_kg, _)) = loads.file.tip_mass_in(&session, 0.0, f64::INFINITY) else { continue };
+        let rod_weight_n = (rod_mass_kg + tip_kg) * rod.gravity_m_s2.norm();
         if ((b.weight_n.abs() - rod_weight_n) / rod_weight_n).abs() > WEIGHT_MISMATCH {
             warnings.push(format!(
                 "{}: the flange sensor carries {:.3} N, the rod file implies {:.3} N (its mass and the tip mass): more than {:.0} % apart; the rod file's density or section may be off, or something else hangs on the sensor",
