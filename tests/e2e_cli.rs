@@ -451,3 +451,22 @@ fn a_poisson_ratio_g_cannot_be_tied_by_exits_2_naming_the_flag() {
     let e = stderr(&o);
     assert!(e.contains("--tie-g") && e.contains("(-1, 0.5]") && e.trim().lines().count() == 1, "{e}");
 }
+
+/// A bare prior flag takes the rod file's `[identify]` prior (it used to be
+/// read as absent), and `--pool-cables` pools the per-cable geometry,
+/// naming the cables the data never pull.
+#[test]
+fn bare_prior_flags_take_the_rod_files_priors_and_cables_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pooled");
+    let o = identify_paper("configs/rod/pls-cable-arm.toml", &out, &["--fit-cable-offset", "--per-cable", "--fit-cable-angle", "--pool-cables"]);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("cable offsets pooled: the data see cables 1, 4") && stdout.contains("cables 2, 3 are never pulled and borrow from them"),
+        "{stdout}"
+    );
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    assert_eq!(v["parameters"]["cable_offsets_m"].as_array().unwrap().len(), 4, "{v:?}");
+    assert_eq!(v["parameters"]["cable_angles_rad"].as_array().unwrap().len(), 4);
+}

@@ -161,16 +161,19 @@ pub struct IdentifyArgs {
     #[arg(long)]
     pub no_loo: bool,
     /// Also estimate the cables' outward offset from where the rod file puts them (guide rings hold cables off the surface), with a Gaussian prior =MEAN_M,SD_M [m], e.g. =0,0.005 (bare: the rod file's [identify] cable_offset_m).
-    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
     pub fit_cable_offset: Option<Numbers>,
     /// With --fit-cable-offset: one offset per cable, each with that prior, instead of one for all.
     #[arg(long, requires = "fit_cable_offset")]
     pub per_cable: bool,
+    /// With --per-cable and/or --fit-cable-angle: pool the cables' offsets and angles (partial pooling): each drawn around the cables' common mean with a spread the data estimate, so that a cable the data never saw borrows from the others instead of sitting at the prior (the prior becomes that of the mean).
+    #[arg(long)]
+    pub pool_cables: bool,
     /// Also estimate the scale of the section's radii (cables on the surface move with it), with a Gaussian prior =MEAN,SD, e.g. =1,0.1 (bare: the rod file's [identify] radius_scale). E, rho and the scale are nearly degenerate (E s^4, rho s^2): fit it with E, G, rho held (--hold-material) or with a tight prior.
-    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
     pub fit_radius_scale: Option<Numbers>,
     /// Also estimate each cable's turn about the rod's axis from its angle_deg in the rod file (guide holes a degree or two off), with a Gaussian prior =MEAN_DEG,SD_DEG, e.g. =0,5 (bare: the rod file's [identify] cable_angle_deg). Pulled cables are seen by the data; the others stay at the prior.
-    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "MEAN,SD")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
     pub fit_cable_angle: Option<Numbers>,
     /// Hold the material at E,G,RHO and fit only the geometry and nuisance parameters: which geometry makes a published material describe the data?
     #[arg(long, allow_hyphen_values = true)]
@@ -199,6 +202,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
         loo: !a.no_loo,
         cable_offset: prior("fit-cable-offset", &a.fit_cable_offset)?,
         per_cable: a.per_cable,
+        pool_cables: a.pool_cables,
         radius_scale: prior("fit-radius-scale", &a.fit_radius_scale)?,
         cable_angle_deg: prior("fit-cable-angle", &a.fit_cable_angle)?,
         hold_material: material("--hold-material", &a.hold_material)?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),

@@ -37,6 +37,28 @@ pub struct FitOptions {
     /// Tie G to E by this Poisson's ratio, `G = E / (2 (1 + nu))`, for
     /// data that cannot see G.
     pub tie_g_poisson: Option<f64>,
+    /// Pool the per-cable offsets and angles (partial pooling): each drawn
+    /// around the cables' common mean with a spread the data estimate, so
+    /// that a cable the data never saw borrows from the others instead of
+    /// sitting at its prior. The per-cable priors become the priors of the
+    /// common mean.
+    pub pool_cables: bool,
+    /// The spreads to pool with (offset \[m\], angle \[rad\]); `None`:
+    /// estimated by [`fit`] (a first fit pooled at the priors' sd).
+    pub pooled_spreads: Option<[f64; 2]>,
+}
+
+/// A pooled group of per-cable parameters, as the fit found it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pooling {
+    /// "offset" or "angle".
+    pub what: &'static str,
+    /// The group's mean and spread (metres or radians).
+    pub mean: f64,
+    pub spread: f64,
+    /// Cables (0-based) the data saw, and those that borrow.
+    pub seen: Vec<usize>,
+    pub unseen: Vec<usize>,
 }
 
 impl Default for FitOptions {
@@ -52,6 +74,8 @@ impl Default for FitOptions {
             cable_angle_each_prior: None,
             hold_material: None,
             tie_g_poisson: None,
+            pool_cables: false,
+            pooled_spreads: None,
         }
     }
 }
@@ -142,8 +166,10 @@ pub struct Fit {
     pub measurement_sigma_m: f64,
     /// Parameters the data never saw: their prior rows carry more than 99 %
     /// of what is known about them (a cable never pulled keeps its
-    /// prior offset and angle).
+    /// prior offset and angle, or borrows from the others when pooled).
     pub prior_only: Vec<String>,
+    /// The pooled per-cable groups (empty unless pooled).
+    pub pooling: Vec<Pooling>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -301,6 +327,19 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
 
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
 pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+    // Pooled cables: a first fit pooled at the priors' sd tells which
+    // cables the data see and how far apart they sit; the spread for the
+    // fit is estimated from them.
+    let pooled;
+    let opts = if opts.pool_cables && opts.pooled_spreads.is_none() {
+        progress("pooling the cables");
+        let first = fit_once(rod, experiments, opts, &mut progress)?;
+        let v = &first.values;
+        pooled = FitOptions { pooled_spreads: Some(pooled_spreads(&first, opts)), starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
+        &pooled
+    } else {
+        opts
+    };
     let first = fit_once(rod, experiments, opts, &mut progress)?;
     if experiments.iter().all(|e| e.tension_sigma_n.iter().all(|s| *s == 0.0)) {
         return Ok(first);
@@ -352,6 +391,29 @@ pub fn with_input_noise(rod: &Rod, experiments: &[Experiment], values: &Values) 
         .collect()
 }
 
+/// The spread of each pooled group from the cables the data saw (not only
+/// at their priors): `tau^2 = (sum (p_c - pbar)^2 + s^2) / n`, the sample
+/// variance shrunk toward the prior's sd `s` as by one prior observation
+/// (two cables alone say little about how far apart cables sit); `s` when
+/// the data see none.
+fn pooled_spreads(first: &Fit, opts: &FitOptions) -> [f64; 2] {
+    let l = &first.layout;
+    let group = |start: Option<usize>, n: usize, values: &[f64], prior: Option<(f64, f64)>| -> f64 {
+        let Some((_, s)) = prior else { return f64::NAN };
+        let Some(start) = start else { return s };
+        let seen: Vec<f64> = (0..n).filter(|c| !first.prior_only.contains(&first.parameter_names[start + c])).map(|c| values[c]).collect();
+        if seen.is_empty() {
+            return s;
+        }
+        let mean = seen.iter().sum::<f64>() / seen.len() as f64;
+        ((seen.iter().map(|v| (v - mean).powi(2)).sum::<f64>() + s * s) / seen.len() as f64).sqrt()
+    };
+    [
+        group(l.cable_offset_each_index(), l.cable_offset_each, &first.values.cable_offsets_m, opts.cable_offset_each_prior),
+        group(l.cable_angle_each_index(), l.cable_angle_each, &first.values.cable_angles_rad, opts.cable_angle_each_prior),
+    ]
+}
+
 fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
     let started = Instant::now();
     // Gravity alone scales with rho like the stiffness with E: only the
@@ -377,11 +439,25 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         let prior = match geometry {
             Geometry::CableOffset => opts.cable_offset_prior,
             Geometry::RadiusScale => opts.radius_scale_prior,
+            // Pooled: one group prior below.
+            Geometry::CableOffsetOf(_) | Geometry::CableAngleOf(_) if opts.pool_cables => None,
             Geometry::CableOffsetOf(_) => opts.cable_offset_each_prior,
             Geometry::CableAngleOf(_) => opts.cable_angle_each_prior,
         };
         if let Some((mean, sd)) = prior {
             problem = problem.with_prior(index, mean, sd);
+        }
+    }
+    let groups = [
+        (layout.cable_offset_each_index(), layout.cable_offset_each, opts.cable_offset_each_prior, opts.pooled_spreads.map(|s| s[0])),
+        (layout.cable_angle_each_index(), layout.cable_angle_each, opts.cable_angle_each_prior, opts.pooled_spreads.map(|s| s[1])),
+    ];
+    if opts.pool_cables {
+        for (start, n, prior, spread) in groups {
+            if let (Some(start), Some((mean, sd))) = (start, prior) {
+                let indices: Vec<usize> = (start..start + n).collect();
+                problem = problem.with_pooled_prior(&indices, mean, sd, spread.filter(|s| s.is_finite()).unwrap_or(sd));
+            }
         }
     }
     let each_mean_m = opts.cable_offset_each_prior.map_or(0.0, |p| p.0);
@@ -495,7 +571,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         .filter(|&i| {
             let data: f64 = (0..data_rows).map(|r| j[(r, i)].powi(2)).sum();
             // A tie (G to E) is not a prior on either parameter's value.
-            let prior: f64 = (data_rows..m).filter(|&r| !problem.is_difference_prior(r - data_rows)).map(|r| j[(r, i)].powi(2)).sum();
+            let prior: f64 = (data_rows..m).filter(|&r| !problem.is_tie(r - data_rows)).map(|r| j[(r, i)].powi(2)).sum();
             prior > 0.0 && data < 0.01 * prior
         })
         .map(|i| names[i].clone())
@@ -560,6 +636,30 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             warnings.push(format!("experiment {}: {w}", e.id));
         }
     }
+    let mut pooling = vec![];
+    if opts.pool_cables {
+        for ((start, n, prior, spread), (what, values, unit, scale)) in
+            groups.iter().zip([("offset", &v.cable_offsets_m, "mm", 1e3), ("angle", &v.cable_angles_rad, "deg", 180.0 / std::f64::consts::PI)])
+        {
+            let (Some(start), Some((_, sd))) = (start, prior) else { continue };
+            let (seen, unseen): (Vec<usize>, Vec<usize>) = (0..*n).partition(|c| !prior_only.contains(&names[start + c]));
+            let mean = values.iter().sum::<f64>() / *n as f64;
+            let spread = spread.filter(|s| s.is_finite()).unwrap_or(*sd);
+            let list = |cs: &[usize]| cs.iter().map(|c| (c + 1).to_string()).collect::<Vec<_>>().join(", ");
+            warnings.push(if unseen.is_empty() {
+                format!("cable {what}s pooled: spread {:.3} {unit} about their mean {:.3} {unit}", spread * scale, mean * scale)
+            } else {
+                format!(
+                    "cable {what}s pooled: the data see cables {} (spread {:.3} {unit} about {:.3} {unit}); cables {} are never pulled and borrow from them",
+                    list(&seen),
+                    spread * scale,
+                    mean * scale,
+                    list(&unseen)
+                )
+            });
+            pooling.push(Pooling { what, mean, spread, seen, unseen });
+        }
+    }
     let sigmas: Vec<f64> = experiments.iter().flat_map(|e| e.measurements.iter().map(|m| m.sigma_m)).collect();
     let measurement_sigma_m = rms(&sigmas);
     let errors_mm: Vec<Vec<f64>> =
@@ -592,6 +692,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         dof,
         measurement_sigma_m,
         prior_only,
+        pooling,
     })
 }
 

@@ -371,16 +371,29 @@ pub struct Problem {
     priors: Vec<Prior>,
 }
 
-/// A Gaussian prior on one parameter, or on the difference of two (in the
-/// parameter vector's units: logarithms for E, G, rho; `ln G - ln E` ties G
-/// to E).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A Gaussian prior row `(sum a_i p_i - mean) / sd` on a linear
+/// combination of parameters (in the parameter vector's units: logarithms
+/// for E, G, rho): one parameter's value, a tie (`ln G - ln E`), or a row
+/// of a pooled group.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Prior {
-    pub index: usize,
-    /// The parameter subtracted from `index`'s, if any.
-    pub minus: Option<usize>,
+    /// (parameter index, coefficient).
+    pub terms: Vec<(usize, f64)>,
     pub mean: f64,
     pub sd: f64,
+    pub kind: PriorKind,
+}
+
+/// What a prior row says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriorKind {
+    /// Where one parameter is believed to be.
+    Value,
+    /// Two parameters tied to each other (not a belief about either's value).
+    Tie,
+    /// Parameters of like parts drawn around their common mean (partial
+    /// pooling): what a part the data never saw borrows from the others.
+    Pooled,
 }
 
 /// Places every cable of `model` for the section's `scale` and the
@@ -475,7 +488,25 @@ impl Problem {
 
     /// Adds a Gaussian prior row on parameter `index` (see [`Prior`]).
     pub fn with_prior(mut self, index: usize, mean: f64, sd: f64) -> Problem {
-        self.priors.push(Prior { index, minus: None, mean, sd });
+        self.priors.push(Prior { terms: vec![(index, 1.0)], mean, sd, kind: PriorKind::Value });
+        self
+    }
+
+    /// Partial pooling of the parameters `indices` (one per like part: each
+    /// cable's offset): drawn as `p_c = mu + d_c`, `d_c ~ N(0, spread^2)`,
+    /// around a common `mu ~ N(mean, sd_mean^2)`, with `mu` integrated out:
+    /// rows `(p_c - pbar) / spread` and
+    /// `(pbar - mean) / sqrt(spread^2 / K + sd_mean^2)`, `pbar` the group's
+    /// mean (their squares sum to the joint prior's exponent). With a large spread each part is on its own
+    /// under the prior on their mean; with a small one they move together.
+    pub fn with_pooled_prior(mut self, indices: &[usize], mean: f64, sd_mean: f64, spread: f64) -> Problem {
+        let k = indices.len() as f64;
+        for &i in indices {
+            let terms = indices.iter().map(|&j| (j, if j == i { 1.0 - 1.0 / k } else { -1.0 / k })).collect();
+            self.priors.push(Prior { terms, mean: 0.0, sd: spread, kind: PriorKind::Pooled });
+        }
+        let terms = indices.iter().map(|&j| (j, 1.0 / k)).collect();
+        self.priors.push(Prior { terms, mean, sd: (spread * spread / k + sd_mean * sd_mean).sqrt(), kind: PriorKind::Pooled });
         self
     }
 
@@ -484,15 +515,15 @@ impl Problem {
         self.priors.len()
     }
 
-    /// Whether prior row `k` ties two parameters (a difference prior, as
-    /// G's to E) rather than holding one at a value.
-    pub fn is_difference_prior(&self, k: usize) -> bool {
-        self.priors[k].minus.is_some()
+    /// Whether prior row `k` ties two parameters (as G's to E) rather than
+    /// saying where a parameter is.
+    pub fn is_tie(&self, k: usize) -> bool {
+        self.priors[k].kind == PriorKind::Tie
     }
 
     /// Adds a Gaussian prior row on `p[index] - p[minus]`.
     pub fn with_difference_prior(mut self, index: usize, minus: usize, mean: f64, sd: f64) -> Problem {
-        self.priors.push(Prior { index, minus: Some(minus), mean, sd });
+        self.priors.push(Prior { terms: vec![(index, 1.0), (minus, -1.0)], mean, sd, kind: PriorKind::Tie });
         self
     }
 
@@ -724,12 +755,11 @@ impl Problem {
             qs.push(q);
         }
         for (k, prior) in self.priors.iter().enumerate() {
-            let other = prior.minus.map_or(0.0, |m| p[m]);
-            residual[row + k] = (p[prior.index] - other - prior.mean) / prior.sd;
+            let combination: f64 = prior.terms.iter().map(|(i, a)| a * p[*i]).sum();
+            residual[row + k] = (combination - prior.mean) / prior.sd;
             if let Some(jac) = jac.as_mut() {
-                jac[(row + k, prior.index)] = 1.0 / prior.sd;
-                if let Some(m) = prior.minus {
-                    jac[(row + k, m)] = -1.0 / prior.sd;
+                for (i, a) in &prior.terms {
+                    jac[(row + k, *i)] = a / prior.sd;
                 }
             }
         }

@@ -798,3 +798,98 @@ fn a_tip_force_off_the_centre_line_round_trips_and_keeps_exact_sensitivities() {
         assert!(err <= 1e-5 * scale + 1e-4, "column {c}: {err} of {scale}");
     }
 }
+
+/// Partial pooling of the per-cable geometry (`pool_cables`): an arm whose
+/// four cables sit 1 to 3 mm off the surface, fitted on pulls of cables 1
+/// and 4 only. Pooled, cables 2 and 3 borrow the others' offsets and
+/// angles: pulls of them are predicted inside their bands, and the bands
+/// are narrower than with independent per-cable priors; the fit names the
+/// cables it never saw.
+#[test]
+fn unseen_cables_borrow_from_the_seen_ones_when_pooled() {
+    let rod = arm();
+    let truth_offsets_m = [0.0015, 0.003, 0.002, 0.001];
+    let truth_rod = rod.with_cable_offsets(&truth_offsets_m);
+    let tensions: [[f64; 4]; 7] = [
+        [0.0, 0.0, 0.0, 0.0],
+        [0.98, 0.0, 0.0, 0.0],
+        [1.96, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.98],
+        [0.0, 0.0, 0.0, 1.96],
+        [0.98, 0.0, 0.0, 0.98],
+        [1.47, 0.0, 0.0, 0.49],
+    ];
+    let mut rng = StdRng::seed_from_u64(3);
+    let sigma_m = 2e-4;
+    let make = |id: String, t: &[f64; 4], rng: &mut StdRng| {
+        let mut e = Experiment::new(
+            id,
+            t.to_vec(),
+            Vec3::zeros(),
+            [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m }).collect(),
+        );
+        let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
+        for (m, p) in e.measurements.iter_mut().zip(p) {
+            m.pos_m = p + Vec3::new(gauss(rng), gauss(rng), gauss(rng)) * sigma_m;
+        }
+        e
+    };
+    let mut exps: Vec<Experiment> = tensions.iter().enumerate().map(|(i, t)| make(format!("{}", i + 1), t, &mut rng)).collect();
+    exps.push(weighed(&TRUTH).swap_remove(0));
+    let independent =
+        FitOptions { cable_offset_each_prior: Some((0.0, 0.005)), cable_angle_each_prior: Some((0.0, 5f64.to_radians())), ..FitOptions::default() };
+    let pooled = FitOptions { pool_cables: true, ..independent.clone() };
+    let fi = fit(&rod, &exps, &independent, |_| {}).unwrap();
+    let fp = fit(&rod, &exps, &pooled, |_| {}).unwrap();
+    println!("independent: offsets {:?} mm", fi.values.cable_offsets_m.iter().map(|o| (o * 1e4).round() / 10.0).collect::<Vec<_>>());
+    println!("pooled:      offsets {:?} mm", fp.values.cable_offsets_m.iter().map(|o| (o * 1e4).round() / 10.0).collect::<Vec<_>>());
+    for w in fp.warnings.iter().filter(|w| w.contains("pooled")) {
+        println!("  {w}");
+    }
+    assert!(fp.warnings.iter().any(|w| w.contains("cable offsets pooled") && w.contains("cables 2, 3 are never pulled")), "{:?}", fp.warnings);
+    assert!(fp.warnings.iter().any(|w| w.contains("cable angles pooled") && w.contains("cables 2, 3 are never pulled")), "{:?}", fp.warnings);
+    assert_eq!(fp.pooling[0].unseen, vec![1, 2]);
+    // Pulls of the unseen cables, predicted by each fit.
+    let mut rng = StdRng::seed_from_u64(99);
+    for (cable, t) in [(2, [0.0, 0.98, 0.0, 0.0]), (3, [0.0, 0.0, 0.98, 0.0]), (23, [0.0, 0.98, 0.98, 0.0])] {
+        let e = make(format!("pull {cable}"), &t, &mut rng);
+        let tip = e.measurements.len() - 1;
+        let (pi, pp) =
+            (predict_with_band(&rod, &e, &fi.values, &fi.uncertainty()).unwrap(), predict_with_band(&rod, &e, &fp.values, &fp.uncertainty()).unwrap());
+        let (di, dp) = (e.measurements[tip].pos_m - pi.points_m[tip], e.measurements[tip].pos_m - pp.points_m[tip]);
+        let (hi, hp) = (pi.half_width_m[tip], pp.half_width_m[tip]);
+        println!(
+            "pull of cable {cable}: independent error {:.2?} mm within {:.2?}; pooled error {:.2?} mm within {:.2?}",
+            (di * 1e3).as_slice(),
+            (hi * 1e3).as_slice(),
+            (dp * 1e3).as_slice(),
+            (hp * 1e3).as_slice()
+        );
+        for a in 0..3 {
+            assert!(dp[a].abs() <= hp[a], "pooled: cable {cable} axis {a}: {} outside {}", dp[a], hp[a]);
+        }
+        assert!(hp.norm() < hi.norm(), "pooled band {} not narrower than independent {}", hp.norm(), hi.norm());
+        assert!(!pp.prior_only_m[tip].is_empty(), "the prediction names what it borrows");
+    }
+}
+
+/// The pooled prior's rows are the joint Gaussian of `p_c = mu + d_c`
+/// with `mu ~ N(m, s^2)`, `d_c ~ N(0, tau^2)`: their squares sum to
+/// `(p - m 1)^T (s^2 1 1^T + tau^2 I)^-1 (p - m 1)` for any `p`.
+#[test]
+fn the_pooled_prior_is_the_joint_gaussian_of_the_hierarchy() {
+    let rod = arm();
+    let layout = Layout { cable_offset: false, radius_scale: false, cable_angle_each: 0, translation: false, pitch: false, ..Layout::all(4) };
+    let (m, s, tau) = (0.001, 0.005, 0.002);
+    let start = layout.cable_offset_each_index().unwrap();
+    let problem = Problem::new(&rod, &[], layout, &TRUTH).with_pooled_prior(&[start, start + 1, start + 2, start + 3], m, s, tau);
+    let sigma = nalgebra::DMatrix::from_fn(4, 4, |a, b| s * s + if a == b { tau * tau } else { 0.0 });
+    let inverse = sigma.try_inverse().unwrap();
+    for offsets in [[0.0, 0.001, 0.002, 0.003], [-0.004, 0.006, 0.0, 0.001]] {
+        let p = problem.params(&Values { cable_offsets_m: offsets.to_vec(), ..TRUTH });
+        let r = problem.evaluate(&p, false).unwrap().residual;
+        let d = nalgebra::DVector::from_iterator(4, offsets.iter().map(|o| o - m));
+        let want = (d.transpose() * &inverse * &d)[0];
+        assert!((r.norm_squared() / want - 1.0).abs() < 1e-12, "{} vs {want}", r.norm_squared());
+    }
+}

@@ -59,6 +59,9 @@ pub struct IdentifyRequest {
     pub cable_offset: Prior,
     /// One offset per cable instead of one for all.
     pub per_cable: bool,
+    /// Pool the per-cable offsets and angles (partial pooling): a cable the
+    /// data never saw borrows from the others.
+    pub pool_cables: bool,
     /// The scale of the section's radii.
     pub radius_scale: Prior,
     /// Each cable's turn about the rod's axis \[deg\].
@@ -86,6 +89,7 @@ impl IdentifyRequest {
             loo: true,
             cable_offset: Prior::Off,
             per_cable: false,
+            pool_cables: false,
             radius_scale: Prior::Off,
             cable_angle_deg: Prior::Off,
             hold_material: None,
@@ -292,6 +296,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         cable_angle_each_prior,
         hold_material: req.hold_material,
         tie_g_poisson,
+        pool_cables: req.pool_cables,
         ..FitOptions::default()
     };
     let priors = GeometryPriors {
