@@ -711,8 +711,12 @@ pub struct Uncertainty {
     /// Covariance of the fitted parameters (the layout's order); infinite
     /// variance along directions the data did not see.
     pub covariance: DMatrix<f64>,
-    /// Variance of a new measurement, per coordinate \[m^2\].
+    /// Variance of a new measurement's noise, per coordinate \[m^2\].
     pub noise_var_m2: f64,
+    /// What the model misses per coordinate at the tip \[m\], growing
+    /// linearly from the clamp (where the base is known) to the tip: at arc
+    /// length `x` it is `model_error_tip_m x / L`.
+    pub model_error_tip_m: f64,
     /// Degrees of freedom of the residual (for the t quantile).
     pub dof: usize,
     /// Names of the parameters the data never saw (prior only).
@@ -746,9 +750,10 @@ impl Fit {
 /// are smaller than the declared sigma (residual scale < 1: a flexible
 /// model fitting the noise) would claim that a new measurement is less
 /// noisy than the instrument: its noise is never below the declared sigma.
-/// `model_error_m` (per coordinate) is what cross-validation found the
-/// model misses beyond the parameters' uncertainty and the noise
-/// ([`cv_model_error_m`]); `prior_only` the parameters the data never saw.
+/// `model_error_m` (per coordinate, at the tip; less towards the clamp) is
+/// what cross-validation found the model misses beyond the parameters'
+/// uncertainty and the noise ([`cv_model_error_m`]); `prior_only` the
+/// parameters the data never saw.
 pub fn prediction_uncertainty(
     layout: Layout,
     covariance: &DMatrix<f64>,
@@ -763,35 +768,40 @@ pub fn prediction_uncertainty(
     Uncertainty {
         layout,
         covariance: covariance.clone(),
-        noise_var_m2: (scale * measurement_sigma_m).powi(2) + model * model,
+        noise_var_m2: (scale * measurement_sigma_m).powi(2),
+        model_error_tip_m: model,
         dof,
         prior_only: prior_only.to_vec(),
     }
 }
 
-/// The model error per coordinate \[m\] that cross-validation shows: the
-/// part of the held-out prediction errors `errors_mm` (per experiment, per
-/// point) that the prediction bands of `u` (parameters and noise) do not
-/// explain, `sqrt(max(0, sum(|e|^2 - tr C)) / (3 n))`. The bands come from
-/// the fit on all experiments, slightly narrower than each fold's, so the
-/// estimate leans high (the safe side). Zero when the bands explain the
-/// errors or no error could be predicted.
+/// The model error per coordinate at the tip \[m\] that cross-validation
+/// shows: the part of the held-out prediction errors `errors_mm` (per
+/// experiment, per point) that the prediction bands of `u` (parameters and
+/// noise) do not explain, taken to grow linearly from the clamp to the tip
+/// as a cantilever's errors accumulate along it:
+/// `m^2 = max(0, sum(|e|^2 - tr C)) / sum(3 (x / L)^2)` over the points at
+/// arc lengths `x`. The bands come from the fit on all experiments,
+/// slightly narrower than each fold's, so the estimate leans high (the safe
+/// side). Zero when the bands explain the errors or no error could be
+/// predicted.
 pub fn cv_model_error_m(rod: &Rod, experiments: &[Experiment], values: &Values, u: &Uncertainty, errors_mm: &[Vec<f64>]) -> f64 {
+    let u = Uncertainty { model_error_tip_m: 0.0, ..u.clone() };
     let mut excess_m2 = 0.0;
-    let mut coordinates = 0usize;
+    let mut weight = 0.0;
     for (e, errs) in experiments.iter().zip(errors_mm) {
-        let Ok(pred) = predict_with_band(rod, e, values, u) else { continue };
-        for (c, err) in pred.covariance_m2.iter().zip(errs) {
+        let Ok(pred) = predict_with_band(rod, e, values, &u) else { continue };
+        for ((c, err), m) in pred.covariance_m2.iter().zip(errs).zip(&e.measurements) {
             if err.is_finite() && c.trace().is_finite() {
                 excess_m2 += (err * 1e-3).powi(2) - c.trace();
-                coordinates += 3;
+                weight += 3.0 * (m.arc_m / rod.length_m).powi(2);
             }
         }
     }
-    if coordinates == 0 {
+    if weight <= 0.0 {
         0.0
     } else {
-        (excess_m2.max(0.0) / coordinates as f64).sqrt()
+        (excess_m2.max(0.0) / weight).sqrt()
     }
 }
 
@@ -878,9 +888,10 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     let mut covariance_m2 = vec![];
     let mut half_width_m = vec![];
     let mut prior_only_m = vec![];
-    // The band's covariance with the parameters `skip` left out.
-    let band = |jk: &DMatrix<f64>, skip: Option<usize>| {
-        let mut c = Matrix3::from_diagonal_element(u.noise_var_m2);
+    // The band's covariance at point `k` with the parameters `skip` left out.
+    let band = |k: usize, jk: &DMatrix<f64>, skip: Option<usize>| {
+        let model_m = u.model_error_tip_m * (e.measurements[k].arc_m / rod.length_m).clamp(0.0, 1.0);
+        let mut c = Matrix3::from_diagonal_element(u.noise_var_m2 + model_m * model_m);
         let used = |i: &usize| !unbounded.contains(i) && Some(*i) != skip;
         for a in 0..3 {
             for b in 0..3 {
@@ -895,14 +906,14 @@ pub fn predict_with_band(rod: &Rod, experiment: &Experiment, values: &Values, u:
     };
     for k in 0..e.measurements.len() {
         let jk = j.rows(3 * k, 3).into_owned();
-        let mut c = band(&jk, None);
+        let mut c = band(k, &jk, None);
         let full = Vec3::from_fn(|a, _| t * c[(a, a)].sqrt());
         prior_only_m.push(
             unseen
                 .iter()
                 .filter(|&&i| (0..3).any(|a| jk[(a, i)].abs() > 1e-12))
                 .map(|&i| {
-                    let without = band(&jk, Some(i));
+                    let without = band(k, &jk, Some(i));
                     (names[i].clone(), Vec3::from_fn(|a, _| full[a] - t * without[(a, a)].sqrt()))
                 })
                 .collect(),
