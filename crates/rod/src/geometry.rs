@@ -143,6 +143,24 @@ pub struct GivenSection {
     pub height_m: f64,
 }
 
+impl GivenSection {
+    /// The properties of a solid `width_m` x `height_m` rectangle with shear
+    /// coefficient `k` both ways (what a CAD tool would report for it).
+    pub fn solid_rectangle(width_m: f64, height_m: f64, k: f64) -> GivenSection {
+        let (w, h) = (width_m, height_m);
+        GivenSection {
+            area_m2: w * h,
+            second_moment_y_m4: w * h.powi(3) / 12.0,
+            second_moment_z_m4: h * w.powi(3) / 12.0,
+            torsion_constant_m4: rectangle_torsion_constant_m4(w, h),
+            shear_coefficient_y: k,
+            shear_coefficient_z: k,
+            width_m: w,
+            height_m: h,
+        }
+    }
+}
+
 /// The shape of the rod's sections.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
@@ -156,6 +174,19 @@ pub enum Shape {
     Rectangle { width: Profile, height: Profile, wall_m: Option<f64>, shear_coefficient: [f64; 2] },
     /// Properties given directly (constant along the rod).
     Given(GivenSection),
+}
+
+impl Shape {
+    /// A solid rectangle of constant `width_m` x `height_m` with Cowper's
+    /// shear coefficient for Poisson's ratio `poisson`.
+    pub fn solid_rectangle(width_m: f64, height_m: f64, poisson: f64) -> Shape {
+        Shape::Rectangle {
+            width: Profile::constant(width_m),
+            height: Profile::constant(height_m),
+            wall_m: None,
+            shear_coefficient: [rectangle_shear_coefficient(poisson); 2],
+        }
+    }
 }
 
 /// The rod's cross-section model: a shape of one body material (and the
@@ -462,23 +493,8 @@ mod tests {
         let m = Material::from_poisson(2.56e5, 0.45, 1.41e3);
         let (w, h) = (0.03, 0.01);
         let k = rectangle_shear_coefficient(0.45);
-        let rect = CrossSection {
-            shape: Shape::Rectangle { width: Profile::constant(w), height: Profile::constant(h), wall_m: None, shear_coefficient: [k, k] },
-            body: m,
-        };
-        let given = CrossSection {
-            shape: Shape::Given(GivenSection {
-                area_m2: w * h,
-                second_moment_y_m4: w * h.powi(3) / 12.0,
-                second_moment_z_m4: h * w.powi(3) / 12.0,
-                torsion_constant_m4: rectangle_torsion_constant_m4(w, h),
-                shear_coefficient_y: k,
-                shear_coefficient_z: k,
-                width_m: w,
-                height_m: h,
-            }),
-            body: m,
-        };
+        let rect = CrossSection { shape: Shape::solid_rectangle(w, h, 0.45), body: m };
+        let given = CrossSection { shape: Shape::Given(GivenSection::solid_rectangle(w, h, k)), body: m };
         for s in [1.0, 2.0] {
             let (a, b) = (rect.scaled(s).properties(0.1, 0.2), given.scaled(s).properties(0.1, 0.2));
             assert!((a.stiffness_diag - b.stiffness_diag).amax() < 1e-12 * a.stiffness_diag.amax());

@@ -7,7 +7,7 @@
 use lie::Vec3;
 use rod::geometry::{rectangle_shear_coefficient, rectangle_torsion_constant_m4};
 use rod::statics::{model_for, solve};
-use rod::{CrossSection, GivenSection, Loads, Material, NewtonOptions, Profile, Rod, Shape};
+use rod::{CrossSection, GivenSection, Loads, Material, NewtonOptions, Rod, Shape};
 
 const NU: f64 = 0.45;
 
@@ -15,12 +15,8 @@ const NU: f64 = 0.45;
 /// weightless, Cosserat modes.
 fn rectangular_rod(w: f64, h: f64) -> Rod {
     let m = Material::from_poisson(1e6, NU, 1000.0);
-    let k = rectangle_shear_coefficient(NU);
     let mut rod = Rod::uniform_cylinder(0.06, 0.01, m, 4);
-    rod.cross_section = CrossSection {
-        shape: Shape::Rectangle { width: Profile::constant(w), height: Profile::constant(h), wall_m: None, shear_coefficient: [k, k] },
-        body: m,
-    };
+    rod.cross_section = CrossSection { shape: Shape::solid_rectangle(w, h, NU), body: m };
     rod.subsegments_per_section = 16;
     rod.gravity_m_s2 = Vec3::zeros();
     rod
@@ -87,18 +83,8 @@ fn rectangle_twist_matches_saint_venant() {
 fn general_section_equals_the_rectangle_it_describes() {
     let (w, h) = (0.03, 0.01);
     let rect = rectangular_rod(w, h);
-    let k = rectangle_shear_coefficient(NU);
     let mut given = rect.clone();
-    given.cross_section.shape = Shape::Given(GivenSection {
-        area_m2: w * h,
-        second_moment_y_m4: w * h.powi(3) / 12.0,
-        second_moment_z_m4: h * w.powi(3) / 12.0,
-        torsion_constant_m4: rectangle_torsion_constant_m4(w, h),
-        shear_coefficient_y: k,
-        shear_coefficient_z: k,
-        width_m: w,
-        height_m: h,
-    });
+    given.cross_section.shape = Shape::Given(GivenSection::solid_rectangle(w, h, rectangle_shear_coefficient(NU)));
     for (f, t) in [(Vec3::new(0.0, 0.0, -1e-3), Vec3::zeros()), (Vec3::new(0.0, 2e-3, 0.0), Vec3::new(1e-5, 0.0, 0.0))] {
         let (a, b) = (tip_under(&rect, f, t), tip_under(&given, f, t));
         assert!((a.pos - b.pos).norm() < 1e-12 && (a.rot - b.rot).norm() < 1e-10);

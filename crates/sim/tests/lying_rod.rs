@@ -235,15 +235,7 @@ fn a_smoothed_law_on_a_lying_rod_fails_saying_to_use_the_exact_law() {
 fn a_rectangular_beam_lies_on_its_face() {
     let m = Material::from_poisson(2.56e5, 0.45, 1410.0);
     let mut rod = Rod::uniform_cylinder(0.25, 0.008, m, 8);
-    rod.cross_section = rod::CrossSection {
-        shape: rod::Shape::Rectangle {
-            width: rod::Profile::constant(0.03),
-            height: rod::Profile::constant(0.01),
-            wall_m: None,
-            shear_coefficient: [rod::geometry::rectangle_shear_coefficient(0.45); 2],
-        },
-        body: m,
-    };
+    rod.cross_section = rod::CrossSection { shape: rod::Shape::solid_rectangle(0.03, 0.01, 0.45), body: m };
     let free = "initial = \"static\"\n[time]\nstep_s = 0.01\nduration_s = 0.01\nmode = \"quasi-static\"\n[table]\nnormal = [0.0, 0.0, 1.0]\nmu = 0.5\n[base]\nkind = \"free\"\nposition_m = [0.0, 0.0, 0.005]\n";
     let scene = Scene::from_toml_str(free, "free.toml").unwrap();
     let sim = simulator(&rod, &scene);
