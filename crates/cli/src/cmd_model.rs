@@ -217,7 +217,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml\n  rodlab observe markers.parquet --rod rod.toml --mode weighted --sigma-m 3e-4 --out strain.parquet\n\nThe rod file lists the markers ([[marker]] arc_m, offset_y_m, offset_z_m), base first. In a session, the rod's base follows the robot (base = robot_base * TCP * the rod file's [base] mount) and gravity is the rig's."
+    after_help = "Examples:\n  rodlab observe sessions/run1 --rod configs/rod/contact-paper-steel-core.toml\n  rodlab observe markers.parquet --rod rod.toml --mode weighted --sigma-m 3e-4 --out strain.parquet\n\nThe rod file lists the markers ([[marker]] arc_m, offset_y_m, offset_z_m), base first. In a session, the rod's base follows the robot (base = robot_base * TCP * the rod file's [base] mount), or the clamp of a motion-capture session (rodlab import c3d), and gravity is the rig's."
 )]
 pub struct ObserveArgs {
     /// Session directory (with markers.parquet) or a marker table.

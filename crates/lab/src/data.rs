@@ -10,18 +10,40 @@ use lie::{Pose, Vec3};
 use session::{flags, MarkerRow, SessionDir, Table};
 use std::collections::BTreeMap;
 
-/// The clamp's poses in the world of a motion-capture session, by time.
-pub fn mocap_base(dir: &SessionDir) -> Result<Vec<(f64, Pose)>> {
+/// What carries the rod's base through a session, by host time: a robot's
+/// flange poses (UR form, in the robot's base frame, placed in the world by
+/// the rig's `world_from_robot`, returned with them), or the clamp's poses
+/// of a motion-capture session (already in the world: returned with the
+/// identity). `None` when the session has neither.
+pub fn base_log(dir: &SessionDir, world_from_robot: Pose) -> Result<Option<(Vec<session::TcpSample>, Pose)>> {
+    if let Some(tcp) = session::read_tcp_poses(dir.path()).input(dir.path().display())? {
+        if tcp.is_empty() {
+            return Err(Error::input(format!("{}: the robot stream has no rows", dir.stream("robot").display())));
+        }
+        return Ok(Some((tcp, world_from_robot)));
+    }
+    if !dir.has_stream(crate::c3d::BASE_STREAM) {
+        return Ok(None);
+    }
     let path = dir.stream(crate::c3d::BASE_STREAM);
     let t = Table::read_chunks(&path)?;
     let th = t.i64("t_host_ns")?;
     let cols: Vec<Vec<f64>> = crate::c3d::BASE_COLUMNS.iter().map(|c| t.f64(c)).collect::<Result<_, _>>().input(path.display())?;
-    let mut out: Vec<(f64, Pose)> = (0..th.len()).map(|k| (th[k] as f64 * 1e-9, lie::trajectory::pose_from_ur(&std::array::from_fn(|i| cols[i][k])))).collect();
+    let mut out: Vec<session::TcpSample> = (0..th.len()).map(|k| session::TcpSample { t_host_ns: th[k], pose: std::array::from_fn(|i| cols[i][k]) }).collect();
     if out.is_empty() {
         return Err(Error::input(format!("{}: no rows", path.display())));
     }
-    out.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Ok(out)
+    out.sort_by_key(|s| s.t_host_ns);
+    Ok(Some((out, Pose::identity())))
+}
+
+/// "no robot stream and no motion-capture base" for `dir`.
+pub fn no_base(dir: &SessionDir) -> String {
+    format!(
+        "{}: the session has no robot stream (streams/robot) and no motion-capture base (streams/{}): no base pose",
+        dir.path().display(),
+        crate::c3d::BASE_STREAM
+    )
 }
 
 /// Tracked frames: `(frame, t_host_ns, marker positions)`, time-sorted;
@@ -78,25 +100,12 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
         )));
     }
     let tracked = frames_of(&rows, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
-    let world_from_robot = frames_w.world_from_robot();
     // The base: a robot's flange, or (a motion-capture session) the pose
     // of the clamp in the world.
-    let flange: Vec<(f64, Pose)> = match session::read_tcp_poses(root).input(root.display())? {
-        Some(tcp) => {
-            if tcp.is_empty() {
-                return Err(Error::input(format!("{}: the robot stream has no rows", dir.stream("robot").display())));
-            }
-            tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_robot.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect()
-        }
-        None if dir.has_stream(crate::c3d::BASE_STREAM) => mocap_base(dir)?,
-        None => {
-            return Err(Error::input(format!(
-                "{}: the session has no robot stream (streams/robot) and no motion-capture base (streams/{}): no base pose",
-                root.display(),
-                crate::c3d::BASE_STREAM
-            )))
-        }
-    };
+    let world_from_robot = frames_w.world_from_robot();
+    let (tcp, world_from_base_log) = base_log(dir, world_from_robot)?.ok_or_else(|| Error::input(no_base(dir)))?;
+    let flange: Vec<(f64, Pose)> =
+        tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_base_log.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect();
     let mut streams = BTreeMap::new();
     for req in requests {
         if streams.contains_key(&req.stream) {

@@ -144,7 +144,8 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let mut obs = Observer::new(&rod, mode)?;
     let rows = session::read_markers(markers_path).input(markers_path.display())?;
     let n_markers = rod.markers.len();
-    let tcp = session::read_tcp_poses(session_dir.path())?;
+    let base = crate::data::base_log(&session_dir, frames_w.world_from_robot())?;
+    let tcp = base.as_ref().map(|b| &b.0);
     // One clock: host time. A table without it cannot meet a robot log.
     let host_times = rows.iter().all(|r| r.t_host_ns.is_some());
     if tcp.is_some() && !host_times {
@@ -157,12 +158,12 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let frames = frames_of(&rows, n_markers, markers_path, |r| r.t_host_ns.unwrap_or((r.t_s * 1e9).round() as i64))?;
     // With a robot log, the base follows the flange: base = T_WB * TCP *
     // mount (the rod file's [base] is the mount on the flange).
-    let log = match tcp.as_deref() {
+    let log = match tcp {
         Some(samples) => Some(session::RobotLog::new(samples).input(session_dir.path().display())?),
         None => None,
     };
     let mount = rod.base;
-    let world_from_robot = frames_w.world_from_robot();
+    let world_from_robot = base.as_ref().map_or(frames_w.world_from_robot(), |b| b.1);
     let base_at = |t: i64| -> Option<lie::Pose> {
         match &log {
             Some(l) => l.flange_at(t).ok().map(|f| world_from_robot.compose(&f).compose(&mount)),

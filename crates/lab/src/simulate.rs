@@ -106,22 +106,11 @@ fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Opti
     };
     match &job.base {
         BaseSource::Session(dir) => {
-            let (tcp, world_from_robot) = match session::read_tcp_poses(dir.path())?.filter(|t| !t.is_empty()) {
-                Some(tcp) => (tcp.iter().map(|s| (s.t_host_ns, s.pose)).collect::<Vec<_>>(), scene.world_from_robot),
-                None if dir.has_stream(crate::c3d::BASE_STREAM) => {
-                    let clamp = crate::data::mocap_base(dir)?;
-                    (clamp.iter().map(|(t, g)| ((t * 1e9).round() as i64, lie::trajectory::pose_to_ur(g))).collect(), lie::Pose::identity())
-                }
-                None => {
-                    return Err(Error::input(format!(
-                        "{}: the session has no robot stream (streams/robot) and no motion-capture base (streams/{}): nothing drives the base",
-                        dir.path().display(),
-                        crate::c3d::BASE_STREAM
-                    )))
-                }
-            };
-            let t0 = tcp[0].0;
-            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.0 - t0) as f64 * 1e-9, s.1)).collect();
+            // The scene's frames are the rig's here (applied before): a
+            // robot's flange is placed by them, a mocap clamp is in the world.
+            let (tcp, world_from_robot) = crate::data::base_log(dir, scene.world_from_robot)?.ok_or_else(|| Error::input(crate::data::no_base(dir)))?;
+            let t0 = tcp[0].t_host_ns;
+            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
             // The robot log's span, unless asked otherwise.
             scene.duration_s = job.duration_s.unwrap_or(samples.last().map_or(0.0, |s| s.0));
             Ok((from_samples(scene, &samples, &world_from_robot, dir.path())?, Some(t0)))

@@ -436,26 +436,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             checks.push(Check::at_least("stick/slide phase agreement", c.phase_agreement_pct, o.phase_pct, "% of frames"));
         }
     }
-    // Markers that agree within their noise while the strain does not:
-    // the observer's strain is what is off (too few markers, too much
-    // noise for this rod's curvature), not the model.
-    let noise_m = crate::observe::marker_noise_m(s.markers.iter().map(|m| m.1.as_slice()));
-    let markers_agree = noise_m.is_some_and(|n| marker_rms <= 3.0 * n);
     for c in checks.iter().filter(|c| !c.pass) {
-        if markers_agree && c.name.starts_with("strain") {
-            warnings.push(format!(
-                "{} is {:.3} {}, beyond the limit of {} {}; yet the simulated markers follow the tracked ones to {:.3} mm RMS, within three times their noise ({:.3} mm): the strain the observer reconstructs from {} markers is too noisy to judge the model by here; judge it by the markers, or track more markers along the rod",
-                c.name,
-                c.value,
-                c.unit,
-                c.limit,
-                c.unit,
-                marker_rms * 1e3,
-                noise_m.unwrap_or(0.0) * 1e3,
-                rod.markers.len()
-            ));
-            continue;
-        }
         warnings.push(format!(
             "{} is {:.3} {}, beyond the limit of {} {}: the model with these parameters does not describe this session{}",
             c.name,
