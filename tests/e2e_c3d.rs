@@ -289,6 +289,18 @@ fn bad_c3d_files_and_maps_exit_2_with_one_line() {
     };
     ok(&import(&good, &map, "ok"));
 
+    // A "still" clamp that moved 5 mm half-way: imported, with a warning.
+    let mut moved = frames[..50].to_vec();
+    for f in &mut moved[25..] {
+        for p in f.iter_mut().skip(4).flatten() {
+            p.x += 0.005;
+        }
+    }
+    let moved_file = d.join("moved.c3d");
+    write_c3d(&python, &moved_file, &moved, &VICON, &LABELS);
+    let out = ok(&import(&moved_file, &map, "moved"));
+    assert!(out.contains("warning: ") && out.contains("did it move?"), "{out}");
+
     // Labels the map names are not in the file (a subject renamed).
     let renamed = d.join("renamed.c3d");
     let other: Vec<String> = LABELS.iter().map(|l| l.replace("Beam:", "Rod:")).collect();

@@ -778,6 +778,9 @@ pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
                 if let Some((d, a)) = s.base_spread {
                     println!("  a still clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
                 }
+                for w in &s.warnings {
+                    println!("  warning: {w}");
+                }
                 if !s.unused_labels.is_empty() {
                     println!("  labels not in the map (not imported): {}", s.unused_labels.join(", "));
                 }

@@ -206,7 +206,14 @@ pub struct Imported {
     /// A still clamp: the farthest any frame's fitted pose lies from the
     /// mean (\[m\], \[rad\]): noise, or the clamp moved after all.
     pub base_spread: Option<(f64, f64)>,
+    /// What the person importing must know (a "still" clamp that moved).
+    pub warnings: Vec<String>,
 }
+
+/// A still clamp whose frames stray further than this from their mean
+/// (\[m\], \[rad\]) moved: ten times a good mocap system's jitter on a
+/// hand-sized cluster.
+const STILL_CLAMP_LIMIT: (f64, f64) = (1e-3, 0.03);
 
 /// Metres per unit of a C3D `POINT:UNITS`.
 fn metres_per_unit(units: &str) -> Option<f64> {
@@ -396,6 +403,16 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         base_rms_m: if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 },
         unused_labels,
         base_spread: matches!(map.base, BaseSource::Cluster { still: true, .. }).then_some(base_spread),
+        warnings: if base_spread.0 > STILL_CLAMP_LIMIT.0 || base_spread.1 > STILL_CLAMP_LIMIT.1 {
+            vec![format!(
+                "{name}: the clamp of a still cluster ({}: base.still) strays {:.2} mm and {:.1} mrad from its mean pose: did it move? without still = true its pose is taken frame by frame",
+                map.path.display(),
+                base_spread.0 * 1e3,
+                base_spread.1 * 1e3
+            )]
+        } else {
+            vec![]
+        },
     })
 }
 
