@@ -366,27 +366,21 @@ impl CrossSection {
     /// arc length: where a cable at that angle runs, where fibres are
     /// checked.
     pub fn surface_distance_m(&self, x_m: f64, length_m: f64, angle_rad: f64) -> (f64, f64) {
-        let dx = 1e-6 * length_m;
-        let at = |x: f64| -> f64 {
-            let (hy, hz) = self.half_extents_m(x, length_m);
-            match &self.shape {
-                Shape::Round { .. } => hy,
-                _ => {
-                    let (c, s) = (angle_rad.cos().abs(), angle_rad.sin().abs());
-                    (if c > 1e-12 { hy / c } else { f64::INFINITY }).min(if s > 1e-12 { hz / s } else { f64::INFINITY })
-                }
-            }
+        let (hy, hz) = self.half_extents_m(x_m, length_m);
+        // The half extents' rates along the arc length.
+        let (dhy, dhz) = match &self.shape {
+            Shape::Round { outer, .. } => return (hy, outer.slope(x_m, length_m)),
+            Shape::Rectangle { width, height, .. } => (0.5 * width.slope(x_m, length_m), 0.5 * height.slope(x_m, length_m)),
+            Shape::Given(_) => (0.0, 0.0),
         };
-        let slope = match &self.shape {
-            Shape::Round { outer, .. } => outer.slope(x_m, length_m),
-            Shape::Given(_) => 0.0,
-            // A tapered rectangle: the ray's wall moves with its half extent.
-            Shape::Rectangle { .. } => {
-                let (lo, hi) = ((x_m - dx).max(0.0), (x_m + dx).min(length_m));
-                (at(hi) - at(lo)) / (hi - lo)
-            }
-        };
-        (at(x_m), slope)
+        // The ray leaves through the nearer wall: a side (y = +-hy) or the
+        // top or bottom (z = +-hz), and moves with that wall.
+        let (c, s) = (angle_rad.cos().abs(), angle_rad.sin().abs());
+        if hy * s <= hz * c {
+            (hy / c, dhy / c)
+        } else {
+            (hz / s, dhz / s)
+        }
     }
 
     /// The section's point farthest along `direction` (body frame; only
