@@ -475,7 +475,7 @@ fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
             // by milliradians from sample to sample, which the first and
             // last samples alone would read as motion.
             let mid = flange[(w.start + w.end) / 2].1.rot.transpose();
-            let turns: Vec<Vec3> = flange[w.clone()].iter().map(|s| nalgebra::Rotation3::from_matrix_unchecked(mid * s.1.rot).scaled_axis()).collect();
+            let turns: Vec<Vec3> = flange[w.clone()].iter().map(|s| lie::so3_log(&(mid * s.1.rot))).collect();
             let omega = Vec3::from_fn(|a, _| line_slope(ts, &turns.iter().map(|r| r[a]).collect::<Vec<_>>()));
             v.norm() <= o.max_robot_speed_m_s && omega.norm() <= o.max_robot_angular_speed_rad_s
         })

@@ -358,7 +358,7 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         let mean = lie::mean_pose(poses.iter().map(|p| &p.1));
         for (_, p) in &poses {
             base_spread.0 = base_spread.0.max((p.pos - mean.pos).norm());
-            base_spread.1 = base_spread.1.max(nalgebra::Rotation3::from_matrix_unchecked(mean.rot.transpose() * p.rot).angle());
+            base_spread.1 = base_spread.1.max(lie::so3_log(&(mean.rot.transpose() * p.rot)).norm());
         }
         for p in &mut poses {
             p.1 = mean;

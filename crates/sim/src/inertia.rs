@@ -13,7 +13,7 @@
 //! tangent (times 1/h^2), and the Coriolis and centrifugal forces are in
 //! the points' exact accelerations (`J qdd + Jdot qd` to first order).
 
-use lie::{skew, Mat3, Mat6, Pose, Vec3, Vec6};
+use lie::{skew, Mat3, Mat6, Vec3, Vec6};
 use rod::model::GAUSS4;
 use rod::terms::{point_force_tangent, Attach, Sink, State, Term};
 use rod::Model;
@@ -41,28 +41,10 @@ pub struct Inertia {
     pub h_s: f64,
 }
 
-/// Rotation vector of a rotation (angle in [0, pi)); the rotations over a
-/// time step are small, so the branch near pi is never taken in practice
-/// and falls back to the general logarithm.
-fn so3_log(r: &Mat3) -> Vec3 {
-    let cos = ((r.trace() - 1.0) * 0.5).clamp(-1.0, 1.0);
-    let skew_part = lie::unskew(r);
-    if cos > 0.99 {
-        // sin(th) from the skew part, th = asin: accurate for small angles.
-        let s = skew_part.norm();
-        let th = s.asin();
-        if s < 1e-300 {
-            return skew_part;
-        }
-        return skew_part * (th / s);
-    }
-    lie::angular(&lie::log(&Pose { rot: *r, pos: Vec3::zeros() }))
-}
-
 /// `log` of a rotation as a rotation vector and the inverse right Jacobian
 /// `J_r^{-1}(phi)` (d phi = J_r^{-1} d theta_body).
 fn so3_log_and_jr_inv(r: &Mat3) -> (Vec3, Mat3) {
-    let phi = so3_log(r);
+    let phi = lie::so3_log(r);
     let th = phi.norm();
     let px = skew(&phi);
     let c = if th < 1e-4 { 1.0 / 12.0 + th * th / 720.0 } else { (1.0 / (th * th)) - (1.0 + th.cos()) / (2.0 * th * th.sin()) };
