@@ -289,6 +289,16 @@ fn bad_c3d_files_and_maps_exit_2_with_one_line() {
     };
     ok(&import(&good, &map, "ok"));
 
+    // A clamp marker never seen: no base, refused, and nothing written.
+    let mut no_clamp = frames[..50].to_vec();
+    for f in &mut no_clamp {
+        f[4] = None;
+    }
+    let no_clamp_file = d.join("no-clamp.c3d");
+    write_c3d(&python, &no_clamp_file, &no_clamp, &VICON, &LABELS);
+    expect_exit_2(import(&no_clamp_file, &map, "no-clamp"), &["no-clamp.c3d: the clamp cluster", "is never complete"]);
+    assert!(!d.join("no-clamp").exists(), "a refused import leaves no session");
+
     // A "still" clamp that moved 5 mm half-way: imported, with a warning.
     let mut moved = frames[..50].to_vec();
     for f in &mut moved[25..] {

@@ -293,39 +293,6 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     let to_world = |v: Vec3| map.world_from_mocap * (v * scale);
     let t_of = |f: usize| f as f64 / rate_hz;
 
-    let root = out.path();
-    if out.exists() && !out.contents().is_empty() {
-        return Err(Error::input(format!("{}: not empty (import into a new directory)", root.display())));
-    }
-    std::fs::create_dir_all(root).map_err(|e| Error::io(format!("{}: cannot create: {e}", root.display())))?;
-    let first_frame = points.first_frame as i64;
-    let mut rows = Vec::with_capacity(n_frames * marker_cols.len());
-    let mut missing = vec![0usize; marker_cols.len()];
-    for f in 0..n_frames {
-        let t_s = t_of(f);
-        for (m, &(col, k)) in marker_cols.iter().enumerate() {
-            let p = sample(&points.points[f][col]).map(to_world);
-            if p.is_none() {
-                missing[m] += 1;
-            }
-            let w = p.unwrap_or(Vec3::repeat(f64::NAN));
-            rows.push(MarkerRow {
-                frame: first_frame + f as i64,
-                t_s,
-                t_host_ns: Some((t_s * 1e9).round() as i64),
-                marker: k as u32,
-                u_px: f64::NAN,
-                v_px: f64::NAN,
-                x_m: w.x,
-                y_m: w.y,
-                z_m: w.z,
-                area_px: f64::NAN,
-                flags: if p.is_none() { session::flags::MISSING } else { 0 },
-            });
-        }
-    }
-    session::write_markers(&out.markers(), &rows).context(out.markers().display())?;
-
     // The base, frame by frame.
     let (mut sq_sum, mut sq_n) = (0.0, 0usize);
     let mut poses: Vec<(usize, Pose)> = vec![];
@@ -364,6 +331,41 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
             p.1 = mean;
         }
     }
+    // Nothing is written until the file and the map have been checked: a
+    // refused import leaves no half session behind.
+    let root = out.path();
+    if out.exists() && !out.contents().is_empty() {
+        return Err(Error::input(format!("{}: not empty (import into a new directory)", root.display())));
+    }
+    std::fs::create_dir_all(root).map_err(|e| Error::io(format!("{}: cannot create: {e}", root.display())))?;
+    let first_frame = points.first_frame as i64;
+    let mut rows = Vec::with_capacity(n_frames * marker_cols.len());
+    let mut missing = vec![0usize; marker_cols.len()];
+    for f in 0..n_frames {
+        let t_s = t_of(f);
+        for (m, &(col, k)) in marker_cols.iter().enumerate() {
+            let p = sample(&points.points[f][col]).map(to_world);
+            if p.is_none() {
+                missing[m] += 1;
+            }
+            let w = p.unwrap_or(Vec3::repeat(f64::NAN));
+            rows.push(MarkerRow {
+                frame: first_frame + f as i64,
+                t_s,
+                t_host_ns: Some((t_s * 1e9).round() as i64),
+                marker: k as u32,
+                u_px: f64::NAN,
+                v_px: f64::NAN,
+                x_m: w.x,
+                y_m: w.y,
+                z_m: w.z,
+                area_px: f64::NAN,
+                flags: if p.is_none() { session::flags::MISSING } else { 0 },
+            });
+        }
+    }
+    session::write_markers(&out.markers(), &rows).context(out.markers().display())?;
+
     let mut writer =
         session::StreamWriter::create(root, BASE_STREAM, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
     for (f, p) in &poses {

@@ -752,10 +752,10 @@ fn sensor_bias(
     let estimates = estimate(rod, experiments);
     let rod_mass_kg = rod::Model::new(rod, &[]).mass_kg();
     for b in estimates.iter().flatten() {
-        // The tip mass the session's holds carry; none to compare with when
-        // it changes during the session.
-        let session = std::path::Path::new(&b.session).file_name().map_or(b.session.clone(), |n| n.to_string_lossy().into_owned());
-        let Ok((tip_kg, _)) = loads.file.tip_mass_in(&session, 0.0, f64::INFINITY) else { continue };
+        // The tip mass the session's holds carry (`b.session` is the
+        // session's name, as the loads file names it); none to compare
+        // with when it changes during the session.
+        let Ok((tip_kg, _)) = loads.file.tip_mass_in(&b.session, 0.0, f64::INFINITY) else { continue };
         let rod_weight_n = (rod_mass_kg + tip_kg) * rod.gravity_m_s2.norm();
         if ((b.weight_n.abs() - rod_weight_n) / rod_weight_n).abs() > WEIGHT_MISMATCH {
             warnings.push(format!(

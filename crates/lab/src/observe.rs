@@ -144,8 +144,12 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let mut obs = Observer::new(&rod, mode)?;
     let rows = session::read_markers(markers_path).input(markers_path.display())?;
     let n_markers = rod.markers.len();
-    let base = crate::data::base_log(&session_dir, frames_w.world_from_robot())?;
-    let tcp = base.as_ref().map(|b| &b.0);
+    // The base log (a robot's flange or a mocap clamp) and what places it
+    // in the world.
+    let (tcp, world_from_robot) = match crate::data::base_log(&session_dir, frames_w.world_from_robot())? {
+        Some((samples, w)) => (Some(samples), w),
+        None => (None, frames_w.world_from_robot()),
+    };
     // One clock: host time. A table without it cannot meet a robot log.
     let host_times = rows.iter().all(|r| r.t_host_ns.is_some());
     if tcp.is_some() && !host_times {
@@ -158,12 +162,11 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let frames = frames_of(&rows, n_markers, markers_path, |r| r.t_host_ns.unwrap_or((r.t_s * 1e9).round() as i64))?;
     // With a robot log, the base follows the flange: base = T_WB * TCP *
     // mount (the rod file's [base] is the mount on the flange).
-    let log = match tcp {
+    let log = match &tcp {
         Some(samples) => Some(session::RobotLog::new(samples).input(session_dir.path().display())?),
         None => None,
     };
     let mount = rod.base;
-    let world_from_robot = base.as_ref().map_or(frames_w.world_from_robot(), |b| b.1);
     let base_at = |t: i64| -> Option<lie::Pose> {
         match &log {
             Some(l) => l.flange_at(t).ok().map(|f| world_from_robot.compose(&f).compose(&mount)),
