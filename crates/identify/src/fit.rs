@@ -448,17 +448,20 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             problem = problem.with_prior(index, mean, sd);
         }
     }
+    // The pooled groups: (first index, cables, prior mean and sd, spread:
+    // the estimated one, else the prior's sd).
+    let group = |start: Option<usize>, n: usize, prior: Option<(f64, f64)>, spread: Option<f64>| {
+        Some((start?, n, prior?))
+            .filter(|_| opts.pool_cables)
+            .map(|(start, n, (mean, sd))| (start, n, mean, sd, spread.filter(|s| s.is_finite()).unwrap_or(sd)))
+    };
     let groups = [
-        (layout.cable_offset_each_index(), layout.cable_offset_each, opts.cable_offset_each_prior, opts.pooled_spreads.map(|s| s[0])),
-        (layout.cable_angle_each_index(), layout.cable_angle_each, opts.cable_angle_each_prior, opts.pooled_spreads.map(|s| s[1])),
+        group(layout.cable_offset_each_index(), layout.cable_offset_each, opts.cable_offset_each_prior, opts.pooled_spreads.map(|s| s[0])),
+        group(layout.cable_angle_each_index(), layout.cable_angle_each, opts.cable_angle_each_prior, opts.pooled_spreads.map(|s| s[1])),
     ];
-    if opts.pool_cables {
-        for (start, n, prior, spread) in groups {
-            if let (Some(start), Some((mean, sd))) = (start, prior) {
-                let indices: Vec<usize> = (start..start + n).collect();
-                problem = problem.with_pooled_prior(&indices, mean, sd, spread.filter(|s| s.is_finite()).unwrap_or(sd));
-            }
-        }
+    for &(start, n, mean, sd, spread) in groups.iter().flatten() {
+        let indices: Vec<usize> = (start..start + n).collect();
+        problem = problem.with_pooled_prior(&indices, mean, sd, spread);
     }
     let each_mean_m = opts.cable_offset_each_prior.map_or(0.0, |p| p.0);
     let angle_mean_rad = opts.cable_angle_each_prior.map_or(0.0, |p| p.0);
@@ -637,28 +640,25 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         }
     }
     let mut pooling = vec![];
-    if opts.pool_cables {
-        for ((start, n, prior, spread), (what, values, unit, scale)) in
-            groups.iter().zip([("offset", &v.cable_offsets_m, "mm", 1e3), ("angle", &v.cable_angles_rad, "deg", 180.0 / std::f64::consts::PI)])
-        {
-            let (Some(start), Some((_, sd))) = (start, prior) else { continue };
-            let (seen, unseen): (Vec<usize>, Vec<usize>) = (0..*n).partition(|c| !prior_only.contains(&names[start + c]));
-            let mean = values.iter().sum::<f64>() / *n as f64;
-            let spread = spread.filter(|s| s.is_finite()).unwrap_or(*sd);
-            let list = |cs: &[usize]| cs.iter().map(|c| (c + 1).to_string()).collect::<Vec<_>>().join(", ");
-            warnings.push(if unseen.is_empty() {
-                format!("cable {what}s pooled: spread {:.3} {unit} about their mean {:.3} {unit}", spread * scale, mean * scale)
-            } else {
-                format!(
-                    "cable {what}s pooled: the data see cables {} (spread {:.3} {unit} about {:.3} {unit}); cables {} are never pulled and borrow from them",
-                    list(&seen),
-                    spread * scale,
-                    mean * scale,
-                    list(&unseen)
-                )
-            });
-            pooling.push(Pooling { what, mean, spread, seen, unseen });
-        }
+    for (group, (what, values, unit, scale)) in
+        groups.iter().zip([("offset", &v.cable_offsets_m, "mm", 1e3), ("angle", &v.cable_angles_rad, "deg", 180.0 / std::f64::consts::PI)])
+    {
+        let Some((start, n, _, _, spread)) = *group else { continue };
+        let (seen, unseen): (Vec<usize>, Vec<usize>) = (0..n).partition(|c| !prior_only.contains(&names[start + c]));
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let list = |cs: &[usize]| cs.iter().map(|c| (c + 1).to_string()).collect::<Vec<_>>().join(", ");
+        warnings.push(if unseen.is_empty() {
+            format!("cable {what}s pooled: spread {:.3} {unit} about their mean {:.3} {unit}", spread * scale, mean * scale)
+        } else {
+            format!(
+                "cable {what}s pooled: the data see cables {} (spread {:.3} {unit} about {:.3} {unit}); cables {} are never pulled and borrow from them",
+                list(&seen),
+                spread * scale,
+                mean * scale,
+                list(&unseen)
+            )
+        });
+        pooling.push(Pooling { what, mean, spread, seen, unseen });
     }
     let sigmas: Vec<f64> = experiments.iter().flat_map(|e| e.measurements.iter().map(|m| m.sigma_m)).collect();
     let measurement_sigma_m = rms(&sigmas);
