@@ -38,7 +38,8 @@ pub struct Study {
     pub jackknife: Option<JackknifeOut>,
     pub reference: Option<Evaluated>,
     /// What leave-one-out shows the main fit misses beyond its prediction
-    /// bands, per coordinate \[m\] (0 without leave-one-out).
+    /// bands, per coordinate at the tip \[m\] (less towards the clamp:
+    /// [`crate::fit::cv_model_error_m`]; 0 without leave-one-out).
     pub cv_model_error_m: f64,
 }
 
@@ -171,7 +172,8 @@ pub struct VariantOut {
     #[serde(default = "nan")]
     pub loo_rms_se_mm: f64,
     /// What cross-validation shows this variant misses beyond its
-    /// prediction bands, per coordinate \[m\]; added to its bands.
+    /// prediction bands, per coordinate at the tip \[m\]; added to its
+    /// bands.
     #[serde(default)]
     pub model_error_m: f64,
     /// This variant's own fit uncertainty: the bands when it is selected.
@@ -439,7 +441,8 @@ pub struct FitInfo {
     #[serde(default)]
     pub model_error_m: f64,
     /// What leave-one-out shows the main fit misses beyond its prediction
-    /// bands, per coordinate \[m\] (0: nothing, or no leave-one-out).
+    /// bands, per coordinate at the tip \[m\] (0: nothing, or no
+    /// leave-one-out).
     #[serde(default)]
     pub cv_model_error_m: f64,
     /// Parameters the data never saw (prior only).
@@ -699,9 +702,10 @@ impl IdentifiedFile {
         }
     }
 
-    /// The model error per coordinate the bands of [`Self::uncertainty`]
-    /// add \[m\]: the selected fit's from cross-validation, or the rod
-    /// file's declared one if larger.
+    /// The model error per coordinate at the tip the bands of
+    /// [`Self::uncertainty`] add \[m\] (less towards the clamp): the
+    /// selected fit's from cross-validation, or the rod file's declared one
+    /// (taken at the tip) if larger.
     pub fn band_model_error_m(&self) -> f64 {
         let declared = if self.fit.model_error_m.is_finite() { self.fit.model_error_m } else { 0.0 };
         self.selected_band().map_or(self.fit.cv_model_error_m, |v| v.model_error_m).max(declared)
