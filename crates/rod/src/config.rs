@@ -450,13 +450,20 @@ impl RawLength {
             RawLength::Constant(v) => Profile::constant(positive(file, field, *v)?),
             RawLength::Profile(p) => p.validate(file, field, length)?,
         };
-        for x in [0.0, length].into_iter().chain(p.breakpoints()) {
-            if p.radius_m(x, length) <= 0.0 {
-                return Err(ConfigError::new(file, field, format!("must be positive, is {} at X = {x}", p.radius_m(x, length))));
-            }
-        }
+        positive_along(file, field, &p, length)?;
         Ok(p)
     }
+}
+
+/// A profile positive along the whole rod (its ends and kinks checked: it
+/// is linear between them).
+fn positive_along(file: &str, field: &str, p: &Profile, length: f64) -> Result<(), ConfigError> {
+    for x in [0.0, length].into_iter().chain(p.breakpoints()) {
+        if p.radius_m(x, length) <= 0.0 {
+            return Err(ConfigError::new(file, field, format!("must be positive, is {} at X = {x}", p.radius_m(x, length))));
+        }
+    }
+    Ok(())
 }
 
 impl RawSection {
@@ -729,11 +736,7 @@ impl RawRod {
             }
             (Some(radius), None) => {
                 let outer = radius.validate(file, "radius", length)?;
-                for x in [0.0, length].into_iter().chain(outer.breakpoints()) {
-                    if outer.radius_m(x, length) <= 0.0 {
-                        return Err(ConfigError::new(file, "radius", format!("radius must be positive, is {} at X = {x}", outer.radius_m(x, length))));
-                    }
-                }
+                positive_along(file, "radius", &outer, length)?;
                 let hole = match &self.hole {
                     Some(h) => {
                         let p = h.validate(file, "hole", length)?;
