@@ -437,6 +437,9 @@ impl Problem {
                 let model = Model::new(rod, &points);
                 let part = |body: Material, keep_core: bool, scale: f64| {
                     let mut r = rod.with_material(body);
+                    // The pieces are the small-strain stiffness; the fibres
+                    // (a hyperelastic law) live in `model`.
+                    r.elastic_law = rod::ElasticLaw::Linear;
                     r.cross_section = r.cross_section.scaled(scale);
                     if !keep_core {
                         // The body annulus must stay the same without the core.
@@ -596,6 +599,15 @@ impl Problem {
             model.rod.cross_section = em.model.rod.cross_section.scaled(s);
         }
         model.stiffness = em.k_e.at(s) * v.e_pa + em.k_g.at(s) * v.g_pa + em.k_0.at(s);
+        if model.fibres.is_some() {
+            // A hyperelastic body: its fibres at the scaled section, with E.
+            if s != 1.0 {
+                model.fibres = model.build_fibres();
+            }
+            if let Some(f) = model.fibres.as_mut() {
+                f.modulus_pa = v.e_pa;
+            }
+        }
         model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| (b * v.rho_kg_m3 + c) * s * s).collect();
         model.rod.base = self.base_pose(i, v.pitch_rad);
         model
@@ -692,7 +704,13 @@ impl Problem {
                 let n = model.n_dof();
                 let mut dr = DMatrix::zeros(n, np);
                 let s = v.radius_scale;
-                dr.set_column(0, &(em.k_e.at(s) * &q * v.e_pa));
+                // The elastic forces are linear in E and G (a hyperelastic
+                // body's too: E times the fibres' unit-modulus forces).
+                let mut elastic_e = em.k_e.at(s) * &q;
+                if let Some(f) = &model.fibres {
+                    elastic_e += f.correction_unit(&q, false).1;
+                }
+                dr.set_column(0, &(elastic_e * v.e_pa));
                 dr.set_column(1, &(em.k_g.at(s) * &q * v.g_pa));
                 if self.layout.fit_rho {
                     let mut gm = em.gravity_model.clone();

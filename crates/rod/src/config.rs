@@ -1,6 +1,7 @@
 //! The rod description: a TOML file (`configs/rod/*.toml`) read with serde and
 //! validated into a [`Rod`]. Every error names the file and the field.
 
+use crate::fibre::ElasticLaw;
 use crate::geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 use lie::{Pose, Vec3};
 use serde::Deserialize;
@@ -94,6 +95,8 @@ pub struct Rod {
     pub modes: StrainModes,
     pub strain_basis: StrainBasis,
     pub cross_section: CrossSection,
+    /// The body's law along its fibres (`[material] law`; linear by default).
+    pub elastic_law: ElasticLaw,
     /// Rest curvature [Kx, Ky, Kz] in 1/m (zero for a straight rod).
     pub rest_curvature_per_m: Vec3,
     pub gravity_m_s2: Vec3,
@@ -172,6 +175,7 @@ impl Rod {
             modes: StrainModes::COSSERAT,
             strain_basis: StrainBasis::Linear,
             cross_section: CrossSection::round(Profile::constant(radius_m), material),
+            elastic_law: ElasticLaw::Linear,
             rest_curvature_per_m: Vec3::zeros(),
             gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
             base: Pose::identity(),
@@ -581,6 +585,10 @@ struct RawMaterial {
     g_pa: Option<f64>,
     poisson: Option<f64>,
     rho_kg_m3: f64,
+    /// "linear" (default), "neo_hookean" or "mooney_rivlin".
+    law: Option<String>,
+    /// C01 / (C10 + C01) of a Mooney-Rivlin law, in [0, 1).
+    c01_fraction: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -619,6 +627,26 @@ fn positive(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
     } else {
         Err(ConfigError::new(file, field, format!("must be a positive number, got {v}")))
     }
+}
+
+/// `[material] law` and its constant.
+fn elastic_law(file: &str, m: &RawMaterial) -> Result<ElasticLaw, ConfigError> {
+    let law = match m.law.as_deref() {
+        None | Some("linear") => ElasticLaw::Linear,
+        Some("neo_hookean") => ElasticLaw::NEO_HOOKEAN,
+        Some("mooney_rivlin") => {
+            let beta = m.c01_fraction.ok_or_else(|| ConfigError::new(file, "material.c01_fraction", "missing: a Mooney-Rivlin law needs C01 / (C10 + C01), in [0, 1)"))?;
+            if !(0.0..1.0).contains(&beta) {
+                return Err(ConfigError::new(file, "material.c01_fraction", format!("must lie in [0, 1), got {beta}")));
+            }
+            ElasticLaw::Hyperelastic { c01_fraction: beta }
+        }
+        Some(other) => return Err(ConfigError::new(file, "material.law", format!("unknown law '{other}' (linear, neo_hookean or mooney_rivlin)"))),
+    };
+    if m.c01_fraction.is_some() && !matches!(m.law.as_deref(), Some("mooney_rivlin")) {
+        return Err(ConfigError::new(file, "material.c01_fraction", "only a law = \"mooney_rivlin\" has a C01 fraction"));
+    }
+    Ok(law)
 }
 
 fn material(file: &str, field: &str, e: f64, g: Option<f64>, nu: Option<f64>, rho: f64) -> Result<Material, ConfigError> {
@@ -768,6 +796,14 @@ impl RawRod {
             }
         };
         let cross_section = CrossSection { shape, body };
+        let elastic_law = elastic_law(file, m)?;
+        if elastic_law != ElasticLaw::Linear && matches!(cross_section.shape, Shape::Given(_)) {
+            return Err(ConfigError::new(
+                file,
+                "material.law",
+                "a hyperelastic law integrates the section's fibres: give a round or rectangular section, not a general one",
+            ));
+        }
         let g = self.gravity_m_s2;
         if g.iter().any(|v| !v.is_finite()) {
             return Err(ConfigError::new(file, "gravity_m_s2", "must be finite"));
@@ -887,6 +923,7 @@ impl RawRod {
             modes,
             strain_basis,
             cross_section,
+            elastic_law,
             rest_curvature_per_m: Vec3::from(rest),
             gravity_m_s2: Vec3::from(g),
             base,

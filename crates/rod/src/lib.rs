@@ -4,6 +4,7 @@
 //! and identification stand on its kinematics, Jacobians and static solver.
 
 pub mod config;
+pub mod fibre;
 pub mod geometry;
 pub mod model;
 pub mod newton;
@@ -13,6 +14,7 @@ pub mod terms;
 pub mod validity;
 
 pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, MaterialRanges, Rod, StrainBasis, StrainModes};
+pub use fibre::ElasticLaw;
 pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

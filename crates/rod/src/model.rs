@@ -12,6 +12,7 @@
 //! on a joint frame.
 
 use crate::config::{Rod, StrainBasis};
+use crate::fibre::{ElasticLaw, Fibres};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix6xX};
 
@@ -63,6 +64,9 @@ pub struct Model {
     pub cable_spans: Vec<Vec<Option<CableSpan>>>,
     /// The base is free (6 more coordinates after the strains).
     pub floating_base: bool,
+    /// The body's hyperelastic fibres (`None` for the linear law): the
+    /// elastic term adds their large-strain correction to `stiffness`.
+    pub fibres: Option<Fibres>,
 }
 
 /// Rod configuration for a given `q`: joint frames and segment twists.
@@ -219,7 +223,20 @@ impl Model {
             })
             .collect();
 
-        Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans, floating_base: false }
+        let mut model =
+            Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans, floating_base: false, fibres: None };
+        model.fibres = model.build_fibres();
+        model
+    }
+
+    /// The hyperelastic fibres of the rod's section and law (`None` for
+    /// the linear law or a section without a shape); for a model whose
+    /// section was changed (identification's radius scale).
+    pub fn build_fibres(&self) -> Option<Fibres> {
+        let ElasticLaw::Hyperelastic { c01_fraction } = self.rod.elastic_law else { return None };
+        let (basis, m) = (self.rod.strain_basis, self.free.len());
+        let dof_of = |seg: &Segment, x: f64| basis_at(basis, &self.node_x_m, m, seg.section, x);
+        Fibres::new(&self.rod.cross_section, self.rod.length_m, c01_fraction, &self.segments, dof_of, &self.free, self.n_strain_dof())
     }
 
     /// The same model with a free base (6 more coordinates, see [`Model`]).

@@ -468,7 +468,9 @@ pub fn energy(model: &Model, q: &DVector<f64>, terms: &[&dyn Term]) -> Option<f6
 // ---------------------------------------------------------------------------
 // The rod's own terms.
 
-/// Elastic energy `1/2 q^T K q` (strain coordinates).
+/// Elastic energy `1/2 q^T K q` (strain coordinates), plus, for a
+/// hyperelastic body, its fibres' large-strain correction (see
+/// [`crate::fibre`]; zero to second order at rest).
 pub struct Elastic;
 
 impl Term for Elastic {
@@ -479,15 +481,25 @@ impl Term for Elastic {
     fn energy(&self, s: &State) -> Option<f64> {
         let ns = s.model.n_strain_dof();
         let q = s.q.rows(0, ns);
-        Some(0.5 * q.dot(&(&s.model.stiffness * q)))
+        let fibres = s.model.fibres.as_ref().map_or(0.0, |f| f.modulus_pa * f.correction_unit(s.q, false).0);
+        Some(0.5 * q.dot(&(&s.model.stiffness * q)) + fibres)
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         let ns = s.model.n_strain_dof();
-        let kq = &s.model.stiffness * s.q.rows(0, ns);
+        let mut kq = &s.model.stiffness * s.q.rows(0, ns);
+        let with_tangent = sink.wants_tangent();
+        let correction = s.model.fibres.as_ref().map(|f| (f.modulus_pa, f.correction_unit(s.q, with_tangent)));
+        if let Some((e, (_, force, _))) = &correction {
+            kq.axpy(*e, force, 1.0);
+        }
         sink.residual_mut().rows_mut(0, ns).add_assign(&kq);
         if let Some(h) = sink.tangent_mut() {
-            h.view_mut((0, 0), (ns, ns)).add_assign(&s.model.stiffness);
+            let mut block = h.view_mut((0, 0), (ns, ns));
+            block.add_assign(&s.model.stiffness);
+            if let Some((e, (_, _, Some(t)))) = &correction {
+                block.add_assign(t * *e);
+            }
         }
     }
 }

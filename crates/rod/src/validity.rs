@@ -1,17 +1,20 @@
 //! Is a solution inside the rod model's validity? The Cosserat rod with a
-//! linear elastic law describes small strains of every fibre; a cable's
+//! linear elastic law describes small strains of every fibre (a
+//! hyperelastic one larger strains, see [`crate::fibre`]); a cable's
 //! length term `|Q + K x d + d'|` has a kink where it reaches zero (science
 //! §3). A solve can converge far outside both (a rod "stretched to 33 km"
 //! under a huge tip force): this says so, with the numbers and where.
 
+use crate::fibre::ElasticLaw;
 use crate::model::Model;
 use lie::{Vec3, Vec6};
 use nalgebra::DVector;
 
-/// Strain above which (tension or compression) a solution is flagged:
-/// 20 %, where a silicone's stress-strain curve has left the straight line
-/// of the linear elastic law this model uses by several percent (the
-/// warnings say this number, not a vaguer one).
+/// Strain above which (tension or compression) a solution is flagged with
+/// the linear law: 20 %, where a silicone's stress-strain curve has left the
+/// straight line of the linear elastic law by several percent (the
+/// warnings say this number, not a vaguer one). Each law has its own, see
+/// [`ElasticLaw::strain_limit`].
 pub const FIBRE_STRAIN_LIMIT: f64 = 0.2;
 
 /// Fibre strains where the solution is no longer a rod (an error, not a
@@ -34,6 +37,8 @@ pub struct Validity {
     /// Smallest `|Q + K x d + d'|` of any cable (its local stretch), the
     /// cable's index and where; None without cables.
     pub min_cable_stretch: Option<(f64, usize, f64)>,
+    /// The law the strains are judged by.
+    pub law: ElasticLaw,
 }
 
 /// Fibre stretch `|Q + K x d| / |Q0 + K0 x d|` of the fibre at offset `d`.
@@ -46,7 +51,14 @@ fn fibre_stretch(xi: &Vec6, rest: &Vec6, d: &Vec3) -> f64 {
 /// The validity figures of the strain coordinates `q`, at every
 /// sub-segment's midpoint.
 pub fn validity(model: &Model, q: &DVector<f64>) -> Validity {
-    let mut v = Validity { max_fibre_strain: f64::MIN, max_fibre_at_m: 0.0, min_fibre_strain: f64::MAX, min_fibre_at_m: 0.0, min_cable_stretch: None };
+    let mut v = Validity {
+        max_fibre_strain: f64::MIN,
+        max_fibre_at_m: 0.0,
+        min_fibre_strain: f64::MAX,
+        min_fibre_at_m: 0.0,
+        min_cable_stretch: None,
+        law: model.rod.elastic_law,
+    };
     let length_m = model.rod.length_m;
     for (k, seg) in model.segments.iter().enumerate() {
         let xi = model.segment_strain(k, q);
@@ -101,28 +113,24 @@ impl Validity {
             (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
-        Validity { max_fibre_strain, max_fibre_at_m, min_fibre_strain, min_fibre_at_m, min_cable_stretch }
+        Validity { max_fibre_strain, max_fibre_at_m, min_fibre_strain, min_fibre_at_m, min_cable_stretch, law: self.law }
     }
 
-    /// Warnings for fibres strained beyond [`FIBRE_STRAIN_LIMIT`] and cables
-    /// near the kink of their length term; empty when inside.
+    /// Warnings for fibres strained beyond the law's limit
+    /// ([`ElasticLaw::strain_limit`]) and cables near the kink of their
+    /// length term; empty when inside.
     pub fn warnings(&self, cables: &[crate::Cable]) -> Vec<String> {
         let mut w = vec![];
-        if self.max_fibre_strain > FIBRE_STRAIN_LIMIT {
-            w.push(format!(
-                "outside the model's validity: a surface fibre is stretched {:.0} % at X = {:.4} m (beyond {:.0} %, where the model's linear elastic law is no longer trusted)",
-                100.0 * self.max_fibre_strain,
-                self.max_fibre_at_m,
-                100.0 * FIBRE_STRAIN_LIMIT
-            ));
-        }
-        if self.min_fibre_strain < -FIBRE_STRAIN_LIMIT {
-            w.push(format!(
-                "outside the model's validity: a surface fibre is compressed {:.0} % at X = {:.4} m (beyond {:.0} %, where the model's linear elastic law is no longer trusted)",
-                -100.0 * self.min_fibre_strain,
-                self.min_fibre_at_m,
-                100.0 * FIBRE_STRAIN_LIMIT
-            ));
+        let limit = self.law.strain_limit();
+        let law = self.law.name();
+        for (strain, at, verb) in [(self.max_fibre_strain, self.max_fibre_at_m, "stretched"), (-self.min_fibre_strain, self.min_fibre_at_m, "compressed")] {
+            if strain > limit {
+                w.push(format!(
+                    "outside the model's validity: a surface fibre is {verb} {:.0} % at X = {at:.4} m (beyond {:.0} %, where the model's {law} law is no longer trusted)",
+                    100.0 * strain,
+                    100.0 * limit
+                ));
+            }
         }
         if let Some((s, c, x)) = self.min_cable_stretch {
             if s < 1.0 - FIBRE_STRAIN_LIMIT {

@@ -824,7 +824,7 @@ impl Simulator {
         }
         let gravity_energy_j = -model.joint_mass_kg.iter().zip(&frames.joints).map(|(m, f)| m * model.rod.gravity_m_s2.dot(&f.pos)).sum::<f64>();
         let qs = q.rows(0, ns);
-        let elastic_energy_j = 0.5 * qs.dot(&(&model.stiffness * qs));
+        let elastic_energy_j = Elastic.energy(&State { model: &model, q: &q, frames: &frames, kinematics: None }).unwrap_or(0.0);
         let kinetic_energy_j = self.carry.inertia.as_ref().map_or(0.0, |i| i.kinetic_energy_j());
         // Sensor: the rod's total applied wrench (gravity, inertia, contact,
         // loads) is what the flange holds; expressed at the flange.
