@@ -170,6 +170,8 @@ pub struct Fit {
     pub prior_only: Vec<String>,
     /// The pooled per-cable groups (empty unless pooled).
     pub pooling: Vec<Pooling>,
+    /// The body's law the fit used (the rod's).
+    pub elastic_law: rod::ElasticLaw,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -693,6 +695,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         measurement_sigma_m,
         prior_only,
         pooling,
+        elastic_law: rod.elastic_law,
     })
 }
 

@@ -273,10 +273,24 @@ pub fn compare_variants(
             variants.push(("frame + offset, angle per cable", true, None, None, offset, angle));
         }
     }
+    // Each variant also with the other law (linear <-> neo-Hookean, same
+    // parameters) where the section can be integrated: whether large
+    // strains in the data call for it.
+    let other_law = match rod.elastic_law {
+        rod::ElasticLaw::Linear => rod::ElasticLaw::NEO_HOOKEAN,
+        rod::ElasticLaw::Hyperelastic { .. } => rod::ElasticLaw::Linear,
+    };
+    let twin = Rod { elastic_law: other_law, ..rod.clone() };
+    let laws: Vec<(&Rod, String)> = if rod::fibre::section_rule(&rod.cross_section, 0.0, rod.length_m).is_some() {
+        vec![(rod, String::new()), (&twin, format!(" ({})", other_law.name()))]
+    } else {
+        vec![(rod, String::new())]
+    };
+    let variants: Vec<_> = laws.iter().flat_map(|(r, suffix)| variants.iter().map(move |v| (*r, format!("{}{suffix}", v.0), v.1, v.2, v.3, v.4, v.5))).collect();
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
+    for (rod, name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
         progress(&format!("variant {name}"));
         let o = FitOptions {
             translation: frame,
@@ -293,7 +307,7 @@ pub fn compare_variants(
         let (loo_rms_mm, loo_rms_se_mm) = cv_rms_with_se_mm(&predicted);
         let model_error_m = cv_model_error_m(rod, experiments, &f.values, &f.uncertainty(), &predicted);
         out.push(VariantOut {
-            name: name.into(),
+            name,
             parameters: f.parameter_names.iter().map(|s| s.to_string()).collect(),
             e_pa: f.values.e_pa,
             cable_offset_m: f.values.cable_offset_m,
@@ -383,9 +397,25 @@ pub struct Parameters {
     pub cable_angles_rad: Vec<f64>,
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
+    /// The body's law of this fit, as a rod file spells it (`linear`,
+    /// `neo_hookean`, `mooney_rivlin` with `c01_fraction`); absent: the
+    /// rod file's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub law: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c01_fraction: Option<f64>,
 }
 
 impl Parameters {
+    /// The law these values belong to (`None`: the rod file's); an error
+    /// names the field.
+    pub fn elastic_law(&self) -> Result<Option<rod::ElasticLaw>, String> {
+        match &self.law {
+            None => Ok(None),
+            Some(law) => rod::ElasticLaw::from_key(Some(law), self.c01_fraction).map(Some).map_err(|(field, message)| format!("{field}: {message}")),
+        }
+    }
+
     /// The fitted values (material and nuisance parameters).
     pub fn values(&self) -> Values {
         Values {
@@ -579,6 +609,8 @@ fn parameters(f: &Fit) -> Parameters {
         cable_offsets_ci95_m: (0..f.layout.cable_offset_each).map(|c| interval(f, Geometry::CableOffsetOf(c))).collect(),
         cable_angles_rad: f.values.cable_angles_rad.clone(),
         cable_angles_ci95_rad: (0..f.layout.cable_angle_each).map(|c| interval(f, Geometry::CableAngleOf(c))).collect(),
+        law: Some(f.elastic_law.key().0.to_string()),
+        c01_fraction: f.elastic_law.key().1,
     }
 }
 
@@ -727,10 +759,16 @@ impl IdentifiedFile {
     /// scale).
     pub fn apply_to(&self, rod: &Rod) -> Rod {
         let p = &self.parameters;
-        rod.with_material(rod::Material { e_pa: p.e_pa.value, g_pa: p.g_pa.value, rho_kg_m3: p.rho_kg_m3.value })
+        let mut out = rod
+            .with_material(rod::Material { e_pa: p.e_pa.value, g_pa: p.g_pa.value, rho_kg_m3: p.rho_kg_m3.value })
             .with_geometry(p.radius_scale, p.cable_offset_m)
             .with_cable_offsets(&p.cable_offsets_m)
-            .with_cable_angles(&p.cable_angles_rad)
+            .with_cable_angles(&p.cable_angles_rad);
+        // Checked when the file is read (and when a fit is selected).
+        if let Ok(Some(law)) = p.elastic_law() {
+            out.elastic_law = law;
+        }
+        out
     }
 
     /// The variants compared and the recommended one: `[parameters]`
@@ -779,6 +817,11 @@ impl IdentifiedFile {
     /// Reads the identified values back (for `rodlab solve --params`).
     pub fn read(path: &Path) -> Result<IdentifiedFile, ParamsFileError> {
         let text = std::fs::read_to_string(path).map_err(|e| ParamsFileError::new(path, format!("cannot read: {e}")))?;
-        toml::from_str(&text).map_err(|e| ParamsFileError::new(path, e.message().replace('\n', " ")))
+        let file: IdentifiedFile = toml::from_str(&text).map_err(|e| ParamsFileError::new(path, e.message().replace('\n', " ")))?;
+        let fits = std::iter::once(("parameters".to_string(), &file.parameters)).chain(file.variant.iter().filter_map(|v| v.fitted.as_ref().map(|p| (format!("variant {:?}", v.name), p))));
+        for (what, p) in fits {
+            p.elastic_law().map_err(|m| ParamsFileError::new(path, format!("{what}: {m}")))?;
+        }
+        Ok(file)
     }
 }

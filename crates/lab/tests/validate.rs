@@ -169,6 +169,8 @@ fn write_params(dir: &Path, e_scale: f64) -> std::path::PathBuf {
             cable_offsets_ci95_m: vec![],
             cable_angles_rad: vec![],
             cable_angles_ci95_rad: vec![],
+            law: None,
+            c01_fraction: None,
         },
         fit: identify::output::FitInfo {
             parameter_names: vec![],

@@ -631,22 +631,7 @@ fn positive(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
 
 /// `[material] law` and its constant.
 fn elastic_law(file: &str, m: &RawMaterial) -> Result<ElasticLaw, ConfigError> {
-    let law = match m.law.as_deref() {
-        None | Some("linear") => ElasticLaw::Linear,
-        Some("neo_hookean") => ElasticLaw::NEO_HOOKEAN,
-        Some("mooney_rivlin") => {
-            let beta = m.c01_fraction.ok_or_else(|| ConfigError::new(file, "material.c01_fraction", "missing: a Mooney-Rivlin law needs C01 / (C10 + C01), in [0, 1)"))?;
-            if !(0.0..1.0).contains(&beta) {
-                return Err(ConfigError::new(file, "material.c01_fraction", format!("must lie in [0, 1), got {beta}")));
-            }
-            ElasticLaw::Hyperelastic { c01_fraction: beta }
-        }
-        Some(other) => return Err(ConfigError::new(file, "material.law", format!("unknown law '{other}' (linear, neo_hookean or mooney_rivlin)"))),
-    };
-    if m.c01_fraction.is_some() && !matches!(m.law.as_deref(), Some("mooney_rivlin")) {
-        return Err(ConfigError::new(file, "material.c01_fraction", "only a law = \"mooney_rivlin\" has a C01 fraction"));
-    }
-    Ok(law)
+    ElasticLaw::from_key(m.law.as_deref(), m.c01_fraction).map_err(|(field, message)| ConfigError::new(file, &format!("material.{field}"), message))
 }
 
 fn material(file: &str, field: &str, e: f64, g: Option<f64>, nu: Option<f64>, rho: f64) -> Result<Material, ConfigError> {
