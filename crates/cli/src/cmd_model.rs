@@ -184,6 +184,9 @@ pub struct IdentifyArgs {
     /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
     #[arg(long)]
     pub compare_variants: bool,
+    /// With --compare-variants: compare every variant under the other elastic law too (linear <-> neo-Hookean, the rod file's [material] law); the recommendation stays under the rod file's law, and a line says which law the data favour.
+    #[arg(long, requires = "compare_variants")]
+    pub compare_laws: bool,
 }
 
 pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
@@ -208,6 +211,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
         hold_material: material("--hold-material", &a.hold_material)?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
         tie_g_poisson: a.tie_g,
         compare_variants: a.compare_variants,
+        compare_laws: a.compare_laws,
         ..IdentifyRequest::new(&a.rod, rod, source, &a.out)
     };
     let id = lab::identify::identify(&req, progress)?;

@@ -106,16 +106,23 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     }
     if !id.variants.is_empty() {
         println!("  model variants by cross-validated prediction error (+- its standard error; model error: what the bands add for what the model misses):");
-        let lowest_cv = identify::output::lowest_cv(&id.variants);
+        let (lowest_cv, lowest_other) = (identify::output::lowest_cv(&id.variants, false), identify::output::lowest_cv(&id.variants, true));
+        let width = id.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);
         for (i, v) in id.variants.iter().enumerate() {
             let geometry: Vec<String> =
                 [offsets_mm(v).map(|t| format!("offset {t} mm")), angles_deg(v).map(|t| format!("angle {t} deg")), scale_text(v).map(|t| format!("scale {t}"))]
                     .into_iter()
                     .flatten()
                     .collect();
-            let lowest = lowest_cv == Some(i);
+            let lowest = if lowest_cv == Some(i) {
+                "  (lowest CV)"
+            } else if lowest_other == Some(i) {
+                "  (lowest CV under the other law)"
+            } else {
+                ""
+            };
             println!(
-                "    {:<32} E {:.4e} Pa  {:<64}  {:>2} parameters  fit RMS {:>6.2} mm  CV RMS {:>6.2} +- {:.2} mm  worst {:>6.2} mm  model error {:.2} mm{}{}",
+                "    {:<width$} E {:.4e} Pa  {:<64}  {:>2} parameters  fit RMS {:>6.2} mm  CV RMS {:>6.2} +- {:.2} mm  worst {:>6.2} mm  model error {:.2} mm{}{}",
                 v.name,
                 v.e_pa,
                 geometry.join("  "),
@@ -125,9 +132,12 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
                 v.loo_rms_se_mm,
                 v.loo_worst_mm,
                 1e3 * v.model_error_m,
-                if lowest { "  (lowest CV)" } else { "" },
+                lowest,
                 if id.recommended == Some(i) { "  <- recommended (the simplest within one standard error of the lowest)" } else { "" }
             );
+        }
+        if let Some(law) = identify::output::law_comparison(&id.variants) {
+            println!("  {law}");
         }
     }
     for w in &id.file.warnings {

@@ -183,6 +183,10 @@ pub struct VariantOut {
     /// intervals (what `--params FILE:NAME` applies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fitted: Option<Parameters>,
+    /// Fitted under the other elastic law than the rod file's (compared,
+    /// not recommended: the law is the rod file's choice).
+    #[serde(default)]
+    pub other_law: bool,
 }
 
 /// A fit's uncertainty as written to `identified.toml` (what prediction
@@ -250,6 +254,7 @@ pub fn compare_variants(
     experiments: &[Experiment],
     opts: &FitOptions,
     priors: GeometryPriors,
+    compare_laws: bool,
     mut progress: impl FnMut(&str),
 ) -> (Vec<VariantOut>, Option<usize>) {
     let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
@@ -273,24 +278,24 @@ pub fn compare_variants(
             variants.push(("frame + offset, angle per cable", true, None, None, offset, angle));
         }
     }
-    // Each variant also with the other law (linear <-> neo-Hookean, same
-    // parameters) where the section can be integrated: whether large
-    // strains in the data call for it.
+    // With `compare_laws`, each variant also under the other law (linear
+    // <-> neo-Hookean, same parameters) where the section can be
+    // integrated: whether large strains in the data call for it.
     let other_law = match rod.elastic_law {
         rod::ElasticLaw::Linear => rod::ElasticLaw::NEO_HOOKEAN,
         rod::ElasticLaw::Hyperelastic { .. } => rod::ElasticLaw::Linear,
     };
     let twin = Rod { elastic_law: other_law, ..rod.clone() };
-    let laws: Vec<(&Rod, String)> = if rod::fibre::section_rule(&rod.cross_section, 0.0, rod.length_m).is_some() {
-        vec![(rod, String::new()), (&twin, format!(" ({})", other_law.name()))]
-    } else {
-        vec![(rod, String::new())]
-    };
-    let variants: Vec<_> = laws.iter().flat_map(|(r, suffix)| variants.iter().map(move |v| (*r, format!("{}{suffix}", v.0), v.1, v.2, v.3, v.4, v.5))).collect();
+    let mut laws = vec![(rod, String::new(), false)];
+    if compare_laws && rod::fibre::section_rule(&rod.cross_section, 0.0, rod.length_m).is_some() {
+        laws.push((&twin, format!(" ({})", other_law.name()), true));
+    }
+    let variants: Vec<_> =
+        laws.iter().flat_map(|(r, suffix, other)| variants.iter().map(move |v| (*r, format!("{}{suffix}", v.0), *other, v.1, v.2, v.3, v.4, v.5))).collect();
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (rod, name, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
+    for (rod, name, other_law, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
         progress(&format!("variant {name}"));
         let o = FitOptions {
             translation: frame,
@@ -323,6 +328,7 @@ pub fn compare_variants(
             model_error_m,
             band: Some(BandOut::of(&f)),
             fitted: Some(parameters(&f)),
+            other_law,
         });
     }
     let recommended = recommend(&out);
@@ -330,16 +336,46 @@ pub fn compare_variants(
 }
 
 /// The variant to recommend: the simplest whose cross-validated error is
-/// within one standard error of the best ([`one_standard_error_choice`]).
+/// within one standard error of the best ([`one_standard_error_choice`]),
+/// under the rod file's law.
 pub fn recommend(variants: &[VariantOut]) -> Option<usize> {
-    let candidates: Vec<(usize, f64, f64)> = variants.iter().map(|v| (v.parameters.len(), v.loo_rms_mm, v.loo_rms_se_mm)).collect();
-    one_standard_error_choice(&candidates)
+    let own: Vec<usize> = (0..variants.len()).filter(|&i| !variants[i].other_law).collect();
+    let candidates: Vec<(usize, f64, f64)> = own.iter().map(|&i| (variants[i].parameters.len(), variants[i].loo_rms_mm, variants[i].loo_rms_se_mm)).collect();
+    one_standard_error_choice(&candidates).map(|k| own[k])
 }
 
-/// The variant with the lowest cross-validated error (not necessarily the
+/// The variant with the lowest cross-validated error under the rod file's
+/// law (`other_law = false`) or the other one (not necessarily the
 /// recommended one).
-pub fn lowest_cv(variants: &[VariantOut]) -> Option<usize> {
-    lowest_finite(variants.iter().map(|v| v.loo_rms_mm))
+pub fn lowest_cv(variants: &[VariantOut], other_law: bool) -> Option<usize> {
+    lowest_finite(variants.iter().map(|v| if v.other_law == other_law { v.loo_rms_mm } else { f64::NAN }))
+}
+
+/// What the variants under the other law say, in one sentence: their
+/// lowest CV error against the rod file's law's, and whether the data
+/// favour it by more than one standard error. `None` when not compared.
+pub fn law_comparison(variants: &[VariantOut]) -> Option<String> {
+    let (own, other) = (&variants[lowest_cv(variants, false)?], &variants[lowest_cv(variants, true)?]);
+    let law = |v: &VariantOut| v.fitted.as_ref().and_then(|p| p.elastic_law().ok().flatten()).map_or("?".to_string(), |l| l.name());
+    let key = other.fitted.as_ref().and_then(|p| p.law.clone()).unwrap_or_default();
+    let verdict = if other.loo_rms_mm + other.loo_rms_se_mm < own.loo_rms_mm {
+        format!("the data favour the {} law by more than one standard error: set [material] law = \"{key}\" in the rod file to use it", law(other))
+    } else if own.loo_rms_mm + own.loo_rms_se_mm < other.loo_rms_mm {
+        format!("the data favour the rod file's {} law", law(own))
+    } else {
+        "within one standard error of each other: keep the rod file's law".to_string()
+    };
+    Some(format!(
+        "elastic law: lowest CV {:.2} +- {:.2} mm under the {} law ({}), {:.2} +- {:.2} mm under the rod file's {} law ({}); {verdict}",
+        other.loo_rms_mm,
+        other.loo_rms_se_mm,
+        law(other),
+        other.name,
+        own.loo_rms_mm,
+        own.loo_rms_se_mm,
+        law(own),
+        own.name
+    ))
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

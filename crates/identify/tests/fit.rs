@@ -496,6 +496,7 @@ fn the_cable_offset_is_learnt_with_a_prior() {
         &exps,
         &one_start,
         identify::output::GeometryPriors { cable_offset_m: Some((0.0, 0.005)), radius_scale: None, cable_angle_rad: None },
+        false,
         |_| {},
     );
     for v in &variants {
@@ -597,7 +598,7 @@ fn cable_angles_are_learnt_per_cable() {
 
     let one_start = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
     let priors = identify::output::GeometryPriors { cable_offset_m: None, radius_scale: None, cable_angle_rad: prior };
-    let (variants, best) = identify::output::compare_variants(&rod, &exps, &one_start, priors, |_| {});
+    let (variants, best) = identify::output::compare_variants(&rod, &exps, &one_start, priors, false, |_| {});
     for v in &variants {
         println!("{:<28} fit RMS {:.3} mm, LOO RMS {:.3} mm, worst {:.3} mm", v.name, v.rms_error_mm, v.loo_rms_mm, v.loo_worst_mm);
     }
@@ -679,7 +680,7 @@ fn paper_data_held_out_tips_fall_inside_the_recommended_variants_bands() {
     let mut outside = vec![];
     for k in 0..exps.len() {
         let five: Vec<Experiment> = exps.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, e)| e.clone()).collect();
-        let (variants, recommended) = identify::output::compare_variants(&rod, &five, &FitOptions::default(), priors, |_| {});
+        let (variants, recommended) = identify::output::compare_variants(&rod, &five, &FitOptions::default(), priors, false, |_| {});
         let v = &variants[recommended.expect("a recommendation")];
         let u = v.band.as_ref().unwrap().uncertainty(v.model_error_m.max(p.model_error_m)).unwrap();
         let values = v.fitted.as_ref().unwrap().values();

@@ -110,3 +110,26 @@ fn e_of_a_neo_hookean_rod_is_recovered_by_its_law_and_biased_by_the_linear_one()
         assert!(linear.rms_error_mm > 3.0 * hyper.rms_error_mm, "{} vs {}", linear.rms_error_mm, hyper.rms_error_mm);
     }
 }
+
+#[test]
+fn the_variants_compared_under_both_laws_say_the_data_favour_the_neo_hookean_one() {
+    let truth_rod = arm(ElasticLaw::NEO_HOOKEAN);
+    let exps = experiments(&truth_rod, 1e-4, 4);
+    let priors = identify::output::GeometryPriors::default();
+    let linear = arm(ElasticLaw::Linear);
+    let (variants, recommended) = identify::output::compare_variants(&linear, &exps, &FitOptions::default(), priors, true, |_| {});
+    for v in &variants {
+        println!("{:<48} CV {:.3} +- {:.3} mm (other law: {})", v.name, v.loo_rms_mm, v.loo_rms_se_mm, v.other_law);
+    }
+    assert_eq!(variants.len(), 4, "two variants under each law");
+    assert_eq!(variants.iter().filter(|v| v.other_law).count(), 2);
+    assert!(variants.iter().filter(|v| v.other_law).all(|v| v.name.ends_with("(neo-Hookean)") && v.fitted.as_ref().unwrap().law.as_deref() == Some("neo_hookean")));
+    // The recommendation stays under the rod file's law; the sentence says which law the data favour.
+    assert!(!variants[recommended.unwrap()].other_law);
+    let sentence = identify::output::law_comparison(&variants).unwrap();
+    println!("{sentence}");
+    assert!(sentence.contains("favour the neo-Hookean law") && sentence.contains("law = \"neo_hookean\""), "{sentence}");
+    // Without the comparison: the rod file's law only, no sentence.
+    let (only, _) = identify::output::compare_variants(&linear, &exps, &FitOptions::default(), priors, false, |_| {});
+    assert!(only.iter().all(|v| !v.other_law) && identify::output::law_comparison(&only).is_none());
+}

@@ -73,6 +73,9 @@ pub struct IdentifyRequest {
     pub tie_g_poisson: Option<f64>,
     /// Compare model variants by leave-one-out prediction.
     pub compare_variants: bool,
+    /// Compare them under the other elastic law too (linear <->
+    /// neo-Hookean); the recommendation stays under the rod file's law.
+    pub compare_laws: bool,
 }
 
 impl IdentifyRequest {
@@ -95,6 +98,7 @@ impl IdentifyRequest {
             hold_material: None,
             tie_g_poisson: None,
             compare_variants: false,
+            compare_laws: false,
         }
     }
 }
@@ -318,7 +322,11 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     }
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
     let (variants, recommended) =
-        if req.compare_variants { identify::output::compare_variants(&rod, &experiments, &opts, priors, |m| task.message(m)) } else { (vec![], None) };
+        if req.compare_variants { identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |m| task.message(m)) } else { (vec![], None) };
+    let linear_law_exceeded = study.fit.warnings.iter().any(|w| w.contains("linear elastic law is no longer trusted"));
+    if req.compare_variants && !req.compare_laws && linear_law_exceeded {
+        bias_warnings.push("fibres are strained beyond the linear elastic law's limit: --compare-laws also compares the variants under the neo-Hookean law ([material] law in the rod file)".into());
+    }
     let reference_geometry = match (&req.reference, req.compare_variants) {
         (Some(v), true) => {
             task.message("reference material held, geometry fitted");
@@ -348,6 +356,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     input_provenance.insert(0, file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path));
     let mut rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
     rep.warnings.extend(bias_warnings);
+    if let Some(law) = identify::output::law_comparison(&variants) {
+        rep.facts.push(("elastic law".into(), law));
+    }
     if let Some(n) = &noise {
         rep.facts.push(("chi-square test (residuals against the declared noise)".into(), n.summary()));
     }
@@ -443,7 +454,7 @@ fn holds_table(holds: &[Hold]) -> ReportTable {
 
 /// Model variants side by side, judged by leave-one-out prediction.
 fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
-    let lowest_cv = identify::output::lowest_cv(variants);
+    let (lowest_cv, lowest_other) = (identify::output::lowest_cv(variants, false), identify::output::lowest_cv(variants, true));
     ReportTable {
         title: "Model variants by prediction (cross-validation, +- its standard error); recommended: the simplest within one standard error of the lowest CV error (the one-standard-error rule: with few experiments the CV figure is itself noisy). Model error: what the prediction bands add for what the model misses".into(),
         header: ["variant", "parameters", "E [Pa]", "cable offset [mm]", "cable angle [deg]", "radius scale", "fit RMS [mm]", "CV RMS [mm]", "worst CV [mm]", "model error [mm]", ""]
@@ -464,11 +475,12 @@ fn variants_table(variants: &[VariantOut], best: Option<usize>) -> ReportTable {
                     format!("{:.2} +- {:.2}", v.loo_rms_mm, v.loo_rms_se_mm),
                     format!("{:.2}", v.loo_worst_mm),
                     format!("{:.2}", 1e3 * v.model_error_m),
-                    match (best == Some(i), lowest_cv == Some(i)) {
-                        (true, true) => "recommended, lowest CV".into(),
-                        (true, false) => "recommended".into(),
-                        (false, true) => "lowest CV".into(),
-                        (false, false) => String::new(),
+                    match (best == Some(i), lowest_cv == Some(i), lowest_other == Some(i)) {
+                        (true, true, _) => "recommended, lowest CV".into(),
+                        (true, false, _) => "recommended".into(),
+                        (false, true, _) => "lowest CV".into(),
+                        (false, false, true) => "lowest CV under the other law".into(),
+                        _ => String::new(),
                     },
                 ]
             })
