@@ -854,7 +854,8 @@ impl IdentifiedFile {
     pub fn read(path: &Path) -> Result<IdentifiedFile, ParamsFileError> {
         let text = std::fs::read_to_string(path).map_err(|e| ParamsFileError::new(path, format!("cannot read: {e}")))?;
         let file: IdentifiedFile = toml::from_str(&text).map_err(|e| ParamsFileError::new(path, e.message().replace('\n', " ")))?;
-        let fits = std::iter::once(("parameters".to_string(), &file.parameters)).chain(file.variant.iter().filter_map(|v| v.fitted.as_ref().map(|p| (format!("variant {:?}", v.name), p))));
+        let fits = std::iter::once(("parameters".to_string(), &file.parameters))
+            .chain(file.variant.iter().filter_map(|v| v.fitted.as_ref().map(|p| (format!("variant {:?}", v.name), p))));
         for (what, p) in fits {
             p.elastic_law().map_err(|m| ParamsFileError::new(path, format!("{what}: {m}")))?;
         }

@@ -123,7 +123,10 @@ fn the_variants_compared_under_both_laws_say_the_data_favour_the_neo_hookean_one
     }
     assert_eq!(variants.len(), 4, "two variants under each law");
     assert_eq!(variants.iter().filter(|v| v.other_law).count(), 2);
-    assert!(variants.iter().filter(|v| v.other_law).all(|v| v.name.ends_with("(neo-Hookean)") && v.fitted.as_ref().unwrap().law.as_deref() == Some("neo_hookean")));
+    assert!(variants
+        .iter()
+        .filter(|v| v.other_law)
+        .all(|v| v.name.ends_with("(neo-Hookean)") && v.fitted.as_ref().unwrap().law.as_deref() == Some("neo_hookean")));
     // The recommendation stays under the rod file's law; the sentence says which law the data favour.
     assert!(!variants[recommended.unwrap()].other_law);
     let sentence = identify::output::law_comparison(&variants).unwrap();

@@ -321,8 +321,11 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         }
     }
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
-    let (variants, recommended) =
-        if req.compare_variants { identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |m| task.message(m)) } else { (vec![], None) };
+    let (variants, recommended) = if req.compare_variants {
+        identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |m| task.message(m))
+    } else {
+        (vec![], None)
+    };
     let linear_law_exceeded = study.fit.warnings.iter().any(|w| w.contains("linear elastic law is no longer trusted"));
     if req.compare_variants && !req.compare_laws && linear_law_exceeded {
         bias_warnings.push("fibres are strained beyond the linear elastic law's limit: --compare-laws also compares the variants under the neo-Hookean law ([material] law in the rod file)".into());
@@ -357,7 +360,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     let mut rep = report(&rod, &experiments, &holds, &study, &variants, recommended, req.reference.as_ref(), &source, input_provenance);
     rep.warnings.extend(bias_warnings);
     if let Some(law) = identify::output::law_comparison(&variants) {
-        rep.facts.push(("elastic law".into(), law));
+        rep.facts.push(("elastic laws compared".into(), law));
     }
     if let Some(n) = &noise {
         rep.facts.push(("chi-square test (residuals against the declared noise)".into(), n.summary()));
@@ -616,6 +619,7 @@ fn report(
             .collect(),
         facts: vec![
             ("solver".into(), "Levenberg-Marquardt (argmin) on log-parameters, exact sensitivities".into()),
+            ("body's elastic law (rod file)".into(), rod.elastic_law.name()),
             ("starts".into(), format!("{} ({} converged)", f.starts.len(), f.starts.iter().filter(|s| s.converged).count())),
             ("iterations (all starts)".into(), f.iterations.to_string()),
             ("static solves".into(), f.static_solves.to_string()),

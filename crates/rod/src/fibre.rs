@@ -303,7 +303,15 @@ pub struct Fibres {
 impl Fibres {
     /// The fibres of a model's sub-segments; `None` when the section has
     /// no shape to integrate (checked when the rod file is read).
-    pub fn new(section: &CrossSection, length_m: f64, c01_fraction: f64, segments: &[Segment], dof_of: impl Fn(&Segment, f64) -> ([usize; 2], [f64; 2]), free: &[usize], n_strain: usize) -> Option<Fibres> {
+    pub fn new(
+        section: &CrossSection,
+        length_m: f64,
+        c01_fraction: f64,
+        segments: &[Segment],
+        dof_of: impl Fn(&Segment, f64) -> ([usize; 2], [f64; 2]),
+        free: &[usize],
+        n_strain: usize,
+    ) -> Option<Fibres> {
         let mut stations = vec![];
         // Two Gauss stations per sub-segment: the strain is linear along
         // it; the rule's own small-strain tangent is subtracted (see
@@ -401,11 +409,7 @@ mod tests {
         let phi_rule = phi_rule();
         let (r_out, r_in) = (0.01, 0.004);
         for beta in [0.0, 0.25] {
-            for (strain, discs) in [
-                (Vector3::new(0.05, 20.0, -25.0), 1),
-                (Vector3::new(-0.02, -30.0, 5.0), 2),
-                (Vector3::new(0.1, 0.0, 0.0), 1),
-            ] {
+            for (strain, discs) in [(Vector3::new(0.05, 20.0, -25.0), 1), (Vector3::new(-0.02, -30.0, 5.0), 2), (Vector3::new(0.1, 0.0, 0.0), 1)] {
                 let hole = if discs > 1 { r_in } else { 0.0 };
                 let rule = SectionRule::Discs { discs: [(r_out, 1.0), (r_in, -1.0)], count: discs };
                 let (e, f, t) = section_resultants(beta, &rule, &phi_rule, &strain, true);

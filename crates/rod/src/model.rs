@@ -223,8 +223,18 @@ impl Model {
             })
             .collect();
 
-        let mut model =
-            Model { rod: rod.clone(), node_x_m: node_x, free, segments, joint_x_m: joints, joint_mass_kg: joint_mass, stiffness, cable_spans, floating_base: false, fibres: None };
+        let mut model = Model {
+            rod: rod.clone(),
+            node_x_m: node_x,
+            free,
+            segments,
+            joint_x_m: joints,
+            joint_mass_kg: joint_mass,
+            stiffness,
+            cable_spans,
+            floating_base: false,
+            fibres: None,
+        };
         model.fibres = model.build_fibres();
         model
     }

@@ -25,10 +25,8 @@ fn bar(law: ElasticLaw) -> Rod {
 }
 
 fn tip_force(rod: &Rod, force_n: Vec3, moment_nm: Vec3) -> (Model, nalgebra::DVector<f64>) {
-    let loads = Loads {
-        point_loads: vec![PointLoad { x_m: rod.length_m, offset_body_m: Vec3::zeros(), force_n, moment_nm, follower: false }],
-        ..Loads::none()
-    };
+    let loads =
+        Loads { point_loads: vec![PointLoad { x_m: rod.length_m, offset_body_m: Vec3::zeros(), force_n, moment_nm, follower: false }], ..Loads::none() };
     let model = model_for(rod, &loads);
     let sol = solve(&model, &loads, None, &NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() }).expect("converges");
     (model, sol.q)
@@ -52,7 +50,12 @@ fn a_bar_in_tension_or_compression_stretches_as_the_uniaxial_closed_form() {
             let (model, q) = tip_force(&rod, Vec3::new(force, 0.0, 0.0), Vec3::zeros());
             let tip = model.frames(&q).joints.last().unwrap().pos;
             let linear_tip = rod.length_m * (1.0 + force / (E * area));
-            println!("{}, lambda {lambda}: F {force:.2} N, tip {:.6} m (closed form {:.6}, linear law {linear_tip:.6})", law.name(), tip.x, rod.length_m * lambda);
+            println!(
+                "{}, lambda {lambda}: F {force:.2} N, tip {:.6} m (closed form {:.6}, linear law {linear_tip:.6})",
+                law.name(),
+                tip.x,
+                rod.length_m * lambda
+            );
             assert!((tip.x / (rod.length_m * lambda) - 1.0).abs() < 1e-9, "{} lambda {lambda}: {}", law.name(), tip.x);
         }
     }

@@ -40,7 +40,13 @@ force_n = [0.0, 0.0, -1.5]
     let records = simulator(&rod, scene).run(|_, _| {}).unwrap();
     let tip = records.last().unwrap().tip_m;
     let loads = rod::Loads {
-        point_loads: vec![rod::PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, 0.0, -1.5), moment_nm: Vec3::zeros(), follower: false }],
+        point_loads: vec![rod::PointLoad {
+            x_m: 0.2,
+            offset_body_m: Vec3::zeros(),
+            force_n: Vec3::new(0.0, 0.0, -1.5),
+            moment_nm: Vec3::zeros(),
+            follower: false,
+        }],
         ..rod::Loads::none()
     };
     let model = rod::statics::model_for(&rod, &loads);
