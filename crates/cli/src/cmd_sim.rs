@@ -47,7 +47,7 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
     let job = SimulateJob {
         rod: &rod,
         rod_path: &a.rod,
-        scene: sim::Scene::from_file(&a.scene)?,
+        scene: lab::params::scene_with(sim::Scene::from_file(&a.scene)?, params.as_ref()),
         scene_path: &a.scene,
         params_path: a.params.as_deref(),
         base,

@@ -608,6 +608,61 @@ pub struct IdentifiedFile {
     pub sensor_bias: Vec<SensorBiasOut>,
     pub experiment: Vec<ExperimentOut>,
     pub start: Vec<StartOutcome>,
+    /// What the statics cannot see, fitted from recorded motion
+    /// (`identify --dynamic`): the table's friction and the rod's damping.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub dynamic: Option<DynamicOut>,
+}
+
+/// Friction and damping fitted to recorded sessions by simulating them
+/// (`rodlab identify --dynamic`), E, G, rho held at `[parameters]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DynamicOut {
+    pub sessions: Vec<String>,
+    pub scene_file: String,
+    /// The table's friction coefficient, its 95 % interval, and whether
+    /// the data determine it: a session whose tip never slides only bounds
+    /// it from below (`mu_at_least`: the largest tangential / normal ratio
+    /// the stick needed), and `mu` is then that bound.
+    pub mu: f64,
+    pub mu_ci95: [f64; 2],
+    pub mu_determined: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mu_at_least: Option<f64>,
+    /// Damping ratio of the first bending mode and its 95 % interval.
+    pub damping_ratio: f64,
+    pub damping_ratio_ci95: [f64; 2],
+    /// Correlation of the two estimates (log scale; NaN when one is held).
+    pub correlation_mu_damping: f64,
+    /// RMS of the tracked markers minus the simulated ones over all
+    /// frames, with the starting values and with the fitted ones \[m\].
+    pub marker_rms_start_m: f64,
+    pub marker_rms_m: f64,
+    /// RMS of the flange force readings minus the simulated base force
+    /// (each session's constant sensor bias removed) with the fitted
+    /// values \[N\], and the sensors' streams (session: stream).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub force_rms_n: Option<f64>,
+    #[serde(default)]
+    pub force_streams: Vec<String>,
+    /// Least-squares iterations after the scan, and simulations in all.
+    #[serde(default)]
+    pub iterations: usize,
+    pub simulations: usize,
+    pub wall_time_s: f64,
+}
+
+impl DynamicOut {
+    /// The friction coefficient a simulation of `scene_mu`'s scene should
+    /// use: the fitted one, or when only bounded, the scene's if it is
+    /// above the bound, else the bound.
+    pub fn mu_for(&self, scene_mu: f64) -> f64 {
+        if self.mu_determined {
+            self.mu
+        } else {
+            scene_mu.max(self.mu_at_least.unwrap_or(self.mu))
+        }
+    }
 }
 
 /// One session's fitted flange sensor bias, with 95 % half widths.
@@ -746,6 +801,7 @@ impl IdentifiedFile {
                 })
                 .collect(),
             start: f.starts.clone(),
+            dynamic: None,
         }
     }
 
@@ -803,6 +859,9 @@ impl IdentifiedFile {
         // Checked when the file is read (and when a fit is selected).
         if let Ok(Some(law)) = p.elastic_law() {
             out.elastic_law = law;
+        }
+        if let Some(d) = &self.dynamic {
+            out.damping = Some(rod::Damping::Ratio(d.damping_ratio));
         }
         out
     }

@@ -11,6 +11,7 @@
 
 pub mod c3d;
 pub mod data;
+pub mod dynamic;
 pub mod error;
 pub mod export;
 pub mod identify;

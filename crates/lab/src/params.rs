@@ -1,7 +1,8 @@
 //! Identified parameters applied to a rod: one place that turns an
 //! `identified.toml` into the rod every later stage uses (material,
 //! geometry: cable offsets and turns, radius scale; and, for a rod whose
-//! base is the world, the identified base pitch).
+//! base is the world, the identified base pitch), and into the scene (the
+//! table's friction and the rod's damping fitted from recorded motion).
 
 use crate::error::{Error, Result};
 use identify::output::IdentifiedFile;
@@ -74,6 +75,15 @@ pub fn rod_with(rod: Rod, params: Option<&Params>) -> Rod {
         Some(p) => p.rod(&rod),
         None => rod,
     }
+}
+
+/// The scene with the table friction fitted from recorded motion
+/// (`identify --dynamic`, `[dynamic]` of the file), or as it is.
+pub fn scene_with(mut scene: sim::Scene, params: Option<&Params>) -> sim::Scene {
+    if let (Some(d), Some(table)) = (params.and_then(|p| p.file.dynamic.as_ref()), scene.table.as_mut()) {
+        table.mu = d.mu_for(table.mu);
+    }
+    scene
 }
 
 /// Reads optional params for `rod`.

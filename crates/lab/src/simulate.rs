@@ -123,8 +123,30 @@ fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Opti
     }
 }
 
-/// Runs a simulation job and writes its tables and report into `job.out`.
-pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
+/// A job made ready to simulate: the scene in the rig's world, its
+/// duration set, the base motion, and the host time of t = 0.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub scene: Scene,
+    pub motion: BaseMotion,
+    pub t0_host_ns: Option<i64>,
+    pub frames_from: Option<String>,
+}
+
+impl Prepared {
+    /// A simulator of `rod` in the prepared scene (changed by the caller,
+    /// e.g. its friction, when a fit tries values).
+    pub fn simulator(&self, rod: &Rod, scene: &Scene, scene_path: &Path) -> Result<Simulator> {
+        Simulator::new(rod, scene, self.motion.clone()).map_err(|e| match e {
+            SimError::Input(m) => Error::input(format!("{}: {m}", scene_path.display())),
+            other => other.into(),
+        })
+    }
+}
+
+/// Reads what a job needs to simulate (the session's frames and robot
+/// log, a trajectory, or the scene's waypoints), without simulating.
+pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
     let mut scene = job.scene.clone();
     let frames = match &job.base {
         BaseSource::Session(dir) => dir.meta()?.map(|m| (m.frames, dir.meta_path().display().to_string())),
@@ -140,10 +162,14 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
         scene.duration_s = d;
     }
     let (motion, t0_host_ns) = base_motion(job, &mut scene)?;
-    let mut sim = Simulator::new(job.rod, &scene, motion).map_err(|e| match e {
-        SimError::Input(m) => Error::input(format!("{}: {m}", job.scene_path.display())),
-        other => other.into(),
-    })?;
+    Ok(Prepared { scene, motion, t0_host_ns, frames_from })
+}
+
+/// Runs a simulation job and writes its tables and report into `job.out`.
+pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
+    let prepared = prepare(job)?;
+    let mut sim = prepared.simulator(job.rod, &prepared.scene, job.scene_path)?;
+    let Prepared { scene, t0_host_ns, frames_from, .. } = prepared;
     let task = progress.task("simulate", Some(scene.steps() as u64));
     let started = std::time::Instant::now();
     let records = sim.run(|done, _| task.set(done as u64)).map_err(|e| Error::from(e).context("simulation stopped"))?;

@@ -278,7 +278,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         &SimulateJob {
             rod,
             rod_path: &req.rod_path,
-            scene: req.scene.clone(),
+            scene: crate::params::scene_with(req.scene.clone(), req.params.as_ref()),
             scene_path: &req.scene_path,
             params_path: req.params.as_ref().map(|p| p.path.as_path()),
             base: BaseSource::Session(dir.clone()),

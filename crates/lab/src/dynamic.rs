@@ -1,0 +1,651 @@
+//! What the statics cannot see — the table's friction coefficient mu and
+//! the rod's damping ratio — identified from recorded motion (stage
+//! "identify", after the static identification): each session's robot
+//! stream drives the simulator as `validate` does, and least squares on the
+//! tracked markers minus the simulated ones (weighted by the tracking
+//! noise) fits `ln mu` and `ln zeta`, E, G, rho and the geometry held at a
+//! static identification's `identified.toml`.
+//!
+//! Sensitivities are central differences of whole simulations (run in
+//! parallel): the stick/slide switch makes the residual nonsmooth in mu, so
+//! the fit starts with a bracketing scan of mu on a log grid (whatever the
+//! starting value) and refines from the best point with the Levenberg-
+//! Marquardt loop of `identify`. A session whose tip never slides does not
+//! determine mu: the scan's cost is then flat above the friction the stick
+//! needed, and mu is reported as bounded from below by the largest
+//! tangential / normal ratio of the sticking contact.
+
+use crate::error::{Error, Result};
+use crate::params::Params;
+use crate::progress::Progress;
+use crate::provenance::{file_row, version_row};
+use crate::simulate::{at_records, BaseSource, Prepared, SimulateJob};
+use argmin::core::{Executor, Jacobian, Operator, State};
+use identify::output::DynamicOut;
+use lie::Vec3;
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+use report::page::{Block, Chart, Page, Series};
+use rod::{Damping, Rod};
+use session::SessionDir;
+use sim::{ContactState, Scene, StepRecord};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// What to fit, from which sessions.
+#[derive(Clone, Debug)]
+pub struct DynamicRequest {
+    pub sessions: Vec<SessionDir>,
+    pub rod_path: PathBuf,
+    /// The rod file's rod.
+    pub rod: Rod,
+    /// The static identification: E, G, rho and geometry, held.
+    pub params: Params,
+    pub scene_path: PathBuf,
+    /// The scene of the sessions: table, contact law, time step.
+    pub scene: Scene,
+    /// identified.toml (the static one with `[dynamic]`), index.html, summary.json.
+    pub out: PathBuf,
+    /// Where the search starts (default: the scene's mu, the rod file's damping ratio or 0.05).
+    pub mu_start: Option<f64>,
+    pub damping_start: Option<f64>,
+    /// Keep the damping ratio at its start and fit mu alone.
+    pub hold_damping: bool,
+    /// Floor of the markers' tracking noise per coordinate \[m\] (the
+    /// noise estimated from each session is used when larger).
+    pub sigma_m: f64,
+    /// The flange force sensor's stream and mount (default: stream ft300
+    /// when the session has it); its readings join the residual.
+    pub loads: crate::loads::Loads,
+}
+
+impl DynamicRequest {
+    pub fn new(sessions: Vec<SessionDir>, rod_path: &Path, rod: Rod, params: Params, scene_path: &Path, scene: Scene, out: &Path) -> DynamicRequest {
+        DynamicRequest {
+            sessions,
+            rod_path: rod_path.to_path_buf(),
+            rod,
+            params,
+            scene_path: scene_path.to_path_buf(),
+            scene,
+            out: out.to_path_buf(),
+            mu_start: None,
+            damping_start: None,
+            hold_damping: false,
+            sigma_m: 2e-5,
+            loads: Default::default(),
+        }
+    }
+}
+
+/// The fitted friction and damping, with what the report shows.
+#[derive(Clone, Debug)]
+pub struct DynamicFit {
+    pub out: DynamicOut,
+    /// The bracketing scan: (mu, cost) at the starting damping ratio.
+    pub scan: Vec<(f64, f64)>,
+    /// Cost after every Levenberg-Marquardt iteration.
+    pub history: Vec<f64>,
+    pub identified_toml: PathBuf,
+    pub report: PathBuf,
+    pub warnings: Vec<String>,
+}
+
+/// One session, read once: its prepared simulation, tracked markers and
+/// flange force readings.
+struct SessionCase {
+    name: String,
+    prepared: Prepared,
+    /// (simulation time \[s\], marker, tracked position \[m\]).
+    observed: Vec<(f64, usize, Vec3)>,
+    sigma_m: f64,
+    force: Option<ForceReadings>,
+}
+
+/// A flange force sensor's readings, in the flange frame.
+struct ForceReadings {
+    stream: String,
+    /// (simulation time \[s\], force \[N\]).
+    samples: Vec<(f64, Vec3)>,
+    /// The readings' noise per component \[N\] (from their differences).
+    sigma_n: f64,
+}
+
+/// The simulations behind the residual, for any (mu, zeta); each
+/// session's rows are kept per value pair, and a session whose rod never
+/// touches the table does not depend on mu (one replay serves every mu).
+struct Replay<'a> {
+    rod: Rod,
+    scene_path: &'a Path,
+    cases: Vec<SessionCase>,
+    simulations: AtomicUsize,
+    /// Per session: does the rod touch the table (in the replay that sticks)?
+    touches: Vec<bool>,
+    rows: Mutex<std::collections::HashMap<(usize, u64, u64), std::sync::Arc<Vec<f64>>>>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(rod: Rod, scene_path: &'a Path, cases: Vec<SessionCase>) -> Replay<'a> {
+        let touches = vec![true; cases.len()];
+        Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, rows: Mutex::new(Default::default()) }
+    }
+
+    fn records(&self, case: &SessionCase, mu: f64, zeta: f64) -> Result<Vec<StepRecord>> {
+        let mut scene = case.prepared.scene.clone();
+        if let Some(t) = scene.table.as_mut() {
+            t.mu = mu;
+        }
+        let mut rod = self.rod.clone();
+        rod.damping = Some(Damping::Ratio(zeta));
+        self.simulations.fetch_add(1, Ordering::Relaxed);
+        let mut sim = case.prepared.simulator(&rod, &scene, self.scene_path)?;
+        sim.run(|_, _| {}).map_err(|e| Error::from(e).context(format!("{}: simulation at mu {mu:.4}, damping ratio {zeta:.4}", case.name)))
+    }
+
+    /// Session `i`'s rows at (mu, zeta), replayed once per distinct pair.
+    fn rows_of(&self, i: usize, mu: f64, zeta: f64) -> Result<std::sync::Arc<Vec<f64>>> {
+        let mu = if self.touches[i] { mu } else { MU_STICKS };
+        let key = (i, mu.to_bits(), zeta.to_bits());
+        if let Some(r) = self.rows.lock().expect("rows").get(&key) {
+            return Ok(r.clone());
+        }
+        let r = std::sync::Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], mu, zeta)?));
+        self.rows.lock().expect("rows").insert(key, r.clone());
+        Ok(r)
+    }
+
+    /// (simulated - tracked) / sigma over every session's tracked markers
+    /// (and flange forces).
+    fn residual(&self, mu: f64, zeta: f64) -> Result<DVector<f64>> {
+        let parts: Vec<Result<std::sync::Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, mu, zeta)).collect();
+        let mut all = vec![];
+        for p in parts {
+            all.extend(p?.iter());
+        }
+        Ok(DVector::from_vec(all))
+    }
+}
+
+/// Rows of a session: the markers, then the flange force with the
+/// sensor's constant bias profiled out (each component's mean difference
+/// removed: the bias's least-squares value for any mu and zeta).
+fn marker_residual(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
+    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+    let mut out = Vec::with_capacity(3 * case.observed.len());
+    for (t, m, p) in &case.observed {
+        // Observations were kept inside the simulated span.
+        let q = at_records(&t_rec, records, *t, |r| r.markers_m[*m]).unwrap_or(*p);
+        out.extend((q - p).iter().map(|d| d / case.sigma_m));
+    }
+    if let Some(f) = &case.force {
+        let d: Vec<Vec3> = f.samples.iter().map(|(t, m)| at_records(&t_rec, records, *t, |r| lie::linear(&r.base_wrench_flange)).unwrap_or(*m) - m).collect();
+        let mean = d.iter().sum::<Vec3>() / d.len() as f64;
+        out.extend(d.iter().flat_map(|x| (x - mean).iter().map(|v| v / f.sigma_n).collect::<Vec<_>>()));
+    }
+    out
+}
+
+/// The least-squares problem for `identify`'s Levenberg-Marquardt: the
+/// free log-parameters in, the weighted marker residual out.
+struct DynamicProblem<'a> {
+    replay: &'a Replay<'a>,
+    /// Held values (used where a parameter is not free).
+    held: (f64, f64),
+    fit_mu: bool,
+    fit_zeta: bool,
+    cache: Mutex<Vec<(DVector<f64>, DVector<f64>)>>,
+    /// Central-difference step in the log-parameters.
+    log_step: f64,
+}
+
+/// Central-difference step in the log-parameters: 1 %, wide enough that
+/// the few time steps a stick/slide switch moves by do not dominate.
+const LOG_STEP: f64 = 0.01;
+
+impl DynamicProblem<'_> {
+    fn values(&self, p: &DVector<f64>) -> (f64, f64) {
+        let mut k = 0;
+        let mu = if self.fit_mu {
+            k += 1;
+            p[0].exp()
+        } else {
+            self.held.0
+        };
+        let zeta = if self.fit_zeta { p[k].exp() } else { self.held.1 };
+        (mu, zeta)
+    }
+
+    fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
+        if let Some((_, r)) = self.cache.lock().expect("cache").iter().find(|(q, _)| q == p) {
+            return Ok(r.clone());
+        }
+        let (mu, zeta) = self.values(p);
+        let r = self.replay.residual(mu, zeta)?;
+        let mut cache = self.cache.lock().expect("cache");
+        if cache.len() > 16 {
+            cache.remove(0);
+        }
+        cache.push((p.clone(), r.clone()));
+        Ok(r)
+    }
+
+    fn jacobian_fd(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
+        let points: Vec<DVector<f64>> = (0..p.len())
+            .flat_map(|i| {
+                [1.0, -1.0].map(|s| {
+                    let mut q = p.clone();
+                    q[i] += s * self.log_step;
+                    q
+                })
+            })
+            .collect();
+        let rs: Vec<Result<DVector<f64>>> = points.par_iter().map(|q| self.residual(q)).collect();
+        let rs = rs.into_iter().collect::<Result<Vec<_>>>()?;
+        let n = rs[0].len();
+        Ok(DMatrix::from_fn(n, p.len(), |row, i| (rs[2 * i][row] - rs[2 * i + 1][row]) / (2.0 * self.log_step)))
+    }
+}
+
+impl Operator for &DynamicProblem<'_> {
+    type Param = DVector<f64>;
+    type Output = DVector<f64>;
+
+    fn apply(&self, p: &Self::Param) -> std::result::Result<Self::Output, argmin::core::Error> {
+        self.residual(p).map_err(|e| argmin::core::Error::msg(e.to_string()))
+    }
+}
+
+impl Jacobian for &DynamicProblem<'_> {
+    type Param = DVector<f64>;
+    type Jacobian = DMatrix<f64>;
+
+    fn jacobian(&self, p: &Self::Param) -> std::result::Result<Self::Jacobian, argmin::core::Error> {
+        self.jacobian_fd(p).map_err(|e| argmin::core::Error::msg(e.to_string()))
+    }
+}
+
+/// The mu grid of the bracketing scan: from 0.05 to 2 in equal ratios
+/// (1.59 apart: the refinement starts within a factor 1.26 of the best).
+fn mu_grid() -> Vec<f64> {
+    let n = 9;
+    (0..n).map(|k| 0.05 * (2.0f64 / 0.05).powf(k as f64 / (n - 1) as f64)).collect()
+}
+
+/// A friction coefficient no contact of a rod reaches: the stick-only replay.
+const MU_STICKS: f64 = 50.0;
+
+/// Reads the sessions: the prepared simulation of each and its tracked
+/// markers inside the simulated span, with their noise.
+fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<SessionCase>> {
+    let mut cases = vec![];
+    for dir in &req.sessions {
+        let prepared = crate::simulate::prepare(&SimulateJob {
+            rod,
+            rod_path: &req.rod_path,
+            scene: scene.clone(),
+            scene_path: &req.scene_path,
+            params_path: Some(&req.params.path),
+            base: BaseSource::Session(dir.clone()),
+            rig_frames: None,
+            duration_s: None,
+            out: &req.out,
+        })?;
+        if prepared.scene.table.is_none() {
+            return Err(Error::input(format!("{}: no [table]: there is no friction to identify", req.scene_path.display())));
+        }
+        let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
+        let sensor = req.loads.flange_sensor_for(dir);
+        let requests: Vec<crate::loads::StreamRequest> = sensor
+            .iter()
+            .map(|(fs, _)| {
+                crate::loads::flange_sensor_request(
+                    fs,
+                    req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
+                )
+            })
+            .collect();
+        let s = crate::data::load(dir, rod.markers.len(), &requests)?;
+        let noise = crate::observe::marker_noise_m(s.markers.iter().map(|m| m.1.as_slice())).unwrap_or(0.0);
+        let end = prepared.scene.duration_s;
+        let observed: Vec<(f64, usize, Vec3)> = s
+            .markers
+            .iter()
+            .flat_map(|(t_host, ms)| {
+                let t = t_host - t0 as f64 * 1e-9;
+                ms.iter().enumerate().filter_map(move |(m, p)| p.map(|p| (t, m, p)))
+            })
+            .filter(|(t, _, _)| *t >= 0.0 && *t <= end)
+            .collect();
+        if observed.is_empty() {
+            return Err(Error::input(format!("{}: no tracked marker inside the robot log's span", dir.path().display())));
+        }
+        let force = sensor.map(|(fs, _)| {
+            let stream = &s.streams[&fs.stream];
+            let col = |k: usize| &stream.columns[&fs.columns[k]];
+            let mount = fs.mount.pose();
+            let samples: Vec<(f64, Vec3)> = (0..stream.t_s.len())
+                .map(|i| (stream.t_s[i] - t0 as f64 * 1e-9, mount.rot * Vec3::new(col(0)[i], col(1)[i], col(2)[i])))
+                .filter(|(t, f)| *t >= 0.0 && *t <= end && f.iter().all(|v| v.is_finite()))
+                .collect();
+            // Noise from successive differences: sqrt(mean |df|^2 / 6).
+            let diff = samples.windows(2).map(|w| (w[1].1 - w[0].1).norm_squared()).sum::<f64>() / (samples.len().max(2) - 1) as f64;
+            ForceReadings { stream: fs.stream.clone(), samples, sigma_n: (diff / 6.0).sqrt().max(1e-3) }
+        });
+        cases.push(SessionCase { name: s.name.clone(), prepared, observed, sigma_m: req.sigma_m.max(noise), force: force.filter(|f| f.samples.len() > 1) });
+    }
+    Ok(cases)
+}
+
+/// The largest tangential / normal force ratio of any sticking contact
+/// (what the stick needed from the friction).
+fn largest_stick_ratio(records: &[StepRecord]) -> f64 {
+    records
+        .iter()
+        .flat_map(|r| r.contacts.iter())
+        .filter(|c| c.state == ContactState::Stick && c.normal_force_n > 1e-6)
+        .map(|c| c.tangential_force_n.norm() / c.normal_force_n)
+        .fold(0.0, f64::max)
+}
+
+/// RMS over the marker rows (per point, metres) and over the force rows
+/// (per reading, newtons).
+fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
+    let (mut row, mut markers, mut forces, mut n_m, mut n_f) = (0, 0.0, 0.0, 0, 0);
+    for c in cases {
+        for _ in 0..3 * c.observed.len() {
+            markers += (r[row] * c.sigma_m).powi(2);
+            row += 1;
+            n_m += 1;
+        }
+        if let Some(f) = &c.force {
+            for _ in 0..3 * f.samples.len() {
+                forces += (r[row] * f.sigma_n).powi(2);
+                row += 1;
+                n_f += 1;
+            }
+        }
+    }
+    ((markers / n_m.max(1) as f64 * 3.0).sqrt(), (forces / n_f.max(1) as f64 * 3.0).sqrt())
+}
+
+/// Per session, the marker RMS \[m\] and flange force RMS \[N\] (bias
+/// removed) of the replay with `mu` and damping ratio `zeta`: how well
+/// given values describe the sessions.
+pub fn replay_figures(req: &DynamicRequest, mu: f64, zeta: f64) -> Result<Vec<(String, f64, Option<f64>)>> {
+    let rod = req.params.rod(&req.rod);
+    let cases = read_cases(req, &rod, &req.scene)?;
+    let replay = Replay::new(rod, &req.scene_path, cases);
+    replay
+        .cases
+        .iter()
+        .map(|c| {
+            let r = DVector::from_vec(marker_residual(c, &replay.records(c, mu, zeta)?));
+            let (m, f) = rms_parts(std::slice::from_ref(c), &r);
+            Ok((c.name.clone(), m, c.force.as_ref().map(|_| f)))
+        })
+        .collect()
+}
+
+/// The residual's sensitivities to (ln mu, ln zeta) at `mu`, `zeta` by
+/// central differences of step `log_step` (what the fit uses with 0.01).
+pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
+    let rod = req.params.rod(&req.rod);
+    let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
+    let problem = DynamicProblem { replay: &replay, held: (mu, zeta), fit_mu: true, fit_zeta: true, cache: Mutex::new(vec![]), log_step };
+    problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
+}
+
+/// Fits mu and the damping ratio to the sessions; writes identified.toml
+/// (the static file with `[dynamic]`), index.html and summary.json.
+pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result<DynamicFit> {
+    let started = std::time::Instant::now();
+    if req.sessions.is_empty() {
+        return Err(Error::input("--sessions: at least one session is needed"));
+    }
+    crate::error::positive("--sigma-m", req.sigma_m)?;
+    let rod = req.params.rod(&req.rod);
+    if rod.markers.is_empty() {
+        return Err(Error::input(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", req.rod_path.display())));
+    }
+    let scene = req.scene.clone();
+    let scene_mu = scene.table.as_ref().map_or(0.5, |t| t.mu);
+    let mu0 = req.mu_start.unwrap_or(scene_mu);
+    let zeta0 = req.damping_start.unwrap_or(match rod.damping {
+        Some(Damping::Ratio(z)) => z,
+        _ => 0.05,
+    });
+    for (flag, v) in [("--mu-start", mu0), ("--damping-start", zeta0)] {
+        crate::error::positive(flag, v)?;
+    }
+    let task = progress.task("identify --dynamic", None);
+    task.message("reading the sessions");
+    let cases = read_cases(req, &rod, &scene)?;
+    let mut replay = Replay::new(rod.clone(), &req.scene_path, cases);
+    // The replays that never slide: whether each session touches the table
+    // (a session in the air does not depend on mu).
+    task.message("replaying with sticking friction");
+    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, MU_STICKS, zeta0)).collect();
+    let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
+    replay.touches = sticking.iter().map(|r| r.iter().any(|s| !s.contacts.is_empty() && s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
+    if !replay.touches.iter().any(|t| *t) {
+        return Err(Error::input(
+            "the rod never touches the table in these sessions: there is no friction to identify (add a session with contact, or hold mu)",
+        ));
+    }
+
+    // Bracketing scan of mu (the residual is flat where the tip sticks and
+    // kinks where it starts to slide), and the replay that never slides.
+    task.message("scanning mu");
+    let mut grid = mu_grid();
+    grid.push(mu0);
+    grid.push(MU_STICKS);
+    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(*mu, zeta0).map(|r| 0.5 * r.norm_squared())).collect();
+    let mut scan = vec![];
+    for (mu, c) in grid.iter().zip(costs) {
+        // A simulation that fails at a trial value is no candidate.
+        if let Ok(c) = c {
+            scan.push((*mu, c));
+        }
+    }
+    let sticks = scan.iter().find(|(mu, _)| *mu == MU_STICKS).map(|s| s.1);
+    scan.retain(|(mu, _)| *mu != MU_STICKS);
+    scan.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (best_mu, best_cost) =
+        scan.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(|| Error::computation("no simulation of the scan succeeded"))?;
+    // Stick only: sticking everywhere fits as well as the best mu (the same
+    // simulation, up to the last digits).
+    let stick_only = sticks.is_some_and(|c| c <= best_cost * (1.0 + 1e-9) + 1e-12);
+    let mut warnings = vec![];
+    let mu_at_least = if stick_only {
+        let bound = sticking.iter().map(|r| largest_stick_ratio(r)).fold(0.0, f64::max);
+        warnings.push(format!(
+            "the tip never slides in these sessions: mu is not determined, only bounded from below by {bound:.3} (the largest tangential / normal force ratio the stick needed); record a session in which the tip slides to measure it"
+        ));
+        Some(bound)
+    } else {
+        None
+    };
+
+    // Levenberg-Marquardt from the scan's best (or with mu held where
+    // the tip only sticks).
+    task.message("least squares");
+    let fit_mu = !stick_only;
+    let fit_zeta = !req.hold_damping;
+    let held = (if stick_only { MU_STICKS } else { best_mu }, zeta0);
+    let problem = DynamicProblem { replay: &replay, held, fit_mu, fit_zeta, cache: Mutex::new(vec![]), log_step: LOG_STEP };
+    let mut p0 = vec![];
+    if fit_mu {
+        p0.push(best_mu.ln());
+    }
+    if fit_zeta {
+        p0.push(zeta0.ln());
+    }
+    let start_r = replay.residual(mu0, zeta0)?;
+    let (p, history) = if p0.is_empty() {
+        (DVector::zeros(0), vec![])
+    } else {
+        // Tolerances of the differences' accuracy, not of round-off.
+        let mut solver = identify::lm::LevenbergMarquardt::default();
+        (solver.cost_tolerance, solver.step_tolerance) = (1e-6, 1e-4);
+        let res = Executor::new(&problem, solver)
+            .configure(|s| s.param(DVector::from_vec(p0.clone())).max_iters(30))
+            .run()
+            .map_err(|e| Error::computation(format!("the least squares stopped: {e}")))?;
+        let p = res.state().get_best_param().or(res.state().get_param()).cloned().unwrap_or_else(|| DVector::from_vec(p0.clone()));
+        (p, res.solver().history.clone())
+    };
+    let iterations = history.len().saturating_sub(1);
+    let (mu, zeta) = problem.values(&p);
+    let r = problem.residual(&p)?;
+
+    // Intervals: Gauss-Newton covariance with the residuals' own scale.
+    let (mut ci_mu, mut ci_zeta, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], f64::NAN);
+    if p.len() > 0 {
+        let j = problem.jacobian_fd(&p)?;
+        let dof = (r.len() as f64 - p.len() as f64).max(1.0);
+        let s2 = r.norm_squared() / dof;
+        match (j.transpose() * &j).try_inverse() {
+            Some(inv) => {
+                let cov = inv * s2;
+                let ci = |i: usize| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()];
+                let mut k = 0;
+                if fit_mu {
+                    ci_mu = ci(0);
+                    k = 1;
+                }
+                if fit_zeta {
+                    ci_zeta = ci(k);
+                }
+                if p.len() == 2 {
+                    correlation = cov[(0, 1)] / (cov[(0, 0)] * cov[(1, 1)]).sqrt();
+                }
+            }
+            None => warnings.push("the sensitivities are singular: the sessions do not determine these parameters (no interval)".into()),
+        }
+    }
+    if stick_only {
+        ci_mu = [mu_at_least.unwrap_or(f64::NAN), f64::INFINITY];
+    }
+    if fit_mu && (best_mu == scan.first().map_or(0.0, |s| s.0)) {
+        warnings.push(format!("the scan's best mu is its smallest value ({best_mu:.3}): the friction may be lower still"));
+    }
+    let out = DynamicOut {
+        sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
+        scene_file: req.scene_path.display().to_string(),
+        mu: mu_at_least.unwrap_or(mu),
+        mu_ci95: ci_mu,
+        mu_determined: !stick_only,
+        mu_at_least,
+        damping_ratio: zeta,
+        damping_ratio_ci95: ci_zeta,
+        correlation_mu_damping: correlation,
+        marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
+        marker_rms_m: rms_parts(&replay.cases, &r).0,
+        force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then(|| rms_parts(&replay.cases, &r).1),
+        force_streams: replay.cases.iter().filter_map(|c| c.force.as_ref().map(|f| format!("{}: {}", c.name, f.stream))).collect(),
+        iterations,
+        simulations: replay.simulations.load(Ordering::Relaxed),
+        wall_time_s: started.elapsed().as_secs_f64(),
+    };
+    drop(task);
+
+    // identified.toml: the static file with [dynamic].
+    std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: {e}", req.out.display())))?;
+    let mut file = req.params.file.clone();
+    file.dynamic = Some(out.clone());
+    let identified_toml = req.out.join("identified.toml");
+    file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
+
+    // The report: the scan, and per session the tip's path at the start and at the fit.
+    let report = write_report(req, &replay, &out, &scan, &history, (mu0, zeta0), &warnings, &identified_toml)?;
+    Ok(DynamicFit { out, scan, history, identified_toml, report, warnings })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_report(
+    req: &DynamicRequest,
+    replay: &Replay,
+    out: &DynamicOut,
+    scan: &[(f64, f64)],
+    history: &[f64],
+    start: (f64, f64),
+    warnings: &[String],
+    identified_toml: &Path,
+) -> Result<PathBuf> {
+    let sim_mu = out.mu_for(start.0);
+    let mut blocks = vec![Block::Text(format!(
+        "Friction and damping fitted to {} session(s) by replaying each in the simulator (scene {}) and matching the tracked markers; E, G, rho and geometry held at {}. Written: {}.",
+        out.sessions.len(),
+        req.scene_path.display(),
+        req.params.path.display(),
+        identified_toml.display()
+    ))];
+    blocks.push(Block::Warnings(warnings.to_vec()));
+    let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "-".into() };
+    let mu_text = match out.mu_at_least {
+        Some(b) => format!("not determined: at least {b:.4} (the tip never slides)"),
+        None => format!("{:.4} {}", out.mu, ci(out.mu_ci95)),
+    };
+    blocks.push(Block::Table(
+        ["value", "fitted (95 % interval)", "start"].map(String::from).to_vec(),
+        vec![
+            vec!["table friction mu".into(), mu_text, format!("{:.4}", start.0)],
+            vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.1)],
+            vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()],
+            vec!["marker RMS error".into(), format!("{:.3} mm", out.marker_rms_m * 1e3), format!("{:.3} mm", out.marker_rms_start_m * 1e3)],
+            vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()],
+        ],
+    ));
+    blocks.push(Block::Chart(Chart {
+        name: "mu_scan".into(),
+        title: format!("Bracketing scan: cost 1/2 |r|^2 against mu at damping ratio {:.3}", start.1),
+        x_label: "mu [1]".into(),
+        y_label: "cost [1]".into(),
+        series: vec![
+            Series::points("scan", scan.to_vec(), 0),
+            Series::line("fitted mu", vec![(sim_mu, 0.0), (sim_mu, scan.iter().map(|s| s.1).fold(0.0, f64::max))], 1),
+        ],
+        diagonal: false,
+    }));
+    if !history.is_empty() {
+        blocks.push(Block::Chart(Chart {
+            name: "history".into(),
+            title: "Least squares: cost per iteration".into(),
+            x_label: "iteration [1]".into(),
+            y_label: "cost [1]".into(),
+            series: vec![Series::line("cost", history.iter().enumerate().map(|(i, c)| (i as f64, *c)).collect(), 0)],
+            diagonal: false,
+        }));
+    }
+    for (k, case) in replay.cases.iter().enumerate() {
+        // The outermost marker's distance from where it was first tracked:
+        // tracked, replayed with the start values and with the fitted ones.
+        let tip = (0..replay.rod.markers.len()).max_by(|a, b| replay.rod.markers[*a].arc_m.total_cmp(&replay.rod.markers[*b].arc_m)).unwrap_or(0);
+        let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).map(|o| (o.0, o.2)).collect();
+        let Some(origin) = tracked.first().map(|t| t.1) else { continue };
+        let path = |mu: f64, zeta: f64| -> Result<Vec<(f64, f64)>> {
+            let records = replay.records(case, mu, zeta)?;
+            let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+            Ok(tracked.iter().filter_map(|(t, _)| at_records(&t_rec, &records, *t, |r| r.markers_m[tip]).map(|q| (*t, (q - origin).norm() * 1e3))).collect())
+        };
+        blocks.push(Block::Chart(Chart {
+            name: format!("tip_{k}"),
+            title: format!("{}: the tip marker's distance from its first tracked position", case.name),
+            x_label: "t [s]".into(),
+            y_label: "distance [mm]".into(),
+            series: vec![
+                Series::line("tracked", tracked.iter().map(|(t, p)| (*t, (p - origin).norm() * 1e3)).collect(), 0),
+                Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.0, start.1), path(start.0, start.1)?, 1),
+                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", sim_mu, out.damping_ratio), path(sim_mu, out.damping_ratio)?, 2),
+            ],
+            diagonal: false,
+        }));
+    }
+    let mut provenance = vec![version_row(), file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path)];
+    provenance.push(file_row(format!("scene {}", req.scene_path.display()), &req.scene_path));
+    provenance.push(file_row(format!("static parameters {}", req.params.path.display()), &req.params.path));
+    let page = Page { title: "Friction and damping from recorded motion".into(), blocks, provenance };
+    let written = report::page::write_page(&req.out, &page, out)?;
+    Ok(written.html)
+}

@@ -1,0 +1,159 @@
+//! Friction and damping from recorded motion (`identify --dynamic`):
+//! synthetic sessions of the contact paper's rod whose truth has its own
+//! mu and damping ratio, fitted from wrong starts.
+
+mod common;
+use common::*;
+
+use lab::dynamic::{identify_dynamic, DynamicRequest};
+use std::path::Path;
+
+const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
+const DRAG: &str = "configs/scene/contact-paper-lying-drag.toml";
+const RING: &str = "configs/scene/contact-paper-ring.toml";
+const STICK: &str = "configs/scene/contact-paper-stick.toml";
+
+/// A session of `scene_rel` made with friction `mu` and damping ratio
+/// `zeta`, 0.1 mm of tracking noise.
+fn session(dir: &Path, name: &str, scene_rel: &str, mu: f64, zeta: f64, seed: u64) -> lab::SessionDir {
+    synth(dir, name, ROD, scene_rel, |r| {
+        r.scene.table.as_mut().unwrap().mu = mu;
+        r.rod.damping = Some(rod::Damping::Ratio(zeta));
+        r.marker_noise_m = 1e-4;
+        r.seed = seed;
+    })
+}
+
+fn request(dir: &Path, sessions: Vec<lab::SessionDir>, scene_rel: &str, out: &str) -> DynamicRequest {
+    let params = lab::params::Params::read(&write_params(dir, ROD, 1.0), &rod(ROD), &at(ROD)).unwrap();
+    DynamicRequest::new(sessions, &at(ROD), rod(ROD), params, &at(scene_rel), scene(scene_rel), &dir.join(out))
+}
+
+/// A day's sessions: the rod rung in the air and dragged lying on the table twice.
+fn day(dir: &Path, tag: &str, mu: f64, zeta: f64, seed: u64) -> Vec<lab::SessionDir> {
+    vec![
+        session(dir, &format!("{tag}-ring"), RING, mu, zeta, seed),
+        session(dir, &format!("{tag}-drag-1"), DRAG, mu, zeta, seed + 100),
+        session(dir, &format!("{tag}-drag-2"), DRAG, mu, zeta, seed + 200),
+    ]
+}
+
+#[test]
+fn mu_and_damping_are_recovered_from_a_wrong_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, zeta) = (0.8, 0.1);
+    for seed in [1, 2] {
+        let mut req = request(dir.path(), day(dir.path(), &format!("s{seed}"), mu, zeta, seed), DRAG, &format!("fit-{seed}"));
+        req.mu_start = Some(0.2);
+        req.damping_start = Some(0.03);
+        let fit = identify_dynamic(&req, &lab::Silent).unwrap();
+        let o = &fit.out;
+        println!(
+            "seed {seed}: mu {:.4} [{:.4}, {:.4}] (truth {mu}), damping {:.4} [{:.4}, {:.4}] (truth {zeta}), correlation {:.3}, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
+            o.mu,
+            o.mu_ci95[0],
+            o.mu_ci95[1],
+            o.damping_ratio,
+            o.damping_ratio_ci95[0],
+            o.damping_ratio_ci95[1],
+            o.correlation_mu_damping,
+            o.marker_rms_start_m * 1e3,
+            o.marker_rms_m * 1e3,
+            o.force_rms_n.unwrap_or(f64::NAN),
+            o.iterations,
+            o.simulations,
+            o.wall_time_s
+        );
+        assert!(o.mu_determined);
+        assert!((o.mu / mu - 1.0).abs() < 0.03, "mu {}", o.mu);
+        assert!((o.damping_ratio / zeta - 1.0).abs() < 0.1, "damping {}", o.damping_ratio);
+        assert!(o.mu_ci95[0] <= mu && mu <= o.mu_ci95[1], "{:?}", o.mu_ci95);
+        assert!(o.damping_ratio_ci95[0] <= zeta && zeta <= o.damping_ratio_ci95[1], "{:?}", o.damping_ratio_ci95);
+    }
+}
+
+#[test]
+fn a_session_whose_tip_only_sticks_bounds_mu_from_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path(), "stick", STICK, 0.8, 0.05, 5);
+    let mut req = request(dir.path(), vec![s], STICK, "fit");
+    req.hold_damping = true;
+    req.damping_start = Some(0.05);
+    let fit = identify_dynamic(&req, &lab::Silent).unwrap();
+    let o = &fit.out;
+    println!("stick only: mu determined {}, at least {:?}, warnings {:?}", o.mu_determined, o.mu_at_least, fit.warnings);
+    assert!(!o.mu_determined);
+    // The scene's own note: the friction the stick needs stays below 0.42 of the normal force.
+    let bound = o.mu_at_least.unwrap();
+    assert!(bound > 0.2 && bound < 0.45, "{bound}");
+    assert!(o.mu_ci95[0] == bound && o.mu_ci95[1].is_infinite());
+    assert!(fit.warnings.iter().any(|w| w.contains("only bounded from below") && w.contains(&format!("{bound:.3}"))), "{:?}", fit.warnings);
+    // The file says so; a simulation with it uses the scene's mu (above the bound).
+    let text = std::fs::read_to_string(&fit.identified_toml).unwrap();
+    assert!(text.contains("mu_determined = false") && text.contains("mu_at_least"), "{text}");
+    let params = lab::params::Params::read(&fit.identified_toml, &rod(ROD), &at(ROD)).unwrap();
+    assert_eq!(lab::params::scene_with(scene(STICK), Some(&params)).table.unwrap().mu, 0.83);
+}
+
+/// The scene's hand-typed mu (0.48) against a day whose table has 0.8: a
+/// held-out session fails validation with the scene's value and passes
+/// every check with the value fitted from the other sessions.
+#[test]
+fn after_the_fit_a_held_out_session_passes_the_checks_it_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, zeta) = (0.8, 0.1);
+    let mut sessions = day(dir.path(), "day", mu, zeta, 7);
+    let held_out = session(dir.path(), "held-out", DRAG, mu, zeta, 11);
+    let fit = identify_dynamic(&request(dir.path(), std::mem::take(&mut sessions), DRAG, "fit"), &lab::Silent).unwrap();
+    let check = |params: Option<lab::params::Params>, out: &str| {
+        let mut options = lab::validate::ValidateOptions::default();
+        options.observer.sigma_m = 1e-4;
+        let req = lab::validate::ValidateRequest {
+            sessions: vec![held_out.clone()],
+            rod_path: at(ROD),
+            rod: rod(ROD),
+            params,
+            scene_path: at(DRAG),
+            scene: scene(DRAG),
+            loads: Default::default(),
+            out: dir.path().join(out),
+            options,
+        };
+        lab::validate::validate(&req, &lab::Silent).unwrap().sessions.remove(0)
+    };
+    let before = check(Some(lab::params::Params::read(&write_params(dir.path(), ROD, 1.0), &rod(ROD), &at(ROD)).unwrap()), "before");
+    let after = check(Some(lab::params::Params::read(&fit.identified_toml, &rod(ROD), &at(ROD)).unwrap()), "after");
+    for (what, s) in [("scene's mu 0.48", &before), ("fitted", &after)] {
+        println!("{what}: {:?}", s.checks.iter().map(|c| format!("{} {:.3} {} (limit {})", c.name, c.value, c.unit, c.limit)).collect::<Vec<_>>());
+    }
+    assert!(!before.pass, "the hand-typed mu must fail a check");
+    assert!(after.pass, "{:?}", after.checks);
+    let failed: Vec<&str> = before.checks.iter().filter(|c| !c.pass).map(|c| c.name.as_str()).collect();
+    assert!(failed.iter().all(|n| after.checks.iter().any(|c| c.name == *n && c.pass)), "{failed:?}");
+}
+
+#[test]
+fn the_difference_step_does_not_set_the_sensitivities() {
+    let dir = tempfile::tempdir().unwrap();
+    let req = request(dir.path(), vec![session(dir.path(), "drag", DRAG, 0.8, 0.1, 3)], DRAG, "fit");
+    let coarse = lab::dynamic::sensitivities(&req, 0.8, 0.1, 0.01).unwrap();
+    let fine = lab::dynamic::sensitivities(&req, 0.8, 0.1, 0.002).unwrap();
+    for c in 0..2 {
+        let (a, b) = (coarse.column(c), fine.column(c));
+        let cos = a.dot(&b) / (a.norm() * b.norm());
+        let ratio = a.norm() / b.norm();
+        println!("column {c}: |J| {:.4e} vs {:.4e}, cosine {cos:.6}", a.norm(), b.norm());
+        assert!(cos > 0.995 && (ratio - 1.0).abs() < 0.02, "column {c}: cosine {cos}, norm ratio {ratio}");
+    }
+}
+
+#[test]
+fn bad_requests_are_refused_naming_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path(), "ring", RING, 0.8, 0.1, 1);
+    expect_input_error(identify_dynamic(&request(dir.path(), vec![s.clone()], RING, "a"), &lab::Silent), &["never touches the table"]);
+    let mut req = request(dir.path(), vec![s], RING, "b");
+    req.mu_start = Some(-1.0);
+    expect_input_error(identify_dynamic(&req, &lab::Silent), &["--mu-start"]);
+    expect_input_error(identify_dynamic(&request(dir.path(), vec![], RING, "c"), &lab::Silent), &["--sessions"]);
+}
