@@ -470,3 +470,81 @@ fn bare_prior_flags_take_the_rod_files_priors_and_cables_pool() {
     assert_eq!(v["parameters"]["cable_offsets_m"].as_array().unwrap().len(), 4, "{v:?}");
     assert_eq!(v["parameters"]["cable_angles_rad"].as_array().unwrap().len(), 4);
 }
+
+/// `identify --dynamic`: a synthetic drag session (a table with mu 0.8, a
+/// sensor with a bias) -> identified.toml with [dynamic] and a report;
+/// `validate --params` then simulates with the fitted mu; bad requests
+/// exit 2 with one line.
+#[test]
+fn identify_dynamic_writes_friction_that_validate_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("drag.toml");
+    std::fs::write(&scene, std::fs::read_to_string(root().join("configs/scene/contact-paper-lying-drag.toml")).unwrap().replace("mu = 0.48", "mu = 0.8"))
+        .unwrap();
+    let session = dir.path().join("drag");
+    let rod = "configs/rod/contact-paper-steel-core.toml";
+    let s = session.to_str().unwrap();
+    ok(&rodlab(&[
+        "synth",
+        "session",
+        "--scene",
+        scene.to_str().unwrap(),
+        "--rod",
+        rod,
+        "--out",
+        s,
+        "--marker-noise-m",
+        "1e-4",
+        "--ft-bias",
+        "0.3,-0.2,0.5,0,0,0",
+    ]));
+    let fit = dir.path().join("fit");
+    let out = rodlab(&[
+        "identify",
+        "--dynamic",
+        "--rod",
+        rod,
+        "--sessions",
+        s,
+        "--scene",
+        "configs/scene/contact-paper-lying-drag.toml",
+        "--hold-damping",
+        "--out",
+        fit.to_str().unwrap(),
+    ]);
+    ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("mu            = 0.") && stdout.contains("95 % CI") && stdout.contains("damping ratio = 0.0500      held"), "{stdout}");
+    for f in ["identified.toml", "index.html", "summary.json"] {
+        assert!(fit.join(f).is_file(), "{f}");
+    }
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(fit.join("identified.toml")).unwrap()).unwrap();
+    let mu = v["dynamic"]["mu"].as_float().unwrap();
+    assert!((mu / 0.8 - 1.0).abs() < 0.03, "{mu}");
+    // validate --params simulates with the fitted mu: every check passes.
+    let params = fit.join("identified.toml");
+    let v = rodlab(&[
+        "validate",
+        s,
+        "--rod",
+        rod,
+        "--scene",
+        "configs/scene/contact-paper-lying-drag.toml",
+        "--params",
+        params.to_str().unwrap(),
+        "--sigma-m",
+        "1e-4",
+        "--out",
+        dir.path().join("v").to_str().unwrap(),
+    ]);
+    ok(&v);
+    // Bad requests: a scene without a table, --dynamic without --scene.
+    let no_table = dir.path().join("no-table.toml");
+    let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-lying-drag.toml")).unwrap();
+    let (a, b) = (text.find("[table]").unwrap(), text.find("[base]").unwrap());
+    std::fs::write(&no_table, format!("{}{}", &text[..a], &text[b..])).unwrap();
+    let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--scene", no_table.to_str().unwrap(), "--out", fit.to_str().unwrap()]);
+    expect_exit_2(o, &["no-table.toml", "no [table]"]);
+    let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--out", fit.to_str().unwrap()]);
+    expect_exit_2(o, &["--scene"]);
+}

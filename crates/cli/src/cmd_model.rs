@@ -130,7 +130,7 @@ pub fn paper_table(a: PaperArgs) -> Result<()> {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out best --translation --pitch --fit-cable-offset --per-cable --fit-cable-angle\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset=0,0.005 --fit-radius-scale --translation --pitch\n  rodlab identify --rod beam.toml --sessions sessions/beam-* --loads loads.toml --out fit --tie-g 0.49\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml).\nPriors: a bare --fit-* flag takes the rod file's [identify] prior; give your own as --fit-cable-offset=MEAN,SD (with '=')."
+    after_help = "Examples:\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out reports/demo\n  rodlab identify --rod arm.toml --experiments my-data --out fit --translation --pitch\n  rodlab identify --rod arm.toml --sessions sessions/day1-* --loads configs/loads.toml --out fit\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out variants --compare-variants --reference 2.563e5,8.543e4,1.41e3\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out best --translation --pitch --fit-cable-offset --per-cable --fit-cable-angle\n  rodlab identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm --out held --hold-material 2.563e5,8.543e4,1.41e3 --fit-cable-offset=0,0.005 --fit-radius-scale --translation --pitch\n  rodlab identify --rod beam.toml --sessions sessions/beam-* --loads loads.toml --out fit --tie-g 0.49\n  rodlab identify --dynamic --rod configs/rod/contact-paper-steel-core.toml --sessions sessions/ring sessions/drag-* --scene configs/scene/contact-paper-lying-drag.toml --params fit/identified.toml --out dynamic\n\nThe experiments directory holds inputs.csv and measurements.csv (see datasets/pls-cable-arm/README.md).\nSessions need tracked markers (markers.parquet, on the host clock) and a robot stream; static holds (robot and markers still) are found automatically, each becomes one experiment. loads.toml maps streams to cable tensions, a tip force and a flange force sensor, and sets the hold thresholds (see configs/loads.toml).\nPriors: a bare --fit-* flag takes the rod file's [identify] prior; give your own as --fit-cable-offset=MEAN,SD (with '=')."
 )]
 pub struct IdentifyArgs {
     /// Rod description (TOML); its material is the initial guess.
@@ -187,10 +187,34 @@ pub struct IdentifyArgs {
     /// With --compare-variants: compare every variant under the other elastic law too (linear <-> neo-Hookean, the rod file's [material] law); the recommendation stays under the rod file's law, and a line says which law the data favour.
     #[arg(long, requires = "compare_variants")]
     pub compare_laws: bool,
+    /// Identify what the statics cannot see from recorded motion: the table's friction mu and the rod's damping ratio, by replaying each of --sessions in the simulator (--scene: table, contact law, step) with E, G, rho and geometry held at --params (default: the rod file's), against the tracked markers and the flange force sensor (its constant bias left out). Writes --out/identified.toml (--params' file with [dynamic], which validate and simulate --params use), index.html and summary.json.
+    #[arg(long, requires_all = ["sessions", "scene"], conflicts_with_all = ["experiments", "compare_variants", "translation", "pitch"])]
+    pub dynamic: bool,
+    /// With --dynamic: the scene of the sessions.
+    #[arg(long, requires = "dynamic")]
+    pub scene: Option<PathBuf>,
+    /// With --dynamic: the static identification's identified.toml (E, G, rho, geometry held; default: the rod file's material).
+    #[arg(long, requires = "dynamic")]
+    pub params: Option<PathBuf>,
+    /// With --dynamic: where the search starts (default: the scene's mu). A bracketing scan of mu from 0.05 to 2 runs first whatever the start.
+    #[arg(long, requires = "dynamic")]
+    pub mu_start: Option<f64>,
+    /// With --dynamic: the damping ratio's start (default: the rod file's [damping] damping_ratio, else 0.05).
+    #[arg(long, requires = "dynamic")]
+    pub damping_start: Option<f64>,
+    /// With --dynamic: hold the damping ratio at its start and fit mu alone.
+    #[arg(long, requires = "dynamic")]
+    pub hold_damping: bool,
+    /// With --dynamic: floor of the markers' tracking noise per coordinate [m] (the noise estimated from each session is used when larger).
+    #[arg(long, requires = "dynamic", default_value_t = 2e-5)]
+    pub sigma_m: f64,
 }
 
 pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
     let rod = rod::Rod::from_file(&a.rod)?;
+    if a.dynamic {
+        return identify_dynamic(a, rod, progress);
+    }
     let source = match &a.experiments {
         Some(dir) => Source::Experiments(dir.clone()),
         None => {
@@ -216,6 +240,32 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
     };
     let id = lab::identify::identify(&req, progress)?;
     crate::print::identification(&id, &req);
+    Ok(())
+}
+
+/// `identify --dynamic`: friction and damping from recorded motion.
+fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> Result<()> {
+    let scene_path = a.scene.clone().expect("clap requires --scene");
+    let params = match &a.params {
+        Some(p) => lab::params::Params::read(p, &rod, &a.rod)?,
+        None => lab::params::Params::of_rod_file(&rod, &a.rod),
+    };
+    let mut req = lab::dynamic::DynamicRequest::new(
+        a.sessions.iter().map(SessionDir::new).collect(),
+        &a.rod,
+        rod,
+        params,
+        &scene_path,
+        sim::Scene::from_file(&scene_path)?,
+        &a.out,
+    );
+    req.mu_start = a.mu_start;
+    req.damping_start = a.damping_start;
+    req.hold_damping = a.hold_damping;
+    req.sigma_m = a.sigma_m;
+    req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;
+    let fit = lab::dynamic::identify_dynamic(&req, progress)?;
+    crate::print::dynamic(&fit);
     Ok(())
 }
 

@@ -81,9 +81,12 @@ fn main() -> ExitCode {
         // Help and version as clap prints them; argument errors in one line.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
+            // The message and what it lists (the missing arguments), up
+            // to the usage and tips: one line that names them.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            eprintln!("rodlab: error: {first} (rodlab --help)");
+            let message: Vec<&str> = text.lines().map(str::trim).take_while(|l| !l.is_empty() && !l.starts_with("Usage:")).collect();
+            let first = if message.is_empty() { "bad arguments".to_string() } else { message.join(" ") };
+            eprintln!("rodlab: error: {} (rodlab --help)", first.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };

@@ -157,3 +157,31 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     }
     println!("wrote {}, {} and {}", id.identified_toml.display(), id.report.html.display(), id.report.json.display());
 }
+
+/// The friction and damping fitted from recorded motion.
+pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
+    let o = &fit.out;
+    let interval = |c: [f64; 2]| if c[0].is_finite() { format!("95 % CI [{:.4}, {:.4}]", c[0], c[1]) } else { "held".into() };
+    println!("friction and damping from {} session(s) ({}):", o.sessions.len(), o.sessions.join(", "));
+    match o.mu_at_least {
+        Some(b) => println!("  mu            not determined by these data: at least {b:.4} (the tip never slides)"),
+        None => println!("  mu            = {:.4}      {}", o.mu, interval(o.mu_ci95)),
+    }
+    println!("  damping ratio = {:.4}      {}", o.damping_ratio, interval(o.damping_ratio_ci95));
+    if o.correlation_mu_damping.is_finite() {
+        println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);
+    }
+    let force = o.force_rms_n.map_or(String::new(), |f| format!(", flange force RMS {f:.3} N (bias left out; {})", o.force_streams.join(", ")));
+    println!(
+        "  markers RMS {:.3} mm at the start, {:.3} mm fitted{force}; {} iterations, {} simulations, {:.1} s",
+        o.marker_rms_start_m * 1e3,
+        o.marker_rms_m * 1e3,
+        o.iterations,
+        o.simulations,
+        o.wall_time_s
+    );
+    for w in &fit.warnings {
+        println!("  warning: {w}");
+    }
+    println!("wrote {} ([dynamic]: validate and simulate --params use it) and {}", fit.identified_toml.display(), fit.report.display());
+}

@@ -730,6 +730,71 @@ pub fn rod_geometry(rod: &Rod) -> String {
 }
 
 impl IdentifiedFile {
+    /// A file holding a material measured otherwise (the rod file's, a
+    /// tensile test's) for `rod` (read from `rod_file`), with no fit behind
+    /// it: what `identify --dynamic` holds when there is no static
+    /// identification. Its intervals are unknown (NaN).
+    pub fn of_material(rod: &Rod, rod_file: &str, body: rod::Material, source: &str) -> IdentifiedFile {
+        let est = |value: f64| EstimateOut { value, ci95: [f64::NAN; 2], determined: true };
+        let (law, c01_fraction) = rod.elastic_law.key();
+        IdentifiedFile {
+            rodlab_version: env!("CARGO_PKG_VERSION").into(),
+            rod_file: rod_file.into(),
+            failed: None,
+            rod_geometry: Some(rod_geometry(rod)),
+            experiments_dir: source.into(),
+            warnings: vec![],
+            parameters: Parameters {
+                e_pa: est(body.e_pa),
+                g_pa: est(body.g_pa),
+                rho_kg_m3: est(body.rho_kg_m3),
+                rho_fixed: true,
+                frame_translation_m: [0.0; 3],
+                base_pitch_rad: 0.0,
+                cable_offset_m: 0.0,
+                cable_offset_ci95_m: [f64::NAN; 2],
+                radius_scale: 1.0,
+                radius_scale_ci95: [f64::NAN; 2],
+                cable_offsets_m: vec![],
+                cable_offsets_ci95_m: vec![],
+                cable_angles_rad: vec![],
+                cable_angles_ci95_rad: vec![],
+                law: Some(law.into()),
+                c01_fraction,
+            },
+            fit: FitInfo {
+                parameter_names: vec![],
+                correlation: vec![],
+                covariance: vec![],
+                dof: 0,
+                measurement_sigma_m: f64::NAN,
+                condition_number: f64::NAN,
+                residual_scale: f64::NAN,
+                chi_square: f64::NAN,
+                chi_square_p: f64::NAN,
+                model_error_m: 0.0,
+                cv_model_error_m: 0.0,
+                prior_only: vec![],
+                cost: f64::NAN,
+                rms_error_mm: f64::NAN,
+                iterations: 0,
+                static_solves: 0,
+                wall_time_s: 0.0,
+            },
+            alternative_fit: None,
+            reference: None,
+            jackknife: None,
+            variant: vec![],
+            recommended_variant: None,
+            parameters_from: requested(),
+            requested_parameters: None,
+            sensor_bias: vec![],
+            experiment: vec![],
+            start: vec![],
+            dynamic: None,
+        }
+    }
+
     /// Checks that these parameters were identified for `rod`'s shape
     /// (files written before the fingerprint existed pass).
     pub fn check_rod(&self, rod: &Rod, rod_path: &Path, params_path: &Path) -> Result<(), ParamsFileError> {

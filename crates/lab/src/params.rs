@@ -34,6 +34,13 @@ impl Params {
         Ok(Params { file, path: file_path })
     }
 
+    /// The rod file's own material as parameters (no identification
+    /// behind them): what a workflow holds when given no identified.toml.
+    pub fn of_rod_file(rod: &Rod, rod_path: &Path) -> Params {
+        let name = rod_path.display().to_string();
+        Params { file: IdentifiedFile::of_material(rod, &name, rod.cross_section.body, &format!("the rod file {name}")), path: rod_path.to_path_buf() }
+    }
+
     /// The rod with the identified material and geometry (its base, the
     /// mount on the flange, unchanged).
     pub fn rod(&self, rod: &Rod) -> Rod {

@@ -82,64 +82,9 @@ pub fn synth(dir: &Path, name: &str, rod_rel: &str, scene_rel: &str, edit: impl 
 /// An identified.toml for the rod file `rod_rel` with its body's E scaled.
 pub fn write_params(dir: &Path, rod_rel: &str, e_scale: f64) -> PathBuf {
     let r = rod(rod_rel);
-    let body = r.cross_section.body;
-    let est = |v: f64| identify::output::EstimateOut { value: v, ci95: [v * 0.9, v * 1.1], determined: true };
-    let file = identify::output::IdentifiedFile {
-        rodlab_version: "test".into(),
-        rod_file: rod_rel.into(),
-        failed: None,
-        rod_geometry: Some(identify::output::rod_geometry(&r)),
-        experiments_dir: "test".into(),
-        warnings: vec![],
-        parameters: identify::output::Parameters {
-            e_pa: est(body.e_pa * e_scale),
-            g_pa: est(body.g_pa),
-            rho_kg_m3: est(body.rho_kg_m3),
-            rho_fixed: false,
-            frame_translation_m: [0.0; 3],
-            base_pitch_rad: 0.0,
-            cable_offset_m: 0.0,
-            cable_offset_ci95_m: [f64::NAN; 2],
-            radius_scale: 1.0,
-            radius_scale_ci95: [f64::NAN; 2],
-            cable_offsets_m: vec![],
-            cable_offsets_ci95_m: vec![],
-            cable_angles_rad: vec![],
-            cable_angles_ci95_rad: vec![],
-            law: None,
-            c01_fraction: None,
-        },
-        fit: identify::output::FitInfo {
-            parameter_names: vec![],
-            correlation: vec![],
-            covariance: vec![],
-            dof: 0,
-            measurement_sigma_m: f64::NAN,
-            condition_number: 1.0,
-            residual_scale: 1.0,
-            chi_square: f64::NAN,
-            chi_square_p: f64::NAN,
-            model_error_m: 0.0,
-            cv_model_error_m: 0.0,
-            prior_only: vec![],
-            cost: 0.0,
-            rms_error_mm: 0.0,
-            iterations: 0,
-            static_solves: 0,
-            wall_time_s: 0.0,
-        },
-        alternative_fit: None,
-        reference: None,
-        jackknife: None,
-        variant: vec![],
-        recommended_variant: None,
-        parameters_from: "requested".into(),
-        requested_parameters: None,
-        sensor_bias: vec![],
-        experiment: vec![],
-        start: vec![],
-        dynamic: None,
-    };
+    let mut body = r.cross_section.body;
+    body.e_pa *= e_scale;
+    let file = identify::output::IdentifiedFile::of_material(&r, rod_rel, body, "test");
     let p = dir.join("identified.toml");
     file.write(&p).unwrap();
     p
