@@ -31,7 +31,7 @@ use session::SessionDir;
 use sim::{ContactState, Scene, StepRecord};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What to fit, from which sessions.
 #[derive(Clone, Debug)]
@@ -112,6 +112,9 @@ struct ForceReadings {
     sigma_n: f64,
 }
 
+/// A session's rows by (session, mu, zeta) (the values' bits).
+type RowsKey = (usize, u64, u64);
+
 /// The simulations behind the residual, for any (mu, zeta); each
 /// session's rows are kept per value pair, and a session whose rod never
 /// touches the table does not depend on mu (one replay serves every mu).
@@ -122,7 +125,7 @@ struct Replay<'a> {
     simulations: AtomicUsize,
     /// Per session: does the rod touch the table (in the replay that sticks)?
     touches: Vec<bool>,
-    rows: Mutex<std::collections::HashMap<(usize, u64, u64), std::sync::Arc<Vec<f64>>>>,
+    rows: Mutex<std::collections::HashMap<RowsKey, Arc<Vec<f64>>>>,
 }
 
 impl<'a> Replay<'a> {
@@ -144,13 +147,13 @@ impl<'a> Replay<'a> {
     }
 
     /// Session `i`'s rows at (mu, zeta), replayed once per distinct pair.
-    fn rows_of(&self, i: usize, mu: f64, zeta: f64) -> Result<std::sync::Arc<Vec<f64>>> {
+    fn rows_of(&self, i: usize, mu: f64, zeta: f64) -> Result<Arc<Vec<f64>>> {
         let mu = if self.touches[i] { mu } else { MU_STICKS };
         let key = (i, mu.to_bits(), zeta.to_bits());
         if let Some(r) = self.rows.lock().expect("rows").get(&key) {
             return Ok(r.clone());
         }
-        let r = std::sync::Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], mu, zeta)?));
+        let r = Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], mu, zeta)?));
         self.rows.lock().expect("rows").insert(key, r.clone());
         Ok(r)
     }
@@ -158,7 +161,7 @@ impl<'a> Replay<'a> {
     /// (simulated - tracked) / sigma over every session's tracked markers
     /// (and flange forces).
     fn residual(&self, mu: f64, zeta: f64) -> Result<DVector<f64>> {
-        let parts: Vec<Result<std::sync::Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, mu, zeta)).collect();
+        let parts: Vec<Result<Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, mu, zeta)).collect();
         let mut all = vec![];
         for p in parts {
             all.extend(p?.iter());
@@ -501,7 +504,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
 
     // Intervals: Gauss-Newton covariance with the residuals' own scale.
     let (mut ci_mu, mut ci_zeta, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], f64::NAN);
-    if p.len() > 0 {
+    if !p.is_empty() {
         let j = problem.jacobian_fd(&p)?;
         let dof = (r.len() as f64 - p.len() as f64).max(1.0);
         let s2 = r.norm_squared() / dof;
