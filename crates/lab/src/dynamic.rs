@@ -351,6 +351,56 @@ fn largest_stick_ratio(records: &[StepRecord]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// A block of residual rows (one session's markers or its force readings).
+struct RowGroup {
+    start: usize,
+    len: usize,
+    /// Mean square of its weighted residuals (1 when the noise is as assumed).
+    scale2: f64,
+    /// `(1 + rho) / (1 - rho)` for the lag-one autocorrelation `rho` of its
+    /// residuals in time (per marker coordinate, per force component):
+    /// the variance factor of a mean of AR(1) errors.
+    inflation: f64,
+}
+
+/// The row groups of the residual `r` and their scale and inflation.
+fn row_groups(cases: &[SessionCase], r: &DVector<f64>) -> Vec<RowGroup> {
+    // Lag-one autocorrelation pooled over series (each a list of rows in time order).
+    let inflation = |series: &[Vec<usize>]| {
+        let (mut num, mut den) = (0.0, 0.0);
+        for rows in series {
+            for w in rows.windows(2) {
+                num += r[w[0]] * r[w[1]];
+            }
+            den += rows.iter().map(|&i| r[i] * r[i]).sum::<f64>();
+        }
+        let rho = if den > 0.0 { (num / den).clamp(0.0, 0.98) } else { 0.0 };
+        (1.0 + rho) / (1.0 - rho)
+    };
+    let scale2 = |start: usize, len: usize| r.rows(start, len).norm_squared() / len.max(1) as f64;
+    let mut groups = vec![];
+    let mut row = 0;
+    for c in cases {
+        let n_markers = c.observed.iter().map(|o| o.1).max().map_or(0, |m| m + 1);
+        let mut series = vec![vec![]; 3 * n_markers];
+        for (k, (_, m, _)) in c.observed.iter().enumerate() {
+            for a in 0..3 {
+                series[3 * m + a].push(row + 3 * k + a);
+            }
+        }
+        let len = 3 * c.observed.len();
+        groups.push(RowGroup { start: row, len, scale2: scale2(row, len), inflation: inflation(&series) });
+        row += len;
+        if let Some(f) = &c.force {
+            let len = 3 * f.samples.len();
+            let series: Vec<Vec<usize>> = (0..3).map(|a| (0..f.samples.len()).map(|k| row + 3 * k + a).collect()).collect();
+            groups.push(RowGroup { start: row, len, scale2: scale2(row, len), inflation: inflation(&series) });
+            row += len;
+        }
+    }
+    groups
+}
+
 /// RMS over the marker rows (per point, metres) and over the force rows
 /// (per reading, newtons).
 fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
@@ -502,15 +552,22 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let (mu, zeta) = problem.values(&p);
     let r = problem.residual(&p)?;
 
-    // Intervals: Gauss-Newton covariance with the residuals' own scale.
+    // Intervals: a sandwich over the row groups (each session's markers,
+    // its force readings), each with its own residual scale and the
+    // inflation of its residuals' correlation in time (see `row_groups`):
+    // white noise leaves the Gauss-Newton covariance as it is; a misfit
+    // that lasts (a sensor's latency, a model error) widens it.
     let (mut ci_mu, mut ci_zeta, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], f64::NAN);
     if !p.is_empty() {
         let j = problem.jacobian_fd(&p)?;
-        let dof = (r.len() as f64 - p.len() as f64).max(1.0);
-        let s2 = r.norm_squared() / dof;
         match (j.transpose() * &j).try_inverse() {
             Some(inv) => {
-                let cov = inv * s2;
+                let mut meat = DMatrix::zeros(p.len(), p.len());
+                for g in row_groups(&replay.cases, &r) {
+                    let jg = j.rows(g.start, g.len);
+                    meat += jg.transpose() * jg * (g.scale2 * g.inflation);
+                }
+                let cov = &inv * meat * &inv;
                 let ci = |i: usize| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()];
                 let mut k = 0;
                 if fit_mu {
