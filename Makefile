@@ -54,6 +54,11 @@ demo: setup
 		--scene configs/scene/contact-paper-stick.toml --out reports/demo/lab-day/stick --sigma-m 2e-5
 	$(RODLAB) validate sessions/lab-day/slide --rod configs/rod/contact-paper-steel-core.toml --params reports/demo/lab-day/fit/identified.toml \
 		--scene configs/scene/contact-paper-slide.toml --out reports/demo/lab-day/slide --sigma-m 2e-5
+	@# What the statics cannot see: friction and damping from a rung and a dragged rod.
+	$(RODLAB) synth session --live --scene configs/scene/contact-paper-ring.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/ring --seed 5
+	$(RODLAB) synth session --live --scene configs/scene/contact-paper-lying-drag.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/lab-day/drag --seed 6
+	$(RODLAB) identify --dynamic --rod configs/rod/contact-paper-steel-core.toml --sessions sessions/lab-day/ring sessions/lab-day/drag \
+		--scene configs/scene/contact-paper-lying-drag.toml --params reports/demo/lab-day/fit/identified.toml --out reports/demo/lab-day/dynamic
 	@# A motion-capture lab: C3D files (two vendors' conventions) imported,
 	@# the beam identified from its hung masses, the fit validated (seconds).
 	rm -rf sessions/mocap reports/demo/mocap
@@ -81,3 +86,4 @@ bench: setup
 	cargo bench -p sim --bench scenes
 	cargo bench -p track --bench detect
 	cargo bench -p lab --bench validate
+	cargo bench -p lab --bench dynamic

@@ -1,0 +1,35 @@
+//! One dynamic fit (`identify --dynamic`) of one 5.5 s session: the rod
+//! dragged lying on a table whose friction is 0.8, fitted for mu and the
+//! damping ratio from the rod file's values (scan of mu, then
+//! Levenberg-Marquardt with central differences of whole replays, two at
+//! a time on two cores).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use lab::dynamic::{identify_dynamic, DynamicRequest};
+use std::path::PathBuf;
+
+const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
+const SCENE: &str = "configs/scene/contact-paper-lying-drag.toml";
+
+fn at(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+}
+
+fn bench_dynamic(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let rod = rod::Rod::from_file(&at(ROD)).unwrap();
+    let scene = sim::Scene::from_file(&at(SCENE)).unwrap();
+    let mut synth = lab::synth::SynthRequest::new(&at(SCENE), scene.clone(), &at(ROD), rod.clone(), &dir.path().join("drag"));
+    synth.scene.table.as_mut().unwrap().mu = 0.8;
+    synth.marker_noise_m = 1e-4;
+    let session = lab::synth::synthesise(&synth, &lab::Silent).unwrap().session;
+    let params = lab::params::Params::of_rod_file(&rod, &at(ROD));
+    let req = DynamicRequest::new(vec![session], &at(ROD), rod, params, &at(SCENE), scene, &dir.path().join("fit"));
+    let mut g = c.benchmark_group("identify_dynamic");
+    g.sample_size(10);
+    g.bench_function("one_5.5_s_drag_session_mu_and_damping", |b| b.iter(|| assert!((identify_dynamic(&req, &lab::Silent).unwrap().out.mu / 0.8 - 1.0).abs() < 0.03)));
+    g.finish();
+}
+
+criterion_group!(benches, bench_dynamic);
+criterion_main!(benches);
