@@ -1,4 +1,4 @@
-//! One dynamic fit (`identify --dynamic`) of one 5.5 s session: the rod
+//! One dynamic fit (`identify --dynamic`) of one 6.5 s session: the rod
 //! dragged lying on a table whose friction is 0.8, fitted for mu and the
 //! damping ratio from the rod file's values (scan of mu, then
 //! Levenberg-Marquardt with central differences of whole replays, two at
@@ -27,7 +27,9 @@ fn bench_dynamic(c: &mut Criterion) {
     let req = DynamicRequest::new(vec![session], &at(ROD), rod, params, &at(SCENE), scene, &dir.path().join("fit"));
     let mut g = c.benchmark_group("identify_dynamic");
     g.sample_size(10);
-    g.bench_function("one_5.5_s_drag_session_mu_and_damping", |b| b.iter(|| assert!((identify_dynamic(&req, &lab::Silent).unwrap().out.mu / 0.8 - 1.0).abs() < 0.03)));
+    g.bench_function("one_6.5_s_drag_session_mu_and_damping", |b| {
+        b.iter(|| assert!((identify_dynamic(&req, &lab::Silent).unwrap().out.mu / 0.8 - 1.0).abs() < 0.03))
+    });
     g.finish();
 }
 

@@ -511,11 +511,15 @@ fn compare_force(
     }
     // Samples the bias was estimated from (none: the loads file's tare).
     let mut rest_samples = 0usize;
-    // While the rod touches nothing: every sample before the simulated
-    // first contact (the more samples, the less the bias's own noise), at
-    // least the first `rest_s` seconds.
+    // At rest: while the rod touches nothing (every sample before the
+    // simulated first contact), or, for a rod on the table from the start,
+    // while the robot has not moved yet (a static contact the simulation
+    // settles exactly); the more samples, the less the bias's own noise;
+    // at least the first `rest_s` seconds.
     let first_touch = records.iter().find(|r| r.contacts.iter().any(|c| c.state != ContactState::Free)).map(|r| r.t_s);
-    let rest_end = first_touch.map(|t| t - 0.1).filter(|t| *t > samples[0].0 + rest_s).unwrap_or(samples[0].0 + rest_s);
+    let first_move = records.iter().find(|r| (r.base_pose.pos - records[0].base_pose.pos).norm() > 1e-4).map(|r| r.t_s);
+    let rest_until = if first_touch.is_some_and(|t| t <= records[0].t_s) { first_move } else { first_touch };
+    let rest_end = rest_until.map_or(samples[0].0 + rest_s, |t| (t - 0.1).max(samples[0].0 + rest_s));
     let (bias_f, bias_m, bias_source) = if tare_given {
         let b = fs.bias_in(stream).map_err(|e| Error::input(e.to_string()))?;
         let source = match fs.tare_window_s {
