@@ -205,6 +205,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: hold the damping ratio at its start and fit mu alone.
     #[arg(long, requires = "dynamic")]
     pub hold_damping: bool,
+    /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.
+    #[arg(long, requires = "dynamic")]
+    pub fit_stiffness: bool,
     /// With --dynamic: floor of the markers' tracking noise per coordinate [m] (the noise estimated from each session is used when larger).
     #[arg(long, requires = "dynamic", default_value_t = 2e-5)]
     pub sigma_m: f64,
@@ -262,6 +265,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.mu_start = a.mu_start;
     req.damping_start = a.damping_start;
     req.hold_damping = a.hold_damping;
+    req.fit_stiffness = a.fit_stiffness;
     req.sigma_m = a.sigma_m;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;
     let fit = lab::dynamic::identify_dynamic(&req, progress)?;

@@ -168,6 +168,9 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
         None => println!("  mu            = {:.4}      {}", o.mu, interval(o.mu_ci95)),
     }
     println!("  damping ratio = {:.4}      {}", o.damping_ratio, interval(o.damping_ratio_ci95));
+    if let (Some(e), Some(c)) = (o.e_pa, o.e_pa_ci95) {
+        println!("  E             = {e:.4e} Pa  95 % CI [{:.4e}, {:.4e}] (G scaled alike; [parameters] carry them)", c[0], c[1]);
+    }
     if o.correlation_mu_damping.is_finite() {
         println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);
     }

@@ -634,6 +634,13 @@ pub struct DynamicOut {
     pub damping_ratio_ci95: [f64; 2],
     /// Correlation of the two estimates (log scale; NaN when one is held).
     pub correlation_mu_damping: f64,
+    /// The body's E when fitted with the motion (`--fit-stiffness`: E and
+    /// G scaled together; `[parameters]` then carry them), and its 95 %
+    /// interval; absent when held.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub e_pa: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub e_pa_ci95: Option<[f64; 2]>,
     /// RMS of the tracked markers minus the simulated ones over all
     /// frames, with the starting values and with the fitted ones \[m\].
     pub marker_rms_start_m: f64,

@@ -4,7 +4,8 @@
 //! stream drives the simulator as `validate` does, and least squares on the
 //! tracked markers minus the simulated ones (weighted by the tracking
 //! noise) fits `ln mu` and `ln zeta`, E, G, rho and the geometry held at a
-//! static identification's `identified.toml`.
+//! static identification's `identified.toml` (or, when asked, E and G
+//! scaled together with them).
 //!
 //! Sensitivities are central differences of whole simulations (run in
 //! parallel): the stick/slide switch makes the residual nonsmooth in mu, so
@@ -52,6 +53,9 @@ pub struct DynamicRequest {
     pub damping_start: Option<f64>,
     /// Keep the damping ratio at its start and fit mu alone.
     pub hold_damping: bool,
+    /// Also fit the body's stiffness: E and G scaled together (their ratio,
+    /// rho and geometry stay `--params'`), for motion that sees stiffness.
+    pub fit_stiffness: bool,
     /// Floor of the markers' tracking noise per coordinate \[m\] (the
     /// noise estimated from each session is used when larger).
     pub sigma_m: f64,
@@ -73,6 +77,7 @@ impl DynamicRequest {
             mu_start: None,
             damping_start: None,
             hold_damping: false,
+            fit_stiffness: false,
             sigma_m: 2e-5,
             loads: Default::default(),
         }
@@ -112,8 +117,23 @@ struct ForceReadings {
     sigma_n: f64,
 }
 
-/// A session's rows by (session, mu, zeta) (the values' bits).
-type RowsKey = (usize, u64, u64);
+/// A session's rows by (session, mu, zeta, stiffness scale) (the values' bits).
+type RowsKey = (usize, u64, u64, u64);
+
+/// The values a replay runs with: the table's friction, the damping
+/// ratio, and a scale of the body's E and G (1: `--params`').
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Point {
+    mu: f64,
+    zeta: f64,
+    stiffness: f64,
+}
+
+impl Point {
+    fn new(mu: f64, zeta: f64) -> Point {
+        Point { mu, zeta, stiffness: 1.0 }
+    }
+}
 
 /// The simulations behind the residual, for any (mu, zeta); each
 /// session's rows are kept per value pair, and a session whose rod never
@@ -134,34 +154,38 @@ impl<'a> Replay<'a> {
         Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, rows: Mutex::new(Default::default()) }
     }
 
-    fn records(&self, case: &SessionCase, mu: f64, zeta: f64) -> Result<Vec<StepRecord>> {
+    fn records(&self, case: &SessionCase, at: Point) -> Result<Vec<StepRecord>> {
         let mut scene = case.prepared.scene.clone();
         if let Some(t) = scene.table.as_mut() {
-            t.mu = mu;
+            t.mu = at.mu;
         }
         let mut rod = self.rod.clone();
-        rod.damping = Some(Damping::Ratio(zeta));
+        rod.damping = Some(Damping::Ratio(at.zeta));
+        rod.cross_section.body.e_pa *= at.stiffness;
+        rod.cross_section.body.g_pa *= at.stiffness;
         self.simulations.fetch_add(1, Ordering::Relaxed);
         let mut sim = case.prepared.simulator(&rod, &scene, self.scene_path)?;
-        sim.run(|_, _| {}).map_err(|e| Error::from(e).context(format!("{}: simulation at mu {mu:.4}, damping ratio {zeta:.4}", case.name)))
+        sim.run(|_, _| {}).map_err(|e| {
+            Error::from(e).context(format!("{}: simulation at mu {:.4}, damping ratio {:.4}, stiffness x{:.4}", case.name, at.mu, at.zeta, at.stiffness))
+        })
     }
 
-    /// Session `i`'s rows at (mu, zeta), replayed once per distinct pair.
-    fn rows_of(&self, i: usize, mu: f64, zeta: f64) -> Result<Arc<Vec<f64>>> {
-        let mu = if self.touches[i] { mu } else { MU_STICKS };
-        let key = (i, mu.to_bits(), zeta.to_bits());
+    /// Session `i`'s rows at `at`, replayed once per distinct point.
+    fn rows_of(&self, i: usize, at: Point) -> Result<Arc<Vec<f64>>> {
+        let at = Point { mu: if self.touches[i] { at.mu } else { MU_STICKS }, ..at };
+        let key = (i, at.mu.to_bits(), at.zeta.to_bits(), at.stiffness.to_bits());
         if let Some(r) = self.rows.lock().expect("rows").get(&key) {
             return Ok(r.clone());
         }
-        let r = Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], mu, zeta)?));
+        let r = Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], at)?));
         self.rows.lock().expect("rows").insert(key, r.clone());
         Ok(r)
     }
 
     /// (simulated - tracked) / sigma over every session's tracked markers
     /// (and flange forces).
-    fn residual(&self, mu: f64, zeta: f64) -> Result<DVector<f64>> {
-        let parts: Vec<Result<Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, mu, zeta)).collect();
+    fn residual(&self, at: Point) -> Result<DVector<f64>> {
+        let parts: Vec<Result<Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, at)).collect();
         let mut all = vec![];
         for p in parts {
             all.extend(p?.iter());
@@ -194,9 +218,9 @@ fn marker_residual(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
 struct DynamicProblem<'a> {
     replay: &'a Replay<'a>,
     /// Held values (used where a parameter is not free).
-    held: (f64, f64),
-    fit_mu: bool,
-    fit_zeta: bool,
+    held: Point,
+    /// Which of (ln mu, ln zeta, ln stiffness) are free, in that order.
+    free: [bool; 3],
     cache: Mutex<Vec<(DVector<f64>, DVector<f64>)>>,
     /// Central-difference step in the log-parameters.
     log_step: f64,
@@ -207,24 +231,24 @@ struct DynamicProblem<'a> {
 const LOG_STEP: f64 = 0.01;
 
 impl DynamicProblem<'_> {
-    fn values(&self, p: &DVector<f64>) -> (f64, f64) {
-        let mut k = 0;
-        let mu = if self.fit_mu {
-            k += 1;
-            p[0].exp()
-        } else {
-            self.held.0
-        };
-        let zeta = if self.fit_zeta { p[k].exp() } else { self.held.1 };
-        (mu, zeta)
+    fn values(&self, p: &DVector<f64>) -> Point {
+        let mut v = [self.held.mu, self.held.zeta, self.held.stiffness];
+        for (k, i) in (0..3).filter(|i| self.free[*i]).enumerate() {
+            v[i] = p[k].exp();
+        }
+        Point { mu: v[0], zeta: v[1], stiffness: v[2] }
+    }
+
+    /// Where parameter `i` (0 mu, 1 zeta, 2 stiffness) sits in `p`.
+    fn index(&self, i: usize) -> Option<usize> {
+        self.free[i].then(|| (0..i).filter(|j| self.free[*j]).count())
     }
 
     fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
         if let Some((_, r)) = self.cache.lock().expect("cache").iter().find(|(q, _)| q == p) {
             return Ok(r.clone());
         }
-        let (mu, zeta) = self.values(p);
-        let r = self.replay.residual(mu, zeta)?;
+        let r = self.replay.residual(self.values(p))?;
         let mut cache = self.cache.lock().expect("cache");
         if cache.len() > 16 {
             cache.remove(0);
@@ -433,7 +457,7 @@ pub fn replay_figures(req: &DynamicRequest, mu: f64, zeta: f64) -> Result<Vec<(S
         .cases
         .iter()
         .map(|c| {
-            let r = DVector::from_vec(marker_residual(c, &replay.records(c, mu, zeta)?));
+            let r = DVector::from_vec(marker_residual(c, &replay.records(c, Point::new(mu, zeta))?));
             let (m, f) = rms_parts(std::slice::from_ref(c), &r);
             Ok((c.name.clone(), m, c.force.as_ref().map(|_| f)))
         })
@@ -445,7 +469,7 @@ pub fn replay_figures(req: &DynamicRequest, mu: f64, zeta: f64) -> Result<Vec<(S
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let problem = DynamicProblem { replay: &replay, held: (mu, zeta), fit_mu: true, fit_zeta: true, cache: Mutex::new(vec![]), log_step };
+    let problem = DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], cache: Mutex::new(vec![]), log_step };
     problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
 }
 
@@ -478,7 +502,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // The replays that never slide: whether each session touches the table
     // (a session in the air does not depend on mu).
     task.message("replaying with sticking friction");
-    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, MU_STICKS, zeta0)).collect();
+    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, Point::new(MU_STICKS, zeta0))).collect();
     let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
     replay.touches = sticking.iter().map(|r| r.iter().any(|s| !s.contacts.is_empty() && s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
     if !replay.touches.iter().any(|t| *t) {
@@ -493,7 +517,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let mut grid = mu_grid();
     grid.push(mu0);
     grid.push(MU_STICKS);
-    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(*mu, zeta0).map(|r| 0.5 * r.norm_squared())).collect();
+    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0)).map(|r| 0.5 * r.norm_squared())).collect();
     let mut scan = vec![];
     for (mu, c) in grid.iter().zip(costs) {
         // A simulation that fails at a trial value is no candidate.
@@ -523,18 +547,11 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // Levenberg-Marquardt from the scan's best (or with mu held where
     // the tip only sticks).
     task.message("least squares");
-    let fit_mu = !stick_only;
-    let fit_zeta = !req.hold_damping;
-    let held = (if stick_only { MU_STICKS } else { best_mu }, zeta0);
-    let problem = DynamicProblem { replay: &replay, held, fit_mu, fit_zeta, cache: Mutex::new(vec![]), log_step: LOG_STEP };
-    let mut p0 = vec![];
-    if fit_mu {
-        p0.push(best_mu.ln());
-    }
-    if fit_zeta {
-        p0.push(zeta0.ln());
-    }
-    let start_r = replay.residual(mu0, zeta0)?;
+    let free = [!stick_only, !req.hold_damping, req.fit_stiffness];
+    let held = Point { mu: if stick_only { MU_STICKS } else { best_mu }, zeta: zeta0, stiffness: 1.0 };
+    let problem = DynamicProblem { replay: &replay, held, free, cache: Mutex::new(vec![]), log_step: LOG_STEP };
+    let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0].into_iter().zip(free).filter(|(_, f)| *f).map(|(v, _)| v).collect();
+    let start_r = replay.residual(Point::new(mu0, zeta0))?;
     let (p, history) = if p0.is_empty() {
         (DVector::zeros(0), vec![])
     } else {
@@ -549,7 +566,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         (p, res.solver().history.clone())
     };
     let iterations = history.len().saturating_sub(1);
-    let (mu, zeta) = problem.values(&p);
+    let fitted = problem.values(&p);
+    let (mu, zeta) = (fitted.mu, fitted.zeta);
     let r = problem.residual(&p)?;
 
     // Intervals: a sandwich over the row groups (each session's markers,
@@ -557,7 +575,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // inflation of its residuals' correlation in time (see `row_groups`):
     // white noise leaves the Gauss-Newton covariance as it is; a misfit
     // that lasts (a sensor's latency, a model error) widens it.
-    let (mut ci_mu, mut ci_zeta, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], f64::NAN);
+    let (mut ci_mu, mut ci_zeta, mut ci_stiffness, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], [f64::NAN; 2], f64::NAN);
     if !p.is_empty() {
         let j = problem.jacobian_fd(&p)?;
         match (j.transpose() * &j).try_inverse() {
@@ -568,17 +586,10 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
                     meat += jg.transpose() * jg * (g.scale2 * g.inflation);
                 }
                 let cov = &inv * meat * &inv;
-                let ci = |i: usize| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()];
-                let mut k = 0;
-                if fit_mu {
-                    ci_mu = ci(0);
-                    k = 1;
-                }
-                if fit_zeta {
-                    ci_zeta = ci(k);
-                }
-                if p.len() == 2 {
-                    correlation = cov[(0, 1)] / (cov[(0, 0)] * cov[(1, 1)]).sqrt();
+                let ci = |i: Option<usize>| i.map_or([f64::NAN; 2], |i| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()]);
+                (ci_mu, ci_zeta, ci_stiffness) = (ci(problem.index(0)), ci(problem.index(1)), ci(problem.index(2)));
+                if let (Some(a), Some(b)) = (problem.index(0), problem.index(1)) {
+                    correlation = cov[(a, b)] / (cov[(a, a)] * cov[(b, b)]).sqrt();
                 }
             }
             None => warnings.push("the sensitivities are singular: the sessions do not determine these parameters (no interval)".into()),
@@ -587,7 +598,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     if stick_only {
         ci_mu = [mu_at_least.unwrap_or(f64::NAN), f64::INFINITY];
     }
-    if fit_mu && (best_mu == scan.first().map_or(0.0, |s| s.0)) {
+    if free[0] && (best_mu == scan.first().map_or(0.0, |s| s.0)) {
         warnings.push(format!("the scan's best mu is its smallest value ({best_mu:.3}): the friction may be lower still"));
     }
     let out = DynamicOut {
@@ -600,6 +611,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         damping_ratio: zeta,
         damping_ratio_ci95: ci_zeta,
         correlation_mu_damping: correlation,
+        e_pa: req.fit_stiffness.then(|| rod.cross_section.body.e_pa * fitted.stiffness),
+        e_pa_ci95: req.fit_stiffness.then(|| ci_stiffness.map(|s| rod.cross_section.body.e_pa * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
         marker_rms_m: rms_parts(&replay.cases, &r).0,
         force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then(|| rms_parts(&replay.cases, &r).1),
@@ -614,11 +627,20 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: {e}", req.out.display())))?;
     let mut file = req.params.file.clone();
     file.dynamic = Some(out.clone());
+    if req.fit_stiffness {
+        // E and G fitted with the motion: [parameters] carry them (G at
+        // --params' ratio to E), what validate and simulate then use.
+        let p = &mut file.parameters;
+        for (est, k) in [(&mut p.e_pa, fitted.stiffness), (&mut p.g_pa, fitted.stiffness)] {
+            est.value *= k;
+            est.ci95 = ci_stiffness.map(|s| est.value / k * s);
+        }
+    }
     let identified_toml = req.out.join("identified.toml");
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
 
     // The report: the scan, and per session the tip's path at the start and at the fit.
-    let report = write_report(req, &replay, &out, &scan, &history, (mu0, zeta0), &warnings, &identified_toml)?;
+    let report = write_report(req, &replay, &out, &scan, &history, (Point::new(mu0, zeta0), fitted), &warnings, &identified_toml)?;
     Ok(DynamicFit { out, scan, history, identified_toml, report, warnings })
 }
 
@@ -629,11 +651,13 @@ fn write_report(
     out: &DynamicOut,
     scan: &[(f64, f64)],
     history: &[f64],
-    start: (f64, f64),
+    (start, fitted): (Point, Point),
     warnings: &[String],
     identified_toml: &Path,
 ) -> Result<PathBuf> {
-    let sim_mu = out.mu_for(start.0);
+    // The replay as validate and simulate will run it (a mu only bounded:
+    // the scene's when above the bound).
+    let replayed = Point { mu: out.mu_for(start.mu), ..fitted };
     let mut blocks = vec![Block::Text(format!(
         "Friction and damping fitted to {} session(s) by replaying each in the simulator (scene {}) and matching the tracked markers; E, G, rho and geometry held at {}. Written: {}.",
         out.sessions.len(),
@@ -650,8 +674,16 @@ fn write_report(
     blocks.push(Block::Table(
         ["value", "fitted (95 % interval)", "start"].map(String::from).to_vec(),
         vec![
-            vec!["table friction mu".into(), mu_text, format!("{:.4}", start.0)],
-            vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.1)],
+            vec!["table friction mu".into(), mu_text, format!("{:.4}", start.mu)],
+            vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.zeta)],
+            vec![
+                "body E [Pa]".into(),
+                match (out.e_pa, out.e_pa_ci95) {
+                    (Some(e), Some(c)) => format!("{e:.4e} {}", if c[0].is_finite() { format!("[{:.4e}, {:.4e}]", c[0], c[1]) } else { "-".into() }),
+                    _ => "held".into(),
+                },
+                format!("{:.4e}", replay.rod.cross_section.body.e_pa),
+            ],
             vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()],
             vec!["marker RMS error".into(), format!("{:.3} mm", out.marker_rms_m * 1e3), format!("{:.3} mm", out.marker_rms_start_m * 1e3)],
             vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()],
@@ -659,12 +691,12 @@ fn write_report(
     ));
     blocks.push(Block::Chart(Chart {
         name: "mu_scan".into(),
-        title: format!("Bracketing scan: cost 1/2 |r|^2 against mu at damping ratio {:.3}", start.1),
+        title: format!("Bracketing scan: cost 1/2 |r|^2 against mu at damping ratio {:.3}", start.zeta),
         x_label: "mu [1]".into(),
         y_label: "cost [1]".into(),
         series: vec![
             Series::points("scan", scan.to_vec(), 0),
-            Series::line("fitted mu", vec![(sim_mu, 0.0), (sim_mu, scan.iter().map(|s| s.1).fold(0.0, f64::max))], 1),
+            Series::line("fitted mu", vec![(replayed.mu, 0.0), (replayed.mu, scan.iter().map(|s| s.1).fold(0.0, f64::max))], 1),
         ],
         diagonal: false,
     }));
@@ -684,8 +716,8 @@ fn write_report(
         let tip = (0..replay.rod.markers.len()).max_by(|a, b| replay.rod.markers[*a].arc_m.total_cmp(&replay.rod.markers[*b].arc_m)).unwrap_or(0);
         let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).map(|o| (o.0, o.2)).collect();
         let Some(origin) = tracked.first().map(|t| t.1) else { continue };
-        let path = |mu: f64, zeta: f64| -> Result<Vec<(f64, f64)>> {
-            let records = replay.records(case, mu, zeta)?;
+        let path = |at: Point| -> Result<Vec<(f64, f64)>> {
+            let records = replay.records(case, at)?;
             let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
             Ok(tracked.iter().filter_map(|(t, _)| at_records(&t_rec, &records, *t, |r| r.markers_m[tip]).map(|q| (*t, (q - origin).norm() * 1e3))).collect())
         };
@@ -696,8 +728,8 @@ fn write_report(
             y_label: "distance [mm]".into(),
             series: vec![
                 Series::line("tracked", tracked.iter().map(|(t, p)| (*t, (p - origin).norm() * 1e3)).collect(), 0),
-                Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.0, start.1), path(start.0, start.1)?, 1),
-                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", sim_mu, out.damping_ratio), path(sim_mu, out.damping_ratio)?, 2),
+                Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.mu, start.zeta), path(start)?, 1),
+                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", replayed.mu, replayed.zeta), path(replayed)?, 2),
             ],
             diagonal: false,
         }));

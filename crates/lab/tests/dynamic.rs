@@ -157,3 +157,24 @@ fn bad_requests_are_refused_naming_what() {
     expect_input_error(identify_dynamic(&req, &lab::Silent), &["--mu-start"]);
     expect_input_error(identify_dynamic(&request(dir.path(), vec![], RING, "c"), &lab::Silent), &["--sessions"]);
 }
+
+/// A static result 15 % too stiff: held, it biases the fit; freed
+/// (`fit_stiffness`), the ringing and the drag give E back, and mu with it.
+#[test]
+fn a_wrong_static_stiffness_is_fitted_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, zeta) = (0.8, 0.1);
+    let params = lab::params::Params::read(&write_params(dir.path(), ROD, 1.15), &rod(ROD), &at(ROD)).unwrap();
+    let mut req = DynamicRequest::new(day(dir.path(), "d", mu, zeta, 21), &at(ROD), rod(ROD), params, &at(DRAG), scene(DRAG), &dir.path().join("fit"));
+    req.fit_stiffness = true;
+    let fit = identify_dynamic(&req, &lab::Silent).unwrap();
+    let o = &fit.out;
+    let e_true = rod(ROD).cross_section.body.e_pa;
+    let (e, c) = (o.e_pa.unwrap(), o.e_pa_ci95.unwrap());
+    println!("stiffness freed: E {e:.4e} [{:.4e}, {:.4e}] (truth {e_true:.4e}, start x1.15), mu {:.4}, damping {:.4}", c[0], c[1], o.mu, o.damping_ratio);
+    assert!((e / e_true - 1.0).abs() < 0.02 && c[0] <= e_true && e_true <= c[1], "{e} {c:?}");
+    assert!((o.mu / mu - 1.0).abs() < 0.03 && (o.damping_ratio / zeta - 1.0).abs() < 0.1);
+    // identified.toml's [parameters] carry the fitted E (and G alike).
+    let p = lab::params::Params::read(&fit.identified_toml, &rod(ROD), &at(ROD)).unwrap();
+    assert!((p.file.parameters.e_pa.value / e - 1.0).abs() < 1e-12);
+}
