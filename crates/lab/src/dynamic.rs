@@ -611,7 +611,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         damping_ratio: zeta,
         damping_ratio_ci95: ci_zeta,
         correlation_mu_damping: correlation,
-        e_pa: req.fit_stiffness.then(|| rod.cross_section.body.e_pa * fitted.stiffness),
+        e_pa: req.fit_stiffness.then_some(rod.cross_section.body.e_pa * fitted.stiffness),
         e_pa_ci95: req.fit_stiffness.then(|| ci_stiffness.map(|s| rod.cross_section.body.e_pa * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
         marker_rms_m: rms_parts(&replay.cases, &r).0,
