@@ -660,6 +660,27 @@ pub struct DynamicOut {
 }
 
 impl DynamicOut {
+    /// One line: the values with their intervals, the fit's figures.
+    pub fn summary(&self) -> String {
+        let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "(held)".into() };
+        let mu = match self.mu_at_least {
+            Some(b) => format!("mu at least {b:.4} (not determined)"),
+            None => format!("mu {:.4} {}", self.mu, ci(self.mu_ci95)),
+        };
+        format!(
+            "{mu}, damping ratio {:.4} {}, correlation {:+.3}, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
+            self.damping_ratio,
+            ci(self.damping_ratio_ci95),
+            self.correlation_mu_damping,
+            self.marker_rms_start_m * 1e3,
+            self.marker_rms_m * 1e3,
+            self.force_rms_n.unwrap_or(f64::NAN),
+            self.iterations,
+            self.simulations,
+            self.wall_time_s
+        )
+    }
+
     /// The friction coefficient a simulation of `scene_mu`'s scene should
     /// use: the fitted one, or when only bounded, the scene's if it is
     /// above the bound, else the bound.

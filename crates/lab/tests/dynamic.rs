@@ -48,22 +48,7 @@ fn mu_and_damping_are_recovered_from_a_wrong_start() {
         req.damping_start = Some(0.03);
         let fit = identify_dynamic(&req, &lab::Silent).unwrap();
         let o = &fit.out;
-        println!(
-            "seed {seed}: mu {:.4} [{:.4}, {:.4}] (truth {mu}), damping {:.4} [{:.4}, {:.4}] (truth {zeta}), correlation {:.3}, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
-            o.mu,
-            o.mu_ci95[0],
-            o.mu_ci95[1],
-            o.damping_ratio,
-            o.damping_ratio_ci95[0],
-            o.damping_ratio_ci95[1],
-            o.correlation_mu_damping,
-            o.marker_rms_start_m * 1e3,
-            o.marker_rms_m * 1e3,
-            o.force_rms_n.unwrap_or(f64::NAN),
-            o.iterations,
-            o.simulations,
-            o.wall_time_s
-        );
+        println!("seed {seed} (truth mu {mu}, damping ratio {zeta}): {}", o.summary());
         assert!(o.mu_determined);
         assert!((o.mu / mu - 1.0).abs() < 0.03, "mu {}", o.mu);
         assert!((o.damping_ratio / zeta - 1.0).abs() < 0.1, "damping {}", o.damping_ratio);

@@ -330,19 +330,7 @@ fn friction_and_damping_recorded_live_are_identified() {
     let req = lab::dynamic::DynamicRequest::new(sessions, &at(ROD), rod(ROD), params, &at(drag), scene(drag), &dir.path().join("fit"));
     let fit = lab::dynamic::identify_dynamic(&req, &lab::Silent).unwrap();
     let o = &fit.out;
-    println!(
-        "live: mu {:.4} [{:.4}, {:.4}], damping ratio {:.4} [{:.4}, {:.4}], markers {:.3} mm, force {:.3} N, {} simulations, {:.1} s",
-        o.mu,
-        o.mu_ci95[0],
-        o.mu_ci95[1],
-        o.damping_ratio,
-        o.damping_ratio_ci95[0],
-        o.damping_ratio_ci95[1],
-        o.marker_rms_m * 1e3,
-        o.force_rms_n.unwrap_or(f64::NAN),
-        o.simulations,
-        o.wall_time_s
-    );
+    println!("live (truth mu {mu}, damping ratio {zeta}): {}", o.summary());
     assert!((o.mu / mu - 1.0).abs() < 0.03 && o.mu_ci95[0] <= mu && mu <= o.mu_ci95[1], "{o:?}");
     assert!((o.damping_ratio / zeta - 1.0).abs() < 0.1 && o.damping_ratio_ci95[0] <= zeta && zeta <= o.damping_ratio_ci95[1], "{o:?}");
 }
