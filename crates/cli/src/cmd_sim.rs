@@ -62,6 +62,9 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
     if let Some(p) = &params {
         let m = rod.cross_section.body;
         println!("parameters from {}: E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3", p.path.display(), m.e_pa, m.g_pa, m.rho_kg_m3);
+        if let (Some(d), Some(table)) = (&p.file.dynamic, &done.scene.table) {
+            println!("friction mu {:.4} and damping ratio {:.4} from [dynamic] of {} (fitted to recorded motion)", table.mu, d.damping_ratio, p.path.display());
+        }
     }
     let s = &done.summary;
     println!(

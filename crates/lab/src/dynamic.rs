@@ -733,6 +733,35 @@ fn write_report(
             ],
             diagonal: false,
         }));
+        // The flange force along the component it varies most in (a drag's
+        // pull: mu times the weight on the table), the sensor's bias taken
+        // as the fitted replay's mean difference.
+        let Some(f) = &case.force else { continue };
+        let force_of = |at: Point| -> Result<Vec<(f64, Vec3)>> {
+            let records = replay.records(case, at)?;
+            let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+            Ok(f.samples.iter().filter_map(|(t, _)| at_records(&t_rec, &records, *t, |r| lie::linear(&r.base_wrench_flange)).map(|w| (*t, w))).collect())
+        };
+        let (at_start, at_fit) = (force_of(start)?, force_of(replayed)?);
+        let bias = f.samples.iter().zip(&at_fit).map(|((_, m), (_, s))| m - s).sum::<Vec3>() / f.samples.len().max(1) as f64;
+        let spread = |c: usize| {
+            let v: Vec<f64> = at_fit.iter().map(|(_, w)| w[c]).collect();
+            v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min)
+        };
+        let c = (0..3).max_by(|a, b| spread(*a).total_cmp(&spread(*b))).unwrap_or(0);
+        let axis = ["x", "y", "z"][c];
+        blocks.push(Block::Chart(Chart {
+            name: format!("force_{k}"),
+            title: format!("{}: flange force {axis} ({}), bias removed, against the replays", case.name, f.stream),
+            x_label: "t [s]".into(),
+            y_label: format!("F{axis} [N]"),
+            series: vec![
+                Series::line("measured", f.samples.iter().map(|(t, m)| (*t, m[c] - bias[c])).collect(), 0),
+                Series::line(format!("replayed, start (mu {:.3})", start.mu), at_start.iter().map(|(t, w)| (*t, w[c])).collect(), 1),
+                Series::line(format!("replayed, fitted (mu {:.3})", replayed.mu), at_fit.iter().map(|(t, w)| (*t, w[c])).collect(), 2),
+            ],
+            diagonal: false,
+        }));
     }
     let mut provenance = vec![version_row(), file_row(format!("rod file {}", req.rod_path.display()), &req.rod_path)];
     provenance.push(file_row(format!("scene {}", req.scene_path.display()), &req.scene_path));
