@@ -172,6 +172,9 @@ pub struct Fit {
     pub pooling: Vec<Pooling>,
     /// The body's law the fit used (the rod's).
     pub elastic_law: rod::ElasticLaw,
+    /// The largest surface fibre strain, tension or compression, of any
+    /// experiment at the fit (what the law's validity is judged by).
+    pub largest_fibre_strain: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -636,8 +639,11 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     if dof == 0 {
         warnings.push("no residual degrees of freedom: confidence intervals undefined".into());
     }
+    let mut largest_fibre_strain: f64 = 0.0;
     for (i, (e, q)) in experiments.iter().zip(&ev.q).enumerate() {
-        for w in problem.validity(i, q, &v).warnings(&rod.cables) {
+        let validity = problem.validity(i, q, &v);
+        largest_fibre_strain = largest_fibre_strain.max(validity.max_fibre_strain).max(-validity.min_fibre_strain);
+        for w in validity.warnings(&rod.cables) {
             warnings.push(format!("experiment {}: {w}", e.id));
         }
     }
@@ -696,6 +702,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         prior_only,
         pooling,
         elastic_law: rod.elastic_law,
+        largest_fibre_strain,
     })
 }
 

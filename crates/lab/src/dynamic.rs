@@ -170,14 +170,25 @@ impl<'a> Replay<'a> {
         })
     }
 
+    /// The point session `i` is replayed at for `at` (a session in the
+    /// air: one mu for all) and the key of its rows.
+    fn point_for(&self, i: usize, at: Point) -> (Point, RowsKey) {
+        let at = Point { mu: if self.touches[i] { at.mu } else { MU_STICKS }, ..at };
+        (at, (i, at.mu.to_bits(), at.zeta.to_bits(), at.stiffness.to_bits()))
+    }
+
+    /// Keeps session `i`'s rows of a replay at `at` already run.
+    fn keep(&self, i: usize, at: Point, records: &[StepRecord]) {
+        self.rows.lock().expect("rows").insert(self.point_for(i, at).1, Arc::new(session_rows(&self.cases[i], records)));
+    }
+
     /// Session `i`'s rows at `at`, replayed once per distinct point.
     fn rows_of(&self, i: usize, at: Point) -> Result<Arc<Vec<f64>>> {
-        let at = Point { mu: if self.touches[i] { at.mu } else { MU_STICKS }, ..at };
-        let key = (i, at.mu.to_bits(), at.zeta.to_bits(), at.stiffness.to_bits());
+        let (at, key) = self.point_for(i, at);
         if let Some(r) = self.rows.lock().expect("rows").get(&key) {
             return Ok(r.clone());
         }
-        let r = Arc::new(marker_residual(&self.cases[i], &self.records(&self.cases[i], at)?));
+        let r = Arc::new(session_rows(&self.cases[i], &self.records(&self.cases[i], at)?));
         self.rows.lock().expect("rows").insert(key, r.clone());
         Ok(r)
     }
@@ -197,7 +208,7 @@ impl<'a> Replay<'a> {
 /// Rows of a session: the markers, then the flange force with the
 /// sensor's constant bias profiled out (each component's mean difference
 /// removed: the bias's least-squares value for any mu and zeta).
-fn marker_residual(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
+fn session_rows(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let mut out = Vec::with_capacity(3 * case.observed.len());
     for (t, m, p) in &case.observed {
@@ -221,7 +232,6 @@ struct DynamicProblem<'a> {
     held: Point,
     /// Which of (ln mu, ln zeta, ln stiffness) are free, in that order.
     free: [bool; 3],
-    cache: Mutex<Vec<(DVector<f64>, DVector<f64>)>>,
     /// Central-difference step in the log-parameters.
     log_step: f64,
 }
@@ -244,17 +254,9 @@ impl DynamicProblem<'_> {
         self.free[i].then(|| (0..i).filter(|j| self.free[*j]).count())
     }
 
+    /// The residual at `p` (each session's rows replayed once per point, see [`Replay`]).
     fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
-        if let Some((_, r)) = self.cache.lock().expect("cache").iter().find(|(q, _)| q == p) {
-            return Ok(r.clone());
-        }
-        let r = self.replay.residual(self.values(p))?;
-        let mut cache = self.cache.lock().expect("cache");
-        if cache.len() > 16 {
-            cache.remove(0);
-        }
-        cache.push((p.clone(), r.clone()));
-        Ok(r)
+        self.replay.residual(self.values(p))
     }
 
     fn jacobian_fd(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
@@ -322,16 +324,7 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             return Err(Error::input(format!("{}: no [table]: there is no friction to identify", req.scene_path.display())));
         }
         let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
-        let sensor = req.loads.flange_sensor_for(dir);
-        let requests: Vec<crate::loads::StreamRequest> = sensor
-            .iter()
-            .map(|(fs, _)| {
-                crate::loads::flange_sensor_request(
-                    fs,
-                    req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())),
-                )
-            })
-            .collect();
+        let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
         let s = crate::data::load(dir, rod.markers.len(), &requests)?;
         let noise = crate::observe::marker_noise_m(s.markers.iter().map(|m| m.1.as_slice())).unwrap_or(0.0);
         let end = prepared.scene.duration_s;
@@ -379,6 +372,9 @@ fn largest_stick_ratio(records: &[StepRecord]) -> f64 {
 struct RowGroup {
     start: usize,
     len: usize,
+    /// The rows' weight: the markers' sigma \[m\], or the force's \[N\].
+    sigma: f64,
+    force: bool,
     /// Mean square of its weighted residuals (1 when the noise is as assumed).
     scale2: f64,
     /// `(1 + rho) / (1 - rho)` for the lag-one autocorrelation `rho` of its
@@ -413,12 +409,12 @@ fn row_groups(cases: &[SessionCase], r: &DVector<f64>) -> Vec<RowGroup> {
             }
         }
         let len = 3 * c.observed.len();
-        groups.push(RowGroup { start: row, len, scale2: scale2(row, len), inflation: inflation(&series) });
+        groups.push(RowGroup { start: row, len, sigma: c.sigma_m, force: false, scale2: scale2(row, len), inflation: inflation(&series) });
         row += len;
         if let Some(f) = &c.force {
             let len = 3 * f.samples.len();
             let series: Vec<Vec<usize>> = (0..3).map(|a| (0..f.samples.len()).map(|k| row + 3 * k + a).collect()).collect();
-            groups.push(RowGroup { start: row, len, scale2: scale2(row, len), inflation: inflation(&series) });
+            groups.push(RowGroup { start: row, len, sigma: f.sigma_n, force: true, scale2: scale2(row, len), inflation: inflation(&series) });
             row += len;
         }
     }
@@ -428,40 +424,14 @@ fn row_groups(cases: &[SessionCase], r: &DVector<f64>) -> Vec<RowGroup> {
 /// RMS over the marker rows (per point, metres) and over the force rows
 /// (per reading, newtons).
 fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
-    let (mut row, mut markers, mut forces, mut n_m, mut n_f) = (0, 0.0, 0.0, 0, 0);
-    for c in cases {
-        for _ in 0..3 * c.observed.len() {
-            markers += (r[row] * c.sigma_m).powi(2);
-            row += 1;
-            n_m += 1;
-        }
-        if let Some(f) = &c.force {
-            for _ in 0..3 * f.samples.len() {
-                forces += (r[row] * f.sigma_n).powi(2);
-                row += 1;
-                n_f += 1;
-            }
-        }
-    }
-    ((markers / n_m.max(1) as f64 * 3.0).sqrt(), (forces / n_f.max(1) as f64 * 3.0).sqrt())
-}
-
-/// Per session, the marker RMS \[m\] and flange force RMS \[N\] (bias
-/// removed) of the replay with `mu` and damping ratio `zeta`: how well
-/// given values describe the sessions.
-pub fn replay_figures(req: &DynamicRequest, mu: f64, zeta: f64) -> Result<Vec<(String, f64, Option<f64>)>> {
-    let rod = req.params.rod(&req.rod);
-    let cases = read_cases(req, &rod, &req.scene)?;
-    let replay = Replay::new(rod, &req.scene_path, cases);
-    replay
-        .cases
-        .iter()
-        .map(|c| {
-            let r = DVector::from_vec(marker_residual(c, &replay.records(c, Point::new(mu, zeta))?));
-            let (m, f) = rms_parts(std::slice::from_ref(c), &r);
-            Ok((c.name.clone(), m, c.force.as_ref().map(|_| f)))
-        })
-        .collect()
+    // Per point (3 rows): sqrt(3 sum / rows) of the unweighted residuals.
+    let groups = row_groups(cases, r);
+    let rms = |force: bool| {
+        let (sum, rows) =
+            groups.iter().filter(|g| g.force == force).fold((0.0, 0), |(sum, rows), g| (sum + g.scale2 * g.len as f64 * g.sigma * g.sigma, rows + g.len));
+        (3.0 * sum / rows.max(1) as f64).sqrt()
+    };
+    (rms(false), rms(true))
 }
 
 /// The residual's sensitivities to (ln mu, ln zeta) at `mu`, `zeta` by
@@ -469,7 +439,7 @@ pub fn replay_figures(req: &DynamicRequest, mu: f64, zeta: f64) -> Result<Vec<(S
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let problem = DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], cache: Mutex::new(vec![]), log_step };
+    let problem = DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], log_step };
     problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
 }
 
@@ -504,7 +474,11 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     task.message("replaying with sticking friction");
     let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, Point::new(MU_STICKS, zeta0))).collect();
     let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
-    replay.touches = sticking.iter().map(|r| r.iter().any(|s| !s.contacts.is_empty() && s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
+    replay.touches = sticking.iter().map(|r| r.iter().any(|s| s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
+    for (i, records) in sticking.iter().enumerate() {
+        // The scan's point that never slides.
+        replay.keep(i, Point::new(MU_STICKS, zeta0), records);
+    }
     if !replay.touches.iter().any(|t| *t) {
         return Err(Error::input(
             "the rod never touches the table in these sessions: there is no friction to identify (add a session with contact, or hold mu)",
@@ -549,7 +523,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     task.message("least squares");
     let free = [!stick_only, !req.hold_damping, req.fit_stiffness];
     let held = Point { mu: if stick_only { MU_STICKS } else { best_mu }, zeta: zeta0, stiffness: 1.0 };
-    let problem = DynamicProblem { replay: &replay, held, free, cache: Mutex::new(vec![]), log_step: LOG_STEP };
+    let problem = DynamicProblem { replay: &replay, held, free, log_step: LOG_STEP };
     let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0].into_iter().zip(free).filter(|(_, f)| *f).map(|(v, _)| v).collect();
     let start_r = replay.residual(Point::new(mu0, zeta0))?;
     let (p, history) = if p0.is_empty() {
@@ -631,9 +605,9 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         // E and G fitted with the motion: [parameters] carry them (G at
         // --params' ratio to E), what validate and simulate then use.
         let p = &mut file.parameters;
-        for (est, k) in [(&mut p.e_pa, fitted.stiffness), (&mut p.g_pa, fitted.stiffness)] {
-            est.value *= k;
-            est.ci95 = ci_stiffness.map(|s| est.value / k * s);
+        for est in [&mut p.e_pa, &mut p.g_pa] {
+            est.ci95 = ci_stiffness.map(|s| est.value * s);
+            est.value *= fitted.stiffness;
         }
     }
     let identified_toml = req.out.join("identified.toml");
@@ -710,26 +684,31 @@ fn write_report(
             diagonal: false,
         }));
     }
+    // The outermost marker, whose path each session's chart shows.
+    let tip = (0..replay.rod.markers.len()).max_by(|a, b| replay.rod.markers[*a].arc_m.total_cmp(&replay.rod.markers[*b].arc_m)).unwrap_or(0);
     for (k, case) in replay.cases.iter().enumerate() {
-        // The outermost marker's distance from where it was first tracked:
-        // tracked, replayed with the start values and with the fitted ones.
-        let tip = (0..replay.rod.markers.len()).max_by(|a, b| replay.rod.markers[*a].arc_m.total_cmp(&replay.rod.markers[*b].arc_m)).unwrap_or(0);
+        // One replay with the start values and one with the fitted ones,
+        // sampled at the tracked times and at the sensor's.
+        let runs = [replay.records(case, start)?, replay.records(case, replayed)?];
+        let times: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|s| s.t_s).collect()).collect();
+        let sampled = |run: usize, at: &[f64], f: &dyn Fn(&StepRecord) -> Vec3| -> Vec<(f64, Vec3)> {
+            at.iter().filter_map(|t| at_records(&times[run], &runs[run], *t, f).map(|v| (*t, v))).collect()
+        };
+        // The tip marker's distance from where it was first tracked.
         let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).map(|o| (o.0, o.2)).collect();
         let Some(origin) = tracked.first().map(|t| t.1) else { continue };
-        let path = |at: Point| -> Result<Vec<(f64, f64)>> {
-            let records = replay.records(case, at)?;
-            let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
-            Ok(tracked.iter().filter_map(|(t, _)| at_records(&t_rec, &records, *t, |r| r.markers_m[tip]).map(|q| (*t, (q - origin).norm() * 1e3))).collect())
-        };
+        let tracked_t: Vec<f64> = tracked.iter().map(|p| p.0).collect();
+        let distance_mm = |points: Vec<(f64, Vec3)>| points.into_iter().map(|(t, p)| (t, (p - origin).norm() * 1e3)).collect();
+        let marker = |r: &StepRecord| r.markers_m[tip];
         blocks.push(Block::Chart(Chart {
             name: format!("tip_{k}"),
             title: format!("{}: the tip marker's distance from its first tracked position", case.name),
             x_label: "t [s]".into(),
             y_label: "distance [mm]".into(),
             series: vec![
-                Series::line("tracked", tracked.iter().map(|(t, p)| (*t, (p - origin).norm() * 1e3)).collect(), 0),
-                Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.mu, start.zeta), path(start)?, 1),
-                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", replayed.mu, replayed.zeta), path(replayed)?, 2),
+                Series::line("tracked", distance_mm(tracked.clone()), 0),
+                Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.mu, start.zeta), distance_mm(sampled(0, &tracked_t, &marker)), 1),
+                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", replayed.mu, replayed.zeta), distance_mm(sampled(1, &tracked_t, &marker)), 2),
             ],
             diagonal: false,
         }));
@@ -737,12 +716,9 @@ fn write_report(
         // pull: mu times the weight on the table), the sensor's bias taken
         // as the fitted replay's mean difference.
         let Some(f) = &case.force else { continue };
-        let force_of = |at: Point| -> Result<Vec<(f64, Vec3)>> {
-            let records = replay.records(case, at)?;
-            let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
-            Ok(f.samples.iter().filter_map(|(t, _)| at_records(&t_rec, &records, *t, |r| lie::linear(&r.base_wrench_flange)).map(|w| (*t, w))).collect())
-        };
-        let (at_start, at_fit) = (force_of(start)?, force_of(replayed)?);
+        let sensor_t: Vec<f64> = f.samples.iter().map(|s| s.0).collect();
+        let flange = |r: &StepRecord| lie::linear(&r.base_wrench_flange);
+        let (at_start, at_fit) = (sampled(0, &sensor_t, &flange), sampled(1, &sensor_t, &flange));
         let bias = f.samples.iter().zip(&at_fit).map(|((_, m), (_, s))| m - s).sum::<Vec3>() / f.samples.len().max(1) as f64;
         let spread = |c: usize| {
             let v: Vec<f64> = at_fit.iter().map(|(_, w)| w[c]).collect();

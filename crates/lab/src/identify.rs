@@ -326,7 +326,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     } else {
         (vec![], None)
     };
-    let linear_law_exceeded = study.fit.warnings.iter().any(|w| w.contains("linear elastic law is no longer trusted"));
+    let linear_law_exceeded = rod.elastic_law == rod::ElasticLaw::Linear && study.fit.largest_fibre_strain > rod::ElasticLaw::Linear.strain_limit();
     if req.compare_variants && !req.compare_laws && linear_law_exceeded {
         bias_warnings.push("fibres are strained beyond the linear elastic law's limit: --compare-laws also compares the variants under the neo-Hookean law ([material] law in the rod file)".into());
     }

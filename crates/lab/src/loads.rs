@@ -104,6 +104,15 @@ impl Loads {
         }
         session.has_stream("ft300").then(|| (default_ft300(), false))
     }
+
+    /// [`Self::flange_sensor_for`] and the stream request that reads it
+    /// (named after the loads file, for the error when the session lacks it).
+    pub fn flange_sensor_with_request(&self, session: &session::SessionDir) -> (Option<(FlangeSensor, bool)>, Vec<StreamRequest>) {
+        let sensor = self.flange_sensor_for(session);
+        let asked_by = self.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display()));
+        let requests = sensor.iter().map(|(fs, _)| flange_sensor_request(fs, asked_by.clone())).collect();
+        (sensor, requests)
+    }
 }
 
 /// The FT 300 stream with its default columns and no tare.

@@ -9,7 +9,7 @@
 
 use crate::data;
 use crate::error::{Context, Error, Result};
-use crate::loads::{Loads, StreamRequest};
+use crate::loads::Loads;
 use crate::observe::ObserveOptions;
 use crate::params::Params;
 use crate::progress::Progress;
@@ -263,13 +263,7 @@ fn tip_phase(r: &StepRecord) -> Phase {
 
 fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Path, progress: &dyn Progress) -> Result<SessionSummary> {
     let o = &req.options;
-    let sensor = req.loads.flange_sensor_for(dir);
-    let requests: Vec<StreamRequest> = sensor
-        .iter()
-        .map(|(s, _)| {
-            crate::loads::flange_sensor_request(s, req.loads.path.as_ref().map_or("the flange sensor".into(), |p| format!("{}: flange_sensor", p.display())))
-        })
-        .collect();
+    let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
     let s = data::load(dir, rod.markers.len(), &requests)?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 

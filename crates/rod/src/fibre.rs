@@ -378,11 +378,6 @@ impl Fibres {
         let energy = energy - 0.5 * qs.dot(&kq);
         (energy, force - kq, tangent.map(|h| h - &self.small_strain_unit))
     }
-
-    /// The tangent at rest per unit E (equal to the linear law's E-part).
-    pub fn small_strain_unit(&self) -> &DMatrix<f64> {
-        &self.small_strain_unit
-    }
 }
 
 #[cfg(test)]
