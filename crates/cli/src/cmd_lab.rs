@@ -36,7 +36,7 @@ fn say(line: &str) {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --append   # a second segment, sessions/dry-run/segment-02\n  rodlab session info sessions/dry-run\n\nThe directory must be empty (or new): a recorder never takes over a session. Ctrl-C, SIGTERM and SIGHUP stop the recording and finalise the session."
+    after_help = "Examples:\n  rodlab emulate robot --bind 127.0.0.1:30004 &\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --duration 5\n  rodlab record --rig configs/rig/emulated.toml --out sessions/dry-run --append   # a second segment, sessions/dry-run/segment-02\n  rodlab session info sessions/dry-run\n  rodlab record --rig configs/rig/emulated.toml --out sessions/watched --view   # open the printed URL\n  rodlab record --rig RIG --out DIR --view 127.0.0.1:8765 --markers configs/markers.toml --calibration camera.toml --rod ROD   # with live strain\n\nThe directory must be empty (or new): a recorder never takes over a session. Ctrl-C, SIGTERM and SIGHUP stop the recording and finalise the session."
 )]
 pub struct RecordArgs {
     /// Rig description (devices), e.g. configs/rig/emulated.toml.
@@ -51,11 +51,30 @@ pub struct RecordArgs {
     /// OUT already holds a session: record a new segment inside it (OUT/segment-NN, its own start time).
     #[arg(long)]
     pub append: bool,
+    /// Serve a live view in the browser while recording (devices, plots, the camera with its markers, the strain) on ADDR; the URL is printed. Loopback by default.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    pub view: Option<String>,
+    /// The view's marker detection settings, markers.toml (default: red markers).
+    #[arg(long, requires = "view")]
+    pub markers: Option<PathBuf>,
+    /// The camera's calibration, camera.toml (rodlab calibrate): the view places the markers in the world.
+    #[arg(long, requires = "view")]
+    pub calibration: Option<PathBuf>,
+    /// A rod file: with --calibration, the view observes the rod's strain live.
+    #[arg(long, requires = "view")]
+    pub rod: Option<PathBuf>,
+    /// Seconds of history in the view's time plots.
+    #[arg(long, default_value_t = 20.0)]
+    pub view_window_s: f64,
 }
 
 pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
     let (rig, rig_text) = session::Rig::from_file(&a.rig)?;
     let out = SessionDir::new(&a.out);
+    let view = match &a.view {
+        Some(addr) => Some(lab::view::live::LiveOptions::from_files(addr, a.view_window_s, a.markers.as_deref(), a.calibration.as_deref(), a.rod.as_deref())?),
+        None => None,
+    };
     let req = lab::record::RecordRequest {
         rig: &rig,
         rig_path: &a.rig,
@@ -64,8 +83,12 @@ pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
         append: a.append,
         duration_s: a.duration,
         stop: stop_on_ctrl_c(),
+        view,
     };
     let r = lab::record::record(&req, progress)?;
+    if let Some(n) = r.view_dropped_updates.filter(|n| *n > 0) {
+        println!("live view: {n} updates dropped for browsers that did not keep up (the recording lost nothing for it)");
+    }
     for w in &r.warnings {
         eprintln!("rodlab: warning: {w}");
     }
@@ -281,6 +304,18 @@ pub enum SessionCommand {
     #[command(
         after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
     )]
+    /// Serves the session in the browser with a time slider: each device's streams and state, the video
+    /// frame with its tracked markers (markers.parquet), the observed strain (strain.parquet) at any time.
+    #[command(after_help = "Examples:\n  rodlab session view sessions/lab-day/stick   # open the printed URL\n  rodlab session view sessions/dry-run --addr 127.0.0.1:9000\n\nTrack the video and observe the markers first to see markers and strain.")]
+    View {
+        dir: PathBuf,
+        /// Address to serve on (loopback by default; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:8766")]
+        addr: String,
+        /// Stop serving after this many seconds (default: until Ctrl-C).
+        #[arg(long)]
+        duration: Option<f64>,
+    },
     Export {
         dir: PathBuf,
         /// Directory to write into (created).
@@ -427,6 +462,14 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
             for (file, rows) in &out.files {
                 println!("wrote {} ({rows} rows)", file.display());
             }
+            Ok(())
+        }
+        SessionCommand::View { dir, addr, duration } => {
+            let replay = lab::view::replay::serve(&SessionDir::new(&dir), &addr)?;
+            let (start_s, end_s) = replay.site.span_s();
+            say(&format!("session {} ({start_s:.2} s to {end_s:.2} s) at {}", dir.display(), replay.server.url()));
+            say("Ctrl-C to stop");
+            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
             Ok(())
         }
     }

@@ -28,6 +28,8 @@ pub mod solve;
 pub mod synth;
 pub mod tables;
 pub mod validate;
+#[cfg(feature = "devices")]
+pub mod view;
 
 #[cfg(feature = "devices")]
 pub mod camera;

@@ -392,6 +392,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             duration_s: Some(duration_s),
             append: false,
             stop: Arc::new(AtomicBool::new(false)),
+            view: None,
         },
         progress,
     )

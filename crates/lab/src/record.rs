@@ -28,6 +28,8 @@ pub struct RecordRequest<'a> {
     pub duration_s: Option<f64>,
     /// Set to stop (Ctrl-C, a test, the virtual lab).
     pub stop: Arc<AtomicBool>,
+    /// Serve a live view of the recording in the browser.
+    pub view: Option<crate::view::live::LiveOptions>,
 }
 
 /// One device's figures at the end (as `session.toml` keeps them).
@@ -44,6 +46,8 @@ pub struct Recording {
     pub cpu_s: Option<f64>,
     /// Capture settings a camera refused (or a file could not take).
     pub warnings: Vec<String>,
+    /// Live-view updates dropped for browsers that did not keep up.
+    pub view_dropped_updates: Option<u64>,
 }
 
 impl Recording {
@@ -151,6 +155,28 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         let (s, dir) = (stop.clone(), out.to_path_buf());
         threads.push(std::thread::spawn(move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(Error::from)));
     }
+    // The view reads the recorders' taps; it starts after them, so that a
+    // port it cannot take fails the recording only before any sample.
+    let view = match req.view.clone() {
+        Some(opts) => {
+            let title = format!("rodlab: recording {}", target.name());
+            let v = crate::view::live::start(opts, &title, statuses.clone(), rig.frames, clock);
+            match v {
+                Ok(v) => {
+                    progress.note(&format!("live view: {}", v.url()));
+                    Some(v)
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
     let started = Instant::now();
     let task = progress.task("record", None);
     let mut last_rows: Vec<u64> = vec![0; statuses.len()];
@@ -182,6 +208,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         }
     }
     drop(task);
+    let view_dropped_updates = view.map(|v| v.dropped_updates());
     let mut failure = None;
     for t in threads {
         match t.join() {
@@ -199,7 +226,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds(), warnings })
+    Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds(), warnings, view_dropped_updates })
 }
 
 /// Where to record: `out` when it is empty; a new `segment-NN` inside it

@@ -37,6 +37,7 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
         append: false,
         duration_s: Some(2.5),
         stop: Arc::new(AtomicBool::new(false)),
+        view: None,
     };
     let r = lab::record::record(&req, &Silent).unwrap();
     assert_eq!(r.device("camera").unwrap().rows, 45, "{:?}", r.devices);

@@ -352,6 +352,7 @@ pub fn record(
         let mut next_reopen = Instant::now();
         let mut reopen_delay = Duration::from_millis(50);
         let mut dropped_in_queue = 0u64;
+        let mut last_preview = Instant::now() - PREVIEW_EVERY;
         let mut frame = Mat::default();
         while !stop.load(Ordering::Relaxed) {
             let grabbed = source.grab(&mut frame);
@@ -372,6 +373,10 @@ pub fn record(
                     };
                     last_frame = Instant::now();
                     reopen_delay = Duration::from_millis(50);
+                    if status.tap.wanted.load(Ordering::Relaxed) && last_preview.elapsed() >= PREVIEW_EVERY {
+                        offer_frame(&status.tap, t, device_ms, &frame);
+                        last_preview = Instant::now();
+                    }
                     let queued = QueuedFrame { t_ns: t, device_ms, frame: std::mem::take(&mut frame) };
                     // A file waits for the encoder (it is paced by us, and
                     // every frame of it is wanted); a device does not.
@@ -417,16 +422,32 @@ pub fn record(
     encoded
 }
 
+/// How often a live view is offered a frame (a preview, not the video).
+const PREVIEW_EVERY: Duration = Duration::from_millis(200);
+
+/// Copies `frame` into the tap's slot unless a view holds it now.
+fn offer_frame(tap: &crate::robot::Tap, t_ns: i64, device_ms: f64, frame: &Mat) {
+    if let Ok(mut slot) = tap.frame.try_lock() {
+        let mut copy = slot.take().map(|f| f.image).unwrap_or_default();
+        if frame.copy_to(&mut copy).is_ok() {
+            *slot = Some(crate::robot::TappedFrame { t_ns, device_ms, image: copy });
+        }
+    }
+}
+
 /// Writes the frames table and the video: the file's rate for a file,
 /// else the rate measured from the first frames' host stamps.
 fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, session: &Path, file_rate: Option<f64>, status: &Status) -> Result<(), CameraError> {
-    let mut table = StreamWriter::create(session, &cfg.name, vec!["frame".into(), "device_ms".into()], Duration::from_secs(1))?;
+    let columns = vec!["frame".to_string(), "device_ms".to_string()];
+    status.tap.set_columns(&columns);
+    let mut table = StreamWriter::create(session, &cfg.name, columns, Duration::from_secs(1))?;
     let mut writer: Option<videoio::VideoWriter> = None;
     let mut waiting: Vec<QueuedFrame> = vec![];
     let mut k: u64 = 0;
     let mut write = |g: QueuedFrame, writer: &mut videoio::VideoWriter, k: &mut u64| -> Result<(), CameraError> {
         writer.write(&g.frame)?;
         table.push(g.t_ns, &[*k as f64, g.device_ms])?;
+        status.tap.offer(g.t_ns, &[*k as f64, g.device_ms]);
         status.rows.fetch_add(1, Ordering::Relaxed);
         *k += 1;
         Ok(())

@@ -282,6 +282,7 @@ impl Reorder {
 /// counted as rejected; a status error is kept and raised once.
 pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), NetFtError> {
     let columns = ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm", "rdt_sequence", "ft_sequence", "status"].map(String::from).to_vec();
+    status.tap.set_columns(&columns);
     let mut writer = StreamWriter::create(session, &cfg.name, columns, Duration::from_secs(1))?;
     let mut outages = Outages::new(session, &cfg.name, 0.25, usize::MAX, status.clone())?;
     let sock = UdpSocket::bind("0.0.0.0:0")?;
@@ -304,6 +305,7 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
             let mut row = w.to_vec();
             row.extend([r.rdt_sequence as f64, r.ft_sequence as f64, r.status as f64]);
             writer.push(t, &row)?;
+            status.tap.offer(t, &row);
             let continuity = if missing > 0 { Continuity::Missing(missing) } else { Continuity::Continuous };
             outages.arrived(t, 1, continuity)?;
             status.rows.fetch_add(1, Ordering::Relaxed);

@@ -96,6 +96,60 @@ pub struct Status {
     /// robot controller's warnings, errors and exceptions), taken by the
     /// recording's display.
     pub alerts: std::sync::Mutex<Vec<String>>,
+    /// What a live view sees (off unless a view asked for it).
+    pub tap: Tap,
+}
+
+/// The newest sample of a device (and a camera's newest frame), for a live
+/// view. Recorders offer through `try_lock`: a view that holds the lock
+/// costs the recording one skipped offer, never a wait.
+#[derive(Debug, Default)]
+pub struct Tap {
+    /// Set by a view; until then offers are one relaxed load.
+    pub wanted: AtomicBool,
+    /// The stream's column names (the table's, without `t_host_ns`).
+    pub columns: std::sync::Mutex<Vec<String>>,
+    pub latest: std::sync::Mutex<Option<(i64, Vec<f64>)>>,
+    /// A camera's newest frame (BGR), offered a few times a second.
+    pub frame: std::sync::Mutex<Option<TappedFrame>>,
+}
+
+/// A camera frame offered to a view.
+#[derive(Debug)]
+pub struct TappedFrame {
+    pub t_ns: i64,
+    /// The device's (a file's: the position's) timestamp \[ms\].
+    pub device_ms: f64,
+    /// BGR.
+    pub image: opencv::core::Mat,
+}
+
+impl Tap {
+    pub fn set_columns(&self, names: &[String]) {
+        if let Ok(mut c) = self.columns.lock() {
+            *c = names.to_vec();
+        }
+    }
+    /// Offers a sample `values` taken at host time `t_ns`.
+    pub fn offer(&self, t_ns: i64, values: &[f64]) {
+        if !self.wanted.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Ok(mut l) = self.latest.try_lock() {
+            match l.as_mut() {
+                Some((t, v)) => {
+                    *t = t_ns;
+                    v.clear();
+                    v.extend_from_slice(values);
+                }
+                None => *l = Some((t_ns, values.to_vec())),
+            }
+        }
+    }
+    /// The newest sample, if any.
+    pub fn latest(&self) -> Option<(i64, Vec<f64>)> {
+        self.latest.lock().ok().and_then(|l| l.clone())
+    }
 }
 
 impl Status {
@@ -152,6 +206,7 @@ impl Default for Status {
             identity: Default::default(),
             settings: Default::default(),
             alerts: Default::default(),
+            tap: Tap::default(),
         }
     }
 }
@@ -280,6 +335,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
         status.set("requested_rate_hz", client.frequency_hz);
         let period = period.get_or_insert_with(|| StreamPeriod::new(client.frequency_hz));
         if writer.is_none() {
+            status.tap.set_columns(&client.column_names());
             writer = Some(StreamWriter::create(session, &cfg.name, client.column_names(), Duration::from_secs(1))?);
         }
         let w = writer.as_mut().expect("created");
@@ -310,6 +366,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     outages.arrived(t, 1, continuity)?;
                     last_ts = Some(ts);
                     w.push(t, &v)?;
+                    status.tap.offer(t, &v);
                     status.rows.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(Received::Text(m)) => messages.write(clock.now_ns(), &m, &cfg.name, &status),

@@ -350,6 +350,7 @@ pub fn record(
     stop: Arc<AtomicBool>,
     status: Arc<Status>,
 ) -> Result<(), SerialError> {
+    status.tap.set_columns(&sensor.columns());
     let mut writer = StreamWriter::create(session, &cfg.name, sensor.columns(), Duration::from_secs(1))?;
     // Unknown rates: half a second of silence is an outage, twenty lines
     // out of one read a backlog.
@@ -367,6 +368,7 @@ pub fn record(
     let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
         for s in samples.drain(..) {
             writer.push(t, &s)?;
+            status.tap.offer(t, &s);
             status.rows.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())

@@ -10,6 +10,7 @@ pub mod camera;
 pub mod check;
 pub mod detect;
 pub mod pipeline;
+pub mod preview;
 pub mod sequence;
 pub mod source;
 pub mod synth;

@@ -1,0 +1,122 @@
+// The view page: one render of a state (JSON from the server), fed live by
+// server-sent events or, for a recorded session, by the time slider.
+"use strict";
+const body = document.body;
+window.addEventListener("error", () => { body.dataset.errors = String(Number(body.dataset.errors) + 1); });
+window.addEventListener("unhandledrejection", () => { body.dataset.errors = String(Number(body.dataset.errors) + 1); });
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function fmt(v, digits) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(3);
+  return v.toFixed(digits === undefined ? 4 : digits);
+}
+
+function renderDevices(devices) {
+  const tbody = document.querySelector("#devices tbody");
+  tbody.replaceChildren();
+  for (const d of devices) {
+    const tr = el("tr", { "data-device": d.name, "data-state": d.state });
+    tr.append(el("td", {}, d.name));
+    const st = el("td"); st.append(el("span", { class: "state " + d.state }, d.state)); tr.append(st);
+    tr.append(el("td", { class: "num" }, fmt(d.rate_hz, 1)));
+    tr.append(el("td", { class: "num" }, String(d.rows)));
+    tr.append(el("td", { class: "num" }, String(d.gaps)));
+    tr.append(el("td", { class: "num" }, String(d.reconnects)));
+    tr.append(el("td", { class: "values" }, d.values.map(([k, v]) => k + "=" + fmt(v)).join(" ")));
+    tbody.append(tr);
+  }
+}
+
+function renderCameras(cameras) {
+  const box = document.getElementById("cameras");
+  box.replaceChildren();
+  for (const c of cameras) {
+    const s = el("section", { class: "camera", "data-camera": c.name, "data-device-ms": String(c.device_ms ?? ""), "data-frame": String(c.frame ?? "") });
+    s.append(el("h2", {}, "Camera " + c.name + (c.frame !== null ? " (frame " + c.frame + ")" : "")));
+    if (c.frame_url) s.append(el("img", { src: c.frame_url, alt: "camera " + c.name, "data-frame": String(c.frame) }));
+    for (const w of c.warnings) s.append(el("div", { class: "warning" }, w));
+    const t = el("table", { class: "markers" });
+    t.append(el("tr", {}, ""));
+    t.rows[0].innerHTML = "<th>marker</th><th>u [px]</th><th>v [px]</th><th>x [m]</th><th>y [m]</th><th>z [m]</th>";
+    for (const m of c.markers) {
+      const tr = el("tr", { "data-marker": String(m.index) });
+      tr.append(el("td", {}, String(m.index)));
+      for (const k of ["u_px", "v_px"]) tr.append(el("td", { class: "num", "data-k": k }, fmt(m[k], 2)));
+      for (const k of ["x_m", "y_m", "z_m"]) tr.append(el("td", { class: "num", "data-k": k }, fmt(m[k], 6)));
+      t.append(tr);
+    }
+    s.append(t);
+    box.append(s);
+  }
+}
+
+function renderStrain(strain) {
+  const box = document.getElementById("strain");
+  box.replaceChildren();
+  if (!strain) { box.append(el("p", {}, "no strain: give --rod (and a calibrated camera) to observe it")); return; }
+  const plots = el("div"); plots.innerHTML = strain.svg + strain.shape_svg; box.append(plots);
+  box.append(el("p", {}, "residual " + fmt(strain.residual_m * 1e3, 3) + " mm, " + strain.status));
+  const t = el("table", { class: "nodes" });
+  t.innerHTML = "<tr><th>node</th><th>s [m]</th><th>kappa_x [1/m]</th><th>kappa_y [1/m]</th><th>kappa_z [1/m]</th></tr>";
+  strain.nodes.forEach((n, i) => {
+    const tr = el("tr", { "data-node": String(i) });
+    tr.append(el("td", {}, String(i)));
+    for (const k of ["arc_m", "kappa_x", "kappa_y", "kappa_z"]) tr.append(el("td", { class: "num", "data-k": k }, fmt(n[k], 6)));
+    t.append(tr);
+  });
+  box.append(t);
+}
+
+function render(s) {
+  document.getElementById("clock").textContent = "t = " + fmt(s.t_s, 2) + " s";
+  body.dataset.t = String(s.t_s);
+  renderDevices(s.devices);
+  renderCameras(s.cameras);
+  renderStrain(s.strain);
+  document.getElementById("plots").innerHTML = s.plots.join("");
+  const notes = document.getElementById("notes");
+  notes.replaceChildren(...s.notes.map(n => el("li", {}, n)));
+  body.dataset.updates = String(Number(body.dataset.updates) + 1);
+}
+
+async function start() {
+  const info = await (await fetch("/api/info")).json();
+  document.getElementById("title").textContent = info.title;
+  document.title = info.title;
+  const link = document.getElementById("link");
+  if (info.mode === "live") {
+    const events = new EventSource("/events");
+    events.onopen = () => { link.textContent = "live"; };
+    events.onerror = () => { link.textContent = "recording ended or server gone"; };
+    events.onmessage = (e) => render(JSON.parse(e.data));
+    return;
+  }
+  link.textContent = "recorded session";
+  const slider = document.getElementById("slider");
+  document.getElementById("replay").hidden = false;
+  slider.min = String(info.start_s); slider.max = String(info.end_s); slider.step = "any";
+  let pending = null, busy = false;
+  async function show(t) {
+    if (busy) { pending = t; return; }
+    busy = true;
+    document.getElementById("slider-t").textContent = fmt(t, 3) + " s";
+    const s = await (await fetch("/api/at?t=" + t)).json();
+    render(s);
+    body.dataset.ready = "1";
+    busy = false;
+    if (pending !== null) { const p = pending; pending = null; show(p); }
+  }
+  const asked = new URLSearchParams(location.search).get("t");
+  const t0 = asked !== null ? Number(asked) : info.start_s;
+  slider.value = String(t0);
+  slider.addEventListener("input", () => show(Number(slider.value)));
+  await show(t0);
+}
+start();

@@ -1,0 +1,346 @@
+//! `rodlab record --view`: the view page fed by the recorders' taps while
+//! they record. A sampler thread reads every device's counters and newest
+//! sample ten times a second (its plots' history), looks at the camera's
+//! newest frame (markers detected and numbered, located in the world with
+//! a calibrated camera, strain observed with a rod) and sends the page's
+//! state to every browser five times a second. Recorders never wait for
+//! any of it: they offer through `try_lock`, and a browser that does not
+//! read loses updates, not samples.
+
+use super::http::{query_f64, Broadcast, Reply, Server, Site};
+use super::{device_plots, finite, shown_columns, strain_json, DeviceLine, DeviceState};
+use crate::error::{Error, Result};
+use lie::{Pose, Vec3};
+use observe::{Mode, Observer};
+use record::robot::{Clock, Status};
+use rod::Rod;
+use serde_json::{json, Value};
+use session::RigFrames;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use track::camera::CameraModel;
+use track::detect::MarkerParams;
+use track::pipeline::PlaneToWorld;
+use track::preview::{jpeg_with_markers, Previewer};
+
+/// How often the devices are read, and the page updated.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+const SEND_EVERY: Duration = Duration::from_millis(200);
+/// The markers' noise the live observer assumes \[m\].
+const LIVE_SIGMA_M: f64 = 1e-3;
+
+/// What the live view shows beyond the devices.
+#[derive(Clone)]
+pub struct LiveOptions {
+    /// `host:port` to serve on (port 0 picks one).
+    pub addr: String,
+    /// Seconds of history in the time plots.
+    pub window_s: f64,
+    /// The tracking settings the preview detects markers with.
+    pub markers: MarkerParams,
+    /// A calibrated camera (with its plane): markers located in the world.
+    pub camera: Option<CameraModel>,
+    /// With a calibrated camera: the strain observed live.
+    pub rod: Option<Rod>,
+}
+
+impl LiveOptions {
+    /// From the command line's files: markers.toml (default: red markers),
+    /// camera.toml, a rod file.
+    pub fn from_files(addr: &str, window_s: f64, markers: Option<&std::path::Path>, calibration: Option<&std::path::Path>, rod: Option<&std::path::Path>) -> Result<LiveOptions> {
+        let markers = match markers {
+            Some(p) => MarkerParams::load(p)?,
+            None => MarkerParams::default(),
+        };
+        let camera = match calibration {
+            Some(p) => Some(CameraModel::load(p).map_err(|e| Error::input(e.to_string()))?),
+            None => None,
+        };
+        let rod = match rod {
+            Some(p) => Some(Rod::from_file(p)?),
+            None => None,
+        };
+        Ok(LiveOptions { addr: addr.to_string(), window_s, markers, camera, rod })
+    }
+}
+
+struct Device {
+    name: String,
+    status: Arc<Status>,
+    columns: Vec<String>,
+    last_rows: u64,
+    /// Host time the rows last grew \[ns\].
+    last_change_ns: Option<i64>,
+    /// (host time, rows) over the last second, for the rate.
+    counts: VecDeque<(i64, u64)>,
+    /// (t \[s\], values) of the newest samples, `window_s` long.
+    history: VecDeque<(f64, Vec<f64>)>,
+}
+
+/// The camera as the page last saw it.
+#[derive(Default)]
+struct CameraShot {
+    seq: u64,
+    jpeg: Vec<u8>,
+    json: Value,
+}
+
+/// The live site: its latest state, the cameras' latest looks, the stream.
+pub struct LiveSite {
+    title: String,
+    pub broadcast: Broadcast,
+    state: Mutex<Arc<str>>,
+    shots: Mutex<Vec<CameraShot>>,
+}
+
+impl Site for LiveSite {
+    fn get(&self, path: &str, query: &[(String, String)]) -> Reply {
+        if let Some(a) = super::asset(path) {
+            return a;
+        }
+        match path {
+            "/api/info" => Reply::json(&json!({"mode": "live", "title": self.title})),
+            "/api/state" => Reply::Body { content_type: "application/json", body: self.state.lock().map(|s| s.as_bytes().to_vec()).unwrap_or_default() },
+            "/events" => Reply::Events(self.broadcast.subscribe()),
+            "/frame.jpg" => {
+                let k = query_f64(query, "camera").unwrap_or(0.0) as usize;
+                match self.shots.lock().ok().and_then(|s| s.get(k).map(|s| s.jpeg.clone())).filter(|j| !j.is_empty()) {
+                    Some(jpeg) => Reply::Body { content_type: "image/jpeg", body: jpeg },
+                    None => Reply::NotFound,
+                }
+            }
+            _ => Reply::NotFound,
+        }
+    }
+}
+
+/// The live view of a recording; stops when dropped.
+pub struct LiveView {
+    server: Server,
+    pub site: Arc<LiveSite>,
+    stop: Arc<AtomicBool>,
+    sampler: Option<JoinHandle<()>>,
+}
+
+impl LiveView {
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Page updates dropped for browsers that did not keep up.
+    pub fn dropped_updates(&self) -> u64 {
+        self.site.broadcast.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for LiveView {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.sampler.take() {
+            let _ = t.join();
+        }
+        self.site.broadcast.close();
+    }
+}
+
+/// Starts serving the view of `devices` (name, status) on `opts.addr`.
+/// Camera devices are those whose taps get frames.
+pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>, frames: RigFrames, clock: Clock) -> Result<LiveView> {
+    if !(opts.window_s.is_finite() && opts.window_s > 0.0) {
+        return Err(Error::input(format!("--view-window-s: must be > 0, got {}", opts.window_s)));
+    }
+    let mut previewer = Previewer::new(opts.markers.clone())?;
+    let mut observer = match (&opts.rod, &opts.camera) {
+        (Some(rod), Some(cam)) if cam.plane.is_some() => {
+            let mut rod = rod.clone();
+            rod.gravity_m_s2 = frames.gravity();
+            Some((Observer::new(&rod, Mode::Hard).map_err(|e| Error::input(format!("--rod: {e}")))?, rod.base))
+        }
+        _ => None,
+    };
+    let mut notes = vec![];
+    match (&opts.rod, &opts.camera) {
+        (Some(_), None) => notes.push("--rod without --calibration: the strain needs the markers in the world (a calibrated camera)".to_string()),
+        (Some(_), Some(c)) if c.plane.is_none() => notes.push("the camera file has no plane of motion: no strain".to_string()),
+        (None, _) => notes.push("no --rod: the strain is not observed live".to_string()),
+        _ => {}
+    }
+    for (_, st) in &devices {
+        st.tap.wanted.store(true, Ordering::Relaxed);
+    }
+    let site = Arc::new(LiveSite { title: title.to_string(), broadcast: Broadcast::default(), state: Mutex::new("{}".into()), shots: Mutex::new(vec![]) });
+    let server = Server::start(&opts.addr, site.clone()).map_err(|e| Error::input(format!("--view {}: cannot listen: {e}", opts.addr)))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s, site2) = (stop.clone(), site.clone());
+    let world = PlaneToWorld {
+        world_from_board: frames.world_from_board(),
+        marker_height_m: opts.camera.as_ref().and_then(|c| c.plane_offset_m).unwrap_or(frames.marker_height_m),
+    };
+    let sampler = std::thread::spawn(move || {
+        let mut devices: Vec<Device> = devices
+            .into_iter()
+            .map(|(name, status)| Device { name, status, columns: vec![], last_rows: 0, last_change_ns: None, counts: VecDeque::new(), history: VecDeque::new() })
+            .collect();
+        let mut last_send = Instant::now() - SEND_EVERY;
+        let mut cameras: Vec<Value> = vec![];
+        let mut strain = Value::Null;
+        while !s.load(Ordering::Relaxed) {
+            let now_ns = clock.now_ns();
+            let now_s = now_ns as f64 * 1e-9;
+            for d in devices.iter_mut() {
+                sample(d, now_ns, opts.window_s);
+            }
+            if last_send.elapsed() >= SEND_EVERY {
+                last_send = Instant::now();
+                let flange = robot_flange(&devices);
+                let base = observer.as_ref().map(|(_, mount)| frames.world_from_robot().compose(&flange.unwrap_or_else(Pose::identity)).compose(mount));
+                let mut k = 0;
+                for d in devices.iter() {
+                    let Some(tapped) = d.status.tap.frame.lock().ok().and_then(|mut f| f.take()) else { continue };
+                    let look = look_at(&mut previewer, &tapped.image, opts.camera.as_ref(), &world);
+                    let (json, jpeg, points) = match look {
+                        Ok(l) => l,
+                        Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![]),
+                    };
+                    if k == 0 {
+                        if let (Some((obs, _)), Some(base)) = (observer.as_mut(), base) {
+                            strain = observe_live(obs, &base, &points);
+                        }
+                    }
+                    if let Ok(mut shots) = site2.shots.lock() {
+                        if shots.len() <= k {
+                            shots.resize_with(k + 1, CameraShot::default);
+                        }
+                        let shot = &mut shots[k];
+                        shot.seq += 1;
+                        if !jpeg.is_empty() {
+                            shot.jpeg = jpeg;
+                        }
+                        let mut json = json;
+                        json["name"] = json!(d.name);
+                        json["frame"] = Value::Null;
+                        json["device_ms"] = finite(tapped.device_ms);
+                        json["t_s"] = json!(tapped.t_ns as f64 * 1e-9);
+                        json["frame_url"] = json!(format!("/frame.jpg?camera={k}&n={}", shot.seq));
+                        shot.json = json;
+                        cameras = shots.iter().map(|s| s.json.clone()).collect();
+                    }
+                    k += 1;
+                }
+                let state = json!({
+                    "mode": "live", "t_s": now_s,
+                    "devices": devices.iter().map(|d| line(d, now_ns).to_json()).collect::<Vec<_>>(),
+                    "cameras": cameras, "strain": strain,
+                    "plots": devices.iter().flat_map(|d| {
+                        let rows = d.history.iter().map(|(t, v)| (*t, v.as_slice()));
+                        device_plots(&d.name, &d.columns, rows, (now_s - opts.window_s, now_s), None)
+                    }).collect::<Vec<_>>(),
+                    "notes": notes,
+                })
+                .to_string();
+                site2.broadcast.send(&state);
+                if let Ok(mut st) = site2.state.lock() {
+                    *st = state.into();
+                }
+            }
+            std::thread::sleep(SAMPLE_EVERY);
+        }
+    });
+    Ok(LiveView { server, site, stop, sampler: Some(sampler) })
+}
+
+fn sample(d: &mut Device, now_ns: i64, window_s: f64) {
+    if d.columns.is_empty() {
+        d.columns = d.status.tap.columns.lock().map(|c| c.clone()).unwrap_or_default();
+    }
+    let rows = d.status.rows.load(Ordering::Relaxed);
+    if rows != d.last_rows {
+        d.last_rows = rows;
+        d.last_change_ns = Some(now_ns);
+    }
+    d.counts.push_back((now_ns, rows));
+    while d.counts.front().is_some_and(|(t, _)| now_ns - t > 1_000_000_000) {
+        d.counts.pop_front();
+    }
+    if let Some((t_ns, values)) = d.status.tap.latest() {
+        let t = t_ns as f64 * 1e-9;
+        if d.history.back().is_none_or(|(last, _)| *last < t) {
+            d.history.push_back((t, values));
+        }
+    }
+    let oldest = now_ns as f64 * 1e-9 - window_s;
+    while d.history.front().is_some_and(|(t, _)| *t < oldest) {
+        d.history.pop_front();
+    }
+}
+
+fn line(d: &Device, now_ns: i64) -> DeviceLine {
+    let st = &d.status;
+    let rate_hz = match (d.counts.front(), d.counts.back()) {
+        (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => (r1 - r0) as f64 / ((t1 - t0) as f64 * 1e-9),
+        _ => 0.0,
+    };
+    let values = d.history.back().map(|(_, v)| shown_columns(&d.columns).into_iter().filter_map(|i| Some((d.columns[i].clone(), *v.get(i)?))).collect()).unwrap_or_default();
+    DeviceLine {
+        name: d.name.clone(),
+        state: DeviceState::of_silence(d.last_change_ns.map(|t| (now_ns - t) as f64 * 1e-9)),
+        rate_hz,
+        rows: d.last_rows,
+        gaps: st.gaps.load(Ordering::Relaxed),
+        reconnects: st.reconnects.load(Ordering::Relaxed),
+        values,
+    }
+}
+
+/// The newest flange pose of the first robot that streams `actual_TCP_pose`.
+fn robot_flange(devices: &[Device]) -> Option<Pose> {
+    devices.iter().find_map(|d| {
+        let i = d.columns.iter().position(|c| c == "actual_TCP_pose_0")?;
+        let (_, v) = d.history.back()?;
+        let p: [f64; 6] = v.get(i..i + 6)?.try_into().ok()?;
+        Some(lie::trajectory::pose_from_ur(&p))
+    })
+}
+
+type LookResult = (Value, Vec<u8>, Vec<Option<Vec3>>);
+
+/// Detects, numbers and (with a calibrated camera) locates the markers of
+/// one frame; the page's camera part, its JPEG, and the world positions by
+/// marker index.
+fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Option<&CameraModel>, world: &PlaneToWorld) -> Result<LookResult> {
+    let look = previewer.look(image)?;
+    let jpeg = jpeg_with_markers(image, &look.markers)?;
+    let mut points: Vec<Option<Vec3>> = vec![None; look.expected];
+    let markers: Vec<Value> = look
+        .markers
+        .iter()
+        .map(|m| {
+            let w = camera.and_then(|c| c.plane.as_ref().and(world.locate(c, m.u_px, m.v_px)));
+            if let (Some(p), Some(slot)) = (w, points.get_mut(m.index)) {
+                *slot = Some(Vec3::new(p[0], p[1], p[2]));
+            }
+            let [x, y, z] = w.unwrap_or([f64::NAN; 3]);
+            json!({"index": m.index, "u_px": m.u_px, "v_px": m.v_px, "x_m": finite(x), "y_m": finite(y), "z_m": finite(z)})
+        })
+        .collect();
+    Ok((json!({"markers": markers, "expected": look.expected, "warnings": look.warnings}), jpeg, points))
+}
+
+/// The observer on the newest markers (warm-started from the last frame).
+fn observe_live(obs: &mut Observer, base: &Pose, points: &[Option<Vec3>]) -> Value {
+    let n = obs.model.rod.markers.len();
+    let mut measured = points.to_vec();
+    measured.resize(n, None);
+    obs.set_base(base);
+    match obs.observe(&measured, &vec![LIVE_SIGMA_M; n]) {
+        Ok(ob) => {
+            let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
+            let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();
+            strain_json(&nodes, &shape, ob.marker_residual_m, &ob.status.label())
+        }
+        Err(e) => json!({"svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
+    }
+}
