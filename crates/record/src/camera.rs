@@ -395,6 +395,7 @@ pub fn record(
                 Ok(Grabbed::Ended) => {
                     // A file that ended is not an outage: the recording of it ends there.
                     file_ended_ns = Some(t);
+                    status.set(FILE_ENDED_AT_S, t as f64 * 1e-9);
                     break;
                 }
                 Ok(Grabbed::Nothing) | Err(_) => {
@@ -421,6 +422,10 @@ pub fn record(
     });
     encoded
 }
+
+/// The setting a camera playing a file reports when the file has ended
+/// (host time \[s\]): its silence from then on is no outage.
+pub const FILE_ENDED_AT_S: &str = "file_ended_at_s";
 
 /// How often a live view is offered a frame (a preview, not the video).
 const PREVIEW_EVERY: Duration = Duration::from_millis(200);

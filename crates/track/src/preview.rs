@@ -92,10 +92,13 @@ impl Previewer {
 pub fn jpeg_with_markers(frame: &Mat, markers: &[SeenMarker]) -> Result<Vec<u8>, TrackError> {
     let mut out = frame.clone();
     let green = Scalar::new(0.0, 220.0, 0.0, 0.0);
+    // Labels readable when a large frame is shown small.
+    let scale = (frame.cols() as f64 / 640.0).max(1.0);
+    let (radius, thick, font) = ((10.0 * scale) as i32, (2.0 * scale).round() as i32, 0.6 * scale);
     for m in markers.iter().filter(|m| m.u_px.is_finite() && m.v_px.is_finite()) {
         let c = Point::new(m.u_px.round() as i32, m.v_px.round() as i32);
-        imgproc::circle(&mut out, c, 10, green, 2, imgproc::LINE_AA, 0)?;
-        imgproc::put_text(&mut out, &m.index.to_string(), Point::new(c.x + 12, c.y - 10), imgproc::FONT_HERSHEY_SIMPLEX, 0.6, green, 2, imgproc::LINE_AA, false)?;
+        imgproc::circle(&mut out, c, radius, green, thick, imgproc::LINE_AA, 0)?;
+        imgproc::put_text(&mut out, &m.index.to_string(), Point::new(c.x + radius + 2, c.y - radius), imgproc::FONT_HERSHEY_SIMPLEX, font, green, thick, imgproc::LINE_AA, false)?;
     }
     let mut buf = Vector::<u8>::new();
     let params = Vector::<i32>::from_slice(&[imgcodecs::IMWRITE_JPEG_QUALITY, JPEG_QUALITY]);

@@ -14,6 +14,10 @@ use std::time::Duration;
 
 /// Events a client may fall behind by before new ones are dropped for it.
 const CLIENT_QUEUE: usize = 4;
+/// What the kernel holds for an event stream's client: a few events, so
+/// that one who stopped reading falls behind into dropped events at once,
+/// and sees fresh ones when it reads again.
+const EVENT_SEND_BUFFER_BYTES: usize = 256 * 1024;
 /// A client that takes this long to take one write is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -137,6 +141,7 @@ fn serve(conn: TcpStream, site: &dyn Site) {
         Reply::NotFound => whole(&mut out, "404 Not Found", "text/plain", b"not found"),
         Reply::BadRequest(why) => whole(&mut out, "400 Bad Request", "text/plain", why.as_bytes()),
         Reply::Events(rx) => {
+            let _ = socket2::SockRef::from(&out).set_send_buffer_size(EVENT_SEND_BUFFER_BYTES);
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n\r\n";
             if out.write_all(head.as_bytes()).is_err() {
                 return;

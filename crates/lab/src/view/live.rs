@@ -284,9 +284,10 @@ fn line(d: &Device, now_ns: i64) -> DeviceLine {
         _ => 0.0,
     };
     let values = d.history.back().map(|(_, v)| shown_columns(&d.columns).into_iter().filter_map(|i| Some((d.columns[i].clone(), *v.get(i)?))).collect()).unwrap_or_default();
+    let ended = st.settings.lock().is_ok_and(|s| s.iter().any(|(n, _)| n == record::camera::FILE_ENDED_AT_S));
     DeviceLine {
         name: d.name.clone(),
-        state: DeviceState::of_silence(d.last_change_ns.map(|t| (now_ns - t) as f64 * 1e-9)),
+        state: if ended { DeviceState::Ended } else { DeviceState::of_silence(d.last_change_ns.map(|t| (now_ns - t) as f64 * 1e-9)) },
         rate_hz,
         rows: d.last_rows,
         gaps: st.gaps.load(Ordering::Relaxed),

@@ -35,7 +35,7 @@ pub enum DeviceState {
     Reconnecting,
     /// Silent for longer than `LOST_AFTER_S`.
     Lost,
-    /// A replay past the stream's last row.
+    /// A replay past the stream's last row, or a camera's file played to its end.
     Ended,
 }
 

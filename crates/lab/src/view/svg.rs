@@ -73,10 +73,11 @@ pub fn plot(axes: &Axes, series: &[Series]) -> String {
     let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let py = |y: f64| TOP + (y1 - y) / (y1 - y0) * ph;
     let _ = write!(svg, r#"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" class="frame"/>"#);
-    for k in 0..=4 {
-        let f = k as f64 / 4.0;
-        let (x, y) = (x0 + f * (x1 - x0), y0 + f * (y1 - y0));
+    for x in nice_ticks(x0, x1) {
         let _ = write!(svg, r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#, px(x), H - BOTTOM + 12.0, tick(x));
+    }
+    for y in nice_ticks(y0, y1) {
+        let _ = write!(svg, r#"<line x1="{LEFT}" x2="{:.1}" y1="{1:.1}" y2="{1:.1}" class="grid"/>"#, LEFT + pw, py(y));
         let _ = write!(svg, r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#, LEFT - 3.0, py(y) + 3.0, tick(y));
     }
     let _ = write!(svg, r#"<text x="{:.1}" y="{:.1}" class="label" text-anchor="middle">{}</text>"#, LEFT + 0.5 * pw, H - 2.0, escape(axes.x_label));
@@ -102,6 +103,19 @@ pub fn plot(axes: &Axes, series: &[Series]) -> String {
     svg
 }
 
+/// Ticks at 1, 2 or 5 times a power of ten, about five across `[a, b]`.
+fn nice_ticks(a: f64, b: f64) -> Vec<f64> {
+    let raw = (b - a) / 5.0;
+    if !(raw.is_finite() && raw > 0.0) {
+        return vec![];
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * p).find(|s| *s >= raw).unwrap_or(10.0 * p);
+    let first = (a / step).ceil() as i64;
+    let last = (b / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
@@ -119,6 +133,10 @@ mod tests {
         assert!(svg.contains(&format!(" M{:.1},", W - RIGHT)), "{svg}");
         assert!(svg.contains("class=\"cursor\""));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(nice_ticks(-1.025, 18.97), vec![0.0, 5.0, 10.0, 15.0]);
+        let t = nice_ticks(0.0, 1.0);
+        assert_eq!(t.len(), 6);
+        assert!(t.iter().enumerate().all(|(k, v)| (v - 0.2 * k as f64).abs() < 1e-12), "{t:?}");
         let empty = plot(&Axes { title: "t", x_label: "", x_range: None, cursor: None, equal_aspect: true }, &[]);
         assert!(empty.contains("no data yet"));
     }

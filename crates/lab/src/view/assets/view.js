@@ -29,7 +29,9 @@ function renderDevices(devices) {
     tr.append(el("td", { class: "num" }, String(d.rows)));
     tr.append(el("td", { class: "num" }, String(d.gaps)));
     tr.append(el("td", { class: "num" }, String(d.reconnects)));
-    tr.append(el("td", { class: "values" }, d.values.map(([k, v]) => k + "=" + fmt(v)).join(" ")));
+    const values = el("td", { class: "values" });
+    for (const [k, v] of d.values) values.append(el("div", {}, k + " = " + (Number.isInteger(v) ? String(v) : fmt(v))));
+    tr.append(values);
     tbody.append(tr);
   }
 }

@@ -1,0 +1,224 @@
+//! The view pages in headless Chromium (Playwright driving Debian's
+//! chromium, tests/browser/view_probe.py): a live recording from the
+//! emulators with a camera, a device lost and back, a browser that stalls;
+//! and the replay of a virtual-lab session against its files.
+
+mod common;
+use common::{root, PtyPair};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn rodlab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rodlab"));
+    c.current_dir(root());
+    c
+}
+
+/// The venv's Python with Playwright (scripts/setup.sh), or None (skipped).
+fn probe_python() -> Option<PathBuf> {
+    let python = root().join(".venv/bin/python");
+    let ok = Command::new(&python).args(["-c", "import playwright.sync_api"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("\n*** SKIPPED view test: {} cannot import playwright (run scripts/setup.sh) ***\n", python.display());
+    }
+    ok.then_some(python)
+}
+
+/// Starts the probe on `url` for `seconds`.
+fn probe(python: &Path, url: &str, seconds: f64, screenshot: Option<&Path>, wait_ready: bool) -> Child {
+    let mut c = Command::new(python);
+    c.arg(root().join("tests/browser/view_probe.py")).arg(url).args(["--seconds", &seconds.to_string()]);
+    if let Some(s) = screenshot {
+        c.arg("--screenshot").arg(s);
+    }
+    if wait_ready {
+        c.arg("--wait-ready");
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+fn probe_result(child: Child) -> Value {
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "probe: {}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["console_errors"], Value::Array(vec![]), "console errors");
+    assert_eq!(v["page_errors"], Value::Array(vec![]), "page errors");
+    v
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn robot_emulator(port: u16) -> Child {
+    let child = rodlab().args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--duration", "60"]).stdout(Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The truth of a synthetic video: (frame, marker) -> (u, v).
+fn truth(path: &Path) -> std::collections::HashMap<(i64, i64), (f64, f64)> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            let f = |i: usize| rec[i].parse::<f64>().unwrap();
+            ((f(0) as i64, f(1) as i64), (f(2), f(3)))
+        })
+        .collect()
+}
+
+#[test]
+fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_the_recording_nothing() {
+    let Some(python) = probe_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The camera: a synthetic video (100 fps, 6 markers) played at its rate.
+    let video = dir.path().join("video");
+    let o = rodlab().args(["synth", "video", "--out", video.to_str().unwrap(), "--frames", "500", "--format", "avi"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let port = free_port();
+    let mut robot = robot_emulator(port);
+    let (ft, cell) = (PtyPair::new(dir.path(), "ft300"), PtyPair::new(dir.path(), "ascii"));
+    let rig = dir.path().join("rig.toml");
+    std::fs::write(
+        &rig,
+        format!(
+            "[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\nvariables = [\"actual_TCP_pose\", \"output_int_register_0\"]\n\n\
+             [[ft300]]\nname = \"ft300\"\nport = \"{}\"\n\n\
+             [[ascii]]\nname = \"load_cell\"\nport = \"{}\"\nbaud = 921600\ncolumns = [\"seq\", \"t_device_s\", \"force_n\"]\nscales = [1, 1e-6, 1e-3]\n\n\
+             [[camera]]\nname = \"camera\"\nfile = \"{}\"\ncontainer = \"avi\"\n",
+            ft.b.display(),
+            cell.b.display(),
+            video.join("video.avi").display()
+        ),
+    )
+    .unwrap();
+    let mut ft_emu = rodlab().args(["emulate", "ft300", "--port", ft.a.to_str().unwrap()]).stdout(Stdio::null()).spawn().unwrap();
+    let mut cell_emu = rodlab().args(["emulate", "ascii-sensor", "--port", cell.a.to_str().unwrap(), "--rate-hz", "500"]).stdout(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = dir.path().join("s");
+    let mut rec = rodlab()
+        .args(["record", "--rig", rig.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "22", "--view", "127.0.0.1:0"])
+        .args(["--markers", video.join("markers.toml").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(rec.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let url = first.trim().strip_prefix("live view: ").unwrap_or_else(|| panic!("the URL first: {first:?}")).to_string();
+    let t0 = Instant::now();
+    // A client that asks for the event stream and never reads it, with a
+    // small receive buffer so that the server's writes to it block soon.
+    let addr: std::net::SocketAddr = url.trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let mut stalled: std::net::TcpStream = socket.into();
+    stalled.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let shot = root().join("target/view-live.png");
+    let watcher = probe(&python, &url, 17.0, Some(&shot), false);
+    // The robot lost 6 s in, back 12 s in.
+    std::thread::sleep(Duration::from_secs(6).saturating_sub(t0.elapsed()));
+    robot.kill().unwrap();
+    robot.wait().unwrap();
+    let killed_s = t0.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_secs(12).saturating_sub(t0.elapsed()));
+    let restarted_s = t0.elapsed().as_secs_f64();
+    let robot2 = robot_emulator(port);
+    let seen = probe_result(watcher);
+    // The stalled client reads only now, ten seconds later.
+    stalled.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut head = [0u8; 64];
+    let n = stalled.read(&mut head).unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200 OK"));
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = rec.wait().unwrap();
+    assert!(status.success(), "{rest}");
+    let _ = (ft_emu.kill(), cell_emu.kill());
+    let _ = (ft_emu.wait(), cell_emu.wait());
+    drop(robot2);
+
+    let samples = seen["samples"].as_array().unwrap();
+    assert!(samples.iter().all(|s| s["script_errors"] == 0));
+    // Every device, connected once running.
+    let states = |s: &Value, name: &str| s["devices"][name].as_str().unwrap_or("").to_string();
+    let running = samples.iter().find(|s| s["wall_s"].as_f64().unwrap() > 2.0).expect("samples after 2 s");
+    for d in ["robot", "ft300", "load_cell", "camera"] {
+        assert_eq!(states(running, d), "connected", "{d} in {running}");
+    }
+    // At least two updates a second.
+    let (a, b) = (&samples[5], samples.last().unwrap());
+    let rate = (b["updates"].as_f64().unwrap() - a["updates"].as_f64().unwrap()) / (b["wall_s"].as_f64().unwrap() - a["wall_s"].as_f64().unwrap());
+    println!("view updates: {rate:.1} per second");
+    assert!(rate >= 2.0, "{rate} updates/s");
+    // The robot: red while away, green again after.
+    let probe_start_s = killed_s - 6.0; // the probe started about with the recording
+    let red = samples.iter().any(|s| {
+        let w = s["wall_s"].as_f64().unwrap() + probe_start_s;
+        w > killed_s && w < restarted_s && ["reconnecting", "lost"].contains(&states(s, "robot").as_str())
+    });
+    assert!(red, "the robot turned red while its controller was away");
+    let green_again = samples.iter().any(|s| s["wall_s"].as_f64().unwrap() + probe_start_s > restarted_s + 1.0 && states(s, "robot") == "connected");
+    assert!(green_again, "and green when it came back");
+    // The camera's preview: the image, and the markers numbered base to tip
+    // as the video's truth numbers them.
+    let truth = truth(&video.join("truth.csv"));
+    let mut compared = 0;
+    for s in samples {
+        let Some(cam) = s["cameras"].as_array().and_then(|c| c.first()) else { continue };
+        let (Some(ms), Some(markers)) = (cam["device_ms"].as_f64(), cam["markers"].as_array()) else { continue };
+        if markers.len() != 6 {
+            continue;
+        }
+        assert!(cam["img"]["width"].as_i64().unwrap_or(0) > 0, "the preview image loaded: {cam}");
+        let k = (ms * 0.1).round() as i64;
+        // The frame the position names, give or take one.
+        let err = |f: i64| -> f64 {
+            markers
+                .iter()
+                .map(|m| {
+                    let i = m["index"].as_i64().unwrap();
+                    let (u, v) = truth.get(&(f, i)).copied().unwrap_or((f64::NAN, f64::NAN));
+                    (m["u_px"].as_f64().unwrap() - u).hypot(m["v_px"].as_f64().unwrap() - v)
+                })
+                .fold(0.0, f64::max)
+        };
+        let best = (k - 2..=k + 2).map(err).fold(f64::INFINITY, f64::min);
+        assert!(best < 3.0, "markers numbered as the truth within 3 px, got {best} px at frame {k}: {markers:?}");
+        compared += 1;
+    }
+    assert!(compared >= 5, "{compared} previews compared");
+    // The stalled browser lost updates; the recording lost nothing.
+    assert!(rest.contains("updates dropped for browsers that did not keep up"), "{rest}");
+    let meta = session::SessionMeta::read(&out).unwrap().unwrap();
+    let dev = |n: &str| meta.devices.iter().find(|d| d.name == n).unwrap().clone();
+    for n in ["ft300", "load_cell", "camera"] {
+        assert_eq!(dev(n).gaps, 0, "{n}: {:?}", dev(n));
+        assert!(session::gaps::read_gaps(&out, n).unwrap().is_empty(), "{n}");
+    }
+    let table = |n: &str| session::Table::read_chunks(&session::stream_dir(&out, n)).unwrap();
+    let ft_rows = table("ft300");
+    let counter: Vec<i64> = ft_rows.f64("mz_nm").unwrap().iter().map(|m| (m * 1000.0).round() as i64).collect();
+    assert!(counter.windows(2).all(|w| w[1] == (w[0] + 1) % 30_000), "every FT 300 frame, in order");
+    assert!(ft_rows.height() > 2000, "{} FT 300 rows in 22 s at 100 Hz", ft_rows.height());
+    let seq = table("load_cell").f64("seq").unwrap();
+    assert!(seq.windows(2).all(|w| w[1] == w[0] + 1.0) && seq.len() > 10_000, "every line at 500 Hz: {}", seq.len());
+    let frames = table("camera").f64("frame").unwrap();
+    assert_eq!(frames.len(), 500, "every frame of the video recorded");
+    let dropped = dev("camera").settings.get("frames_dropped_behind_encoder").copied();
+    assert_eq!(dropped, Some(0.0));
+    // The robot's outage is its one gap, and the session is finished.
+    assert_eq!(dev("robot").gaps, 1, "{:?}", dev("robot"));
+    assert!(!meta.end_utc.is_empty());
+    println!("screenshot: {}", shot.display());
+}
