@@ -101,7 +101,8 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     )
     .unwrap();
     let mut ft_emu = rodlab().args(["emulate", "ft300", "--port", ft.a.to_str().unwrap()]).stdout(Stdio::null()).spawn().unwrap();
-    let mut cell_emu = rodlab().args(["emulate", "ascii-sensor", "--port", cell.a.to_str().unwrap(), "--rate-hz", "500"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut cell_emu =
+        rodlab().args(["emulate", "ascii-sensor", "--port", cell.a.to_str().unwrap(), "--rate-hz", "500"]).stdout(Stdio::null()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let out = dir.path().join("s");
     let mut rec = rodlab()
@@ -220,5 +221,104 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     // The robot's outage is its one gap, and the session is finished.
     assert_eq!(dev("robot").gaps, 1, "{:?}", dev("robot"));
     assert!(!meta.end_utc.is_empty());
+    println!("screenshot: {}", shot.display());
+}
+
+/// Reads the first line a server prints ("... at http://...").
+fn served_url(child: &mut Child) -> String {
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("a URL in {first:?}")).to_string()
+}
+
+fn close(a: f64, b: f64, abs: f64, rel: f64) -> bool {
+    (a - b).abs() <= abs + rel * b.abs()
+}
+
+#[test]
+fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its_files() {
+    let Some(python) = probe_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("stick");
+    // Recorded with its live view: the strain observed live from the
+    // rendered camera, watched while it records.
+    let mut synth = rodlab()
+        .args(["synth", "session", "--live", "--scene", "configs/scene/contact-paper-stick.toml", "--rod", "configs/rod/contact-paper-steel-core.toml"])
+        .args(["--out", s.to_str().unwrap(), "--seed", "3", "--view", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(synth.stdout.take().unwrap()).lines();
+    let live_url = lines.by_ref().map_while(|l| l.ok()).find_map(|l| l.strip_prefix("live view: ").map(str::to_string)).expect("the live view's URL");
+    let live = probe_result(probe(&python, &live_url, 6.0, Some(&root().join("target/view-live-strain.png")), false));
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    assert!(synth.wait().unwrap().success(), "{rest:?}");
+    let o = rodlab().args(["observe", s.to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml", "--sigma-m", "2e-5"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut server =
+        rodlab().args(["session", "view", s.to_str().unwrap(), "--addr", "127.0.0.1:0", "--duration", "60"]).stdout(Stdio::piped()).spawn().unwrap();
+    let url = served_url(&mut server);
+    // A time between two frames: the page shows the last frame grabbed.
+    let frames = session::Table::read_chunks(&session::stream_dir(&s, "camera")).unwrap().i64("t_host_ns").unwrap();
+    let k = frames.len() / 2;
+    let t = 0.5 * (frames[k] + frames[k + 1]) as f64 * 1e-9;
+    let shot = root().join("target/view-replay.png");
+    let seen = probe_result(probe(&python, &format!("{url}?t={t}"), 0.5, Some(&shot), true));
+    let _ = server.kill();
+    let _ = server.wait();
+    let page = seen["samples"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(page["script_errors"], 0);
+    assert!(close(page["t"].as_f64().unwrap(), t, 1e-9, 0.0), "{}", page["t"]);
+    for d in ["robot", "ft300", "camera"] {
+        assert_eq!(page["devices"][d], "connected", "{d}: {}", page["devices"]);
+    }
+    let cam = &page["cameras"][0];
+    assert_eq!(cam["frame"].as_i64(), Some(k as i64), "the frame grabbed last before t");
+    assert!(cam["img"]["width"].as_i64().unwrap() > 0, "{cam}");
+    // The markers the page lists are the marker table's of that frame.
+    let rows: Vec<session::MarkerRow> = session::read_markers(&s.join("markers.parquet")).unwrap().into_iter().filter(|r| r.frame == k as i64).collect();
+    let shown = cam["markers"].as_array().unwrap();
+    assert_eq!(shown.len(), rows.len());
+    for (m, r) in shown.iter().zip(&rows) {
+        assert_eq!(m["index"].as_u64(), Some(r.marker as u64));
+        for (key, v, digits) in [("u_px", r.u_px, 2), ("v_px", r.v_px, 2), ("x_m", r.x_m, 6), ("z_m", r.z_m, 6)] {
+            let tol = 0.51 * 10f64.powi(-digits);
+            assert!(close(m[key].as_f64().unwrap(), v, tol, 1e-3), "marker {} {key}: page {} file {v}", r.marker, m[key]);
+        }
+    }
+    // And the strain is the strain table's of that frame.
+    let strain: Vec<session::StrainRow> = session::read_strain(&s.join("strain.parquet")).unwrap().into_iter().filter(|r| r.frame == k as i64).collect();
+    let nodes = page["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), strain.len());
+    assert!(strain.iter().any(|r| r.strain[1].abs() > 1.0), "the rod is bent at that time");
+    for (n, r) in nodes.iter().zip(&strain) {
+        assert!(close(n["arc_m"].as_f64().unwrap(), r.arc_m, 5.1e-7, 0.0));
+        for (key, v) in [("kappa_x", r.strain[0]), ("kappa_y", r.strain[1]), ("kappa_z", r.strain[2])] {
+            assert!(close(n[key].as_f64().unwrap(), v, 5.1e-7, 1e-3), "node {} {key}: page {} file {v}", r.node, n[key]);
+        }
+    }
+    // The live view observed the same strain from its own look at the
+    // frames: compared with the table's at the nearest frame.
+    let table: Vec<session::StrainRow> = session::read_strain(&s.join("strain.parquet")).unwrap();
+    let (mut compared, mut worst) = (0, 0.0f64);
+    for sample in live["samples"].as_array().unwrap() {
+        let (Some(t), Some(nodes)) = (sample["cameras"][0]["t"].as_f64(), sample["nodes"].as_array()) else { continue };
+        if nodes.is_empty() || !sample["strain_status"].as_str().unwrap_or("").ends_with(", ok") {
+            continue;
+        }
+        let nearest = frames.iter().enumerate().min_by_key(|(_, f)| (**f - (t * 1e9) as i64).abs()).map(|(i, _)| i as i64).unwrap();
+        let rows: Vec<&session::StrainRow> = table.iter().filter(|r| r.frame == nearest).collect();
+        assert_eq!(rows.len(), nodes.len());
+        // The tip's node is left out: no marker holds its curvature, which
+        // follows each observer's regularisation (the springs' scale).
+        for (n, r) in nodes.iter().zip(&rows).take(rows.len() - 1) {
+            let live_kappa = n["kappa_y"].as_f64().unwrap();
+            worst = worst.max((live_kappa - r.strain[1]).abs());
+            assert!(close(live_kappa, r.strain[1], 0.1, 0.05), "node {} at t {t}: live kappa_y {live_kappa}, table {}", r.node, r.strain[1]);
+        }
+        compared += 1;
+    }
+    println!("live strain compared on {compared} updates: largest difference {worst:.3} 1/m");
+    assert!(compared >= 10, "{compared}");
     println!("screenshot: {}", shot.display());
 }

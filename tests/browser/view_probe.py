@@ -25,6 +25,7 @@ SAMPLE_JS = """() => {
     name: s.dataset.camera,
     device_ms: s.dataset.deviceMs === '' ? null : Number(s.dataset.deviceMs),
     frame: s.dataset.frame === '' ? null : Number(s.dataset.frame),
+    t: s.dataset.t === '' ? null : Number(s.dataset.t),
     warnings: [...s.querySelectorAll('.warning')].map(w => w.textContent),
     img: (() => { const i = s.querySelector('img'); return i ? {complete: i.complete, width: i.naturalWidth, height: i.naturalHeight} : null; })(),
     markers: [...s.querySelectorAll('table.markers tr[data-marker]')].map(tr => {
@@ -38,7 +39,8 @@ SAMPLE_JS = """() => {
     for (const td of tr.querySelectorAll('td[data-k]')) n[td.dataset.k] = td.textContent === '-' ? null : Number(td.textContent);
     return n;
   });
-  return {updates: Number(b.dataset.updates), script_errors: Number(b.dataset.errors), t: b.dataset.t === undefined ? null : Number(b.dataset.t),
+  const status = document.querySelector('#strain p');
+  return {strain_status: status ? status.textContent : null, updates: Number(b.dataset.updates), script_errors: Number(b.dataset.errors), t: b.dataset.t === undefined ? null : Number(b.dataset.t),
           devices, cameras, nodes, plots: document.querySelectorAll('#plots svg').length, ready: b.dataset.ready === '1'};
 }"""
 

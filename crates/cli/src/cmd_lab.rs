@@ -306,7 +306,9 @@ pub enum SessionCommand {
     )]
     /// Serves the session in the browser with a time slider: each device's streams and state, the video
     /// frame with its tracked markers (markers.parquet), the observed strain (strain.parquet) at any time.
-    #[command(after_help = "Examples:\n  rodlab session view sessions/lab-day/stick   # open the printed URL\n  rodlab session view sessions/dry-run --addr 127.0.0.1:9000\n\nTrack the video and observe the markers first to see markers and strain.")]
+    #[command(
+        after_help = "Examples:\n  rodlab session view sessions/lab-day/stick   # open the printed URL\n  rodlab session view sessions/dry-run --addr 127.0.0.1:9000\n\nTrack the video and observe the markers first to see markers and strain."
+    )]
     View {
         dir: PathBuf,
         /// Address to serve on (loopback by default; port 0 picks a free one).
@@ -687,6 +689,9 @@ pub struct SynthSessionArgs {
     /// Frame rate of the rendered camera (--live) [frames/s].
     #[arg(long, default_value_t = 30.0)]
     pub camera_fps: f64,
+    /// With --live: serve the recording's live view on ADDR (the URL is printed), the strain observed live from the rendered camera.
+    #[arg(long, requires = "live", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    pub view: Option<String>,
 }
 
 fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
@@ -726,7 +731,7 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
     if a.live {
-        let s = lab::live::record_live(&req, a.camera_fps, progress)?.made;
+        let s = lab::live::record_live_viewed(&req, a.camera_fps, a.view.as_deref(), progress)?.made;
         let stages: Vec<String> = s.truth.stage_wall_s.iter().map(|(n, t)| format!("{n} {t:.1} s")).collect();
         println!(
             "recorded session {} live ({:.2} s of experiment; {}) and its truth in {}",

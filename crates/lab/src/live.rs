@@ -258,6 +258,13 @@ fn netft_emulator(req: &SynthRequest, wrench: &[(f64, [f64; 6])], start_unix_s: 
 /// camera, plays every device into the recorder in real time, tracks the
 /// video. Takes the experiment's duration plus a few seconds.
 pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress) -> Result<Live> {
+    record_live_viewed(req, camera_fps, None, progress)
+}
+
+/// [`record_live`], with the recording's live view served on `view_addr`
+/// (the rendered camera's calibration and the rod: the strain is observed
+/// live).
+pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option<&str>, progress: &dyn Progress) -> Result<Live> {
     crate::error::positive("--camera-fps", camera_fps)?;
     if req.mounted_at_s > 0.0 {
         return Err(Error::input("--mounted-at-s: not supported with --live (the emulated sensor carries the rod from the start)"));
@@ -392,7 +399,12 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
             duration_s: Some(duration_s),
             append: false,
             stop: Arc::new(AtomicBool::new(false)),
-            view: None,
+            view: match view_addr {
+                Some(addr) => {
+                    Some(crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&markers_file), Some(&camera_toml), None)?.with_rod(req.rod.clone()))
+                }
+                None => None,
+            },
         },
         progress,
     )

@@ -7,10 +7,10 @@ use crate::check::assign_indices;
 use crate::detect::{Blob, Detector, MarkerParams, TrackError};
 use crate::source::FrameSource;
 use crate::tracker::order_chain;
+pub use opencv::core::Mat;
 use opencv::core::{Point, Rect, Scalar, Vector};
 use opencv::prelude::*;
 use opencv::{imgcodecs, imgproc};
-pub use opencv::core::Mat;
 use std::path::{Path, PathBuf};
 
 /// A blob this much larger than the median marker, where one is missing,
@@ -98,7 +98,17 @@ pub fn jpeg_with_markers(frame: &Mat, markers: &[SeenMarker]) -> Result<Vec<u8>,
     for m in markers.iter().filter(|m| m.u_px.is_finite() && m.v_px.is_finite()) {
         let c = Point::new(m.u_px.round() as i32, m.v_px.round() as i32);
         imgproc::circle(&mut out, c, radius, green, thick, imgproc::LINE_AA, 0)?;
-        imgproc::put_text(&mut out, &m.index.to_string(), Point::new(c.x + radius + 2, c.y - radius), imgproc::FONT_HERSHEY_SIMPLEX, font, green, thick, imgproc::LINE_AA, false)?;
+        imgproc::put_text(
+            &mut out,
+            &m.index.to_string(),
+            Point::new(c.x + radius + 2, c.y - radius),
+            imgproc::FONT_HERSHEY_SIMPLEX,
+            font,
+            green,
+            thick,
+            imgproc::LINE_AA,
+            false,
+        )?;
     }
     let mut buf = Vector::<u8>::new();
     let params = Vector::<i32>::from_slice(&[imgcodecs::IMWRITE_JPEG_QUALITY, JPEG_QUALITY]);

@@ -23,7 +23,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a path is answered with.
 pub enum Reply {
-    Body { content_type: &'static str, body: Vec<u8> },
+    Body {
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
     /// A server-sent event stream: each message is one event's data.
     Events(Receiver<Arc<str>>),
     NotFound,
@@ -93,8 +96,11 @@ impl Drop for Server {
     }
 }
 
-/// Parses `GET /path?a=1&b=2 HTTP/1.1` into the path and its query.
-pub fn parse_request_line(line: &str) -> Option<(String, String, Vec<(String, String)>)> {
+/// A query's `key=value` pairs, in order.
+pub type Query = Vec<(String, String)>;
+
+/// Parses `GET /path?a=1&b=2 HTTP/1.1` into the method, path and query.
+pub fn parse_request_line(line: &str) -> Option<(String, String, Query)> {
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_string();
     let target = parts.next()?;

@@ -30,7 +30,7 @@ use track::preview::{jpeg_with_markers, Previewer};
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 const SEND_EVERY: Duration = Duration::from_millis(200);
 /// The markers' noise the live observer assumes \[m\].
-const LIVE_SIGMA_M: f64 = 1e-3;
+const LIVE_SIGMA_M: f64 = 2e-5;
 
 /// What the live view shows beyond the devices.
 #[derive(Clone)]
@@ -50,7 +50,13 @@ pub struct LiveOptions {
 impl LiveOptions {
     /// From the command line's files: markers.toml (default: red markers),
     /// camera.toml, a rod file.
-    pub fn from_files(addr: &str, window_s: f64, markers: Option<&std::path::Path>, calibration: Option<&std::path::Path>, rod: Option<&std::path::Path>) -> Result<LiveOptions> {
+    pub fn from_files(
+        addr: &str,
+        window_s: f64,
+        markers: Option<&std::path::Path>,
+        calibration: Option<&std::path::Path>,
+        rod: Option<&std::path::Path>,
+    ) -> Result<LiveOptions> {
         let markers = match markers {
             Some(p) => MarkerParams::load(p)?,
             None => MarkerParams::default(),
@@ -64,6 +70,10 @@ impl LiveOptions {
             None => None,
         };
         Ok(LiveOptions { addr: addr.to_string(), window_s, markers, camera, rod })
+    }
+
+    pub fn with_rod(self, rod: Rod) -> LiveOptions {
+        LiveOptions { rod: Some(rod), ..self }
     }
 }
 
@@ -157,7 +167,7 @@ pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>
         (Some(rod), Some(cam)) if cam.plane.is_some() => {
             let mut rod = rod.clone();
             rod.gravity_m_s2 = frames.gravity();
-            Some((Observer::new(&rod, Mode::Hard).map_err(|e| Error::input(format!("--rod: {e}")))?, rod.base))
+            Some((Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).map_err(|e| Error::input(format!("--rod: {e}")))?, rod.base))
         }
         _ => None,
     };
@@ -182,7 +192,15 @@ pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>
     let sampler = std::thread::spawn(move || {
         let mut devices: Vec<Device> = devices
             .into_iter()
-            .map(|(name, status)| Device { name, status, columns: vec![], last_rows: 0, last_change_ns: None, counts: VecDeque::new(), history: VecDeque::new() })
+            .map(|(name, status)| Device {
+                name,
+                status,
+                columns: vec![],
+                last_rows: 0,
+                last_change_ns: None,
+                counts: VecDeque::new(),
+                history: VecDeque::new(),
+            })
             .collect();
         let mut last_send = Instant::now() - SEND_EVERY;
         let mut cameras: Vec<Value> = vec![];
@@ -195,8 +213,6 @@ pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>
             }
             if last_send.elapsed() >= SEND_EVERY {
                 last_send = Instant::now();
-                let flange = robot_flange(&devices);
-                let base = observer.as_ref().map(|(_, mount)| frames.world_from_robot().compose(&flange.unwrap_or_else(Pose::identity)).compose(mount));
                 let mut k = 0;
                 for d in devices.iter() {
                     let Some(tapped) = d.status.tap.frame.lock().ok().and_then(|mut f| f.take()) else { continue };
@@ -205,10 +221,11 @@ pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>
                         Ok(l) => l,
                         Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![]),
                     };
-                    if k == 0 {
-                        if let (Some((obs, _)), Some(base)) = (observer.as_mut(), base) {
-                            strain = observe_live(obs, &base, &points);
-                        }
+                    if let (0, Some((obs, mount))) = (k, observer.as_mut()) {
+                        // The base where the robot was when the frame was grabbed.
+                        let flange = robot_flange_at(&devices, tapped.t_ns as f64 * 1e-9).unwrap_or_else(Pose::identity);
+                        let base = frames.world_from_robot().compose(&flange).compose(mount);
+                        strain = observe_live(obs, &base, &points);
                     }
                     if let Ok(mut shots) = site2.shots.lock() {
                         if shots.len() <= k {
@@ -283,7 +300,11 @@ fn line(d: &Device, now_ns: i64) -> DeviceLine {
         (Some((t0, r0)), Some((t1, r1))) if t1 > t0 => (r1 - r0) as f64 / ((t1 - t0) as f64 * 1e-9),
         _ => 0.0,
     };
-    let values = d.history.back().map(|(_, v)| shown_columns(&d.columns).into_iter().filter_map(|i| Some((d.columns[i].clone(), *v.get(i)?))).collect()).unwrap_or_default();
+    let values = d
+        .history
+        .back()
+        .map(|(_, v)| shown_columns(&d.columns).into_iter().filter_map(|i| Some((d.columns[i].clone(), *v.get(i)?))).collect())
+        .unwrap_or_default();
     let ended = st.settings.lock().is_ok_and(|s| s.iter().any(|(n, _)| n == record::camera::FILE_ENDED_AT_S));
     DeviceLine {
         name: d.name.clone(),
@@ -296,11 +317,13 @@ fn line(d: &Device, now_ns: i64) -> DeviceLine {
     }
 }
 
-/// The newest flange pose of the first robot that streams `actual_TCP_pose`.
-fn robot_flange(devices: &[Device]) -> Option<Pose> {
+/// The flange pose nearest host time `t_s` \[s\] (in the plots' history:
+/// a tenth of a second apart) of the first robot that streams
+/// `actual_TCP_pose`.
+fn robot_flange_at(devices: &[Device], t_s: f64) -> Option<Pose> {
     devices.iter().find_map(|d| {
         let i = d.columns.iter().position(|c| c == "actual_TCP_pose_0")?;
-        let (_, v) = d.history.back()?;
+        let (_, v) = d.history.iter().min_by(|a, b| (a.0 - t_s).abs().total_cmp(&(b.0 - t_s).abs()))?;
         let p: [f64; 6] = v.get(i..i + 6)?.try_into().ok()?;
         Some(lie::trajectory::pose_from_ur(&p))
     })
@@ -331,12 +354,24 @@ fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Optio
 }
 
 /// The observer on the newest markers (warm-started from the last frame).
+/// Its springs' scale is chosen on the first frame, and again on a frame
+/// it fails (a rod more deformed than any before: the offline observer
+/// chooses on the most deformed frame of the whole table).
 fn observe_live(obs: &mut Observer, base: &Pose, points: &[Option<Vec3>]) -> Value {
     let n = obs.model.rod.markers.len();
     let mut measured = points.to_vec();
     measured.resize(n, None);
+    let sigma = vec![LIVE_SIGMA_M; n];
     obs.set_base(base);
-    match obs.observe(&measured, &vec![LIVE_SIGMA_M; n]) {
+    let failed =
+        |r: &std::result::Result<observe::Observation, observe::ObserveError>| r.as_ref().map_or(true, |o| matches!(o.status, observe::Status::Failed(_)));
+    let mut result = if obs.energy_scale_j().is_none() { Err(observe::ObserveError::NoMarkers) } else { obs.observe(&measured, &sigma) };
+    if failed(&result) {
+        obs.choose_energy_scale(&[(*base, measured.clone())], &sigma);
+        obs.set_base(base);
+        result = obs.observe(&measured, &sigma);
+    }
+    match result {
         Ok(ob) => {
             let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
             let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();

@@ -139,7 +139,13 @@ pub fn shown_columns(columns: &[String]) -> Vec<usize> {
 }
 
 /// The plots of one device over `[t0, t1]` from its rows `(t_s, values)`.
-pub fn device_plots<'a>(name: &str, columns: &[String], rows: impl Iterator<Item = (f64, &'a [f64])> + Clone, window: (f64, f64), cursor: Option<f64>) -> Vec<String> {
+pub fn device_plots<'a>(
+    name: &str,
+    columns: &[String],
+    rows: impl Iterator<Item = (f64, &'a [f64])> + Clone,
+    window: (f64, f64),
+    cursor: Option<f64>,
+) -> Vec<String> {
     plot_groups(columns)
         .into_iter()
         .map(|(title, idx)| {

@@ -129,7 +129,7 @@ impl ReplaySite {
         }
         let start_s = streams.iter().filter_map(|s| s.t_s.first()).copied().fold(f64::INFINITY, f64::min);
         let end_s = streams.iter().filter_map(|s| s.t_s.last()).copied().fold(f64::NEG_INFINITY, f64::max);
-        if !(start_s <= end_s) {
+        if start_s.is_infinite() || end_s.is_infinite() {
             return Err(Error::input(format!("{}: every stream is empty", dir.path().display())));
         }
         Ok(ReplaySite { title: format!("rodlab: session {}", dir.name()), start_s, end_s, streams, cameras, markers, strain, notes })

@@ -94,7 +94,12 @@ pub fn plot(axes: &Axes, series: &[Series]) -> String {
             pen_down = true;
         }
         let _ = write!(svg, r#"<path d="{d}" stroke="{colour}" class="line"/>"#);
-        let _ = write!(svg, r#"<text x="{:.1}" y="13" fill="{colour}" class="legend" text-anchor="end">{}</text>"#, W - RIGHT - 70.0 * (series.len() - 1 - i) as f64, escape(&s.name));
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="13" fill="{colour}" class="legend" text-anchor="end">{}</text>"#,
+            W - RIGHT - 70.0 * (series.len() - 1 - i) as f64,
+            escape(&s.name)
+        );
     }
     if let Some(c) = axes.cursor.filter(|c| *c >= x0 && *c <= x1) {
         let _ = write!(svg, r#"<line x1="{0:.1}" x2="{0:.1}" y1="{TOP}" y2="{1:.1}" class="cursor"/>"#, px(c), TOP + ph);

@@ -30,7 +30,7 @@ function renderDevices(devices) {
     tr.append(el("td", { class: "num" }, String(d.gaps)));
     tr.append(el("td", { class: "num" }, String(d.reconnects)));
     const values = el("td", { class: "values" });
-    for (const [k, v] of d.values) values.append(el("div", {}, k + " = " + (Number.isInteger(v) ? String(v) : fmt(v))));
+    for (const [k, v] of d.values) values.append(el("span", {}, k + " = " + (Number.isInteger(v) ? String(v) : fmt(v))));
     tr.append(values);
     tbody.append(tr);
   }
@@ -40,7 +40,7 @@ function renderCameras(cameras) {
   const box = document.getElementById("cameras");
   box.replaceChildren();
   for (const c of cameras) {
-    const s = el("section", { class: "camera", "data-camera": c.name, "data-device-ms": String(c.device_ms ?? ""), "data-frame": String(c.frame ?? "") });
+    const s = el("section", { class: "camera", "data-camera": c.name, "data-device-ms": String(c.device_ms ?? ""), "data-frame": String(c.frame ?? ""), "data-t": String(c.t_s ?? "") });
     s.append(el("h2", {}, "Camera " + c.name + (c.frame !== null ? " (frame " + c.frame + ")" : "")));
     if (c.frame_url) s.append(el("img", { src: c.frame_url, alt: "camera " + c.name, "data-frame": String(c.frame) }));
     for (const w of c.warnings) s.append(el("div", { class: "warning" }, w));
@@ -85,6 +85,7 @@ function render(s) {
   document.getElementById("plots").innerHTML = s.plots.join("");
   const notes = document.getElementById("notes");
   notes.replaceChildren(...s.notes.map(n => el("li", {}, n)));
+  document.getElementById("notes-box").hidden = s.notes.length === 0;
   body.dataset.updates = String(Number(body.dataset.updates) + 1);
 }
 
