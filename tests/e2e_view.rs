@@ -322,3 +322,29 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
     assert!(compared >= 10, "{compared}");
     println!("screenshot: {}", shot.display());
 }
+
+#[test]
+fn a_session_that_is_not_there_and_a_taken_view_address_are_input_errors_before_anything_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing");
+    common::expect_exit_2(
+        rodlab().args(["session", "view", missing.to_str().unwrap(), "--addr", "127.0.0.1:0"]).output().unwrap(),
+        &["nothing", "no such session"],
+    );
+    let video = dir.path().join("video");
+    let o = rodlab().args(["synth", "video", "--out", video.to_str().unwrap(), "--frames", "10", "--format", "avi"]).output().unwrap();
+    assert!(o.status.success());
+    let rig = dir.path().join("rig.toml");
+    std::fs::write(&rig, format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\ncontainer = \"avi\"\n", video.join("video.avi").display())).unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = dir.path().join("s");
+    let o = rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "1", "--view", &addr]).output().unwrap();
+    common::expect_exit_2(o, &["--view", &addr, "cannot listen"]);
+    assert!(!out.join("session.toml").exists(), "nothing recorded");
+    // The view's options need the view.
+    common::expect_exit_2(
+        rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", out.to_str().unwrap(), "--rod", "x.toml"]).output().unwrap(),
+        &["--view"],
+    );
+}

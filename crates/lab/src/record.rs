@@ -118,6 +118,8 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
             scope.spawn(move || serial::drop_backlog(port));
         }
     });
+    // The view's address too, before anything is written.
+    let bound_view = req.view.clone().map(crate::view::live::bind).transpose()?;
     let out = target.path();
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: cannot create: {e}", out.display())))?;
     // The clock and start_unix_s are read together: t_host_ns counts from start_unix_s.
@@ -155,13 +157,11 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         let (s, dir) = (stop.clone(), out.to_path_buf());
         threads.push(std::thread::spawn(move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(Error::from)));
     }
-    // The view reads the recorders' taps; it starts after them, so that a
-    // port it cannot take fails the recording only before any sample.
-    let view = match req.view.clone() {
-        Some(opts) => {
+    // The view reads the recorders' taps (its address was taken above).
+    let view = match bound_view {
+        Some(b) => {
             let title = format!("rodlab: recording {}", target.name());
-            let v = crate::view::live::start(opts, &title, statuses.clone(), rig.frames, clock);
-            match v {
+            match crate::view::live::start(b, &title, statuses.clone(), rig.frames, clock) {
                 Ok(v) => {
                     progress.note(&format!("live view: {}", v.url()));
                     Some(v)

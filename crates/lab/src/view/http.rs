@@ -59,7 +59,12 @@ pub struct Server {
 impl Server {
     /// Listens on `addr` (`host:port`; port 0 picks one).
     pub fn start(addr: &str, site: Arc<dyn Site>) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(addr)?;
+        Server::serve(TcpListener::bind(addr)?, site)
+    }
+
+    /// Serves on a listener bound before (so that a taken port is known
+    /// before anything else starts).
+    pub fn serve(listener: TcpListener, site: Arc<dyn Site>) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();

@@ -156,12 +156,26 @@ impl Drop for LiveView {
     }
 }
 
-/// Starts serving the view of `devices` (name, status) on `opts.addr`.
-/// Camera devices are those whose taps get frames.
-pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>, frames: RigFrames, clock: Clock) -> Result<LiveView> {
+/// A view whose address is taken, waiting for its devices.
+pub struct BoundView {
+    opts: LiveOptions,
+    listener: std::net::TcpListener,
+}
+
+/// Checks `opts` and takes its address: what can fail does, before any
+/// device records.
+pub fn bind(opts: LiveOptions) -> Result<BoundView> {
     if !(opts.window_s.is_finite() && opts.window_s > 0.0) {
         return Err(Error::input(format!("--view-window-s: must be > 0, got {}", opts.window_s)));
     }
+    let listener = std::net::TcpListener::bind(&opts.addr).map_err(|e| Error::input(format!("--view {}: cannot listen: {e}", opts.addr)))?;
+    Ok(BoundView { opts, listener })
+}
+
+/// Starts serving the view of `devices` (name, status). Camera devices are
+/// those whose taps get frames.
+pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>, frames: RigFrames, clock: Clock) -> Result<LiveView> {
+    let BoundView { opts, listener } = bound;
     let mut previewer = Previewer::new(opts.markers.clone())?;
     let mut observer = match (&opts.rod, &opts.camera) {
         (Some(rod), Some(cam)) if cam.plane.is_some() => {
@@ -182,7 +196,7 @@ pub fn start(opts: LiveOptions, title: &str, devices: Vec<(String, Arc<Status>)>
         st.tap.wanted.store(true, Ordering::Relaxed);
     }
     let site = Arc::new(LiveSite { title: title.to_string(), broadcast: Broadcast::default(), state: Mutex::new("{}".into()), shots: Mutex::new(vec![]) });
-    let server = Server::start(&opts.addr, site.clone()).map_err(|e| Error::input(format!("--view {}: cannot listen: {e}", opts.addr)))?;
+    let server = Server::serve(listener, site.clone()).map_err(|e| Error::io(format!("--view {}: {e}", opts.addr)))?;
     let stop = Arc::new(AtomicBool::new(false));
     let (s, site2) = (stop.clone(), site.clone());
     let world = PlaneToWorld {
