@@ -11,6 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests here record in real time with a browser watching: one at a
+/// time, so that two do not starve each other's devices of the 2 cores.
+static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    REAL_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn rodlab() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rodlab"));
     c.current_dir(root());
@@ -77,6 +85,7 @@ fn truth(path: &Path) -> std::collections::HashMap<(i64, i64), (f64, f64)> {
 
 #[test]
 fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_the_recording_nothing() {
+    let _one = one_at_a_time();
     let Some(python) = probe_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     // The camera: a synthetic video (100 fps, 6 markers) played at its rate.
@@ -237,6 +246,7 @@ fn close(a: f64, b: f64, abs: f64, rel: f64) -> bool {
 
 #[test]
 fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its_files() {
+    let _one = one_at_a_time();
     let Some(python) = probe_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("stick");
