@@ -110,6 +110,26 @@ pub struct PaperArgs {
     pub rod: PathBuf,
 }
 
+#[derive(Args)]
+pub struct SchemaArgs {
+    /// rod, rig, scene, loads or identified.
+    pub file: String,
+    /// Print the reference table of its fields (Markdown) instead.
+    #[arg(long)]
+    pub reference: bool,
+}
+
+pub fn schema(a: SchemaArgs) -> Result<()> {
+    let schema = lab::reference::schema(&a.file)
+        .ok_or_else(|| lab::Error::input(format!("{}: no such file kind (one of {})", a.file, lab::reference::FILES.join(", "))))?;
+    if a.reference {
+        print!("{}", lab::reference::table(&lab::reference::fields(&schema)));
+    } else {
+        println!("{}", serde_json::to_string_pretty(schema.as_value()).map_err(|e| lab::Error::computation(e.to_string()))?);
+    }
+    Ok(())
+}
+
 pub fn paper_table(a: PaperArgs) -> Result<()> {
     let t = lab::paper::tables(&rod::Rod::from_file(&a.rod)?)?;
     println!("Table II: conical cantilever under gravity, tip position [cm]; error vs converged rod");

@@ -62,6 +62,11 @@ enum Command {
     Import(cmd_lab::ImportCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(cmd_model::PaperArgs),
+    /// The JSON schema of a config file (rod, rig, scene, loads, identified), for editors' TOML language servers.
+    #[command(
+        after_help = "Examples:\n  rodlab schema rod > rod.schema.json\n  rodlab schema rig --reference   # the field table of docs/reference/rig.md\n\nWith taplo (Even Better TOML): put `#:schema ./rod.schema.json` on a rod file's first line."
+    )]
+    Schema(cmd_model::SchemaArgs),
     /// Simulate an experiment: the rod held by the robot (or free) on a table with friction -> tables and a report.
     Simulate(cmd_sim::SimulateArgs),
     /// Validate parameters on recorded sessions: simulate them, observe them, compare strain, force, slip -> report.
@@ -94,6 +99,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(a) => cmd_model::solve(a),
         Command::PaperTable(a) => cmd_model::paper_table(a),
+        Command::Schema(a) => cmd_model::schema(a),
         Command::Identify(a) => cmd_model::identify(a, &bars),
         Command::Observe(a) => cmd_model::observe(a, &bars),
         Command::Rig(c) => cmd_model::rig(c),

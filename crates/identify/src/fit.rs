@@ -85,17 +85,27 @@ impl Default for FitOptions {
 const HELD_SD_LOG: f64 = 1e-6;
 
 /// One start of the multi-start.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StartOutcome {
+    /// The start's E [Pa].
     pub start_e_pa: f64,
+    /// The start's G [Pa].
     pub start_g_pa: f64,
+    /// The start's rho [kg/m^3].
     pub start_rho_kg_m3: f64,
+    /// Whether it converged.
     pub converged: bool,
+    /// Where it ended: E [Pa].
     pub e_pa: f64,
+    /// G [Pa].
     pub g_pa: f64,
+    /// rho [kg/m^3].
     pub rho_kg_m3: f64,
+    /// Its final cost.
     pub cost: f64,
+    /// Its iterations.
     pub iterations: u64,
+    /// Why it stopped, or what was odd.
     pub note: String,
 }
 

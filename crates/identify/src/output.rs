@@ -46,11 +46,15 @@ pub struct Study {
 /// 95 % intervals from the spread of the leave-one-out fits (jackknife):
 /// they hold when the residuals are not independent noise (model error),
 /// which the Gauss-Newton intervals assume.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JackknifeOut {
+    /// Leave-one-experiment-out fits made.
     pub fits: usize,
+    /// Jackknife 95 % interval of E [Pa].
     pub e_pa_ci95: [f64; 2],
+    /// Jackknife 95 % interval of G [Pa].
     pub g_pa_ci95: [f64; 2],
+    /// Jackknife 95 % interval of rho [kg/m^3].
     pub rho_kg_m3_ci95: [f64; 2],
 }
 
@@ -142,12 +146,17 @@ pub fn run_study(
 
 /// One model variant judged by prediction: fitted on all experiments, and
 /// by leave-one-out (each experiment predicted by a fit without it).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VariantOut {
+    /// The variant's name (`--params FILE:NAME` applies it).
     pub name: String,
+    /// What it fits beyond E, G, rho (geometry nuisance parameters).
     pub parameters: Vec<String>,
+    /// Its E [Pa].
     pub e_pa: f64,
+    /// Its cables' common offset [m].
     pub cable_offset_m: f64,
+    /// Its radius scale.
     #[serde(default = "one")]
     pub radius_scale: f64,
     /// Per-cable offsets \[m\] (empty when not fitted).
@@ -191,12 +200,17 @@ pub struct VariantOut {
 
 /// A fit's uncertainty as written to `identified.toml` (what prediction
 /// bands need).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BandOut {
+    /// The parameters of the covariance, in order.
     pub parameter_names: Vec<String>,
+    /// Covariance of those parameters (log scale for E, G, rho).
     pub covariance: Vec<Vec<f64>>,
+    /// Residual degrees of freedom.
     pub dof: usize,
+    /// RMS of the measurements' standard deviations [m].
     pub measurement_sigma_m: f64,
+    /// Factor of the residuals over the declared noise.
     pub residual_scale: f64,
     /// Parameters the data never saw (prior only).
     #[serde(default)]
@@ -378,8 +392,10 @@ pub fn law_comparison(variants: &[VariantOut]) -> Option<String> {
     ))
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// An estimate and its 95 % interval.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EstimateOut {
+    /// The estimate (SI units).
     pub value: f64,
     /// [low, high]; NaN when the parameter was held fixed.
     pub ci95: [f64; 2],
@@ -399,38 +415,47 @@ impl From<Estimate> for EstimateOut {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The identified values: what `--params` applies.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Parameters {
+    /// Young's modulus E [Pa].
     pub e_pa: EstimateOut,
+    /// Shear modulus G [Pa].
     pub g_pa: EstimateOut,
+    /// Density [kg/m^3].
     pub rho_kg_m3: EstimateOut,
     /// True when rho was not estimated (gravity-only data).
     pub rho_fixed: bool,
     /// Nuisance parameters of this fit (zero when not estimated).
     pub frame_translation_m: [f64; 3],
+    /// The base's fitted pitch [rad] (0 when not estimated).
     pub base_pitch_rad: f64,
     /// The cables' fitted outward offset from the rod file's position \[m\]
     /// (0 when not fitted) and its 95 % interval.
     #[serde(default)]
     pub cable_offset_m: f64,
+    /// Its 95 % interval [m].
     #[serde(default = "nan_pair")]
     pub cable_offset_ci95_m: [f64; 2],
     /// The fitted scale of the section's radii (1 when not fitted) and its
     /// 95 % interval.
     #[serde(default = "one")]
     pub radius_scale: f64,
+    /// Its 95 % interval.
     #[serde(default = "nan_pair")]
     pub radius_scale_ci95: [f64; 2],
     /// Per-cable outward offsets \[m\], added to `cable_offset_m` (empty
     /// when not fitted), and their 95 % intervals.
     #[serde(default)]
     pub cable_offsets_m: Vec<f64>,
+    /// Their 95 % intervals [m].
     #[serde(default)]
     pub cable_offsets_ci95_m: Vec<[f64; 2]>,
     /// Per-cable turns about the rod's axis from the rod file's angles
     /// \[rad\] (empty when not fitted), and their 95 % intervals.
     #[serde(default)]
     pub cable_angles_rad: Vec<f64>,
+    /// Their 95 % intervals [rad].
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
     /// The body's law of this fit, as a rod file spells it (`linear`,
@@ -438,6 +463,7 @@ pub struct Parameters {
     /// rod file's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub law: Option<String>,
+    /// C01 / (C10 + C01) of a Mooney-Rivlin law.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c01_fraction: Option<f64>,
 }
@@ -480,9 +506,12 @@ fn one() -> f64 {
     1.0
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// How the fit went: `[fit]`.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FitInfo {
+    /// The fitted parameters, in the order of the matrices.
     pub parameter_names: Vec<String>,
+    /// Their correlation matrix.
     pub correlation: Vec<Vec<f64>>,
     /// Covariance of the parameters (ln E, ln G, ln rho, nuisance), for
     /// prediction bands; infinite variance along unseen directions.
@@ -495,15 +524,19 @@ pub struct FitInfo {
     /// measurement's noise is residual_scale times it).
     #[serde(default)]
     pub measurement_sigma_m: f64,
+    /// Condition number of the Jacobian (large: parameters the data barely separate).
     pub condition_number: f64,
+    /// RMS of the weighted residuals (1: as noisy as declared).
     pub residual_scale: f64,
     /// The chi-square test of the residuals against the declared noise
     /// (markers' sigma with `model_error_m` in quadrature): the statistic
     /// and the chance of one at least as large (NaN: not tested).
     #[serde(default = "nan")]
     pub chi_square: f64,
+    /// Its p-value.
     #[serde(default = "nan")]
     pub chi_square_p: f64,
+    /// The rod file's `[identify] model_error_m` used [m].
     #[serde(default)]
     pub model_error_m: f64,
     /// What leave-one-out shows the main fit misses beyond its prediction
@@ -514,35 +547,54 @@ pub struct FitInfo {
     /// Parameters the data never saw (prior only).
     #[serde(default)]
     pub prior_only: Vec<String>,
+    /// Final cost (half the sum of squared weighted residuals).
     pub cost: f64,
+    /// RMS of the marker residuals [mm].
     pub rms_error_mm: f64,
+    /// Levenberg-Marquardt iterations.
     pub iterations: u64,
+    /// Static equilibria solved.
     pub static_solves: usize,
+    /// Wall time of the fit [s].
     pub wall_time_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One experiment's errors: `[[experiment]]`.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExperimentOut {
+    /// The experiment (or hold) name.
     pub id: String,
+    /// Per marker, the fit's error [mm].
     pub errors_mm: Vec<f64>,
+    /// Per marker, the leave-one-out prediction error [mm] (empty without).
     pub loo_errors_mm: Vec<f64>,
+    /// Per marker, the error with the reference values [mm] (empty without).
     pub reference_errors_mm: Vec<f64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The reference values (a published table's), judged on the same data.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReferenceOut {
+    /// The reference E [Pa] (`--reference`).
     pub e_pa: f64,
+    /// The reference G [Pa].
     pub g_pa: f64,
+    /// The reference rho [kg/m^3].
     pub rho_kg_m3: f64,
     /// Over the experiments whose equilibrium was found.
     pub rms_error_mm: f64,
+    /// Experiments where the reference values found no equilibrium.
     pub experiments_without_equilibrium: usize,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A second fit from another start that ended elsewhere (a second minimum).
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AlternativeOut {
+    /// Its values.
     pub parameters: Parameters,
+    /// Its RMS marker error [mm].
     pub rms_error_mm: f64,
+    /// What was wrong with it.
     pub warnings: Vec<String>,
 }
 
@@ -567,9 +619,11 @@ impl fault::Fault for ParamsFileError {
 }
 
 /// The contents of `identified.toml`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdentifiedFile {
+    /// The rodlab that wrote the file.
     pub rodlab_version: String,
+    /// The rod file fitted.
     pub rod_file: String,
     /// Fingerprint of the rod's shape (length, radii, hole, core): what
     /// the parameters belong to; see [`rod_geometry`].
@@ -581,18 +635,25 @@ pub struct IdentifiedFile {
     pub failed: Option<String>,
     /// Where the experiments came from (a directory, or sessions).
     pub experiments_dir: String,
+    /// Everything the fit found doubtful, one line each.
     pub warnings: Vec<String>,
+    /// The identified values.
     pub parameters: Parameters,
+    /// How the fit went.
     pub fit: FitInfo,
+    /// A second minimum, when one was found.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub alternative_fit: Option<AlternativeOut>,
+    /// The reference values, when `--reference` was given.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reference: Option<ReferenceOut>,
+    /// Jackknife intervals, when asked.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub jackknife: Option<JackknifeOut>,
     /// Model variants judged by leave-one-out (`--compare-variants`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub variant: Vec<VariantOut>,
+    /// The variant cross-validation recommends.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub recommended_variant: Option<String>,
     /// Which fit `[parameters]` holds: "requested" (the options asked
@@ -606,7 +667,9 @@ pub struct IdentifiedFile {
     /// The flange sensor's bias fitted per session (`bias = "fit"`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub sensor_bias: Vec<SensorBiasOut>,
+    /// Per experiment, the errors.
     pub experiment: Vec<ExperimentOut>,
+    /// Each start of the multi-start fit and where it ended.
     pub start: Vec<StartOutcome>,
     /// What the statics cannot see, fitted from recorded motion
     /// (`identify --dynamic`): the table's friction and the rod's damping.
@@ -616,21 +679,27 @@ pub struct IdentifiedFile {
 
 /// Friction and damping fitted to recorded sessions by simulating them
 /// (`rodlab identify --dynamic`), E, G, rho held at `[parameters]`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DynamicOut {
+    /// The recorded sessions fitted.
     pub sessions: Vec<String>,
+    /// The scene their replays used.
     pub scene_file: String,
     /// The table's friction coefficient, its 95 % interval, and whether
     /// the data determine it: a session whose tip never slides only bounds
     /// it from below (`mu_at_least`: the largest tangential / normal ratio
     /// the stick needed), and `mu` is then that bound.
     pub mu: f64,
+    /// Its 95 % interval.
     pub mu_ci95: [f64; 2],
+    /// False when no tip slid: mu is then only a lower bound.
     pub mu_determined: bool,
+    /// The largest tangential / normal ratio the stick needed (a lower bound of mu).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mu_at_least: Option<f64>,
     /// Damping ratio of the first bending mode and its 95 % interval.
     pub damping_ratio: f64,
+    /// Its 95 % interval.
     pub damping_ratio_ci95: [f64; 2],
     /// Correlation of the two estimates (log scale; NaN when one is held).
     pub correlation_mu_damping: f64,
@@ -639,23 +708,28 @@ pub struct DynamicOut {
     /// interval; absent when held.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub e_pa: Option<f64>,
+    /// Its 95 % interval [Pa].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub e_pa_ci95: Option<[f64; 2]>,
     /// RMS of the tracked markers minus the simulated ones over all
     /// frames, with the starting values and with the fitted ones \[m\].
     pub marker_rms_start_m: f64,
+    /// With the fitted values [m].
     pub marker_rms_m: f64,
     /// RMS of the flange force readings minus the simulated base force
     /// (each session's constant sensor bias removed) with the fitted
     /// values \[N\], and the sensors' streams (session: stream).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub force_rms_n: Option<f64>,
+    /// The flange sensors' streams (session: stream).
     #[serde(default)]
     pub force_streams: Vec<String>,
     /// Least-squares iterations after the scan, and simulations in all.
     #[serde(default)]
     pub iterations: usize,
+    /// Simulations run in all.
     pub simulations: usize,
+    /// Wall time [s].
     pub wall_time_s: f64,
 }
 
@@ -694,15 +768,21 @@ impl DynamicOut {
 }
 
 /// One session's fitted flange sensor bias, with 95 % half widths.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SensorBiasOut {
+    /// The session.
     pub session: String,
+    /// The sensor's force bias [N], sensor frame.
     pub force_n: [f64; 3],
+    /// Half-widths of its 95 % intervals [N].
     pub force_ci95_n: [f64; 3],
+    /// The moment bias [N m].
     pub moment_nm: [f64; 3],
+    /// Half-widths of its 95 % intervals [N m].
     pub moment_ci95_nm: [f64; 3],
     /// The weight the sensor carries \[N\].
     pub weight_n: f64,
+    /// Holds it was fitted on.
     pub holds: usize,
     /// Largest angle between two holds' gravity directions \[deg\].
     pub spread_deg: f64,

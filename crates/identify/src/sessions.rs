@@ -15,15 +15,17 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Thresholds of hold detection (`loads.toml` `[holds]`).
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HoldOptions {
     /// The flange's translation speed below this counts as still.
     pub max_robot_speed_m_s: f64,
+    /// The flange's rotation speed below this counts as still [rad/s].
     pub max_robot_angular_speed_rad_s: f64,
     /// Every tracked marker's speed (slope of a line fitted over
     /// `window_s`, so that 0.3 mm of tracking noise reads as < 0.5 mm/s).
     pub max_marker_speed_m_s: f64,
+    /// Window of the speed estimates [s].
     pub window_s: f64,
     /// Shorter still intervals are rejected.
     pub min_duration_s: f64,
@@ -51,13 +53,17 @@ impl Default for HoldOptions {
 }
 
 /// A scalar read from a stream: `scale * column + offset`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Channel {
+    /// The session's stream (`streams/<stream>`).
     pub stream: String,
+    /// Its column.
     pub column: String,
+    /// Factor to SI units.
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after the scale (SI units).
     #[serde(default)]
     pub offset: f64,
 }
@@ -67,7 +73,7 @@ fn one() -> f64 {
 }
 
 /// A tip force of known direction (a string over a pulley to a load cell).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TipForce {
     #[serde(flatten)]
@@ -77,9 +83,10 @@ pub struct TipForce {
 }
 
 /// A force/torque sensor between the flange and the rod.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlangeSensor {
+    /// The session's stream of the sensor (`ft300`, `netft`, or `robot` for the controller's wrench).
     pub stream: String,
     /// The stream's columns `[fx, fy, fz, mx, my, mz]` (N, N m).
     #[serde(default = "ft_columns")]
@@ -91,6 +98,7 @@ pub struct FlangeSensor {
     /// older form of `bias = [fx, fy, fz, mx, my, mz]`.
     #[serde(default)]
     pub bias_force_n: [f64; 3],
+    /// The older form's tare moment [N m] (with bias_force_n).
     #[serde(default)]
     pub bias_moment_nm: [f64; 3],
     /// `"fit"` (the default when no tare is given: fitted per session from
@@ -108,6 +116,7 @@ pub struct FlangeSensor {
     /// Lower bounds of a hold's mean force and moment sigma.
     #[serde(default = "force_floor")]
     pub sigma_floor_force_n: f64,
+    /// Lower bound of a hold's mean moment sigma [N m].
     #[serde(default = "moment_floor")]
     pub sigma_floor_moment_nm: f64,
     /// Use the wrench as residuals of the fit (false: recorded, not fitted).
@@ -123,7 +132,7 @@ pub struct FlangeSensor {
 }
 
 /// Axes of a flange wrench stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WrenchFrame {
     #[default]
@@ -132,7 +141,7 @@ pub enum WrenchFrame {
 }
 
 /// `bias = "fit" | "none" | [six values]` of a flange sensor.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum BiasSetting {
     Mode(String),
@@ -215,14 +224,16 @@ fn yes() -> bool {
 }
 
 /// `loads.toml`: how a session's streams make the loads of its holds.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadsFile {
+    /// Thresholds of hold detection: `[holds]`.
     #[serde(default)]
     pub holds: HoldOptions,
     /// One per cable of the rod, in the rod file's order (none: no tension).
     #[serde(default, rename = "cable")]
     pub cables: Vec<Channel>,
+    /// A tip force of known direction read from a stream: `[tip_force]`.
     pub tip_force: Option<TipForce>,
     /// A known mass hanging from the tip \[kg\].
     #[serde(default)]
@@ -237,18 +248,22 @@ pub struct LoadsFile {
     /// `tip_mass_kg`.
     #[serde(default, rename = "tip_mass")]
     pub tip_masses: Vec<TipMass>,
+    /// A force/torque sensor between the flange and the rod: `[flange_sensor]`.
     pub flange_sensor: Option<FlangeSensor>,
 }
 
 /// `[[tip_mass]]`: a mass on the tip of `session` (every session when
 /// absent) from `from_s` on (seconds since the session's start), until a
 /// later entry.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TipMass {
+    /// The session's name (its directory's); none: every session.
     pub session: Option<String>,
+    /// From this time on [s since the session's start].
     #[serde(default)]
     pub from_s: f64,
+    /// The mass [kg].
     pub kg: f64,
     /// Offset `[y, z]` of where it hangs in the tip section's frame \[m\]
     /// (default: `tip_mass_offset_m`).

@@ -22,6 +22,7 @@ pub mod paper;
 pub mod params;
 pub mod progress;
 pub mod provenance;
+pub mod reference;
 pub mod rig;
 pub mod simulate;
 pub mod solve;

@@ -168,11 +168,13 @@ fn so3_coeffs(theta: f64) -> (f64, f64, f64) {
 
 /// A pose given by a position and roll-pitch-yaw angles
 /// (`R = Rz(yaw) Ry(pitch) Rx(roll)`, as in rod and scene files).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FramePose {
+    /// Position [m].
     #[serde(default)]
     pub position_m: [f64; 3],
+    /// Roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     #[serde(default)]
     pub rpy_deg: [f64; 3],
 }

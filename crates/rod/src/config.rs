@@ -323,73 +323,112 @@ impl ConfigError {
     }
 }
 
-#[derive(Deserialize)]
+/// The rod file's JSON schema: every field with its type, default and
+/// documentation (`rodlab schema rod`, docs/reference/rod.md).
+pub fn file_schema() -> schemars::Schema {
+    schemars::schema_for!(RawRod)
+}
+
+/// A rod file: geometry, material, strain basis, markers, cables, mount.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRod {
+    /// The rod's length L [m].
     length_m: f64,
+    /// Section boundaries along the rod [m], increasing from 0 to length_m (n + 1 numbers for n sections of piecewise linear strain).
     sections_m: Vec<f64>,
+    /// Quadrature sub-segments per section (Magnus steps; more for strongly curved rods).
     #[serde(default = "default_subsegments")]
     subsegments_per_section: usize,
+    /// Free strain components: "cosserat" (all six; default), "euler-bernoulli", "kirchhoff-extensible", "timoshenko", or a list of names from "kx", "ky", "kz", "qx", "qy", "qz".
     #[serde(default = "default_modes")]
     modes: RawModes,
     /// "pls" (piecewise linear, default) or "pcs" (piecewise constant).
     #[serde(default)]
     strain_basis: Option<String>,
+    /// A round section's radius: `base_m` and `tip_m` (linear taper) or a `table` of `[X_m, r_m]`.
     radius: Option<RawProfile>,
     /// A rectangle or a section given by its properties (instead of
     /// `[radius]`).
     section: Option<RawSection>,
+    /// A round hole along the centre line (a tube), as a profile like `[radius]`.
     hole: Option<RawProfile>,
+    /// The body's material.
     material: RawMaterial,
+    /// A stiff round core along the centre line (a steel wire), of its own material.
     core: Option<RawCore>,
+    /// Curvature of the unloaded rod [1/m] about the section's x, y, z axes (default: straight).
     #[serde(default)]
     rest_curvature_per_m: Option<[f64; 3]>,
+    /// Gravity in the rod's world [m/s^2] (a session's rig overrides it).
     #[serde(default = "default_gravity")]
     gravity_m_s2: [f64; 3],
+    /// The rod's base: its pose in the world, or its mount on the robot's flange when a session has a robot.
     base: Option<RawBase>,
+    /// Cables along the rod, each a `[[cable]]` table.
     #[serde(default, rename = "cable")]
     cables: Vec<RawCable>,
+    /// Markers on the rod, each a `[[marker]]` table, listed from the base to the tip.
     #[serde(default, rename = "marker")]
     markers: Vec<RawMarker>,
+    /// Material damping (Kelvin-Voigt) for dynamic simulation: one of its two fields.
     damping: Option<RawDamping>,
+    /// Priors and ranges for identification: `[identify]`.
     identify: Option<RawIdentify>,
 }
 
 /// `[identify]`: `cable_offset_m = { mean = 0.0, sd = 0.005 }`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawIdentify {
+    /// Prior of every cable's offset from its nominal path [m], `{ mean, sd }`: estimated when given.
     cable_offset_m: Option<RawPrior>,
+    /// Prior of a factor on the radius (or width and height), `{ mean, sd }`: estimated when given.
     radius_scale: Option<RawPrior>,
+    /// Prior of the cables' angular position [deg], `{ mean, sd }`: estimated when given.
     cable_angle_deg: Option<RawPrior>,
+    /// Plausible range of E [Pa], `[min, max]`: a fit at or beyond it is flagged.
     e_pa_range: Option<[f64; 2]>,
+    /// Plausible range of G [Pa], `[min, max]`.
     g_pa_range: Option<[f64; 2]>,
+    /// Plausible range of rho [kg/m^3], `[min, max]`.
     rho_kg_m3_range: Option<[f64; 2]>,
+    /// What the model may miss at a marker beyond its measurement noise [m] (default 0): added in quadrature to the markers' sigma in the residual tests.
     model_error_m: Option<f64>,
+    /// Identify E with G = E / (2 (1 + nu)) tied by this Poisson's ratio (data that cannot see G: loads in one plane, no torsion).
     tie_g_poisson: Option<f64>,
 }
 
-#[derive(Deserialize)]
+/// A Gaussian prior.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawPrior {
+    /// Mean of the prior.
     mean: f64,
+    /// Standard deviation of the prior (> 0).
     sd: f64,
 }
 
 /// `[damping]`: either `time_constant_s` or `damping_ratio`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawDamping {
+    /// Kelvin-Voigt time constant tau [s]: internal force tau K dq/dt.
     time_constant_s: Option<f64>,
+    /// Damping ratio zeta of the first bending mode: tau = 2 zeta / omega_1.
     damping_ratio: Option<f64>,
 }
 
-#[derive(Deserialize)]
+/// A marker on the rod.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawMarker {
+    /// Arc length of the marker along the rod [m], 0 <= arc_m <= length_m.
     arc_m: f64,
+    /// Offset from the centre line along the section's y axis [m] (a marker on the surface).
     #[serde(default)]
     offset_y_m: f64,
+    /// Offset from the centre line along the section's z axis [m].
     #[serde(default)]
     offset_z_m: f64,
 }
@@ -404,17 +443,20 @@ fn default_gravity() -> [f64; 3] {
     [0.0, 0.0, -9.81]
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum RawModes {
     Named(String),
     Custom(Vec<String>),
 }
 
-#[derive(Deserialize)]
+/// A length along the rod: linear from base to tip, or a table.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawProfile {
+    /// Value at the base [m] (with tip_m: linear along the rod).
     base_m: Option<f64>,
+    /// Value at the tip [m].
     tip_m: Option<f64>,
     /// [[X_m, r_m], ...]
     table: Option<Vec<[f64; 2]>>,
@@ -423,25 +465,37 @@ struct RawProfile {
 /// `[section]`: `shape = "rectangle"` (width_m, height_m: a number or a
 /// profile; wall_m; shear coefficients) or `shape = "general"` (the
 /// properties with units in their names, and the bounding box).
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawSection {
+    /// "rectangle" (width_m, height_m, optional wall_m) or "general" (the properties below).
     shape: String,
+    /// Rectangle: width along the section's y axis [m], a number or a profile.
     width_m: Option<RawLength>,
+    /// Rectangle: height along the section's z axis [m], a number or a profile.
     height_m: Option<RawLength>,
+    /// Rectangle: wall thickness of a rectangular tube [m].
     wall_m: Option<f64>,
+    /// Shear coefficient along y (default: the shape's).
     shear_coefficient_y: Option<f64>,
+    /// Shear coefficient along z (default: the shape's).
     shear_coefficient_z: Option<f64>,
+    /// General: shear area along y [m^2].
     shear_area_y_m2: Option<f64>,
+    /// General: shear area along z [m^2].
     shear_area_z_m2: Option<f64>,
+    /// General: area [m^2].
     area_m2: Option<f64>,
+    /// General: second moment of area about y [m^4].
     second_moment_y_m4: Option<f64>,
+    /// General: second moment of area about z [m^4].
     second_moment_z_m4: Option<f64>,
+    /// General: torsion constant [m^4].
     torsion_constant_m4: Option<f64>,
 }
 
 /// A length: one number, or a profile along the rod.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum RawLength {
     Constant(f64),
@@ -578,12 +632,17 @@ impl RawSection {
     }
 }
 
-#[derive(Deserialize)]
+/// A material.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawMaterial {
+    /// Young's modulus E [Pa].
     e_pa: f64,
+    /// Shear modulus G [Pa] (or give poisson).
     g_pa: Option<f64>,
+    /// Poisson's ratio nu: G = E / (2 (1 + nu)) when g_pa is not given.
     poisson: Option<f64>,
+    /// Density [kg/m^3].
     rho_kg_m3: f64,
     /// "linear" (default), "neo_hookean" or "mooney_rivlin".
     law: Option<String>,
@@ -591,19 +650,27 @@ struct RawMaterial {
     c01_fraction: Option<f64>,
 }
 
-#[derive(Deserialize)]
+/// A round core of another material along the centre line.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawCore {
+    /// The core's radius [m].
     radius_m: f64,
+    /// Its Young's modulus [Pa].
     e_pa: f64,
+    /// Its shear modulus [Pa] (or poisson).
     g_pa: Option<f64>,
+    /// Its Poisson's ratio.
     poisson: Option<f64>,
+    /// Its density [kg/m^3].
     rho_kg_m3: f64,
 }
 
-#[derive(Deserialize)]
+/// The base's pose: in the world, or on the flange (a session with a robot).
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBase {
+    /// Position [m].
     #[serde(default)]
     position_m: [f64; 3],
     /// Roll, pitch, yaw in degrees (R = Rz(yaw) Ry(pitch) Rx(roll)).
@@ -611,13 +678,18 @@ struct RawBase {
     rpy_deg: [f64; 3],
 }
 
-#[derive(Deserialize)]
+/// A cable running along the rod, anchored at anchor_m.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawCable {
+    /// The cable's name (scenes and loads files pull it by name; default: its index).
     name: Option<String>,
+    /// Angle around the rod axis, from the section's +y towards +z [deg].
     angle_deg: f64,
+    /// Distance from the outer surface towards the axis [m] (negative: outside the surface, on guide rings).
     #[serde(default)]
     inset_m: f64,
+    /// Arc length where it is anchored [m] (default: the tip).
     anchor_m: Option<f64>,
 }
 

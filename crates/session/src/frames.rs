@@ -12,17 +12,19 @@ use serde::{Deserialize, Serialize};
 pub use lie::FramePose;
 
 /// The table: a plane through `point_m` with unit `normal` (up, out of it).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TablePlane {
+    /// A point of the table's surface in W [m].
     #[serde(default)]
     pub point_m: [f64; 3],
+    /// Its normal, up out of the table (normalised).
     pub normal: [f64; 3],
 }
 
 /// The frames of a rig. The default is the world = robot base = board
 /// frame, markers on the board plane, gravity along -z, no table.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RigFrames {
     /// The robot's base frame B in W (`T_world_robot`).
@@ -36,8 +38,10 @@ pub struct RigFrames {
     /// camera (rod radius + board thickness) \[m\].
     #[serde(default)]
     pub marker_height_m: f64,
+    /// Gravity in W [m/s^2].
     #[serde(default = "default_gravity")]
     pub gravity_m_s2: [f64; 3],
+    /// The table the rod may touch (validate and simulate use it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<TablePlane>,
 }

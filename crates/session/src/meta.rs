@@ -8,18 +8,25 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::SystemTime;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `session.toml`: what a session is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionMeta {
+    /// The rodlab that recorded (or imported, or synthesised) the session.
     pub rodlab_version: String,
     /// RFC 3339, seconds.
     pub start_utc: String,
+    /// The same instant [s since 1970, UTC]: `t_host_ns` counts from it.
     pub start_unix_s: f64,
+    /// The recording machine's host name.
     #[serde(default)]
     pub host: String,
+    /// The rig file's `[session] operator_notes`.
     #[serde(default)]
     pub operator_notes: String,
+    /// The clock `t_host_ns` is on.
     #[serde(default = "default_clock")]
     pub clock: String,
+    /// The rig file's path when it recorded.
     #[serde(default)]
     pub rig_file: String,
     /// The rig's frames (world frame W), parsed from the rig file.
@@ -39,15 +46,18 @@ pub struct SessionMeta {
 
 /// One device's figures at the end of a recording (its outages, one by
 /// one, are in the gap table: `session::gaps`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DeviceRecord {
+    /// The device's stream name.
     pub name: String,
+    /// Rows recorded.
     pub rows: u64,
     /// Interruptions of the device's stream.
     pub gaps: u64,
     /// Samples the device numbered but never sent (where it numbers them).
     pub missing_samples: u64,
+    /// Times the recorder reconnected.
     pub reconnects: u64,
     /// Failed attempts to reach the device.
     pub errors: u64,
@@ -61,6 +71,7 @@ pub struct DeviceRecord {
     /// Reads that delivered a backlog (samples that had waited in a buffer
     /// and were stamped late), and the samples in them.
     pub backlog_reads: u64,
+    /// Samples in those reads.
     pub backlog_samples: u64,
     /// What the device says it is (an FT 300's firmware and serial number).
     #[serde(skip_serializing_if = "Option::is_none")]

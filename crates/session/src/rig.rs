@@ -9,31 +9,39 @@ use crate::ConfigFileError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A rig file: the devices of a lab and its world frame.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rig {
+    /// What session.toml keeps of the session: `[session]`.
     #[serde(default)]
     pub session: SessionInfo,
     /// The world frame W: robot base, board (plane of motion), marker
     /// height, gravity, table (see `session::frames`).
     #[serde(default)]
     pub frames: RigFrames,
+    /// UR robots streaming RTDE, each a `[[robot]]` table.
     #[serde(default, rename = "robot", skip_serializing_if = "Vec::is_empty")]
     pub robots: Vec<RobotDevice>,
+    /// Robotiq FT 300 sensors on serial ports, each an `[[ft300]]` table.
     #[serde(default, rename = "ft300", skip_serializing_if = "Vec::is_empty")]
     pub ft300s: Vec<Ft300Device>,
+    /// Line sensors (a load cell behind a microcontroller) on serial ports, each an `[[ascii]]` table.
     #[serde(default, rename = "ascii", skip_serializing_if = "Vec::is_empty")]
     pub ascii_sensors: Vec<AsciiDevice>,
+    /// Cameras (OpenCV devices or video files), each a `[[camera]]` table.
     #[serde(default, rename = "camera", skip_serializing_if = "Vec::is_empty")]
     pub cameras: Vec<CameraDevice>,
+    /// ATI Net F/T sensors (RDT over UDP), each a `[[netft]]` table.
     #[serde(default, rename = "netft", skip_serializing_if = "Vec::is_empty")]
     pub netfts: Vec<NetFtDevice>,
 }
 
 /// An ATI Net F/T (or Axia, Schunk FTN-AXIA) streaming RDT over UDP.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetFtDevice {
+    /// The stream's name in the session (`streams/<name>`).
     #[serde(default = "default_netft_name")]
     pub name: String,
     /// host:port of its RDT server (UDP, port 49152).
@@ -45,6 +53,7 @@ pub struct NetFtDevice {
     /// the sensor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts_per_force: Option<f64>,
+    /// Counts per newton metre (with counts_per_force).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts_per_torque: Option<f64>,
     /// Zero the sensor (RDT bias command) when recording starts; the
@@ -61,17 +70,20 @@ fn default_netft_calibration_port() -> u16 {
     49151
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `[session]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionInfo {
+    /// Free text kept in session.toml (who, what, specimen).
     #[serde(default)]
     pub operator_notes: String,
 }
 
 /// A UR controller's RTDE server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RobotDevice {
+    /// The stream's name in the session.
     #[serde(default = "default_robot_name")]
     pub name: String,
     /// host:port of the controller's RTDE server (port 30004).
@@ -86,24 +98,29 @@ pub struct RobotDevice {
 }
 
 /// A Robotiq FT 300 force/torque sensor on a serial port.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ft300Device {
+    /// The stream's name in the session.
     #[serde(default = "default_ft300_name")]
     pub name: String,
     /// Serial device, e.g. /dev/ttyUSB0.
     pub port: String,
+    /// Baud rate (the FT 300 streams at 19200, 8N1).
     #[serde(default = "default_ft300_baud")]
     pub baud: u32,
 }
 
 /// A sensor that prints one line of numbers per sample.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AsciiDevice {
+    /// The stream's name in the session.
     #[serde(default = "default_ascii_name")]
     pub name: String,
+    /// Serial device, e.g. /dev/ttyACM0.
     pub port: String,
+    /// Baud rate.
     #[serde(default = "default_ascii_baud")]
     pub baud: u32,
     /// One character, or " " for any whitespace.
@@ -117,9 +134,10 @@ pub struct AsciiDevice {
 }
 
 /// A camera (OpenCV VideoCapture): a device index or a video file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CameraDevice {
+    /// The stream's name in the session (and its video: `<name>.mkv`).
     #[serde(default = "default_camera_name")]
     pub name: String,
     /// Device index (/dev/videoN).
@@ -152,11 +170,13 @@ pub struct CameraDevice {
 /// defines them, as OpenCV passes them on). A real camera's automatic
 /// exposure and white balance change the markers' colours from frame to
 /// frame: set them off and the exposure by hand.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CameraSettings {
+    /// Frame width [px].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width_px: Option<u32>,
+    /// Frame height [px].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height_px: Option<u32>,
     /// false: manual exposure (V4L2 through OpenCV: `CAP_PROP_AUTO_EXPOSURE` 0.25).
@@ -165,8 +185,10 @@ pub struct CameraSettings {
     /// Exposure in the driver's units (V4L2: 100 us steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposure: Option<f64>,
+    /// Gain in the driver's units.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gain: Option<f64>,
+    /// false: fixed white balance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_white_balance: Option<bool>,
     /// Focus in the driver's units (autofocus is then switched off).

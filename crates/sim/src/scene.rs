@@ -137,21 +137,37 @@ pub struct Scene {
     pub loads: Vec<LoadSpec>,
 }
 
-#[derive(Deserialize)]
+/// The scene file's JSON schema (`rodlab schema scene`,
+/// docs/reference/scene.md).
+pub fn file_schema() -> schemars::Schema {
+    schemars::schema_for!(RawScene)
+}
+
+/// A scene file: time stepping, the base's motion, a table with friction, loads.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawScene {
+    /// The time steps: `[time]`.
     time: RawTime,
+    /// Gravity in the world frame [m/s^2] (a session replayed takes its rig's).
     #[serde(default = "default_gravity")]
     gravity_m_s2: [f64; 3],
+    /// A table: a plane the rod may touch, with Coulomb friction. None: no contact.
     table: Option<RawTable>,
+    /// How the rod's base moves: `[base]`.
     base: RawBase,
+    /// Where the robot's base frame sits in the world (waypoints are the robot's TCP poses in it).
     robot: Option<RawPose>,
+    /// The state at t = 0: "rest" (straight, unloaded; default) or "static" (the static equilibrium under the loads at t = 0).
     #[serde(default)]
     initial: Option<String>,
+    /// How contact is modelled: `[contact]`.
     #[serde(default)]
     contact: RawContact,
+    /// Newton's settings for each step: `[solver]`.
     #[serde(default)]
     solver: RawSolver,
+    /// Loads on the rod, each a `[[load]]` table.
     #[serde(default, rename = "load")]
     loads: Vec<RawLoad>,
 }
@@ -160,77 +176,113 @@ fn default_gravity() -> [f64; 3] {
     [0.0, 0.0, -9.81]
 }
 
-#[derive(Deserialize)]
+/// The time steps.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTime {
+    /// Time step [s] (implicit Euler).
     step_s: f64,
+    /// Simulated time [s].
     duration_s: f64,
+    /// "dynamic" (inertia and damping) or "quasi-static" (a sequence of equilibria).
     mode: String,
 }
 
-#[derive(Deserialize)]
+/// A flat table: a half-space the rod cannot enter, with friction.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTable {
+    /// A point of the table's surface in the world [m].
     #[serde(default)]
     point_m: [f64; 3],
+    /// The table's normal, pointing up out of the table (normalised; not zero).
     normal: Option<[f64; 3]>,
+    /// Coulomb friction coefficient (>= 0; one value for stick and slip).
     mu: f64,
 }
 
-#[derive(Deserialize)]
+/// The rod's base.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBase {
+    /// "prescribed" (the base follows `waypoints`) or "free" (placed once at `position_m`, `rpy_deg`).
     kind: String,
+    /// Prescribed base: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows (UR TCP poses: position and rotation vector [rad]) at strictly increasing times, the first at t_s <= 0.
     #[serde(default)]
     waypoints: Vec<Vec<f64>>,
+    /// Free base: its position in the world [m].
     position_m: Option<[f64; 3]>,
+    /// Free base: roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     rpy_deg: Option<[f64; 3]>,
 }
 
-#[derive(Deserialize)]
+/// A pose in the world.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawPose {
+    /// Position [m].
     #[serde(default)]
     position_m: [f64; 3],
+    /// Roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     #[serde(default)]
     rpy_deg: [f64; 3],
 }
 
-#[derive(Deserialize, Default)]
+/// Contact and friction settings (all optional).
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawContact {
+    /// Where contact is checked: "subsegments" (every quadrature point; default) or "nodes" (section boundaries).
     points: Option<String>,
+    /// The normal law: "exact" (complementarity; default), "sigmoid" or "trigonometric" (smoothed over `width_n`).
     law: Option<String>,
+    /// Smoothing width of the sigmoid and trigonometric laws [N].
     width_n: Option<f64>,
+    /// Penalty scale of the smoothed laws [N/m] (default: from the rod's bending stiffness).
     scale_n_m: Option<f64>,
+    /// Normal compliance per contact point [m/N] (0: rigid); or give `foundation_modulus_pa`, not both.
     compliance_m_n: Option<f64>,
+    /// Winkler foundation modulus of the table and the rod's surface [Pa] (default: from the rod's material, Hertz line contact).
     foundation_modulus_pa: Option<f64>,
+    /// Tangential compliance of a sticking point [m/N] (default: the normal one times Mindlin's ratio).
     tangential_compliance_m_n: Option<f64>,
 }
 
-#[derive(Deserialize, Default)]
+/// Newton's settings.
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawSolver {
+    /// Newton's tolerance on the residual relative to the step's own forces (default 1e-10; not below double precision's reach).
     tolerance: Option<f64>,
+    /// Newton iterations per step at most (default 40).
     max_iterations: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawLoad {
+    /// "body_force" (spread over the rod), "point_force" (fixed direction), "follower_force" (turns with the section), "tow" (a spring pulled at a speed) or "cable" (a rod-file cable pulled with a tension).
     kind: String,
+    /// body_force: the total force, spread over the rod's mass [N].
     total_force_n: Option<[f64; 3]>,
+    /// point_force, follower_force: the force [N] (world frame; a follower's in the section frame at t = 0).
     force_n: Option<[f64; 3]>,
+    /// point_force, follower_force, tow: where along the rod [m] (tow: default 0, the base).
     arc_m: Option<f64>,
+    /// tow: the speed of the spring's far end [m/s].
     velocity_m_s: Option<[f64; 3]>,
+    /// tow: the spring's stiffness [N/m].
     stiffness_n_m: Option<f64>,
     /// Point forces: `[y, z]` offset from the centre line in the section frame.
     offset_m: Option<[f64; 2]>,
-    /// Cable loads: the rod file's cable name and `[t_s, tension_n]` waypoints.
+    /// cable: the name of one of the rod file's `[[cable]]`s.
     cable: Option<String>,
+    /// cable: `[t_s, tension_n]` rows, times increasing, tensions >= 0 (linear in between).
     tension_waypoints: Option<Vec<[f64; 2]>>,
+    /// When the load starts [s] (default 0).
     #[serde(default)]
     start_s: f64,
+    /// When it ends [s] (default: never; later than start_s).
     end_s: Option<f64>,
 }
 

@@ -1,0 +1,237 @@
+//! The config files as their parsers see them: a JSON schema per file
+//! (derived from the structs that parse it, with their doc comments), and
+//! the reference table of every field generated from it, so that
+//! docs/reference cannot miss a field (tests/docs.rs compares).
+
+use serde_json::Value;
+
+/// The files with a schema, by the name `rodlab schema` takes.
+pub const FILES: [&str; 6] = ["rod", "rig", "scene", "loads", "identified", "session"];
+
+/// The JSON schema of config file `name` (one of [`FILES`]).
+pub fn schema(name: &str) -> Option<schemars::Schema> {
+    Some(match name {
+        "rod" => rod::config::file_schema(),
+        "rig" => schemars::schema_for!(session::Rig),
+        "scene" => sim::scene::file_schema(),
+        "loads" => schemars::schema_for!(identify::sessions::LoadsFile),
+        "identified" => schemars::schema_for!(identify::output::IdentifiedFile),
+        "session" => schemars::schema_for!(session::SessionMeta),
+        _ => return None,
+    })
+}
+
+/// One field of a file, as the reference lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    /// Dotted path; `[]` marks an array of tables (`marker[].arc_m` is
+    /// `arc_m` of each `[[marker]]`).
+    pub path: String,
+    pub kind: String,
+    pub required: bool,
+    pub default: Option<String>,
+    pub description: String,
+}
+
+fn resolve<'a>(root: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+        Some(name) => root.get("$defs").and_then(|d| d.get(name)).map_or(v, |d| resolve(root, d)),
+        None => v,
+    }
+}
+
+/// The alternatives of a value: anyOf/oneOf branches, else itself.
+fn alternatives<'a>(root: &'a Value, v: &'a Value) -> Vec<&'a Value> {
+    let v = resolve(root, v);
+    match v.get("anyOf").or_else(|| v.get("oneOf")).and_then(Value::as_array) {
+        Some(a) => a.iter().flat_map(|x| alternatives(root, x)).collect(),
+        None => vec![v],
+    }
+}
+
+fn is_table(v: &Value) -> bool {
+    v.get("properties").is_some()
+}
+
+fn kind_of(root: &Value, v: &Value) -> String {
+    let kinds: Vec<String> = alternatives(root, v)
+        .into_iter()
+        .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+        .map(|a| {
+            if is_table(a) {
+                return "table".to_string();
+            }
+            if let Some(e) = a.get("enum").and_then(Value::as_array) {
+                return e.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" | ");
+            }
+            if let Some(c) = a.get("const") {
+                return c.to_string();
+            }
+            let ty = match a.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect::<Vec<_>>().join(" or "),
+                _ => "any".to_string(),
+            };
+            if ty == "array" {
+                let items = a.get("items").map(|i| kind_of(root, i)).unwrap_or_else(|| "any".into());
+                return match (a.get("minItems").and_then(Value::as_u64), a.get("maxItems").and_then(Value::as_u64)) {
+                    (Some(n), Some(m)) if n == m => format!("[{items}; {n}]"),
+                    _ if items == "table" => "array of tables".to_string(),
+                    _ => format!("[{items}]"),
+                };
+            }
+            ty
+        })
+        .collect();
+    let mut unique: Vec<String> = vec![];
+    for k in kinds {
+        if !unique.contains(&k) {
+            unique.push(k);
+        }
+    }
+    unique.join(" or ")
+}
+
+/// The tables a value holds (a table, an array of tables, or either
+/// among alternatives), with the path suffix (`[]` for arrays).
+fn nested<'a>(root: &'a Value, v: &'a Value) -> Vec<(&'a Value, &'static str)> {
+    let mut out = vec![];
+    for a in alternatives(root, v) {
+        if is_table(a) {
+            out.push((a, ""));
+        } else if let Some(items) = a.get("items") {
+            for i in alternatives(root, items) {
+                if is_table(i) {
+                    out.push((i, "[]"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The type name a value refers to (`$ref`), directly or through an
+/// Option or array.
+fn ref_name(root: &Value, v: &Value) -> Option<String> {
+    let direct = |x: &Value| x.get("$ref").and_then(Value::as_str).map(|r| r.trim_start_matches("#/$defs/").to_string());
+    direct(v)
+        .or_else(|| {
+            let alts = v.get("anyOf").or_else(|| v.get("oneOf")).and_then(Value::as_array)?;
+            alts.iter().find_map(|a| direct(a).or_else(|| a.get("items").and_then(|i| ref_name(root, i))))
+        })
+        .or_else(|| v.get("items").and_then(|i| direct(i)))
+}
+
+fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expanded: &mut Vec<(String, String)>) {
+    let required: Vec<&str> = table.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let Some(props) = table.get("properties").and_then(Value::as_object) else { return };
+    for (name, sub) in props {
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        // A field's own doc, else its type's.
+        let description = sub
+            .get("description")
+            .or_else(|| resolve(root, sub).get("description"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            // rustdoc's escaped brackets read as units here.
+            .replace("\\[", "[")
+            .replace("\\]", "]");
+        if out.iter().any(|f| f.path == path) {
+            continue;
+        }
+        // A type listed once, at its shallowest place: its other places say where.
+        let reference = ref_name(root, sub);
+        let seen = reference.as_ref().and_then(|r| expanded.iter().find(|(n, _)| n == r)).map(|(_, p)| p.clone()).filter(|p| *p != path);
+        let mut kind = kind_of(root, sub);
+        if let Some(p) = &seen {
+            kind = format!("{kind} (fields as `{p}`)");
+        }
+        out.push(Field {
+            path: path.clone(),
+            kind,
+            required: required.contains(&name.as_str()),
+            // A table's default is its fields' (listed below it).
+            default: sub.get("default").filter(|d| !d.is_null() && !d.is_object()).map(|d| d.to_string()),
+            description,
+        });
+        if seen.is_some() {
+            continue;
+        }
+        for (t, suffix) in nested(root, sub) {
+            walk(root, t, &format!("{path}{suffix}"), out, expanded);
+        }
+    }
+}
+
+/// Where each referenced type is listed: its shallowest path (breadth
+/// first; ties by name).
+fn homes(root: &Value) -> Vec<(String, String)> {
+    let mut homes: Vec<(String, String)> = vec![];
+    let mut queue: std::collections::VecDeque<(&Value, String)> = nested(root, root).into_iter().map(|(t, _)| (t, String::new())).collect();
+    while let Some((table, prefix)) = queue.pop_front() {
+        let Some(props) = table.get("properties").and_then(Value::as_object) else { continue };
+        for (name, sub) in props {
+            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+            if let Some(r) = ref_name(root, sub) {
+                if homes.iter().any(|(n, _)| *n == r) {
+                    continue;
+                }
+                homes.push((r, path.clone()));
+            }
+            for (t, suffix) in nested(root, sub) {
+                queue.push_back((t, format!("{path}{suffix}")));
+            }
+        }
+    }
+    homes
+}
+
+/// Every field of a schema, depth first.
+pub fn fields(schema: &schemars::Schema) -> Vec<Field> {
+    let root = schema.as_value();
+    let mut out = vec![];
+    let mut homes = homes(root);
+    for (t, _) in nested(root, root) {
+        walk(root, t, "", &mut out, &mut homes);
+    }
+    out
+}
+
+/// The reference table of `fields` (Markdown).
+pub fn table(fields: &[Field]) -> String {
+    let mut s = String::from("| field | type | required | default | meaning |\n|---|---|---|---|---|\n");
+    for f in fields {
+        let cell = |t: &str| t.replace('|', "\\|");
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            f.path,
+            cell(&f.kind),
+            if f.required { "yes" } else { "" },
+            f.default.as_deref().map(|d| format!("`{}`", cell(d))).unwrap_or_default(),
+            cell(&f.description)
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rod_files_fields_include_nested_tables_and_arrays_of_tables() {
+        let f = fields(&schema("rod").unwrap());
+        let paths: Vec<&str> = f.iter().map(|f| f.path.as_str()).collect();
+        for p in ["length_m", "material.e_pa", "marker[].arc_m", "cable[].angle_deg", "radius.base_m", "section.width_m"] {
+            assert!(paths.contains(&p), "{p} not in {paths:?}");
+        }
+        let length = f.iter().find(|f| f.path == "length_m").unwrap();
+        assert!(length.required && length.kind == "number", "{length:?}");
+        let sub = f.iter().find(|f| f.path == "subsegments_per_section").unwrap();
+        assert_eq!(sub.default.as_deref(), Some("8"));
+        assert!(schema("nothing").is_none());
+    }
+}
