@@ -335,7 +335,7 @@ pub fn file_schema() -> schemars::Schema {
 struct RawRod {
     /// The rod's length L [m].
     length_m: f64,
-    /// Section boundaries along the rod [m], increasing from 0 to length_m (n + 1 numbers for n sections of piecewise linear strain).
+    /// Lengths of the sections [m], from the base; they sum to length_m (strain is linear, or constant, in each).
     sections_m: Vec<f64>,
     /// Quadrature sub-segments per section (Magnus steps; more for strongly curved rods).
     #[serde(default = "default_subsegments")]

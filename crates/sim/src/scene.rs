@@ -238,11 +238,11 @@ struct RawContact {
     law: Option<String>,
     /// Smoothing width of the sigmoid and trigonometric laws [N].
     width_n: Option<f64>,
-    /// Penalty scale of the smoothed laws [N/m] (default: from the rod's bending stiffness).
+    /// Alart-Curnier scale r_n = r_t of the contact conditions [N/m] (default: the larger of a contact point's mass over step_s^2 and the rod's tip bending stiffness 3EI/L^3).
     scale_n_m: Option<f64>,
     /// Normal compliance per contact point [m/N] (0: rigid); or give `foundation_modulus_pa`, not both.
     compliance_m_n: Option<f64>,
-    /// Winkler foundation modulus of the table and the rod's surface [Pa] (default: from the rod's material, Hertz line contact).
+    /// Foundation modulus under the rod [Pa]: each point yields 1 / (k ds) (default: an elastic cylinder of the rod's surface material in line contact with a rigid plane).
     foundation_modulus_pa: Option<f64>,
     /// Tangential compliance of a sticking point [m/N] (default: the normal one times Mindlin's ratio).
     tangential_compliance_m_n: Option<f64>,

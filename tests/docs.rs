@@ -1,0 +1,152 @@
+//! The documentation cannot go stale:
+//! - every reference page's field table is the one generated from the
+//!   structs that parse the file (a field added without documentation, or
+//!   not in the page, fails here; `RODLAB_BLESS=1` rewrites the tables);
+//! - every page's TOML example parses with the real parser;
+//! - every shell block marked `<!-- docs-test -->` in the README and the
+//!   guide runs against the binary in a temporary directory (a renamed
+//!   flag fails here).
+
+mod common;
+use common::root;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BEGIN: &str = "<!-- fields: generated from the parser's structs (rodlab schema FILE --reference); tests/docs.rs fails when it is stale -->";
+const END: &str = "<!-- end fields -->";
+
+fn page(name: &str) -> PathBuf {
+    root().join("docs/reference").join(format!("{name}.md"))
+}
+
+#[test]
+fn every_config_field_is_documented_in_its_struct_and_in_its_reference_page() {
+    let bless = std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1");
+    let mut stale = vec![];
+    for name in lab::reference::FILES {
+        let fields = lab::reference::fields(&lab::reference::schema(name).unwrap());
+        let undocumented: Vec<&str> = fields.iter().filter(|f| f.description.trim().is_empty()).map(|f| f.path.as_str()).collect();
+        assert!(undocumented.is_empty(), "{name}: fields without a doc comment in their struct: {undocumented:?}");
+        let path = page(name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (Some(a), Some(b)) = (text.find(BEGIN), text.find(END)) else { panic!("{}: no generated field table ({BEGIN} ... {END})", path.display()) };
+        let table = lab::reference::table(&fields);
+        let current = text[a + BEGIN.len()..b].trim();
+        if current != table.trim() {
+            if bless {
+                std::fs::write(&path, format!("{}{BEGIN}\n{}{END}{}", &text[..a], table, &text[b + END.len()..])).unwrap();
+            } else {
+                let listed: Vec<&str> = current.lines().filter_map(|l| l.split('`').nth(1)).collect();
+                let missing: Vec<&str> = fields.iter().map(|f| f.path.as_str()).filter(|p| !listed.contains(p)).collect();
+                stale.push(format!("{}: stale field table (missing {missing:?}); RODLAB_BLESS=1 cargo test --test docs rewrites it", path.display()));
+            }
+        }
+    }
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
+}
+
+/// The blocks of `lang` in a Markdown text, each with whether the line
+/// before it is `<!-- docs-test -->`.
+fn blocks(text: &str, lang: &str) -> Vec<(bool, String)> {
+    let mut out = vec![];
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() == format!("```{lang}") {
+            let marked = i > 0 && lines[i - 1].trim() == "<!-- docs-test -->";
+            let start = i + 1;
+            let mut end = start;
+            while end < lines.len() && lines[end].trim() != "```" {
+                end += 1;
+            }
+            out.push((marked, lines[start..end].join("\n")));
+            i = end;
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn every_reference_example_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["rod", "rig", "scene", "loads"] {
+        let text = std::fs::read_to_string(page(name)).unwrap();
+        let examples = blocks(&text, "toml");
+        assert!(!examples.is_empty(), "{name}.md has no TOML example");
+        for (k, (_, toml)) in examples.iter().enumerate() {
+            let file = dir.path().join(format!("{name}-{k}.toml"));
+            std::fs::write(&file, toml).unwrap();
+            let parsed = match name {
+                "rod" => rod::Rod::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
+                "rig" => session::Rig::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
+                "scene" => sim::Scene::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
+                _ => toml::from_str::<identify::sessions::LoadsFile>(toml).map(|_| ()).map_err(|e| e.to_string()),
+            };
+            assert!(parsed.is_ok(), "docs/reference/{name}.md example {k}: {}", parsed.unwrap_err());
+        }
+    }
+}
+
+#[test]
+fn the_session_page_names_every_tables_columns() {
+    let text = std::fs::read_to_string(page("session")).unwrap();
+    let columns = session::MARKER_COLUMNS
+        .iter()
+        .chain(session::STRAIN_NAMES.iter())
+        .chain(session::BASE_POSE_NAMES.iter())
+        .chain(["t_host_ns", "node", "arc_m", "marker_residual_m", "status", "start_host_ns", "end_host_ns", "duration_s", "reason", "missing_samples", "device_ms"].iter());
+    for c in columns {
+        assert!(text.contains(&format!("`{c}`")), "docs/reference/session.md does not name the column `{c}`");
+    }
+}
+
+/// Runs the marked blocks of `doc` in order in one temporary directory
+/// holding the repository's configs, datasets and scripts.
+fn run_marked_blocks(doc: &Path) -> usize {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["configs", "datasets", "scripts"] {
+        std::os::unix::fs::symlink(root().join(d), dir.path().join(d)).unwrap();
+    }
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_rodlab"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let mut ran = 0;
+    for (marked, script) in blocks(&text, "sh") {
+        if !marked {
+            continue;
+        }
+        let o = Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("RODLAB", &bin)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: this block failed:\n{script}\n--- stdout\n{}\n--- stderr\n{}",
+            doc.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        ran += 1;
+    }
+    ran
+}
+
+#[test]
+fn the_readmes_marked_commands_run() {
+    assert!(run_marked_blocks(&root().join("README.md")) >= 1);
+}
+
+#[test]
+fn the_guides_marked_commands_run() {
+    assert!(run_marked_blocks(&root().join("docs/guide.md")) >= 1);
+}
+
+#[test]
+fn marked_blocks_are_found_and_unmarked_ones_left() {
+    let md = "text\n<!-- docs-test -->\n```sh\nrodlab --help\n```\n\n```sh\nrodlab record --rig real.toml\n```\n";
+    assert_eq!(blocks(md, "sh"), vec![(true, "rodlab --help".to_string()), (false, "rodlab record --rig real.toml".to_string())]);
+}
