@@ -375,7 +375,6 @@ struct RawRod {
     damping: Option<RawDamping>,
     /// Priors and ranges for identification: `[identify]`.
     identify: Option<RawIdentify>,
-    /// Room temperature during the experiments [degC] (kept, not used).
     room_temperature_c: Option<f64>,
 }
 
