@@ -375,7 +375,6 @@ struct RawRod {
     damping: Option<RawDamping>,
     /// Priors and ranges for identification: `[identify]`.
     identify: Option<RawIdentify>,
-    room_temperature_c: Option<f64>,
 }
 
 /// `[identify]`: `cable_offset_m = { mean = 0.0, sd = 0.005 }`.
