@@ -91,11 +91,10 @@ fn every_reference_example_parses() {
 #[test]
 fn the_session_page_names_every_tables_columns() {
     let text = std::fs::read_to_string(page("session")).unwrap();
-    let columns = session::MARKER_COLUMNS
-        .iter()
-        .chain(session::STRAIN_NAMES.iter())
-        .chain(session::BASE_POSE_NAMES.iter())
-        .chain(["t_host_ns", "node", "arc_m", "marker_residual_m", "status", "start_host_ns", "end_host_ns", "duration_s", "reason", "missing_samples", "device_ms"].iter());
+    let columns = session::MARKER_COLUMNS.iter().chain(session::STRAIN_NAMES.iter()).chain(session::BASE_POSE_NAMES.iter()).chain(
+        ["t_host_ns", "node", "arc_m", "marker_residual_m", "status", "start_host_ns", "end_host_ns", "duration_s", "reason", "missing_samples", "device_ms"]
+            .iter(),
+    );
     for c in columns {
         assert!(text.contains(&format!("`{c}`")), "docs/reference/session.md does not name the column `{c}`");
     }
@@ -116,13 +115,7 @@ fn run_marked_blocks(doc: &Path) -> usize {
         if !marked {
             continue;
         }
-        let o = Command::new("bash")
-            .args(["-euo", "pipefail", "-c", &script])
-            .current_dir(dir.path())
-            .env("PATH", &path)
-            .env("RODLAB", &bin)
-            .output()
-            .unwrap();
+        let o = Command::new("bash").args(["-euo", "pipefail", "-c", &script]).current_dir(dir.path()).env("PATH", &path).env("RODLAB", &bin).output().unwrap();
         assert!(
             o.status.success(),
             "{}: this block failed:\n{script}\n--- stdout\n{}\n--- stderr\n{}",
@@ -149,4 +142,14 @@ fn the_guides_marked_commands_run() {
 fn marked_blocks_are_found_and_unmarked_ones_left() {
     let md = "text\n<!-- docs-test -->\n```sh\nrodlab --help\n```\n\n```sh\nrodlab record --rig real.toml\n```\n";
     assert_eq!(blocks(md, "sh"), vec![(true, "rodlab --help".to_string()), (false, "rodlab record --rig real.toml".to_string())]);
+}
+
+#[test]
+fn rodlab_schema_prints_a_json_schema_and_refuses_an_unknown_file() {
+    let o = Command::new(env!("CARGO_BIN_EXE_rodlab")).args(["schema", "rod"]).output().unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["properties"]["length_m"]["description"].as_str().is_some_and(|d| d.contains("[m]")), "{}", v["properties"]["length_m"]);
+    assert_eq!(v["additionalProperties"], false, "unknown fields are refused, as the parser does");
+    common::expect_exit_2(Command::new(env!("CARGO_BIN_EXE_rodlab")).args(["schema", "robot"]).output().unwrap(), &["robot", "rod, rig"]);
 }

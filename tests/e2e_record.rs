@@ -122,7 +122,7 @@ fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     let (ft_sent, ascii_sent) = (sent_by(ft_emu), sent_by(ascii_emu));
     let o = rec.wait_with_output().unwrap();
     assert!(o.status.success());
-    // The recorder reports its own CPU use (a figure for the README, not a
+    // The recorder reports its own CPU use (a figure for docs/results.md, not a
     // pass/fail: timing depends on the machine).
     println!("{}", String::from_utf8_lossy(&o.stdout));
     let sent = sent_by(emu);

@@ -211,12 +211,12 @@ fn shipped_paper_data_fit_converges_from_several_starts() {
     assert!(agreeing >= 3, "only {agreeing} starts reach the optimum");
     let loo = leave_one_out(&rod, &exps, &f, &FitOptions::default(), |_| {});
     assert_eq!(loo.len(), 6);
-    // The README's leave-one-out predictions (mm, to 0.01 mm); each held-out
+    // docs/results.md's leave-one-out predictions (mm, to 0.01 mm); each held-out
     // experiment is predicted no better than when it was fitted.
     let readme = [7.11, 8.38, 13.91, 7.49, 3.58, 6.45];
     for ((l, want), fitted) in loo.iter().zip(readme).zip(&f.errors_mm) {
         println!("  LOO {}: {:.2} mm (fitted {:.2} mm)", l.experiment, l.errors_mm[0], fitted[0]);
-        assert!((l.errors_mm[0] - want).abs() < 0.006, "LOO {}: {} mm vs README {want} mm", l.experiment, l.errors_mm[0]);
+        assert!((l.errors_mm[0] - want).abs() < 0.006, "LOO {}: {} mm vs docs/results.md {want} mm", l.experiment, l.errors_mm[0]);
         assert!(l.errors_mm[0] >= fitted[0] - 1e-9);
     }
 }
@@ -238,7 +238,7 @@ fn paper_data_per_cable() -> (Rod, Vec<Experiment>, FitOptions) {
 /// Prediction bands on the real arm: the most flexible variant of the
 /// shipped paper data (frame, offset and angle per cable), fitted on five
 /// experiments, predicts the sixth with its 95 % band: every measured tip
-/// inside its per-coordinate band (README).
+/// inside its per-coordinate band (docs/results.md).
 #[test]
 fn shipped_paper_data_held_out_tips_fall_in_their_prediction_bands() {
     let (rod, exps, opts) = paper_data_per_cable();

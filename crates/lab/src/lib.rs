@@ -7,7 +7,9 @@
 //! scripts call them directly.
 //!
 //! The physics side builds without OpenCV; recording, emulating devices,
-//! tracking and the live virtual lab come with the `devices` feature.
+//! tracking, the live virtual lab and the browser views (live and replay,
+//! [`view`]) come with the `devices` feature. [`reference`] turns the
+//! config files' parsers into their JSON schemas and reference tables.
 
 pub mod c3d;
 pub mod data;

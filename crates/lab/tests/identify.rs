@@ -1,5 +1,5 @@
 //! Identification on the shipped paper data through the lab's workflow:
-//! the README's values and intervals, the report, predictions with the
+//! docs/results.md's values and intervals, the report, predictions with the
 //! identified parameters (and their bands), model variants, bad data.
 
 mod common;
@@ -57,10 +57,10 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
     assert_eq!(reference.failures, 1);
     assert!(reference.failure_reasons[0].contains("experiment 3: static solve did not converge"), "{:?}", reference.failure_reasons);
     assert!(reference.failure_reasons[0].contains("cable cable4 is shortened to 1 % of its length"), "{:?}", reference.failure_reasons);
-    // The fit is inside the model's range except experiment 3's curl (README).
+    // The fit is inside the model's range except experiment 3's curl (docs/results.md).
     assert!(id.study.fit.warnings.iter().any(|w| w.contains("experiment 3: outside the model's validity: a surface fibre is compressed 35 %")));
 
-    // The README's fit, values and intervals, to 5 digits (a regression:
+    // docs/results.md's fit, values and intervals, to 5 digits (a regression:
     // the optimum of the shipped data), as written to identified.toml.
     let params = Params::read(&out.join("identified.toml"), &rod(ARM), &at(ARM)).unwrap();
     let p = &params.file.parameters;
@@ -69,7 +69,7 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
     {
         let got = [e.value, e.ci95[0], e.ci95[1]];
         for (g, w) in got.iter().zip(want) {
-            assert!((g / w - 1.0).abs() < 1e-4, "{name}: {got:?} vs README {want:?}");
+            assert!((g / w - 1.0).abs() < 1e-4, "{name}: {got:?} vs docs/results.md {want:?}");
         }
     }
     assert!((params.file.fit.rms_error_mm - 7.7345).abs() < 1e-3);
@@ -152,7 +152,7 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
 
 /// Model choice by prediction on the shipped paper data: eight variants
 /// side by side with their leave-one-out errors and standard errors
-/// (README table); the simplest within one standard error of the best
+/// (docs/results.md table); the simplest within one standard error of the best
 /// recommended; the best predicts every held-out experiment within the
 /// paper's 5 mm.
 #[test]
@@ -161,7 +161,7 @@ fn variants_are_compared_by_leave_one_out() {
     let out = dir.path().join("fit");
     let id =
         run(&IdentifyRequest { compare_variants: true, loo: false, reference: Some(identify::Values::material(2.563e5, 8.543e4, 1.41e3)), ..request(&out) });
-    // The paper's material held, the geometry fitted (README): a section
+    // The paper's material held, the geometry fitted (docs/results.md): a section
     // 1.374 times the assumed one, cables 3 mm inside its surface, fit
     // within the paper's 5 mm.
     let g = id.reference_geometry.as_ref().unwrap().as_ref().unwrap();
@@ -179,20 +179,20 @@ fn variants_are_compared_by_leave_one_out() {
     // 20 %: the file says that the laws can be compared.
     assert!((id.study.fit.largest_fibre_strain - 0.35).abs() < 0.01, "{}", id.study.fit.largest_fibre_strain);
     assert!(id.file.warnings.iter().any(|w| w.contains("--compare-laws")), "{:?}", id.file.warnings);
-    // README: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 / 2.35 / 2.62 / 4.16 / 1.63 mm,
+    // docs/results.md: LOO RMS 8.41 / 3.57 / 10.69 / 2.64 / 2.35 / 2.62 / 4.16 / 1.63 mm,
     // worst 13.91 / 7.31 / 21.25 / 6.04 / 5.50 / 6.03 / 7.50 / 3.91 mm.
     let readme = [(8.41, 13.91), (3.57, 7.31), (10.69, 21.25), (2.64, 6.04), (2.35, 5.50), (2.62, 6.03), (4.16, 7.50), (1.63, 3.91)];
     for (v, (rms, worst)) in id.variants.iter().zip(readme) {
         assert!(
             (v.loo_rms_mm - rms).abs() < 0.01 && (v.loo_worst_mm - worst).abs() < 0.01,
-            "{}: {} {} vs README {rms}, {worst}",
+            "{}: {} {} vs docs/results.md {rms}, {worst}",
             v.name,
             v.loo_rms_mm,
             v.loo_worst_mm
         );
     }
     // The best predictor: every held-out experiment within 5 mm, and
-    // cable 1 turned about 0.9 degree towards cable 4 (README).
+    // cable 1 turned about 0.9 degree towards cable 4 (docs/results.md).
     let lowest = &id.variants[lowest];
     assert_eq!(lowest.loo_per_experiment_mm.len(), 6);
     assert!(lowest.loo_per_experiment_mm.iter().all(|e| *e <= 5.0), "{:?}", lowest.loo_per_experiment_mm);
@@ -219,14 +219,14 @@ fn variants_are_compared_by_leave_one_out() {
     assert!(e.contains("no fit named \"nonsense\"") && e.contains("\"frame + offset, angle per cable\""), "{e}");
 
     // The offset alone, with the rod file's prior ([identify] in
-    // configs/rod/pls-cable-arm.toml): the README's -2.67 mm, and its
+    // configs/rod/pls-cable-arm.toml): docs/results.md's -2.67 mm, and its
     // strong correlation with E (no weighing in the paper's data).
     let id = run(&IdentifyRequest { cable_offset: Prior::RodFile, loo: false, ..request(&out) });
     assert!((id.study.fit.values.cable_offset_m * 1e3 + 2.668).abs() < 5e-4, "{}", id.study.fit.values.cable_offset_m);
     assert!(id.study.fit.warnings.iter().any(|w| w.contains("ln_e and cable_offset_m are correlated")), "{:?}", id.study.fit.warnings);
 
     // The recommended variant from the request, the angle prior in
-    // degrees: the README's -0.92 deg turn of cable 1, the same as with
+    // degrees: docs/results.md's -0.92 deg turn of cable 1, the same as with
     // the rod file's prior (5 degrees).
     for angle in [Prior::Given(0.0, 5.0), Prior::RodFile] {
         let id = run(&IdentifyRequest {

@@ -14,7 +14,7 @@ fn request(rod: rod::Rod) -> SolveRequest {
 fn the_paper_cantilever_tip_and_its_shape() {
     let s = solve(&request(rod("configs/rod/pls-paper-cantilever.toml"))).unwrap();
     // Table II rod, PLS with the paper's 3 sections: 0.79 mm from the
-    // converged rod [5.9087, 0, -17.8903] cm (README).
+    // converged rod [5.9087, 0, -17.8903] cm (docs/results.md).
     let tip = s.tip_m();
     assert!((tip.x - 0.059247).abs() <= 1e-6 && tip.y.abs() <= 1e-6 && (tip.z + 0.178133).abs() <= 1e-6, "{tip:?}");
     assert!(s.residual_norm.is_finite() && s.residual_norm < 1e-8);
@@ -67,7 +67,7 @@ fn a_tip_force_against_beam_theory() {
     assert!(s.shape.iter().all(|r| r.strain.fixed_rows::<3>(3).iter().all(|e| *e == 0.0)));
 }
 
-/// The numbers of the README's Tables II and III, to 1e-4 cm.
+/// The numbers of docs/results.md's Tables II and III, to 1e-4 cm.
 #[test]
 fn the_paper_tables() {
     let t = lab::paper::tables(&rod("configs/rod/pls-paper-cantilever.toml")).unwrap();
@@ -79,7 +79,7 @@ fn the_paper_tables() {
     ];
     for (label, want) in expect2 {
         let row = t.table2.iter().find(|r| r.method == label).unwrap_or_else(|| panic!("no row {label}"));
-        assert!((row.tip_cm - Vec3::from(want)).amax() <= 5e-5 + 1e-9, "{label}: {:?} vs README {want:?}", row.tip_cm);
+        assert!((row.tip_cm - Vec3::from(want)).amax() <= 5e-5 + 1e-9, "{label}: {:?} vs docs/results.md {want:?}", row.tip_cm);
     }
     let expect3 = [
         ("cosserat", [5.9247, -17.8133]),

@@ -57,7 +57,7 @@ fn bench_observer(c: &mut Criterion) {
 /// The weighted observer on markers with 0.3 mm of noise, told that noise
 /// (the default), 2e-5 m or 1e-6 m: a sigma far below the noise is reached
 /// by continuation from larger ones, and should cost at most a few times
-/// the matched sigma's time (measured: see the README).
+/// the matched sigma's time (measured: see docs/results.md).
 fn bench_sigma_below_the_noise(c: &mut Criterion) {
     use rand::SeedableRng;
     use rand_distr::{Distribution, Normal};

@@ -169,7 +169,7 @@ fn table_ii_rod_converges_to_the_continuous_rod() {
         (pcs3 - reference).norm() * 1e3
     );
     println!("paper: FEM [5.8479, 0, -17.8395], PCS [5.3450, 0, -17.1693], PLS [5.7787, 0, -17.8394] cm");
-    // The README's 0.786 mm, as a regression.
+    // docs/results.md's 0.786 mm, as a regression.
     assert!((err3 - 0.786e-3).abs() < 1e-6, "PLS with 3 sections is {err3} m from the continuous rod");
     assert!(tip3.y.abs() < 1e-12);
 
