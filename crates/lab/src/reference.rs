@@ -112,14 +112,14 @@ fn nested<'a>(root: &'a Value, v: &'a Value) -> Vec<(&'a Value, &'static str)> {
 
 /// The type name a value refers to (`$ref`), directly or through an
 /// Option or array.
-fn ref_name(root: &Value, v: &Value) -> Option<String> {
+fn ref_name(v: &Value) -> Option<String> {
     let direct = |x: &Value| x.get("$ref").and_then(Value::as_str).map(|r| r.trim_start_matches("#/$defs/").to_string());
     direct(v)
         .or_else(|| {
             let alts = v.get("anyOf").or_else(|| v.get("oneOf")).and_then(Value::as_array)?;
-            alts.iter().find_map(|a| direct(a).or_else(|| a.get("items").and_then(|i| ref_name(root, i))))
+            alts.iter().find_map(|a| direct(a).or_else(|| a.get("items").and_then(ref_name)))
         })
-        .or_else(|| v.get("items").and_then(|i| direct(i)))
+        .or_else(|| v.get("items").and_then(direct))
 }
 
 fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expanded: &mut Vec<(String, String)>) {
@@ -143,7 +143,7 @@ fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expande
             continue;
         }
         // A type listed once, at its shallowest place: its other places say where.
-        let reference = ref_name(root, sub);
+        let reference = ref_name(sub);
         let seen = reference.as_ref().and_then(|r| expanded.iter().find(|(n, _)| n == r)).map(|(_, p)| p.clone()).filter(|p| *p != path);
         let mut kind = kind_of(root, sub);
         if let Some(p) = &seen {
@@ -175,7 +175,7 @@ fn homes(root: &Value) -> Vec<(String, String)> {
         let Some(props) = table.get("properties").and_then(Value::as_object) else { continue };
         for (name, sub) in props {
             let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-            if let Some(r) = ref_name(root, sub) {
+            if let Some(r) = ref_name(sub) {
                 if homes.iter().any(|(n, _)| *n == r) {
                     continue;
                 }
