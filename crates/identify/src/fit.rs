@@ -87,19 +87,19 @@ const HELD_SD_LOG: f64 = 1e-6;
 /// One start of the multi-start.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StartOutcome {
-    /// The start's E [Pa].
+    /// The start's E \[Pa\].
     pub start_e_pa: f64,
-    /// The start's G [Pa].
+    /// The start's G \[Pa\].
     pub start_g_pa: f64,
-    /// The start's rho [kg/m^3].
+    /// The start's rho \[kg/m^3\].
     pub start_rho_kg_m3: f64,
     /// Whether it converged.
     pub converged: bool,
-    /// Where it ended: E [Pa].
+    /// Where it ended: E \[Pa\].
     pub e_pa: f64,
-    /// G [Pa].
+    /// G \[Pa\].
     pub g_pa: f64,
-    /// rho [kg/m^3].
+    /// rho \[kg/m^3\].
     pub rho_kg_m3: f64,
     /// Its final cost.
     pub cost: f64,
@@ -119,7 +119,7 @@ pub struct Estimate {
 
 /// Whether a 95 % interval `[low, high]` of a positive quantity says
 /// anything: finite, and within four decades (an unseen G came out as
-/// [3.2e-64, 2.3e73]: a number the data did not determine).
+/// \[3.2e-64, 2.3e73\]: a number the data did not determine).
 pub fn interval_determined(low: f64, high: f64) -> bool {
     low.is_finite() && high.is_finite() && low > 0.0 && high / low < 1e4
 }

@@ -50,11 +50,11 @@ pub struct Study {
 pub struct JackknifeOut {
     /// Leave-one-experiment-out fits made.
     pub fits: usize,
-    /// Jackknife 95 % interval of E [Pa].
+    /// Jackknife 95 % interval of E \[Pa\].
     pub e_pa_ci95: [f64; 2],
-    /// Jackknife 95 % interval of G [Pa].
+    /// Jackknife 95 % interval of G \[Pa\].
     pub g_pa_ci95: [f64; 2],
-    /// Jackknife 95 % interval of rho [kg/m^3].
+    /// Jackknife 95 % interval of rho \[kg/m^3\].
     pub rho_kg_m3_ci95: [f64; 2],
 }
 
@@ -152,9 +152,9 @@ pub struct VariantOut {
     pub name: String,
     /// What it fits beyond E, G, rho (geometry nuisance parameters).
     pub parameters: Vec<String>,
-    /// Its E [Pa].
+    /// Its E \[Pa\].
     pub e_pa: f64,
-    /// Its cables' common offset [m].
+    /// Its cables' common offset \[m\].
     pub cable_offset_m: f64,
     /// Its radius scale.
     #[serde(default = "one")]
@@ -208,7 +208,7 @@ pub struct BandOut {
     pub covariance: Vec<Vec<f64>>,
     /// Residual degrees of freedom.
     pub dof: usize,
-    /// RMS of the measurements' standard deviations [m].
+    /// RMS of the measurements' standard deviations \[m\].
     pub measurement_sigma_m: f64,
     /// Factor of the residuals over the declared noise.
     pub residual_scale: f64,
@@ -397,7 +397,7 @@ pub fn law_comparison(variants: &[VariantOut]) -> Option<String> {
 pub struct EstimateOut {
     /// The estimate (SI units).
     pub value: f64,
-    /// [low, high]; NaN when the parameter was held fixed.
+    /// \[low, high\]; NaN when the parameter was held fixed.
     pub ci95: [f64; 2],
     /// False when the data do not bound the value (the interval is then
     /// no information: "not determined by these data").
@@ -418,23 +418,23 @@ impl From<Estimate> for EstimateOut {
 /// The identified values: what `--params` applies.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Parameters {
-    /// Young's modulus E [Pa].
+    /// Young's modulus E \[Pa\].
     pub e_pa: EstimateOut,
-    /// Shear modulus G [Pa].
+    /// Shear modulus G \[Pa\].
     pub g_pa: EstimateOut,
-    /// Density [kg/m^3].
+    /// Density \[kg/m^3\].
     pub rho_kg_m3: EstimateOut,
     /// True when rho was not estimated (gravity-only data).
     pub rho_fixed: bool,
     /// Nuisance parameters of this fit (zero when not estimated).
     pub frame_translation_m: [f64; 3],
-    /// The base's fitted pitch [rad] (0 when not estimated).
+    /// The base's fitted pitch \[rad\] (0 when not estimated).
     pub base_pitch_rad: f64,
     /// The cables' fitted outward offset from the rod file's position \[m\]
     /// (0 when not fitted) and its 95 % interval.
     #[serde(default)]
     pub cable_offset_m: f64,
-    /// Its 95 % interval [m].
+    /// Its 95 % interval \[m\].
     #[serde(default = "nan_pair")]
     pub cable_offset_ci95_m: [f64; 2],
     /// The fitted scale of the section's radii (1 when not fitted) and its
@@ -448,14 +448,14 @@ pub struct Parameters {
     /// when not fitted), and their 95 % intervals.
     #[serde(default)]
     pub cable_offsets_m: Vec<f64>,
-    /// Their 95 % intervals [m].
+    /// Their 95 % intervals \[m\].
     #[serde(default)]
     pub cable_offsets_ci95_m: Vec<[f64; 2]>,
     /// Per-cable turns about the rod's axis from the rod file's angles
     /// \[rad\] (empty when not fitted), and their 95 % intervals.
     #[serde(default)]
     pub cable_angles_rad: Vec<f64>,
-    /// Their 95 % intervals [rad].
+    /// Their 95 % intervals \[rad\].
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
     /// The body's law of this fit, as a rod file spells it (`linear`,
@@ -536,7 +536,7 @@ pub struct FitInfo {
     /// Its p-value.
     #[serde(default = "nan")]
     pub chi_square_p: f64,
-    /// The rod file's `[identify] model_error_m` used [m].
+    /// The rod file's `[identify] model_error_m` used \[m\].
     #[serde(default)]
     pub model_error_m: f64,
     /// What leave-one-out shows the main fit misses beyond its prediction
@@ -549,13 +549,13 @@ pub struct FitInfo {
     pub prior_only: Vec<String>,
     /// Final cost (half the sum of squared weighted residuals).
     pub cost: f64,
-    /// RMS of the marker residuals [mm].
+    /// RMS of the marker residuals \[mm\].
     pub rms_error_mm: f64,
     /// Levenberg-Marquardt iterations.
     pub iterations: u64,
     /// Static equilibria solved.
     pub static_solves: usize,
-    /// Wall time of the fit [s].
+    /// Wall time of the fit \[s\].
     pub wall_time_s: f64,
 }
 
@@ -564,22 +564,22 @@ pub struct FitInfo {
 pub struct ExperimentOut {
     /// The experiment (or hold) name.
     pub id: String,
-    /// Per marker, the fit's error [mm].
+    /// Per marker, the fit's error \[mm\].
     pub errors_mm: Vec<f64>,
-    /// Per marker, the leave-one-out prediction error [mm] (empty without).
+    /// Per marker, the leave-one-out prediction error \[mm\] (empty without).
     pub loo_errors_mm: Vec<f64>,
-    /// Per marker, the error with the reference values [mm] (empty without).
+    /// Per marker, the error with the reference values \[mm\] (empty without).
     pub reference_errors_mm: Vec<f64>,
 }
 
 /// The reference values (a published table's), judged on the same data.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReferenceOut {
-    /// The reference E [Pa] (`--reference`).
+    /// The reference E \[Pa\] (`--reference`).
     pub e_pa: f64,
-    /// The reference G [Pa].
+    /// The reference G \[Pa\].
     pub g_pa: f64,
-    /// The reference rho [kg/m^3].
+    /// The reference rho \[kg/m^3\].
     pub rho_kg_m3: f64,
     /// Over the experiments whose equilibrium was found.
     pub rms_error_mm: f64,
@@ -592,7 +592,7 @@ pub struct ReferenceOut {
 pub struct AlternativeOut {
     /// Its values.
     pub parameters: Parameters,
-    /// Its RMS marker error [mm].
+    /// Its RMS marker error \[mm\].
     pub rms_error_mm: f64,
     /// What was wrong with it.
     pub warnings: Vec<String>,
@@ -708,13 +708,13 @@ pub struct DynamicOut {
     /// interval; absent when held.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub e_pa: Option<f64>,
-    /// Its 95 % interval [Pa].
+    /// Its 95 % interval \[Pa\].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub e_pa_ci95: Option<[f64; 2]>,
     /// RMS of the tracked markers minus the simulated ones over all
     /// frames, with the starting values and with the fitted ones \[m\].
     pub marker_rms_start_m: f64,
-    /// With the fitted values [m].
+    /// With the fitted values \[m\].
     pub marker_rms_m: f64,
     /// RMS of the flange force readings minus the simulated base force
     /// (each session's constant sensor bias removed) with the fitted
@@ -729,7 +729,7 @@ pub struct DynamicOut {
     pub iterations: usize,
     /// Simulations run in all.
     pub simulations: usize,
-    /// Wall time [s].
+    /// Wall time \[s\].
     pub wall_time_s: f64,
 }
 
@@ -772,13 +772,13 @@ impl DynamicOut {
 pub struct SensorBiasOut {
     /// The session.
     pub session: String,
-    /// The sensor's force bias [N], sensor frame.
+    /// The sensor's force bias \[N\], sensor frame.
     pub force_n: [f64; 3],
-    /// Half-widths of its 95 % intervals [N].
+    /// Half-widths of its 95 % intervals \[N\].
     pub force_ci95_n: [f64; 3],
-    /// The moment bias [N m].
+    /// The moment bias \[N m\].
     pub moment_nm: [f64; 3],
-    /// Half-widths of its 95 % intervals [N m].
+    /// Half-widths of its 95 % intervals \[N m\].
     pub moment_ci95_nm: [f64; 3],
     /// The weight the sensor carries \[N\].
     pub weight_n: f64,

@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 pub struct HoldOptions {
     /// The flange's translation speed below this counts as still.
     pub max_robot_speed_m_s: f64,
-    /// The flange's rotation speed below this counts as still [rad/s].
+    /// The flange's rotation speed below this counts as still \[rad/s\].
     pub max_robot_angular_speed_rad_s: f64,
     /// Every tracked marker's speed (slope of a line fitted over
     /// `window_s`, so that 0.3 mm of tracking noise reads as < 0.5 mm/s).
     pub max_marker_speed_m_s: f64,
-    /// Window of the speed estimates [s].
+    /// Window of the speed estimates \[s\].
     pub window_s: f64,
     /// Shorter still intervals are rejected.
     pub min_duration_s: f64,
@@ -98,7 +98,7 @@ pub struct FlangeSensor {
     /// older form of `bias = [fx, fy, fz, mx, my, mz]`.
     #[serde(default)]
     pub bias_force_n: [f64; 3],
-    /// The older form's tare moment [N m] (with bias_force_n).
+    /// The older form's tare moment \[N m\] (with bias_force_n).
     #[serde(default)]
     pub bias_moment_nm: [f64; 3],
     /// `"fit"` (the default when no tare is given: fitted per session from
@@ -116,7 +116,7 @@ pub struct FlangeSensor {
     /// Lower bounds of a hold's mean force and moment sigma.
     #[serde(default = "force_floor")]
     pub sigma_floor_force_n: f64,
-    /// Lower bound of a hold's mean moment sigma [N m].
+    /// Lower bound of a hold's mean moment sigma \[N m\].
     #[serde(default = "moment_floor")]
     pub sigma_floor_moment_nm: f64,
     /// Use the wrench as residuals of the fit (false: recorded, not fitted).
@@ -260,10 +260,10 @@ pub struct LoadsFile {
 pub struct TipMass {
     /// The session's name (its directory's); none: every session.
     pub session: Option<String>,
-    /// From this time on [s since the session's start].
+    /// From this time on \[s since the session's start\].
     #[serde(default)]
     pub from_s: f64,
-    /// The mass [kg].
+    /// The mass \[kg\].
     pub kg: f64,
     /// Offset `[y, z]` of where it hangs in the tip section's frame \[m\]
     /// (default: `tip_mass_offset_m`).
@@ -701,7 +701,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
 mod tests {
     use super::*;
 
-    /// A session whose robot holds still in [1, 3.5] s and [4.5, 5.7] s and
+    /// A session whose robot holds still in \[1, 3.5\] s and \[4.5, 5.7\] s and
     /// moves otherwise; one marker follows the flange.
     fn session(noise_m: f64) -> SessionData {
         let pos = |t: f64| -> Vec3 {

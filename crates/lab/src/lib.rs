@@ -8,7 +8,7 @@
 //!
 //! The physics side builds without OpenCV; recording, emulating devices,
 //! tracking, the live virtual lab and the browser views (live and replay,
-//! [`view`]) come with the `devices` feature. [`reference`] turns the
+//! `view`) come with the `devices` feature. [`mod@reference`] turns the
 //! config files' parsers into their JSON schemas and reference tables.
 
 pub mod c3d;

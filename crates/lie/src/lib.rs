@@ -171,10 +171,10 @@ fn so3_coeffs(theta: f64) -> (f64, f64, f64) {
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FramePose {
-    /// Position [m].
+    /// Position \[m\].
     #[serde(default)]
     pub position_m: [f64; 3],
-    /// Roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
+    /// Roll, pitch, yaw \[deg\] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     #[serde(default)]
     pub rpy_deg: [f64; 3],
 }
@@ -209,7 +209,7 @@ pub fn exp(psi: &Vec6) -> Pose {
     Pose { rot, pos: v * q }
 }
 
-/// Rotation vector of a rotation (angle in [0, pi]): accurate for small
+/// Rotation vector of a rotation (angle in \[0, pi\]): accurate for small
 /// angles (the sine from the skew part, the angle by asin), the general
 /// logarithm otherwise.
 pub fn so3_log(r: &Mat3) -> Vec3 {
@@ -237,7 +237,7 @@ pub fn mean_pose<'a>(poses: impl ExactSizeIterator<Item = &'a Pose> + Clone) -> 
     Pose { rot: mid * exp(&stack(&turn, &Vec3::zeros())).rot, pos }
 }
 
-/// Logarithm: the twist `psi` with `exp(psi) = g`, rotation angle in [0, pi].
+/// Logarithm: the twist `psi` with `exp(psi) = g`, rotation angle in \[0, pi\].
 pub fn log(g: &Pose) -> Vec6 {
     let r = &g.rot;
     let cos_th = ((r.trace() - 1.0) * 0.5).clamp(-1.0, 1.0);

@@ -97,7 +97,7 @@ pub struct Rod {
     pub cross_section: CrossSection,
     /// The body's law along its fibres (`[material] law`; linear by default).
     pub elastic_law: ElasticLaw,
-    /// Rest curvature [Kx, Ky, Kz] in 1/m (zero for a straight rod).
+    /// Rest curvature \[Kx, Ky, Kz\] in 1/m (zero for a straight rod).
     pub rest_curvature_per_m: Vec3,
     pub gravity_m_s2: Vec3,
     pub base: Pose,
@@ -133,7 +133,7 @@ pub struct IdentifyPriors {
     /// the markers' sigma when the residuals are tested against the noise.
     pub model_error_m: f64,
     /// Identify E with G tied to it by this Poisson's ratio, `G = E / (2
-    /// (1 + nu))` (`[identify] tie_g_poisson`): for data that cannot see G
+    /// (1 + nu))` (`\[identify\] tie_g_poisson`): for data that cannot see G
     /// (loads in one plane, no torsion), of a material whose nu is known
     /// (silicone: nearly incompressible, 0.45-0.5).
     pub tie_g_poisson: Option<f64>,
@@ -333,9 +333,9 @@ pub fn file_schema() -> schemars::Schema {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRod {
-    /// The rod's length L [m].
+    /// The rod's length L \[m\].
     length_m: f64,
-    /// Lengths of the sections [m], from the base; they sum to length_m (strain is linear, or constant, in each).
+    /// Lengths of the sections \[m\], from the base; they sum to length_m (strain is linear, or constant, in each).
     sections_m: Vec<f64>,
     /// Quadrature sub-segments per section (Magnus steps; more for strongly curved rods).
     #[serde(default = "default_subsegments")]
@@ -357,10 +357,10 @@ struct RawRod {
     material: RawMaterial,
     /// A stiff round core along the centre line (a steel wire), of its own material.
     core: Option<RawCore>,
-    /// Curvature of the unloaded rod [1/m] about the section's x, y, z axes (default: straight).
+    /// Curvature of the unloaded rod \[1/m\] about the section's x, y, z axes (default: straight).
     #[serde(default)]
     rest_curvature_per_m: Option<[f64; 3]>,
-    /// Gravity in the rod's world [m/s^2] (a session's rig overrides it).
+    /// Gravity in the rod's world \[m/s^2\] (a session's rig overrides it).
     #[serde(default = "default_gravity")]
     gravity_m_s2: [f64; 3],
     /// The rod's base: its pose in the world, or its mount on the robot's flange when a session has a robot.
@@ -381,19 +381,19 @@ struct RawRod {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawIdentify {
-    /// Prior of every cable's offset from its nominal path [m], `{ mean, sd }`: estimated when given.
+    /// Prior of every cable's offset from its nominal path \[m\], `{ mean, sd }`: estimated when given.
     cable_offset_m: Option<RawPrior>,
     /// Prior of a factor on the radius (or width and height), `{ mean, sd }`: estimated when given.
     radius_scale: Option<RawPrior>,
-    /// Prior of the cables' angular position [deg], `{ mean, sd }`: estimated when given.
+    /// Prior of the cables' angular position \[deg\], `{ mean, sd }`: estimated when given.
     cable_angle_deg: Option<RawPrior>,
-    /// Plausible range of E [Pa], `[min, max]`: a fit at or beyond it is flagged.
+    /// Plausible range of E \[Pa\], `[min, max]`: a fit at or beyond it is flagged.
     e_pa_range: Option<[f64; 2]>,
-    /// Plausible range of G [Pa], `[min, max]`.
+    /// Plausible range of G \[Pa\], `[min, max]`.
     g_pa_range: Option<[f64; 2]>,
-    /// Plausible range of rho [kg/m^3], `[min, max]`.
+    /// Plausible range of rho \[kg/m^3\], `[min, max]`.
     rho_kg_m3_range: Option<[f64; 2]>,
-    /// What the model may miss at a marker beyond its measurement noise [m] (default 0): added in quadrature to the markers' sigma in the residual tests.
+    /// What the model may miss at a marker beyond its measurement noise \[m\] (default 0): added in quadrature to the markers' sigma in the residual tests.
     model_error_m: Option<f64>,
     /// Identify E with G = E / (2 (1 + nu)) tied by this Poisson's ratio (data that cannot see G: loads in one plane, no torsion).
     tie_g_poisson: Option<f64>,
@@ -413,7 +413,7 @@ struct RawPrior {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawDamping {
-    /// Kelvin-Voigt time constant tau [s]: internal force tau K dq/dt.
+    /// Kelvin-Voigt time constant tau \[s\]: internal force tau K dq/dt.
     time_constant_s: Option<f64>,
     /// Damping ratio zeta of the first bending mode: tau = 2 zeta / omega_1.
     damping_ratio: Option<f64>,
@@ -423,12 +423,12 @@ struct RawDamping {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawMarker {
-    /// Arc length of the marker along the rod [m], 0 <= arc_m <= length_m.
+    /// Arc length of the marker along the rod \[m\], 0 <= arc_m <= length_m.
     arc_m: f64,
-    /// Offset from the centre line along the section's y axis [m] (a marker on the surface).
+    /// Offset from the centre line along the section's y axis \[m\] (a marker on the surface).
     #[serde(default)]
     offset_y_m: f64,
-    /// Offset from the centre line along the section's z axis [m].
+    /// Offset from the centre line along the section's z axis \[m\].
     #[serde(default)]
     offset_z_m: f64,
 }
@@ -454,11 +454,11 @@ enum RawModes {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawProfile {
-    /// Value at the base [m] (with tip_m: linear along the rod).
+    /// Value at the base \[m\] (with tip_m: linear along the rod).
     base_m: Option<f64>,
-    /// Value at the tip [m].
+    /// Value at the tip \[m\].
     tip_m: Option<f64>,
-    /// [[X_m, r_m], ...]
+    /// [\[X_m, r_m\], ...]
     table: Option<Vec<[f64; 2]>>,
 }
 
@@ -470,27 +470,27 @@ struct RawProfile {
 struct RawSection {
     /// "rectangle" (width_m, height_m, optional wall_m) or "general" (the properties below).
     shape: String,
-    /// Rectangle: width along the section's y axis [m], a number or a profile.
+    /// Rectangle: width along the section's y axis \[m\], a number or a profile.
     width_m: Option<RawLength>,
-    /// Rectangle: height along the section's z axis [m], a number or a profile.
+    /// Rectangle: height along the section's z axis \[m\], a number or a profile.
     height_m: Option<RawLength>,
-    /// Rectangle: wall thickness of a rectangular tube [m].
+    /// Rectangle: wall thickness of a rectangular tube \[m\].
     wall_m: Option<f64>,
     /// Shear coefficient along y (default: the shape's).
     shear_coefficient_y: Option<f64>,
     /// Shear coefficient along z (default: the shape's).
     shear_coefficient_z: Option<f64>,
-    /// General: shear area along y [m^2].
+    /// General: shear area along y \[m^2\].
     shear_area_y_m2: Option<f64>,
-    /// General: shear area along z [m^2].
+    /// General: shear area along z \[m^2\].
     shear_area_z_m2: Option<f64>,
-    /// General: area [m^2].
+    /// General: area \[m^2\].
     area_m2: Option<f64>,
-    /// General: second moment of area about y [m^4].
+    /// General: second moment of area about y \[m^4\].
     second_moment_y_m4: Option<f64>,
-    /// General: second moment of area about z [m^4].
+    /// General: second moment of area about z \[m^4\].
     second_moment_z_m4: Option<f64>,
-    /// General: torsion constant [m^4].
+    /// General: torsion constant \[m^4\].
     torsion_constant_m4: Option<f64>,
 }
 
@@ -636,13 +636,13 @@ impl RawSection {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawMaterial {
-    /// Young's modulus E [Pa].
+    /// Young's modulus E \[Pa\].
     e_pa: f64,
-    /// Shear modulus G [Pa] (or give poisson).
+    /// Shear modulus G \[Pa\] (or give poisson).
     g_pa: Option<f64>,
     /// Poisson's ratio nu: G = E / (2 (1 + nu)) when g_pa is not given.
     poisson: Option<f64>,
-    /// Density [kg/m^3].
+    /// Density \[kg/m^3\].
     rho_kg_m3: f64,
     /// "linear" (default), "neo_hookean" or "mooney_rivlin".
     law: Option<String>,
@@ -654,15 +654,15 @@ struct RawMaterial {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawCore {
-    /// The core's radius [m].
+    /// The core's radius \[m\].
     radius_m: f64,
-    /// Its Young's modulus [Pa].
+    /// Its Young's modulus \[Pa\].
     e_pa: f64,
-    /// Its shear modulus [Pa] (or poisson).
+    /// Its shear modulus \[Pa\] (or poisson).
     g_pa: Option<f64>,
     /// Its Poisson's ratio.
     poisson: Option<f64>,
-    /// Its density [kg/m^3].
+    /// Its density \[kg/m^3\].
     rho_kg_m3: f64,
 }
 
@@ -670,7 +670,7 @@ struct RawCore {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBase {
-    /// Position [m].
+    /// Position \[m\].
     #[serde(default)]
     position_m: [f64; 3],
     /// Roll, pitch, yaw in degrees (R = Rz(yaw) Ry(pitch) Rx(roll)).
@@ -684,12 +684,12 @@ struct RawBase {
 struct RawCable {
     /// The cable's name (scenes and loads files pull it by name; default: its index).
     name: Option<String>,
-    /// Angle around the rod axis, from the section's +y towards +z [deg].
+    /// Angle around the rod axis, from the section's +y towards +z \[deg\].
     angle_deg: f64,
-    /// Distance from the outer surface towards the axis [m] (negative: outside the surface, on guide rings).
+    /// Distance from the outer surface towards the axis \[m\] (negative: outside the surface, on guide rings).
     #[serde(default)]
     inset_m: f64,
-    /// Arc length where it is anchored [m] (default: the tip).
+    /// Arc length where it is anchored \[m\] (default: the tip).
     anchor_m: Option<f64>,
 }
 

@@ -15,7 +15,7 @@ pub use lie::FramePose;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TablePlane {
-    /// A point of the table's surface in W [m].
+    /// A point of the table's surface in W \[m\].
     #[serde(default)]
     pub point_m: [f64; 3],
     /// Its normal, up out of the table (normalised).
@@ -38,7 +38,7 @@ pub struct RigFrames {
     /// camera (rod radius + board thickness) \[m\].
     #[serde(default)]
     pub marker_height_m: f64,
-    /// Gravity in W [m/s^2].
+    /// Gravity in W \[m/s^2\].
     #[serde(default = "default_gravity")]
     pub gravity_m_s2: [f64; 3],
     /// The table the rod may touch (validate and simulate use it).

@@ -15,7 +15,7 @@ pub struct SessionMeta {
     pub rodlab_version: String,
     /// RFC 3339, seconds.
     pub start_utc: String,
-    /// The same instant [s since 1970, UTC]: `t_host_ns` counts from it.
+    /// The same instant \[s since 1970, UTC\]: `t_host_ns` counts from it.
     pub start_unix_s: f64,
     /// The recording machine's host name.
     #[serde(default)]

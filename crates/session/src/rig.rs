@@ -173,10 +173,10 @@ pub struct CameraDevice {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CameraSettings {
-    /// Frame width [px].
+    /// Frame width \[px\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width_px: Option<u32>,
-    /// Frame height [px].
+    /// Frame height \[px\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height_px: Option<u32>,
     /// false: manual exposure (V4L2 through OpenCV: `CAP_PROP_AUTO_EXPOSURE` 0.25).

@@ -149,7 +149,7 @@ pub fn file_schema() -> schemars::Schema {
 struct RawScene {
     /// The time steps: `[time]`.
     time: RawTime,
-    /// Gravity in the world frame [m/s^2] (a session replayed takes its rig's).
+    /// Gravity in the world frame \[m/s^2\] (a session replayed takes its rig's).
     #[serde(default = "default_gravity")]
     gravity_m_s2: [f64; 3],
     /// A table: a plane the rod may touch, with Coulomb friction. None: no contact.
@@ -180,9 +180,9 @@ fn default_gravity() -> [f64; 3] {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTime {
-    /// Time step [s] (implicit Euler).
+    /// Time step \[s\] (implicit Euler).
     step_s: f64,
-    /// Simulated time [s].
+    /// Simulated time \[s\].
     duration_s: f64,
     /// "dynamic" (inertia and damping) or "quasi-static" (a sequence of equilibria).
     mode: String,
@@ -192,7 +192,7 @@ struct RawTime {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTable {
-    /// A point of the table's surface in the world [m].
+    /// A point of the table's surface in the world \[m\].
     #[serde(default)]
     point_m: [f64; 3],
     /// The table's normal, pointing up out of the table (normalised; not zero).
@@ -207,12 +207,12 @@ struct RawTable {
 struct RawBase {
     /// "prescribed" (the base follows `waypoints`) or "free" (placed once at `position_m`, `rpy_deg`).
     kind: String,
-    /// Prescribed base: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows (UR TCP poses: position and rotation vector [rad]) at strictly increasing times, the first at t_s <= 0.
+    /// Prescribed base: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows (UR TCP poses: position and rotation vector \[rad\]) at strictly increasing times, the first at t_s <= 0.
     #[serde(default)]
     waypoints: Vec<Vec<f64>>,
-    /// Free base: its position in the world [m].
+    /// Free base: its position in the world \[m\].
     position_m: Option<[f64; 3]>,
-    /// Free base: roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
+    /// Free base: roll, pitch, yaw \[deg\] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     rpy_deg: Option<[f64; 3]>,
 }
 
@@ -220,10 +220,10 @@ struct RawBase {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawPose {
-    /// Position [m].
+    /// Position \[m\].
     #[serde(default)]
     position_m: [f64; 3],
-    /// Roll, pitch, yaw [deg] (R = Rz(yaw) Ry(pitch) Rx(roll)).
+    /// Roll, pitch, yaw \[deg\] (R = Rz(yaw) Ry(pitch) Rx(roll)).
     #[serde(default)]
     rpy_deg: [f64; 3],
 }
@@ -236,15 +236,15 @@ struct RawContact {
     points: Option<String>,
     /// The normal law: "exact" (complementarity; default), "sigmoid" or "trigonometric" (smoothed over `width_n`).
     law: Option<String>,
-    /// Smoothing width of the sigmoid and trigonometric laws [N].
+    /// Smoothing width of the sigmoid and trigonometric laws \[N\].
     width_n: Option<f64>,
-    /// Alart-Curnier scale r_n = r_t of the contact conditions [N/m] (default: the larger of a contact point's mass over step_s^2 and the rod's tip bending stiffness 3EI/L^3).
+    /// Alart-Curnier scale r_n = r_t of the contact conditions \[N/m\] (default: the larger of a contact point's mass over step_s^2 and the rod's tip bending stiffness 3EI/L^3).
     scale_n_m: Option<f64>,
-    /// Normal compliance per contact point [m/N] (0: rigid); or give `foundation_modulus_pa`, not both.
+    /// Normal compliance per contact point \[m/N\] (0: rigid); or give `foundation_modulus_pa`, not both.
     compliance_m_n: Option<f64>,
-    /// Foundation modulus under the rod [Pa]: each point yields 1 / (k ds) (default: an elastic cylinder of the rod's surface material in line contact with a rigid plane).
+    /// Foundation modulus under the rod \[Pa\]: each point yields 1 / (k ds) (default: an elastic cylinder of the rod's surface material in line contact with a rigid plane).
     foundation_modulus_pa: Option<f64>,
-    /// Tangential compliance of a sticking point [m/N] (default: the normal one times Mindlin's ratio).
+    /// Tangential compliance of a sticking point \[m/N\] (default: the normal one times Mindlin's ratio).
     tangential_compliance_m_n: Option<f64>,
 }
 
@@ -263,15 +263,15 @@ struct RawSolver {
 struct RawLoad {
     /// "body_force" (spread over the rod), "point_force" (fixed direction), "follower_force" (turns with the section), "tow" (a spring pulled at a speed) or "cable" (a rod-file cable pulled with a tension).
     kind: String,
-    /// body_force: the total force, spread over the rod's mass [N].
+    /// body_force: the total force, spread over the rod's mass \[N\].
     total_force_n: Option<[f64; 3]>,
-    /// point_force, follower_force: the force [N] (world frame; a follower's in the section frame at t = 0).
+    /// point_force, follower_force: the force \[N\] (world frame; a follower's in the section frame at t = 0).
     force_n: Option<[f64; 3]>,
-    /// point_force, follower_force, tow: where along the rod [m] (tow: default 0, the base).
+    /// point_force, follower_force, tow: where along the rod \[m\] (tow: default 0, the base).
     arc_m: Option<f64>,
-    /// tow: the speed of the spring's far end [m/s].
+    /// tow: the speed of the spring's far end \[m/s\].
     velocity_m_s: Option<[f64; 3]>,
-    /// tow: the spring's stiffness [N/m].
+    /// tow: the spring's stiffness \[N/m\].
     stiffness_n_m: Option<f64>,
     /// Point forces: `[y, z]` offset from the centre line in the section frame.
     offset_m: Option<[f64; 2]>,
@@ -279,10 +279,10 @@ struct RawLoad {
     cable: Option<String>,
     /// cable: `[t_s, tension_n]` rows, times increasing, tensions >= 0 (linear in between).
     tension_waypoints: Option<Vec<[f64; 2]>>,
-    /// When the load starts [s] (default 0).
+    /// When the load starts \[s\] (default 0).
     #[serde(default)]
     start_s: f64,
-    /// When it ends [s] (default: never; later than start_s).
+    /// When it ends \[s\] (default: never; later than start_s).
     end_s: Option<f64>,
 }
 
