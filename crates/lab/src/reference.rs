@@ -10,6 +10,28 @@ pub const FILES: [&str; 6] = ["rod", "rig", "scene", "loads", "identified", "ses
 
 /// The JSON schema of config file `name` (one of [`FILES`]).
 pub fn schema(name: &str) -> Option<schemars::Schema> {
+    let mut value = raw_schema(name)?.to_value();
+    unescape_descriptions(&mut value);
+    schemars::Schema::try_from(value).ok()
+}
+
+/// rustdoc's escaped brackets (`\[m\]`, units) as a reader writes them.
+fn unescape_descriptions(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                match x {
+                    Value::String(d) if k == "description" => *d = d.replace("\\[", "[").replace("\\]", "]"),
+                    _ => unescape_descriptions(x),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(unescape_descriptions),
+        _ => {}
+    }
+}
+
+fn raw_schema(name: &str) -> Option<schemars::Schema> {
     Some(match name {
         "rod" => rod::config::file_schema(),
         "rig" => schemars::schema_for!(session::Rig),
@@ -135,10 +157,7 @@ fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expande
             .unwrap_or("")
             .split_whitespace()
             .collect::<Vec<_>>()
-            .join(" ")
-            // rustdoc's escaped brackets read as units here.
-            .replace("\\[", "[")
-            .replace("\\]", "]");
+            .join(" ");
         if out.iter().any(|f| f.path == path) {
             continue;
         }
