@@ -148,3 +148,42 @@ impl VideoFrames {
         Ok(Some(&self.frame))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opencv::core::{Scalar, CV_8UC3};
+
+    /// A grey frame with red discs at `centres` (radius 6 px).
+    fn frame(centres: &[(i32, i32)]) -> Mat {
+        let mut m = Mat::new_rows_cols_with_default(240, 640, CV_8UC3, Scalar::new(120.0, 120.0, 120.0, 0.0)).unwrap();
+        for &(u, v) in centres {
+            imgproc::circle(&mut m, Point::new(u, v), 6, Scalar::new(0.0, 0.0, 230.0, 0.0), -1, imgproc::LINE_8, 0).unwrap();
+        }
+        m
+    }
+
+    fn looked(centres: &[(i32, i32)]) -> Look {
+        Previewer::new(MarkerParams { count: 5, ..MarkerParams::default() }).unwrap().look(&frame(centres)).unwrap()
+    }
+
+    #[test]
+    fn markers_are_numbered_from_the_base_and_a_missing_or_merged_one_is_named() {
+        // The base is at the left edge's middle: numbered left to right.
+        let all = looked(&[(500, 130), (100, 120), (300, 125), (200, 122), (400, 128)]);
+        let order: Vec<(usize, i32)> = all.markers.iter().map(|m| (m.index, m.u_px.round() as i32)).collect();
+        assert_eq!(order, vec![(0, 100), (1, 200), (2, 300), (3, 400), (4, 500)]);
+        assert!(all.warnings.is_empty(), "{:?}", all.warnings);
+        // The tip marker gone.
+        let missing = looked(&[(100, 120), (200, 122), (300, 125), (400, 128)]);
+        assert_eq!(missing.warnings, vec!["marker 4 of 0..4 missing".to_string()]);
+        // Markers 2 and 3 touching: one blob where two were.
+        let merged = looked(&[(100, 120), (200, 122), (300, 125), (309, 125), (500, 130)]);
+        assert_eq!(merged.markers.len(), 4);
+        assert!(merged.warnings.iter().any(|w| w.starts_with("markers 2 and 3 merged")), "{:?}", merged.warnings);
+        // The JPEG decodes to the frame's size.
+        let jpeg = jpeg_with_markers(&frame(&[(100, 120)]), &all.markers).unwrap();
+        let back = imgcodecs::imdecode(&Vector::<u8>::from_slice(&jpeg), imgcodecs::IMREAD_COLOR).unwrap();
+        assert_eq!((back.cols(), back.rows()), (640, 240));
+    }
+}
