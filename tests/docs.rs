@@ -153,3 +153,90 @@ fn rodlab_schema_prints_a_json_schema_and_refuses_an_unknown_file() {
     assert_eq!(v["additionalProperties"], false, "unknown fields are refused, as the parser does");
     common::expect_exit_2(Command::new(env!("CARGO_BIN_EXE_rodlab")).args(["schema", "robot"]).output().unwrap(), &["robot", "rod, rig"]);
 }
+
+/// The venv's Python with `jsonschema` (scripts/setup.sh), or None (skipped).
+fn jsonschema_python() -> Option<PathBuf> {
+    let python = root().join(".venv/bin/python");
+    let ok = Command::new(&python).args(["-c", "import jsonschema, tomllib"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("\n*** SKIPPED schema interop test: {} cannot import jsonschema (run scripts/setup.sh) ***\n", python.display());
+    }
+    ok.then_some(python)
+}
+
+#[test]
+fn an_independent_validator_accepts_every_shipped_and_written_file_and_flags_a_misspelt_field() {
+    let Some(python) = jsonschema_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rodlab = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let mut args: Vec<String> = vec![root().join("tests/python/validate_schemas.py").display().to_string()];
+    // Files rodlab writes: a session and an identification of it.
+    let s = dir.path().join("holds");
+    rodlab(&[
+        "synth",
+        "session",
+        "--scene",
+        "configs/scene/cable-arm-holds.toml",
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--out",
+        s.to_str().unwrap(),
+    ]);
+    let fit = dir.path().join("fit");
+    rodlab(&[
+        "identify",
+        "--rod",
+        "configs/rod/contact-paper-steel-core.toml",
+        "--sessions",
+        s.to_str().unwrap(),
+        "--loads",
+        "configs/loads.toml",
+        "--out",
+        fit.to_str().unwrap(),
+    ]);
+    // A rod file with a misspelt field: the parser refuses it, so must the schema.
+    let bad = dir.path().join("bad-rod.toml");
+    std::fs::write(&bad, "lenght_m = 0.3\n".to_string() + &std::fs::read_to_string(root().join("configs/rod/silicone-rod.toml")).unwrap()).unwrap();
+    let files = |pattern_dir: &str, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(root().join(pattern_dir))
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .map(|p| p.display().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    for (kind, list) in [
+        ("rod", [files("configs/rod", ""), vec![bad.display().to_string()]].concat()),
+        ("rig", files("configs/rig", "")),
+        ("scene", files("configs/scene", "")),
+        ("loads", files("configs", "loads")),
+        ("session", vec![s.join("session.toml").display().to_string()]),
+        ("identified", vec![fit.join("identified.toml").display().to_string()]),
+    ] {
+        let schema = dir.path().join(format!("{kind}.schema.json"));
+        std::fs::write(&schema, rodlab(&["schema", kind])).unwrap();
+        args.push(format!("{kind}={}", schema.display()));
+        args.extend(list);
+    }
+    let o = Command::new(&python).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    println!("{out}");
+    let (mut ok, mut flagged) = (0, 0);
+    for line in out.lines() {
+        if line.contains("bad-rod.toml") {
+            assert!(line.contains("lenght_m") && line.contains("not allowed"), "{line}");
+            flagged += 1;
+        } else {
+            assert!(line.ends_with(" ok"), "{line}");
+            ok += 1;
+        }
+    }
+    assert_eq!((flagged, ok >= 18), (1, true), "{out}");
+}
