@@ -177,21 +177,18 @@ pub fn bind(opts: LiveOptions) -> Result<BoundView> {
 pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>, frames: RigFrames, clock: Clock) -> Result<LiveView> {
     let BoundView { opts, listener } = bound;
     let mut previewer = Previewer::new(opts.markers.clone())?;
-    let mut observer = match (&opts.rod, &opts.camera) {
+    // The strain needs a rod and the markers in the world; else a note says why not.
+    let (mut observer, notes) = match (&opts.rod, &opts.camera) {
         (Some(rod), Some(cam)) if cam.plane.is_some() => {
             let mut rod = rod.clone();
             rod.gravity_m_s2 = frames.gravity();
-            Some((Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).map_err(|e| Error::input(format!("--rod: {e}")))?, rod.base))
+            let obs = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).map_err(|e| Error::input(format!("--rod: {e}")))?;
+            (Some((obs, rod.base)), vec![])
         }
-        _ => None,
+        (Some(_), Some(_)) => (None, vec!["the camera file has no plane of motion: no strain".to_string()]),
+        (Some(_), None) => (None, vec!["--rod without --calibration: the strain needs the markers in the world (a calibrated camera)".to_string()]),
+        (None, _) => (None, vec!["no --rod: the strain is not observed live".to_string()]),
     };
-    let mut notes = vec![];
-    match (&opts.rod, &opts.camera) {
-        (Some(_), None) => notes.push("--rod without --calibration: the strain needs the markers in the world (a calibrated camera)".to_string()),
-        (Some(_), Some(c)) if c.plane.is_none() => notes.push("the camera file has no plane of motion: no strain".to_string()),
-        (None, _) => notes.push("no --rod: the strain is not observed live".to_string()),
-        _ => {}
-    }
     for (_, st) in &devices {
         st.tap.wanted.store(true, Ordering::Relaxed);
     }
@@ -217,7 +214,9 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
             })
             .collect();
         let mut last_send = Instant::now() - SEND_EVERY;
-        let mut cameras: Vec<Value> = vec![];
+        // Cameras by the order of their first frame: a camera keeps its
+        // slot (its /frame.jpg?camera=K) whichever others sent a frame.
+        let mut camera_names: Vec<String> = vec![];
         let mut strain = Value::Null;
         while !s.load(Ordering::Relaxed) {
             let now_ns = clock.now_ns();
@@ -227,14 +226,18 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
             }
             if last_send.elapsed() >= SEND_EVERY {
                 last_send = Instant::now();
-                let mut k = 0;
                 for d in devices.iter() {
                     let Some(tapped) = d.status.tap.frame.lock().ok().and_then(|mut f| f.take()) else { continue };
+                    let k = camera_names.iter().position(|n| *n == d.name).unwrap_or_else(|| {
+                        camera_names.push(d.name.clone());
+                        camera_names.len() - 1
+                    });
                     let look = look_at(&mut previewer, &tapped.image, opts.camera.as_ref(), &world);
                     let (json, jpeg, points) = match look {
                         Ok(l) => l,
                         Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![]),
                     };
+                    // The strain from the first camera's markers.
                     if let (0, Some((obs, mount))) = (k, observer.as_mut()) {
                         // The base where the robot was when the frame was grabbed.
                         let flange = robot_flange_at(&devices, tapped.t_ns as f64 * 1e-9).unwrap_or_else(Pose::identity);
@@ -257,10 +260,9 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         json["t_s"] = json!(tapped.t_ns as f64 * 1e-9);
                         json["frame_url"] = json!(format!("/frame.jpg?camera={k}&n={}", shot.seq));
                         shot.json = json;
-                        cameras = shots.iter().map(|s| s.json.clone()).collect();
                     }
-                    k += 1;
                 }
+                let cameras: Vec<Value> = site2.shots.lock().map(|shots| shots.iter().map(|s| s.json.clone()).collect()).unwrap_or_default();
                 let state = json!({
                     "mode": "live", "t_s": now_s,
                     "devices": devices.iter().map(|d| line(d, now_ns).to_json()).collect::<Vec<_>>(),
@@ -356,7 +358,7 @@ fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Optio
         .markers
         .iter()
         .map(|m| {
-            let w = camera.and_then(|c| c.plane.as_ref().and(world.locate(c, m.u_px, m.v_px)));
+            let w = camera.and_then(|c| world.locate(c, m.u_px, m.v_px));
             if let (Some(p), Some(slot)) = (w, points.get_mut(m.index)) {
                 *slot = Some(Vec3::new(p[0], p[1], p[2]));
             }

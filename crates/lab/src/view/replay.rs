@@ -140,6 +140,15 @@ impl ReplaySite {
         (self.start_s, self.end_s)
     }
 
+    /// The tracked markers of camera `camera`'s frame `k` (markers.parquet
+    /// is the first camera's).
+    fn tracked(&self, camera: usize, k: usize) -> &[MarkerRow] {
+        match camera {
+            0 => self.markers.get(&(k as i64)).map_or(&[], Vec::as_slice),
+            _ => &[],
+        }
+    }
+
     /// The camera frame shown at `t` (the last one grabbed at or before it).
     fn frame_at(camera: &Camera, t: f64) -> Option<usize> {
         camera.frame_t_s.partition_point(|x| *x <= t).checked_sub(1)
@@ -185,38 +194,30 @@ impl ReplaySite {
             })
             .collect();
         let mut cameras = vec![];
-        let mut shown_frame = None;
         for (k, c) in self.cameras.iter().enumerate() {
             let frame = Self::frame_at(c, t);
-            let rows = if k == 0 { frame.and_then(|f| self.markers.get(&(f as i64))) } else { None };
-            if k == 0 {
-                shown_frame = frame;
-            }
+            let rows = frame.map_or(&[][..], |f| self.tracked(k, f));
             let markers: Vec<Value> = rows
-                .map(|rows| {
-                    rows.iter()
-                        .map(|r| json!({"index": r.marker, "u_px": finite(r.u_px), "v_px": finite(r.v_px), "x_m": finite(r.x_m), "y_m": finite(r.y_m), "z_m": finite(r.z_m), "flags": r.flags}))
-                        .collect()
-                })
-                .unwrap_or_default();
+                .iter()
+                .map(|r| json!({"index": r.marker, "u_px": finite(r.u_px), "v_px": finite(r.v_px), "x_m": finite(r.x_m), "y_m": finite(r.y_m), "z_m": finite(r.z_m), "flags": r.flags}))
+                .collect();
             let warnings: Vec<String> = rows
-                .map(|rows| {
-                    rows.iter()
-                        .filter(|r| r.flags & (session::flags::MISSING | session::flags::MERGED) != 0)
-                        .map(|r| format!("marker {} {}", r.marker, if r.flags & session::flags::MERGED != 0 { "merged with a neighbour" } else { "missing" }))
-                        .collect()
-                })
-                .unwrap_or_default();
+                .iter()
+                .filter(|r| r.flags & (session::flags::MISSING | session::flags::MERGED) != 0)
+                .map(|r| format!("marker {} {}", r.marker, if r.flags & session::flags::MERGED != 0 { "merged with a neighbour" } else { "missing" }))
+                .collect();
             cameras.push(json!({
                 "name": c.name, "frame": frame,
                 "frame_url": frame.map(|f| format!("/frame.jpg?camera={k}&k={f}")),
                 "expected": markers.len(), "markers": markers, "warnings": warnings,
             }));
         }
-        let strain = shown_frame.and_then(|f| self.strain.get(&(f as i64))).map(|rows| {
+        // The strain of the first camera's frame (the one its markers were tracked in).
+        let shown_frame = self.cameras.first().and_then(|c| Self::frame_at(c, t));
+        let strain = shown_frame.and_then(|f| self.strain.get(&(f as i64)).map(|rows| (f, rows))).map(|(f, rows)| {
             let nodes: Vec<(f64, [f64; 3])> = rows.iter().map(|r| (r.arc_m, [r.strain[0], r.strain[1], r.strain[2]])).collect();
             let base = rows.first().map(|r| [r.base_pose[0], r.base_pose[1], r.base_pose[2]]);
-            let marker_points = shown_frame.and_then(|f| self.markers.get(&(f as i64))).into_iter().flatten().map(|m| [m.x_m, m.y_m, m.z_m]);
+            let marker_points = self.tracked(0, f).iter().map(|m| [m.x_m, m.y_m, m.z_m]);
             let shape: Vec<[f64; 3]> = base.into_iter().chain(marker_points).collect();
             let first = &rows[0];
             strain_json(&nodes, &shape, first.marker_residual_m, &first.status)
@@ -230,11 +231,7 @@ impl ReplaySite {
     /// Camera `camera`'s frame `k` with its tracked markers drawn.
     pub fn frame_jpeg(&self, camera: usize, k: usize) -> Result<Option<Vec<u8>>> {
         let Some(c) = self.cameras.get(camera) else { return Ok(None) };
-        let markers: Vec<SeenMarker> = if camera == 0 {
-            self.markers.get(&(k as i64)).into_iter().flatten().map(|r| SeenMarker { index: r.marker as usize, u_px: r.u_px, v_px: r.v_px }).collect()
-        } else {
-            vec![]
-        };
+        let markers: Vec<SeenMarker> = self.tracked(camera, k).iter().map(|r| SeenMarker { index: r.marker as usize, u_px: r.u_px, v_px: r.v_px }).collect();
         let mut video = c.video.lock().map_err(|_| Error::computation("the video reader failed before"))?;
         match video.frame(k)? {
             Some(image) => Ok(Some(jpeg_with_markers(image, &markers)?)),
