@@ -154,19 +154,9 @@ fn rodlab_schema_prints_a_json_schema_and_refuses_an_unknown_file() {
     common::expect_exit_2(Command::new(env!("CARGO_BIN_EXE_rodlab")).args(["schema", "robot"]).output().unwrap(), &["robot", "rod, rig"]);
 }
 
-/// The venv's Python with `jsonschema` (scripts/setup.sh), or None (skipped).
-fn jsonschema_python() -> Option<PathBuf> {
-    let python = root().join(".venv/bin/python");
-    let ok = Command::new(&python).args(["-c", "import jsonschema, tomllib"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("\n*** SKIPPED schema interop test: {} cannot import jsonschema (run scripts/setup.sh) ***\n", python.display());
-    }
-    ok.then_some(python)
-}
-
 #[test]
 fn an_independent_validator_accepts_every_shipped_and_written_file_and_flags_a_misspelt_field() {
-    let Some(python) = jsonschema_python() else { return };
+    let Some(python) = common::venv_python("jsonschema, tomllib", "schema interop") else { return };
     let dir = tempfile::tempdir().unwrap();
     let rodlab = |args: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().unwrap();

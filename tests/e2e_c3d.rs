@@ -17,15 +17,6 @@ use rod::Rod;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn venv_python() -> Option<PathBuf> {
-    let python = root().join(".venv/bin/python");
-    let ok = python.is_file() && Command::new(&python).args(["-c", "import c3d"]).status().is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("\n*** SKIPPED C3D interop test: {} cannot import c3d (run scripts/setup.sh; it needs python3-venv and PyPI) ***\n", python.display());
-    }
-    ok.then_some(python)
-}
-
 const BEAM: &str = "configs/rod/rectangular-beam.toml";
 /// The beam that made the shipped dataset (datasets/mocap-beam): its rod
 /// file's nominal values are E 2.0e5 Pa, rho 1100 kg/m^3.
@@ -257,7 +248,7 @@ fn import_identify_validate(data: &Path, work: &Path) {
 /// also written there (how datasets/mocap-beam was made).
 #[test]
 fn c3d_in_three_conventions_imports_identifies_and_validates() {
-    let Some(python) = venv_python() else { return };
+    let Some(python) = venv_python("c3d", "C3D interop") else { return };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     write_dataset(&python, &data);
@@ -276,7 +267,7 @@ fn the_shipped_mocap_dataset_imports_identifies_and_validates() {
 
 #[test]
 fn bad_c3d_files_and_maps_exit_2_with_one_line() {
-    let Some(python) = venv_python() else { return };
+    let Some(python) = venv_python("c3d", "C3D interop") else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let good = d.join("good.c3d");

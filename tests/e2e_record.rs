@@ -2,46 +2,11 @@
 //! by the tests themselves.
 
 mod common;
-use common::PtyPair;
+use common::{free_port, robot_emulator, rodlab_command as rodlab, PtyPair};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn rodlab() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rodlab"));
-    c.current_dir(root());
-    c
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn emulator(port: u16, duration_s: f64) -> Child {
-    emulator_with(port, duration_s, &[])
-}
-
-/// A robot emulator with extra arguments (`--controller cb3`, `--quirk ...`).
-fn emulator_with(port: u16, duration_s: f64, extra: &[&str]) -> Child {
-    let child = rodlab()
-        .args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--duration", &duration_s.to_string()])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until it listens.
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
 
 fn rig(dir: &Path, port: u16) -> PathBuf {
     let p = dir.join("rig.toml");
@@ -98,7 +63,7 @@ fn counter_contiguous(c: &[i64]) -> bool {
 fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 67.0);
+    let emu = robot_emulator(port, 67.0, &[]);
     let (ft, ascii) = (PtyPair::new(dir.path(), "ft300"), PtyPair::new(dir.path(), "ascii"));
     let rig_path = rig(dir.path(), port);
     let mut text = std::fs::read_to_string(&rig_path).unwrap();
@@ -191,7 +156,7 @@ fn ascii_rig(dir: &Path, robot_port: u16, port: &Path) -> PathBuf {
 fn stale_serial_bytes_are_not_recorded_and_an_unread_sensor_keeps_sending() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 20.0);
+    let emu = robot_emulator(port, 20.0, &[]);
     let line = PtyPair::new(dir.path(), "ascii");
     // A sensor streaming at 1 kHz for 6 s before anyone reads: the pty and
     // socat's relay fill up with old lines, and the emulator (like a real
@@ -225,7 +190,7 @@ fn stale_serial_bytes_are_not_recorded_and_an_unread_sensor_keeps_sending() {
 fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 20.0);
+    let emu = robot_emulator(port, 20.0, &[]);
     let ft = PtyPair::new(dir.path(), "ft300");
     let ft_emu = serial_emulator("ft300", &ft.a, &["--duration", "12"]);
     let rig_path = rig(dir.path(), port);
@@ -276,7 +241,7 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
 fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 25.0);
+    let emu = robot_emulator(port, 25.0, &[]);
     // Nobody plays the load cell.
     let mute = PtyPair::new(dir.path(), "mute");
     let out = dir.path().join("mute");
@@ -417,7 +382,7 @@ fn missing_serial_port_exit_2() {
 fn robot_emulator_killed_and_restarted_mid_session() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = emulator(port, 30.0);
+    let mut emu = robot_emulator(port, 30.0, &[]);
     let out = dir.path().join("s");
     let rec = rodlab()
         .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "5"])
@@ -428,7 +393,7 @@ fn robot_emulator_killed_and_restarted_mid_session() {
     emu.kill().unwrap();
     emu.wait().unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    let emu2 = emulator(port, 30.0);
+    let emu2 = robot_emulator(port, 30.0, &[]);
     let o = rec.wait_with_output().unwrap();
     assert!(o.status.success());
     assert!(device(&out, "robot").reconnects >= 1, "{:?}", device(&out, "robot"));
@@ -471,7 +436,7 @@ fn robot_emulator_killed_and_restarted_mid_session() {
 fn sigterm_and_sighup_finalise_the_session() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 8.0);
+    let emu = robot_emulator(port, 8.0, &[]);
     for signal in ["TERM", "HUP"] {
         let out = dir.path().join(signal);
         let rec = rodlab()
@@ -497,7 +462,7 @@ fn sigterm_and_sighup_finalise_the_session() {
 fn a_used_directory_is_refused_a_second_recorder_too_and_append_makes_a_segment() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 10.0);
+    let emu = robot_emulator(port, 10.0, &[]);
     let rig = rig(dir.path(), port);
     let out = dir.path().join("s");
     let record = |extra: &[&str]| rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", out.to_str().unwrap()]).args(extra).output().unwrap();
@@ -562,7 +527,7 @@ fn a_peer_that_never_answers_is_named_not_os_error_11() {
 fn recorder_killed_loses_at_most_one_second() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let emu = emulator(port, 6.0);
+    let emu = robot_emulator(port, 6.0, &[]);
     let out = dir.path().join("s");
     let mut rec =
         rodlab().args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()]).stdout(Stdio::null()).spawn().unwrap();
@@ -586,7 +551,7 @@ fn recorder_killed_loses_at_most_one_second() {
 fn unknown_variable_and_unreachable_host_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = emulator(port, 5.0);
+    let mut emu = robot_emulator(port, 5.0, &[]);
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, format!("[[robot]]\naddress = \"127.0.0.1:{port}\"\nvariables = [\"actual_TCP_pose\", \"actual_banana\"]\n")).unwrap();
     let o = rodlab().args(["record", "--rig", bad.to_str().unwrap(), "--out", dir.path().join("x").to_str().unwrap(), "--duration", "1"]).output().unwrap();
@@ -613,7 +578,7 @@ fn unknown_variable_and_unreachable_host_exit_2() {
 fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = emulator_with(port, 20.0, &["--controller", "cb3", "--quirk", "exception-after=150"]);
+    let mut emu = robot_emulator(port, 20.0, &["--controller", "cb3", "--quirk", "exception-after=150"]);
     let rig_at = |name: &str, rate: &str| {
         let p = dir.path().join(name);
         std::fs::write(&p, format!("[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\n{rate}variables = [\"actual_TCP_pose\"]\n")).unwrap();

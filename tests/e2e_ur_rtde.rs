@@ -15,21 +15,6 @@ use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-/// The venv's Python when it can import `module`; otherwise says loudly
-/// that the `client` interop test is skipped (scripts/setup.sh makes the
-/// venv; it needs python3-venv and PyPI).
-fn venv_python(module: &str, client: &str) -> Option<std::path::PathBuf> {
-    let python = root().join(".venv/bin/python");
-    let available = python.is_file() && Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
-    if !available {
-        eprintln!(
-            "\n*** SKIPPED {client} interop test: {} cannot import {module} (run scripts/setup.sh; it needs python3-venv and PyPI) ***\n",
-            python.display()
-        );
-    }
-    available.then_some(python)
-}
-
 /// `rodlab` with `args` (an emulator), once its first line, which must
 /// contain `banner`, says it is ready.
 fn emulator(args: &[&str], banner: &str) -> Child {
@@ -42,7 +27,7 @@ fn emulator(args: &[&str], banner: &str) -> Child {
 
 #[test]
 fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
-    let Some(python) = venv_python("rtde_receive", "ur_rtde") else { return };
+    let Some(python) = venv_python("rtde_receive", "ur_rtde interop") else { return };
     for (controller, host, step_s) in [("e-series", "127.0.0.61", 0.002), ("cb3", "127.0.0.62", 0.008)] {
         let mut emu = emulator(&["emulate", "robot", "--controller", controller, "--bind", &format!("{host}:30004"), "--duration", "30"], "listening");
         let out = Command::new(&python).arg(root().join("tests/python/ur_rtde_receive.py")).args([host, "3", "-1"]).output().unwrap();
@@ -68,7 +53,7 @@ fn ur_rtde_receives_from_the_emulator_at_each_controllers_rate() {
 /// resolution).
 #[test]
 fn ft300python_reads_frames_from_the_emulator() {
-    let Some(python) = venv_python("ft300python.ft300_stream", "ft300python") else { return };
+    let Some(python) = venv_python("ft300python.ft300_stream", "ft300python interop") else { return };
     let dir = tempfile::tempdir().unwrap();
     let line = PtyPair::new(dir.path(), "ft300");
     let mut emu = Command::new(env!("CARGO_BIN_EXE_rodlab"))
@@ -97,7 +82,7 @@ fn ft300python_reads_frames_from_the_emulator() {
 /// calibration, within one count.
 #[test]
 fn netft_reads_counts_from_the_emulator() {
-    let Some(python) = venv_python("NetFT", "NetFT") else { return };
+    let Some(python) = venv_python("NetFT", "NetFT interop") else { return };
     let host = "127.0.0.63";
     let wrench = [1.5, -2.0, 3.25, 0.1, -0.2, 0.05];
     let bind = format!("{host}:49152");

@@ -4,10 +4,10 @@
 //! and the replay of a virtual-lab session against its files.
 
 mod common;
-use common::{root, PtyPair};
+use common::{free_port, robot_emulator, rodlab_command as rodlab, root, venv_python, PtyPair};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,22 +17,6 @@ static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     REAL_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rodlab() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rodlab"));
-    c.current_dir(root());
-    c
-}
-
-/// The venv's Python with Playwright (scripts/setup.sh), or None (skipped).
-fn probe_python() -> Option<PathBuf> {
-    let python = root().join(".venv/bin/python");
-    let ok = Command::new(&python).args(["-c", "import playwright.sync_api"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("\n*** SKIPPED view test: {} cannot import playwright (run scripts/setup.sh) ***\n", python.display());
-    }
-    ok.then_some(python)
 }
 
 /// Starts the probe on `url` for `seconds`.
@@ -57,20 +41,6 @@ fn probe_result(child: Child) -> Value {
     v
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn robot_emulator(port: u16) -> Child {
-    let child = rodlab().args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--duration", "60"]).stdout(Stdio::null()).spawn().unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
 /// The truth of a synthetic video: (frame, marker) -> (u, v).
 fn truth(path: &Path) -> std::collections::HashMap<(i64, i64), (f64, f64)> {
     let mut r = csv::Reader::from_path(path).unwrap();
@@ -86,14 +56,14 @@ fn truth(path: &Path) -> std::collections::HashMap<(i64, i64), (f64, f64)> {
 #[test]
 fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_the_recording_nothing() {
     let _one = one_at_a_time();
-    let Some(python) = probe_python() else { return };
+    let Some(python) = venv_python("playwright.sync_api", "view (Chromium)") else { return };
     let dir = tempfile::tempdir().unwrap();
     // The camera: a synthetic video (100 fps, 6 markers) played at its rate.
     let video = dir.path().join("video");
     let o = rodlab().args(["synth", "video", "--out", video.to_str().unwrap(), "--frames", "500", "--format", "avi"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let port = free_port();
-    let mut robot = robot_emulator(port);
+    let mut robot = robot_emulator(port, 60.0, &[]);
     let (ft, cell) = (PtyPair::new(dir.path(), "ft300"), PtyPair::new(dir.path(), "ascii"));
     let rig = dir.path().join("rig.toml");
     std::fs::write(
@@ -143,7 +113,7 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     let killed_s = t0.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_secs(12).saturating_sub(t0.elapsed()));
     let restarted_s = t0.elapsed().as_secs_f64();
-    let robot2 = robot_emulator(port);
+    let robot2 = robot_emulator(port, 60.0, &[]);
     let seen = probe_result(watcher);
     // The stalled client reads only now, ten seconds later.
     stalled.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -247,7 +217,7 @@ fn close(a: f64, b: f64, abs: f64, rel: f64) -> bool {
 #[test]
 fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its_files() {
     let _one = one_at_a_time();
-    let Some(python) = probe_python() else { return };
+    let Some(python) = venv_python("playwright.sync_api", "view (Chromium)") else { return };
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("stick");
     // Recorded with its live view: the strain observed live from the

@@ -15,6 +15,48 @@ pub fn rodlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(root()).output().expect("run rodlab")
 }
 
+/// `rodlab` as a command run from the workspace root, to spawn or pipe.
+pub fn rodlab_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rodlab"));
+    c.current_dir(root());
+    c
+}
+
+/// A TCP port free on loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A robot emulator on 127.0.0.1:`port` for `duration_s`, with extra
+/// arguments (`--controller cb3`, `--quirk ...`), once it listens. Its
+/// standard output is piped (it ends with `sent N ...`).
+pub fn robot_emulator(port: u16, duration_s: f64, extra: &[&str]) -> Child {
+    let child = rodlab_command()
+        .args(["emulate", "robot", "--bind", &format!("127.0.0.1:{port}"), "--duration", &duration_s.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The venv's Python when it can import `module`; otherwise says loudly
+/// that the `what` test is skipped (scripts/setup.sh makes the venv; it
+/// needs python3-venv and PyPI).
+pub fn venv_python(module: &str, what: &str) -> Option<PathBuf> {
+    let python = root().join(".venv/bin/python");
+    let available = python.is_file() && Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
+    if !available {
+        eprintln!("\n*** SKIPPED {what} test: {} cannot import {module} (run scripts/setup.sh; it needs python3-venv and PyPI) ***\n", python.display());
+    }
+    available.then_some(python)
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
