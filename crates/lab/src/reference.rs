@@ -144,11 +144,24 @@ fn ref_name(v: &Value) -> Option<String> {
         .or_else(|| v.get("items").and_then(direct))
 }
 
-fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expanded: &mut Vec<(String, String)>) {
+/// `prefix.name`, or `name` at the top.
+fn field_path(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, homes: &[(String, String)]) {
     let required: Vec<&str> = table.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     let Some(props) = table.get("properties").and_then(Value::as_object) else { return };
     for (name, sub) in props {
-        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        let path = field_path(prefix, name);
+        // An untagged union's alternatives may share a field: listed once.
+        if out.iter().any(|f| f.path == path) {
+            continue;
+        }
         // A field's own doc, else its type's.
         let description = sub
             .get("description")
@@ -158,12 +171,9 @@ fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expande
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        if out.iter().any(|f| f.path == path) {
-            continue;
-        }
         // A type listed once, at its shallowest place: its other places say where.
         let reference = ref_name(sub);
-        let seen = reference.as_ref().and_then(|r| expanded.iter().find(|(n, _)| n == r)).map(|(_, p)| p.clone()).filter(|p| *p != path);
+        let seen = reference.as_ref().and_then(|r| homes.iter().find(|(n, _)| n == r)).map(|(_, p)| p.clone()).filter(|p| *p != path);
         let mut kind = kind_of(root, sub);
         if let Some(p) = &seen {
             kind = format!("{kind} (fields as `{p}`)");
@@ -180,7 +190,7 @@ fn walk(root: &Value, table: &Value, prefix: &str, out: &mut Vec<Field>, expande
             continue;
         }
         for (t, suffix) in nested(root, sub) {
-            walk(root, t, &format!("{path}{suffix}"), out, expanded);
+            walk(root, t, &format!("{path}{suffix}"), out, homes);
         }
     }
 }
@@ -193,7 +203,7 @@ fn homes(root: &Value) -> Vec<(String, String)> {
     while let Some((table, prefix)) = queue.pop_front() {
         let Some(props) = table.get("properties").and_then(Value::as_object) else { continue };
         for (name, sub) in props {
-            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+            let path = field_path(&prefix, name);
             if let Some(r) = ref_name(sub) {
                 if homes.iter().any(|(n, _)| *n == r) {
                     continue;
@@ -212,9 +222,9 @@ fn homes(root: &Value) -> Vec<(String, String)> {
 pub fn fields(schema: &schemars::Schema) -> Vec<Field> {
     let root = schema.as_value();
     let mut out = vec![];
-    let mut homes = homes(root);
+    let homes = homes(root);
     for (t, _) in nested(root, root) {
-        walk(root, t, "", &mut out, &mut homes);
+        walk(root, t, "", &mut out, &homes);
     }
     out
 }
