@@ -164,7 +164,7 @@ fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -
     dir.stream_names()
         .into_iter()
         .filter(|name| name != "robot" && name != crate::c3d::BASE_STREAM && !requests.iter().any(|r| &r.stream == name))
-        .filter(|name| !dir.video(name, "mkv").is_file() && !dir.video(name, "avi").is_file())
+        .filter(|name| dir.find_video(name).is_none())
         .map(|name| {
             let how = if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
                 format!("[flange_sensor] stream = \"{name}\"")

@@ -97,6 +97,12 @@ impl SessionDir {
         self.root.join(format!("{name}.{container}"))
     }
 
+    /// The video of camera `name` that exists, in whichever container it
+    /// was recorded.
+    pub fn find_video(&self, name: &str) -> Option<PathBuf> {
+        ["mkv", "avi"].into_iter().map(|c| self.video(name, c)).find(|p| p.is_file())
+    }
+
     /// The text messages a robot controller sent.
     pub fn messages(&self, robot: &str) -> PathBuf {
         messages_file(&self.root, robot)
@@ -181,6 +187,17 @@ mod tests {
         assert_eq!(d.stream("ft300"), Path::new("/data/day1/holds-2/streams/ft300"));
         assert_eq!(d.video("camera", "mkv"), Path::new("/data/day1/holds-2/camera.mkv"));
         assert_eq!(d.describe_streams(), "it has no streams");
+    }
+
+    #[test]
+    fn a_cameras_video_is_found_in_either_container() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = SessionDir::new(tmp.path());
+        assert_eq!(d.find_video("camera"), None);
+        std::fs::write(d.video("camera", "avi"), b"").unwrap();
+        assert_eq!(d.find_video("camera"), Some(d.video("camera", "avi")));
+        std::fs::write(d.video("camera", "mkv"), b"").unwrap();
+        assert_eq!(d.find_video("camera"), Some(d.video("camera", "mkv")));
     }
 
     #[test]

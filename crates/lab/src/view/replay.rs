@@ -9,7 +9,6 @@ use crate::error::{Context, Error, Result};
 use serde_json::{json, Value};
 use session::{MarkerRow, SessionDir, StrainRow};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use track::preview::{jpeg_with_markers, SeenMarker, VideoFrames};
 
@@ -105,8 +104,7 @@ impl ReplaySite {
         let mut notes = vec![];
         let mut cameras = vec![];
         for s in streams.iter().filter(|s| s.columns.iter().any(|c| c == "frame") && s.columns.iter().any(|c| c == "device_ms")) {
-            let video: Option<PathBuf> = ["mkv", "avi"].iter().map(|c| dir.video(&s.name, c)).find(|p| p.is_file());
-            match video {
+            match dir.find_video(&s.name) {
                 Some(v) => cameras.push(Camera { name: s.name.clone(), frame_t_s: s.t_s.clone(), video: Mutex::new(VideoFrames::open(&v)?) }),
                 None => notes.push(format!("camera '{}': no video beside its frames table", s.name)),
             }
