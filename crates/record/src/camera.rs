@@ -451,9 +451,9 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
     let mut k: u64 = 0;
     let mut write = |g: QueuedFrame, writer: &mut videoio::VideoWriter, k: &mut u64| -> Result<(), CameraError> {
         writer.write(&g.frame)?;
-        table.push(g.t_ns, &[*k as f64, g.device_ms])?;
-        status.tap.offer(g.t_ns, &[*k as f64, g.device_ms]);
-        status.rows.fetch_add(1, Ordering::Relaxed);
+        let row = [*k as f64, g.device_ms];
+        table.push(g.t_ns, &row)?;
+        status.recorded(g.t_ns, &row);
         *k += 1;
         Ok(())
     };

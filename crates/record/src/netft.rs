@@ -305,10 +305,9 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
             let mut row = w.to_vec();
             row.extend([r.rdt_sequence as f64, r.ft_sequence as f64, r.status as f64]);
             writer.push(t, &row)?;
-            status.tap.offer(t, &row);
             let continuity = if missing > 0 { Continuity::Missing(missing) } else { Continuity::Continuous };
             outages.arrived(t, 1, continuity)?;
-            status.rows.fetch_add(1, Ordering::Relaxed);
+            status.recorded(t, &row);
             if r.status != 0 && !status_raised {
                 status_raised = true;
                 status.alert(format!(

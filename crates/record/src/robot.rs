@@ -183,6 +183,12 @@ impl Status {
             a.push(line);
         }
     }
+    /// A row `values` at host time `t_ns` is in the session: counted, and
+    /// offered to a view.
+    pub fn recorded(&self, t_ns: i64, values: &[f64]) {
+        self.tap.offer(t_ns, values);
+        self.rows.fetch_add(1, Ordering::Relaxed);
+    }
     /// The alerts since the last call.
     pub fn take_alerts(&self) -> Vec<String> {
         self.alerts.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default()
@@ -366,8 +372,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     outages.arrived(t, 1, continuity)?;
                     last_ts = Some(ts);
                     w.push(t, &v)?;
-                    status.tap.offer(t, &v);
-                    status.rows.fetch_add(1, Ordering::Relaxed);
+                    status.recorded(t, &v);
                 }
                 Ok(Received::Text(m)) => messages.write(clock.now_ns(), &m, &cfg.name, &status),
                 Ok(Received::Other(crate::rtde::PAUSE)) if pausing => break,

@@ -368,8 +368,7 @@ pub fn record(
     let push = |writer: &mut StreamWriter, samples: &mut Vec<Vec<f64>>, t: i64| -> Result<(), SerialError> {
         for s in samples.drain(..) {
             writer.push(t, &s)?;
-            status.tap.offer(t, &s);
-            status.rows.fetch_add(1, Ordering::Relaxed);
+            status.recorded(t, &s);
         }
         Ok(())
     };
