@@ -6,6 +6,8 @@ device's state, the camera's markers) every 0.2 s.
   view_probe.py URL --seconds S [--screenshot PNG] [--wait-ready]
 
 --wait-ready waits for a replay page's first state (body[data-ready]).
+URL "-" reads the URL from standard input once the browser is up, so that
+a test can start the browser before the server it is to watch.
 """
 import argparse
 import json
@@ -40,7 +42,9 @@ SAMPLE_JS = """() => {
     return n;
   });
   const status = document.querySelector('#strain p');
-  return {strain_status: status ? status.textContent : null, updates: Number(b.dataset.updates), script_errors: Number(b.dataset.errors), t: b.dataset.t === undefined ? null : Number(b.dataset.t),
+  const nodesTable = document.querySelector('table.nodes');
+  const strainT = nodesTable && nodesTable.dataset.t !== '' ? Number(nodesTable.dataset.t) : null;
+  return {strain_status: status ? status.textContent : null, strain_t: strainT, updates: Number(b.dataset.updates), script_errors: Number(b.dataset.errors), t: b.dataset.t === undefined ? null : Number(b.dataset.t),
           devices, cameras, nodes, plots: document.querySelectorAll('#plots svg').length, ready: b.dataset.ready === '1'};
 }"""
 
@@ -58,7 +62,8 @@ def main():
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.on("console", lambda m: out["console_errors"].append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: out["page_errors"].append(str(e)))
-        page.goto(a.url)
+        url = sys.stdin.readline().strip() if a.url == "-" else a.url
+        page.goto(url)
         if a.wait_ready:
             page.wait_for_selector("body[data-ready='1']", timeout=30000)
             page.wait_for_timeout(500)

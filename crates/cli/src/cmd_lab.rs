@@ -300,10 +300,6 @@ pub enum SessionCommand {
         #[arg(long)]
         skip_videos: bool,
     },
-    /// Every table of a session as CSV (units in the headers) and its metadata as JSON, for tools without rodlab.
-    #[command(
-        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
-    )]
     /// Serves the session in the browser with a time slider: each device's streams and state, the video
     /// frame with its tracked markers (markers.parquet), the observed strain (strain.parquet) at any time.
     #[command(
@@ -318,6 +314,10 @@ pub enum SessionCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
+    /// Every table of a session as CSV (units in the headers) and its metadata as JSON, for tools without rodlab.
+    #[command(
+        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
+    )]
     Export {
         dir: PathBuf,
         /// Directory to write into (created).
@@ -600,6 +600,9 @@ pub enum SynthCommand {
         /// Sensor noise [grey levels].
         #[arg(long, default_value_t = 2.0)]
         noise: f64,
+        /// The video's frame rate [frames/s]: how fast a camera that plays the file runs.
+        #[arg(long, default_value_t = 100.0)]
+        fps: f64,
         /// `mkv` (lossless HuffYUV), `avi` (Motion-JPEG) or `png` (an image directory).
         #[arg(long, default_value = "mkv")]
         format: String,
@@ -764,7 +767,7 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
             println!("wrote {views} views, plane.png and true-camera.toml to {}", out.display());
             Ok(())
         }
-        SynthCommand::Video { out, frames, markers, max_speed_px, noise, format, occlude } => {
+        SynthCommand::Video { out, frames, markers, max_speed_px, noise, fps, format, occlude } => {
             let occlusion = match occlude {
                 None => None,
                 Some(n) => {
@@ -775,7 +778,7 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
                     Some(lab::track::Occlusion { marker: marker as usize, first_frame: first_frame as usize, frames: count as usize })
                 }
             };
-            let req = lab::track::VideoRequest { out: out.clone(), frames, markers, max_speed_px, noise, format: format.clone(), occlusion };
+            let req = lab::track::VideoRequest { out: out.clone(), frames, markers, max_speed_px, noise, fps, format: format.clone(), occlusion };
             lab::track::synth_video(&req, progress)?;
             println!("wrote {frames} frames ({format}), truth.csv, true-camera.toml, markers.toml to {}", out.display());
             Ok(())

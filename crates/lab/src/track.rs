@@ -177,6 +177,8 @@ pub struct VideoRequest {
     pub max_speed_px: f64,
     /// Sensor noise \[grey levels\].
     pub noise: f64,
+    /// The video's frame rate \[frames/s\].
+    pub fps: f64,
     /// `mkv`, `avi` or `png` (an image directory).
     pub format: String,
     pub occlusion: Option<Occlusion>,
@@ -185,12 +187,18 @@ pub struct VideoRequest {
 /// Writes a video of a bending rod with markers, its truth (truth.csv),
 /// the true camera and markers.toml.
 pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
-    if req.frames == 0 || req.markers == 0 || req.max_speed_px.is_nan() || req.max_speed_px <= 0.0 {
-        return Err(Error::input("--frames, --markers and --max-speed-px must be positive"));
+    if req.frames == 0 || req.markers == 0 || req.max_speed_px.is_nan() || req.max_speed_px <= 0.0 || !req.fps.is_finite() || req.fps <= 0.0 {
+        return Err(Error::input("--frames, --markers, --max-speed-px and --fps must be positive"));
     }
     let (camera, plane) = synth::demo_camera();
-    let mut cfg =
-        SequenceConfig { frames: req.frames, markers: req.markers, max_speed_px: req.max_speed_px, occlusion: req.occlusion, ..SequenceConfig::default() };
+    let mut cfg = SequenceConfig {
+        frames: req.frames,
+        markers: req.markers,
+        max_speed_px: req.max_speed_px,
+        occlusion: req.occlusion,
+        fps: req.fps,
+        ..SequenceConfig::default()
+    };
     cfg.look.noise_sigma = req.noise;
     let out = &req.out;
     let io = |e: std::io::Error| Error::io(format!("{}: {e}", out.display()));

@@ -12,7 +12,16 @@ use std::sync::Arc;
 fn recorded(dir: &std::path::Path) -> SessionDir {
     let video = dir.join("video");
     lab::track::synth_video(
-        &lab::track::VideoRequest { out: video.clone(), frames: 45, markers: 3, max_speed_px: 3.0, noise: 2.0, format: "mkv".into(), occlusion: None },
+        &lab::track::VideoRequest {
+            out: video.clone(),
+            frames: 45,
+            markers: 3,
+            max_speed_px: 3.0,
+            noise: 2.0,
+            fps: 100.0,
+            format: "mkv".into(),
+            occlusion: None,
+        },
         &Silent,
     )
     .unwrap();

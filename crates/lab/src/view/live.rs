@@ -31,6 +31,10 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 const SEND_EVERY: Duration = Duration::from_millis(200);
 /// The markers' noise the live observer assumes \[m\].
 const LIVE_SIGMA_M: f64 = 2e-5;
+/// How long a frame's strain waits for the robot's samples after the
+/// frame's time (the base where the robot was then) before the newest
+/// pose is taken instead (a robot lost, or far behind) \[s\].
+const BASE_WAIT_S: f64 = 0.5;
 
 /// What the live view shows beyond the devices.
 #[derive(Clone)]
@@ -218,6 +222,9 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
         // slot (its /frame.jpg?camera=K) whichever others sent a frame.
         let mut camera_names: Vec<String> = vec![];
         let mut strain = Value::Null;
+        // The first camera's frame whose strain waits for the robot's
+        // samples: (host time [ns], its markers in the world).
+        let mut strain_pending: Option<(i64, Vec<Option<Vec3>>)> = None;
         while !s.load(Ordering::Relaxed) {
             let now_ns = clock.now_ns();
             let now_s = now_ns as f64 * 1e-9;
@@ -237,12 +244,10 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         Ok(l) => l,
                         Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![]),
                     };
-                    // The strain from the first camera's markers.
-                    if let (0, Some((obs, mount))) = (k, observer.as_mut()) {
-                        // The base where the robot was when the frame was grabbed.
-                        let flange = robot_flange_at(&devices, tapped.t_ns as f64 * 1e-9).unwrap_or_else(Pose::identity);
-                        let base = frames.world_from_robot().compose(&flange).compose(mount);
-                        strain = observe_live(obs, &base, &points);
+                    // The strain from the first camera's markers (one frame
+                    // at a time: a newer one waits until this one is done).
+                    if k == 0 && observer.is_some() && strain_pending.is_none() {
+                        strain_pending = Some((tapped.t_ns, points));
                     }
                     if let Ok(mut shots) = site2.shots.lock() {
                         if shots.len() <= k {
@@ -260,6 +265,18 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         json["t_s"] = json!(tapped.t_ns as f64 * 1e-9);
                         json["frame_url"] = json!(format!("/frame.jpg?camera={k}&n={}", shot.seq));
                         shot.json = json;
+                    }
+                }
+                if let (Some((t_ns, _)), Some((obs, mount))) = (&strain_pending, observer.as_mut()) {
+                    // The base where the robot was when the frame was grabbed,
+                    // once the robot's samples reach past that time.
+                    let t_s = *t_ns as f64 * 1e-9;
+                    if robot_reached(&devices, t_s) || now_s - t_s > BASE_WAIT_S {
+                        let flange = robot_flange_at(&devices, t_s).unwrap_or_else(Pose::identity);
+                        let base = frames.world_from_robot().compose(&flange).compose(mount);
+                        let points = strain_pending.take().map(|(_, p)| p).unwrap_or_default();
+                        strain = observe_live(obs, &base, &points);
+                        strain["t_s"] = json!(t_s);
                     }
                 }
                 let cameras: Vec<Value> = site2.shots.lock().map(|shots| shots.iter().map(|s| s.json.clone()).collect()).unwrap_or_default();
@@ -333,16 +350,27 @@ fn line(d: &Device, now_ns: i64) -> DeviceLine {
     }
 }
 
-/// The flange pose nearest host time `t_s` \[s\] (in the plots' history:
-/// a tenth of a second apart) of the first robot that streams
-/// `actual_TCP_pose`.
+/// The first robot that streams `actual_TCP_pose`, and the column of its x.
+fn pose_robot(devices: &[Device]) -> Option<(&Device, usize)> {
+    devices.iter().find_map(|d| Some((d, d.columns.iter().position(|c| c == "actual_TCP_pose_0")?)))
+}
+
+/// Whether the robot's samples reach past host time `t_s` \[s\] (or there
+/// is no robot to wait for).
+fn robot_reached(devices: &[Device], t_s: f64) -> bool {
+    pose_robot(devices).is_none_or(|(d, _)| d.history.back().is_some_and(|(t, _)| *t >= t_s))
+}
+
+/// The flange pose at host time `t_s` \[s\], interpolated (slerp) between
+/// the samples of the plots' history (a tenth of a second apart) as the
+/// offline observer interpolates the robot's table; outside the history,
+/// its nearest end.
 fn robot_flange_at(devices: &[Device], t_s: f64) -> Option<Pose> {
-    devices.iter().find_map(|d| {
-        let i = d.columns.iter().position(|c| c == "actual_TCP_pose_0")?;
-        let (_, v) = d.history.iter().min_by(|a, b| (a.0 - t_s).abs().total_cmp(&(b.0 - t_s).abs()))?;
-        let p: [f64; 6] = v.get(i..i + 6)?.try_into().ok()?;
-        Some(lie::trajectory::pose_from_ur(&p))
-    })
+    let (d, i) = pose_robot(devices)?;
+    let poses = d.history.iter().filter_map(|(t, v)| Some((*t, <[f64; 6]>::try_from(v.get(i..i + 6)?).ok()?)));
+    let trajectory = lie::trajectory::PoseTrajectory::from_ur(poses).ok()?;
+    let (first_s, last_s) = trajectory.span_s();
+    trajectory.at(t_s.clamp(first_s, last_s)).ok()
 }
 
 type LookResult = (Value, Vec<u8>, Vec<Option<Vec3>>);

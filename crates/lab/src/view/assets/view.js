@@ -36,13 +36,41 @@ function renderDevices(devices) {
   }
 }
 
+// A camera's preview stays on the last image that loaded until a newer one
+// has loaded (off-screen), so that a slow fetch never blanks it; a newer
+// image is shown whenever it loads, even if a still newer one is on its way.
+const previews = new Map(); // camera name -> { slot, shown, shownSeq, wanted, seq }
+function preview(c) {
+  let p = previews.get(c.name);
+  if (!p) { p = { slot: null, shown: null, shownSeq: 0, wanted: null, seq: 0 }; previews.set(c.name, p); }
+  p.slot = el("div", { class: "preview" });
+  if (p.shown) p.slot.append(p.shown);
+  if (!c.frame_url || c.frame_url === p.wanted) return null;
+  p.wanted = c.frame_url;
+  const seq = ++p.seq;
+  const next = el("img", { alt: "camera " + c.name, "data-frame": String(c.frame) });
+  const loaded = new Promise(resolve => {
+    next.onload = () => {
+      if (seq > p.shownSeq) { p.shown = next; p.shownSeq = seq; p.slot.replaceChildren(next); }
+      resolve();
+    };
+    next.onerror = () => resolve();
+  });
+  next.src = c.frame_url;
+  return loaded;
+}
+
+// Renders the cameras; returns a promise of their new previews having loaded.
 function renderCameras(cameras) {
   const box = document.getElementById("cameras");
   box.replaceChildren();
+  const loading = [];
   for (const c of cameras) {
     const s = el("section", { class: "camera", "data-camera": c.name, "data-device-ms": String(c.device_ms ?? ""), "data-frame": String(c.frame ?? ""), "data-t": String(c.t_s ?? "") });
     s.append(el("h2", {}, "Camera " + c.name + (c.frame !== null ? " (frame " + c.frame + ")" : "")));
-    if (c.frame_url) s.append(el("img", { src: c.frame_url, alt: "camera " + c.name, "data-frame": String(c.frame) }));
+    const loaded = preview(c);
+    if (loaded) loading.push(loaded);
+    s.append(previews.get(c.name).slot);
     for (const w of c.warnings) s.append(el("div", { class: "warning" }, w));
     const t = el("table", { class: "markers" });
     t.append(el("tr", {}, ""));
@@ -57,6 +85,7 @@ function renderCameras(cameras) {
     s.append(t);
     box.append(s);
   }
+  return Promise.all(loading);
 }
 
 function renderStrain(strain) {
@@ -65,7 +94,8 @@ function renderStrain(strain) {
   if (!strain) { box.append(el("p", {}, "no strain: give --rod (and a calibrated camera) to observe it")); return; }
   const plots = el("div"); plots.innerHTML = strain.svg + strain.shape_svg; box.append(plots);
   box.append(el("p", {}, "residual " + fmt(strain.residual_m * 1e3, 3) + " mm, " + strain.status));
-  const t = el("table", { class: "nodes" });
+  // The strain's own frame time: it may lag the camera's newest frame.
+  const t = el("table", { class: "nodes", "data-t": String(strain.t_s ?? "") });
   t.innerHTML = "<tr><th>node</th><th>s [m]</th><th>kappa_x [1/m]</th><th>kappa_y [1/m]</th><th>kappa_z [1/m]</th></tr>";
   strain.nodes.forEach((n, i) => {
     const tr = el("tr", { "data-node": String(i) });
@@ -80,13 +110,14 @@ function render(s) {
   document.getElementById("clock").textContent = "t = " + fmt(s.t_s, 2) + " s";
   body.dataset.t = String(s.t_s);
   renderDevices(s.devices);
-  renderCameras(s.cameras);
+  const previewsLoaded = renderCameras(s.cameras);
   renderStrain(s.strain);
   document.getElementById("plots").innerHTML = s.plots.join("");
   const notes = document.getElementById("notes");
   notes.replaceChildren(...s.notes.map(n => el("li", {}, n)));
   document.getElementById("notes-box").hidden = s.notes.length === 0;
   body.dataset.updates = String(Number(body.dataset.updates) + 1);
+  return previewsLoaded;
 }
 
 async function start() {
@@ -111,7 +142,8 @@ async function start() {
     busy = true;
     document.getElementById("slider-t").textContent = fmt(t, 3) + " s";
     const s = await (await fetch("/api/at?t=" + t)).json();
-    render(s);
+    // Ready once the chosen time's frame is on the page, not just asked for.
+    await render(s);
     body.dataset.ready = "1";
     busy = false;
     if (pending !== null) { const p = pending; pending = null; show(p); }
