@@ -321,7 +321,8 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
         for (n, r) in nodes.iter().zip(&rows).take(rows.len() - 1) {
             let live_kappa = n["kappa_y"].as_f64().unwrap();
             worst = worst.max((live_kappa - r.strain[1]).abs());
-            assert!(close(live_kappa, r.strain[1], 0.1, 0.05), "node {} at t {t}: live kappa_y {live_kappa}, table {}", r.node, r.strain[1]);
+            // 0.04 1/m at most in runs on an idle and a busy machine.
+            assert!(close(live_kappa, r.strain[1], 0.04, 0.01), "node {} at t {t}: live kappa_y {live_kappa}, table {}", r.node, r.strain[1]);
         }
         compared += 1;
     }

@@ -736,37 +736,58 @@ impl Observer {
     /// would ignore their markers. At most 200 frames, evenly spaced, are
     /// compared. Leaves the observer at rest with the chosen scale.
     pub fn choose_energy_scale(&mut self, frames: &[(lie::Pose, Vec<Option<Vec3>>)], sigma_m: &[f64]) -> Option<ScaleChoice> {
-        let rest = DVector::zeros(self.model.n_dof());
         let mut best: Option<(usize, f64)> = None;
         let stride = frames.len().div_ceil(200).max(1);
         let mut sag: Option<DVector<f64>> = None;
         for (k, (base, measured)) in frames.iter().enumerate().step_by(stride) {
-            self.set_base(base);
-            // The unloaded shape: gravity only (warm-started frame to frame).
-            let unloaded = rod::statics::solve(&self.model, &rod::Loads::gravity(), sag.as_ref(), &rod::NewtonOptions::default())
-                .map(|s| s.q)
-                .unwrap_or_else(|_| rest.clone());
-            let shape = self.marker_positions(&unloaded);
+            let (unloaded, rms) = self.distance_from_unloaded(base, measured, sag.as_ref());
             sag = Some(unloaded);
-            let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| (m - r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
-            if n == 0 {
-                continue;
-            }
-            let rms = (sum / n as f64).sqrt();
-            if best.is_none_or(|(_, b)| rms > b) {
-                best = Some((k, rms));
+            if let Some(rms) = rms {
+                if best.is_none_or(|(_, b)| rms > b) {
+                    best = Some((k, rms));
+                }
             }
         }
         let (k, _) = best?;
         let (base, measured) = &frames[k];
-        self.set_base(base);
-        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
-        let mut choice = self.calibrate(&targets);
+        let mut choice = self.choose_energy_scale_on(base, measured, sigma_m);
         choice.frame = k;
         self.last_choice = Some(choice);
-        self.q = rest;
-        self.forces = vec![Vec3::zeros(); self.markers.len()];
         Some(choice)
+    }
+
+    /// Chooses the weighted mode's energy scale on one frame (base pose,
+    /// measured markers), as [`Observer::choose_energy_scale`] does on the
+    /// most deformed of many. Leaves the observer at rest with the chosen
+    /// scale.
+    pub fn choose_energy_scale_on(&mut self, base: &lie::Pose, measured: &[Option<Vec3>], sigma_m: &[f64]) -> ScaleChoice {
+        self.set_base(base);
+        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
+        let choice = self.calibrate(&targets);
+        self.last_choice = Some(choice);
+        self.q = DVector::zeros(self.model.n_dof());
+        self.forces = vec![Vec3::zeros(); self.markers.len()];
+        choice
+    }
+
+    /// How deformed a frame is: the RMS distance \[m\] of its measured
+    /// markers from the shape the rod takes under gravity alone at `base`
+    /// (the measure [`Observer::choose_energy_scale`] picks its frame by);
+    /// `None` without markers. Sets the base.
+    pub fn deformation_rms_m(&mut self, base: &lie::Pose, measured: &[Option<Vec3>]) -> Option<f64> {
+        self.distance_from_unloaded(base, measured, None).1
+    }
+
+    /// The unloaded (gravity only) state at `base`, warm-started from
+    /// `warm`, and the measured markers' RMS distance from it.
+    fn distance_from_unloaded(&mut self, base: &lie::Pose, measured: &[Option<Vec3>], warm: Option<&DVector<f64>>) -> (DVector<f64>, Option<f64>) {
+        self.set_base(base);
+        let unloaded = rod::statics::solve(&self.model, &rod::Loads::gravity(), warm, &rod::NewtonOptions::default())
+            .map(|s| s.q)
+            .unwrap_or_else(|_| DVector::zeros(self.model.n_dof()));
+        let shape = self.marker_positions(&unloaded);
+        let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| (m - r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
+        (unloaded, (n > 0).then(|| (sum / n as f64).sqrt()))
     }
 }
 

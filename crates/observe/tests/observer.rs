@@ -235,6 +235,17 @@ fn rest_first_frame_then_bending_frames_follow_their_markers() {
     // observer whose springs were calibrated at rest.
     assert!(worst < 6e-4, "{worst}");
     assert!(worst_first > 5.0 * worst, "{worst_first} vs {worst}");
+
+    // One frame at a time (the live view): the deformation grows with the
+    // load, and the scale chosen on the most deformed frame alone is the
+    // one chosen among all.
+    let mut live = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).unwrap();
+    let deformation_m: Vec<f64> = frames.iter().map(|(base, m)| live.deformation_rms_m(base, m).unwrap()).collect();
+    assert!(deformation_m.windows(2).all(|w| w[1] > w[0]), "{deformation_m:?}");
+    assert!(deformation_m[0] < 1e-3 && deformation_m[4] > 1e-2, "at rest: the noise; bent: centimetres: {deformation_m:?}");
+    let alone = live.choose_energy_scale_on(&frames[4].0, &frames[4].1, &sigma);
+    assert_eq!(alone.energy_scale_j, choice.energy_scale_j);
+    assert_eq!(live.energy_scale_j(), Some(choice.energy_scale_j));
 }
 
 /// A cluster of markers on the tip section (three on its rim, as a motion

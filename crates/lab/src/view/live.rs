@@ -187,7 +187,7 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
             let mut rod = rod.clone();
             rod.gravity_m_s2 = frames.gravity();
             let obs = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).map_err(|e| Error::input(format!("--rod: {e}")))?;
-            (Some((obs, rod.base)), vec![])
+            (Some(LiveObserver { obs, mount: rod.base, chosen_on_m: 0.0 }), vec![])
         }
         (Some(_), Some(_)) => (None, vec!["the camera file has no plane of motion: no strain".to_string()]),
         (Some(_), None) => (None, vec!["--rod without --calibration: the strain needs the markers in the world (a calibrated camera)".to_string()]),
@@ -267,15 +267,15 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         shot.json = json;
                     }
                 }
-                if let (Some((t_ns, _)), Some((obs, mount))) = (&strain_pending, observer.as_mut()) {
+                if let (Some((t_ns, _)), Some(live)) = (&strain_pending, observer.as_mut()) {
                     // The base where the robot was when the frame was grabbed,
                     // once the robot's samples reach past that time.
                     let t_s = *t_ns as f64 * 1e-9;
                     if robot_reached(&devices, t_s) || now_s - t_s > BASE_WAIT_S {
                         let flange = robot_flange_at(&devices, t_s).unwrap_or_else(Pose::identity);
-                        let base = frames.world_from_robot().compose(&flange).compose(mount);
+                        let base = frames.world_from_robot().compose(&flange).compose(&live.mount);
                         let points = strain_pending.take().map(|(_, p)| p).unwrap_or_default();
-                        strain = observe_live(obs, &base, &points);
+                        strain = live.observe(&base, &points);
                         strain["t_s"] = json!(t_s);
                     }
                 }
@@ -397,30 +397,57 @@ fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Optio
     Ok((json!({"markers": markers, "expected": look.expected, "warnings": look.warnings}), jpeg, points))
 }
 
-/// The observer on the newest markers (warm-started from the last frame).
-/// Its springs' scale is chosen on the first frame, and again on a frame
-/// it fails (a rod more deformed than any before: the offline observer
-/// chooses on the most deformed frame of the whole table).
-fn observe_live(obs: &mut Observer, base: &Pose, points: &[Option<Vec3>]) -> Value {
-    let n = obs.model.rod.markers.len();
-    let mut measured = points.to_vec();
-    measured.resize(n, None);
-    let sigma = vec![LIVE_SIGMA_M; n];
-    obs.set_base(base);
-    let failed =
-        |r: &std::result::Result<observe::Observation, observe::ObserveError>| r.as_ref().map_or(true, |o| matches!(o.status, observe::Status::Failed(_)));
-    let mut result = if obs.energy_scale_j().is_none() { Err(observe::ObserveError::NoMarkers) } else { obs.observe(&measured, &sigma) };
-    if failed(&result) {
-        obs.choose_energy_scale(&[(*base, measured.clone())], &sigma);
-        obs.set_base(base);
-        result = obs.observe(&measured, &sigma);
-    }
-    match result {
-        Ok(ob) => {
-            let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
-            let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();
-            strain_json(&nodes, &shape, ob.marker_residual_m, &ob.status.label())
+/// The live observer: the offline observer's weighted mode on one frame
+/// at a time, warm-started from the last.
+struct LiveObserver {
+    obs: Observer,
+    /// The rod's base on the flange.
+    mount: Pose,
+    /// How deformed the frame its springs' scale was chosen on was \[m\].
+    chosen_on_m: f64,
+}
+
+/// A frame this much more deformed than the one the scale was chosen on
+/// chooses again.
+const RECHOOSE_FACTOR: f64 = 1.2;
+
+impl LiveObserver {
+    /// The strain of one frame (markers by index in the world, `base` the
+    /// rod's base then). The springs' scale follows the offline rule (chosen
+    /// on the most deformed frame) as far as the frames so far tell: chosen
+    /// on the first frame, again on a frame much more deformed than that one
+    /// and on a frame it fails.
+    fn observe(&mut self, base: &Pose, points: &[Option<Vec3>]) -> Value {
+        let obs = &mut self.obs;
+        let n = obs.model.rod.markers.len();
+        let mut measured = points.to_vec();
+        measured.resize(n, None);
+        let sigma = vec![LIVE_SIGMA_M; n];
+        let deformation_m = obs.deformation_rms_m(base, &measured).unwrap_or(0.0);
+        let more_deformed = deformation_m > RECHOOSE_FACTOR * self.chosen_on_m;
+        let mut choose = |obs: &mut Observer| {
+            obs.choose_energy_scale_on(base, &measured, &sigma);
+            self.chosen_on_m = deformation_m;
+        };
+        if obs.energy_scale_j().is_none() || more_deformed {
+            choose(obs);
         }
-        Err(e) => json!({"svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
+        obs.set_base(base);
+        let failed =
+            |r: &std::result::Result<observe::Observation, observe::ObserveError>| r.as_ref().map_or(true, |o| matches!(o.status, observe::Status::Failed(_)));
+        let mut result = obs.observe(&measured, &sigma);
+        if failed(&result) {
+            choose(obs);
+            obs.set_base(base);
+            result = obs.observe(&measured, &sigma);
+        }
+        match result {
+            Ok(ob) => {
+                let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
+                let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();
+                strain_json(&nodes, &shape, ob.marker_residual_m, &ob.status.label())
+            }
+            Err(e) => json!({"svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
+        }
     }
 }
