@@ -275,8 +275,7 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         let flange = robot_flange_at(&devices, t_s).unwrap_or_else(Pose::identity);
                         let base = frames.world_from_robot().compose(&flange).compose(&live.mount);
                         let points = strain_pending.take().map(|(_, p)| p).unwrap_or_default();
-                        strain = live.observe(&base, &points);
-                        strain["t_s"] = json!(t_s);
+                        strain = live.observe(t_s, &base, &points);
                     }
                 }
                 let cameras: Vec<Value> = site2.shots.lock().map(|shots| shots.iter().map(|s| s.json.clone()).collect()).unwrap_or_default();
@@ -412,12 +411,12 @@ struct LiveObserver {
 const RECHOOSE_FACTOR: f64 = 1.2;
 
 impl LiveObserver {
-    /// The strain of one frame (markers by index in the world, `base` the
-    /// rod's base then). The springs' scale follows the offline rule (chosen
+    /// The strain of the frame grabbed at `frame_t_s` (markers by index in
+    /// the world, `base` the rod's base then). The springs' scale follows the offline rule (chosen
     /// on the most deformed frame) as far as the frames so far tell: chosen
     /// on the first frame, again on a frame much more deformed than that one
     /// and on a frame it fails.
-    fn observe(&mut self, base: &Pose, points: &[Option<Vec3>]) -> Value {
+    fn observe(&mut self, frame_t_s: f64, base: &Pose, points: &[Option<Vec3>]) -> Value {
         let obs = &mut self.obs;
         let n = obs.model.rod.markers.len();
         let mut measured = points.to_vec();
@@ -445,9 +444,9 @@ impl LiveObserver {
             Ok(ob) => {
                 let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
                 let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();
-                strain_json(&nodes, &shape, ob.marker_residual_m, &ob.status.label())
+                strain_json(frame_t_s, &nodes, &shape, ob.marker_residual_m, &ob.status.label())
             }
-            Err(e) => json!({"svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
+            Err(e) => json!({"t_s": finite(frame_t_s), "svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
         }
     }
 }

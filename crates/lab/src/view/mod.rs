@@ -169,8 +169,10 @@ fn short(column: &str) -> String {
 }
 
 /// The strain part of the page: curvature along the rod and the rod's
-/// shape (base and markers, in the plane where it moves most).
-pub fn strain_json(nodes: &[(f64, [f64; 3])], shape_w: &[[f64; 3]], residual_m: f64, status: &str) -> Value {
+/// shape (base and markers, in the plane where it moves most), observed on
+/// the frame grabbed at `frame_t_s` \[s\] (the live strain may lag the
+/// camera's newest frame).
+pub fn strain_json(frame_t_s: f64, nodes: &[(f64, [f64; 3])], shape_w: &[[f64; 3]], residual_m: f64, status: &str) -> Value {
     let series: Vec<svg::Series> = ["kappa_x", "kappa_y", "kappa_z"]
         .iter()
         .enumerate()
@@ -188,7 +190,7 @@ pub fn strain_json(nodes: &[(f64, [f64; 3])], shape_w: &[[f64; 3]], residual_m: 
         &[svg::Series { name: "rod".into(), points: shape_w.iter().map(|p| (p[h], p[2])).collect() }],
     );
     json!({
-        "svg": curvature, "shape_svg": shape, "residual_m": finite(residual_m), "status": status,
+        "t_s": finite(frame_t_s), "svg": curvature, "shape_svg": shape, "residual_m": finite(residual_m), "status": status,
         "nodes": nodes.iter().map(|(s, k)| json!({"arc_m": s, "kappa_x": finite(k[0]), "kappa_y": finite(k[1]), "kappa_z": finite(k[2])})).collect::<Vec<_>>(),
     })
 }

@@ -218,9 +218,7 @@ impl ReplaySite {
             let marker_points = self.tracked(0, f).iter().map(|m| [m.x_m, m.y_m, m.z_m]);
             let shape: Vec<[f64; 3]> = base.into_iter().chain(marker_points).collect();
             let first = &rows[0];
-            let mut strain = strain_json(&nodes, &shape, first.marker_residual_m, &first.status);
-            strain["t_s"] = finite(self.cameras[0].frame_t_s[f]);
-            strain
+            strain_json(self.cameras[0].frame_t_s[f], &nodes, &shape, first.marker_residual_m, &first.status)
         });
         json!({
             "mode": "replay", "t_s": t, "devices": devices, "cameras": cameras, "plots": plots,
