@@ -130,7 +130,7 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     let restarted_s = t0.elapsed().as_secs_f64();
     let robot2 = robot_emulator(port, 60.0, &[]);
     let seen = probe_result(watcher);
-    // The stalled client reads only now, ten seconds later.
+    // The stalled client reads only now, 17 s later.
     stalled.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut head = [0u8; 64];
     let n = stalled.read(&mut head).unwrap();
