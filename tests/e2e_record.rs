@@ -237,6 +237,44 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     let _ = sent_by(emu);
 }
 
+/// An ASCII sensor whose lines have three fields where the rig names four
+/// columns: every line is rejected. The recording fails (exit 1) naming the
+/// device and why, session.toml keeps the reason as the device's
+/// last_error, and `session check` says what happened (lines arrived,
+/// all rejected), not that the device was silent.
+#[test]
+fn a_device_whose_every_sample_is_rejected_fails_the_recording_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let emu = robot_emulator(port, 6.0, &[]);
+    let line = PtyPair::new(dir.path(), "ascii4");
+    let mut ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "10", "--rate-hz", "200"]);
+    let rig_path = ascii_rig(dir.path(), port, &line.b);
+    let text = std::fs::read_to_string(&rig_path).unwrap().replace(
+        "columns = [\"seq\", \"t_device_s\", \"force_n\"]\nscales = [1, 1e-6, 1e-3]",
+        "columns = [\"seq\", \"t_device_s\", \"force_n\", \"torque_nm\"]\nscales = [1, 1e-6, 1e-3, 1e-3]",
+    );
+    assert!(text.contains("torque_nm"), "ascii_rig changed: update this test");
+    std::fs::write(&rig_path, text).unwrap();
+    let out = dir.path().join("s");
+    let o = rodlab().args(["record", "--rig", rig_path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "1.5"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("device load_cell recorded nothing") && stderr.contains("every one rejected"), "{stderr}");
+    assert!(stderr.contains("3 fields, the rig names 4 columns"), "{stderr}");
+    let d = device(&out, "load_cell");
+    assert_eq!(d.rows, 0);
+    assert!(d.rejected > 100, "{d:?}");
+    assert!(d.last_error.as_deref().is_some_and(|e| e.contains("3 fields, the rig names 4 columns")), "{d:?}");
+    let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("device load_cell: recorded nothing: it sent") && text.contains("every one rejected") && !text.contains("sent nothing"), "{text}");
+    let _ = ascii_emu.kill();
+    let _ = ascii_emu.wait();
+    let _ = sent_by(emu);
+}
+
 #[test]
 fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap() {
     let dir = tempfile::tempdir().unwrap();
@@ -249,7 +287,11 @@ fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap
         .args(["record", "--rig", ascii_rig(dir.path(), port, &mute.b).to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "1.5"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A recording in which a device recorded nothing failed (exit 1), the
+    // session kept and finalised.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("device load_cell recorded nothing (no sample arrived)") && stderr.contains("the session is kept"), "{stderr}");
     assert_eq!(device(&out, "load_cell").rows, 0);
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);

@@ -632,7 +632,7 @@ pub struct SynthSessionArgs {
     /// Young's modulus of the truth [Pa] (overrides the rod file and --params).
     #[arg(long)]
     pub e_pa: Option<f64>,
-    /// Shear modulus of the truth [Pa].
+    /// Shear modulus of the truth [Pa] (default: with --e-pa, the rod file's Poisson's ratio kept).
     #[arg(long)]
     pub g_pa: Option<f64>,
     /// Density of the truth [kg/m^3].
@@ -714,7 +714,7 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         None => None,
     };
     let req = SynthRequest {
-        material: rod::Material { e_pa: a.e_pa.unwrap_or(body.e_pa), g_pa: a.g_pa.unwrap_or(body.g_pa), rho_kg_m3: a.rho_kg_m3.unwrap_or(body.rho_kg_m3) },
+        material: lab::synth::truth_material(&body, a.e_pa, a.g_pa, a.rho_kg_m3),
         rig,
         trajectory,
         truth: a.truth.clone().unwrap_or_else(|| PathBuf::from(format!("{}-truth", a.out.display()))),

@@ -21,7 +21,7 @@ pub struct SimulateArgs {
     /// identified.toml: E, G, rho and geometry of the rod from `rodlab identify` (FILE:NAME takes a compared variant's values instead of [parameters], e.g. "identified.toml:no nuisance").
     #[arg(long)]
     pub params: Option<PathBuf>,
-    /// Base motion from a session's robot stream (flange poses on host time).
+    /// Base motion from a session's robot stream (flange poses on host time), or its motion-capture base (mocap_base).
     #[arg(long, conflicts_with = "trajectory")]
     pub session: Option<PathBuf>,
     /// Base motion from a CSV file t_s,x_m,y_m,z_m,rx,ry,rz (flange pose).
@@ -137,7 +137,7 @@ pub fn verify(c: VerifyCommand, progress: &dyn Progress) -> Result<()> {
     after_help = "Examples:\n  rodlab validate sessions/stick1 --rod configs/rod/contact-paper-steel-core.toml --params fit/identified.toml --scene configs/scene/contact-paper-stick.toml --out reports/validate/stick1\n  rodlab validate sessions/day2-* --rod rod.toml --params fit/identified.toml --scene scene.toml --loads configs/loads.toml --out reports/validate\n\nPer session: <out>/index.html (plots, error table, checks, parameters, provenance), summary.json, sim/ (the simulation's tables) and strain.parquet (the observer's, unless the session has one made with the same rod, parameters and observer). Several sessions: one directory each under --out and a summary page <out>/index.html with a row per session.\nStrain errors are % of the measured range of each component; the headline is the worst RMS over the components the experiment bends (simulated range >= 20 % of the largest, curvatures scaled by the rod's length). The contact paper reports < 10 % (stick) and < 15 % (slide).\nThe force sensor's bias is the loads file's tare when given, else the mean difference to the simulation before the simulated first contact (at least the first --rest-s seconds)."
 )]
 pub struct ValidateArgs {
-    /// Session directories (tracked markers, robot stream, optionally a force sensor).
+    /// Session directories (tracked markers, the base's stream: robot or mocap_base, optionally a force sensor).
     #[arg(required = true, num_args = 1..)]
     pub sessions: Vec<PathBuf>,
     #[arg(long)]

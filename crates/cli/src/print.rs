@@ -8,6 +8,9 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     for s in &id.sessions {
         println!("{}: {} still intervals, {} used as holds", s.session, s.still_intervals, s.used);
     }
+    for line in lab::identify::rejected_holds(&id.holds) {
+        println!("  {line}");
+    }
     let f = &id.study.fit;
     let rod = &id.rod;
     let reference = req.reference.as_ref();

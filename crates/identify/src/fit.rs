@@ -46,6 +46,10 @@ pub struct FitOptions {
     /// The spreads to pool with (offset \[m\], angle \[rad\]); `None`:
     /// estimated by [`fit`] (a first fit pooled at the priors' sd).
     pub pooled_spreads: Option<[f64; 2]>,
+    /// Fit each session's flange-sensor bias with the parameters (six
+    /// constants per session; see [`Problem::with_sensor_bias_per_session`]):
+    /// the intervals then carry the bias's uncertainty.
+    pub fit_sensor_bias: bool,
 }
 
 /// A pooled group of per-cable parameters, as the fit found it.
@@ -76,6 +80,7 @@ impl Default for FitOptions {
             tie_g_poisson: None,
             pool_cables: false,
             pooled_spreads: None,
+            fit_sensor_bias: false,
         }
     }
 }
@@ -185,6 +190,9 @@ pub struct Fit {
     /// The largest surface fibre strain, tension or compression, of any
     /// experiment at the fit (what the law's validity is judged by).
     pub largest_fibre_strain: f64,
+    /// Each session's sensor bias, fitted with the parameters
+    /// (`FitOptions::fit_sensor_bias`; empty otherwise).
+    pub sensor_biases: Vec<crate::problem::FittedBias>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -448,6 +456,9 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
     let m = rod.cross_section.body;
     let mut problem = Problem::new(rod, experiments, layout, &Values::material(m.e_pa, m.g_pa, fixed_rho));
+    if opts.fit_sensor_bias {
+        problem = problem.with_sensor_bias_per_session();
+    }
     let offset_mean_m = opts.cable_offset_prior.map_or(0.0, |p| p.0);
     let scale_mean = opts.radius_scale_prior.map_or(1.0, |p| p.0);
     for (geometry, index) in layout.geometry() {
@@ -578,7 +589,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let j = ev.jacobian.clone().expect("jacobian");
     let m = j.nrows();
     let np = j.ncols();
-    let dof = m.saturating_sub(np);
+    let dof = m.saturating_sub(np + problem.bias_dof());
     let ssr = ev.residual.norm_squared();
     let s2 = if dof > 0 { ssr / dof as f64 } else { f64::NAN };
     let jtj = j.transpose() * &j;
@@ -620,6 +631,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     }
     let t = t975(dof);
     let v = problem.values(&best_run.params);
+    let sensor_biases = problem.fitted_biases(&best_run.params, &cov, s2)?;
     let est = |i: usize, value: f64| Estimate { value, ci95_low: value * (-t * sd[i]).exp(), ci95_high: value * (t * sd[i]).exp() };
     let e_est = est(0, v.e_pa);
     let g_est = est(1, v.g_pa);
@@ -713,6 +725,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         pooling,
         elastic_law: rod.elastic_law,
         largest_fibre_strain,
+        sensor_biases,
     })
 }
 

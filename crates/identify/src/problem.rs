@@ -369,6 +369,30 @@ pub struct Problem {
     options: NewtonOptions,
     /// Gaussian priors, one residual row `(p[index] - mean) / sd` each.
     priors: Vec<Prior>,
+    /// Sessions whose flange sensor's bias is fitted with the parameters
+    /// (see [`Problem::with_sensor_bias_per_session`]).
+    bias_groups: Vec<BiasGroup>,
+}
+
+/// The experiments of one session whose force sensor carries one unknown
+/// bias (six constants added to every reading).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BiasGroup {
+    pub session: String,
+    /// Indices of the session's experiments with a measured wrench.
+    pub experiments: Vec<usize>,
+}
+
+/// A session's sensor bias fitted with the parameters: `[moment; force]`
+/// as the wrenches are, with standard deviations that carry the
+/// parameters' uncertainty too.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FittedBias {
+    pub session: String,
+    pub wrench: Vec6,
+    pub sd: Vec6,
+    /// Holds (experiments with a wrench) of the session.
+    pub holds: usize,
 }
 
 /// A Gaussian prior row `(sum a_i p_i - mean) / sd` on a linear
@@ -486,7 +510,122 @@ impl Problem {
             solves: Cell::new(0),
             options: NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() },
             priors: vec![],
+            bias_groups: vec![],
         }
+    }
+
+    /// Fits each session's force-sensor bias jointly with the parameters:
+    /// six constants per session (the experiments' ids `<session>/...`)
+    /// added to its measured wrenches. They enter linearly, so they are
+    /// eliminated exactly (variable projection): each session's wrench
+    /// residuals and their Jacobian rows lose their weighted mean per
+    /// component. The parameters' covariance is then the joint fit's,
+    /// the bias's uncertainty included; [`Problem::fitted_biases`] gives
+    /// the biases.
+    pub fn with_sensor_bias_per_session(mut self) -> Problem {
+        let mut groups: Vec<BiasGroup> = vec![];
+        for (i, e) in self.experiments.iter().enumerate().filter(|(_, e)| e.base_wrench.is_some()) {
+            let session = crate::sensor_bias::session_of(e);
+            match groups.iter_mut().find(|g| g.session == session) {
+                Some(g) => g.experiments.push(i),
+                None => groups.push(BiasGroup { session: session.to_string(), experiments: vec![i] }),
+            }
+        }
+        self.bias_groups = groups;
+        self
+    }
+
+    /// Degrees of freedom the eliminated biases take (six per session).
+    pub fn bias_dof(&self) -> usize {
+        6 * self.bias_groups.len()
+    }
+
+    /// The first residual row of each experiment.
+    fn experiment_rows(&self) -> Vec<usize> {
+        self.experiments
+            .iter()
+            .scan(0, |row, e| {
+                let first = *row;
+                *row += e.n_residuals();
+                Some(first)
+            })
+            .collect()
+    }
+
+    /// Per bias group and wrench component: the rows and their sigmas.
+    fn bias_rows(&self) -> Vec<[Vec<(usize, f64)>; 6]> {
+        let first = self.experiment_rows();
+        self.bias_groups
+            .iter()
+            .map(|g| {
+                std::array::from_fn(|c| {
+                    g.experiments
+                        .iter()
+                        .map(|&i| {
+                            let e = &self.experiments[i];
+                            let w = e.base_wrench.as_ref().expect("grouped for its wrench");
+                            (first[i] + 3 * e.measurements.len() + c, w.sigma[c])
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    }
+
+    /// Removes the biases from residual and Jacobian (see
+    /// [`Problem::with_sensor_bias_per_session`]): with `d_i = r_i sigma_i`
+    /// the prediction minus the reading, the bias is minus their weighted
+    /// mean `dbar = sum(r_i / sigma_i) / sum(1 / sigma_i^2)`, and the rows
+    /// become `r_i - dbar / sigma_i` (the Jacobian's likewise).
+    fn project_biases(&self, residual: &mut DVector<f64>, jac: Option<&mut DMatrix<f64>>) {
+        let rows = self.bias_rows();
+        for component in rows.iter().flatten() {
+            let weight: f64 = component.iter().map(|(_, s)| s.powi(-2)).sum();
+            let dbar = component.iter().map(|&(r, s)| residual[r] / s).sum::<f64>() / weight;
+            for &(r, s) in component {
+                residual[r] -= dbar / s;
+            }
+        }
+        if let Some(jac) = jac {
+            for component in rows.iter().flatten() {
+                let weight: f64 = component.iter().map(|(_, s)| s.powi(-2)).sum();
+                let mean: DVector<f64> = component.iter().map(|&(r, s)| jac.row(r).transpose() / s).sum::<DVector<f64>>() / weight;
+                for &(r, s) in component {
+                    let mut row = jac.row_mut(r);
+                    row -= mean.transpose() / s;
+                }
+            }
+        }
+    }
+
+    /// Each session's bias at parameters `p`, with its standard deviation
+    /// from the noise (`s2` the residual variance in units of sigma) and
+    /// from the parameters' covariance `cov`: `b = -dbar`, `db/dp =
+    /// -sum(J_i / sigma_i) / sum(1 / sigma_i^2)` (unprojected rows).
+    pub fn fitted_biases(&self, p: &DVector<f64>, cov: &DMatrix<f64>, s2: f64) -> Result<Vec<FittedBias>, ModelError> {
+        if self.bias_groups.is_empty() {
+            return Ok(vec![]);
+        }
+        let ev = self.evaluate_uncached(p, true, false)?;
+        let jac = ev.jacobian.expect("asked for");
+        let rows = self.bias_rows();
+        Ok(self
+            .bias_groups
+            .iter()
+            .zip(&rows)
+            .map(|(g, components)| {
+                let mut wrench = Vec6::zeros();
+                let mut sd = Vec6::zeros();
+                for (c, component) in components.iter().enumerate() {
+                    let weight: f64 = component.iter().map(|(_, s)| s.powi(-2)).sum();
+                    wrench[c] = -component.iter().map(|&(r, s)| ev.residual[r] / s).sum::<f64>() / weight;
+                    let grad: DVector<f64> = -component.iter().map(|&(r, s)| jac.row(r).transpose() / s).sum::<DVector<f64>>() / weight;
+                    let from_params = (grad.transpose() * cov * &grad)[(0, 0)];
+                    sd[c] = (s2 / weight + from_params.max(0.0)).sqrt();
+                }
+                FittedBias { session: g.session.clone(), wrench, sd, holds: g.experiments.len() }
+            })
+            .collect())
     }
 
     /// Adds a Gaussian prior row on parameter `index` (see [`Prior`]).
@@ -637,12 +776,13 @@ impl Problem {
                 return Ok(ev.clone());
             }
         }
-        let ev = self.evaluate_uncached(p, with_jacobian)?;
+        let ev = self.evaluate_uncached(p, with_jacobian, true)?;
         *self.cache.borrow_mut() = Some((p.clone(), ev.clone()));
         Ok(ev)
     }
 
-    fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool) -> Result<Evaluation, ModelError> {
+    /// `project`: with the sensor biases eliminated (what the fit sees).
+    fn evaluate_uncached(&self, p: &DVector<f64>, with_jacobian: bool, project: bool) -> Result<Evaluation, ModelError> {
         let v = self.values(p);
         if !(v.e_pa.is_finite() && v.g_pa.is_finite() && v.rho_kg_m3.is_finite()) || v.e_pa <= 0.0 || v.radius_scale <= 0.0 {
             return Err(ModelError::OutOfRange);
@@ -771,6 +911,9 @@ impl Problem {
             row += exp.n_residuals();
             predicted.push(pred);
             qs.push(q);
+        }
+        if project {
+            self.project_biases(&mut residual, jac.as_mut());
         }
         for (k, prior) in self.priors.iter().enumerate() {
             let combination: f64 = prior.terms.iter().map(|(i, a)| a * p[*i]).sum();

@@ -3,15 +3,16 @@
 //! reads as weight and ruins rho and E with it; so it is fitted, per
 //! session, as six nuisance values, from holds at different orientations.
 //!
-//! The force part is exact and model-free: under gravity alone the sensor
-//! reads the weight W along gravity, turned into the sensor frame, plus
-//! the bias, `f_i = W u_i + b_f`, linear in `(W, b_f)`. The moment part
-//! starts from the same idea with a fixed centre of mass c,
-//! `m_i = c x (W u_i) + b_m`, and is then refined on the fitted model's
-//! own predicted moments (the soft rod's centre of mass moves with the
-//! orientation), `b_m = mean(measured - predicted)`.
+//! The first estimate is model-free: under gravity alone the sensor reads
+//! the weight W along gravity, turned into the sensor frame, plus the
+//! bias, `f_i = W u_i + b_f`, linear in `(W, b_f)`; the moments start from
+//! the same idea with a fixed centre of mass c, `m_i = c x (W u_i) + b_m`.
+//! The fit then refines the bias jointly with E and rho (it enters the
+//! wrench residuals linearly and is eliminated exactly:
+//! [`crate::Problem::with_sensor_bias_per_session`]), so that the
+//! material's intervals carry the bias's uncertainty.
 
-use crate::{Experiment, Fit, Problem};
+use crate::Experiment;
 use lie::{skew, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::Rod;
@@ -91,7 +92,7 @@ pub fn estimate(rod: &Rod, experiments: &[Experiment]) -> Vec<Result<SensorBias,
             if n < 3 {
                 return Err(BiasError::TooFewHolds { session: session.into(), holds: n });
             }
-            let spread_deg = holds.iter().flat_map(|(_, a)| holds.iter().map(move |(_, b)| a.angle(b).to_degrees())).fold(0.0, f64::max);
+            let spread_deg = largest_angle_deg(&holds.iter().map(|(_, u)| *u).collect::<Vec<_>>());
             if spread_deg < MIN_SPREAD_DEG {
                 return Err(BiasError::TooFewOrientations { session: session.into(), spread_deg });
             }
@@ -154,34 +155,14 @@ pub fn subtract(raw: &[Experiment], biases: &[SensorBias]) -> Vec<Experiment> {
         .collect()
 }
 
-/// The moment bias refined on a fit's predicted moments: per session the
-/// weighted mean of what is left after the current bias, with its
-/// interval. `raw` are the experiments before any bias was subtracted,
-/// in the order `fit` was made on.
-pub fn refine_moments(rod: &Rod, raw: &[Experiment], fit: &Fit, biases: &mut [SensorBias]) {
-    let problem = Problem::new(rod, raw, fit.layout, &fit.values);
-    for b in biases.iter_mut() {
-        // Per hold: measured moment minus the model's, and its weights.
-        let left: Vec<(Vec3, Vec3)> = raw
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| session_of(e) == b.session)
-            .filter_map(|(i, e)| {
-                let w = e.base_wrench.as_ref()?;
-                let p = problem.predicted_wrench(i, &fit.equilibria[i], &fit.values)?;
-                Some((Vec3::from_fn(|k, _| w.wrench[k] - p[k]), Vec3::from_fn(|k, _| w.sigma[k].powi(-2))))
-            })
-            .collect();
-        if left.is_empty() {
-            continue;
-        }
-        let weights: Vec3 = left.iter().map(|(_, w)| w).sum();
-        b.moment_nm = left.iter().map(|(d, w)| d.component_mul(w)).sum::<Vec3>().component_div(&weights);
-        // The interval: the scatter of the per-hold differences about the mean.
-        let n = left.len() as f64;
-        if n > 1.0 {
-            let scatter: Vec3 = left.iter().map(|(d, _)| (d - b.moment_nm).map(|x| x * x)).sum();
-            b.moment_ci95_nm = scatter.map(|s| 1.96 * (s / (n - 1.0) / n).sqrt());
-        }
-    }
+/// The largest angle between the gravity directions the sensor of
+/// `session` saw over its experiments with a wrench \[deg\] (0 for fewer
+/// than two).
+pub fn spread_deg(rod: &Rod, experiments: &[Experiment], session: &str) -> f64 {
+    let dirs: Vec<Vec3> = experiments.iter().filter(|e| session_of(e) == session).filter_map(|e| gravity_in_sensor(e, rod)).collect();
+    largest_angle_deg(&dirs)
+}
+
+fn largest_angle_deg(dirs: &[Vec3]) -> f64 {
+    dirs.iter().flat_map(|a| dirs.iter().map(move |b| a.angle(b).to_degrees())).fold(0.0, f64::max)
 }

@@ -66,6 +66,30 @@ pub struct Channel {
     /// Added after the scale (SI units).
     #[serde(default)]
     pub offset: f64,
+    /// The sensor's noise, one reading's standard deviation after the scale
+    /// (SI units; default: estimated from each hold's scatter). A hold's
+    /// mean below [`ZERO_NOISE_SIGMAS`] times it reads as zero: a load cell
+    /// on a slack cable never reads exactly 0.
+    #[serde(default)]
+    pub noise: Option<f64>,
+}
+
+/// A load's hold mean within this many noise standard deviations of zero is
+/// zero (a slack cable, no tip force): the hold then counts as loaded by
+/// gravity alone.
+pub const ZERO_NOISE_SIGMAS: f64 = 3.0;
+
+impl Channel {
+    /// The mean `value` of a hold with per-reading scatter `scatter`, or 0
+    /// when it lies within the noise of zero.
+    pub fn zero_within_noise(&self, value: f64, scatter: f64) -> f64 {
+        let noise = self.noise.unwrap_or(scatter);
+        if value.abs() <= ZERO_NOISE_SIGMAS * noise {
+            0.0
+        } else {
+            value
+        }
+    }
 }
 
 fn one() -> f64 {
@@ -357,6 +381,17 @@ impl LoadsFile {
                 return Err(LoadsError::new(format!("tip_mass[{i}].offset_m"), "must be finite [y, z] in metres"));
             }
         }
+        let noisy = self
+            .cables
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("cable[{i}].noise"), c))
+            .chain(self.tip_force.iter().map(|t| ("tip_force.noise".to_string(), &t.channel)));
+        for (field, c) in noisy {
+            if let Some(n) = c.noise.filter(|n| !(n.is_finite() && *n >= 0.0)) {
+                return Err(LoadsError::new(field, format!("must be >= 0 (one reading's standard deviation, SI units), got {n}")));
+            }
+        }
         if let Some(t) = &self.tip_force {
             let n = Vec3::from(t.direction).norm();
             if n.is_nan() || n <= 1e-9 {
@@ -565,7 +600,12 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
             let end_s = t1 - 0.5 * o.window_s;
             let frames = data.markers[i..=j].iter().filter(|f| f.0 >= start_s && f.0 <= end_s).count();
             let status = if end_s - start_s < o.min_duration_s {
-                HoldStatus::Rejected(format!("still for {:.2} s after settling, shorter than holds.min_duration_s = {} s", end_s - start_s, o.min_duration_s))
+                HoldStatus::Rejected(format!(
+                    "still for {:.2} s, {:.2} s of it after the window's edges and the settling (holds.window_s, settle_s), shorter than holds.min_duration_s = {} s",
+                    t1 - t0,
+                    (end_s - start_s).max(0.0),
+                    o.min_duration_s
+                ))
             } else {
                 HoldStatus::Used(String::new())
             };
@@ -638,14 +678,14 @@ pub fn experiment_from_hold(
     let mut tension_sigma_n = vec![];
     for (i, c) in loads.cables.iter().enumerate() {
         let (t, sd, n) = mean_of(c, &format!("cable[{i}]"))?;
-        tensions_n.push(t.max(0.0));
+        tensions_n.push(c.zero_within_noise(t, sd).max(0.0));
         tension_sigma_n.push(sd / (n as f64).sqrt());
     }
     let (tip_mass_kg, tip_mass_offset_m) = loads.tip_mass_in(&data.name, a, b)?;
     let mut tip_force_n = data.gravity_m_s2 * tip_mass_kg;
     if let Some(tf) = &loads.tip_force {
-        let (f, _, _) = mean_of(&tf.channel, "tip_force")?;
-        tip_force_n += Vec3::from(tf.direction).normalize() * f;
+        let (f, sd, _) = mean_of(&tf.channel, "tip_force")?;
+        tip_force_n += Vec3::from(tf.direction).normalize() * tf.channel.zero_within_noise(f, sd);
     }
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
     e.tip_force_offset_body_m = Vec3::new(0.0, tip_mass_offset_m[0], tip_mass_offset_m[1]);
@@ -655,7 +695,7 @@ pub fn experiment_from_hold(
         let mut wrench = Vec6::zeros();
         let mut sigma = Vec6::zeros();
         for (c, col) in s.columns.iter().enumerate() {
-            let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -sensor_bias[c] };
+            let ch = Channel { stream: s.stream.clone(), column: col.clone(), scale: 1.0, offset: -sensor_bias[c], noise: None };
             let (m, sd, n) = mean_of(&ch, "flange_sensor")?;
             // Columns are force then moment; wrenches are [moment; force].
             let (row, floor) = if c < 3 { (3 + c, s.sigma_floor_force_n) } else { (c - 3, s.sigma_floor_moment_nm) };

@@ -237,6 +237,18 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
     Ok(FromSessions { experiments, holds, per_session: per, provenance, ignored })
 }
 
+/// One line per rejected still interval: where it was and why it was not
+/// used (what the report's holds table says, for the terminal).
+pub fn rejected_holds(holds: &[Hold]) -> Vec<String> {
+    holds
+        .iter()
+        .filter_map(|h| match &h.status {
+            HoldStatus::Rejected(why) => Some(format!("{}: still interval {:.1}-{:.1} s not used: {why}", h.session, h.start_s, h.end_s)),
+            HoldStatus::Used(_) => None,
+        })
+        .collect()
+}
+
 /// Identifies; writes `identified.toml` and the report into `req.out`.
 pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identification> {
     let mut rod = req.rod.clone();
@@ -312,15 +324,20 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     // The flange sensor's bias: fitted per session, or checked for.
     let mut sensor_biases = vec![];
     let mut bias_warnings = ignored_streams;
+    let mut opts = opts;
     if let Some(loads) = &session_loads {
         if let Some(fs) = loads.file.flange_sensor.as_ref().filter(|s| s.fit) {
             task.message("flange sensor bias");
-            let (b, w) = sensor_bias(&rod, &mut experiments, fs, &opts, loads)?;
+            let (b, w) = sensor_bias(&rod, &mut experiments, fs, loads)?;
             sensor_biases = b;
             bias_warnings.extend(w);
+            opts.fit_sensor_bias = !fs.bias_known();
         }
     }
     let study = run_study(&rod, &experiments, &opts, true, req.loo, req.reference.clone(), |m| task.message(m))?;
+    if opts.fit_sensor_bias {
+        sensor_biases = final_biases(&rod, &sensor_biases, &study.fit, &mut experiments);
+    }
     let (variants, recommended) = if req.compare_variants {
         identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |m| task.message(m))
     } else {
@@ -751,19 +768,20 @@ const BIAS_LEFT_FRACTION_OF_WEIGHT: f64 = 0.02;
 /// g, and any tip mass): a mismatch beyond this fraction is warned about.
 const WEIGHT_MISMATCH: f64 = 0.25;
 
-/// Fits the sensor's bias per session (`bias = "fit"`, the default) and
-/// takes it off the experiments' wrenches, its moments refined on the
-/// model's predicted moments; or, with a tare given, checks that no bias
-/// is left.
-/// Warns when the sensor weighs the rod unlike the rod file.
+/// The flange sensor's bias before the fit: with `bias = "fit"` (the
+/// default), each session's first estimate from its gravity holds
+/// (model-free; the fit then refines it jointly with E and rho, see
+/// [`final_biases`]), taken off the experiments' wrenches; with a tare
+/// given, a check that no bias is left. Warns when the sensor weighs the
+/// rod unlike the rod file, and when a session's holds cannot tell the
+/// bias from the weight.
 fn sensor_bias(
     rod: &Rod,
     experiments: &mut Vec<Experiment>,
     fs: &identify::sessions::FlangeSensor,
-    opts: &FitOptions,
     loads: &Loads,
 ) -> Result<(Vec<identify::sensor_bias::SensorBias>, Vec<String>)> {
-    use identify::sensor_bias::{estimate, refine_moments, subtract};
+    use identify::sensor_bias::{estimate, session_of, subtract};
     let mut warnings = vec![];
     let estimates = estimate(rod, experiments);
     let rod_mass_kg = rod::Model::new(rod, &[]).mass_kg();
@@ -807,31 +825,62 @@ fn sensor_bias(
             for e in estimates {
                 match e {
                     Ok(b) => biases.push(b),
-                    Err(e) => warnings.push(format!("the flange sensor's bias is not fitted: {e}")),
+                    Err(e) => warnings.push(format!("the flange sensor's bias is fitted with E and rho, without a first estimate: {e}")),
                 }
             }
-            // The force bias is exact; the moment bias from a fixed centre of
-            // mass is not (the rod sags differently in every hold). So E and
-            // rho are fitted first on the markers and the forces alone (the
-            // moments' sigma made huge), the moment bias is then what the
-            // measured moments keep beyond that model's, and the final fit
-            // uses every residual.
-            let raw = experiments.clone();
-            let mut without_moments = subtract(&raw, &biases);
-            for e in without_moments.iter_mut() {
-                if let Some(w) = e.base_wrench.as_mut() {
-                    for k in 0..3 {
-                        w.sigma[k] *= 1e6;
-                    }
-                }
+            // Sessions with a sensor whose holds all carry a load: the bias
+            // is still fitted (jointly), but the sensor's weight is not checked.
+            let mut unweighed: Vec<&str> = experiments.iter().filter(|e| e.base_wrench.is_some()).map(session_of).collect();
+            unweighed.dedup();
+            unweighed.retain(|s| !experiments.iter().any(|e| session_of(e) == *s && e.base_wrench.is_some() && e.gravity_only()));
+            for s in unweighed {
+                warnings.push(format!(
+                    "{s}: bias = \"fit\" found no hold loaded by gravity alone (every hold has a cable tension or tip force above its noise): the sensor's bias is fitted with E and rho from the loaded holds, and the weight it carries is not checked"
+                ));
             }
-            if let Ok(f) = identify::fit::fit(rod, &without_moments, opts, |_| {}) {
-                refine_moments(rod, &raw, &f, &mut biases);
-            }
-            *experiments = subtract(&raw, &biases);
+            *experiments = subtract(experiments, &biases);
             Ok((biases, warnings))
         }
     }
+}
+
+/// Each session's bias after the fit: the first estimate (already taken
+/// off `experiments`) plus what the joint fit found left, with the joint
+/// fit's intervals; the experiments' wrenches then lose that remainder
+/// too, for the report's tables.
+fn final_biases(
+    rod: &Rod,
+    first: &[identify::sensor_bias::SensorBias],
+    fit: &Fit,
+    experiments: &mut Vec<Experiment>,
+) -> Vec<identify::sensor_bias::SensorBias> {
+    use identify::sensor_bias::{spread_deg, subtract, SensorBias};
+    let t = identify::fit::t975(fit.dof);
+    let left: Vec<SensorBias> = fit
+        .sensor_biases
+        .iter()
+        .map(|f| SensorBias {
+            session: f.session.clone(),
+            force_n: f.wrench.fixed_rows::<3>(3).into_owned(),
+            force_ci95_n: f.sd.fixed_rows::<3>(3) * t,
+            moment_nm: f.wrench.fixed_rows::<3>(0).into_owned(),
+            moment_ci95_nm: f.sd.fixed_rows::<3>(0) * t,
+            weight_n: f64::NAN,
+            holds: f.holds,
+            spread_deg: spread_deg(rod, experiments, &f.session),
+        })
+        .collect();
+    *experiments = subtract(experiments, &left);
+    left.into_iter()
+        .map(|mut b| {
+            if let Some(f) = first.iter().find(|f| f.session == b.session) {
+                b.force_n += f.force_n;
+                b.moment_nm += f.moment_nm;
+                b.weight_n = f.weight_n;
+            }
+            b
+        })
+        .collect()
 }
 
 fn bias_out(b: &identify::sensor_bias::SensorBias) -> identify::output::SensorBiasOut {
@@ -850,7 +899,7 @@ fn bias_out(b: &identify::sensor_bias::SensorBias) -> identify::output::SensorBi
 fn bias_table(biases: &[identify::sensor_bias::SensorBias]) -> ReportTable {
     let v3 = |v: &Vec3, h: &Vec3| format!("{:.4} {:.4} {:.4} (+- {:.4} {:.4} {:.4})", v.x, v.y, v.z, h.x, h.y, h.z);
     ReportTable {
-        title: "Flange sensor bias, fitted per session (95 % intervals)".into(),
+        title: "Flange sensor bias, fitted per session with E and rho (95 % intervals)".into(),
         header: ["session", "holds", "orientations spread [deg]", "weight carried [N]", "force bias [N]", "moment bias [N m]"].map(String::from).to_vec(),
         rows: biases
             .iter()
@@ -859,7 +908,7 @@ fn bias_table(biases: &[identify::sensor_bias::SensorBias]) -> ReportTable {
                     b.session.clone(),
                     b.holds.to_string(),
                     format!("{:.1}", b.spread_deg),
-                    format!("{:.4}", b.weight_n.abs()),
+                    if b.weight_n.is_finite() { format!("{:.4}", b.weight_n.abs()) } else { "not weighed (no gravity hold)".into() },
                     v3(&b.force_n, &b.force_ci95_n),
                     v3(&b.moment_nm, &b.moment_ci95_nm),
                 ]

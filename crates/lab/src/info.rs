@@ -250,7 +250,10 @@ fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport
     let name = &d.name;
     if d.record.as_ref().is_some_and(|r| r.rows == 0) || d.gaps.iter().any(|g| g.reason == GapReason::NeverSent) {
         let why = d.record.as_ref().and_then(|r| r.last_error.as_ref()).map_or(String::new(), |e| format!(" (last error: {e})"));
-        report.problems.push(format!("device {name}: sent nothing during the whole recording{why}"));
+        match d.record.as_ref().filter(|r| r.rejected > 0) {
+            Some(r) => report.problems.push(format!("device {name}: recorded nothing: it sent {} samples, every one rejected{why}", r.rejected)),
+            None => report.problems.push(format!("device {name}: sent nothing during the whole recording{why}")),
+        }
         return;
     }
     let long: Vec<&Gap> = d.gaps.iter().filter(|g| g.duration_s() > opts.max_outage_s).collect();

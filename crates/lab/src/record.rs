@@ -226,7 +226,21 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     if let Some(e) = failure {
         return Err(e);
     }
+    let silent: Vec<String> = devices.iter().filter(|d| d.rows == 0).map(nothing_recorded).collect();
+    if !silent.is_empty() {
+        return Err(Error::computation(format!("{}: {} (the session is kept, finalised)", target.path().display(), silent.join("; "))));
+    }
     Ok(Recording { session: target, devices, wall_time_s: started.elapsed().as_secs_f64(), cpu_s: own_cpu_seconds(), warnings, view_dropped_updates })
+}
+
+/// Why a device recorded no row, for the recording's failure.
+fn nothing_recorded(d: &DeviceSummary) -> String {
+    let why = d.last_error.as_deref().unwrap_or("no sample arrived");
+    if d.rejected > 0 {
+        format!("device {} recorded nothing: {} samples arrived, every one rejected ({why})", d.name, d.rejected)
+    } else {
+        format!("device {} recorded nothing ({why})", d.name)
+    }
 }
 
 /// Where to record: `out` when it is empty; a new `segment-NN` inside it

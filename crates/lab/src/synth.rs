@@ -298,6 +298,15 @@ pub fn write_truth(req: &SynthRequest, t: &TruthFile) -> Result<()> {
     t.write(&req.truth)
 }
 
+/// The truth's material: the rod file's `body` with what is given
+/// replaced. A Young's modulus without a shear modulus keeps the rod file's
+/// Poisson's ratio (G scales with E): a G left at the rod file's value
+/// would give the truth another material (nu 0.79 for E doubled).
+pub fn truth_material(body: &rod::Material, e_pa: Option<f64>, g_pa: Option<f64>, rho_kg_m3: Option<f64>) -> rod::Material {
+    let e = e_pa.unwrap_or(body.e_pa);
+    rod::Material { e_pa: e, g_pa: g_pa.unwrap_or(body.g_pa * e / body.e_pa), rho_kg_m3: rho_kg_m3.unwrap_or(body.rho_kg_m3) }
+}
+
 /// What load cells on the cables read at the sensor rate (scenes that pull
 /// cables): column names `CABLE_n` and `(t_s, tensions with noise)` rows.
 pub type LoadCellRows = (Vec<String>, Vec<(f64, Vec<f64>)>);
@@ -352,6 +361,10 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
         }
     }
     robot.flush()?;
+    // What a recorder would say each device recorded (the session is
+    // finished: nothing of it was lost).
+    let recorded = |name: &str, rows: usize| session::DeviceRecord { name: name.into(), rows: rows as u64, first_sample_s: Some(0.0), ..Default::default() };
+    let mut devices = vec![recorded("robot", n_robot)];
 
     if req.flange_sensor {
         let mut ft = StreamWriter::create(out, "ft300", ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].map(String::from).to_vec(), never)?;
@@ -374,6 +387,7 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
             }
         }
         ft.flush()?;
+        devices.push(recorded("ft300", n));
     }
 
     // Load cells on the cables, at the sensor rate.
@@ -386,6 +400,7 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
             }
         }
         cells.flush()?;
+        devices.push(recorded("load_cell", rows.len()));
     }
 
     let markers: Vec<MarkerRow> = records
@@ -421,7 +436,9 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
         req.scene_path.display(),
         req.rod_path.display()
     );
-    SessionMeta::start(&notes, &truth.rig_file, &truth.rig_text, truth.frames).write(out)?;
+    let mut meta = SessionMeta::start(&notes, &truth.rig_file, &truth.rig_text, truth.frames);
+    meta.finish(devices);
+    meta.write(out)?;
     let t = truth_file(req, &truth, T0_HOST_NS, false, vec![]);
     write_truth(req, &t)?;
     Ok(Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: t, end_s, robot_samples: n_robot, camera_frames: records.len() })

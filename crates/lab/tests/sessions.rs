@@ -282,3 +282,43 @@ fn a_tare_recorded_before_mounting_is_subtracted_and_a_wrong_window_refused() {
         assert!(e.to_string().contains("flange_sensor.tare_window_s") && e.to_string().contains(needle), "{e}");
     }
 }
+
+/// Coverage of the intervals with an un-tared sensor: twenty synthetic days,
+/// each with its own bias (up to 2 N and 0.05 N m) and noise seed, fitted
+/// with configs/loads.toml as shipped (bias = "fit"): the bias is fitted
+/// with E and rho, so their 95 % intervals carry its uncertainty and hold
+/// the truth on 17 to 20 of the days. (Fitted first and then held as
+/// known, the bias left the intervals too narrow: +-0.7 % around E and
+/// rho 1.7 % off.)
+#[test]
+fn intervals_with_a_fitted_sensor_bias_hold_the_truth_on_17_of_20_days() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inside = [0usize; 2];
+    let days = 20u64;
+    for day in 0..days {
+        // Biases spread over the day numbers, reproducibly.
+        let k = day as f64;
+        let bias = [
+            2.0 * (1.3 * k + 0.4).sin(),
+            2.0 * (0.7 * k + 1.1).cos(),
+            1.5 * (2.1 * k).sin(),
+            0.05 * (0.9 * k).cos(),
+            0.05 * (1.7 * k + 0.3).sin(),
+            0.05 * (1.1 * k).sin(),
+        ];
+        let s = arm_session(dir.path(), &format!("day{day}"), "configs/scene/cable-arm-holds.toml", |r| {
+            r.ft_bias = bias;
+            r.seed = 100 + day;
+        });
+        let id = fit(&[&s], Some(&at("configs/loads.toml")), &dir.path().join(format!("fit{day}")), false);
+        let f = &id.study.fit;
+        assert!(f.layout.fit_rho && id.sensor_biases.len() == 1, "day {day}: {:?}", f.warnings);
+        for (k, (e, truth)) in [(f.e_pa, TRUTH_E_PA), (f.rho_kg_m3, TRUTH_RHO_KG_M3)].into_iter().enumerate() {
+            println!("day {day}: {} {:.5e} in [{:.5e}, {:.5e}], truth {truth:.5e}", ["E", "rho"][k], e.value, e.ci95_low, e.ci95_high);
+            inside[k] += (e.ci95_low <= truth && truth <= e.ci95_high) as usize;
+        }
+    }
+    for (name, n) in ["E", "rho"].iter().zip(inside) {
+        assert!((17..=20).contains(&n), "{name}: the 95 % interval holds the truth on {n} of {days} days");
+    }
+}

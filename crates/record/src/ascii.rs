@@ -22,12 +22,14 @@ pub struct LineDecoder {
     pub lines: u64,
     /// Lines rejected: wrong field count, unparsable or non-finite numbers, too long.
     pub bad_lines: u64,
+    /// Why the last rejected line was rejected ("3 fields, the rig names 4 columns").
+    pub last_rejection: Option<String>,
 }
 
 impl LineDecoder {
     /// `scales[i]` multiplies field `i`; the number of scales is the number of fields.
     pub fn new(separator: Separator, scales: Vec<f64>) -> LineDecoder {
-        LineDecoder { separator, scales, buf: Vec::with_capacity(256), synced: false, discarding: false, lines: 0, bad_lines: 0 }
+        LineDecoder { separator, scales, buf: Vec::with_capacity(256), synced: false, discarding: false, lines: 0, bad_lines: 0, last_rejection: None }
     }
 
     /// The line was silent for a while (a read timed out with nothing
@@ -50,7 +52,7 @@ impl LineDecoder {
                 self.buf.clear();
             } else if self.synced && !self.discarding {
                 if self.buf.len() >= MAX_LINE_BYTES {
-                    self.bad_lines += 1;
+                    self.reject(format!("a line longer than {MAX_LINE_BYTES} bytes"));
                     self.discarding = true;
                     self.buf.clear();
                 } else {
@@ -62,7 +64,7 @@ impl LineDecoder {
 
     fn finish_line(&mut self, out: &mut Vec<Vec<f64>>) {
         let Ok(text) = std::str::from_utf8(&self.buf) else {
-            self.bad_lines += 1;
+            self.reject("a line that is not text (UTF-8)".into());
             return;
         };
         let text = text.trim();
@@ -70,39 +72,45 @@ impl LineDecoder {
             return;
         }
         match self.parse(text) {
-            Some(v) => {
+            Ok(v) => {
                 self.lines += 1;
                 out.push(v);
             }
-            None => self.bad_lines += 1,
+            Err(why) => self.reject(why),
         }
     }
 
-    fn parse(&self, text: &str) -> Option<Vec<f64>> {
-        let mut values = Vec::with_capacity(self.scales.len());
-        let push = |field: &str, values: &mut Vec<f64>| -> Option<()> {
-            let i = values.len();
-            let scale = *self.scales.get(i)?;
-            let v: f64 = field.trim().parse().ok()?;
-            if !v.is_finite() {
-                return None;
-            }
-            values.push(v * scale);
-            Some(())
+    fn reject(&mut self, why: String) {
+        self.bad_lines += 1;
+        self.last_rejection = Some(why);
+    }
+
+    /// The line's scaled values, or why it is not a sample.
+    fn parse(&self, text: &str) -> Result<Vec<f64>, String> {
+        let fields: Vec<&str> = match self.separator {
+            Separator::Whitespace => text.split_whitespace().collect(),
+            Separator::Char(c) => text.split(c).collect(),
         };
-        match self.separator {
-            Separator::Whitespace => {
-                for f in text.split_whitespace() {
-                    push(f, &mut values)?;
-                }
-            }
-            Separator::Char(c) => {
-                for f in text.split(c) {
-                    push(f, &mut values)?;
-                }
-            }
+        if fields.len() != self.scales.len() {
+            return Err(format!("{} fields, the rig names {} columns (line {:?})", fields.len(), self.scales.len(), clip(text)));
         }
-        (values.len() == self.scales.len()).then_some(values)
+        fields
+            .iter()
+            .zip(&self.scales)
+            .enumerate()
+            .map(|(i, (field, scale))| match field.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v * scale),
+                _ => Err(format!("field {} ({:?}) is not a finite number (line {:?})", i + 1, clip(field), clip(text))),
+            })
+            .collect()
+    }
+}
+
+/// At most 40 characters of `text`, for a message.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
     }
 }
 

@@ -125,6 +125,10 @@ pub trait SerialSensor: Send {
     }
     /// Frames or lines rejected so far (CRC errors, bad lines).
     fn rejected(&self) -> u64;
+    /// Why the last one was rejected.
+    fn last_rejection(&self) -> Option<String> {
+        None
+    }
     /// The rate the sensor sends at \[Hz\], when it has a fixed one.
     fn nominal_rate_hz(&self) -> Option<f64> {
         None
@@ -298,6 +302,9 @@ impl SerialSensor for Ft300 {
     fn rejected(&self) -> u64 {
         self.decoder.crc_errors
     }
+    fn last_rejection(&self) -> Option<String> {
+        (self.decoder.crc_errors > 0).then(|| "a frame whose CRC does not match (noise on the line, or another baud rate)".into())
+    }
     fn nominal_rate_hz(&self) -> Option<f64> {
         Some(ft300::STREAM_RATE_HZ)
     }
@@ -327,6 +334,21 @@ impl SerialSensor for AsciiSensor {
     }
     fn rejected(&self) -> u64 {
         self.decoder.bad_lines
+    }
+    fn last_rejection(&self) -> Option<String> {
+        self.decoder.last_rejection.clone()
+    }
+}
+
+/// The sensor's rejected count, and why the newest was rejected (kept as
+/// the device's last error, so that a session says why a device that sent
+/// bytes recorded nothing).
+fn note_rejections(sensor: &dyn SerialSensor, status: &Status) {
+    let rejected = sensor.rejected();
+    if rejected > status.rejected.swap(rejected, Ordering::Relaxed) {
+        if let Ok(mut m) = status.last_error.lock() {
+            *m = Some(format!("{rejected} rejected; the last: {}", sensor.last_rejection().unwrap_or_else(|| "unreadable".into())));
+        }
     }
 }
 
@@ -428,7 +450,7 @@ pub fn record(
                     }
                     outages.arrived(t, samples.len(), Continuity::Unnumbered)?;
                     push(&mut writer, &mut samples, t)?;
-                    status.rejected.store(sensor.rejected(), Ordering::Relaxed);
+                    note_rejections(sensor.as_ref(), &status);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => sensor.idle(),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -473,7 +495,7 @@ pub fn record(
                 Err(_) => break,
             }
         }
-        status.rejected.store(sensor.rejected(), Ordering::Relaxed);
+        note_rejections(sensor.as_ref(), &status);
     }
     outages.finish(stopped_ns.unwrap_or_else(|| clock.now_ns()))?;
     writer.flush()?;

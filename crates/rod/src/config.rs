@@ -368,7 +368,7 @@ struct RawRod {
     /// Cables along the rod, each a `[[cable]]` table.
     #[serde(default, rename = "cable")]
     cables: Vec<RawCable>,
-    /// Markers on the rod, each a `[[marker]]` table, listed from the base to the tip.
+    /// Markers on the rod, each a `[[marker]]` table; a marker's number is its place in this list (from 0). A camera tracker numbers markers from the base to the tip, so a rod file for camera tracking lists them base to tip; a motion-capture map names each by its number, so clusters may be listed in any order.
     #[serde(default, rename = "marker")]
     markers: Vec<RawMarker>,
     /// Material damping (Kelvin-Voigt) for dynamic simulation: one of its two fields.
@@ -711,8 +711,14 @@ fn material(file: &str, field: &str, e: f64, g: Option<f64>, nu: Option<f64>, rh
     let rho = positive(file, &format!("{field}.rho_kg_m3"), rho)?;
     match (g, nu) {
         (Some(g), None) => Ok(Material { e_pa: e, g_pa: positive(file, &format!("{field}.g_pa"), g)?, rho_kg_m3: rho }),
-        (None, Some(nu)) if nu.is_finite() && nu > -1.0 && nu < 0.5 => Ok(Material::from_poisson(e, nu, rho)),
-        (None, Some(nu)) => Err(ConfigError::new(file, &format!("{field}.poisson"), format!("must lie in (-1, 0.5), got {nu}"))),
+        // A rod sees nu only through G = E / (2 (1 + nu)): 0.5 (an
+        // incompressible solid, G = E / 3) is as good as any.
+        (None, Some(nu)) if nu.is_finite() && nu > -1.0 && nu <= 0.5 => Ok(Material::from_poisson(e, nu, rho)),
+        (None, Some(nu)) => Err(ConfigError::new(
+            file,
+            &format!("{field}.poisson"),
+            format!("must lie in (-1, 0.5] (0.5: incompressible, as silicone nearly is), got {nu}: or give the shear modulus as g_pa"),
+        )),
         (Some(_), Some(_)) => Err(ConfigError::new(file, field, "give either g_pa or poisson, not both")),
         (None, None) => Err(ConfigError::new(file, field, "missing g_pa or poisson")),
     }
