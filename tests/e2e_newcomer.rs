@@ -94,3 +94,38 @@ fn slack_cables_whose_load_cells_read_noise_leave_gravity_holds_for_the_bias() {
         &["noiseless.toml", "cable[0].noise"],
     );
 }
+
+/// Item 2: the rod pushed at 45 degrees into a table with mu 0.6 runs to
+/// the end through `simulate` (it stopped at "step 232 ... did not
+/// converge" with nothing written). A step that cannot converge (here: a
+/// solver allowed one iteration) stops the run with exit 1, a message that
+/// names the time and what to try, and the run up to there written: the
+/// tables, and a page and summary that say where it stopped.
+#[test]
+fn pushing_at_45_degrees_runs_and_a_failed_step_leaves_the_run_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let rod = "configs/rod/contact-paper-steel-core.toml";
+    let out = dir.path().join("push");
+    ok(&rodlab(&["simulate", "--rod", rod, "--scene", "configs/scene/contact-paper-push-45.toml", "--out", out.to_str().unwrap()]));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["simulated_s"].as_f64().unwrap() > 2.2 && summary["stopped"].is_null(), "{summary}");
+    assert!(summary["max_normal_force_n"].as_f64().unwrap() > 1.5, "{summary}");
+
+    let scene = dir.path().join("one-iteration.toml");
+    let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-push-45.toml")).unwrap().replace("max_iterations = 40", "max_iterations = 2");
+    std::fs::write(&scene, text).unwrap();
+    let out = dir.path().join("stopped");
+    let o = rodlab(&["simulate", "--rod", rod, "--scene", scene.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("did not converge") && err.contains("what to try") && err.contains("max_iterations (now 2)"), "{err}");
+    assert!(err.contains(&format!("is written in {}", out.display())), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let reached = summary["simulated_s"].as_f64().unwrap();
+    assert!(summary["stopped"].as_str().is_some_and(|s| s.contains("did not converge")), "{summary}");
+    assert!(err.contains(&format!("up to t = {reached:.4} s")), "{err} vs {reached}");
+    assert!(out.join("sim.parquet").is_file() && out.join("sim_contacts.parquet").is_file());
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("STOPPED at t ="), "the page says where the run stopped");
+}

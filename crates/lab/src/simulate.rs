@@ -172,14 +172,21 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
     let Prepared { scene, t0_host_ns, frames_from, .. } = prepared;
     let task = progress.task("simulate", Some(scene.steps() as u64));
     let started = std::time::Instant::now();
-    let records = sim.run(|done, _| task.set(done as u64)).map_err(|e| Error::from(e).context("simulation stopped"))?;
+    let (records, failure) = sim.run_until_failure(|done, _| task.set(done as u64));
     drop(task);
     let wall = started.elapsed().as_secs_f64();
     std::fs::create_dir_all(job.out).map_err(|e| Error::io(format!("{}: {e}", job.out.display())))?;
+    // What was simulated is written even when a step failed: the tables
+    // and the page up to the failure, the page saying where it stopped.
     write_tables(job.out, &sim, &records, t0_host_ns)?;
-    let summary = summarise(&sim, &records, wall);
+    let mut summary = summarise(&sim, &records, wall);
+    summary.stopped = failure.as_ref().map(|e| e.to_string());
     let page = report_page(job, &scene, &records, &summary);
     report::page::write_page(job.out, &page, &summary)?;
+    if let Some(e) = failure {
+        let reached = records.last().map_or(0.0, |r| r.t_s);
+        return Err(Error::from(e).context(format!("simulation stopped (the run up to t = {reached:.4} s is written in {})", job.out.display())));
+    }
     Ok(Simulated { records, t0_host_ns, summary, scene, frames_from })
 }
 
@@ -209,6 +216,9 @@ pub struct Summary {
     /// What the simulator had to say about the run (e.g. a contact set the
     /// strain basis cannot follow, and what it did about it).
     pub simulator_warnings: Vec<String>,
+    /// Why the run stopped before the scene's end (none: it ran to the end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
@@ -239,6 +249,7 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         min_cable_stretch: validity.min_cable_stretch.map(|c| c.0),
         validity_warnings: validity.warnings(&sim.model.rod.cables),
         simulator_warnings: sim.warnings().to_vec(),
+        stopped: None,
     }
 }
 
@@ -341,23 +352,26 @@ fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Sum
         series: (0..nodes).map(|k| Series::line(format!("node {k}"), series(&|r: &StepRecord| r.node_strain[k][c]), k)).collect(),
         diagonal: false,
     };
-    let mut blocks = vec![
-        Block::Text(format!(
-            "Rod {}, scene {} ({} mode, step {} ms, {} s). Mass {:.4} kg. {} steps in {:.2} s of wall time: {:.1} x real time, {:.2} Newton iterations per step.",
-            job.rod_path.display(),
-            job.scene_path.display(),
-            match scene.mode {
-                sim::Mode::Dynamic => "dynamic",
-                sim::Mode::QuasiStatic => "quasi-static",
-            },
-            scene.step_s * 1e3,
-            scene.duration_s,
-            s.mass_kg,
-            s.steps,
-            s.wall_time_s,
-            s.real_time_factor,
-            s.mean_newton_iterations
-        )),
+    let mut blocks = vec![Block::Text(format!(
+        "Rod {}, scene {} ({} mode, step {} ms, {} s). Mass {:.4} kg. {} steps in {:.2} s of wall time: {:.1} x real time, {:.2} Newton iterations per step.",
+        job.rod_path.display(),
+        job.scene_path.display(),
+        match scene.mode {
+            sim::Mode::Dynamic => "dynamic",
+            sim::Mode::QuasiStatic => "quasi-static",
+        },
+        scene.step_s * 1e3,
+        scene.duration_s,
+        s.mass_kg,
+        s.steps,
+        s.wall_time_s,
+        s.real_time_factor,
+        s.mean_newton_iterations
+    ))];
+    if let Some(why) = &s.stopped {
+        blocks.push(Block::Warnings(vec![format!("STOPPED at t = {:.4} s, before the scene's end: {why}", s.simulated_s)]));
+    }
+    blocks.extend([
         Block::Chart(strain_chart(1, "ky", "curvature K_y [1/m]")),
         Block::Chart(strain_chart(2, "kz", "curvature K_z [1/m]")),
         Block::Chart(Chart {
@@ -400,7 +414,7 @@ fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Sum
             series: ["F_x", "F_y", "F_z"].iter().enumerate().map(|(i, l)| Series::line(*l, series(&|r: &StepRecord| r.base_wrench_flange[3 + i]), i)).collect(),
             diagonal: false,
         }),
-    ];
+    ]);
     if rod.markers.len() > 1 {
         blocks.push(Block::Chart(Chart {
             name: "markers_z".into(),

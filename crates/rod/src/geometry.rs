@@ -91,6 +91,14 @@ impl Material {
     }
 }
 
+/// Tilt of a section's axis from a plane's normal within which its end
+/// face counts as resting on the plane (see
+/// [`CrossSection::extreme_point_m`]): the contact point moves from the
+/// rim through the face's centre; the lowest point's height is then off by
+/// at most 0.15 times this (in radians) times the radius (4 um for a 10 mm
+/// section).
+pub const END_FACE_TILT_RAD: f64 = 0.05;
+
 /// Area and second moments of a solid circle: (A, Jx = polar, Jy = Jz).
 fn circle(r: f64) -> (f64, f64, f64) {
     let a = PI * r * r;
@@ -383,26 +391,39 @@ impl CrossSection {
         }
     }
 
-    /// The section's point farthest along `direction` (body frame; only
-    /// its y and z parts count) \[m\]: the point of the section that touches a
-    /// plane approached from that side. Zero when the direction lies along
-    /// the axis. A rectangle's corner is chosen by the signs of the
-    /// direction, blended linearly over 1e-5 rad about a face parallel to
-    /// the plane (the face's points are then all equally low to within
-    /// 1e-5 of its width, and the choice does not jump between corners).
+    /// The section's point farthest along the unit `direction` (body
+    /// frame; only its y and z parts count) \[m\]: the point of the section
+    /// that touches a plane approached from that side. A rectangle's corner
+    /// is chosen by the signs of the direction, blended linearly over 1e-5
+    /// rad about a face parallel to the plane (the face's points are then
+    /// all equally low to within 1e-5 of its width, and the choice does not
+    /// jump between corners).
+    ///
+    /// Within [`END_FACE_TILT_RAD`] of the axis lying along the direction
+    /// (a rod's end face nearly flat on the plane) the point moves
+    /// continuously through the face's centre, from one rim to the other:
+    /// the centre of the pressure on a face pressed flat. A single rim
+    /// point would jump across the face as the tilt passes zero, where no
+    /// contact force can balance the rod (a rod pressed at an angle onto a
+    /// table with enough friction to stick turns its end face flat).
     pub fn extreme_point_m(&self, x_m: f64, length_m: f64, direction: &Vec3) -> Vec3 {
         let len = direction.y.hypot(direction.z);
         if len < 1e-12 {
             return Vec3::zeros();
         }
         let (hy, hz) = self.half_extents_m(x_m, length_m);
-        match &self.shape {
-            Shape::Round { .. } => Vec3::new(0.0, direction.y, direction.z) * (hy / len),
-            _ => {
-                let side = |d: f64| (d / (len * 1e-5)).clamp(-1.0, 1.0);
-                Vec3::new(0.0, hy * side(direction.y), hz * side(direction.z))
+        // The share of the rim's distance from the centre: 1 beyond the
+        // face's tilt, x (2 - x) within (C1 at both ends).
+        let x = len / END_FACE_TILT_RAD.sin();
+        let share = if x >= 1.0 { 1.0 } else { x * (2.0 - x) };
+        share
+            * match &self.shape {
+                Shape::Round { .. } => Vec3::new(0.0, direction.y, direction.z) * (hy / len),
+                _ => {
+                    let side = |d: f64| (d / (len * 1e-5)).clamp(-1.0, 1.0);
+                    Vec3::new(0.0, hy * side(direction.y), hz * side(direction.z))
+                }
             }
-        }
     }
 
     /// Arc lengths where the section's profiles have kinks.

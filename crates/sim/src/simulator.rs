@@ -33,9 +33,9 @@ pub enum SimError {
     /// The inputs do not describe a simulation (exit status 2).
     #[error("{0}")]
     Input(String),
-    /// The solver failed (exit status 1).
-    #[error("step {step} at t = {t_s:.4} s did not converge: {why}")]
-    NoConvergence { step: usize, t_s: f64, why: String },
+    /// The solver failed (exit status 1); `remedy` says what to try.
+    #[error("step {step} at t = {t_s:.4} s did not converge: {why}; {remedy}")]
+    NoConvergence { step: usize, t_s: f64, why: String, remedy: String },
 }
 
 impl fault::Fault for SimError {
@@ -490,11 +490,31 @@ impl Simulator {
         }
         self.carry.t_s = 0.0;
         let hint = self.smoothed_law_hint();
+        let remedy = self.remedy(false);
         result.map(|_| ()).map_err(|(reached, _)| SimError::NoConvergence {
             step: 0,
             t_s: 0.0,
             why: format!("initial static equilibrium: gravity reached {reached:.3}: {newton_fail}{hint}"),
+            remedy,
         })
+    }
+
+    /// What to try when a step does not converge (`split`: after the step
+    /// was halved [`MAX_SPLITS`] times), with the scene's values.
+    fn remedy(&self, split: bool) -> String {
+        let s = &self.scene;
+        let mut out = if split { format!("the step was already halved {MAX_SPLITS} times; ") } else { String::new() };
+        out += &format!("what to try: a looser [solver] tolerance (now {:e}) or more [solver] max_iterations (now {})", s.tolerance, s.max_iterations);
+        if s.table.is_some() {
+            out += ", a softer table ([contact] normal_compliance)";
+            if s.contact_points != ContactPoints::Subsegments {
+                out += ", contact points at every sub-segment ([contact] points = \"subsegments\")";
+            }
+        }
+        if split {
+            out += &format!(", or a smaller [time] step_s (now {} s) to start from", s.step_s);
+        }
+        out
     }
 
     /// Why a smoothed contact law may be the trouble: with more points on
@@ -541,15 +561,27 @@ impl Simulator {
     }
 
     /// Runs the whole scene; `progress(done, total)` after every step.
-    pub fn run(&mut self, mut progress: impl FnMut(usize, usize)) -> Result<Vec<StepRecord>, SimError> {
+    pub fn run(&mut self, progress: impl FnMut(usize, usize)) -> Result<Vec<StepRecord>, SimError> {
+        match self.run_until_failure(progress) {
+            (records, None) => Ok(records),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// Runs the scene until its end or a step that fails: the records up to
+    /// there, and the failure (a partial run is still worth writing).
+    pub fn run_until_failure(&mut self, mut progress: impl FnMut(usize, usize)) -> (Vec<StepRecord>, Option<SimError>) {
         let total = self.scene.steps();
         let mut out = Vec::with_capacity(total + 1);
         out.push(self.record());
         for k in 0..total {
-            out.push(self.step()?);
+            match self.step() {
+                Ok(r) => out.push(r),
+                Err(e) => return (out, Some(e)),
+            }
             progress(k + 1, total);
         }
-        Ok(out)
+        (out, None)
     }
 
     /// Moves the state to `t_end`, splitting the step when Newton fails.
@@ -569,9 +601,9 @@ impl Simulator {
                 }
             }
         }
-        if depth >= 6 {
+        if depth >= MAX_SPLITS {
             let why = why + &self.smoothed_law_hint();
-            return Err(SimError::NoConvergence { step: self.step_index + 1, t_s: t_end, why });
+            return Err(SimError::NoConvergence { step: self.step_index + 1, t_s: t_end, why, remedy: self.remedy(true) });
         }
         let mid = self.carry.t_s + 0.5 * h;
         let (i1, s1) = self.advance_to(mid, depth + 1)?;
@@ -880,6 +912,9 @@ impl Simulator {
             .collect()
     }
 }
+
+/// Halvings of a step that does not converge before the run stops.
+const MAX_SPLITS: usize = 6;
 
 /// Degree of the polynomial a step's start is extrapolated with.
 const EXTRAPOLATION_ORDER: usize = 3;
