@@ -26,7 +26,7 @@ demo: setup
 		--plane-image reports/demo/track/board/plane.png --out reports/demo/track/camera.toml
 	$(RODLAB) synth video --out reports/demo/track/video --frames 200 --occlude 2,100,5
 	$(RODLAB) track reports/demo/track/video/video.mkv --camera reports/demo/track/camera.toml \
-		--markers reports/demo/track/video/markers.toml --out reports/demo/track/markers.parquet \
+		--markers reports/demo/track/video/markers.toml --out reports/demo/track/markers.parquet --overlay-every 20 \
 		--overlay reports/demo/track/overlay
 	@# A short dry-run recording from the emulators (RTDE, FT 300, ASCII load cell).
 	bash scripts/dry-run.sh sessions/demo-dry-run 3 $(RODLAB)

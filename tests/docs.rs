@@ -230,3 +230,30 @@ fn an_independent_validator_accepts_every_shipped_and_written_file_and_flags_a_m
     }
     assert_eq!((flagged, ok >= 18), (1, true), "{out}");
 }
+
+/// Every file of the repository the docs name in backquotes (a test, a
+/// config, a script) is there: docs that point at moved files mislead.
+#[test]
+fn every_file_the_docs_name_exists() {
+    let mut docs: Vec<PathBuf> = vec![root().join("README.md")];
+    for dir in ["docs", "docs/reference"] {
+        docs.extend(std::fs::read_dir(root().join(dir)).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "md")));
+    }
+    let mut missing = vec![];
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for name in text.split('`').skip(1).step_by(2) {
+            let looks_like_a_file = !name.contains(' ')
+                && (name.starts_with("tests/")
+                    || name.starts_with("crates/")
+                    || name.starts_with("configs/")
+                    || name.starts_with("scripts/")
+                    || name.starts_with("datasets/"))
+                && name.rsplit('/').next().is_some_and(|f| f.contains('.') && !f.contains('*'));
+            if looks_like_a_file && !root().join(name).exists() {
+                missing.push(format!("{}: {name}", doc.strip_prefix(root()).unwrap_or(doc).display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "the docs name files that are not there: {missing:#?}");
+}

@@ -314,7 +314,7 @@ pub enum SessionCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
-    /// Every table of a session as CSV (units in the headers) and its metadata as JSON, for tools without rodlab.
+    /// Every table of a session as CSV (headers: the column names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
     #[command(
         after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
     )]
@@ -538,9 +538,12 @@ pub struct TrackArgs {
     pub fps: Option<f64>,
     #[arg(long, default_value = "markers.parquet")]
     pub out: PathBuf,
-    /// Write annotated frames (PNG) here, for checking by eye.
+    /// Write annotated frames (JPEG) here, for checking by eye.
     #[arg(long)]
     pub overlay: Option<PathBuf>,
+    /// With --overlay: one annotated frame every this many frames.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub overlay_every: u64,
     /// Height of the marker centres above the board plane, towards the camera [m] (default: camera.toml's plane_offset_m, else the session's frames.marker_height_m, else 0).
     #[arg(long)]
     pub marker_height_m: Option<f64>,
@@ -555,6 +558,7 @@ pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
         fps: a.fps,
         out: a.out,
         overlay: a.overlay,
+        overlay_every: a.overlay_every as usize,
         marker_height_m: a.marker_height_m,
     };
     let t = lab::track::track(&req, progress)?;

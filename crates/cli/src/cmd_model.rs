@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko"
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)"
 )]
 pub struct SolveArgs {
     /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
@@ -26,6 +26,12 @@ pub struct SolveArgs {
     /// Tip moment in the world frame [N m]: MX,MY,MZ (fixed direction).
     #[arg(long, allow_hyphen_values = true)]
     pub tip_moment: Option<Numbers>,
+    /// Where the tip force acts: Y,Z offset from the tip's centre in the tip section's frame [m] (a mass hung from the top edge of a 30 mm face: 0,0.015).
+    #[arg(long, allow_hyphen_values = true)]
+    pub tip_force_offset: Option<Numbers>,
+    /// The robot's flange (TCP) in the world, as UR reports it: X,Y,Z [m],RX,RY,RZ [rad] (rotation vector); the rod's base is the flange times the rod file's [base] (its mount). Default: the rod file's [base] in the world.
+    #[arg(long, allow_hyphen_values = true)]
+    pub flange_pose: Option<Numbers>,
     /// Replace the rod's sections by N equal sections.
     #[arg(long)]
     pub sections: Option<usize>,
@@ -50,6 +56,17 @@ pub fn solve(a: SolveArgs) -> Result<()> {
         tensions_n: a.tension.map(|t| t.0).unwrap_or_default(),
         tip_force_n: vec3("tip-force", &a.tip_force)?,
         tip_moment_nm: vec3("tip-moment", &a.tip_moment)?,
+        tip_force_offset_body_m: match &a.tip_force_offset {
+            Some(n) => {
+                let [y, z] = n.exactly::<2>("tip-force-offset", "Y,Z")?;
+                lie::Vec3::new(0.0, y, z)
+            }
+            None => lie::Vec3::zeros(),
+        },
+        flange: match &a.flange_pose {
+            Some(n) => Some(lie::trajectory::pose_from_ur(&n.exactly::<6>("flange-pose", "X,Y,Z,RX,RY,RZ")?)),
+            None => None,
+        },
         gravity: !a.no_gravity,
         params,
         rod,

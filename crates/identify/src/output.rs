@@ -397,7 +397,7 @@ pub fn law_comparison(variants: &[VariantOut]) -> Option<String> {
 pub struct EstimateOut {
     /// The estimate (SI units).
     pub value: f64,
-    /// \[low, high\]; NaN when the parameter was held fixed.
+    /// \[low, high\]; NaN when the parameter was held fixed, \[0, inf\] when the data do not bound it.
     pub ci95: [f64; 2],
     /// False when the data do not bound the value (the interval is then
     /// no information: "not determined by these data").
@@ -410,8 +410,13 @@ fn yes() -> bool {
 }
 
 impl From<Estimate> for EstimateOut {
+    /// An interval the data do not bound is written as what it is, [0,
+    /// inf]: its bounds (1e-64 to 1e73, say) are round-off, not numbers to
+    /// print with 70 digits.
     fn from(e: Estimate) -> Self {
-        Self { value: e.value, ci95: [e.ci95_low, e.ci95_high], determined: e.held() || e.determined() }
+        let determined = e.held() || e.determined();
+        let ci95 = if determined { [e.ci95_low, e.ci95_high] } else { [0.0, f64::INFINITY] };
+        Self { value: e.value, ci95, determined }
     }
 }
 
@@ -1092,5 +1097,22 @@ impl IdentifiedFile {
             p.elastic_law().map_err(|m| ParamsFileError::new(path, format!("{what}: {m}")))?;
         }
         Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interval the data do not bound is written [0, inf], not as its
+    /// round-off bounds printed with 70 digits; a bounded one as it is.
+    #[test]
+    fn an_undetermined_interval_is_written_as_zero_to_infinity() {
+        let unbounded = EstimateOut::from(Estimate { value: 8.5e4, ci95_low: 3.2e-64, ci95_high: 2.3e73 });
+        assert!(!unbounded.determined && unbounded.ci95 == [0.0, f64::INFINITY]);
+        let text = toml::to_string(&unbounded).unwrap();
+        assert!(text.contains("ci95 = [0.0, inf]") && text.len() < 80, "{text}");
+        let bounded = EstimateOut::from(Estimate { value: 8.5e4, ci95_low: 8.0e4, ci95_high: 9.0e4 });
+        assert!(bounded.determined && bounded.ci95 == [8.0e4, 9.0e4]);
     }
 }

@@ -1,7 +1,8 @@
-//! A session handed on: every table as CSV (a unit in every header that
-//! does not already end in one) and the metadata as JSON, for a colleague
-//! with MATLAB, Python or a spreadsheet and no rodlab. Videos are not
-//! copied (they already are plain files).
+//! A session handed on: every table as CSV, its headers the columns' names
+//! as docs/reference/session.md lists them, with `units.csv` naming each
+//! column's unit where its name does not end in one, and the metadata as
+//! JSON, for a colleague with MATLAB, Python or a spreadsheet and no
+//! rodlab. Videos are not copied (they already are plain files).
 
 use crate::error::{Error, Result};
 use session::{SessionDir, Table};
@@ -45,23 +46,45 @@ pub fn unit_of(column: &str) -> Option<&'static str> {
     }
 }
 
-/// The header a column gets: its name, and its unit in brackets where the
-/// name does not end in one.
-pub fn header(column: &str) -> String {
-    match unit_of(column) {
-        Some(u) => format!("{column} [{u}]"),
-        None => column.to_string(),
+/// The unit a column's name says, from its suffix (`_m`, `_n_m`, ...) or
+/// [`unit_of`] for the names that do not.
+pub fn unit(column: &str) -> String {
+    if let Some(u) = unit_of(column) {
+        return u.to_string();
     }
+    let suffix = UNIT_SUFFIXES.iter().filter(|s| column.ends_with(*s)).max_by_key(|s| s.len()).copied().unwrap_or("");
+    match suffix {
+        "_m" => "m",
+        "_n" => "N",
+        "_nm" => "N m",
+        "_s" => "s",
+        "_ns" => "ns",
+        "_ms" => "ms",
+        "_pa" => "Pa",
+        "_rad" => "rad",
+        "_deg" => "deg",
+        "_px" => "px",
+        "_hz" => "Hz",
+        "_kg" => "kg",
+        "_m_s" => "m/s",
+        "_kg_m3" => "kg/m^3",
+        "_px2" => "px^2",
+        _ => "",
+    }
+    .to_string()
 }
 
-fn write_csv(table: &Table, path: &Path) -> Result<usize> {
+/// Writes `table` as CSV at `path`; its columns' units go to `units`
+/// (file, column, unit).
+fn write_csv(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>) -> Result<usize> {
     let columns = table.text_columns()?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("{}: cannot create: {e}", parent.display())))?;
     }
     let mut w = csv::Writer::from_path(path).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
     let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
-    w.write_record(columns.iter().map(|(n, _)| header(n))).map_err(werr)?;
+    w.write_record(columns.iter().map(|(n, _)| n.as_str())).map_err(werr)?;
+    units.extend(columns.iter().map(|(n, _)| [file.to_string(), n.clone(), unit(n)]));
     let rows = table.height();
     for r in 0..rows {
         w.write_record(columns.iter().map(|(_, v)| v[r].as_str())).map_err(werr)?;
@@ -77,7 +100,8 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Writes `session`'s tables into `to`: `session.json`, `streams/NAME.csv`,
-/// `gaps/DEVICE.csv`, `markers.csv`, `strain.csv` (those that exist).
+/// `gaps/DEVICE.csv`, `markers.csv`, `strain.csv` (those that exist), and
+/// `units.csv` (file, column, unit; empty for a count or a label).
 pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
     let meta = session.meta()?.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session", session.path().display())))?;
     std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))?;
@@ -86,24 +110,36 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
     let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::computation(format!("session.json: {e}")))?;
     std::fs::write(&json, text).map_err(|e| Error::io(format!("{}: cannot write: {e}", json.display())))?;
     files.push((json, 0));
+    let mut units = vec![];
     for stream in sub_dirs(&session.streams()) {
         let name = stream.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let out = to.join("streams").join(format!("{name}.csv"));
-        let rows = write_csv(&Table::read_chunks(&stream)?, &out)?;
+        let file = format!("streams/{name}.csv");
+        let out = to.join(&file);
+        let rows = write_csv(&Table::read_chunks(&stream)?, &out, &file, &mut units)?;
         files.push((out, rows));
     }
     for gaps in sub_dirs(&session.path().join("gaps")) {
         let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let out = to.join("gaps").join(format!("{name}.csv"));
-        let rows = write_csv(&Table::read_chunks(&gaps)?, &out)?;
+        let file = format!("gaps/{name}.csv");
+        let out = to.join(&file);
+        let rows = write_csv(&Table::read_chunks(&gaps)?, &out, &file, &mut units)?;
         files.push((out, rows));
     }
     for (table, name) in [(session.markers(), "markers.csv"), (session.strain(), "strain.csv")] {
         if table.is_file() {
             let out = to.join(name);
-            let rows = write_csv(&Table::read(&table)?, &out)?;
+            let rows = write_csv(&Table::read(&table)?, &out, name, &mut units)?;
             files.push((out, rows));
         }
     }
+    let out = to.join("units.csv");
+    let mut w = csv::Writer::from_path(&out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
+    let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", out.display()));
+    w.write_record(["file", "column", "unit"]).map_err(werr)?;
+    for row in &units {
+        w.write_record(row).map_err(werr)?;
+    }
+    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
+    files.push((out, units.len()));
     Ok(Exported { files })
 }

@@ -549,15 +549,50 @@ fn parameter_rows(f: &Fit, paper: Option<&Values>) -> Vec<ParameterRow> {
         value: e.value,
         ci95_low: e.ci95_low,
         ci95_high: e.ci95_high,
-        paper,
+        reference: paper,
     };
     vec![row("E", "Pa", &f.e_pa, pp(|v| v.e_pa)), row("G", "Pa", &f.g_pa, pp(|v| v.g_pa)), row("rho", "kg/m^3", &f.rho_kg_m3, pp(|v| v.rho_kg_m3))]
         .into_iter()
         .chain(f.geometry_estimates().into_iter().map(|(g, e)| {
             let (name, unit) = g.label();
-            ParameterRow { name, unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, paper: f64::NAN }
+            ParameterRow { name, unit: unit.into(), value: e.value, ci95_low: e.ci95_low, ci95_high: e.ci95_high, reference: f64::NAN }
         }))
         .collect()
+}
+
+/// What the rod file says the rod is, in one line (the report's provenance).
+fn rod_summary(rod: &Rod) -> String {
+    let m = rod.cross_section.body;
+    let g = rod.gravity_m_s2;
+    format!(
+        "length {} m, {} sections of {} sub-segments, {} cables, {} markers; body E {:.4e} Pa, G {:.4e} Pa, rho {:.4e} kg/m^3 ({} law); gravity [{}, {}, {}] m/s^2",
+        rod.length_m,
+        rod.section_lengths_m.len(),
+        rod.subsegments_per_section,
+        rod.cables.len(),
+        rod.markers.len(),
+        m.e_pa,
+        m.g_pa,
+        m.rho_kg_m3,
+        rod.elastic_law.name(),
+        g.x,
+        g.y,
+        g.z
+    )
+}
+
+/// With reference values: the first thing to read. What they give on this
+/// rod file's model against what the fit gives, and what that means: the
+/// identified values are this model's, and absorb whatever of the rod
+/// file (its geometry above all) is assumed rather than measured.
+fn reference_lead(f: &Fit, reference: Option<&identify::output::Evaluated>) -> Vec<String> {
+    let Some(r) = reference else { return vec![] };
+    let with = if r.rms_error_mm.is_finite() { format!("{:.1} mm RMS", r.rms_error_mm) } else { "no fit".into() };
+    let failures = if r.failures > 0 { format!(", and no equilibrium at all for {} experiment(s)", r.failures) } else { String::new() };
+    vec![format!(
+        "Read first: on this rod file's model the reference values miss the measured points by {with}{failures}; the identified values by {:.1} mm. Identified values are this model's: where the rod file's geometry (section, hole, cable positions) is assumed rather than measured, they absorb what the assumption misses, and can lie far from values measured on the real specimen. Compare the variants, and judge the fit by how it predicts experiments it was not fitted on (the leave-one-out errors).",
+        f.rms_error_mm
+    )]
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -589,11 +624,11 @@ fn report(
                 ),
                 measured_m: e.measurements.iter().map(|m| p3(&m.pos_m)).collect(),
                 predicted_m: f.predicted[i].iter().map(p3).collect(),
-                predicted_paper_m: study.reference.as_ref().map(|r| r.predicted[i].iter().map(p3).collect()).unwrap_or_default(),
+                predicted_reference_m: study.reference.as_ref().map(|r| r.predicted[i].iter().map(p3).collect()).unwrap_or_default(),
                 shape_m: study.shapes[i].iter().map(p3).collect(),
-                shape_paper_m: study.reference.as_ref().map(|r| r.shapes[i].iter().map(p3).collect()).unwrap_or_default(),
+                shape_reference_m: study.reference.as_ref().map(|r| r.shapes[i].iter().map(p3).collect()).unwrap_or_default(),
                 errors_mm: f.errors_mm[i].clone(),
-                errors_paper_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+                errors_reference_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| vec![f64::NAN; n]),
                 loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| vec![f64::NAN; n]),
             }
         })
@@ -613,16 +648,18 @@ fn report(
         .collect();
     let mut provenance = vec![version_row()];
     provenance.extend(input_provenance);
-    provenance.push(("rod".into(), format!("{rod:?}").chars().take(2000).collect()));
+    provenance.push(("rod, as fitted".into(), rod_summary(rod)));
     IdentificationReport {
         title: format!("rodlab identification: {source}"),
+        lead: reference_lead(f, study.reference.as_ref()),
+        reference_label: reference.map(|_| "reference values".to_string()),
         parameters: parameter_rows(f, reference),
         correlation_names: f.parameter_names.iter().map(|s| s.to_string()).collect(),
         correlation: f.correlation.row_iter().map(|r| r.iter().cloned().collect()).collect(),
         experiments: views,
         history: f.history.clone(),
         rms_error_mm: f.rms_error_mm,
-        rms_error_paper_mm: study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
+        rms_error_reference_mm: study.reference.as_ref().map_or(f64::NAN, |r| r.rms_error_mm),
         warnings: f
             .warnings
             .iter()

@@ -20,6 +20,13 @@ pub struct SolveRequest {
     pub tensions_n: Vec<f64>,
     /// In the world frame.
     pub tip_force_n: Vec3,
+    /// Where the tip force acts: offset from the tip's centre in the tip
+    /// section's frame \[m\] (a mass hung from the top edge of the tip face).
+    pub tip_force_offset_body_m: Vec3,
+    /// The robot's flange (TCP) in the world: the rod's base is then the
+    /// flange times the rod file's `[base]` (the mount); `None`: the rod
+    /// file's `[base]` in the world.
+    pub flange: Option<lie::Pose>,
     /// In the world frame, fixed direction.
     pub tip_moment_nm: Vec3,
     pub gravity: bool,
@@ -75,7 +82,7 @@ fn check(req: &SolveRequest) -> Result<()> {
     if req.tensions_n.iter().any(|t| !t.is_finite() || *t < 0.0) {
         return Err(Error::input("--tension: tensions must be finite and non-negative (cables only pull)"));
     }
-    for (name, v) in [("--tip-force", req.tip_force_n), ("--tip-moment", req.tip_moment_nm)] {
+    for (name, v) in [("--tip-force", req.tip_force_n), ("--tip-moment", req.tip_moment_nm), ("--tip-force-offset", req.tip_force_offset_body_m)] {
         if !v.iter().all(|x| x.is_finite()) {
             return Err(Error::input(format!("{name}: must be finite, got {:?}", [v.x, v.y, v.z])));
         }
@@ -83,16 +90,28 @@ fn check(req: &SolveRequest) -> Result<()> {
     Ok(())
 }
 
+/// The rod with its base on the robot's flange (flange times the rod
+/// file's mount), or as the rod file places it.
+fn mounted(rod: &Rod, flange: Option<&lie::Pose>) -> Rod {
+    let mut rod = rod.clone();
+    if let Some(f) = flange {
+        rod.base = f.compose(&rod.base);
+    }
+    rod
+}
+
 /// Solves the equilibrium.
 pub fn solve(req: &SolveRequest) -> Result<Solved> {
     check(req)?;
+    let rod = mounted(&req.rod, req.flange.as_ref());
     let rod = match &req.params {
-        Some(p) => p.rod_with_pitch(&req.rod),
-        None => req.rod.clone(),
+        Some(p) => p.rod_with_pitch(&rod),
+        None => rod,
     };
     let mut loads = Loads { gravity_scale: if req.gravity { 1.0 } else { 0.0 }, ..Loads::default() }.with_tensions(&req.tensions_n);
     if req.tip_force_n != Vec3::zeros() || req.tip_moment_nm != Vec3::zeros() {
         loads = loads.with_tip(rod.length_m, req.tip_force_n, req.tip_moment_nm);
+        loads.point_loads.last_mut().expect("the tip load").offset_body_m = req.tip_force_offset_body_m;
     }
     let model = model_for(&rod, &loads);
     let started = std::time::Instant::now();
@@ -137,10 +156,11 @@ fn band(p: &Params, req: &SolveRequest) -> Band {
         return Band::None("the identification model has no tip moments".into());
     }
     // The band's model applies the pitch itself: the rod before it.
-    let rod = &req.rod;
+    let rod = &mounted(&req.rod, req.flange.as_ref());
     let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
     let tensions = if req.tensions_n.is_empty() { vec![0.0; rod.cables.len()] } else { req.tensions_n.clone() };
-    let e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
+    let mut e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
+    e.tip_force_offset_body_m = req.tip_force_offset_body_m;
     match identify::predict_with_band(rod, &e, &p.file.values(), &u) {
         Ok(pred) => Band::Tip {
             tip_m: pred.points_m[0],

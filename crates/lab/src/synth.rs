@@ -238,7 +238,9 @@ pub fn simulate_truth(req: &SynthRequest, progress: &dyn Progress) -> Result<Tru
     };
     let waypoints: Vec<(f64, [f64; 6])> = match (&req.trajectory, &req.scene.base) {
         (Some((_, samples)), _) => samples.clone(),
-        (None, BaseSpec::Prescribed { waypoints }) if !waypoints.is_empty() => waypoints.iter().map(|w| (w[0], [w[1], w[2], w[3], w[4], w[5], w[6]])).collect(),
+        (None, BaseSpec::Prescribed { waypoints }) if !waypoints.is_empty() => {
+            req.scene.held_waypoints().iter().map(|w| (w[0], [w[1], w[2], w[3], w[4], w[5], w[6]])).collect()
+        }
         _ => {
             return Err(Error::input(format!(
                 "{}: base: a synthetic session needs a robot: kind = \"prescribed\" with waypoints (or --trajectory)",

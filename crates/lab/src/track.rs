@@ -49,8 +49,10 @@ pub struct TrackRequest {
     /// Frame rate without a frames table (default: the video's).
     pub fps: Option<f64>,
     pub out: PathBuf,
-    /// Annotated frames (PNG) here.
+    /// Annotated frames (JPEG) here...
     pub overlay: Option<PathBuf>,
+    /// ...one every this many frames (1: each).
+    pub overlay_every: usize,
     /// Height of the marker centres above the board \[m\] (default:
     /// camera.toml's plane_offset_m, else the session's, else 0).
     pub marker_height_m: Option<f64>,
@@ -66,6 +68,7 @@ impl TrackRequest {
             fps: None,
             out: out.into(),
             overlay: None,
+            overlay_every: 1,
             marker_height_m: None,
         }
     }
@@ -129,7 +132,8 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
     }
     let mut tracker = Tracker::new(params)?;
     let task = progress.task("track", source.len_hint().map(|n| n as u64));
-    let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &world, &times, req.overlay.as_deref(), |k| {
+    let overlay = req.overlay.as_deref().map(|dir| pipeline::Overlay { dir, every: req.overlay_every });
+    let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &world, &times, overlay, |k| {
         if k % 16 == 0 {
             task.set(k as u64)
         }

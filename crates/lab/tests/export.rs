@@ -1,5 +1,6 @@
-//! `session export`: a synthetic session's tables as CSV with units in the
-//! headers, the metadata as JSON, every value as in the Parquet files.
+//! `session export`: a synthetic session's tables as CSV under the
+//! reference's column names, their units in units.csv, the metadata as
+//! JSON, every value as in the Parquet files.
 
 mod common;
 use common::*;
@@ -18,21 +19,30 @@ fn every_table_is_exported_with_units_and_exact_values() {
     let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(to.join("session.json")).unwrap()).unwrap();
     assert!(meta["start_utc"].as_str().is_some_and(|t| !t.is_empty()), "{meta}");
 
-    // The robot stream: same rows, a unit in every header, values exact.
+    // The robot stream: same rows, the headers the columns' names (as the
+    // reference lists them), a unit for each in units.csv, values exact.
     let table = session::Table::read_chunks(&s.stream("robot")).unwrap();
     let mut csv = csv::Reader::from_path(to.join("streams/robot.csv")).unwrap();
     let headers: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(headers, table.schema().into_iter().map(|(n, _)| n).collect::<Vec<_>>(), "headers are the columns' names");
+    let units: Vec<(String, String, String)> = csv::Reader::from_path(to.join("units.csv"))
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .map(|r| (r[0].to_string(), r[1].to_string(), r[2].to_string()))
+        .collect();
+    let unit_of = |file: &str, column: &str| units.iter().find(|u| u.0 == file && u.1 == column).map(|u| u.2.clone());
     for h in &headers {
-        let has_unit = h.contains(" [") || ["_m", "_n", "_nm", "_s", "_ns", "_pa", "_rad", "_px"].iter().any(|u| h.ends_with(u));
-        assert!(has_unit, "header without a unit: {h}");
+        assert!(unit_of("streams/robot.csv", h).is_some_and(|u| !u.is_empty()), "no unit for {h}");
     }
-    assert!(
-        headers.contains(&"actual_TCP_pose_0 [m]".to_string()) && headers.contains(&"actual_TCP_pose_3 [rad (rotation vector)]".to_string()),
-        "{headers:?}"
-    );
+    assert_eq!(unit_of("streams/robot.csv", "actual_TCP_pose_0").as_deref(), Some("m"));
+    assert_eq!(unit_of("streams/robot.csv", "actual_TCP_pose_3").as_deref(), Some("rad (rotation vector)"));
+    assert_eq!(unit_of("streams/robot.csv", "t_host_ns").as_deref(), Some("ns"));
+    assert_eq!(unit_of("markers.csv", "x_m").as_deref(), Some("m"));
+    assert_eq!(unit_of("markers.csv", "marker").as_deref(), Some("count"));
     let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), table.height());
-    let col = headers.iter().position(|h| h == "actual_TCP_pose_2 [m]").unwrap();
+    let col = headers.iter().position(|h| h == "actual_TCP_pose_2").unwrap();
     let z = table.f64("actual_TCP_pose_2").unwrap();
     for (r, v) in rows.iter().zip(&z) {
         assert_eq!(r[col].parse::<f64>().unwrap(), *v);

@@ -22,7 +22,17 @@ fn run(req: &IdentifyRequest) -> Identification {
 
 /// `solve --params` of the cable arm: the tip and, with parameters, the band.
 fn tip_with(rod: rod::Rod, params: Option<Params>, tensions: [f64; 4], gravity: bool) -> (Vec3, Option<Band>) {
-    let s = solve(&SolveRequest { rod, params, tensions_n: tensions.to_vec(), tip_force_n: Vec3::zeros(), tip_moment_nm: Vec3::zeros(), gravity }).unwrap();
+    let s = solve(&SolveRequest {
+        rod,
+        params,
+        tensions_n: tensions.to_vec(),
+        tip_force_n: Vec3::zeros(),
+        tip_moment_nm: Vec3::zeros(),
+        tip_force_offset_body_m: Vec3::zeros(),
+        flange: None,
+        gravity,
+    })
+    .unwrap();
     (s.tip_m(), s.band)
 }
 
@@ -88,6 +98,22 @@ fn the_paper_data_give_the_readme_fit_and_a_report_that_renders() {
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&id.report.json).unwrap()).unwrap();
     assert_eq!(summary["experiments"].as_array().unwrap().len(), 6);
     assert_eq!(chromium_check(&id.report.html), "images=5/5 svgs=5 errors=0");
+    // Read first: what the reference values give on this model, and what
+    // the identified values are (this model's, absorbing the assumed geometry).
+    let lead = html.split("<p class=\"lead\">").nth(1).expect("a lead paragraph").split("</p>").next().unwrap();
+    assert!(lead.contains(&format!("{:.1} mm RMS", reference.rms_error_mm)) && lead.contains("no equilibrium at all for 1 experiment"), "{lead}");
+    assert!(lead.contains("assumed rather than measured") && lead.find("<p class=\"lead\">").is_none(), "{lead}");
+    assert!(html.find("class=\"lead\"").unwrap() < html.find("<h2>Parameters</h2>").unwrap(), "the lead comes first");
+    assert!(html.contains("<th>reference values</th>") && html.contains("<td>no equilibrium</td>") && !html.contains("NaN"));
+
+    // Without reference values: no reference column, sentence or curve.
+    let plain = dir.path().join("plain");
+    let id_plain = run(&IdentifyRequest { loo: false, ..request(&plain) });
+    let html = std::fs::read_to_string(&id_plain.report.html).unwrap();
+    assert!(
+        !html.contains("reference") && !html.contains("paper") && !html.contains("NaN") && !html.contains("class=\"lead\""),
+        "a user's report speaks of nothing it was not given"
+    );
 
     // Predict with the fitted values: the same tip as the rod file with
     // the fitted material written into it, and a base pitch turns the

@@ -7,7 +7,16 @@ use lab::solve::{solve, SolveRequest};
 use lie::Vec3;
 
 fn request(rod: rod::Rod) -> SolveRequest {
-    SolveRequest { rod, params: None, tensions_n: vec![], tip_force_n: Vec3::zeros(), tip_moment_nm: Vec3::zeros(), gravity: true }
+    SolveRequest {
+        rod,
+        params: None,
+        tensions_n: vec![],
+        tip_force_n: Vec3::zeros(),
+        tip_moment_nm: Vec3::zeros(),
+        tip_force_offset_body_m: Vec3::zeros(),
+        flange: None,
+        gravity: true,
+    }
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub struct ParameterRow {
     pub value: f64,
     pub ci95_low: f64,
     pub ci95_high: f64,
-    pub paper: f64,
+    pub reference: f64,
 }
 
 /// One experiment: measured points, predictions and rod shapes.
@@ -48,13 +48,13 @@ pub struct ExperimentView {
     pub inputs: String,
     pub measured_m: Vec<P3>,
     pub predicted_m: Vec<P3>,
-    pub predicted_paper_m: Vec<P3>,
+    pub predicted_reference_m: Vec<P3>,
     /// Centre line, base to tip, with the fitted parameters.
     pub shape_m: Vec<P3>,
-    /// Centre line with the paper's parameters.
-    pub shape_paper_m: Vec<P3>,
+    /// Centre line with the reference parameters (empty without).
+    pub shape_reference_m: Vec<P3>,
     pub errors_mm: Vec<f64>,
-    pub errors_paper_mm: Vec<f64>,
+    pub errors_reference_mm: Vec<f64>,
     /// Leave-one-out prediction errors (NaN if not computed).
     pub loo_errors_mm: Vec<f64>,
 }
@@ -72,6 +72,12 @@ pub struct AlternativeFit {
 #[derive(Clone, Debug, Serialize)]
 pub struct IdentificationReport {
     pub title: String,
+    /// Paragraphs read first: what the fit rests on (what is assumed, what
+    /// reference values give on it).
+    pub lead: Vec<String>,
+    /// What the reference values are called ("reference"), or none: no
+    /// reference column, sentence or curve.
+    pub reference_label: Option<String>,
     pub parameters: Vec<ParameterRow>,
     pub correlation_names: Vec<String>,
     pub correlation: Vec<Vec<f64>>,
@@ -79,7 +85,7 @@ pub struct IdentificationReport {
     /// Cost 1/2 |r|^2 after each iteration of the best start.
     pub history: Vec<f64>,
     pub rms_error_mm: f64,
-    pub rms_error_paper_mm: f64,
+    pub rms_error_reference_mm: f64,
     pub warnings: Vec<String>,
     pub facts: Vec<(String, String)>,
     pub alternatives: Vec<AlternativeFit>,
@@ -97,6 +103,14 @@ pub struct ReportTable {
     pub rows: Vec<Vec<String>>,
 }
 
+/// Style of a cell that reports a failure (shown red).
+pub(crate) const BAD_CELL_CSS: &str = "td.bad{color:#a00000;font-weight:bold;background:#fde2e2;text-align:left}";
+
+/// A cell saying a check failed: "EXCEEDED", "FAILED ...".
+fn is_failure(cell: &str) -> bool {
+    cell == "EXCEEDED" || cell.starts_with("FAILED")
+}
+
 pub(crate) fn table_html(h: &mut String, t: &ReportTable) {
     if !t.title.is_empty() {
         let _ = write!(h, "<h2>{}</h2>", esc(&t.title));
@@ -109,7 +123,12 @@ pub(crate) fn table_html(h: &mut String, t: &ReportTable) {
     for r in &t.rows {
         h.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
-            let _ = write!(h, "<td{}>{}</td>", if i == 0 { " class=\"l\"" } else { "" }, esc(c));
+            let class = match (i, is_failure(c)) {
+                (_, true) => " class=\"bad\"",
+                (0, false) => " class=\"l\"",
+                _ => "",
+            };
+            let _ = write!(h, "<td{class}>{}</td>", esc(c));
         }
         h.push_str("</tr>");
     }
@@ -159,8 +178,8 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Table rows of parameters with their intervals (and the paper's value).
-fn parameter_rows(h: &mut String, params: &[ParameterRow], with_paper: bool) {
+/// Table rows of parameters with their intervals (and the reference value).
+fn parameter_rows(h: &mut String, params: &[ParameterRow], with_reference: bool) {
     for p in params {
         // An interval of a positive value spanning more than four decades
         // (or unbounded) says nothing: the data did not determine it.
@@ -186,8 +205,8 @@ fn parameter_rows(h: &mut String, params: &[ParameterRow], with_paper: bool) {
                 fmt_num(p.ci95_high)
             );
         }
-        if with_paper {
-            let _ = write!(h, "<td>{}</td>", fmt_num(p.paper));
+        if with_reference {
+            let _ = write!(h, "<td>{}</td>", fmt_num(p.reference));
         }
         h.push_str("</tr>");
     }
@@ -218,11 +237,16 @@ th {{ background: #eee; }} td.l, th.l {{ text-align: left; }}
 .warn {{ background: #fff3cd; border: 1px solid #e0c36c; padding: 0.5em 1em; }}
 figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
 .thumbs img {{ width: 180px; border: 1px solid #ccc; margin-right: 0.5em; }}
+{bad}
 </style></head><body>
 <h1>{title}</h1>
 "#,
-        title = esc(&r.title)
+        title = esc(&r.title),
+        bad = BAD_CELL_CSS
     );
+    for p in &r.lead {
+        let _ = write!(h, "<p class=\"lead\">{}</p>", esc(p));
+    }
     if !r.warnings.is_empty() {
         h.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
         for w in &r.warnings {
@@ -230,13 +254,22 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
         }
         h.push_str("</ul></div>\n");
     }
-    h.push_str("<h2>Parameters</h2><table><tr><th class=\"l\">parameter</th><th>identified</th><th>95 % CI low</th><th>95 % CI high</th><th>paper</th></tr>");
-    parameter_rows(&mut h, &r.parameters, true);
+    let reference = r.reference_label.as_deref();
     let _ = write!(
         h,
-        "</table><p>RMS position error: <b>{:.2} mm</b> with the identified parameters, {:.2} mm with the paper's.</p>",
-        r.rms_error_mm, r.rms_error_paper_mm
+        "<h2>Parameters</h2><table><tr><th class=\"l\">parameter</th><th>identified</th><th>95 % CI low</th><th>95 % CI high</th>{}</tr>",
+        reference.map_or(String::new(), |l| format!("<th>{}</th>", esc(l)))
     );
+    parameter_rows(&mut h, &r.parameters, reference.is_some());
+    let _ = write!(h, "</table><p>RMS position error: <b>{:.2} mm</b> with the identified parameters", r.rms_error_mm);
+    if let Some(l) = reference {
+        if r.rms_error_reference_mm.is_finite() {
+            let _ = write!(h, ", {:.2} mm with the {}", r.rms_error_reference_mm, esc(l));
+        } else {
+            let _ = write!(h, "; with the {} the model finds no equilibrium for some experiment (see the table below)", esc(l));
+        }
+    }
+    h.push_str(".</p>");
     h.push_str("<table>");
     for (k, v) in &r.facts {
         let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>", esc(k), esc(v));
@@ -265,16 +298,24 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
         }
         let _ = write!(h, "</table><p>RMS position error: {:.2} mm</p>", alt.rms_error_mm);
     }
-    h.push_str("<h2>Experiments</h2><table><tr><th class=\"l\">experiment</th><th class=\"l\">inputs</th><th>error [mm]</th><th>error, paper's parameters [mm]</th><th>leave-one-out error [mm]</th></tr>");
+    let _ = write!(
+        h,
+        "<h2>Experiments</h2><table><tr><th class=\"l\">experiment</th><th class=\"l\">inputs</th><th>error [mm]</th>{}<th>leave-one-out error [mm]</th></tr>",
+        reference.map_or(String::new(), |l| format!("<th>error, {} [mm]</th>", esc(l)))
+    );
     for e in &r.experiments {
         let j = |v: &[f64]| v.iter().map(|x| if x.is_nan() { "—".to_string() } else { format!("{x:.2}") }).collect::<Vec<_>>().join(", ");
+        let reference_cell = match reference {
+            Some(_) if e.errors_reference_mm.iter().all(|x| x.is_nan()) => "<td>no equilibrium</td>".to_string(),
+            Some(_) => format!("<td>{}</td>", j(&e.errors_reference_mm)),
+            None => String::new(),
+        };
         let _ = write!(
             h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>{reference_cell}<td>{}</td></tr>",
             esc(&e.id),
             esc(&e.inputs),
             j(&e.errors_mm),
-            j(&e.errors_paper_mm),
             j(&e.loo_errors_mm)
         );
     }
@@ -284,11 +325,11 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     }
     h.push_str("<h2>Figures</h2>\n");
     for (fig, svg) in &svgs {
-        let _ = writeln!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", fig.name, svg, esc(fig.caption));
+        let _ = writeln!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", fig.name, svg, esc(&fig.caption));
     }
     h.push_str("<h3>PNG copies</h3><p class=\"thumbs\">");
     for fig in &figures {
-        let _ = write!(h, "<a href=\"{0}.png\"><img src=\"{0}.png\" alt=\"{1}\"></a>", fig.name, esc(fig.caption));
+        let _ = write!(h, "<a href=\"{0}.png\"><img src=\"{0}.png\" alt=\"{1}\"></a>", fig.name, esc(&fig.caption));
     }
     h.push_str("</p><h2>Provenance</h2><table>");
     for (k, v) in &r.provenance {
@@ -313,7 +354,7 @@ mod tests {
     /// as an interval of sixty decades; a held one keeps its blank cells.
     #[test]
     fn an_unbounded_interval_reads_not_determined() {
-        let row = |low: f64, high: f64| ParameterRow { name: "G".into(), unit: "Pa".into(), value: 8.5e4, ci95_low: low, ci95_high: high, paper: f64::NAN };
+        let row = |low: f64, high: f64| ParameterRow { name: "G".into(), unit: "Pa".into(), value: 8.5e4, ci95_low: low, ci95_high: high, reference: f64::NAN };
         let mut h = String::new();
         parameter_rows(&mut h, &[row(3.2198e-64, 2.2749e73)], false);
         assert!(h.contains("not determined by these data") && !h.contains("e73"), "{h}");

@@ -114,6 +114,10 @@ pub fn has_unit(label: &str) -> bool {
     }
 }
 
+/// Width of the legend beside a chart's plot \[px\] (outside it: a legend
+/// never covers the data).
+const LEGEND_WIDTH_PX: u32 = 210;
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError> {
     // Every axis says what it shows and in what unit.
     for label in [&chart.x_label, &chart.y_label] {
@@ -123,14 +127,12 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
     }
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| DrawError(x.to_string());
     root.fill(&WHITE).map_err(e)?;
+    // The title over the whole width, the legend beside the plot under it.
+    let body = root.titled(&chart.title, ("sans-serif", 20)).map_err(e)?;
+    let labelled: Vec<&Series> = chart.series.iter().filter(|s| !s.label.is_empty()).collect();
+    let (plot_area, legend_area) = with_legend_area(&body, !labelled.is_empty());
     let ((x0, x1), (y0, y1)) = range(chart);
-    let mut c = ChartBuilder::on(root)
-        .caption(&chart.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(e)?;
+    let mut c = ChartBuilder::on(&plot_area).margin(12).x_label_area_size(40).y_label_area_size(70).build_cartesian_2d(x0..x1, y0..y1).map_err(e)?;
     let (x_ticks, y_ticks) = (tick_format(x1 - x0), tick_format(y1 - y0));
     c.configure_mesh()
         .x_desc(chart.x_label.as_str())
@@ -150,19 +152,65 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
             c.draw_series(std::iter::once(Polygon::new(poly, color.mix(0.18)))).map_err(e)?;
         }
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
-        let drawn = match s.style {
+        match s.style {
             Style::Line => c.draw_series(LineSeries::new(pts, color.stroke_width(2))).map_err(e)?,
             Style::Dashed => c.draw_series(DashedLineSeries::new(pts, 8, 5, color.stroke_width(2))).map_err(e)?,
             Style::Points => c.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?,
         };
-        if !s.label.is_empty() {
-            drawn.label(s.label.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        }
     }
-    if chart.series.iter().any(|s| !s.label.is_empty()) {
-        c.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(e)?;
+    if let Some(area) = legend_area {
+        let entries: Vec<LegendEntry> = labelled.iter().map(|s| LegendEntry { label: s.label.clone(), color: palette(s.color), style: s.style }).collect();
+        draw_legend(&area, &entries).map_err(e)?;
     }
     root.present().map_err(e)?;
+    Ok(())
+}
+
+/// One line of a legend.
+pub(crate) struct LegendEntry {
+    pub label: String,
+    pub color: RGBColor,
+    pub style: Style,
+}
+
+/// Splits `root` into the plot's area and, when there is a legend, the
+/// legend's beside it.
+pub(crate) fn with_legend_area<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, legend: bool) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
+    if !legend {
+        return (root.clone(), None);
+    }
+    let (w, _) = root.dim_in_pixel();
+    let (a, b) = root.split_horizontally(w.saturating_sub(LEGEND_WIDTH_PX));
+    (a, Some(b))
+}
+
+/// The legend in its own area beside the plot: each label with a swatch
+/// drawn as its series is (solid, dashed or a dot), long lists cut with a
+/// count of what is left out.
+pub(crate) fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[LegendEntry]) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    const ROW_PX: i32 = 18;
+    let (_, h) = area.dim_in_pixel();
+    let rows = ((h as i32 - 60) / ROW_PX).max(1) as usize;
+    let shown = if series.len() > rows { rows - 1 } else { series.len() };
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    for (k, s) in series.iter().take(shown).enumerate() {
+        let y = 50 + k as i32 * ROW_PX;
+        let color = s.color;
+        match s.style {
+            Style::Line => area.draw(&PathElement::new(vec![(4, y), (30, y)], color.stroke_width(2)))?,
+            Style::Dashed => {
+                for x in [4, 16, 28] {
+                    area.draw(&PathElement::new(vec![(x, y), (x + 6, y)], color.stroke_width(2)))?;
+                }
+            }
+            Style::Points => area.draw(&Circle::new((17, y), 4, color.filled()))?,
+        }
+        let label: String = if s.label.chars().count() > 26 { s.label.chars().take(25).chain(std::iter::once('…')).collect() } else { s.label.clone() };
+        area.draw(&Text::new(label, (38, y - 7), font.clone()))?;
+    }
+    if shown < series.len() {
+        area.draw(&Text::new(format!("and {} more", series.len() - shown), (38, 50 + shown as i32 * ROW_PX - 7), font))?;
+    }
     Ok(())
 }
 
@@ -217,8 +265,9 @@ pub fn write_page<S: Serialize>(dir: &Path, page: &Page, summary: &S) -> Result<
 body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}\
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;padding:3px 8px;text-align:right}}\
 td.l,th.l{{text-align:left}}.warn{{background:#fff4d6;border:1px solid #e0b000;padding:0.5em 1em}}\
-figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}</style></head><body><h1>{t}</h1>",
-        t = esc(&page.title)
+figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head><body><h1>{t}</h1>",
+        t = esc(&page.title),
+        bad = crate::BAD_CELL_CSS
     );
     let mut pngs = vec![];
     for b in &page.blocks {
@@ -320,5 +369,46 @@ mod tests {
         assert_eq!(w.pngs.len(), 1);
         assert!(std::fs::metadata(&w.pngs[0]).unwrap().len() > 1000);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod legend_tests {
+    use super::*;
+
+    /// The legend stands beside the plot (never over the data), and a
+    /// dashed series' swatch is dashed (three strokes), a solid one's one.
+    #[test]
+    fn the_legend_is_beside_the_plot_and_its_swatches_are_drawn_as_their_series() {
+        let xs: Vec<(f64, f64)> = (0..20).map(|k| (k as f64, k as f64)).collect();
+        let chart = Chart {
+            name: "c".into(),
+            title: "t".into(),
+            x_label: "x [m]".into(),
+            y_label: "y [m]".into(),
+            series: vec![Series::line("measured", xs.clone(), 0), Series::dashed("simulated", xs, 1)],
+            diagonal: false,
+        };
+        let svg = chart.svg().unwrap();
+        let legend_x0 = (SIZE.0 - LEGEND_WIDTH_PX) as f64;
+        for label in ["measured", "simulated"] {
+            let at = svg.find(label).unwrap_or_else(|| panic!("no legend text {label}"));
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let x: f64 = tag.split("x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(x >= legend_x0, "{label} at x = {x}, inside the plot (legend from {legend_x0})");
+        }
+        // Swatches: short horizontal polylines in the legend's area, by colour.
+        let swatches = |colour: RGBColor| {
+            let hex = format!("#{:02X}{:02X}{:02X}", colour.0, colour.1, colour.2);
+            svg.match_indices("<polyline")
+                .filter(|(i, _)| {
+                    let tag = &svg[*i..*i + svg[*i..].find("/>").unwrap()];
+                    let first_x: f64 = tag.split("points=\"").nth(1).unwrap().split(',').next().unwrap().trim().parse().unwrap();
+                    tag.contains(&hex) && first_x >= legend_x0
+                })
+                .count()
+        };
+        assert_eq!(swatches(palette(0)), 1, "a solid swatch");
+        assert_eq!(swatches(palette(1)), 3, "a dashed swatch");
     }
 }

@@ -9,7 +9,7 @@ type DrawResult = Result<(), DrawError>;
 
 pub struct Figure<'a> {
     pub name: &'static str,
-    pub caption: &'static str,
+    pub caption: String,
     pub draw_svg: Box<dyn Fn() -> Result<String, DrawError> + 'a>,
     pub draw_png: Box<dyn Fn(&Path) -> DrawResult + 'a>,
 }
@@ -43,12 +43,29 @@ macro_rules! figure {
 }
 
 pub fn identification_figures(r: &IdentificationReport) -> Vec<Figure<'_>> {
+    // The reference's part of each caption, when there is one.
+    let with = |text: &str| r.reference_label.as_ref().map_or(String::new(), |l| text.replace("REF", l));
     vec![
-        figure!("parity", "Measured vs predicted coordinates of every measured point (identified parameters: filled; paper's: hollow).", parity, r),
-        figure!("shapes_side", "Rod shapes, side view (x-z): identified parameters (solid), paper's (dashed), measured points (crosses).", shapes_side, r),
-        figure!("shapes_top", "Rod shapes, top view (x-y): identified parameters (solid), paper's (dashed), measured points (crosses).", shapes_top, r),
-        figure!("residuals", "Position error per experiment [mm]: identified fit, paper's parameters, leave-one-out prediction.", residuals, r),
-        figure!("convergence", "Convergence of the best start: cost 1/2 |r|^2 per iteration (log scale).", convergence, r),
+        figure!(
+            "parity",
+            format!("Measured vs predicted coordinates of every measured point (identified parameters: filled{}).", with("; REF: hollow")),
+            parity,
+            r
+        ),
+        figure!(
+            "shapes_side",
+            format!("Rod shapes, side view (x-z): identified parameters (solid){}, measured points (crosses).", with(", REF (dashed)")),
+            shapes_side,
+            r
+        ),
+        figure!(
+            "shapes_top",
+            format!("Rod shapes, top view (x-y): identified parameters (solid){}, measured points (crosses).", with(", REF (dashed)")),
+            shapes_top,
+            r
+        ),
+        figure!("residuals", format!("Position error per experiment [mm]: identified fit{}, leave-one-out prediction.", with(", REF")), residuals, r),
+        figure!("convergence", "Convergence of the best start: cost 1/2 |r|^2 per iteration (log scale).".to_string(), convergence, r),
     ]
 }
 
@@ -67,7 +84,7 @@ fn parity<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationR
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for ex in &r.experiments {
-        for p in ex.measured_m.iter().chain(&ex.predicted_m).chain(&ex.predicted_paper_m) {
+        for p in ex.measured_m.iter().chain(&ex.predicted_m).chain(&ex.predicted_reference_m) {
             for v in p {
                 lo = lo.min(v * 100.0);
                 hi = hi.max(v * 100.0);
@@ -94,11 +111,18 @@ fn parity<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationR
             .map_err(e)?
             .label(format!("{name} (identified)"))
             .legend(move |(x, y)| Circle::new((x, y), 5, color.filled()));
-        let pts: Vec<(f64, f64)> =
-            r.experiments.iter().flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_paper_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0))).collect();
-        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, color.stroke_width(2)))).map_err(e)?;
+        if r.reference_label.is_some() {
+            let pts: Vec<(f64, f64)> = r
+                .experiments
+                .iter()
+                .flat_map(|ex| ex.measured_m.iter().zip(&ex.predicted_reference_m).map(move |(m, p)| (m[a] * 100.0, p[a] * 100.0)))
+                .collect();
+            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, color.stroke_width(2)))).map_err(e)?;
+        }
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
+    // On a parity plot the data lie along the diagonal: the upper left
+    // corner is free.
+    chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
     Ok(())
 }
 
@@ -110,14 +134,15 @@ fn shapes<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationR
         ys = (ys.0.min(p[axis] * 100.0), ys.1.max(p[axis] * 100.0));
     };
     for ex in &r.experiments {
-        ex.shape_m.iter().chain(&ex.shape_paper_m).chain(&ex.measured_m).for_each(&mut grow);
+        ex.shape_m.iter().chain(&ex.shape_reference_m).chain(&ex.measured_m).for_each(&mut grow);
     }
     // Equal scale on both axes.
     let span = (xs.1 - xs.0).max(ys.1 - ys.0) * 1.1 + 1.0;
     let cx = 0.5 * (xs.0 + xs.1);
     let cy = 0.5 * (ys.0 + ys.1);
-    let aspect = SIZE.0 as f64 / SIZE.1 as f64;
-    let mut chart = ChartBuilder::on(root)
+    let (plot_area, legend_area) = crate::page::with_legend_area(root, true);
+    let aspect = plot_area.dim_in_pixel().0 as f64 / SIZE.1 as f64;
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(40)
@@ -128,16 +153,20 @@ fn shapes<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationR
     for (i, ex) in r.experiments.iter().enumerate() {
         let color = palette(i + 3);
         let line: Vec<(f64, f64)> = ex.shape_m.iter().map(|p| (p[0] * 100.0, p[axis] * 100.0)).collect();
-        chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))
-            .map_err(e)?
-            .label(format!("experiment {}", ex.id))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        let paper: Vec<(f64, f64)> = ex.shape_paper_m.iter().map(|p| (p[0] * 100.0, p[axis] * 100.0)).collect();
-        chart.draw_series(DashedLineSeries::new(paper, 6, 4, color.mix(0.7).stroke_width(1))).map_err(e)?;
+        chart.draw_series(LineSeries::new(line, color.stroke_width(2))).map_err(e)?;
+        let reference: Vec<(f64, f64)> = ex.shape_reference_m.iter().map(|p| (p[0] * 100.0, p[axis] * 100.0)).collect();
+        chart.draw_series(DashedLineSeries::new(reference, 6, 4, color.mix(0.7).stroke_width(1))).map_err(e)?;
         chart.draw_series(ex.measured_m.iter().map(|p| Cross::new((p[0] * 100.0, p[axis] * 100.0), 6, color.stroke_width(2)))).map_err(e)?;
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
+    let entries: Vec<crate::page::LegendEntry> = r
+        .experiments
+        .iter()
+        .enumerate()
+        .map(|(i, ex)| crate::page::LegendEntry { label: format!("experiment {}", ex.id), color: palette(i + 3), style: crate::page::Style::Line })
+        .collect();
+    if let Some(area) = legend_area {
+        crate::page::draw_legend(&area, &entries).map_err(e)?;
+    }
     Ok(())
 }
 
@@ -155,13 +184,14 @@ fn rms(v: &[f64]) -> f64 {
 
 fn residuals<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &IdentificationReport) -> DrawResult {
     let n = r.experiments.len();
-    let series: Vec<(&str, Vec<f64>)> = vec![
-        ("identified", r.experiments.iter().map(|x| rms(&x.errors_mm)).collect()),
-        ("paper's parameters", r.experiments.iter().map(|x| rms(&x.errors_paper_mm)).collect()),
-        ("leave-one-out", r.experiments.iter().map(|x| rms(&x.loo_errors_mm)).collect()),
-    ];
+    let mut series: Vec<(&str, Vec<f64>)> = vec![("identified", r.experiments.iter().map(|x| rms(&x.errors_mm)).collect())];
+    if let Some(label) = &r.reference_label {
+        series.push((label.as_str(), r.experiments.iter().map(|x| rms(&x.errors_reference_mm)).collect()));
+    }
+    series.push(("leave-one-out", r.experiments.iter().map(|x| rms(&x.loo_errors_mm)).collect()));
     let top = series.iter().flat_map(|s| s.1.iter()).filter(|v| v.is_finite()).fold(1.0f64, |a, b| a.max(*b)) * 1.15;
-    let mut chart = ChartBuilder::on(root)
+    let (plot_area, legend_area) = crate::page::with_legend_area(root, true);
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption("Position error per experiment [mm]", ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(40)
@@ -177,18 +207,23 @@ fn residuals<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Identificati
         .y_desc("error [mm]")
         .draw()
         .map_err(e)?;
-    for (k, (label, vals)) in series.iter().enumerate() {
+    for (k, (_, vals)) in series.iter().enumerate() {
         let color = palette(k);
         chart
             .draw_series(vals.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, v)| {
                 let x0 = i as f64 + 0.15 + 0.23 * k as f64;
                 Rectangle::new([(x0, 0.0), (x0 + 0.2, *v)], color.filled())
             }))
-            .map_err(e)?
-            .label(*label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            .map_err(e)?;
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
+    let entries: Vec<crate::page::LegendEntry> = series
+        .iter()
+        .enumerate()
+        .map(|(k, (label, _))| crate::page::LegendEntry { label: label.to_string(), color: palette(k), style: crate::page::Style::Points })
+        .collect();
+    if let Some(area) = legend_area {
+        crate::page::draw_legend(&area, &entries).map_err(e)?;
+    }
     Ok(())
 }
 

@@ -65,6 +65,22 @@ pub enum NormalCompliance {
     PerPoint { compliance_m_n: f64 },
 }
 
+impl Scene {
+    /// A prescribed base's waypoints, the last one held to the scene's end
+    /// (repeated at `duration_s` when it comes earlier): a robot that
+    /// stops stays put. Empty for a free base or a base without waypoints.
+    pub fn held_waypoints(&self) -> Vec<[f64; 7]> {
+        let BaseSpec::Prescribed { waypoints } = &self.base else { return vec![] };
+        let mut out = waypoints.clone();
+        if let Some(last) = waypoints.last().filter(|w| w[0] < self.duration_s) {
+            let mut held = *last;
+            held[0] = self.duration_s;
+            out.push(held);
+        }
+        out
+    }
+}
+
 /// A load applied by the experimenter, active on `[start_s, end_s)`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoadSpec {
@@ -207,7 +223,7 @@ struct RawTable {
 struct RawBase {
     /// "prescribed" (the base follows `waypoints`) or "free" (placed once at `position_m`, `rpy_deg`).
     kind: String,
-    /// Prescribed base: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows (UR TCP poses: position and rotation vector \[rad\]) at strictly increasing times, the first at t_s <= 0.
+    /// Prescribed base: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows (UR TCP poses: position and rotation vector \[rad\]) at strictly increasing times, the first at t_s <= 0; after the last the base holds its pose (a robot that stops stays put).
     #[serde(default)]
     waypoints: Vec<Vec<f64>>,
     /// Free base: its position in the world \[m\].

@@ -64,9 +64,11 @@ impl BaseMotion {
         match &scene.base {
             BaseSpec::Free { pose } => Ok(Some(BaseMotion::Free { start: *pose })),
             BaseSpec::Prescribed { waypoints } if waypoints.is_empty() => Ok(None),
-            BaseSpec::Prescribed { waypoints } => {
-                let samples =
-                    waypoints.iter().map(|w| (w[0], scene.world_from_robot.compose(&lie::trajectory::pose_from_ur(&[w[1], w[2], w[3], w[4], w[5], w[6]]))));
+            BaseSpec::Prescribed { .. } => {
+                let samples = scene
+                    .held_waypoints()
+                    .into_iter()
+                    .map(|w| (w[0], scene.world_from_robot.compose(&lie::trajectory::pose_from_ur(&[w[1], w[2], w[3], w[4], w[5], w[6]]))));
                 let flange = lie::trajectory::PoseTrajectory::new(samples).map_err(|e| SimError::Input(format!("base waypoints: {e}")))?;
                 Ok(Some(BaseMotion::Prescribed { flange, mount: rod.base }))
             }

@@ -90,15 +90,24 @@ pub fn rows_for_frame(
         .collect())
 }
 
+/// Where annotated frames go: a directory, and every how many frames one
+/// is written.
+#[derive(Clone, Copy, Debug)]
+pub struct Overlay<'a> {
+    pub dir: &'a Path,
+    pub every: usize,
+}
+
 /// Tracks every frame of `source`. `progress(frames_done)` is called per frame;
-/// `overlay_dir` gets an annotated PNG per frame.
+/// `overlay` gets an annotated JPEG of every `every`-th frame (a check by
+/// eye needs no lossless copy of the video: 0.1-0.2 MB a frame, not 3).
 pub fn track_video(
     source: &mut FrameSource,
     tracker: &mut Tracker,
     camera: &CameraModel,
     world: &PlaneToWorld,
     times: &FrameTimes,
-    overlay_dir: Option<&Path>,
+    overlay: Option<Overlay>,
     mut progress: impl FnMut(usize),
 ) -> Result<(Vec<MarkerRow>, Timing), TrackError> {
     let mut frame = Mat::default();
@@ -127,9 +136,9 @@ pub fn track_video(
         })?;
         timing.decode += t1 - t0;
         timing.track += t1.elapsed();
-        if let Some(dir) = overlay_dir {
+        if let Some(o) = overlay.filter(|o| k % o.every.max(1) == 0) {
             draw_overlay(&mut frame, &markers)?;
-            write_image(&dir.join(format!("{k:06}.png")), &frame)?;
+            write_image(&o.dir.join(format!("{k:06}.jpg")), &frame)?;
         }
         rows.extend(rows_for_frame(k, times, camera, world, &markers)?);
         k += 1;
