@@ -241,6 +241,10 @@ fn import_identify_validate(data: &Path, work: &Path) {
     let strain = summary["strain"].as_array().unwrap().iter().find(|c| c["component"] == "kappa_y").unwrap();
     println!("kappa_y: {:.2} % of range RMS", strain["errors"]["rms_pct"].as_f64().unwrap());
     assert!(strain["errors"]["rms_pct"].as_f64().unwrap() < 5.0, "{strain}");
+    // The page says what drove the simulation and what the scene is: a
+    // motion-capture clamp, in air (not "its robot stream", not "stick").
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(page.contains("(in air) driven by its motion-capture base") && !page.contains("robot stream") && !page.contains("stick)"), "the page's description");
     ok(&out);
 }
 
