@@ -244,7 +244,10 @@ fn import_identify_validate(data: &Path, work: &Path) {
     // The page says what drove the simulation and what the scene is: a
     // motion-capture clamp, in air (not "its robot stream", not "stick").
     let page = std::fs::read_to_string(report.join("index.html")).unwrap();
-    assert!(page.contains("(in air) driven by its motion-capture base") && !page.contains("robot stream") && !page.contains("stick)"), "the page's description");
+    assert!(
+        page.contains("(in air) driven by its motion-capture base") && !page.contains("robot stream") && !page.contains("stick)"),
+        "the page's description"
+    );
     ok(&out);
 }
 

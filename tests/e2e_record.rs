@@ -702,3 +702,53 @@ fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() 
     assert!(err.contains("netft 'ati'") && err.contains("no RDT record"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A Net F/T that restarts: the emulated box reboots every 7 s (0.3 s
+/// silent, forgetting its client; every stream a start request opens
+/// numbers from 1, as ATI documents), some records arrive out of order, and
+/// a spoofed datagram from the box's address claims RDT sequence 0xFFFFFF00
+/// with Fz = 999 N. Over 20 s at 1 kHz at least 99 % of the records the box
+/// sent are on disk (the old recorder dropped every record after a restart
+/// as a duplicate: 7.8 s of 20), each restart is a `disconnected` gap, the
+/// host times never run back, the spoof is refused (no 999 N, no gap of
+/// 4e9 missing samples) and `session check` is clean.
+#[test]
+fn a_net_ft_that_restarts_its_numbering_loses_nothing_and_a_spoof_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let emu = rodlab()
+        .args(["emulate", "netft", "--bind", &format!("127.0.0.1:{port}"), "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "23"])
+        .args(["--quirk", "restart-every=7,reorder=0.01,spoof-at=3000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port - 1)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rig = dir.path().join("rig.toml");
+    std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{port}\"\ncalibration_port = {}\n", port - 1)).unwrap();
+    let session = dir.path().join("s");
+    let o = rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", session.to_str().unwrap(), "--duration", "20"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The emulator says how many records it sent when its time is up.
+    let sent = sent_by(emu);
+    let t = session::Table::read_chunks(&session::stream_dir(&session, "ati")).unwrap();
+    let rows = t.height() as u64;
+    println!("Net F/T restarted: {rows} records on disk of {sent} sent ({:.2} %)", 100.0 * rows as f64 / sent as f64);
+    assert!(rows as f64 >= 0.99 * sent as f64 && rows <= sent, "{rows} of {sent}");
+    assert!(t.f64("fz_n").unwrap().iter().all(|v| (v + 4.9).abs() < 1e-6), "the spoofed 999 N was refused");
+    let th = t.i64("t_host_ns").unwrap();
+    assert!(th.windows(2).all(|w| w[1] >= w[0]), "host time never runs back");
+    let gaps = session::gaps::read_gaps(&session, "ati").unwrap();
+    let restarts = gaps.iter().filter(|g| g.reason == session::gaps::GapReason::Disconnected).count();
+    assert!(restarts >= 2, "{gaps:?}");
+    assert!(gaps.iter().all(|g| g.end_host_ns >= g.start_host_ns && g.missing_samples.is_none_or(|m| m < 10_000)), "{gaps:?}");
+    let d = device(&session, "ati");
+    assert_eq!(d.settings.get("implausible_records"), Some(&1.0), "{d:?}");
+    assert!(d.settings.get("stream_restarts").is_some_and(|r| *r >= 2.0), "{d:?}");
+    let o = rodlab().args(["session", "check", session.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && !text.contains("problem"), "{text}");
+}

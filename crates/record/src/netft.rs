@@ -230,44 +230,129 @@ pub fn probe(cfg: &NetFtConfig) -> Result<Calibration, NetFtError> {
 /// before a missing one is declared lost.
 const REORDER_WINDOW: u32 = 32;
 
-/// Puts records back in order, drops duplicates, and says how many
-/// sequence numbers were skipped before each record it releases.
+/// The fastest a Net F/T streams RDT records \[Hz\] (ATI: 7000): a sequence
+/// number further ahead than this rate allows since the last record (with
+/// a margin) belongs to no stream the sensor sent.
+pub const MAX_RDT_RATE_HZ: f64 = 7000.0;
+
+/// What [`Reorder`] releases.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Released {
+    /// A record in sequence order, at host time `t_ns` (never before the
+    /// previous one's), and how many sequence numbers went missing before it.
+    Record { t_ns: i64, record: Record, missing: u64 },
+    /// The sensor's numbering restarted (ATI's RDT numbers from 1 in every
+    /// stream a start request opens): a new stream begins with the next
+    /// record, how much was missed in between is unknown.
+    NewStream { t_ns: i64 },
+}
+
+/// Puts records back in order within a stream, drops duplicates, knows
+/// that a stream restarts (a sequence far below the last that could start
+/// a stream: the box rebooted, or a start request renumbered it), and
+/// refuses a number further ahead than any stream could have reached
+/// (a spoofed or corrupted datagram).
 #[derive(Default)]
 pub struct Reorder {
     held: BTreeMap<u32, (i64, Record)>,
-    /// The last sequence number released.
-    last: Option<u32>,
+    /// The last sequence number released, and the host time it arrived.
+    last: Option<(u32, i64)>,
+    /// Host time from which a new stream's numbers count (the start
+    /// request, or the last record heard).
+    stream_from_ns: Option<i64>,
+    /// Host time of the last record released (stamps never run back).
+    last_stamp_ns: i64,
+    /// The previous stream's last number and when it came: a datagram of
+    /// it that arrives after the new stream began is late, not forged.
+    previous: Option<(u32, i64)>,
+    /// Records dropped as duplicates, or late (their stream had ended).
     pub duplicates: u64,
+    /// Records refused as beyond any stream's reach.
+    pub implausible: u64,
+    /// New streams after the first.
+    pub restarts: u64,
 }
 
 impl Reorder {
-    /// A record that arrived at host time `t_ns`; returns those now in order
-    /// with the count of sequence numbers missing before each.
-    pub fn push(&mut self, t_ns: i64, r: Record) -> Vec<(i64, Record, u64)> {
-        if self.last.is_some_and(|l| r.rdt_sequence <= l) || self.held.contains_key(&r.rdt_sequence) {
-            self.duplicates += 1;
-            return vec![];
+    /// The largest sequence number a stream could reach `dt_ns` after
+    /// number `from`.
+    fn reach(from: u32, dt_ns: i64) -> u32 {
+        let ahead = MAX_RDT_RATE_HZ * 1.5 * (dt_ns.max(0) as f64 * 1e-9) + 2.0 * REORDER_WINDOW as f64;
+        from.saturating_add(ahead.min(u32::MAX as f64) as u32)
+    }
+
+    /// A start request went out at host time `t_ns`: the stream it opens
+    /// numbers from 1.
+    pub fn started(&mut self, t_ns: i64) {
+        self.stream_from_ns.get_or_insert(t_ns);
+    }
+
+    /// A record that arrived at host time `t_ns`: what can be released now.
+    pub fn push(&mut self, t_ns: i64, r: Record) -> Vec<Released> {
+        let s = r.rdt_sequence;
+        let top = self.held.last_key_value().map(|(k, v)| (*k, v.0)).into_iter().chain(self.last).max_by_key(|x| x.0);
+        let starts_a_stream = |from_ns: Option<i64>| s <= Self::reach(0, t_ns - from_ns.unwrap_or(t_ns));
+        let mut out = vec![];
+        match top {
+            None if starts_a_stream(self.stream_from_ns) => {}
+            None => {
+                self.implausible += 1;
+                return out;
+            }
+            Some((top, top_t)) if s > top => {
+                if s > Self::reach(top, t_ns - top_t) {
+                    let late = self.previous.is_some_and(|(p, pt)| s.saturating_add(REORDER_WINDOW) > p && s <= Self::reach(p, t_ns - pt));
+                    if late {
+                        self.duplicates += 1;
+                    } else {
+                        self.implausible += 1;
+                    }
+                    return out;
+                }
+            }
+            Some((top, top_t)) if s.saturating_add(REORDER_WINDOW) < top => {
+                // Far below: a new stream, if a stream could be at s by now.
+                if !starts_a_stream(Some(top_t)) {
+                    self.implausible += 1;
+                    return out;
+                }
+                out.extend(self.release(true));
+                self.previous = Some((top, top_t));
+                self.last = None;
+                self.restarts += 1;
+                out.push(Released::NewStream { t_ns });
+            }
+            Some(_) => {
+                if self.last.is_some_and(|(l, _)| s <= l) || self.held.contains_key(&s) {
+                    self.duplicates += 1;
+                    return out;
+                }
+            }
         }
-        self.held.insert(r.rdt_sequence, (t_ns, r));
-        self.release(false)
+        self.stream_from_ns = None;
+        self.held.insert(s, (t_ns, r));
+        out.extend(self.release(false));
+        out
     }
 
     /// Everything still held (at the end).
-    pub fn flush(&mut self) -> Vec<(i64, Record, u64)> {
+    pub fn flush(&mut self) -> Vec<Released> {
         self.release(true)
     }
 
-    fn release(&mut self, all: bool) -> Vec<(i64, Record, u64)> {
+    fn release(&mut self, all: bool) -> Vec<Released> {
         let mut out = vec![];
         while let Some((&seq, _)) = self.held.first_key_value() {
-            let next = self.last.map_or(seq, |l| l.wrapping_add(1));
+            let next = self.last.map_or(1, |(l, _)| l.wrapping_add(1));
             let newest = *self.held.last_key_value().expect("not empty").0;
             // In order, or the gap is older than the window: release.
-            if seq == next || all || newest.wrapping_sub(seq) >= REORDER_WINDOW || self.last.is_none() {
+            if seq == next || all || newest.wrapping_sub(seq) >= REORDER_WINDOW {
                 let (t, r) = self.held.remove(&seq).expect("held");
-                let missing = self.last.map_or(0, |l| u64::from(seq.wrapping_sub(l).wrapping_sub(1)));
-                self.last = Some(seq);
-                out.push((t, r, missing));
+                // A stream numbers from 1: those before its first record are missing too.
+                let missing = u64::from(seq.wrapping_sub(next));
+                self.last = Some((seq, t));
+                self.last_stamp_ns = self.last_stamp_ns.max(t);
+                out.push(Released::Record { t_ns: self.last_stamp_ns, record: r, missing });
             } else {
                 break;
             }
@@ -278,8 +363,9 @@ impl Reorder {
 
 /// Records until `stop` is set: the six values in N and N m, and each
 /// record's `rdt_sequence`, `ft_sequence` and `status`. Missing sequence
-/// numbers go to the gap table as `lost`; duplicates are dropped and
-/// counted as rejected; a status error is kept and raised once.
+/// numbers go to the gap table as `lost`, a restarted stream as
+/// `disconnected`; duplicates and records beyond any stream's reach are
+/// dropped and counted as rejected; a status error is kept and raised once.
 pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock, stop: Arc<AtomicBool>, status: Arc<Status>) -> Result<(), NetFtError> {
     let columns = ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm", "rdt_sequence", "ft_sequence", "status"].map(String::from).to_vec();
     status.tap.set_columns(&columns);
@@ -294,18 +380,34 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
     }
     status.set("counts_per_n", cal.counts_per_n);
     status.set("counts_per_nm", cal.counts_per_nm);
-    sock.send(&request(START_REALTIME, 0))?;
     let mut reorder = Reorder::default();
+    reorder.started(clock.now_ns());
+    sock.send(&request(START_REALTIME, 0))?;
     let mut status_raised = false;
     let mut last_heard = Instant::now();
     let mut buf = [0u8; 1500];
-    let mut emit = |released: Vec<(i64, Record, u64)>, writer: &mut StreamWriter, outages: &mut Outages| -> Result<(), NetFtError> {
-        for (t, r, missing) in released {
+    let mut emit = |released: Vec<Released>, writer: &mut StreamWriter, outages: &mut Outages| -> Result<(), NetFtError> {
+        let mut new_stream = false;
+        for item in released {
+            let (t, r, missing) = match item {
+                Released::NewStream { .. } => {
+                    // The sensor renumbered: the time between is a
+                    // disconnection (it forgot the stream), nothing dropped.
+                    outages.disconnected();
+                    new_stream = true;
+                    continue;
+                }
+                Released::Record { t_ns, record, missing } => (t_ns, record, missing),
+            };
             let w = cal.wrench(&r.counts);
             let mut row = w.to_vec();
             row.extend([r.rdt_sequence as f64, r.ft_sequence as f64, r.status as f64]);
             writer.push(t, &row)?;
-            let continuity = if missing > 0 { Continuity::Missing(missing) } else { Continuity::Continuous };
+            let continuity = match (std::mem::take(&mut new_stream), missing) {
+                (true, _) => Continuity::Restarted,
+                (false, 0) => Continuity::Continuous,
+                (false, m) => Continuity::Missing(m),
+            };
             outages.arrived(t, 1, continuity)?;
             status.recorded(t, &row);
             if r.status != 0 && !status_raised {
@@ -325,7 +427,15 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
                 last_heard = Instant::now();
                 match Record::decode(&buf[..n]) {
                     Some(r) => {
+                        let implausible = reorder.implausible;
                         let released = reorder.push(t, r);
+                        if reorder.implausible > implausible {
+                            status.rejected.fetch_add(1, Ordering::Relaxed);
+                            status.failed(&format!(
+                                "a record with RDT sequence {} is further ahead than the sensor can stream ({} Hz at most): refused (a corrupted or spoofed datagram)",
+                                r.rdt_sequence, MAX_RDT_RATE_HZ
+                            ));
+                        }
                         emit(released, &mut writer, &mut outages)?;
                     }
                     None => {
@@ -337,6 +447,7 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
                 // A box that restarted forgets the stream: ask again.
                 if last_heard.elapsed() > Duration::from_millis(500) {
                     outages.disconnected();
+                    reorder.started(clock.now_ns());
                     let _ = sock.send(&request(START_REALTIME, 0));
                     last_heard = Instant::now();
                 }
@@ -344,6 +455,7 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
             Err(_) => {
                 outages.disconnected();
                 std::thread::sleep(Duration::from_millis(50));
+                reorder.started(clock.now_ns());
                 let _ = sock.send(&request(START_REALTIME, 0));
             }
         }
@@ -353,6 +465,8 @@ pub fn record(cfg: &NetFtConfig, cal: Calibration, session: &Path, clock: Clock,
     emit(released, &mut writer, &mut outages)?;
     status.rejected.fetch_add(reorder.duplicates, Ordering::Relaxed);
     status.set("duplicates", reorder.duplicates as f64);
+    status.set("stream_restarts", reorder.restarts as f64);
+    status.set("implausible_records", reorder.implausible as f64);
     writer.flush()?;
     outages.finish(clock.now_ns())?;
     Ok(())
@@ -369,12 +483,23 @@ pub struct NetFtQuirks {
     pub duplicate: f64,
     /// From this record on, the status word has an error bit.
     pub status_error_at: Option<u32>,
+    /// The box reboots every this many seconds: silent for
+    /// [`REBOOT_S`], it forgets whoever it streamed to (a client must ask
+    /// again; the new stream numbers from 1).
+    pub restart_every_s: Option<f64>,
+    /// At this record, a datagram from the box's address with RDT sequence
+    /// 0xFFFFFF00 and Fz = 999 N (what a spoofer on the network sends).
+    pub spoof_at: Option<u32>,
 }
+
+/// How long a rebooting emulated box is silent \[s\].
+pub const REBOOT_S: f64 = 0.3;
 
 impl std::str::FromStr for NetFtQuirks {
     type Err = String;
 
-    /// `lose=P,reorder=P,duplicate=P,status-error-at=N` (any subset).
+    /// `lose=P,reorder=P,duplicate=P,status-error-at=N,restart-every=S,spoof-at=N`
+    /// (any subset).
     fn from_str(s: &str) -> Result<NetFtQuirks, String> {
         let mut q = NetFtQuirks::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -385,7 +510,16 @@ impl std::str::FromStr for NetFtQuirks {
                 "reorder" => q.reorder = fraction()?,
                 "duplicate" => q.duplicate = fraction()?,
                 "status-error-at" => q.status_error_at = Some(v.parse().map_err(|_| format!("status-error-at={v}: expected a record number"))?),
-                _ => return Err(format!("unknown quirk '{k}' (lose, reorder, duplicate, status-error-at)")),
+                "restart-every" => {
+                    q.restart_every_s = Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|s| s.is_finite() && *s > REBOOT_S)
+                            .ok_or_else(|| format!("restart-every={v}: expected seconds > {REBOOT_S}"))?,
+                    )
+                }
+                "spoof-at" => q.spoof_at = Some(v.parse().map_err(|_| format!("spoof-at={v}: expected a record number"))?),
+                _ => return Err(format!("unknown quirk '{k}' (lose, reorder, duplicate, status-error-at, restart-every, spoof-at)")),
             }
         }
         Ok(q)
@@ -503,13 +637,27 @@ fn serve_rdt(udp: UdpSocket, cfg: &NetFtEmulatorConfig, stop: &AtomicBool, sent:
     let mut held: Option<[u8; RECORD_BYTES]> = None;
     let mut next = Instant::now();
     let mut buf = [0u8; 64];
+    let mut records_sent = 0u32;
+    let mut reboots = 0u32;
     while !stop.load(Ordering::Relaxed) {
+        // A reboot: silent for a while, then nobody to stream to.
+        if let Some(every) = cfg.quirks.restart_every_s {
+            if epoch.elapsed().as_secs_f64() >= every * f64::from(reboots + 1) {
+                reboots += 1;
+                std::thread::sleep(Duration::from_secs_f64(REBOOT_S));
+                while udp.recv_from(&mut buf).is_ok() {}
+                peer = None;
+                held = None;
+            }
+        }
         while let Ok((n, from)) = udp.recv_from(&mut buf) {
             match parse_request(&buf[..n]) {
                 Some((START_REALTIME, count)) => {
                     peer = Some(from);
                     remaining = (count > 0).then_some(count);
                     next = Instant::now();
+                    // ATI: every stream a start request opens numbers from 1.
+                    rdt_sequence = 0;
                 }
                 Some((STOP, _)) => peer = None,
                 Some((SET_BIAS, _)) => bias = cal.counts(&(cfg.wrench)(epoch.elapsed().as_secs_f64())),
@@ -537,6 +685,11 @@ fn serve_rdt(udp: UdpSocket, cfg: &NetFtEmulatorConfig, stop: &AtomicBool, sent:
                 continue;
             }
             sent.fetch_add(1, Ordering::Relaxed);
+            records_sent += 1;
+            if cfg.quirks.spoof_at == Some(records_sent) {
+                let forged = Record { rdt_sequence: 0xFFFF_FF00, ft_sequence, status: 0, counts: cal.counts(&[0.0, 0.0, 999.0, 0.0, 0.0, 0.0]) };
+                let _ = udp.send_to(&forged.encode(), to);
+            }
             if rng.gen::<f64>() < cfg.quirks.reorder && held.is_none() {
                 held = Some(record);
                 continue;
@@ -573,17 +726,105 @@ mod tests {
         assert_eq!(parse_request(&[0u8; 8]), None);
     }
 
+    /// (sequence, missing before it) of what came out; `None` marks a new stream.
+    fn seqs(out: &[Released]) -> Vec<Option<(u32, u64)>> {
+        out.iter()
+            .map(|r| match r {
+                Released::Record { record, missing, .. } => Some((record.rdt_sequence, *missing)),
+                Released::NewStream { .. } => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn reordered_and_duplicated_records_come_out_once_in_order_and_gaps_are_counted() {
         let mut o = Reorder::default();
+        o.started(0);
         let mut out = vec![];
         for s in [1, 2, 4, 3, 3, 5, 8, 9] {
-            out.extend(o.push(0, rec(s)));
+            out.extend(o.push(MS, rec(s)));
         }
         out.extend(o.flush());
-        let seqs: Vec<(u32, u64)> = out.iter().map(|(_, r, m)| (r.rdt_sequence, *m)).collect();
-        assert_eq!(seqs, vec![(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (8, 2), (9, 0)]);
+        assert_eq!(seqs(&out), [(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (8, 2), (9, 0)].map(Some).to_vec());
         assert_eq!(o.duplicates, 1);
+    }
+
+    const MS: i64 = 1_000_000;
+
+    /// ATI's RDT numbers each stream from 1: after a restart (the box
+    /// rebooted, or a start request renumbered it) the new stream's records
+    /// are kept, after a marker, not dropped as old duplicates.
+    #[test]
+    fn a_stream_that_restarts_its_numbering_is_a_new_stream_and_nothing_is_dropped() {
+        let mut o = Reorder::default();
+        o.started(0);
+        let mut out = vec![];
+        for s in 1..=5000 {
+            out.extend(o.push(i64::from(s) * MS, rec(s)));
+        }
+        // 0.8 s of silence, then a new stream from 1.
+        for s in 1..=100 {
+            out.extend(o.push((5800 + i64::from(s)) * MS, rec(s)));
+        }
+        out.extend(o.flush());
+        let got = seqs(&out);
+        assert_eq!(got.iter().filter(|x| x.is_some()).count(), 5100, "every record kept");
+        let marker = got.iter().position(|x| x.is_none()).expect("a new stream marked");
+        assert_eq!(got[marker - 1], Some((5000, 0)));
+        assert_eq!(got[marker + 1], Some((1, 0)));
+        assert_eq!((o.duplicates, o.restarts, o.implausible), (0, 1, 0));
+    }
+
+    /// A datagram of the old stream that arrives after the new one began is
+    /// late (dropped like a duplicate), not a forgery.
+    #[test]
+    fn a_straggler_of_the_previous_stream_is_late_not_forged() {
+        let mut o = Reorder::default();
+        o.started(0);
+        for s in 1..=1000 {
+            o.push(i64::from(s) * MS, rec(s));
+        }
+        o.push(1500 * MS, rec(1));
+        o.push(1501 * MS, rec(999));
+        assert_eq!((o.restarts, o.duplicates, o.implausible), (1, 1, 0));
+    }
+
+    /// A number further ahead than the sensor could have streamed since the
+    /// last record (a spoofed 0xFFFFFF00 after a second) is refused, and
+    /// the next genuine record follows without a giant gap.
+    #[test]
+    fn a_sequence_beyond_any_streams_reach_is_refused() {
+        let mut o = Reorder::default();
+        o.started(0);
+        let mut out = vec![];
+        for s in 1..=1000 {
+            out.extend(o.push(i64::from(s) * MS, rec(s)));
+        }
+        out.extend(o.push(1001 * MS, rec(0xFFFF_FF00)));
+        out.extend(o.push(1002 * MS, rec(1001)));
+        out.extend(o.flush());
+        let got = seqs(&out);
+        assert_eq!(got.last(), Some(&Some((1001, 0))));
+        assert!(got.iter().flatten().all(|(s, m)| *s <= 1001 && *m == 0), "{:?}", &got[got.len() - 3..]);
+        assert_eq!(o.implausible, 1);
+        // Not a stream's start either: a first record far from 1.
+        let mut fresh = Reorder::default();
+        fresh.started(0);
+        assert!(fresh.push(MS, rec(0xFFFF_FF00)).is_empty() && fresh.implausible == 1);
+    }
+
+    /// Stamps never run back: a record released after a later-arrived one
+    /// (it arrived out of order) takes the later stamp.
+    #[test]
+    fn released_stamps_never_run_back() {
+        let mut o = Reorder::default();
+        o.started(0);
+        let mut out = vec![];
+        for (s, t) in [(1, 10), (3, 20), (2, 30), (4, 40)] {
+            out.extend(o.push(t * MS, rec(s)));
+        }
+        let stamps: Vec<i64> = out.iter().filter_map(|r| if let Released::Record { t_ns, .. } = r { Some(*t_ns / MS) } else { None }).collect();
+        assert_eq!(stamps, [10, 30, 30, 40]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 #[test]
 fn every_record_that_arrived_is_kept_once_in_order_and_the_loss_counted_exactly() {
     let wrench = [1.5, -2.0, 3.25, 0.1, -0.2, 0.05];
-    let quirks = NetFtQuirks { lose: 0.01, reorder: 0.01, duplicate: 0.01, status_error_at: Some(15_000) };
+    let quirks = NetFtQuirks { lose: 0.01, reorder: 0.01, duplicate: 0.01, status_error_at: Some(15_000), ..NetFtQuirks::default() };
     let emu = NetFtEmulator::spawn("127.0.0.1:0", NetFtEmulatorConfig { quirks, ..NetFtEmulatorConfig::constant(1000.0, wrench) }).unwrap();
     let cfg = NetFtConfig { name: "netft".into(), address: emu.addr.to_string(), calibration_port: emu.addr.port() - 1, calibration: None, tare: false };
     // The calibration is read from the sensor (READCALINFO over TCP).
