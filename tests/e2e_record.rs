@@ -752,3 +752,111 @@ fn a_net_ft_that_restarts_its_numbering_loses_nothing_and_a_spoof_is_refused() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && !text.contains("problem"), "{text}");
 }
+
+/// A small tmpfs mounted for the test (root only: skipped loudly elsewhere).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        let at = dir.join("small-disk");
+        std::fs::create_dir_all(&at).unwrap();
+        let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&at).status().is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("\n*** SKIPPED the full-disk test: cannot mount a tmpfs (not root?) ***\n");
+        }
+        ok.then_some(Tmpfs(at))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The disk fills during a recording (a 256 kB tmpfs, a 500 Hz robot and
+/// a 1 kHz load cell filling it in a few seconds): the device whose stream
+/// can no longer be written stops the recording at once (not at its 20 s),
+/// the recorder exits 1 naming the device and the full disk, session.toml
+/// counts only the rows on disk and keeps the device's last error, and
+/// `session check` says so. (The old recorder went on to the end saying
+/// nothing, and counted rows that were never written.)
+#[test]
+fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(dir.path(), "256k") else { return };
+    let port = free_port();
+    let emu = robot_emulator(port, 25.0, &[]);
+    let line = PtyPair::new(dir.path(), "ascii");
+    let mut ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "25", "--rate-hz", "1000"]);
+    let out = disk.0.join("s");
+    let started = Instant::now();
+    let o = rodlab()
+        .args(["record", "--rig", ascii_rig(dir.path(), port, &line.b).to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "20"])
+        .output()
+        .unwrap();
+    let took_s = started.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&o.stderr);
+    println!("full disk: the recorder stopped after {took_s:.1} s: {err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(took_s < 15.0, "the recording went on to {took_s:.1} s");
+    assert!(err.contains("failed at") && err.contains("the recording stopped there") && err.contains("No space left on device"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let meta = session::SessionMeta::read(&out).unwrap().unwrap();
+    assert!(!meta.end_utc.is_empty(), "finalised");
+    for d in &meta.devices {
+        let on_disk = session::stream_rows_on_disk(&out, &d.name).unwrap();
+        assert_eq!(d.rows, on_disk, "{}: session.toml counts only what is on disk", d.name);
+    }
+    assert!(meta.devices.iter().any(|d| d.last_error.as_deref().is_some_and(|e| e.contains("No space left on device"))), "{:?}", meta.devices);
+    let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("No space left on device"), "session check says what failed: {text}");
+    let _ = ascii_emu.kill();
+    let _ = ascii_emu.wait();
+    let _ = sent_by(emu);
+}
+
+/// A controller that never confirms the pause (it goes on streaming): a
+/// 3 s recording ends within the pause deadline after its 3 s (the old
+/// recorder was still recording at 16 s, and ignored SIGTERM and SIGINT),
+/// keeps what came until then, and says why in the device's last error.
+/// And a second signal always ends a recorder at once, whatever it waits for.
+#[test]
+fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let emu = robot_emulator(port, 10.0, &["--quirk", "ignore-pause"]);
+    let out = dir.path().join("s");
+    let started = Instant::now();
+    let o = rodlab().args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap(), "--duration", "3"]).output().unwrap();
+    let took_s = started.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(took_s < 6.0, "a 3 s recording took {took_s:.1} s");
+    let robot = device(&out, "robot");
+    assert!(robot.rows > 1400, "{robot:?}");
+    assert!(robot.last_error.as_deref().is_some_and(|e| e.contains("did not confirm the pause")), "{robot:?}");
+
+    // Two SIGINTs: the first asks for a clean stop, the second ends it now.
+    let out = dir.path().join("twice");
+    let rec = rodlab()
+        .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&out.join("session.toml"));
+    std::thread::sleep(Duration::from_millis(800));
+    let pid = rec.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(20));
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let waited = Instant::now();
+    let o = rec.wait_with_output().unwrap();
+    assert!(waited.elapsed() < Duration::from_millis(900), "the second signal ended it at once");
+    let err = String::from_utf8_lossy(&o.stderr);
+    // Either the clean stop won the race (exit 0), or the second signal
+    // ended the recorder (exit 130, saying so).
+    assert!(o.status.code() == Some(0) || (o.status.code() == Some(130) && err.contains("second signal")), "{:?}: {err}", o.status);
+    let _ = sent_by(emu);
+}

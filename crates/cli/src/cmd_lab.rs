@@ -13,11 +13,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A flag that Ctrl-C, SIGTERM and SIGHUP set: the process then stops
-/// cleanly (a session is finalised) instead of dying.
+/// cleanly (a session is finalised) instead of dying. A second signal
+/// always ends it at once (exit 130), whatever it waits for: what is on
+/// disk stays, the session is not finalised.
 fn stop_on_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
-    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::Relaxed) {
+            eprintln!("rodlab: second signal: stopping now (what is on disk stays; the session is not finalised)");
+            std::process::exit(130);
+        }
+    });
     stop
 }
 
@@ -379,6 +386,9 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
         SessionCommand::Info { dir } => {
             let info = lab::info::info(&SessionDir::new(&dir))?;
             println!("session {}", dir.display());
+            for w in &info.warnings {
+                eprintln!("rodlab: warning: {w}");
+            }
             if let Some(m) = &info.meta {
                 let end = if m.end_utc.is_empty() { "not finalised (the recorder was killed)".to_string() } else { format!("ended {}", m.end_utc) };
                 println!("  started {}, {end}", m.start_utc);
@@ -463,6 +473,9 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
             let out = lab::export::export(&SessionDir::new(&dir), &to)?;
             for (file, rows) in &out.files {
                 println!("wrote {} ({rows} rows)", file.display());
+            }
+            for w in &out.warnings {
+                eprintln!("rodlab: warning: {w}");
             }
             Ok(())
         }

@@ -224,6 +224,9 @@ pub struct IdentifyArgs {
     /// With --compare-variants: compare every variant under the other elastic law too (linear <-> neo-Hookean, the rod file's [material] law); the recommendation stays under the rod file's law, and a line says which law the data favour.
     #[arg(long, requires = "compare_variants")]
     pub compare_laws: bool,
+    /// Refuse a session with a damaged chunk (default: the chunk is left out, with a warning naming it and its rows).
+    #[arg(long, requires = "sessions")]
+    pub strict: bool,
     /// Identify what the statics cannot see from recorded motion: the table's friction mu and the rod's damping ratio, by replaying each of --sessions in the simulator (--scene: table, contact law, step) with E, G, rho and geometry held at --params (default: the rod file's), against the tracked markers and the flange force sensor (its constant bias left out). Writes --out/identified.toml (--params' file with [dynamic], which validate and simulate --params use), index.html and summary.json.
     #[arg(long, requires_all = ["sessions", "scene"], conflicts_with_all = ["experiments", "compare_variants", "translation", "pitch"])]
     pub dynamic: bool,
@@ -276,6 +279,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
         tie_g_poisson: a.tie_g,
         compare_variants: a.compare_variants,
         compare_laws: a.compare_laws,
+        refuse_damaged: a.strict,
         ..IdentifyRequest::new(&a.rod, rod, source, &a.out)
     };
     let id = lab::identify::identify(&req, progress)?;

@@ -482,6 +482,8 @@ pub struct SessionData {
     pub markers: Vec<(f64, Vec<Option<Vec3>>)>,
     pub streams: BTreeMap<String, Stream>,
     pub gravity_m_s2: Vec3,
+    /// What reading it left out (damaged chunks), one line each.
+    pub warnings: Vec<String>,
 }
 
 /// A still interval and what became of it.
@@ -779,7 +781,14 @@ mod tests {
                 .map(|(c, n)| (n.to_string(), (0..=600).map(|k| c as f64 + 0.01 * (k % 2) as f64).collect()))
                 .collect(),
         };
-        SessionData { name: "s".into(), flange, markers, streams: [("ft".to_string(), ft)].into_iter().collect(), gravity_m_s2: Vec3::new(0.0, 0.0, -9.81) }
+        SessionData {
+            name: "s".into(),
+            flange,
+            markers,
+            streams: [("ft".to_string(), ft)].into_iter().collect(),
+            gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
+            warnings: vec![],
+        }
     }
 
     /// Masses per session and from a time on: the latest entry begun by

@@ -7,16 +7,18 @@ use crate::error::{Context, Error, Result};
 use crate::loads::StreamRequest;
 use identify::sessions::{SessionData, Stream};
 use lie::{Pose, Vec3};
-use session::{flags, MarkerRow, SessionDir, Table};
+use session::{flags, Damaged, MarkerRow, SessionDir, Table};
 use std::collections::BTreeMap;
 
 /// What carries the rod's base through a session, by host time: a robot's
 /// flange poses (UR form, in the robot's base frame, placed in the world by
 /// the rig's `world_from_robot`, returned with them), or the clamp's poses
 /// of a motion-capture session (already in the world: returned with the
-/// identity). `None` when the session has neither.
-pub fn base_log(dir: &SessionDir, world_from_robot: Pose) -> Result<Option<(Vec<session::TcpSample>, Pose)>> {
-    if let Some(tcp) = session::read_tcp_poses(dir.path()).input(dir.path().display())? {
+/// identity). `None` when the session has neither. Damaged chunks are
+/// refused, or left out with a warning each into `warnings`.
+pub fn base_log(dir: &SessionDir, world_from_robot: Pose, damaged: Damaged, warnings: &mut Vec<String>) -> Result<Option<(Vec<session::TcpSample>, Pose)>> {
+    if let Some((tcp, w)) = session::read_tcp_poses_or_skip(dir.path(), damaged).input(dir.path().display())? {
+        warnings.extend(w);
         if tcp.is_empty() {
             return Err(Error::input(format!("{}: the robot stream has no rows", dir.stream("robot").display())));
         }
@@ -26,7 +28,8 @@ pub fn base_log(dir: &SessionDir, world_from_robot: Pose) -> Result<Option<(Vec<
         return Ok(None);
     }
     let path = dir.stream(crate::c3d::BASE_STREAM);
-    let t = Table::read_chunks(&path)?;
+    let (t, w) = Table::read_chunks_or_skip(&path, damaged)?;
+    warnings.extend(w);
     let th = t.i64("t_host_ns")?;
     let cols: Vec<Vec<f64>> = crate::c3d::BASE_COLUMNS.iter().map(|c| t.f64(c)).collect::<Result<_, _>>().input(path.display())?;
     let mut out: Vec<session::TcpSample> = (0..th.len()).map(|k| session::TcpSample { t_host_ns: th[k], pose: std::array::from_fn(|i| cols[i][k]) }).collect();
@@ -73,13 +76,23 @@ pub fn frames_of(rows: &[MarkerRow], n_markers: usize, path: &std::path::Path, t
 }
 
 /// Reads `dir` for a rod with `n_markers` markers, with the streams
-/// `requests` ask for. Errors (input) name the session and what is missing.
-pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> Result<SessionData> {
+/// `requests` ask for; damaged chunks refused or left out (their warnings
+/// in the result). Errors (input) name the session and what is missing.
+pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], damaged: Damaged) -> Result<SessionData> {
     let root = dir.path();
     if !dir.exists() {
         return Err(Error::input(format!("{}: not a session directory", root.display())));
     }
-    let frames_w = dir.meta()?.map(|m| m.frames).unwrap_or_default();
+    // session.toml places everything in the world (gravity, the robot, the
+    // table): without it the streams cannot be read as the rig recorded them.
+    let meta = dir.meta()?.ok_or_else(|| {
+        Error::input(format!(
+            "{}: no session.toml: not a session rodlab recorded, imported or made (its frames and gravity are unknown)",
+            dir.meta_path().display()
+        ))
+    })?;
+    let frames_w = meta.frames;
+    let mut warnings = vec![];
     let markers_path = dir.markers();
     if !markers_path.is_file() {
         return Err(Error::input(format!(
@@ -103,7 +116,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
     // The base: a robot's flange, or (a motion-capture session) the pose
     // of the clamp in the world.
     let world_from_robot = frames_w.world_from_robot();
-    let (tcp, world_from_base_log) = base_log(dir, world_from_robot)?.ok_or_else(|| Error::input(no_base(dir)))?;
+    let (tcp, world_from_base_log) = base_log(dir, world_from_robot, damaged, &mut warnings)?.ok_or_else(|| Error::input(no_base(dir)))?;
     let flange: Vec<(f64, Pose)> =
         tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, world_from_base_log.compose(&lie::trajectory::pose_from_ur(&s.pose)))).collect();
     let mut streams = BTreeMap::new();
@@ -115,7 +128,8 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
             return Err(Error::input(format!("{}: no stream '{}' in session {} ({})", req.asked_by, req.stream, root.display(), dir.describe_streams())));
         }
         let sdir = dir.stream(&req.stream);
-        let t = Table::read_chunks(&sdir)?;
+        let (t, w) = Table::read_chunks_or_skip(&sdir, damaged)?;
+        warnings.extend(w);
         let th = t.i64("t_host_ns")?;
         let mut columns = BTreeMap::new();
         for c in requests.iter().filter(|r| r.stream == req.stream).flat_map(|r| r.columns.iter()) {
@@ -142,6 +156,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest]) -> R
         markers: tracked.iter().map(|(_, t, m)| (*t as f64 * 1e-9, m.clone())).collect(),
         streams,
         gravity_m_s2: frames_w.gravity(),
+        warnings,
     })
 }
 

@@ -319,13 +319,14 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             rig_frames: None,
             duration_s: None,
             out: &req.out,
+            damaged: session::Damaged::Skip,
         })?;
         if prepared.scene.table.is_none() {
             return Err(Error::input(format!("{}: no [table]: there is no friction to identify", req.scene_path.display())));
         }
         let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
         let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
-        let s = crate::data::load(dir, rod.markers.len(), &requests)?;
+        let s = crate::data::load(dir, rod.markers.len(), &requests, session::Damaged::Skip)?;
         let noise = crate::observe::marker_noise_m(s.markers.iter().map(|m| m.1.as_slice())).unwrap_or(0.0);
         let end = prepared.scene.duration_s;
         let observed: Vec<(f64, usize, Vec3)> = s

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 pub struct Exported {
     /// Every file written, with its rows (0 for the metadata).
     pub files: Vec<(PathBuf, usize)>,
+    /// Damaged chunks left out, one line each.
+    pub warnings: Vec<String>,
 }
 
 /// Suffixes that already name a unit (`fx_n`, `t_host_ns`, `x_m`, ...).
@@ -104,7 +106,12 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 /// `units.csv` (file, column, unit; empty for a count or a label).
 pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
     let meta = session.meta()?.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session", session.path().display())))?;
+    // Another export (or anything else) there is not overwritten.
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Error::input(format!("--to {}: is not empty: export into a new directory", to.display())));
+    }
     std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))?;
+    let mut warnings = vec![];
     let mut files = vec![];
     let json = to.join("session.json");
     let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::computation(format!("session.json: {e}")))?;
@@ -115,14 +122,18 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
         let name = stream.file_name().unwrap_or_default().to_string_lossy().to_string();
         let file = format!("streams/{name}.csv");
         let out = to.join(&file);
-        let rows = write_csv(&Table::read_chunks(&stream)?, &out, &file, &mut units)?;
+        let (table, w) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip)?;
+        warnings.extend(w);
+        let rows = write_csv(&table, &out, &file, &mut units)?;
         files.push((out, rows));
     }
     for gaps in sub_dirs(&session.path().join("gaps")) {
         let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
         let file = format!("gaps/{name}.csv");
         let out = to.join(&file);
-        let rows = write_csv(&Table::read_chunks(&gaps)?, &out, &file, &mut units)?;
+        let (table, w) = Table::read_chunks_or_skip(&gaps, session::Damaged::Skip)?;
+        warnings.extend(w);
+        let rows = write_csv(&table, &out, &file, &mut units)?;
         files.push((out, rows));
     }
     for (table, name) in [(session.markers(), "markers.csv"), (session.strain(), "strain.csv")] {
@@ -141,5 +152,5 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
     }
     w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
     files.push((out, units.len()));
-    Ok(Exported { files })
+    Ok(Exported { files, warnings })
 }

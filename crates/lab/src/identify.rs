@@ -76,6 +76,9 @@ pub struct IdentifyRequest {
     /// Compare them under the other elastic law too (linear <->
     /// neo-Hookean); the recommendation stays under the rod file's law.
     pub compare_laws: bool,
+    /// Refuse a session with a damaged chunk (default: leave the chunk out,
+    /// with a warning naming it and its rows).
+    pub refuse_damaged: bool,
 }
 
 impl IdentifyRequest {
@@ -99,6 +102,7 @@ impl IdentifyRequest {
             tie_g_poisson: None,
             compare_variants: false,
             compare_laws: false,
+            refuse_damaged: false,
         }
     }
 }
@@ -177,7 +181,7 @@ fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -
 }
 
 /// Experiments from the sessions' static holds; the rod takes the rig's gravity.
-fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path) -> Result<FromSessions> {
+fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &Path, damaged: session::Damaged) -> Result<FromSessions> {
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
     }
@@ -191,7 +195,8 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
     let (mut experiments, mut holds, mut per, mut provenance, mut ignored) = (vec![], vec![], vec![], vec![], vec![]);
     let mut gravity: Option<(Vec3, &SessionDir)> = None;
     for dir in dirs {
-        let s = data::load(dir, rod_markers.markers.len(), &requests)?;
+        let s = data::load(dir, rod_markers.markers.len(), &requests, damaged)?;
+        ignored.extend(s.warnings.iter().cloned());
         match gravity {
             Some((g, first)) if (g - s.gravity_m_s2).norm() > 1e-9 => {
                 return Err(Error::input(format!(
@@ -268,7 +273,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         }
         Source::Sessions { dirs, .. } => {
             let loads = session_loads.as_ref().expect("sessions have their loads");
-            let s = from_sessions(dirs, loads, &mut rod, &req.rod_path)?;
+            let s = from_sessions(dirs, loads, &mut rod, &req.rod_path, if req.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip })?;
             ignored_streams = s.ignored.clone();
             (s.experiments, s.holds, s.per_session, s.provenance, dirs.iter().map(|d| d.path().display().to_string()).collect::<Vec<_>>().join(", "))
         }

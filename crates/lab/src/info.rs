@@ -100,6 +100,8 @@ impl DeviceOutages {
 pub struct SessionInfo {
     pub meta: Option<SessionMeta>,
     pub streams: Vec<StreamInfo>,
+    /// Damaged chunks left out, one line each (`session check` names them all).
+    pub warnings: Vec<String>,
     pub devices: Vec<DeviceOutages>,
     /// Segments recorded into the directory later (`record --append`).
     pub segments: Vec<SessionDir>,
@@ -107,19 +109,23 @@ pub struct SessionInfo {
 
 /// Every stream and every device of `dir`.
 pub fn info(dir: &SessionDir) -> Result<SessionInfo> {
-    let streams = streams(dir)?;
+    let mut warnings = vec![];
+    let streams = streams(dir, &mut warnings)?;
     let meta = dir.meta()?;
-    Ok(SessionInfo { devices: devices(dir, meta.as_ref())?, meta, streams, segments: segments(dir) })
+    let devices = devices(dir, meta.as_ref(), &mut warnings);
+    Ok(SessionInfo { devices, meta, streams, segments: segments(dir), warnings })
 }
 
-/// Every stream of `dir`, by name.
-pub fn streams(dir: &SessionDir) -> Result<Vec<StreamInfo>> {
+/// Every stream of `dir`, by name; a damaged chunk is left out with a
+/// warning in `warnings`.
+pub fn streams(dir: &SessionDir, warnings: &mut Vec<String>) -> Result<Vec<StreamInfo>> {
     if !dir.streams().is_dir() {
         return Err(Error::input(format!("{}: not a session (no streams/)", dir.path().display())));
     }
     let mut out = vec![];
     for name in dir.stream_names() {
-        let t = Table::read_chunks(&dir.stream(&name))?;
+        let (t, w) = Table::read_chunks_or_skip(&dir.stream(&name), session::Damaged::Skip)?;
+        warnings.extend(w);
         if t.height() == 0 {
             out.push(StreamInfo { name, rows: 0, span_s: 0.0, rate_hz: 0.0, device_period_s: None, device_gaps: None });
             continue;
@@ -143,8 +149,9 @@ pub fn streams(dir: &SessionDir) -> Result<Vec<StreamInfo>> {
 }
 
 /// The devices of a session: those `session.toml` lists, and any other
-/// with a gap table.
-fn devices(dir: &SessionDir, meta: Option<&SessionMeta>) -> Result<Vec<DeviceOutages>> {
+/// with a gap table; a gap table or messages file that cannot be read is
+/// a line in `problems` and the device is listed without it.
+fn devices(dir: &SessionDir, meta: Option<&SessionMeta>, problems: &mut Vec<String>) -> Vec<DeviceOutages> {
     let mut names: Vec<String> = meta.map(|m| m.devices.iter().map(|d| d.name.clone()).collect()).unwrap_or_default();
     for n in session::gaps::devices_with_gaps(dir.path()) {
         if !names.contains(&n) {
@@ -154,10 +161,16 @@ fn devices(dir: &SessionDir, meta: Option<&SessionMeta>) -> Result<Vec<DeviceOut
     names
         .into_iter()
         .map(|name| {
-            let gaps = session::gaps::read_gaps(dir.path(), &name)?;
+            let gaps = session::gaps::read_gaps(dir.path(), &name).unwrap_or_else(|e| {
+                problems.push(format!("device {name}: its gap table cannot be read ({e}): its outages are unknown"));
+                vec![]
+            });
             let record = meta.and_then(|m| m.devices.iter().find(|d| d.name == name).cloned());
-            let messages = read_messages(dir, &name)?;
-            Ok(DeviceOutages { name, gaps, record, messages })
+            let messages = read_messages(dir, &name).unwrap_or_else(|e| {
+                problems.push(format!("device {name}: {e}"));
+                vec![]
+            });
+            DeviceOutages { name, gaps, record, messages }
         })
         .collect()
 }
@@ -237,13 +250,64 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
             report.problems.push(e.to_string());
         }
     }
-    for d in devices(dir, meta.as_ref())? {
-        check_device(&d, opts, &mut report);
+    let mut unreadable = vec![];
+    let devices = devices(dir, meta.as_ref(), &mut unreadable);
+    report.problems.extend(unreadable);
+    for d in &devices {
+        check_device(d, opts, &mut report);
     }
+    check_streams(dir, meta.as_ref(), &devices, &mut report);
     if opts.videos {
         check_videos(dir, &mut report);
     }
     Ok(report)
+}
+
+/// What each stream holds, against the session: a value column that is
+/// NaN in every row, a device clock that stops, a stream that ends well
+/// before the recording did with no gap to say why (a writer that failed),
+/// rows on disk unlike what session.toml counts.
+fn check_streams(dir: &SessionDir, meta: Option<&SessionMeta>, devices: &[DeviceOutages], report: &mut CheckReport) {
+    let mut ends: Vec<(String, i64, usize)> = vec![];
+    for name in dir.stream_names() {
+        // Damaged chunks are named by the chunk check; what remains is read.
+        let Ok((t, _)) = Table::read_chunks_or_skip(&dir.stream(&name), session::Damaged::Skip) else { continue };
+        let Ok(th) = t.i64("t_host_ns") else { continue };
+        if th.is_empty() {
+            continue;
+        }
+        for (column, _) in t.schema().into_iter().filter(|(c, _)| c != "t_host_ns") {
+            if t.f64(&column).is_ok_and(|v| v.iter().all(|x| x.is_nan())) {
+                report.problems.push(format!("stream {name}: column '{column}' is NaN in every one of its {} rows", th.len()));
+            }
+        }
+        if let Ok(ts) = t.f64("timestamp") {
+            let stuck = ts.windows(2).filter(|w| w[1] == w[0]).count();
+            if ts.len() > 10 && stuck * 2 > ts.len() {
+                report
+                    .problems
+                    .push(format!("stream {name}: the device clock (timestamp) does not advance in {stuck} of {} steps (a frozen clock)", ts.len() - 1));
+            }
+        }
+        ends.push((name, th[th.len() - 1], th.len()));
+    }
+    let Some(session_end) = ends.iter().map(|e| e.1).max() else { return };
+    for (name, end, rows) in &ends {
+        let device = devices.iter().find(|d| &d.name == name);
+        let covered = device.is_some_and(|d| d.gaps.iter().any(|g| g.end_host_ns >= session_end - 1_000_000_000));
+        let short_s = (session_end - end) as f64 * 1e-9;
+        if short_s > 2.0 && !covered && dir.find_video(name).is_none() {
+            let why = device.and_then(|d| d.record.as_ref()).and_then(|r| r.last_error.clone()).map_or(String::new(), |e| format!(" (its last error: {e})"));
+            report
+                .problems
+                .push(format!("stream {name}: ends {short_s:.1} s before the recording's end ({:.1} s) and no gap says why{why}", session_end as f64 * 1e-9));
+        }
+        if let Some(r) = meta.and_then(|m| m.devices.iter().find(|d| &d.name == name)) {
+            if r.rows != *rows as u64 {
+                report.problems.push(format!("stream {name}: {rows} rows on disk, session.toml says the device recorded {}", r.rows));
+            }
+        }
+    }
 }
 
 fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport) {
@@ -269,6 +333,9 @@ fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport
     }
     if !d.gaps.is_empty() && long.len() < d.gaps.len() {
         report.warnings.push(format!("device {name}: {} (none longer than {} s)", d.describe(), opts.max_outage_s));
+    }
+    if let Some(e) = d.record.as_ref().and_then(|r| r.last_error.as_ref()) {
+        report.warnings.push(format!("device {name}: its last error: {e}"));
     }
     if let Some(r) = d.record.as_ref().filter(|r| r.backlog_reads > 0) {
         report.warnings.push(format!(

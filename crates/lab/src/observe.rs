@@ -146,7 +146,8 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let n_markers = rod.markers.len();
     // The base log (a robot's flange or a mocap clamp) and what places it
     // in the world.
-    let (tcp, world_from_robot) = match crate::data::base_log(&session_dir, frames_w.world_from_robot())? {
+    let mut sigma_warnings = vec![];
+    let (tcp, world_from_robot) = match crate::data::base_log(&session_dir, frames_w.world_from_robot(), session::Damaged::Skip, &mut sigma_warnings)? {
         Some((samples, w)) => (Some(samples), w),
         None => (None, frames_w.world_from_robot()),
     };
@@ -176,7 +177,6 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     // The markers' own noise is a floor: springs stiffer than the data
     // warrant make Newton fail and residuals look like wrong equilibria.
     let noise_estimate_m = marker_noise_m(frames.iter().map(|f| f.2.as_slice()));
-    let mut sigma_warnings = vec![];
     let sigma_used_m = match noise_estimate_m {
         Some(noise) if o.mode == ObserverMode::Weighted && o.sigma_m < noise => {
             sigma_warnings.push(format!(

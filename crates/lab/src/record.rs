@@ -76,6 +76,41 @@ fn summary(name: &str, st: &Status) -> DeviceSummary {
     }
 }
 
+/// What a device recorded, as its stream on disk has it: the rows counted
+/// as they were written may include some a failed write never stored.
+fn summary_on_disk(session: &Path, name: &str, st: &Status) -> DeviceSummary {
+    let mut d = summary(name, st);
+    if let Ok(rows) = session::stream_rows_on_disk(session, name) {
+        if rows < d.rows {
+            let lost = format!("{} rows counted, {rows} on disk", d.rows);
+            d.last_error = Some(d.last_error.map_or(lost.clone(), |e| format!("{e} ({lost})")));
+            d.rows = rows;
+        }
+    }
+    d
+}
+
+/// Joins the device threads; a failed one's error becomes its last error,
+/// and the first failure (with the time a thread ended early, the
+/// recording stopping there) is returned.
+fn join_devices(threads: Vec<std::thread::JoinHandle<Result<()>>>, statuses: &[(String, Arc<Status>)], ended_early: Option<(usize, f64)>) -> Option<Error> {
+    let mut failure = None;
+    for (k, (t, (name, st))) in threads.into_iter().zip(statuses).enumerate() {
+        let e = match t.join() {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e,
+            Err(_) => Error::computation("its recorder thread panicked"),
+        };
+        st.failed(&e.to_string());
+        let when = match ended_early {
+            Some((j, t_s)) if j == k => format!(" at {t_s:.1} s: the recording stopped there"),
+            _ => String::new(),
+        };
+        failure = failure.or(Some(e.context(format!("device {name} failed{when}"))));
+    }
+    failure
+}
+
 /// Records until `req.stop` is set or `req.duration_s` has passed.
 pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording> {
     let rig = req.rig;
@@ -181,9 +216,16 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     let task = progress.task("record", None);
     let mut last_rows: Vec<u64> = vec![0; statuses.len()];
     let mut last_t = Instant::now();
+    // A device whose thread ended by itself failed (its stream could not
+    // be written, say): the recording stops at once, not at its end.
+    let mut ended_early: Option<(usize, f64)> = None;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         if req.duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if let Some(k) = threads.iter().position(|t| t.is_finished()) {
+            ended_early = Some((k, clock.now_ns() as f64 * 1e-9));
             stop.store(true, Ordering::Relaxed);
         }
         let dt = last_t.elapsed().as_secs_f64();
@@ -209,22 +251,15 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     }
     drop(task);
     let view_dropped_updates = view.map(|v| v.dropped_updates());
-    let mut failure = None;
-    for t in threads {
-        match t.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failure = failure.or(Some(e)),
-            Err(_) => failure = failure.or(Some(Error::computation("a recorder thread panicked"))),
-        }
-    }
+    let failure = join_devices(threads, &statuses, ended_early);
     let late_alerts: Vec<String> = statuses.iter().flat_map(|(_, st)| st.take_alerts()).collect();
     warnings.extend(late_alerts);
-    let devices: Vec<DeviceSummary> = statuses.iter().map(|(n, st)| summary(n, st)).collect();
+    let devices: Vec<DeviceSummary> = statuses.iter().map(|(n, st)| summary_on_disk(out, n, st)).collect();
     // The session says it was finished, and what each device recorded.
     meta.finish(devices.clone());
     meta.write(out)?;
     if let Some(e) = failure {
-        return Err(e);
+        return Err(e.context(format!("{} (the session is kept, finalised)", target.path().display())));
     }
     let silent: Vec<String> = devices.iter().filter(|d| d.rows == 0).map(nothing_recorded).collect();
     if !silent.is_empty() {

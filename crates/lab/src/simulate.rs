@@ -42,6 +42,8 @@ pub struct SimulateJob<'a> {
     /// Overrides the scene's duration (a session: default the robot log's span).
     pub duration_s: Option<f64>,
     pub out: &'a Path,
+    /// A session's damaged chunks: refused, or left out with a warning.
+    pub damaged: session::Damaged,
 }
 
 /// A finished simulation.
@@ -94,7 +96,7 @@ pub fn frames_of_scene(scene: &Scene) -> RigFrames {
 }
 
 /// The base motion and the host time of t = 0.
-fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Option<i64>)> {
+fn base_motion(job: &SimulateJob, scene: &mut Scene, warnings: &mut Vec<String>) -> Result<(BaseMotion, Option<i64>)> {
     let scene_name = job.scene_path.display().to_string();
     // Flange samples in the robot's frame (`world_from_robot`: the scene's
     // or the rig's), or a clamp already in the world (motion capture).
@@ -108,7 +110,8 @@ fn base_motion(job: &SimulateJob, scene: &mut Scene) -> Result<(BaseMotion, Opti
         BaseSource::Session(dir) => {
             // The scene's frames are the rig's here (applied before): a
             // robot's flange is placed by them, a mocap clamp is in the world.
-            let (tcp, world_from_robot) = crate::data::base_log(dir, scene.world_from_robot)?.ok_or_else(|| Error::input(crate::data::no_base(dir)))?;
+            let (tcp, world_from_robot) =
+                crate::data::base_log(dir, scene.world_from_robot, job.damaged, warnings)?.ok_or_else(|| Error::input(crate::data::no_base(dir)))?;
             let t0 = tcp[0].t_host_ns;
             let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
             // The robot log's span, unless asked otherwise.
@@ -131,6 +134,8 @@ pub struct Prepared {
     pub motion: BaseMotion,
     pub t0_host_ns: Option<i64>,
     pub frames_from: Option<String>,
+    /// What reading the session's base log left out (damaged chunks).
+    pub warnings: Vec<String>,
 }
 
 impl Prepared {
@@ -161,15 +166,16 @@ pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
         crate::error::positive("--duration-s", d)?;
         scene.duration_s = d;
     }
-    let (motion, t0_host_ns) = base_motion(job, &mut scene)?;
-    Ok(Prepared { scene, motion, t0_host_ns, frames_from })
+    let mut warnings = vec![];
+    let (motion, t0_host_ns) = base_motion(job, &mut scene, &mut warnings)?;
+    Ok(Prepared { scene, motion, t0_host_ns, frames_from, warnings })
 }
 
 /// Runs a simulation job and writes its tables and report into `job.out`.
 pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
     let prepared = prepare(job)?;
     let mut sim = prepared.simulator(job.rod, &prepared.scene, job.scene_path)?;
-    let Prepared { scene, t0_host_ns, frames_from, .. } = prepared;
+    let Prepared { scene, t0_host_ns, frames_from, warnings, .. } = prepared;
     let task = progress.task("simulate", Some(scene.steps() as u64));
     let started = std::time::Instant::now();
     let (records, failure) = sim.run_until_failure(|done, _| task.set(done as u64));
@@ -181,6 +187,7 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
     write_tables(job.out, &sim, &records, t0_host_ns)?;
     let mut summary = summarise(&sim, &records, wall);
     summary.stopped = failure.as_ref().map(|e| e.to_string());
+    summary.simulator_warnings.extend(warnings);
     let page = report_page(job, &scene, &records, &summary);
     report::page::write_page(job.out, &page, &summary)?;
     if let Some(e) = failure {

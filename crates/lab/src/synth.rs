@@ -266,6 +266,7 @@ pub fn simulate_truth(req: &SynthRequest, progress: &dyn Progress) -> Result<Tru
             rig_frames: Some(frames),
             duration_s: req.duration_s,
             out: &req.truth,
+            damaged: session::Damaged::Refuse,
         },
         progress,
     )?;

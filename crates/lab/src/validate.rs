@@ -56,6 +56,9 @@ pub struct ValidateOptions {
     pub force_window_s: f64,
     /// Sessions validated at once.
     pub jobs: usize,
+    /// Refuse a session with a damaged chunk (default: leave the chunk out,
+    /// with a warning naming it and its rows).
+    pub refuse_damaged: bool,
 }
 
 impl Default for ValidateOptions {
@@ -73,6 +76,7 @@ impl Default for ValidateOptions {
             phase_pct: 90.0,
             force_window_s: 0.5,
             jobs: 2,
+            refuse_damaged: false,
         }
     }
 }
@@ -291,7 +295,8 @@ fn tip_phase(r: &StepRecord) -> Phase {
 fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Path, progress: &dyn Progress) -> Result<SessionSummary> {
     let o = &req.options;
     let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
-    let s = data::load(dir, rod.markers.len(), &requests)?;
+    let damaged = if o.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip };
+    let s = data::load(dir, rod.markers.len(), &requests, damaged)?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 
     // The simulation, driven by the session's robot.
@@ -306,6 +311,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             rig_frames: None,
             duration_s: None,
             out: &out.join("sim"),
+            damaged,
         },
         progress,
     )?;
@@ -313,7 +319,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let t0_ns = done.t0_host_ns.expect("a session-driven simulation has a host time origin");
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
-    let mut warnings = vec![];
+    let mut warnings = s.warnings.clone();
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.

@@ -114,3 +114,98 @@ fn every_kind_of_damage_is_named() {
     let r = check(&s, &CheckOptions::default()).unwrap();
     assert!(r.ok() && r.warnings.iter().any(|w| w.contains("not finalised")), "{:?} {:?}", r.problems, r.warnings);
 }
+
+/// A column's values: numbers, or text (a number stored as a string).
+type Values = Result<Vec<f64>, Vec<String>>;
+
+/// A stream chunk with `columns` (each a name and its values) at host times `t_ns`.
+fn write_chunk(path: &std::path::Path, t_ns: &[i64], columns: &[(&str, Values)]) {
+    let mut t = session::Table::new();
+    t.push_i64("t_host_ns", t_ns.to_vec());
+    for (name, values) in columns {
+        match values {
+            Ok(v) => t.push_f64(name, v.clone()),
+            Err(s) => t.push_str(name, s.clone()),
+        }
+    }
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    t.write(path).unwrap();
+}
+
+const ARM: &str = "configs/rod/pls-cable-arm.toml";
+
+/// Damage inside files that read as Parquet: a number stored as text, a
+/// column NaN throughout, a device clock that is not a number or stops, a
+/// gap table that cannot be read. `session check` names each (and goes on
+/// past the gap table); the readers (`info`, `export`, `identify`,
+/// `validate`) leave a damaged chunk out with a warning naming it and its
+/// rows instead of refusing the whole session, unless told to be strict;
+/// without session.toml, identify and validate refuse.
+#[test]
+fn damage_inside_the_files_is_named_and_readers_leave_a_damaged_chunk_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = common::synth(dir.path(), "day", ARM, "configs/scene/cable-arm-holds.toml", |r| r.seed = 4);
+    assert!(check(&good, &CheckOptions::default()).unwrap().ok(), "{:?}", problems(&good));
+    let s = SessionDir::new(dir.path().join("damaged"));
+    common::copy_dir(good.path(), s.path());
+    // The FT 300's third second: Fx stored as text.
+    let chunk = s.stream("ft300").join("000002.parquet");
+    let t = session::Table::read(&chunk).unwrap();
+    let th = t.i64("t_host_ns").unwrap();
+    let text: Vec<String> = t.f64("fx_n").unwrap().iter().map(|v| v.to_string()).collect();
+    let mut columns: Vec<(&str, Values)> = vec![("fx_n", Err(text))];
+    for c in ["fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"] {
+        columns.push((c, Ok(t.f64(c).unwrap())));
+    }
+    write_chunk(&chunk, &th, &columns);
+    // A load cell that read NaN throughout, a controller clock that stops
+    // and one that is not a number.
+    let times: Vec<i64> = (0..50).map(|k| k * 10_000_000).collect();
+    write_chunk(&s.stream("cell").join("000000.parquet"), &times, &[("force_n", Ok(vec![f64::NAN; 50]))]);
+    write_chunk(&s.stream("clock").join("000000.parquet"), &times, &[("timestamp", Ok(vec![12.5; 50]))]);
+    let mut nan_clock: Vec<f64> = (0..50).map(|k| k as f64 * 0.01).collect();
+    nan_clock[7] = f64::NAN;
+    write_chunk(&s.stream("clock2").join("000000.parquet"), &times, &[("timestamp", Ok(nan_clock))]);
+    // A gap table that is not Parquet.
+    std::fs::create_dir_all(s.path().join("gaps/ft300")).unwrap();
+    std::fs::write(s.path().join("gaps/ft300/000000.parquet"), b"not parquet").unwrap();
+
+    let found = problems(&s).join("\n");
+    for needle in [
+        "000002.parquet: column 'fx_n' holds str, not numbers",
+        "stream cell: column 'force_n' is NaN in every one of its 50 rows",
+        "stream clock: the device clock (timestamp) does not advance in 49 of 49 steps",
+        "clock2/000000.parquet: the device clock (timestamp) is not a number at row 7",
+        "device ft300: its gap table cannot be read",
+    ] {
+        assert!(found.contains(needle), "{needle:?} not in:\n{found}");
+    }
+
+    // Readers go on without the chunk, and say which rows they lost.
+    let lost = format!("{}: left out ({} rows lost)", chunk.display(), th.len());
+    let info = lab::info::info(&s).unwrap();
+    assert!(info.warnings.iter().any(|w| w.starts_with(&lost)), "{:?}", info.warnings);
+    let exported = lab::export::export(&s, &dir.path().join("export")).unwrap();
+    assert!(exported.warnings.iter().any(|w| w.starts_with(&lost)), "{:?}", exported.warnings);
+    let loads = lab::loads::Loads::read(Some(&common::at("configs/loads.toml")), 4).unwrap();
+    let request = |refuse_damaged: bool, sessions: Vec<SessionDir>| lab::identify::IdentifyRequest {
+        loo: false,
+        refuse_damaged,
+        ..lab::identify::IdentifyRequest::new(
+            &common::at(ARM),
+            common::rod(ARM),
+            lab::identify::Source::Sessions { dirs: sessions, loads: loads.clone() },
+            &dir.path().join("fit"),
+        )
+    };
+    let id = lab::identify::identify(&request(false, vec![s.clone()]), &Silent).unwrap();
+    assert!(id.file.warnings.iter().any(|w| w.starts_with(&lost)), "{:?}", id.file.warnings);
+    // Strict: refused, naming the chunk.
+    common::expect_input_error(lab::identify::identify(&request(true, vec![s.clone()]), &Silent).map(|_| ()), &["000002.parquet", "fx_n"]);
+
+    // No session.toml: refused, not read as if the rig were the default one.
+    let bare = SessionDir::new(dir.path().join("bare"));
+    common::copy_dir(good.path(), bare.path());
+    std::fs::remove_file(bare.meta_path()).unwrap();
+    common::expect_input_error(lab::identify::identify(&request(false, vec![bare.clone()]), &Silent).map(|_| ()), &["bare/session.toml", "no session.toml"]);
+}

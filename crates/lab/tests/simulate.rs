@@ -11,7 +11,18 @@ const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
 
 fn simulate(scene_path: &Path, scene: sim::Scene, base: BaseSource, out: &Path) -> lab::Result<Simulated> {
     let rod = rod(ROD);
-    let job = SimulateJob { rod: &rod, rod_path: &at(ROD), scene, scene_path, params_path: None, base, rig_frames: None, duration_s: None, out };
+    let job = SimulateJob {
+        rod: &rod,
+        rod_path: &at(ROD),
+        scene,
+        scene_path,
+        params_path: None,
+        base,
+        rig_frames: None,
+        duration_s: None,
+        out,
+        damaged: session::Damaged::Refuse,
+    };
     run(&job, &lab::Silent)
 }
 

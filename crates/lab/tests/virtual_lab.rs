@@ -94,7 +94,7 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     // video frame recorded.
     let check = lab::info::check(&session, &lab::info::CheckOptions::default()).unwrap();
     assert!(check.ok() && check.warnings.is_empty(), "{:?} {:?}", check.problems, check.warnings);
-    let info = lab::info::streams(&session).unwrap();
+    let info = lab::info::streams(&session, &mut vec![]).unwrap();
     let stream = |n: &str| info.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no stream {n}: {info:?}")).clone();
     assert_eq!(stream("robot").device_gaps, Some(0), "{info:?}");
     let ft = live.recording.device("ft300").unwrap();
@@ -234,7 +234,7 @@ fn a_load_cell_day_recorded_live_gives_e_and_rho() {
         r.material = rod::Material { e_pa: 2.5e5, rho_kg_m3: 1.3e3, ..r.material };
         r.flange_sensor = false;
     });
-    let info = lab::info::streams(&live.made.session).unwrap();
+    let info = lab::info::streams(&live.made.session, &mut vec![]).unwrap();
     assert!(info.iter().any(|s| s.name == "load_cell" && s.rows > 1400) && !info.iter().any(|s| s.name == "ft300"), "{info:?}");
     let source = lab::identify::Source::Sessions {
         dirs: vec![live.made.session],

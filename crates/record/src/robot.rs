@@ -223,6 +223,10 @@ pub fn probe(cfg: &RobotConfig) -> Result<(), RtdeError> {
     RtdeClient::connect(&cfg.address, cfg.frequency_hz, &cfg.variables, Duration::from_secs(2)).map(drop)
 }
 
+/// How long a controller has to confirm a pause request before the
+/// recorder stops reading it.
+const PAUSE_DEADLINE: Duration = Duration::from_secs(1);
+
 /// Packages whose controller time steps give the period the controller
 /// actually streams at.
 const PERIOD_SAMPLES: usize = 25;
@@ -235,13 +239,16 @@ struct StreamPeriod {
     asked_s: f64,
     steps_s: Vec<f64>,
     measured_s: Option<f64>,
-    first_last: Option<(f64, f64)>,
-    packages: u64,
+    /// Steps of the controller's clock that advanced, and their sum \[s\]
+    /// (a restart, where the clock starts again, is no step: the rate
+    /// over a restart is the rate on either side).
+    steps: u64,
+    stepped_s: f64,
 }
 
 impl StreamPeriod {
     fn new(asked_hz: f64) -> StreamPeriod {
-        StreamPeriod { asked_s: 1.0 / asked_hz, steps_s: vec![], measured_s: None, first_last: None, packages: 0 }
+        StreamPeriod { asked_s: 1.0 / asked_hz, steps_s: vec![], measured_s: None, steps: 0, stepped_s: 0.0 }
     }
 
     fn period_s(&self) -> f64 {
@@ -250,9 +257,9 @@ impl StreamPeriod {
 
     /// A package at controller time `ts` after one at `prev`.
     fn step(&mut self, prev: Option<f64>, ts: f64) {
-        self.packages += 1;
-        self.first_last = Some(self.first_last.map_or((ts, ts), |(a, _)| (a, ts)));
         let Some(prev) = prev.filter(|p| ts > *p) else { return };
+        self.steps += 1;
+        self.stepped_s += ts - prev;
         if self.measured_s.is_none() {
             self.steps_s.push(ts - prev);
             if self.steps_s.len() >= PERIOD_SAMPLES {
@@ -264,8 +271,7 @@ impl StreamPeriod {
     }
 
     fn mean_rate_hz(&self) -> Option<f64> {
-        let (a, b) = self.first_last?;
-        (b > a).then(|| (self.packages - 1) as f64 / (b - a))
+        (self.stepped_s > 0.0).then(|| self.steps as f64 / self.stepped_s)
     }
 }
 
@@ -346,14 +352,22 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
         }
         let w = writer.as_mut().expect("created");
         // On stop: ask for a pause and keep every data package the controller
-        // sends until it confirms, so nothing it sent is lost.
-        let mut pausing = false;
+        // sends until it confirms, so nothing it sent is lost; a controller
+        // that does not confirm within PAUSE_DEADLINE is left streaming.
+        let mut pausing: Option<Instant> = None;
         loop {
-            if stop.load(Ordering::Relaxed) && !pausing {
+            if stop.load(Ordering::Relaxed) && pausing.is_none() {
                 if client.pause().is_err() {
                     break;
                 }
-                pausing = true;
+                pausing = Some(Instant::now());
+            }
+            if pausing.is_some_and(|at| at.elapsed() > PAUSE_DEADLINE) {
+                status.failed(&format!(
+                    "the controller did not confirm the pause within {:.1} s: stopped reading it (what it sent until then is kept)",
+                    PAUSE_DEADLINE.as_secs_f64()
+                ));
+                break;
             }
             match client.receive() {
                 Ok(Received::Data(v)) => {
@@ -375,9 +389,9 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     status.recorded(t, &v);
                 }
                 Ok(Received::Text(m)) => messages.write(clock.now_ns(), &m, &cfg.name, &status),
-                Ok(Received::Other(crate::rtde::PAUSE)) if pausing => break,
+                Ok(Received::Other(crate::rtde::PAUSE)) if pausing.is_some() => break,
                 Ok(Received::Other(_)) => {}
-                Err(_) if pausing => break,
+                Err(_) if pausing.is_some() => break,
                 Err(_) => {
                     // Lost the controller: flush what we have and reconnect.
                     outages.disconnected();
@@ -397,4 +411,25 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
     }
     outages.finish(clock.now_ns())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod period_tests {
+    use super::*;
+
+    /// The mean rate over a controller restart (its clock starts again) is
+    /// the rate on either side, not the packages over the clock's jump
+    /// (975 Hz for a 500 Hz controller).
+    #[test]
+    fn the_mean_rate_over_a_restart_is_the_streaming_rate() {
+        let mut p = StreamPeriod::new(500.0);
+        let mut prev = None;
+        for k in 0..5000 {
+            // 10 s at 500 Hz from controller time 100 s, then a restart from 0.
+            let ts = if k < 2500 { 100.0 + k as f64 / 500.0 } else { (k - 2500) as f64 / 500.0 };
+            p.step(prev, ts);
+            prev = Some(ts);
+        }
+        assert!((p.mean_rate_hz().unwrap() - 500.0).abs() < 1e-6, "{:?}", p.mean_rate_hz());
+    }
 }

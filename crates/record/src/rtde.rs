@@ -565,6 +565,9 @@ pub struct Quirks {
     /// Send a text message at level EXCEPTION (a protective stop) after
     /// this many data packages.
     pub exception_after: Option<u64>,
+    /// Never confirm a pause request: go on streaming (a controller in a
+    /// bad state, or a proxy that drops the request).
+    pub ignore_pause: bool,
 }
 
 /// A quirk the emulator does not know.
@@ -575,13 +578,14 @@ pub struct QuirkError(String);
 impl std::str::FromStr for Quirks {
     type Err = QuirkError;
 
-    /// `early-data,text,drop-after=N,lose=P,exception-after=N` (any subset).
+    /// `early-data,text,drop-after=N,lose=P,exception-after=N,ignore-pause` (any subset).
     fn from_str(s: &str) -> Result<Quirks, QuirkError> {
         let mut q = Quirks::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             match item.split_once('=') {
                 None if item == "early-data" => q.early_data = true,
                 None if item == "text" => q.text = true,
+                None if item == "ignore-pause" => q.ignore_pause = true,
                 Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| QuirkError(format!("drop-after={n}: expected a number of packages")))?),
                 Some(("exception-after", n)) => {
                     q.exception_after = Some(n.parse().map_err(|_| QuirkError(format!("exception-after={n}: expected a number of packages")))?)
@@ -590,7 +594,7 @@ impl std::str::FromStr for Quirks {
                     q.lose =
                         p.parse().ok().filter(|p: &f64| (0.0..1.0).contains(p)).ok_or_else(|| QuirkError(format!("lose={p}: expected a fraction in [0, 1)")))?
                 }
-                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N, lose=P, exception-after=N)"))),
+                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N, lose=P, exception-after=N, ignore-pause)"))),
             }
         }
         Ok(q)
@@ -901,6 +905,12 @@ fn stream(
         let mut peek = [0u8; 3];
         match r.get_ref().peek(&mut peek) {
             Ok(0) => return Ok(()),
+            Ok(n) if n >= 3 && peek[2] == PAUSE && cfg.quirks.ignore_pause => {
+                // The quirk: the request is read and dropped, the stream goes on.
+                r.get_ref().set_nonblocking(false)?;
+                let _ = read_package(r)?;
+                r.get_ref().set_nonblocking(true)?;
+            }
             Ok(n) if n >= 3 && peek[2] == PAUSE => {
                 r.get_ref().set_nonblocking(false)?;
                 let _ = read_package(r)?;

@@ -19,7 +19,7 @@ pub use frames::{FramePose, RigFrames, TablePlane};
 pub use layout::SessionDir;
 pub use meta::{DeviceRecord, SessionMeta};
 pub use rig::Rig;
-pub use table::{Table, TableError};
+pub use table::{chunk_problem, Damaged, Table, TableError};
 
 /// Metadata key naming the frame a table's positions are in.
 pub const FRAME_KEY: &str = "frame";
@@ -228,6 +228,18 @@ pub fn stream_dir(session: &Path, stream: &str) -> std::path::PathBuf {
     session.join("streams").join(stream)
 }
 
+/// Rows of `stream` on disk now (finished chunks, from their footers):
+/// what a device recorded, whatever its recorder counted.
+pub fn stream_rows_on_disk(session: &Path, stream: &str) -> Result<u64, TableError> {
+    let dir = stream_dir(session, stream);
+    let Ok(rd) = std::fs::read_dir(&dir) else { return Ok(0) };
+    let mut rows = 0u64;
+    for f in rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "parquet")) {
+        rows += Table::rows_in_file(&f)? as u64;
+    }
+    Ok(rows)
+}
+
 /// A robot flange (TCP) pose sample: host time and UR pose
 /// `[x, y, z, rx, ry, rz]` (metres, axis-angle in radians, base frame).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -240,11 +252,20 @@ pub struct TcpSample {
 /// `t_host_ns`, `actual_TCP_pose_0` .. `actual_TCP_pose_5`), or `None` when
 /// the session has no robot stream.
 pub fn read_tcp_poses(session: &Path) -> Result<Option<Vec<TcpSample>>, TableError> {
+    Ok(read_tcp_poses_or_skip(session, Damaged::Refuse)?.map(|(samples, _)| samples))
+}
+
+/// Poses, and a warning per damaged chunk left out.
+pub type TcpPosesRead = (Vec<TcpSample>, Vec<String>);
+
+/// [`read_tcp_poses`], leaving out damaged chunks with `Damaged::Skip`
+/// (and a warning each).
+pub fn read_tcp_poses_or_skip(session: &Path, damaged: Damaged) -> Result<Option<TcpPosesRead>, TableError> {
     let dir = stream_dir(session, "robot");
     if !dir.is_dir() {
         return Ok(None);
     }
-    let t = Table::read_chunks(&dir)?;
+    let (t, warnings) = Table::read_chunks_or_skip(&dir, damaged)?;
     let mut th = t.i64("t_host_ns")?;
     if t.has("timestamp") {
         th = device_times_on_host_clock(&t.f64("timestamp")?, &th);
@@ -252,7 +273,7 @@ pub fn read_tcp_poses(session: &Path) -> Result<Option<Vec<TcpSample>>, TableErr
     let cols: Vec<Vec<f64>> = (0..6).map(|i| t.f64(&format!("actual_TCP_pose_{i}"))).collect::<Result<_, _>>()?;
     let mut out: Vec<TcpSample> = (0..th.len()).map(|k| TcpSample { t_host_ns: th[k], pose: std::array::from_fn(|i| cols[i][k]) }).collect();
     out.sort_by_key(|s| s.t_host_ns);
-    Ok(Some(out))
+    Ok(Some((out, warnings)))
 }
 
 /// Host times of samples that carry the device's own clock (the RTDE
@@ -440,6 +461,7 @@ pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
             };
             let schema = t.schema();
             let problem = match t.i64("t_host_ns") {
+                _ if chunk_problem(&t).is_some() => chunk_problem(&t),
                 Err(_) => Some("no t_host_ns column".to_string()),
                 Ok(th) => {
                     let before = last_host;

@@ -36,6 +36,42 @@ pub struct Table {
     metadata: Vec<(String, String)>,
 }
 
+/// What a reader does with a damaged chunk of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damaged {
+    /// Refuse the whole stream (the error names the chunk).
+    Refuse,
+    /// Leave the chunk out with a warning naming it and its rows.
+    Skip,
+}
+
+/// What is wrong inside a stream's chunk that reads as Parquet: a column
+/// with nulls, one that is not numbers (a stream holds host times and
+/// numbers only), no `t_host_ns`, or a device clock (`timestamp`) that is
+/// not a number.
+pub fn chunk_problem(t: &Table) -> Option<String> {
+    let df = t.df.as_ref()?;
+    if !t.has("t_host_ns") {
+        return Some("no t_host_ns column".into());
+    }
+    for c in df.columns() {
+        let name = c.name().to_string();
+        if c.null_count() > 0 {
+            return Some(format!("column '{name}' has {} null values", c.null_count()));
+        }
+        if !c.dtype().is_primitive_numeric() {
+            return Some(format!("column '{name}' holds {}, not numbers", c.dtype()));
+        }
+    }
+    if t.has("timestamp") {
+        let ts = t.f64("timestamp").ok()?;
+        if let Some(k) = ts.iter().position(|v| !v.is_finite()) {
+            return Some(format!("the device clock (timestamp) is not a number at row {k}"));
+        }
+    }
+    None
+}
+
 impl Table {
     pub fn new() -> Self {
         Self::default()
@@ -77,8 +113,21 @@ impl Table {
         let tmp = path.with_extension("parquet.tmp");
         let file = std::fs::File::create(&tmp).map_err(|e| werr(e.to_string()))?;
         let kv = (!self.metadata.is_empty()).then(|| KeyValueMetadata::from_static(self.metadata.clone()));
-        ParquetWriter::new(file).with_key_value_metadata(kv).finish(&mut df).map_err(|e| werr(e.to_string()))?;
+        // A write that fails (a full disk) leaves no half file behind to
+        // fill what space is left.
+        let written = ParquetWriter::new(file).with_key_value_metadata(kv).finish(&mut df).map_err(|e| werr(e.to_string())).map(drop);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
+    }
+
+    /// Rows of the Parquet file at `path`, from its footer (nothing else read).
+    pub fn rows_in_file(path: &Path) -> Result<usize, TableError> {
+        let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
+        let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
+        ParquetReader::new(file).num_rows().map_err(|e| rerr(e.to_string()))
     }
 
     pub fn read(path: &Path) -> Result<Table, TableError> {
@@ -117,6 +166,53 @@ impl Table {
             }
         }
         Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
+    }
+
+    /// Reads every `*.parquet` chunk of a stream directory, in name order,
+    /// as [`Table::read_chunks`] does, or (with `Damaged::Skip`) leaving
+    /// out each chunk that cannot be read, whose columns differ from the
+    /// first good chunk's, or whose content is damaged ([`chunk_problem`]):
+    /// one warning each, naming the chunk and the rows it held.
+    pub fn read_chunks_or_skip(dir: &Path, damaged: Damaged) -> Result<(Table, Vec<String>), TableError> {
+        if damaged == Damaged::Refuse {
+            return Ok((Table::read_chunks(dir)?, vec![]));
+        }
+        let rerr = |e: String| TableError::Read(dir.to_path_buf(), e);
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| rerr(e.to_string()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        names.sort();
+        let mut out: Option<DataFrame> = None;
+        let mut warnings = vec![];
+        for n in &names {
+            let skipped = |why: String| {
+                let rows = Table::rows_in_file(n).map_or("its rows".to_string(), |r| format!("{r} rows"));
+                format!("{}: left out ({rows} lost): {why}", n.display())
+            };
+            let t = match Table::read(n) {
+                Ok(t) => t,
+                Err(e) => {
+                    warnings.push(skipped(e.to_string()));
+                    continue;
+                }
+            };
+            if let Some(why) = chunk_problem(&t) {
+                warnings.push(skipped(why));
+                continue;
+            }
+            let df = t.df.expect("read");
+            match out.as_mut() {
+                None => out = Some(df),
+                Some(o) => {
+                    if let Err(e) = o.vstack_mut(&df) {
+                        warnings.push(skipped(format!("its columns differ from the stream's first chunk's ({e})")));
+                    }
+                }
+            }
+        }
+        Ok((Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] }, warnings))
     }
 
     /// Rows of a table under construction.

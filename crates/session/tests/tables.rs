@@ -94,3 +94,27 @@ fn robot_stream_chunks_are_concatenated_and_interpolated() {
     assert!(RobotLog::new(&[]).is_err());
     assert!(read_tcp_poses(&dir.path().join("none")).unwrap().is_none());
 }
+
+/// A chunk with null values (another tool's writer, a damaged file) is
+/// named by `session check` and left out by a lenient reader, with the
+/// rows it held.
+#[test]
+fn a_chunk_with_nulls_is_named_and_left_out() {
+    use polars::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let stream = session::stream_dir(dir.path(), "cell");
+    std::fs::create_dir_all(&stream).unwrap();
+    let mut good = Table::new();
+    good.push_i64("t_host_ns", vec![1, 2, 3]);
+    good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
+    good.write(&stream.join("000000.parquet")).unwrap();
+    let mut df = df!("t_host_ns" => [4i64, 5, 6], "force_n" => [Some(0.4), None, Some(0.6)]).unwrap();
+    ParquetWriter::new(std::fs::File::create(stream.join("000001.parquet")).unwrap()).finish(&mut df).unwrap();
+    let reports = session::check_session(dir.path()).unwrap();
+    let bad = reports.iter().find(|r| r.path.ends_with("000001.parquet")).unwrap();
+    assert_eq!(bad.problem.as_deref(), Some("column 'force_n' has 1 null values"));
+    let (t, warnings) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip).unwrap();
+    assert_eq!(t.height(), 3);
+    assert!(warnings.len() == 1 && warnings[0].contains("000001.parquet: left out (3 rows lost): column 'force_n' has 1 null values"), "{warnings:?}");
+    assert!(Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).unwrap().0.f64("force_n").is_err());
+}
