@@ -193,6 +193,9 @@ pub struct ValidateArgs {
     /// Sessions validated at once.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub jobs: u16,
+    /// Least share of the marker positions tracked in the compared span [% of marker-frames]: below it the check fails (the figures rest on too little).
+    #[arg(long, default_value_t = 50.0)]
+    pub min_coverage_pct: f64,
     /// Exit with status 1 when a check is exceeded, and refuse a session with a damaged chunk (default: the chunk is left out, with a warning naming it and its rows).
     #[arg(long)]
     pub strict: bool,
@@ -223,6 +226,7 @@ pub fn validate(a: ValidateArgs, progress: &dyn Progress) -> Result<()> {
             force_window_s: a.force_window_s,
             jobs: a.jobs as usize,
             refuse_damaged: a.strict,
+            min_coverage_pct: a.min_coverage_pct,
         },
     };
     let v = lab::validate::validate(&req, progress)?;

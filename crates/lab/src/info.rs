@@ -241,8 +241,18 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
         Some(_) => {}
     }
     if dir.markers().is_file() {
-        if let Err(e) = session::read_markers(&dir.markers()) {
-            report.problems.push(e.to_string());
+        match session::read_markers(&dir.markers()) {
+            Err(e) => report.problems.push(e.to_string()),
+            Ok(rows) => {
+                // What every later figure rests on: the markers actually tracked.
+                let seen = rows.iter().filter(|r| r.flags & session::flags::MISSING == 0 && r.x_m.is_finite()).count();
+                let pct = 100.0 * seen as f64 / rows.len().max(1) as f64;
+                if seen == 0 {
+                    report.problems.push(format!("{}: no marker is tracked in any of its {} rows (every one missing)", dir.markers().display(), rows.len()));
+                } else if pct < 50.0 {
+                    report.warnings.push(format!("{}: only {pct:.0} % of the marker positions are tracked", dir.markers().display()));
+                }
+            }
         }
     }
     if dir.strain().is_file() {

@@ -59,6 +59,9 @@ pub struct ValidateOptions {
     /// Refuse a session with a damaged chunk (default: leave the chunk out,
     /// with a warning naming it and its rows).
     pub refuse_damaged: bool,
+    /// Least share of the marker positions tracked in the compared span
+    /// \[% of marker-frames\]: below it, the figures rest on too little.
+    pub min_coverage_pct: f64,
 }
 
 impl Default for ValidateOptions {
@@ -77,6 +80,7 @@ impl Default for ValidateOptions {
             force_window_s: 0.5,
             jobs: 2,
             refuse_damaged: false,
+            min_coverage_pct: 50.0,
         }
     }
 }
@@ -95,6 +99,9 @@ impl ValidateOptions {
         }
         if let Some(g) = self.contact_gap_m {
             crate::error::positive("--contact-gap-m", g)?;
+        }
+        if !(0.0..=100.0).contains(&self.min_coverage_pct) {
+            return Err(Error::input(format!("--min-coverage-pct: must be in [0, 100], got {}", self.min_coverage_pct)));
         }
         Ok(())
     }
@@ -255,6 +262,8 @@ pub struct SessionSummary {
     pub report: String,
     pub parameters: [f64; 3],
     pub frames_compared: usize,
+    /// Marker positions tracked in the compared span \[% of marker-frames\].
+    pub marker_coverage_pct: f64,
     pub strain: Vec<ComponentFigures>,
     pub strain_headline_rms_pct: f64,
     pub strain_headline_max_pct: f64,
@@ -347,10 +356,13 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     type NodeSamples = Vec<(f64, [f64; 6], [f64; 6])>;
     let mut per_node: Vec<NodeSamples> = vec![vec![]; n_nodes];
     let mut frames_compared = std::collections::BTreeSet::new();
+    // A frame whose every marker is missing was observed from nothing: the
+    // observer's rod is then the model's own, which "agrees" with anything.
+    let nothing_seen = format!("missing_markers:{}", rod.markers.len());
     for r in &strain_rows {
         let t = t_of(r.t_host_ns as f64 * 1e-9);
         let node = r.node as usize;
-        if r.status.starts_with("failed") || node >= n_nodes || r.strain.iter().any(|v| !v.is_finite()) {
+        if r.status.starts_with("failed") || r.status == nothing_seen || node >= n_nodes || r.strain.iter().any(|v| !v.is_finite()) {
             continue;
         }
         let Some(sim) = at_records(&t_rec, records, t, |x| x.node_strain[node]) else { continue };
@@ -363,8 +375,12 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         frames_compared.insert(r.frame);
     }
     if frames_compared.is_empty() {
-        return Err(Error::input(format!("{}: no observed frame lies inside the simulated span (robot log)", dir.path().display())));
+        return Err(Error::input(format!(
+            "{}: no frame inside the simulated span (robot log) has a tracked marker: nothing to validate against",
+            dir.path().display()
+        )));
     }
+    let coverage_pct = marker_coverage_pct(&s.markers, &|t| t_of(t), t_rec[0], t_rec[t_rec.len() - 1]);
     // What a model that describes the session exactly would show here: the
     // observer's floor, per component.
     // The markers' noise: as the observer takes it (the declared sigma, never
@@ -464,7 +480,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     // Contact: the tracked tip's rim point, its phases and slide.
     let contact = plane.map(|plane| compare_contact(o, rod, &s.markers, &t_rec, records, &t_of, &plane, &mut plots));
 
-    let checks = session_checks(o, &strain, force.as_ref(), contact.as_ref(), plane.is_some());
+    let mut checks = vec![Check::at_least("tracked marker coverage", coverage_pct, o.min_coverage_pct, "% of marker-frames")];
+    checks.extend(session_checks(o, &strain, force.as_ref(), contact.as_ref(), plane.is_some()));
     for c in checks.iter().filter(|c| !c.pass) {
         warnings.push(format!(
             "{} is {:.3} {}, beyond the limit of {} {}: the model with these parameters does not describe this session{}",
@@ -486,6 +503,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         report: out.join("index.html").display().to_string(),
         parameters: [body.e_pa, body.g_pa, body.rho_kg_m3],
         frames_compared: frames_compared.len(),
+        marker_coverage_pct: coverage_pct,
         strain_headline_rms_pct: strain[headline].errors.rms_pct,
         strain_headline_max_pct: strain[headline].errors.max_pct,
         strain,
@@ -503,6 +521,20 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let page = session_page(req, dir, &summary, &plots);
     report::page::write_page(out, &page, &summary)?;
     Ok(summary)
+}
+
+/// The share of marker positions tracked (not missing) in the frames
+/// whose session time (`t_of`) lies in `[t0, t1]` \[%\]: what every
+/// figure of the comparison rests on.
+fn marker_coverage_pct(markers: &[(f64, Vec<Option<Vec3>>)], t_of: &dyn Fn(f64) -> f64, t0: f64, t1: f64) -> f64 {
+    let inside: Vec<&Vec<Option<Vec3>>> = markers.iter().filter(|(t, _)| (t0..=t1).contains(&t_of(*t))).map(|(_, m)| m).collect();
+    let slots: usize = inside.iter().map(|m| m.len()).sum();
+    let seen: usize = inside.iter().map(|m| m.iter().filter(|p| p.is_some()).count()).sum();
+    if slots == 0 {
+        0.0
+    } else {
+        100.0 * seen as f64 / slots as f64
+    }
 }
 
 /// What the scene is, for the checks' names: "in air" (no table), "no

@@ -217,3 +217,43 @@ fn a_marker_sigma_below_the_noise_never_breaks_the_observer() {
         }
     }
 }
+
+/// The session's markers.parquet with the positions `lose(frame, marker)`
+/// says missing (flagged and NaN).
+fn with_markers_lost(dir: &Path, from: &SessionDir, name: &str, lose: impl Fn(i64, u32) -> bool) -> SessionDir {
+    let s = SessionDir::new(dir.join(name));
+    copy_dir(from.path(), s.path());
+    let mut rows = session::read_markers(&s.markers()).unwrap();
+    for r in rows.iter_mut().filter(|r| lose(r.frame, r.marker)) {
+        r.flags |= session::flags::MISSING;
+        (r.x_m, r.y_m, r.z_m) = (f64::NAN, f64::NAN, f64::NAN);
+    }
+    session::write_markers(&s.markers(), &rows).unwrap();
+    s
+}
+
+/// Checks rest on data and say how much: a session whose markers are all
+/// missing is refused (the observer's rod is then the model's own, which
+/// "agreed" at 0.06 %), and one with most of them missing fails its
+/// coverage check instead of passing on what is left; `session check`
+/// says so too.
+#[test]
+fn checks_that_rest_on_missing_markers_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = noise_free(dir.path(), "good", |_| {});
+    let none = with_markers_lost(dir.path(), &good, "none", |_, _| true);
+    let err = validate(&request(&[&none], &dir.path().join("v-none")), &lab::Silent).map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), lab::Kind::Input, "{err}");
+    assert!(err.to_string().contains("has a tracked marker"), "{err}");
+    let report = lab::info::check(&none, &lab::info::CheckOptions::default()).unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("no marker is tracked")), "{:?}", report.problems);
+
+    // 60 % of the positions lost (markers 0-4 of 8 in every frame).
+    let most = with_markers_lost(dir.path(), &good, "most", |_, m| m < 5);
+    let s = one(&request(&[&most], &dir.path().join("v-most")));
+    let coverage = s.checks.iter().find(|c| c.name == "tracked marker coverage").unwrap();
+    assert!((coverage.value - 37.5).abs() < 1.0 && !coverage.pass && !s.pass, "{:?}", s.checks);
+    // The intact session covers everything.
+    let s = one(&request(&[&good], &dir.path().join("v-good")));
+    assert!(s.marker_coverage_pct > 99.9, "{}", s.marker_coverage_pct);
+}
