@@ -343,3 +343,58 @@ fn bad_c3d_files_and_maps_exit_2_with_one_line() {
     std::fs::write(&map, map_text("+z")).unwrap();
     expect_exit_2(import(&good, &map, "ok"), &["not empty"]);
 }
+
+/// A crafted C3D header cannot crash the importer or eat memory: the
+/// shipped trial with its header patched (a frame range that runs
+/// backwards, 65,535 points per frame in a 138 kB file, 1,500 points, two
+/// points for seven labels) is refused with one line and exit 2, under an
+/// address-space limit of 1 GB (the old importer allocated 103 GB and
+/// aborted, took 2.4 GB, or panicked); and a map whose clamp cluster is a
+/// metre off the clamp's markers is refused, naming base.positions_m.
+#[test]
+fn crafted_headers_and_a_wrong_cluster_are_refused_within_a_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read(root().join("datasets/mocap-beam/z-up/trial-0g.c3d")).unwrap();
+    let patched = |name: &str, patches: &[(usize, u16)]| {
+        let mut b = shipped.clone();
+        for (at, v) in patches {
+            b[*at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        let p = dir.path().join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let cases = [
+        (patched("wrap.c3d", &[(2, 65535), (6, 500), (8, 1)]), "frame range runs backwards"),
+        (patched("huge.c3d", &[(2, 65535)]), "65535 points per frame"),
+        (patched("many.c3d", &[(2, 1500)]), "truncated"),
+        (patched("fewer.c3d", &[(2, 2)]), "7 labels (POINT:LABELS) for 2 points per frame"),
+    ];
+    for (file, needle) in &cases {
+        let out = dir.path().join(format!("out-{}", file.file_stem().unwrap().to_string_lossy()));
+        let o = Command::new("prlimit")
+            .arg("--as=1000000000")
+            .arg(env!("CARGO_BIN_EXE_rodlab"))
+            .args(["import", "c3d", file.to_str().unwrap(), "--rod", BEAM, "--map", "datasets/mocap-beam/z-up-map.toml", "--out", out.to_str().unwrap()])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        expect_exit_2(o, &[file.file_name().unwrap().to_str().unwrap(), needle]);
+        assert!(!out.exists(), "nothing half-written");
+    }
+    let map = dir.path().join("metre-off.toml");
+    let text = std::fs::read_to_string(root().join("datasets/mocap-beam/z-up-map.toml")).unwrap().replace("[-0.01, 0.03, 0.03]", "[0.99, 0.03, 0.03]");
+    std::fs::write(&map, text).unwrap();
+    let o = rodlab(&[
+        "import",
+        "c3d",
+        "datasets/mocap-beam/z-up/trial-0g.c3d",
+        "--rod",
+        BEAM,
+        "--map",
+        map.to_str().unwrap(),
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+    ]);
+    expect_exit_2(o, &["base.positions_m", "mm RMS"]);
+}

@@ -215,6 +215,11 @@ pub struct Imported {
 /// hand-sized cluster.
 const STILL_CLAMP_LIMIT: (f64, f64) = (1e-3, 0.03);
 
+/// A clamp cluster whose markers sit further than this (RMS) from the
+/// map's positions is not the clamp the map describes \[m\]: markers glued
+/// by hand miss a drawing by a millimetre or two, not by centimetres.
+const CLUSTER_RMS_LIMIT_M: f64 = 0.01;
+
 /// Metres per unit of a C3D `POINT:UNITS`.
 fn metres_per_unit(units: &str) -> Option<f64> {
     match units.trim().to_ascii_lowercase().as_str() {
@@ -232,10 +237,69 @@ fn sample(p: &c3dio::MarkerPoint) -> Option<Vec3> {
     (p.residual >= 0.0 && v.iter().all(|x| x.is_finite()) && v != Vec3::zeros()).then_some(v)
 }
 
+/// The most memory the marker grid of one C3D file may take \[bytes\]: a
+/// two-hour capture of 200 markers at 200 Hz fits; a header that claims
+/// more than its bytes can hold is refused before anything is allocated.
+pub const C3D_MEMORY_BUDGET_BYTES: usize = 4 << 30;
+
+/// What the C3D header (the first 512-byte block) says, checked against
+/// the file's size before the parser allocates by it: a frame range that
+/// runs backwards, a data block outside the file, or more points per
+/// frame than the data can hold (a crafted header once made the parser
+/// allocate 103 GB from a 138 kB file) is refused, naming the field.
+pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
+    if bytes.len() < 512 || bytes[1] != 0x50 {
+        return Err("no C3D header (the first block's second byte is not 0x50)".into());
+    }
+    let param_start = 512 * usize::from(bytes[0]).saturating_sub(1);
+    let processor = *bytes.get(param_start + 3).ok_or("the parameter block lies outside the file")?;
+    let big_endian = match processor {
+        84 | 85 => false,
+        86 => true,
+        p => return Err(format!("processor type {p} in the parameter block is not Intel (84), DEC (85) or MIPS (86)")),
+    };
+    let word = |k: usize| {
+        let b = [bytes[2 * k], bytes[2 * k + 1]];
+        if big_endian {
+            u16::from_be_bytes(b)
+        } else {
+            u16::from_le_bytes(b)
+        }
+    };
+    let (points, analog, first, last, data_block) = (usize::from(word(1)), usize::from(word(2)), word(3), word(4), usize::from(word(8)));
+    if last < first {
+        return Err(format!("the header's frame range runs backwards (first frame {first}, last {last})"));
+    }
+    let data_start = 512 * data_block.saturating_sub(1);
+    if data_block < 2 || data_start > bytes.len() {
+        return Err(format!("the data block ({data_block}) lies outside the file ({} bytes)", bytes.len()));
+    }
+    // The fewest bytes a frame can take (16-bit values): the most frames
+    // the data can hold.
+    let frame_bytes = 8 * points + 2 * analog;
+    let frames_held = if frame_bytes == 0 { 0 } else { (bytes.len() - data_start) / frame_bytes };
+    if points > 0 && frames_held == 0 {
+        return Err(format!(
+            "the header declares {points} points per frame ({frame_bytes} bytes a frame at least), the file holds {} bytes of data",
+            bytes.len() - data_start
+        ));
+    }
+    let grid_bytes = frames_held.saturating_mul(points).saturating_mul(std::mem::size_of::<c3dio::MarkerPoint>());
+    if grid_bytes > C3D_MEMORY_BUDGET_BYTES {
+        return Err(format!(
+            "{points} points over {frames_held} frames need {:.1} GB, more than the import's budget of {} GB",
+            grid_bytes as f64 / 1e9,
+            C3D_MEMORY_BUDGET_BYTES >> 30
+        ));
+    }
+    Ok(())
+}
+
 /// Reads `file` and writes the session `out` (a new or empty directory).
 pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Imported> {
     let name = file.display();
     let bytes = std::fs::read(file).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+    check_c3d_header(&bytes).map_err(|why| Error::input(format!("{name}: not a readable C3D file: {why}")))?;
     // The parser indexes the file by its header's counts; a damaged file
     // must be an error, not a crash (nor the panic's message on stderr).
     let hook = std::panic::take_hook();
@@ -263,6 +327,15 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     }
     let labels: Vec<String> = points.labels.iter().map(|l| l.trim().to_string()).collect();
     let n_frames = points.points.rows();
+    // Each label names a point of every frame: a file naming more labels
+    // than it holds points has labels for data that is not there.
+    if labels.len() > points.points.cols() {
+        return Err(Error::input(format!(
+            "{name}: not a readable C3D file: {} labels (POINT:LABELS) for {} points per frame",
+            labels.len(),
+            points.points.cols()
+        )));
+    }
     if n_frames == 0 {
         return Err(Error::input(format!("{name}: not a readable C3D file: no frames")));
     }
@@ -318,6 +391,15 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     }
     if poses.is_empty() {
         return Err(Error::input(format!("{name}: the clamp cluster ({}: base.labels) is never complete: no frame gives the base pose", map.path.display())));
+    }
+    let base_rms_m = if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 };
+    if base_rms_m > CLUSTER_RMS_LIMIT_M {
+        return Err(Error::input(format!(
+            "{name}: the clamp cluster's markers sit {:.1} mm RMS from {}: base.positions_m (at most {} mm): the map's cluster is not this clamp's (positions in another unit or frame, or labels swapped)",
+            base_rms_m * 1e3,
+            map.path.display(),
+            CLUSTER_RMS_LIMIT_M * 1e3
+        )));
     }
     // A still clamp: its mean pose, and how far any frame strays from it.
     let mut base_spread = (0.0f64, 0.0f64);
@@ -402,7 +484,7 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         units,
         missing: map.markers.iter().zip(&missing).map(|((l, k), n)| (l.clone(), *k, *n)).collect(),
         base_frames,
-        base_rms_m: if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 },
+        base_rms_m,
         unused_labels,
         base_spread: matches!(map.base, BaseSource::Cluster { still: true, .. }).then_some(base_spread),
         warnings: if base_spread.0 > STILL_CLAMP_LIMIT.0 || base_spread.1 > STILL_CLAMP_LIMIT.1 {
