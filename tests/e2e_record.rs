@@ -860,3 +860,22 @@ fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_
     assert!(o.status.code() == Some(0) || (o.status.code() == Some(130) && err.contains("second signal")), "{:?}: {err}", o.status);
     let _ = sent_by(emu);
 }
+
+/// `--append` adds a segment to a session: into a directory that holds
+/// something else (no session.toml) it is refused before anything is
+/// written (it made a segment beside the other files).
+#[test]
+fn append_into_a_directory_without_a_session_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("notes");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "not a session").unwrap();
+    let o = rodlab()
+        .args(["record", "--rig", rig(dir.path(), 1).to_str().unwrap(), "--out", out.to_str().unwrap(), "--append", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds none (no session.toml)") && err.trim().lines().count() == 1, "{err}");
+    assert!(!out.join("segment-02").exists());
+}

@@ -119,7 +119,7 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     socket.set_recv_buffer_size(4096).unwrap();
     socket.connect(&addr.into()).unwrap();
     let mut stalled: std::net::TcpStream = socket.into();
-    stalled.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    stalled.write_all(format!("GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).unwrap();
     watch(&mut watcher, &url);
     // The robot lost 6 s in, back 12 s in.
     std::thread::sleep(Duration::from_secs(6).saturating_sub(t0.elapsed()));

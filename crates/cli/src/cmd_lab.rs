@@ -445,7 +445,13 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
                     println!("    {} messages ({info} INFO) in {}_messages.csv", d.messages.len(), d.name);
                 }
                 for m in d.messages.iter().filter(|m| m.matters()) {
-                    println!("    {:>9} at {:.3} s from {}: {}", m.level, m.t_host_ns as f64 * 1e-9, m.source, m.message);
+                    println!(
+                        "    {:>9} at {:.3} s from {}: {}",
+                        session::printable(&m.level),
+                        m.t_host_ns as f64 * 1e-9,
+                        session::printable(&m.source),
+                        session::printable(&m.message)
+                    );
                 }
             }
             for s in &info.segments {

@@ -185,6 +185,13 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: sessions' markers cannot be matched to the rod", rod_path.display())));
     }
+    // One session given twice would count its data twice.
+    for (i, d) in dirs.iter().enumerate() {
+        let same = |other: &SessionDir| std::fs::canonicalize(other.path()).ok().zip(std::fs::canonicalize(d.path()).ok()).is_some_and(|(a, b)| a == b);
+        if let Some(first) = dirs[..i].iter().find(|o| same(o)) {
+            return Err(Error::input(format!("--sessions: {} is {} again: each session counts once", d.path().display(), first.path().display())));
+        }
+    }
     // A mass for a session that is not in the fit is a typo, not nothing.
     let names: Vec<String> = dirs.iter().map(SessionDir::name).collect();
     if let Some((i, s)) = loads.file.tip_masses.iter().enumerate().find_map(|(i, m)| m.session.as_ref().filter(|s| !names.contains(s)).map(|s| (i, s))) {

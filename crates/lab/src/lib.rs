@@ -55,8 +55,8 @@ pub use session::SessionDir;
 pub fn read_rod(path: &std::path::Path, sections: Option<usize>, modes: Option<&str>) -> Result<rod::Rod> {
     let mut rod = rod::Rod::from_file(path)?;
     if let Some(n) = sections {
-        if n == 0 || n > 10_000 {
-            return Err(Error::input(format!("--sections: must be between 1 and 10000, got {n}")));
+        if n == 0 || n > rod::config::MAX_SECTIONS {
+            return Err(Error::input(format!("--sections: must be between 1 and {}, got {n}", rod::config::MAX_SECTIONS)));
         }
         rod = rod.with_equal_sections(n);
     }

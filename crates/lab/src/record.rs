@@ -285,6 +285,12 @@ fn target_dir(out: &SessionDir, append: bool) -> Result<SessionDir> {
     if contents.is_empty() {
         return Ok(out.clone());
     }
+    if append && !out.meta_path().is_file() {
+        return Err(Error::input(format!(
+            "{}: --append adds a segment to a session, and this directory holds none (no session.toml): record into a new directory",
+            out.path().display()
+        )));
+    }
     if !append {
         let shown: Vec<&str> = contents.iter().take(4).map(String::as_str).collect();
         return Err(Error::input(format!(

@@ -139,9 +139,17 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
         }
     })?;
     drop(task);
+    if timing.untimed_frames > 0 {
+        warnings.push(format!(
+            "{}: {} frames beyond the {} rows of its frames table have no time (the recorder stopped between writing a frame and its row): not tracked",
+            req.input.display(),
+            timing.untimed_frames,
+            timing.frames
+        ));
+    }
     // The container's count is an estimate (duration x fps): allow one frame.
     let expected_frames = source.len_hint();
-    if let Some(expected) = expected_frames.filter(|n| timing.frames + 1 < *n) {
+    if let Some(expected) = expected_frames.filter(|n| timing.frames + timing.untimed_frames + 1 < *n) {
         warnings.push(format!("{}: the video ends after {} of {expected} frames (truncated or damaged?)", req.input.display(), timing.frames));
     }
     session::write_markers(&req.out, &rows)?;

@@ -209,3 +209,38 @@ fn damage_inside_the_files_is_named_and_readers_leave_a_damaged_chunk_out() {
     std::fs::remove_file(bare.meta_path()).unwrap();
     common::expect_input_error(lab::identify::identify(&request(false, vec![bare.clone()]), &Silent).map(|_| ()), &["bare/session.toml", "no session.toml"]);
 }
+
+/// A camera session whose recorder was killed between writing frames and
+/// their rows (the video holds more frames than the frame table): tracked
+/// all the same, the frames that have times, with a warning counting the
+/// rest (it was refused outright).
+#[test]
+fn a_video_longer_than_its_frame_table_is_tracked_where_it_has_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = recorded(dir.path());
+    // The frame table loses its rows after the 30th frame, the video keeps all 45.
+    let stream = s.stream("camera");
+    let t = session::Table::read_chunks(&stream).unwrap();
+    let (th, frame, ms) = (t.i64("t_host_ns").unwrap(), t.f64("frame").unwrap(), t.f64("device_ms").unwrap());
+    for e in std::fs::read_dir(&stream).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let mut cut = session::Table::new();
+    cut.push_i64("t_host_ns", th[..30].to_vec());
+    cut.push_f64("frame", frame[..30].to_vec());
+    cut.push_f64("device_ms", ms[..30].to_vec());
+    cut.write(&stream.join("000000.parquet")).unwrap();
+    let video = dir.path().join("video");
+    let out = dir.path().join("markers.parquet");
+    let tracked = lab::track::track(
+        &lab::track::TrackRequest {
+            markers: Some(video.join("markers.toml")),
+            ..lab::track::TrackRequest::new(&s.video("camera", "mkv"), &video.join("true-camera.toml"), &out)
+        },
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(tracked.frames, 30);
+    assert!(tracked.warnings.iter().any(|w| w.contains("15 frames beyond the 30 rows of its frames table")), "{:?}", tracked.warnings);
+    assert!(!tracked.warnings.iter().any(|w| w.contains("truncated")), "{:?}", tracked.warnings);
+}

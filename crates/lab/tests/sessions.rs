@@ -126,6 +126,10 @@ fn bad_sessions_are_input_errors_naming_what_is_missing() {
     std::fs::remove_dir_all(no_robot.stream("robot")).unwrap();
     expect_input_error(run(&no_robot, None), &["no-robot", "robot stream"]);
 
+    // One session given twice would count its holds twice.
+    let twice = request(&[&good, &good], None, &out).and_then(|r| identify(&IdentifyRequest { loo: false, ..r }, &lab::Silent).map(|_| ()));
+    expect_input_error(twice, &["--sessions", "again", "counts once"]);
+
     let loads = dir.path().join("loads.toml");
     std::fs::write(&loads, "[tip_force]\nstream = \"load_cell\"\ncolumn = \"force_n\"\ndirection = [0.0, 0.0, -1.0]\n").unwrap();
     expect_input_error(run(&good, Some(&loads)), &["loads.toml", "tip_force", "load_cell", "ft300, robot"]);

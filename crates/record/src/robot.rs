@@ -299,7 +299,13 @@ impl MessageLog {
         // Flushed at once: a message matters most when the recording dies after it.
         let _ = self.writer.flush();
         if m.level <= MessageLevel::Warning {
-            status.alert(format!("{device}: {} from {}: {} (at {:.3} s)", m.level.name(), m.source, m.message, t_ns as f64 * 1e-9));
+            status.alert(format!(
+                "{device}: {} from {}: {} (at {:.3} s)",
+                m.level.name(),
+                session::printable(&m.source),
+                session::printable(&m.message),
+                t_ns as f64 * 1e-9
+            ));
         }
     }
 }
@@ -329,11 +335,12 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                 }
                 Err(RtdeError::UnknownVariable(v)) => return Err(RtdeError::UnknownVariable(v)),
                 Err(e @ RtdeError::RateAboveController { .. }) => return Err(e),
-                Err(_) => {
+                Err(e) => {
                     if last_ts.is_some() {
                         outages.disconnected();
                     }
-                    status.errors.fetch_add(1, Ordering::Relaxed);
+                    // Counted, and kept as the device's last error.
+                    status.failed(&e.to_string());
                     backoff.wait();
                     continue;
                 }

@@ -148,6 +148,12 @@ pub fn poisson_for_tie(nu: f64) -> Result<f64, String> {
     }
 }
 
+/// Most sections a rod file may have: 500 give 3006 strain coordinates,
+/// dense matrices of 72 MB (200,000 asked for 11 TB).
+pub const MAX_SECTIONS: usize = 500;
+/// Most sub-segments per section (the integration points' count).
+pub const MAX_SUBSEGMENTS: usize = 64;
+
 /// Physical ranges of identified material values (SI).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MaterialRanges {
@@ -767,6 +773,16 @@ impl RawRod {
         if self.sections_m.is_empty() {
             return Err(ConfigError::new(file, "sections_m", "needs at least one section"));
         }
+        if self.sections_m.len() > MAX_SECTIONS {
+            return Err(ConfigError::new(
+                file,
+                "sections_m",
+                format!(
+                    "{} sections, at most {MAX_SECTIONS} (a section per few millimetres of any lab rod; the model's matrices grow with their square)",
+                    self.sections_m.len()
+                ),
+            ));
+        }
         for (i, s) in self.sections_m.iter().enumerate() {
             positive(file, &format!("sections_m[{i}]"), *s)?;
         }
@@ -774,8 +790,8 @@ impl RawRod {
         if (sum - length).abs() > 1e-9 * length {
             return Err(ConfigError::new(file, "sections_m", format!("sections sum to {sum} m, length_m is {length} m")));
         }
-        if self.subsegments_per_section == 0 || self.subsegments_per_section > 1000 {
-            return Err(ConfigError::new(file, "subsegments_per_section", "must be between 1 and 1000"));
+        if self.subsegments_per_section == 0 || self.subsegments_per_section > MAX_SUBSEGMENTS {
+            return Err(ConfigError::new(file, "subsegments_per_section", format!("must be between 1 and {MAX_SUBSEGMENTS}")));
         }
         let modes = match &self.modes {
             RawModes::Named(n) => StrainModes::by_name(n).ok_or_else(|| {
@@ -1075,6 +1091,10 @@ rho_kg_m3 = 2000
         assert!(e.contains("radius.base_m") && e.contains("non-negative"), "{e}");
         let e = err(&GOOD.replace("0.04]", "0.05]"));
         assert!(e.contains("sections_m") && e.contains("sum"), "{e}");
+        // 200,000 sections asked an 11 TB matrix: refused at once, naming the field.
+        let many = format!("sections_m = [{}]", vec!["1e-6"; 200_000].join(", "));
+        let e = err(&GOOD.replace("sections_m = [0.09, 0.07, 0.04]", &many));
+        assert!(e.contains("sections_m") && e.contains("at most 500"), "{e}");
         let e = err(&GOOD.replace("\"cosserat\"", "\"bogus\""));
         assert!(e.contains("modes") && e.contains("bogus"), "{e}");
         let e = err(&GOOD.replace("g_pa = 3.793e4", ""));

@@ -21,6 +21,13 @@ pub use meta::{DeviceRecord, SessionMeta};
 pub use rig::Rig;
 pub use table::{chunk_problem, Damaged, Table, TableError};
 
+/// A device's text made safe for a terminal: control characters (an
+/// escape sequence would move the cursor, clear the screen or retitle the
+/// window) written as `\u{..}` escapes.
+pub fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
 /// Metadata key naming the frame a table's positions are in.
 pub const FRAME_KEY: &str = "frame";
 /// Value of [`FRAME_KEY`] for tables in a rig's world frame W.
@@ -506,6 +513,12 @@ fn describe_schema(schema: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_text_reaches_the_terminal_without_its_escape_sequences() {
+        assert_eq!(printable("C153A0: stop\u{1b}[2J\u{1b}]0;owned\u{7}"), "C153A0: stop\\u{1b}[2J\\u{1b}]0;owned\\u{7}");
+        assert_eq!(printable("ok: 5 N"), "ok: 5 N");
+    }
 
     #[test]
     fn device_times_follow_the_device_clock_through_jitter_drift_and_a_restart() {

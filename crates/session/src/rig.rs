@@ -314,8 +314,17 @@ impl Rig {
         let err = |message: String| ConfigFileError::new(path, message);
         self.frames.validate(path)?;
         for (i, r) in self.robots.iter().enumerate() {
-            if let Some(f) = r.frequency_hz.filter(|f| !(*f > 0.0 && *f <= 500.0)) {
-                return Err(err(format!("robot[{i}].frequency_hz: must be in (0, 500] (125 at most on a CB3), got {f}")));
+            // UR's RTDE streams at 1 to 500 Hz (125 at most on a CB3).
+            if let Some(f) = r.frequency_hz.filter(|f| !(*f >= 1.0 && *f <= 500.0)) {
+                return Err(err(format!("robot[{i}].frequency_hz: must be in [1, 500] Hz, the controller's range (125 at most on a CB3), got {f}")));
+            }
+            for (j, v) in r.variables.iter().enumerate() {
+                if v == "timestamp" || r.variables[..j].contains(v) {
+                    return Err(err(format!(
+                        "robot[{i}].variables: \"{v}\" is {}",
+                        if v == "timestamp" { "always recorded: leave it out" } else { "listed twice" }
+                    )));
+                }
             }
             if r.address.is_empty() {
                 return Err(err(format!("robot[{i}].address: empty")));
@@ -449,6 +458,10 @@ mod tests {
         let path = dir.path().join("rig.toml");
         for (text, needle) in [
             ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 0\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 0.5\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 1e-300\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nvariables = [\"actual_q\", \"actual_TCP_pose\", \"actual_q\"]\n", "\"actual_q\" is listed twice"),
+            ("[[robot]]\naddress = \"x:1\"\nvariables = [\"timestamp\"]\n", "always recorded"),
             ("[[ascii]]\nport = \"/dev/x\"\nseparator = \"1\"\ncolumns = [\"a\"]\n", "ascii[0].separator"),
             ("[[camera]]\n", "camera[0]: give exactly one"),
             ("", "no devices"),

@@ -317,6 +317,20 @@ impl Simulator {
             Some(rod::Damping::TimeConstant(t)) => t,
             Some(rod::Damping::Ratio(z)) => 2.0 * z / first_bending_frequency_rad_s(&model),
         };
+        // A step solves the strains and three multipliers per contact point
+        // at once, in dense matrices: bounded before anything is built.
+        if let Some(points) = scene.table.map(|_| match scene.contact_points {
+            ContactPoints::Subsegments => model.n_joints(),
+            ContactPoints::Nodes => model.node_x_m.len(),
+        }) {
+            let unknowns = model.n_dof() + 3 * points;
+            if unknowns > MAX_STEP_UNKNOWNS {
+                return Err(SimError::Input(format!(
+                    "{} strain coordinates and {points} contact points make {unknowns} unknowns a step, more than {MAX_STEP_UNKNOWNS}: fewer sections or sub-segments, or [contact] points = \"nodes\"",
+                    model.n_dof()
+                )));
+            }
+        }
         let contact = scene.table.map(|plane| {
             let joints: Vec<usize> = match scene.contact_points {
                 ContactPoints::Subsegments => (0..model.n_joints()).collect(),
@@ -914,6 +928,10 @@ impl Simulator {
             .collect()
     }
 }
+
+/// The most unknowns one step may solve for (a dense matrix of 8000^2
+/// doubles is 0.5 GB).
+pub const MAX_STEP_UNKNOWNS: usize = 8000;
 
 /// Halvings of a step that does not converge before the run stops.
 const MAX_SPLITS: usize = 6;

@@ -25,6 +25,9 @@ pub struct Timing {
     pub frames: usize,
     pub decode: Duration,
     pub track: Duration,
+    /// Frames of the video beyond its frames table (a recorder killed
+    /// between writing a frame and its row): no time, not tracked.
+    pub untimed_frames: usize,
 }
 
 /// From pixels to the world: the plane the marker centres move in (the
@@ -118,6 +121,10 @@ pub fn track_video(
         let t0 = Instant::now();
         if !source.read(&mut frame)? {
             break;
+        }
+        if matches!(times, FrameTimes::Table(t) if k >= t.len()) {
+            timing.untimed_frames += 1;
+            continue;
         }
         let t1 = Instant::now();
         if k == 0 && (frame.cols() as u32 != camera.width_px || frame.rows() as u32 != camera.height_px) {

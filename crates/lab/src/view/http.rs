@@ -1,16 +1,20 @@
-//! The view's web server: GET only, one thread per connection, pages
-//! answered whole and server-sent events written as they come. Hand-made
-//! rather than a crate's because an event stream needs a flush per event
-//! and a write timeout per client (a browser that stops reading is dropped,
-//! and nothing upstream ever waits for it), and that is all it needs.
+//! The view's web server: GET (and HEAD) only, one thread per connection
+//! up to a cap, pages answered whole and server-sent events written as
+//! they come. Hand-made rather than a crate's because an event stream needs
+//! a flush per event and a write timeout per client (a browser that stops
+//! reading is dropped, and nothing upstream ever waits for it), and that is
+//! all it needs. A request is read within a size limit and a deadline for
+//! the whole of it (a client that sends a byte now and then is closed), and
+//! its Host must name this server (a page elsewhere cannot reach it through
+//! a name that resolves to loopback: DNS rebinding).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Events a client may fall behind by before new ones are dropped for it.
 const CLIENT_QUEUE: usize = 4;
@@ -20,6 +24,12 @@ const CLIENT_QUEUE: usize = 4;
 const EVENT_SEND_BUFFER_BYTES: usize = 256 * 1024;
 /// A client that takes this long to take one write is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest request (line and headers) read \[bytes\].
+pub const MAX_REQUEST_BYTES: u64 = 16 * 1024;
+/// The time a client has to send its whole request.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Connections served at once; more are answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// What a path is answered with.
 pub enum Reply {
@@ -30,6 +40,8 @@ pub enum Reply {
     /// A server-sent event stream: each message is one event's data.
     Events(Receiver<Arc<str>>),
     NotFound,
+    /// The request's Host does not name this server.
+    Forbidden,
     BadRequest(String),
 }
 
@@ -68,14 +80,24 @@ impl Server {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let live = Arc::new(AtomicUsize::new(0));
         let accept = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.load(Ordering::Relaxed) {
                     break;
                 }
-                let Ok(conn) = conn else { continue };
-                let site = site.clone();
-                std::thread::spawn(move || serve(conn, &*site));
+                let Ok(mut conn) = conn else { continue };
+                if live.fetch_add(1, Ordering::Relaxed) >= MAX_CONNECTIONS {
+                    live.fetch_sub(1, Ordering::Relaxed);
+                    let _ = conn.set_write_timeout(Some(Duration::from_millis(200)));
+                    let _ = conn.write_all(head("503 Service Unavailable", "text/plain", 0).as_bytes());
+                    continue;
+                }
+                let (site, live) = (site.clone(), live.clone());
+                std::thread::spawn(move || {
+                    serve(conn, &*site, addr);
+                    live.fetch_sub(1, Ordering::Relaxed);
+                });
             }
         });
         Ok(Server { addr, stop, accept: Some(accept) })
@@ -115,42 +137,99 @@ pub fn parse_request_line(line: &str) -> Option<(String, String, Query)> {
     Some((method, path.to_string(), query))
 }
 
-fn serve(conn: TcpStream, site: &dyn Site) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+/// A response's head.
+fn head(status: &str, content_type: &str, length: usize) -> String {
+    format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
+}
+
+/// Why a request was not read.
+#[derive(Debug, PartialEq)]
+pub enum RequestError {
+    /// Over [`MAX_REQUEST_BYTES`].
+    TooLarge,
+    /// Not whole within [`REQUEST_DEADLINE`].
+    Late,
+    /// The connection closed or failed.
+    Gone,
+}
+
+/// The request's line and headers, read within the size limit and the
+/// whole-request deadline (checked at every read, however few bytes it
+/// brings: a client sending a byte a second is closed on time).
+pub fn read_request(mut conn: &TcpStream, deadline: Instant) -> Result<(String, Vec<String>), RequestError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4).or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|p| p + 2)) {
+            break end;
+        }
+        let room = MAX_REQUEST_BYTES as usize - buf.len();
+        if room == 0 {
+            return Err(RequestError::TooLarge);
+        }
+        let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or(RequestError::Late)?;
+        let _ = conn.set_read_timeout(Some(left));
+        let n = room.min(chunk.len());
+        match conn.read(&mut chunk[..n]) {
+            Ok(0) => return Err(RequestError::Gone),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return Err(RequestError::Late),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(RequestError::Gone),
+        }
+    };
+    let text = String::from_utf8_lossy(&buf[..end]);
+    let mut lines = text.lines().map(|l| l.trim_end_matches('\r').to_string()).filter(|l| !l.is_empty());
+    let first = lines.next().ok_or(RequestError::Gone)?;
+    Ok((first, lines.collect()))
+}
+
+/// Whether a request's Host names this server: a loopback name or the
+/// bound address, with its port (a page elsewhere reaching it through
+/// another name is refused).
+pub fn host_allowed(host: &str, addr: SocketAddr) -> bool {
+    let Some((name, port)) = host.trim().rsplit_once(':') else { return false };
+    if port.parse::<u16>() != Ok(addr.port()) {
+        return false;
+    }
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback() || ip == addr.ip() || addr.ip().is_unspecified(),
+        Err(_) => name.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr) {
     let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(read_half) = conn.try_clone() else { return };
-    let mut reader = BufReader::new(read_half);
     let mut out = conn;
     // One request per connection: pages are small and the events endless.
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut header = String::new();
-    loop {
-        header.clear();
-        match reader.read_line(&mut header) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if header.trim().is_empty() => break,
-            Ok(_) => {}
+    let reply = match read_request(&out, Instant::now() + REQUEST_DEADLINE) {
+        Err(RequestError::TooLarge) => (false, Reply::BadRequest(format!("the request is longer than {MAX_REQUEST_BYTES} bytes"))),
+        Err(RequestError::Late) => (false, Reply::BadRequest(format!("the request was not whole within {} s", REQUEST_DEADLINE.as_secs()))),
+        Err(RequestError::Gone) => return,
+        Ok((line, headers)) => {
+            let host = headers.iter().find_map(|h| h.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("host")).map(|(_, v)| v.trim().to_string()));
+            match parse_request_line(&line) {
+                _ if !host.as_deref().is_some_and(|h| host_allowed(h, addr)) => (false, Reply::Forbidden),
+                Some((m, path, query)) if m == "GET" => (false, site.get(&path, &query)),
+                Some((m, path, query)) if m == "HEAD" => (true, site.get(&path, &query)),
+                Some((m, _, _)) => (false, Reply::BadRequest(format!("{m}: only GET and HEAD"))),
+                None => (false, Reply::BadRequest("not an HTTP request".into())),
+            }
         }
-    }
-    let reply = match parse_request_line(&line) {
-        Some((m, path, query)) if m == "GET" => site.get(&path, &query),
-        Some((m, _, _)) => Reply::BadRequest(format!("{m}: only GET")),
-        None => Reply::BadRequest("not an HTTP request".into()),
     };
+    let (head_only, reply) = reply;
     let whole = |out: &mut TcpStream, status: &str, content_type: &str, body: &[u8]| {
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = out.write_all(head.as_bytes()).and_then(|_| out.write_all(body));
+        let _ = out.write_all(head(status, content_type, body.len()).as_bytes()).and_then(|_| if head_only { Ok(()) } else { out.write_all(body) });
     };
     match reply {
         Reply::Body { content_type, body } => whole(&mut out, "200 OK", content_type, &body),
         Reply::NotFound => whole(&mut out, "404 Not Found", "text/plain", b"not found"),
+        Reply::Forbidden => whole(&mut out, "403 Forbidden", "text/plain", b"the Host header does not name this server"),
         Reply::BadRequest(why) => whole(&mut out, "400 Bad Request", "text/plain", why.as_bytes()),
+        Reply::Events(_) if head_only => {
+            let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
+        }
         Reply::Events(rx) => {
             let _ = socket2::SockRef::from(&out).set_send_buffer_size(EVENT_SEND_BUFFER_BYTES);
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\n\r\n";
@@ -258,15 +337,82 @@ mod tests {
     #[test]
     fn pages_are_served_with_their_length_and_unknown_paths_are_404() {
         let server = Server::start("127.0.0.1:0", Arc::new(Echo)).unwrap();
-        let get = |path: &str| {
-            let mut c = TcpStream::connect(server.addr()).unwrap();
-            c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
-            let mut s = String::new();
-            c.read_to_string(&mut s).unwrap();
-            s
-        };
+        let host = server.addr().to_string();
+        let get = |path: &str| ask(&server, &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"));
         let ok = get("/");
         assert!(ok.starts_with("HTTP/1.1 200 OK") && ok.contains("Content-Length: 5") && ok.ends_with("hello"), "{ok}");
         assert!(get("/nothing").starts_with("HTTP/1.1 404"));
+        // HEAD: the head alone.
+        let head = ask(&server, &format!("HEAD / HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 5") && !head.ends_with("hello"), "{head}");
+    }
+
+    /// Sends `request` and reads the whole answer.
+    fn ask(server: &Server, request: &str) -> String {
+        let mut c = TcpStream::connect(server.addr()).unwrap();
+        c.write_all(request.as_bytes()).unwrap();
+        let mut s = String::new();
+        let _ = c.read_to_string(&mut s);
+        s
+    }
+
+    /// What a hostile client meets: a Host that names another server (a
+    /// page elsewhere, through DNS rebinding) is refused; a request longer
+    /// than the limit is refused without being buffered whole (a 2 GB
+    /// header line took the server to 1.6 GB); a client that sends a byte
+    /// now and then is closed at the whole request's deadline; connections
+    /// beyond the cap are answered 503 at once.
+    #[test]
+    fn hostile_requests_are_bounded_in_size_time_number_and_host() {
+        let server = Server::start("127.0.0.1:0", Arc::new(Echo)).unwrap();
+        let port = server.addr().port();
+        for h in [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+            assert!(host_allowed(&h, server.addr()), "{h}");
+        }
+        for h in [format!("evil.example:{port}"), "127.0.0.1:1".to_string(), "localhost".to_string()] {
+            assert!(!host_allowed(&h, server.addr()), "{h}");
+        }
+        assert!(ask(&server, &format!("GET / HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n")).starts_with("HTTP/1.1 403"));
+        assert!(ask(&server, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 403"), "no Host: refused");
+
+        // 64 MB of one header line: refused after the limit, not read whole.
+        let mut c = TcpStream::connect(server.addr()).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nX-Long: ").unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        let mut sent = 0usize;
+        for _ in 0..64 {
+            match c.write_all(&chunk) {
+                Ok(()) => sent += chunk.len(),
+                Err(_) => break,
+            }
+        }
+        let mut answer = String::new();
+        let _ = c.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("longer than"), "{answer:.80} after {sent} bytes");
+
+        // Slow loris: a byte a second, closed at the deadline.
+        let mut c = TcpStream::connect(server.addr()).unwrap();
+        let started = Instant::now();
+        let mut answer = String::new();
+        for b in format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX: ").bytes().cycle().take(20) {
+            if c.write_all(&[b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(400));
+            if started.elapsed() > REQUEST_DEADLINE + Duration::from_secs(1) {
+                break;
+            }
+        }
+        c.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let _ = c.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("not whole within"), "{answer}");
+        assert!(started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(3));
+
+        // Beyond the cap: 503 at once.
+        let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS).map(|_| TcpStream::connect(server.addr()).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let over = ask(&server, &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"));
+        assert!(over.starts_with("HTTP/1.1 503"), "{over}");
+        drop(idle);
     }
 }
