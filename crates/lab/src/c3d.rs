@@ -277,7 +277,7 @@ pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
     // The fewest bytes a frame can take (16-bit values): the most frames
     // the data can hold.
     let frame_bytes = 8 * points + 2 * analog;
-    let frames_held = if frame_bytes == 0 { 0 } else { (bytes.len() - data_start) / frame_bytes };
+    let frames_held = (bytes.len() - data_start).checked_div(frame_bytes).unwrap_or(0);
     if points > 0 && frames_held == 0 {
         return Err(format!(
             "the header declares {points} points per frame ({frame_bytes} bytes a frame at least), the file holds {} bytes of data",
