@@ -128,15 +128,25 @@ pub struct PaperArgs {
 }
 
 #[derive(Args)]
+#[command(
+    after_help = "Examples:\n  rodlab schema rod > rod.schema.json\n  rodlab schema scene --reference\n  rodlab schema rod --check configs/rod/pls-cable-arm.toml"
+)]
 pub struct SchemaArgs {
-    /// rod, rig, scene, loads or identified.
+    /// rod, rig, scene, loads, identified or session.
     pub file: String,
     /// Print the reference table of its fields (Markdown) instead.
     #[arg(long)]
     pub reference: bool,
+    /// Check this file instead with the parser the commands use (every value checked): "ok" and what it is, or the error naming the field (exit 2).
+    #[arg(long, conflicts_with = "reference")]
+    pub check: Option<PathBuf>,
 }
 
 pub fn schema(a: SchemaArgs) -> Result<()> {
+    if let Some(path) = &a.check {
+        println!("{}: ok, {}", path.display(), lab::reference::check_file(&a.file, path)?);
+        return Ok(());
+    }
     let schema = lab::reference::schema(&a.file)
         .ok_or_else(|| lab::Error::input(format!("{}: no such file kind (one of {})", a.file, lab::reference::FILES.join(", "))))?;
     if a.reference {

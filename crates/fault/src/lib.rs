@@ -41,8 +41,40 @@ impl Fault for std::io::Error {
     }
 }
 
+thread_local! {
+    /// Set while [`guard`] runs its closure on this thread.
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic inside it into `Err(message)`: for a
+/// dependency that panics on bytes it cannot parse (a damaged file) where
+/// an error is owed. The panic says nothing on stderr (a hook installed
+/// once stays silent for guarded panics and passes every other to the
+/// hook before it); other threads are not affected.
+pub fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(|g| g.get()) {
+                previous(info);
+            }
+        }));
+    });
+    let was = GUARDED.with(|g| g.replace(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(was));
+    out.map_err(|e| e.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| e.downcast_ref::<String>().cloned()).unwrap_or_else(|| "damaged".into()))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_guarded_panic_is_an_error() {
+        assert_eq!(super::guard(|| 5), Ok(5));
+        assert_eq!(super::guard(|| -> i32 { panic!("thrift bool field") }), Err("thrift bool field".to_string()));
+    }
+
     use super::*;
 
     #[test]

@@ -302,9 +302,7 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     check_c3d_header(&bytes).map_err(|why| Error::input(format!("{name}: not a readable C3D file: {why}")))?;
     // The parser indexes the file by its header's counts; a damaged file
     // must be an error, not a crash (nor the panic's message on stderr).
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let parsed = std::panic::catch_unwind(|| {
+    let parsed = fault::guard(|| {
         c3dio::C3d::from_bytes(&bytes).map_err(|e| match e {
             c3dio::C3dParseError::ParameterNotFound(group, param) => {
                 format!("the parameter {group}:{param} is missing (the C3D standard requires it; the writer left it out)")
@@ -312,7 +310,6 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
             e => format!("{e:?}"),
         })
     });
-    std::panic::set_hook(hook);
     let c3d = match parsed {
         Ok(Ok(c)) => c,
         Ok(Err(why)) => return Err(Error::input(format!("{name}: not a readable C3D file: {why}"))),

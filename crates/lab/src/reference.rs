@@ -8,6 +8,44 @@ use serde_json::Value;
 /// The files with a schema, by the name `rodlab schema` takes.
 pub const FILES: [&str; 6] = ["rod", "rig", "scene", "loads", "identified", "session"];
 
+/// Reads `path` as a file of kind `name` (one of [`FILES`]) with the very
+/// parser the commands use, checking every value; what the file is, or the
+/// error that names the file and the field. A loads file is checked for as
+/// many cables as it lists; a session file is a session directory's.
+pub fn check_file(name: &str, path: &std::path::Path) -> crate::Result<String> {
+    use crate::error::Error;
+    let what = match name {
+        "rod" => {
+            let r = rod::Rod::from_file(path)?;
+            format!("a rod file: {} m, {} sections, {} cables, {} markers", r.length_m, r.section_lengths_m.len(), r.cables.len(), r.markers.len())
+        }
+        "rig" => {
+            let (r, _) = session::Rig::from_file(path)?;
+            format!("a rig file: {} devices", r.robots.len() + r.cameras.len() + r.ft300s.len() + r.ascii_sensors.len() + r.netfts.len())
+        }
+        "scene" => {
+            let s = sim::Scene::from_file(path)?;
+            format!("a scene file: {} s in steps of {} s", s.duration_s, s.step_s)
+        }
+        "loads" => {
+            let (file, _): (identify::sessions::LoadsFile, String) = session::read_toml(path, "loads file")?;
+            file.validate(file.cables.len()).map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
+            "a loads file".to_string()
+        }
+        "identified" => {
+            identify::output::IdentifiedFile::read(path)?;
+            "an identified file".to_string()
+        }
+        "session" => {
+            let dir = path.parent().unwrap_or(path);
+            session::SessionMeta::read(dir)?.ok_or_else(|| Error::input(format!("{}: no session.toml", dir.display())))?;
+            "a session file".to_string()
+        }
+        other => return Err(Error::input(format!("{other}: no such file kind (one of {})", FILES.join(", ")))),
+    };
+    Ok(what)
+}
+
 /// The JSON schema of config file `name` (one of [`FILES`]).
 pub fn schema(name: &str) -> Option<schemars::Schema> {
     let mut value = raw_schema(name)?.to_value();

@@ -127,10 +127,16 @@ impl Table {
     pub fn rows_in_file(path: &Path) -> Result<usize, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        ParquetReader::new(file).num_rows().map_err(|e| rerr(e.to_string()))
+        fault::guard(|| ParquetReader::new(file).num_rows()).map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))
     }
 
     pub fn read(path: &Path) -> Result<Table, TableError> {
+        // The Parquet reader panics on some damaged footers ("thrift bool
+        // field"): a damaged file is an error naming it, not a crash.
+        fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))))
+    }
+
+    fn read_unguarded(path: &Path) -> Result<Table, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
         let mut reader = ParquetReader::new(file);
