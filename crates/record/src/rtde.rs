@@ -800,9 +800,11 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, counters: (&Coun
                 }
                 // A rate the controller cannot serve makes the recipe invalid.
                 let max = cfg.controller.rate_hz();
-                let rate_ok = asked > 0.0 && asked <= max;
+                // UR's RTDE: 1 Hz to the controller's rate (a rate of 1e-300
+                // Hz once wedged the emulator for every later client).
+                let rate_ok = (1.0..=max).contains(&asked);
                 if !rate_ok {
-                    write_package(&mut w, TEXT_MESSAGE, &emulator_text(&format!("output frequency {asked} Hz is not in (0, {max}]"), MessageLevel::Error))?;
+                    write_package(&mut w, TEXT_MESSAGE, &emulator_text(&format!("output frequency {asked} Hz is not in [1, {max}]"), MessageLevel::Error))?;
                 }
                 frequency_hz = asked;
                 recipe_id = if all_found && rate_ok && !recipe.is_empty() { next_id } else { 0 };
