@@ -210,7 +210,9 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     let ft_rows = table("ft300");
     let counter: Vec<i64> = ft_rows.f64("mz_nm").unwrap().iter().map(|m| (m * 1000.0).round() as i64).collect();
     assert!(counter.windows(2).all(|w| w[1] == (w[0] + 1) % 30_000), "every FT 300 frame, in order");
-    assert!(ft_rows.height() > 2000, "{} FT 300 rows in 22 s at 100 Hz", ft_rows.height());
+    // The camera's file ends at 20 s; the others record on to 22 s (a
+    // device that ends well does not stop the recording).
+    assert!(ft_rows.height() > 2150, "{} FT 300 rows in 22 s at 100 Hz", ft_rows.height());
     let seq = table("load_cell").f64("seq").unwrap();
     assert!(seq.windows(2).all(|w| w[1] == w[0] + 1.0) && seq.len() > 10_000, "every line at 500 Hz: {}", seq.len());
     let frames = table("camera").f64("frame").unwrap();

@@ -111,6 +111,20 @@ fn join_devices(threads: Vec<std::thread::JoinHandle<Result<()>>>, statuses: &[(
     failure
 }
 
+/// Starts a device's recorder thread; `failed` gains its flag, set when
+/// the thread ends with an error.
+fn spawn_device(failed: &mut Vec<Arc<AtomicBool>>, run: impl FnOnce() -> Result<()> + Send + 'static) -> std::thread::JoinHandle<Result<()>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    failed.push(flag.clone());
+    std::thread::spawn(move || {
+        let result = run();
+        if result.is_err() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        result
+    })
+}
+
 /// Records until `req.stop` is set or `req.duration_s` has passed.
 pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording> {
     let rig = req.rig;
@@ -164,12 +178,14 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
 
     let stop = req.stop.clone();
     let mut threads: Vec<std::thread::JoinHandle<Result<()>>> = vec![];
+    // Per device thread: it ended with an error.
+    let mut failed: Vec<Arc<AtomicBool>> = vec![];
     let mut statuses: Vec<(String, Arc<Status>)> = vec![];
     for r in record::rig::robot_configs(rig) {
         let status = Arc::new(Status::default());
         statuses.push((r.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
-        threads.push(std::thread::spawn(move || robot::record(&r, &dir, clock, s, status).map_err(Error::from)));
+        threads.push(spawn_device(&mut failed, move || robot::record(&r, &dir, clock, s, status).map_err(Error::from)));
     }
     for (cfg, capture, reported) in cameras {
         let status = Arc::new(Status::default());
@@ -178,19 +194,19 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
         }
         statuses.push((cfg.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
-        threads.push(std::thread::spawn(move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(Error::from)));
+        threads.push(spawn_device(&mut failed, move || record::camera::record(&cfg, capture, &dir, clock, s, status).map_err(Error::from)));
     }
     for (cfg, cal) in netfts {
         let status = Arc::new(Status::default());
         statuses.push((cfg.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
-        threads.push(std::thread::spawn(move || record::netft::record(&cfg, cal, &dir, clock, s, status).map_err(Error::from)));
+        threads.push(spawn_device(&mut failed, move || record::netft::record(&cfg, cal, &dir, clock, s, status).map_err(Error::from)));
     }
     for (cfg, sensor, port) in serial_ports {
         let status = Arc::new(Status::default());
         statuses.push((cfg.name.clone(), status.clone()));
         let (s, dir) = (stop.clone(), out.to_path_buf());
-        threads.push(std::thread::spawn(move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(Error::from)));
+        threads.push(spawn_device(&mut failed, move || serial::record(&cfg, sensor, port, &dir, clock, s, status).map_err(Error::from)));
     }
     // The view reads the recorders' taps (its address was taken above).
     let view = match bound_view {
@@ -216,15 +232,16 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     let task = progress.task("record", None);
     let mut last_rows: Vec<u64> = vec![0; statuses.len()];
     let mut last_t = Instant::now();
-    // A device whose thread ended by itself failed (its stream could not
-    // be written, say): the recording stops at once, not at its end.
+    // A device whose thread failed (its stream could not be written, say)
+    // stops the recording at once, not at its end. A device that ended
+    // well (a camera's file played to its end) leaves the others running.
     let mut ended_early: Option<(usize, f64)> = None;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         if req.duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
             stop.store(true, Ordering::Relaxed);
         }
-        if let Some(k) = threads.iter().position(|t| t.is_finished()) {
+        if let Some(k) = failed.iter().position(|f| f.load(Ordering::Relaxed)) {
             ended_early = Some((k, clock.now_ns() as f64 * 1e-9));
             stop.store(true, Ordering::Relaxed);
         }
