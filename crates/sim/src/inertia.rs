@@ -1,14 +1,24 @@
 //! Inertia of the rod as a term: mass and rotary inertia at the Gauss
 //! points of every constant-strain segment (the same 4-point rule as the
-//! stiffness), integrated by backward Euler on each point's own motion:
+//! stiffness), integrated on each point's own motion. Implicit Euler (the
+//! default):
 //!
 //! ```text
-//!   translation (world):  F = -m (p_k - p_{k-1} - h v_{k-1}) / h^2
-//!   rotation (body):      tau = -(I (w_k - w_{k-1}) / h + w_k x I w_k),
-//!                         w_k = log(R_{k-1}^T R_k) / h
+//!   translation (world):  F = -m a_k,   a_k = (v_k - v_{k-1}) / h,  v_k = (p_k - p_{k-1}) / h
+//!   rotation (body):      tau = -(I al_k + w_k x I w_k),
+//!                         al_k = (w_k - w_{k-1}) / h,  w_k = log(R_{k-1}^T R_k) / h
 //! ```
 //!
-//! mapped to the strains by `J^T` like any other load. The generalised
+//! or BDF2, second order, with `v_k = (3 d_k - d_{k-1}) / 2h` (d the step's
+//! displacement or body rotation) and `a_k = (3 v_k - 4 v_{k-1} + v_{k-2}) / 2h`.
+//! Implicit Euler damps a mode of frequency w by about w h / 2 of critical
+//! (robust with contact); BDF2 by about (w h)^3 / 4, so a ring-down in air
+//! keeps the damping the material has (what `identify --dynamic` fits).
+//! BDF2 starts, and starts again after a change of step, with one Euler step.
+//!
+//! Each point's force is mapped to the strains by `J^T` like any other load.
+//! A hung mass is one more point of the same kind, rigidly attached at its
+//! offset from a joint (translation only: a point mass). The generalised
 //! mass matrix `M(q) = sum J^T Mcal J` is the leading part of this term's
 //! tangent (times 1/h^2), and the Coriolis and centrifugal forces are in
 //! the points' exact accelerations (`J qdd + Jdot qd` to first order).
@@ -17,6 +27,62 @@ use lie::{skew, Mat3, Mat6, Vec3, Vec6};
 use rod::model::GAUSS4;
 use rod::terms::{point_force_tangent, Attach, Sink, State, Term};
 use rod::Model;
+
+/// The time integration of the inertia.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Integrator {
+    /// First order; damps a mode by about w h / 2 of critical.
+    #[default]
+    ImplicitEuler,
+    /// Second order (backward differences of two steps); damps a mode by
+    /// about (w h)^3 / 4 of critical.
+    Bdf2,
+}
+
+/// A point's motion history: the last step's velocity and the one
+/// before, and the last step's displacement (world, or body rotation).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct History {
+    /// Velocity at the end of the last step.
+    pub now: Vec3,
+    /// Velocity at the end of the step before.
+    pub before: Vec3,
+    /// The last step's displacement \[m\] or body rotation \[rad\].
+    pub step: Vec3,
+}
+
+impl History {
+    /// A history at rest.
+    fn rest() -> History {
+        History::default()
+    }
+
+    /// Velocity and acceleration at the end of a step of `h` that moves by
+    /// `d`, and their derivatives with respect to `d` (scalars).
+    fn rates(&self, d: &Vec3, h: f64, bdf2: bool) -> (Vec3, Vec3, f64, f64) {
+        if bdf2 {
+            let v = (d * 3.0 - self.step) / (2.0 * h);
+            let a = (v * 3.0 - self.now * 4.0 + self.before) / (2.0 * h);
+            (v, a, 1.5 / h, 2.25 / (h * h))
+        } else {
+            let v = d / h;
+            (v, (v - self.now) / h, 1.0 / h, 1.0 / (h * h))
+        }
+    }
+
+    /// After a step of `h` that moved by `d`.
+    fn advance(&mut self, d: Vec3, h: f64, bdf2: bool) {
+        let (v, _, _, _) = self.rates(&d, h, bdf2);
+        self.before = self.now;
+        self.now = v;
+        self.step = d;
+    }
+
+    /// A rigid motion's velocity, as if it had been moving so for ever.
+    fn moving(v: Vec3, h: f64) -> History {
+        History { now: v, before: v, step: v * h }
+    }
+}
 
 /// One inertia point and its motion at the end of the last step.
 #[derive(Clone, Debug)]
@@ -29,16 +95,34 @@ pub struct InertiaPoint {
     pub rotary_kg_m2: Vec3,
     pub pos_m: Vec3,
     pub rot: Mat3,
-    pub vel_m_s: Vec3,
-    /// Body frame.
-    pub omega_rad_s: Vec3,
+    /// Velocity \[m/s\] (world).
+    pub linear: History,
+    /// Angular velocity \[rad/s\] (body).
+    pub angular: History,
+}
+
+/// A point mass rigidly attached to joint `joint`'s frame at
+/// `offset_body_m`, and its motion at the end of the last step.
+#[derive(Clone, Debug)]
+pub struct MassPoint {
+    pub joint: usize,
+    pub offset_body_m: Vec3,
+    pub mass_kg: f64,
+    pub pos_m: Vec3,
+    pub linear: History,
 }
 
 /// The inertia term for one step of length `h_s`.
 #[derive(Clone, Debug)]
 pub struct Inertia {
     pub points: Vec<InertiaPoint>,
+    /// Point masses (hung masses), translation only.
+    pub masses: Vec<MassPoint>,
     pub h_s: f64,
+    pub integrator: Integrator,
+    /// The length of the last step taken, when the history spans two steps
+    /// of it (BDF2 can use it); `None` at the start.
+    history_h_s: Option<f64>,
 }
 
 /// `log` of a rotation as a rotation vector and the inverse right Jacobian
@@ -71,40 +155,80 @@ impl Inertia {
                     rotary_kg_m2: Vec3::new(d[0], d[1], d[2]) * w,
                     pos_m: ip.pose.pos,
                     rot: ip.pose.rot,
-                    vel_m_s: Vec3::zeros(),
-                    omega_rad_s: Vec3::zeros(),
+                    linear: History::rest(),
+                    angular: History::rest(),
                 });
             }
         }
-        Inertia { points, h_s }
+        Inertia { points, masses: vec![], h_s, integrator: Integrator::ImplicitEuler, history_h_s: None }
     }
 
+    /// With point masses `(joint, offset in its frame, mass)` at rest at
+    /// configuration `q`.
+    pub fn with_masses(mut self, model: &Model, q: &nalgebra::DVector<f64>, masses: &[(usize, Vec3, f64)]) -> Inertia {
+        let frames = model.frames(q);
+        self.masses = masses
+            .iter()
+            .map(|&(joint, offset_body_m, mass_kg)| MassPoint {
+                joint,
+                offset_body_m,
+                mass_kg,
+                pos_m: frames.joints[joint].transform_point(&offset_body_m),
+                linear: History::rest(),
+            })
+            .collect();
+        self
+    }
+
+    /// Integrated by `integrator`.
+    pub fn with_integrator(mut self, integrator: Integrator) -> Inertia {
+        self.integrator = integrator;
+        self
+    }
+
+    /// BDF2 this step: asked for, and the history has two steps of this length.
+    fn bdf2(&self) -> bool {
+        self.integrator == Integrator::Bdf2 && self.history_h_s.is_some_and(|h| (h - self.h_s).abs() <= 1e-12 * self.h_s)
+    }
+
+    /// The rod's mass and the point masses' \[kg\].
     pub fn mass_kg(&self) -> f64 {
-        self.points.iter().map(|p| p.mass_kg).sum()
+        self.points.iter().map(|p| p.mass_kg).sum::<f64>() + self.masses.iter().map(|m| m.mass_kg).sum::<f64>()
     }
 
     /// Kinetic energy of the points' last velocities \[J\].
     pub fn kinetic_energy_j(&self) -> f64 {
-        self.points.iter().map(|p| 0.5 * p.mass_kg * p.vel_m_s.norm_squared() + 0.5 * p.omega_rad_s.component_mul(&p.rotary_kg_m2).dot(&p.omega_rad_s)).sum()
+        self.points
+            .iter()
+            .map(|p| 0.5 * p.mass_kg * p.linear.now.norm_squared() + 0.5 * p.angular.now.component_mul(&p.rotary_kg_m2).dot(&p.angular.now))
+            .sum::<f64>()
+            + self.masses.iter().map(|m| 0.5 * m.mass_kg * m.linear.now.norm_squared()).sum::<f64>()
     }
 
     /// Linear momentum of the points [kg m/s].
     pub fn momentum(&self) -> Vec3 {
-        self.points.iter().map(|p| p.vel_m_s * p.mass_kg).sum()
+        self.points.iter().map(|p| p.linear.now * p.mass_kg).sum::<Vec3>() + self.masses.iter().map(|m| m.linear.now * m.mass_kg).sum::<Vec3>()
     }
 
     /// Sets the points' state from a step just taken to configuration `q`.
     pub fn advance(&mut self, model: &Model, q: &nalgebra::DVector<f64>) {
         let frames = model.frames(q);
-        let h = self.h_s;
+        let (h, bdf2) = (self.h_s, self.bdf2());
         for p in &mut self.points {
             let g = model.interior_point(&frames, p.segment, p.s_m, false).pose;
             let (phi, _) = so3_log_and_jr_inv(&(p.rot.transpose() * g.rot));
-            p.vel_m_s = (g.pos - p.pos_m) / h;
-            p.omega_rad_s = phi / h;
+            p.linear.advance(g.pos - p.pos_m, h, bdf2);
+            p.angular.advance(phi, h, bdf2);
             p.pos_m = g.pos;
             p.rot = g.rot;
         }
+        for m in &mut self.masses {
+            let p = frames.joints[m.joint].transform_point(&m.offset_body_m);
+            m.linear.advance(p - m.pos_m, h, bdf2);
+            m.pos_m = p;
+        }
+        // The next step may use two steps of history when it is as long.
+        self.history_h_s = Some(h);
     }
 
     /// Velocities from a rigid motion (twist `[w; v]` in the world frame,
@@ -112,9 +236,13 @@ impl Inertia {
     pub fn set_rigid_velocity(&mut self, twist: &Vec6) {
         let w = lie::angular(twist);
         let v = lie::linear(twist);
+        let h = self.h_s;
         for p in &mut self.points {
-            p.vel_m_s = v + w.cross(&p.pos_m);
-            p.omega_rad_s = p.rot.transpose() * w;
+            p.linear = History::moving(v + w.cross(&p.pos_m), h);
+            p.angular = History::moving(p.rot.transpose() * w, h);
+        }
+        for m in &mut self.masses {
+            m.linear = History::moving(v + w.cross(&m.pos_m), h);
         }
     }
 }
@@ -129,33 +257,39 @@ impl Term for Inertia {
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
-        let h = self.h_s;
-        let h2 = h * h;
+        let (h, bdf2) = (self.h_s, self.bdf2());
         for pt in &self.points {
             let ip = s.model.interior_point(s.frames, pt.segment, pt.s_m, sink.wants_tangent());
             let p = ip.pose.pos;
             let r = ip.pose.rot;
-            let k = pt.mass_kg / h2;
-            let force = -(p - pt.pos_m - pt.vel_m_s * h) * k;
-            // Rotation: body angular velocity over the step.
+            let (_, a, _, da_dp) = pt.linear.rates(&(p - pt.pos_m), h, bdf2);
+            let k = pt.mass_kg * da_dp;
+            let force = -a * pt.mass_kg;
+            // Rotation: body angular velocity and acceleration over the step.
             let (phi, jr_inv) = so3_log_and_jr_inv(&(pt.rot.transpose() * r));
-            let w = phi / h;
+            let (w, alpha, dw_dphi, dalpha_dphi) = pt.angular.rates(&phi, h, bdf2);
             let inertia = Mat3::from_diagonal(&pt.rotary_kg_m2);
             let iw = inertia * w;
-            let tau_body = -(inertia * (w - pt.omega_rad_s) / h + w.cross(&iw));
+            let tau_body = -(inertia * alpha + w.cross(&iw));
             let moment = r * tau_body;
             let wrench = lie::stack(&(p.cross(&force) + moment), &force);
             let t = sink.wants_tangent().then(|| {
                 let mut t: Mat6 = point_force_tangent(&p, &force, Some(&(Mat3::identity() * k)));
                 // Follower moment turning with the section, and its
                 // dependence on w through d(phi) = J_r^-1 R^T d(theta).
-                let dw = (inertia / h + skew(&w) * inertia - skew(&iw)) * jr_inv / h;
+                let dw = (inertia * dalpha_dphi + (skew(&w) * inertia - skew(&iw)) * dw_dphi) * jr_inv;
                 let rot_block = skew(&moment) + r * dw * r.transpose();
                 let mut top = t.fixed_view_mut::<3, 3>(0, 0);
                 top += rot_block;
                 t
             });
             sink.wrench(Attach::Interior(&ip), wrench, t);
+        }
+        for m in &self.masses {
+            let p = s.frames.joints[m.joint].transform_point(&m.offset_body_m);
+            let (_, a, _, da_dp) = m.linear.rates(&(p - m.pos_m), h, bdf2);
+            let force = -a * m.mass_kg;
+            sink.point_force(Attach::Joint(m.joint), &p, &force, &Vec3::zeros(), Some(&(Mat3::identity() * (m.mass_kg * da_dp))));
         }
     }
 }
@@ -167,30 +301,40 @@ mod tests {
     use rod::{Material, Rod};
 
     /// The inertia term's tangent is the Jacobian of its residual (central
-    /// differences), with moving previous states, fixed and floating base.
+    /// differences), with moving previous states, fixed and floating base,
+    /// implicit Euler and BDF2, a point mass at an offset included.
     #[test]
     fn inertia_tangent_matches_finite_differences() {
         let mut rod = Rod::uniform_cylinder(0.3, 0.01, Material { e_pa: 1e6, g_pa: 3.5e5, rho_kg_m3: 1200.0 }, 2);
         rod.subsegments_per_section = 2;
         rod.cross_section = rod::CrossSection::round(rod::Profile::Linear { base_m: 0.012, tip_m: 0.006 }, rod.cross_section.body);
-        for floating in [false, true] {
+        for (floating, bdf2) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut model = Model::new(&rod, &[]);
             if floating {
                 model = model.with_floating_base();
             }
             let n = model.n_dof();
             let q0 = DVector::from_fn(n, |i, _| 0.3 * ((i * 7 % 11) as f64 / 11.0 - 0.5));
-            let mut inertia = Inertia::new(&model, &q0, 0.01);
+            // A hung mass on the tip face's edge among them.
+            let tip = model.n_joints() - 1;
+            let mut inertia = Inertia::new(&model, &q0, 0.01).with_masses(&model, &q0, &[(tip, Vec3::new(0.0, 0.01, 0.02), 0.05)]);
             // Give the points some motion history.
             let q1 = DVector::from_fn(n, |i, _| 0.3 * ((i * 5 % 13) as f64 / 13.0 - 0.5));
             inertia.advance(&model, &q1);
+            if bdf2 {
+                // Two steps of history.
+                inertia = inertia.with_integrator(Integrator::Bdf2);
+                let q2 = DVector::from_fn(n, |i, _| 0.3 * ((i * 2 % 9) as f64 / 9.0 - 0.5));
+                inertia.advance(&model, &q2);
+                assert!(inertia.bdf2());
+            }
             let q = DVector::from_fn(n, |i, _| 0.3 * ((i * 3 % 7) as f64 / 7.0 - 0.5));
             let a = rod::terms::assemble(&model, &q, &[&inertia], true);
             let h = a.tangent.unwrap();
             let fd = rod::terms::residual_jacobian_by_differences(&model, &q, &[&inertia], 1e-7);
             for i in 0..n {
                 let err = (h.column(i) - fd.column(i)).amax();
-                assert!(err < 1e-5 * h.amax(), "floating {floating}, dof {i}: {err:.3e} of {:.3e}", h.amax());
+                assert!(err < 1e-5 * h.amax(), "floating {floating}, bdf2 {bdf2}, dof {i}: {err:.3e} of {:.3e}", h.amax());
             }
         }
     }

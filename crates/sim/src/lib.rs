@@ -18,5 +18,6 @@ pub mod scene;
 pub mod simulator;
 
 pub use contact::{ContactState, Law, Plane};
-pub use scene::{BaseSpec, LoadSpec, Mode, NormalCompliance, Scene};
+pub use inertia::Integrator;
+pub use scene::{BaseSpec, LoadSpec, Mode, NormalCompliance, Scene, Start};
 pub use simulator::{BaseMotion, ContactRecord, SimError, Simulator, StepRecord};

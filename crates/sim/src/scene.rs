@@ -42,6 +42,16 @@ pub enum Initial {
     Static,
 }
 
+/// Where a session's replay starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The session's first base sample.
+    Session,
+    /// The release found by a motion-capture import (session.toml's
+    /// `release_s`), from rest in the rod-file shape.
+    Release,
+}
+
 /// Where contact is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContactPoints {
@@ -92,6 +102,11 @@ pub enum LoadSpec {
     /// world, `kind = "point_force"`) or a follower (`force_n` in the
     /// section's frame, turning with it, `kind = "follower_force"`).
     PointForce { arc_m: f64, offset_body_m: Vec3, force_n: Vec3, follower: bool, start_s: f64, end_s: f64 },
+    /// A mass hung at arc length `arc_m`, at `offset_body_m` from the
+    /// centre line in that section's frame (a hook on the tip face's top
+    /// edge): its weight always, and in a dynamic scene its inertia, as a
+    /// point rigidly attached to the section (rotary inertia neglected).
+    PointMass { arc_m: f64, offset_body_m: Vec3, mass_kg: f64 },
     /// A spring in the table plane from an anchor moving at constant
     /// velocity (starting at the point's initial position) to the point at
     /// `arc_m`.
@@ -139,6 +154,10 @@ pub struct Scene {
     /// The robot's base frame in the world (`T_world_robot`).
     pub world_from_robot: Pose,
     pub initial: Initial,
+    /// Where a session's replay starts (`[time] start`).
+    pub start: Start,
+    /// How inertia is integrated (`[time] integrator`).
+    pub integrator: crate::inertia::Integrator,
     pub contact_points: ContactPoints,
     pub law: Law,
     /// Alart-Curnier scale `r_n = r_t` \[N/m\]; `None`: automatic.
@@ -202,6 +221,10 @@ struct RawTime {
     duration_s: f64,
     /// "dynamic" (inertia and damping) or "quasi-static" (a sequence of equilibria).
     mode: String,
+    /// How inertia is integrated (dynamic mode): "implicit-euler" (first order; default: robust with contact, damps a mode of frequency w by about w h / 2 of critical) or "bdf2" (second order: a ring-down in air keeps the material's damping; use it to fit or check damping).
+    integrator: Option<String>,
+    /// Where a session's replay starts: "session" (its first sample; default) or "release" (the release a motion-capture import found after its reference window: from rest in the rod-file shape, the markers' held pose).
+    start: Option<String>,
 }
 
 /// A flat table: a half-space the rod cannot enter, with friction.
@@ -277,19 +300,21 @@ struct RawSolver {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawLoad {
-    /// "body_force" (spread over the rod), "point_force" (fixed direction), "follower_force" (turns with the section), "tow" (a spring pulled at a speed) or "cable" (a rod-file cable pulled with a tension).
+    /// "body_force" (spread over the rod), "point_force" (fixed direction), "follower_force" (turns with the section), "point_mass" (a hung mass: its weight and, in a dynamic scene, its inertia), "tow" (a spring pulled at a speed) or "cable" (a rod-file cable pulled with a tension).
     kind: String,
     /// body_force: the total force, spread over the rod's mass \[N\].
     total_force_n: Option<[f64; 3]>,
     /// point_force, follower_force: the force \[N\] (world frame; a follower's in the section frame at t = 0).
     force_n: Option<[f64; 3]>,
-    /// point_force, follower_force, tow: where along the rod \[m\] (tow: default 0, the base).
+    /// point_force, follower_force, point_mass, tow: where along the rod \[m\] (tow: default 0, the base).
     arc_m: Option<f64>,
+    /// point_mass: the mass \[kg\] (present for the whole run).
+    mass_kg: Option<f64>,
     /// tow: the speed of the spring's far end \[m/s\].
     velocity_m_s: Option<[f64; 3]>,
     /// tow: the spring's stiffness \[N/m\].
     stiffness_n_m: Option<f64>,
-    /// Point forces: `[y, z]` offset from the centre line in the section frame.
+    /// Point forces and masses: `[y, z]` offset from the centre line in the section frame.
     offset_m: Option<[f64; 2]>,
     /// cable: the name of one of the rod file's `[[cable]]`s.
     cable: Option<String>,
@@ -438,6 +463,23 @@ impl RawScene {
             Some("static") => Initial::Static,
             Some(other) => return Err(ConfigError::new(file, "initial", format!("unknown initial state '{other}' (rest or static)"))),
         };
+        let start = match self.time.start.as_deref() {
+            None | Some("session") => Start::Session,
+            Some("release") if initial == Initial::Static => {
+                return Err(ConfigError::new(
+                    file,
+                    "time.start",
+                    "a replay from the release starts at rest in the rod-file shape: initial = \"static\" does not go with it",
+                ))
+            }
+            Some("release") => Start::Release,
+            Some(other) => return Err(ConfigError::new(file, "time.start", format!("unknown start '{other}' (session or release)"))),
+        };
+        let integrator = match self.time.integrator.as_deref() {
+            None | Some("implicit-euler") => crate::inertia::Integrator::ImplicitEuler,
+            Some("bdf2") => crate::inertia::Integrator::Bdf2,
+            Some(other) => return Err(ConfigError::new(file, "time.integrator", format!("unknown integrator '{other}' (implicit-euler or bdf2)"))),
+        };
         let contact_points = match self.contact.points.as_deref() {
             None | Some("subsegments") => ContactPoints::Subsegments,
             Some("nodes") => ContactPoints::Nodes,
@@ -511,6 +553,14 @@ impl RawScene {
                     start_s: l.start_s,
                     end_s,
                 },
+                "point_mass" => LoadSpec::PointMass {
+                    arc_m: l.arc_m.ok_or_else(|| ConfigError::new(file, &field("arc_m"), "missing for kind = \"point_mass\""))?,
+                    offset_body_m: {
+                        let o = l.offset_m.unwrap_or([0.0; 2]);
+                        finite3(file, &field("offset_m"), [0.0, o[0], o[1]])?
+                    },
+                    mass_kg: positive(file, &field("mass_kg"), l.mass_kg.unwrap_or(f64::NAN))?,
+                },
                 "tow" => LoadSpec::Tow {
                     arc_m: l.arc_m.unwrap_or(0.0),
                     velocity_m_s: need3(l.velocity_m_s, "velocity_m_s")?,
@@ -536,7 +586,7 @@ impl RawScene {
                     return Err(ConfigError::new(
                         file,
                         &field("kind"),
-                        format!("unknown load '{other}' (body_force, point_force, follower_force, tow or cable)"),
+                        format!("unknown load '{other}' (body_force, point_force, follower_force, point_mass, tow or cable)"),
                     ))
                 }
             });
@@ -550,6 +600,8 @@ impl RawScene {
             base,
             world_from_robot,
             initial,
+            start,
+            integrator,
             contact_points,
             law,
             contact_scale_n_m,

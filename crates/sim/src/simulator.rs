@@ -247,6 +247,8 @@ pub struct Simulator {
     load_joints: Vec<Option<usize>>,
     tow_anchor0: Vec<Option<Vec3>>,
     mass_kg: f64,
+    /// Hung masses: (joint, offset in its frame \[m\], mass \[kg\]).
+    point_masses: Vec<(usize, Vec3, f64)>,
     step_index: usize,
     /// The most contact points found touching at once so far, and the
     /// warnings the run has to report (each once).
@@ -263,7 +265,7 @@ impl Simulator {
         let mut points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
         for l in &scene.loads {
             match l {
-                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } => {
+                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } | LoadSpec::PointMass { arc_m, .. } => {
                     if !(*arc_m >= 0.0 && *arc_m <= rod.length_m) {
                         return Err(SimError::Input(format!("load at arc_m = {arc_m} lies outside the rod [0, {}] m", rod.length_m)));
                     }
@@ -311,7 +313,16 @@ impl Simulator {
             }
         }
         let mass_kg = model.mass_kg();
-        let inertia = (scene.mode == Mode::Dynamic).then(|| Inertia::new(&model, &q, scene.step_s));
+        let point_masses: Vec<(usize, Vec3, f64)> = scene
+            .loads
+            .iter()
+            .filter_map(|l| match l {
+                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg } => Some((model.joint_at(*arc_m), *offset_body_m, *mass_kg)),
+                _ => None,
+            })
+            .collect();
+        let inertia = (scene.mode == Mode::Dynamic)
+            .then(|| Inertia::new(&model, &q, scene.step_s).with_masses(&model, &q, &point_masses).with_integrator(scene.integrator));
         let damping_tau_s = match rod.damping {
             None => 0.0,
             Some(rod::Damping::TimeConstant(t)) => t,
@@ -379,7 +390,7 @@ impl Simulator {
             .loads
             .iter()
             .map(|l| match l {
-                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } => Some(model.joint_at(*arc_m)),
+                LoadSpec::PointForce { arc_m, .. } | LoadSpec::Tow { arc_m, .. } | LoadSpec::PointMass { arc_m, .. } => Some(model.joint_at(*arc_m)),
                 LoadSpec::BodyForce { .. } | LoadSpec::Cable { .. } => None,
             })
             .collect::<Vec<_>>();
@@ -405,6 +416,7 @@ impl Simulator {
             load_joints,
             tow_anchor0,
             mass_kg,
+            point_masses,
             step_index: 0,
             most_active_contacts: 0,
             warnings: vec![],
@@ -496,7 +508,9 @@ impl Simulator {
         self.damping_tau_s = saved_tau;
         if let Some(i) = self.carry.inertia.as_mut() {
             // At rest in the settled shape.
-            *i = Inertia::new(&self.model, &self.carry.q, self.scene.step_s);
+            *i = Inertia::new(&self.model, &self.carry.q, self.scene.step_s)
+                .with_masses(&self.model, &self.carry.q, &self.point_masses)
+                .with_integrator(self.scene.integrator);
         }
         self.carry.q_prev = self.carry.q.clone();
         self.carry.older.clear();
@@ -698,6 +712,17 @@ impl Simulator {
                     });
                     point_joints.push(self.load_joints[k].expect("point load joint"));
                 }
+                // A hung mass's weight (its inertia is the inertia term's).
+                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg } => {
+                    point_loads.push(PointLoad {
+                        x_m: *arc_m,
+                        offset_body_m: *offset_body_m,
+                        force_n: self.scene.gravity_m_s2 * (*mass_kg * gravity_scale),
+                        moment_nm: Vec3::zeros(),
+                        follower: false,
+                    });
+                    point_joints.push(self.load_joints[k].expect("point mass joint"));
+                }
                 LoadSpec::Tow { velocity_m_s, stiffness_n_m, .. } => tows.push(TowSpring {
                     joint: self.load_joints[k].expect("tow joint"),
                     anchor_m: self.tow_anchor0[k].expect("anchor") + velocity_m_s * t_end,
@@ -870,7 +895,8 @@ impl Simulator {
                 tip_slide_m = (d - c.plane.normal * c.plane.normal.dot(&d)).norm();
             }
         }
-        let gravity_energy_j = -model.joint_mass_kg.iter().zip(&frames.joints).map(|(m, f)| m * model.rod.gravity_m_s2.dot(&f.pos)).sum::<f64>();
+        let gravity_energy_j = -model.joint_mass_kg.iter().zip(&frames.joints).map(|(m, f)| m * model.rod.gravity_m_s2.dot(&f.pos)).sum::<f64>()
+            - self.point_masses.iter().map(|(j, d, m)| m * model.rod.gravity_m_s2.dot(&frames.joints[*j].transform_point(d))).sum::<f64>();
         let qs = q.rows(0, ns);
         let elastic_energy_j = Elastic.energy(&State { model: &model, q: &q, frames: &frames, kinematics: None }).unwrap_or(0.0);
         let kinetic_energy_j = self.carry.inertia.as_ref().map_or(0.0, |i| i.kinetic_energy_j());
