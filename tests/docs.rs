@@ -67,10 +67,36 @@ fn blocks(text: &str, lang: &str) -> Vec<(bool, String)> {
     out
 }
 
+const BEGIN_COLUMNS: &str = "<!-- columns: generated from identify::data's INPUT_COLUMNS and MEASUREMENT_COLUMNS; tests/docs.rs fails when it is stale -->";
+const END_COLUMNS: &str = "<!-- end columns -->";
+
+/// The experiments page's column tables are the reader's own list, and
+/// its examples read as experiments.
+#[test]
+fn the_experiments_page_lists_the_readers_columns_and_its_examples_read() {
+    let path = page("experiments");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (inputs, measurements) = lab::reference::experiment_columns();
+    let table = format!("`inputs.csv`:\n\n{inputs}\n`measurements.csv`:\n\n{measurements}");
+    let (Some(a), Some(b)) = (text.find(BEGIN_COLUMNS), text.find(END_COLUMNS)) else { panic!("{}: no generated column tables", path.display()) };
+    if text[a + BEGIN_COLUMNS.len()..b].trim() != table.trim() {
+        assert!(std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1"), "{}: stale column tables; RODLAB_BLESS=1 cargo test --test docs rewrites them", path.display());
+        std::fs::write(&path, format!("{}{BEGIN_COLUMNS}\n{table}{END_COLUMNS}{}", &text[..a], &text[b + END_COLUMNS.len()..])).unwrap();
+    }
+    let csv = blocks(&text, "csv");
+    assert_eq!(csv.len(), 2, "an inputs.csv and a measurements.csv example");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inputs.csv"), &csv[0].1).unwrap();
+    std::fs::write(dir.path().join("measurements.csv"), &csv[1].1).unwrap();
+    let experiments = identify::data::read_experiments(dir.path(), 2).unwrap();
+    assert_eq!(experiments.len(), 2);
+    assert!((experiments[1].tip_force_offset_body_m.z - 0.015).abs() < 1e-12);
+}
+
 #[test]
 fn every_reference_example_parses() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["rod", "rig", "scene", "loads"] {
+    for name in ["rod", "rig", "scene", "loads", "map", "markers", "camera"] {
         let text = std::fs::read_to_string(page(name)).unwrap();
         let examples = blocks(&text, "toml");
         assert!(!examples.is_empty(), "{name}.md has no TOML example");
@@ -81,6 +107,7 @@ fn every_reference_example_parses() {
                 "rod" => rod::Rod::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "rig" => session::Rig::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "scene" => sim::Scene::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
+                "map" | "markers" | "camera" => lab::reference::check_file(name, &file).map(|_| ()).map_err(|e| e.to_string()),
                 _ => toml::from_str::<identify::sessions::LoadsFile>(toml).map(|_| ()).map_err(|e| e.to_string()),
             };
             assert!(parsed.is_ok(), "docs/reference/{name}.md example {k}: {}", parsed.unwrap_err());

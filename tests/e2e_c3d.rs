@@ -54,18 +54,6 @@ fn hung_scene(kg: f64, base: Option<&Pose>) -> String {
     )
 }
 
-/// Gaussian noise from a small LCG (Box-Muller), reproducible.
-struct Noise(u64);
-impl Noise {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self, sd: f64) -> f64 {
-        sd * (-2.0 * self.uniform().ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
-
 /// One trial, simulated (the beam swings after the mass is let go and
 /// settles), seen at 100 Hz with 0.1 mm of tracking noise; marker 3
 /// missing from 3.0 to 3.3 s and the tip's marker 0 from 0.3 to 0.5 s.
@@ -331,7 +319,7 @@ fn bad_c3d_files_and_maps_exit_2_with_one_line() {
         (map_text("+z").replace("\"Beam:Mid\" = 3", "\"Beam:Mid\" = 1"), "markers: marker 1 is named twice (\"Beam:Mid\" and \"Beam:TipRight\")"),
         (map_text("+z").replace("\"Beam:Mid\" = 3", "\"Beam:Mid\" = 7"), "markers.\"Beam:Mid\": marker 7, but the rod file has 4 markers"),
         (map_text("+z").replace("[-0.01, 0.0, -0.03]", "[-0.01, 0.0, 0.03]"), "base.positions_m: the cluster's markers lie on a line"),
-        (map_text("+z").replace("up = \"+z\"", "up = \"+x\""), "world.up: '+x'"),
+        (map_text("+z").replace("up = \"+z\"", "up = \"up\""), "world.up: 'up'"),
         (map_text("+z") + "position_m = [0.0, 0.0, 0.0]\n", "base: give a clamp cluster"),
         (map_text("+z").replace("\"Beam:Mid\" = 3", "\"Beam:Mid\" = 3\n\"Beam:Mid\" = 2"), "map.toml: line"),
     ];

@@ -115,6 +115,8 @@ fn config_files_mutated_are_parsed_or_refused_naming_the_field() {
     }
     files.push(("loads", root().join("configs/loads.toml")));
     files.push(("loads", root().join("configs/loads-cable-cells.toml")));
+    files.push(("map", root().join("datasets/mocap-beam/z-up-map.toml")));
+    files.push(("markers", root().join("configs/markers.toml")));
     let values = ["-1", "0", "1e308", "-1e308", "nan", "inf", "1e-300", "\"x\"", "[]", "[1, 2]", "18446744073709551616", "true", "{}"];
     for case in 0..15 * files.len() * scale() {
         let (kind, path) = &files[case % files.len()];

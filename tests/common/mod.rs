@@ -139,3 +139,17 @@ impl Drop for PtyPair {
         let _ = self.child.wait();
     }
 }
+
+/// Gaussian noise from a small LCG (Box-Muller), reproducible.
+pub struct Noise(pub u64);
+
+impl Noise {
+    pub fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    pub fn gauss(&mut self, sd: f64) -> f64 {
+        sd * (-2.0 * self.uniform().ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
+    }
+}

@@ -2,12 +2,13 @@
 marker tracks given in the world frame in metres (JSON on stdin), as a
 motion-capture system would export them:
 
-  {"path": "...", "rate_hz": 100, "units": "mm" | "m", "up": "+z" | "+y",
+  {"path": "...", "rate_hz": 100, "units": "mm" | "m", "up": "+z" | "+y" | "given",
    "format": "float" | "integer", "analog_channels": 0,
    "labels": ["Beam:Tip1", ...],
    "frames": [[[x, y, z] or null, ...], ...]}
 
-Conventions: "+y" up is OptiTrack's (mocap = (x_w, z_w, -y_w)); a missing
+Conventions: "+y" up is OptiTrack's (mocap = (x_w, z_w, -y_w)); "given":
+the tracks are in the mocap's frame already (a lab's own axes); a missing
 sample is written as the C3D standard's invalid point (residual -1,
 coordinates zero); ANALOG:UNITS, SCALE and OFFSET are written per channel as the vendors do; "integer" stores scaled 16-bit integers (POINT:SCALE
 0.1 of the units); analog channels, when asked for, carry a sine at 10

@@ -809,12 +809,15 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
     }
 }
 
+/// The map file's fields, for the import commands' help.
+const MAP_HELP: &str = "The map file (TOML; docs/reference/map.md) names the rod's markers and the base:\n  [markers]                      # label in the file = the rod file's marker number\n  \"Beam:Tip1\" = 0\n  \"Beam:Tip2\" = 1\n  [world]\n  up = \"+z\"                       # the mocap's vertical axis: +x, -x, +y, -y, +z (default), -z; or rotation = [[..], [..], [..]]\n  [base]                         # a clamp cluster, positions in the rod's base frame [m] ...\n  labels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\n  positions_m = [[0.0, 0.03, 0.03], [0.0, -0.03, 0.03], [0.0, 0.0, -0.03]]\n  still = true                   # the clamp does not move: its mean pose, not each frame's noise\n  # ... or a fixed base in the world: position_m = [x, y, z], rpy_deg = [r, p, y]\n  [reference]\n  window_s = [0.0, 0.5]          # the rod held in its rod-file shape: each marker's place on the body measured there\n\nOne file: --out is the session. Several: one session per file under --out, named by the file.";
+
 #[derive(Subcommand)]
 pub enum ImportCommand {
     /// Motion-capture recordings (C3D, the export of Vicon, Qualisys, OptiTrack, ...) -> sessions that identify and validate read.
-    #[command(
-        after_help = "Examples:\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import c3d day1/*.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/day1\n  rodlab identify --rod configs/rod/rectangular-beam.toml --sessions sessions/day1/* --loads masses.toml --out fit\n\nThe map file (TOML) names the rod's markers and the base:\n  [markers]                      # C3D label = the rod file's marker index\n  \"Beam:Tip1\" = 0\n  \"Beam:Tip2\" = 1\n  [world]\n  up = \"+z\"                       # the mocap's vertical axis: \"+z\" (Vicon, Qualisys) or \"+y\" (OptiTrack)\n  [base]                         # a clamp cluster, positions in the rod's base frame [m] ...\n  labels = [\"Clamp:C1\", \"Clamp:C2\", \"Clamp:C3\"]\n  positions_m = [[0.0, 0.03, 0.03], [0.0, -0.03, 0.03], [0.0, 0.0, -0.03]]\n  still = true                   # the clamp does not move: its mean pose, not each frame's noise\n  # ... or a fixed base in the world: position_m = [x, y, z], rpy_deg = [r, p, y]\n\nOne file: --out is the session. Several: one session per file under --out, named by the file. Units (mm, cm, m) and the frame rate come from the file; invalid samples (negative residual, or all-zero points) stay missing. Analog channels are not imported."
-    )]
+    #[command(after_help = format!(
+        "Examples:\n  rodlab import c3d trial01.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import c3d day1/*.c3d --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/day1\n  rodlab identify --rod configs/rod/rectangular-beam.toml --sessions sessions/day1/* --loads masses.toml --out fit\n\n{MAP_HELP}\nUnits (mm, cm, m) and the frame rate come from the file; invalid samples (negative residual, or all-zero points) stay missing. Analog channels are not imported."
+    ))]
     C3d {
         /// C3D files, one session each.
         #[arg(required = true)]
@@ -829,37 +832,80 @@ pub enum ImportCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Motion-capture trajectories as tables (Qualisys TSV, OptiTrack Motive CSV, Vicon Nexus CSV, or a plain CSV whose columns the map's [table] names) -> sessions, as import c3d makes them.
+    #[command(after_help = format!(
+        "Examples:\n  rodlab import table trial01.tsv --rod configs/rod/rectangular-beam.toml --map mocap-map.toml --out sessions/beam01\n  rodlab import table take*.csv --rod rod.toml --map motive-map.toml --out sessions/day1\n\nThe format is read from the file's first line: NO_OF_FRAMES (Qualisys TSV, mm), Format Version (Motive CSV, its Length Units), Trajectories (Vicon Nexus CSV, its units row); anything else is a plain CSV, whose map names its columns:\n  [table]\n  time = \"t_s\"                    # or rate_hz = 100\n  units = \"mm\"\n  marker_columns = \"{{label}}_{{axis}}\"   # Tip1_x, Tip1_y, Tip1_z\n  [table.base_pose]              # optional, instead of [base]\n  position = [\"base_x\", \"base_y\", \"base_z\"]\n  rotation = \"quaternion\"        # w, x, y, z; or \"rotation_vector\", or \"euler\" with euler_order and euler_degrees\n  rotation_columns = [\"qw\", \"qx\", \"qy\", \"qz\"]\n\n{MAP_HELP}"
+    ))]
+    Table {
+        /// Trajectory files, one session each.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The rod file (its markers are what the map's indices name).
+        #[arg(long)]
+        rod: PathBuf,
+        /// The map file: labels to markers, vertical axis, base, and a plain CSV's columns.
+        #[arg(long)]
+        map: PathBuf,
+        /// The session directory (one file), or the directory of the sessions (several).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
-    match cmd {
-        ImportCommand::C3d { files, rod, map, out } => {
-            let rod = lab::read_rod(&rod, None, None)?;
-            let map = lab::c3d::MocapMap::read(&map, rod.markers.len())?;
-            for s in lab::c3d::import_files(&files, &map, &out, progress)? {
-                let missing: Vec<String> = s.missing.iter().filter(|m| m.2 > 0).map(|(l, k, n)| format!("{l} (marker {k}) {n}")).collect();
-                println!(
-                    "wrote {}: {} frames at {} Hz ({}), {} markers{}; base in {} frames{}",
-                    s.session.display(),
-                    s.frames,
-                    s.rate_hz,
-                    s.units,
-                    s.missing.len(),
-                    if missing.is_empty() { String::new() } else { format!(", missing samples: {}", missing.join(", ")) },
-                    s.base_frames,
-                    if s.base_rms_m > 0.0 { format!(" (cluster fit RMS {:.3} mm)", s.base_rms_m * 1e3) } else { String::new() }
-                );
-                if let Some((d, a)) = s.base_spread {
-                    println!("  a still clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
-                }
-                for w in &s.warnings {
-                    println!("  warning: {w}");
-                }
-                if !s.unused_labels.is_empty() {
-                    println!("  labels not in the map (not imported): {}", s.unused_labels.join(", "));
-                }
-            }
-            Ok(())
+    let (files, rod, map, out, table) = match cmd {
+        ImportCommand::C3d { files, rod, map, out } => (files, rod, map, out, false),
+        ImportCommand::Table { files, rod, map, out } => (files, rod, map, out, true),
+    };
+    let rod = lab::read_rod(&rod, None, None)?;
+    let map = lab::c3d::MocapMap::read(&map, rod.markers.len())?;
+    let read = |f: &std::path::Path| if table { lab::mocap_tables::read_table(f, &map) } else { lab::c3d::read_c3d(f) };
+    for s in lab::c3d::import_files(&files, &map, &rod, &out, &read, progress)? {
+        let missing: Vec<String> = s.missing.iter().filter(|m| m.2 > 0).map(|(l, k, n)| format!("{l} (marker {k}) {n}")).collect();
+        println!(
+            "wrote {}: {} frames at {} Hz ({}), {} markers{}; base in {} frames{}",
+            s.session.display(),
+            s.frames,
+            s.rate_hz,
+            s.units,
+            s.missing.len(),
+            if missing.is_empty() { String::new() } else { format!(", missing samples: {}", missing.join(", ")) },
+            s.base_frames,
+            if s.base_rms_m > 0.0 { format!(" (cluster fit RMS {:.3} mm)", s.base_rms_m * 1e3) } else { String::new() }
+        );
+        if let Some((d, a)) = s.base_spread {
+            println!("  a still clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
+        }
+        for w in &s.warnings {
+            println!("  warning: {w}");
+        }
+        if !s.unused_labels.is_empty() {
+            println!("  labels not in the map (not imported): {}", s.unused_labels.join(", "));
+        }
+        for m in &s.markers_on_body {
+            println!(
+                "  marker {} (\"{}\") on the body: {:.2} mm from its design position, spread {:.3} mm over {} frames of the reference window",
+                m.marker,
+                m.label,
+                m.design_distance_m * 1e3,
+                m.spread_m * 1e3,
+                m.samples
+            );
+        }
+        if !s.markers_on_body.is_empty() {
+            println!("  the rod's base as the held pose registers it: turned {:.1} mrad from the rod file's mount in the clamp's frame", s.held_turn_rad * 1e3);
+        }
+        match &s.release {
+            Some(r) => println!(
+                "  released at t = {:.3} s (the onset of \"{}\"'s departure, beyond {}x its noise from {:.3} s)",
+                r.t_s,
+                r.label,
+                lab::c3d::RELEASE_NOISE_FACTOR,
+                r.detected_s
+            ),
+            None if !s.markers_on_body.is_empty() => println!("  no release: the markers stay in their held pose after the reference window"),
+            None => {}
         }
     }
+    Ok(())
 }

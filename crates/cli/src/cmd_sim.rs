@@ -55,6 +55,7 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
         duration_s: a.duration_s,
         out: &a.out,
         damaged: session::Damaged::Skip,
+        hung_masses: None,
     };
     let done = lab::simulate::run(&job, progress)?;
     if let Some(from) = &done.frames_from {

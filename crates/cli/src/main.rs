@@ -62,7 +62,7 @@ enum Command {
     Import(cmd_lab::ImportCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.
     PaperTable(cmd_model::PaperArgs),
-    /// The JSON schema of a config file (rod, rig, scene, loads, identified, session), for editors' TOML language servers.
+    /// The JSON schema of a config file (rod, rig, scene, loads, identified, session, map, markers, camera), for editors' TOML language servers.
     #[command(
         after_help = "Examples:\n  rodlab schema rod > rod.schema.json\n  rodlab schema rig --reference   # the field table of docs/reference/rig.md\n\nWith taplo (Even Better TOML): put `#:schema ./rod.schema.json` on a rod file's first line."
     )]

@@ -167,6 +167,7 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     let interval = |c: [f64; 2]| if c[0].is_finite() { format!("95 % CI [{:.4}, {:.4}]", c[0], c[1]) } else { "held".into() };
     println!("friction and damping from {} session(s) ({}):", o.sessions.len(), o.sessions.join(", "));
     match o.mu_at_least {
+        _ if o.no_table => println!("  mu            not a parameter: the scene has no table"),
         Some(b) => println!("  mu            not determined by these data: at least {b:.4} (the tip never slides)"),
         None => println!("  mu            = {:.4}      {}", o.mu, interval(o.mu_ci95)),
     }

@@ -8,11 +8,37 @@
 //!   (a point at arc length `arc_m`, offset from the centre line in the body
 //!   y-z plane, measured at world position (x, y, z) with standard deviation
 //!   `sigma_m` per coordinate).
-//! Lines starting with `#` are comments. Units are SI.
+//! Lines starting with `#` are comments. Units are SI. [`INPUT_COLUMNS`]
+//! and [`MEASUREMENT_COLUMNS`] name and describe every column (the
+//! reference page docs/reference/experiments.md is made of them).
 
 use lie::{Pose, Vec3, Vec6};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// `inputs.csv`'s columns: (name, required, meaning). `tension_K_n`
+/// stands for one column per cable of the rod, in the rod file's order.
+pub const INPUT_COLUMNS: [(&str, bool, &str); 7] = [
+    ("experiment", true, "the experiment's identifier (text)"),
+    ("tension_K_n", true, "tension of cable K [N], K = 1 ... the rod file's cables, in its order (none for a rod without cables)"),
+    ("tip_force_x_n", false, "a dead force at the tip, world frame [N] (x; with y and z)"),
+    ("tip_force_y_n", false, "the tip force's y [N]"),
+    ("tip_force_z_n", false, "the tip force's z [N]"),
+    ("tip_force_offset_y_m", false, "where the tip force acts: its offset from the tip's centre along the tip section's body y [m] (a mass hung from the top edge of the tip face: its moment counts); with the force"),
+    ("tip_force_offset_z_m", false, "the offset along the tip section's body z [m]"),
+];
+
+/// `measurements.csv`'s columns (all required): (name, meaning).
+pub const MEASUREMENT_COLUMNS: [(&str, &str); 8] = [
+    ("experiment", "which experiment (one of inputs.csv's)"),
+    ("arc_m", "arc length of the point on the rod [m], in [0, L]"),
+    ("offset_y_m", "the point's offset from the centre line along the section's body y [m] (a marker on the surface)"),
+    ("offset_z_m", "the offset along the section's body z [m]"),
+    ("x_m", "measured position in the world (rig) frame, x [m]"),
+    ("y_m", "measured position, y [m]"),
+    ("z_m", "measured position, z [m]"),
+    ("sigma_m", "standard deviation of each coordinate [m] (> 0)"),
+];
 
 /// A measured point of the rod.
 #[derive(Clone, Debug, PartialEq)]
@@ -227,9 +253,9 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         experiments.insert(id, e);
     }
     let meas = read_csv(&meas_path)?;
-    let cols: Vec<usize> = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"]
+    let cols: Vec<usize> = MEASUREMENT_COLUMNS
         .iter()
-        .map(|n| meas.column(&meas_path, n))
+        .map(|(n, _)| meas.column(&meas_path, n))
         .collect::<Result<_, _>>()?;
     for (line, cells) in &meas.rows {
         if cells.len() != meas.header.len() {
@@ -294,7 +320,7 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
         })
         .collect();
     write("inputs.csv", header, rows)?;
-    let header = ["experiment", "arc_m", "offset_y_m", "offset_z_m", "x_m", "y_m", "z_m", "sigma_m"].map(String::from).to_vec();
+    let header = MEASUREMENT_COLUMNS.map(|(n, _)| n.to_string()).to_vec();
     let rows = experiments
         .iter()
         .flat_map(|e| {

@@ -702,6 +702,10 @@ pub struct DynamicOut {
     /// The largest tangential / normal ratio the stick needed (a lower bound of mu).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mu_at_least: Option<f64>,
+    /// The scene has no table: mu is not a parameter (`mu` is NaN), the
+    /// motion in air fits the damping ratio (and with it E).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub no_table: bool,
     /// Damping ratio of the first bending mode and its 95 % interval.
     pub damping_ratio: f64,
     /// Its 95 % interval.
@@ -743,6 +747,7 @@ impl DynamicOut {
     pub fn summary(&self) -> String {
         let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "(held)".into() };
         let mu = match self.mu_at_least {
+            _ if self.no_table => "no table (mu not a parameter)".to_string(),
             Some(b) => format!("mu at least {b:.4} (not determined)"),
             None => format!("mu {:.4} {}", self.mu, ci(self.mu_ci95)),
         };
@@ -764,7 +769,9 @@ impl DynamicOut {
     /// use: the fitted one, or when only bounded, the scene's if it is
     /// above the bound, else the bound.
     pub fn mu_for(&self, scene_mu: f64) -> f64 {
-        if self.mu_determined {
+        if self.no_table {
+            scene_mu
+        } else if self.mu_determined {
             self.mu
         } else {
             scene_mu.max(self.mu_at_least.unwrap_or(self.mu))

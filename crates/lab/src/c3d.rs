@@ -42,62 +42,196 @@ pub enum BaseSource {
     Cluster { labels: Vec<String>, positions_m: Vec<Vec3>, still: bool },
     /// A fixed base pose in the world.
     Fixed(Pose),
+    /// The table's own base pose columns (a plain CSV, `[table.base_pose]`),
+    /// in the mocap's frame.
+    Table,
 }
 
 /// A validated map file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MocapMap {
-    /// (C3D label, the rod file's marker index).
+    /// (label in the file, the rod file's marker index).
     pub markers: Vec<(String, usize)>,
     /// Rotation of the mocap's frame into the world (vertical axis to +z).
     pub world_from_mocap: Mat3,
     pub gravity_m_s2: Vec3,
     pub base: BaseSource,
+    /// The window \[s from the file's start\] over which the rod is held in
+    /// its rod-file shape: each marker's position on the body is measured
+    /// there (`[reference] window_s`).
+    pub reference_window_s: Option<[f64; 2]>,
+    /// How a plain CSV's columns are named (`[table]`).
+    pub table: Option<TableColumns>,
     /// The map file, verbatim (kept in session.toml).
     pub text: String,
     pub path: PathBuf,
 }
 
-#[derive(Deserialize)]
+/// A map file: which labels are which of the rod file's markers, the
+/// mocap's axes, where the rod's base is, and optionally the window in
+/// which the rod is held straight and how a plain CSV's columns are named.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawMap {
-    markers: BTreeMap<String, usize>,
+pub struct RawMap {
+    /// Label in the file = the rod file's marker number (from 0): `"Beam:Tip1" = 0`.
+    pub markers: BTreeMap<String, usize>,
+    /// The mocap's axes against the world's (z up): `[world]`.
     #[serde(default)]
-    world: RawWorld,
-    base: RawBase,
+    pub world: RawWorld,
+    /// Where the rod's base is: a clamp cluster, a fixed pose, or (a plain CSV) the table's base pose columns: `[base]`.
+    #[serde(default)]
+    pub base: Option<RawBase>,
+    /// The rod held in its rod-file shape (straight) over a window of every file: `[reference]`.
+    pub reference: Option<RawReference>,
+    /// A plain CSV's columns: `[table]` (for `rodlab import table` on a file without a vendor's header).
+    pub table: Option<RawTable>,
 }
 
-#[derive(Deserialize)]
+/// `[world]`: the mocap's vertical axis, or its whole rotation into the world.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawWorld {
-    #[serde(default = "default_up")]
-    up: String,
+pub struct RawWorld {
+    /// The mocap's axis that points up: "+x", "-x", "+y", "-y", "+z" (default) or "-z" (Vicon and Qualisys: +z by default; Motive: +y; a lab's calibration may set any).
+    pub up: Option<String>,
+    /// Instead of `up`: the rotation from the mocap's frame into the world (z up), a 3x3 matrix row by row (a tilted calibration).
+    pub rotation: Option<[[f64; 3]; 3]>,
+    /// Gravity's magnitude [m/s^2] (down the world's z).
     #[serde(default = "default_g")]
-    gravity_m_s2: f64,
+    pub gravity_m_s2: f64,
 }
 
 impl Default for RawWorld {
     fn default() -> Self {
-        RawWorld { up: default_up(), gravity_m_s2: default_g() }
+        RawWorld { up: None, rotation: None, gravity_m_s2: default_g() }
     }
 }
 
-fn default_up() -> String {
-    "+z".into()
-}
 fn default_g() -> f64 {
     9.81
 }
 
-#[derive(Deserialize)]
+/// `[base]`: a clamp cluster (labels and positions) or a fixed pose.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawBase {
-    labels: Option<Vec<String>>,
-    positions_m: Option<Vec<[f64; 3]>>,
-    position_m: Option<[f64; 3]>,
-    rpy_deg: Option<[f64; 3]>,
+pub struct RawBase {
+    /// The clamp cluster's labels (three or more, not on a line).
+    pub labels: Option<Vec<String>>,
+    /// Their positions in the rod's base frame [m], in the labels' order.
+    pub positions_m: Option<Vec<[f64; 3]>>,
+    /// A fixed base: its position in the world [m].
+    pub position_m: Option<[f64; 3]>,
+    /// A fixed base: roll, pitch, yaw [deg].
+    pub rpy_deg: Option<[f64; 3]>,
+    /// The clamp does not move: its mean pose over the file, not each frame's noise.
     #[serde(default)]
-    still: bool,
+    pub still: bool,
+}
+
+/// `[reference]`: where the rod is held in its rod-file shape.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    /// [from, to]: the window [s from the file's start] in which the rod is held in its rod-file shape (straight); each marker's position on the body is measured there, per file.
+    pub window_s: [f64; 2],
+}
+
+/// `[table]`: how a plain CSV names its columns.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawTable {
+    /// The time column [s]; without one, give `rate_hz`.
+    pub time: Option<String>,
+    /// The rows' rate [Hz] when there is no time column.
+    pub rate_hz: Option<f64>,
+    /// The positions' unit: "mm", "cm" or "m".
+    pub units: String,
+    /// A marker's x, y, z columns: `{label}` and `{axis}` (x, y or z) replaced; default "{label}_{axis}".
+    #[serde(default = "default_marker_columns")]
+    pub marker_columns: String,
+    /// The base's pose per row (instead of `[base]`): `[table.base_pose]`.
+    pub base_pose: Option<RawBasePose>,
+}
+
+fn default_marker_columns() -> String {
+    "{label}_{axis}".into()
+}
+
+/// `[table.base_pose]`: the base's position and rotation columns.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawBasePose {
+    /// The position's x, y, z columns (in `units`).
+    pub position: [String; 3],
+    /// "quaternion" (w, x, y, z), "rotation_vector" [rad] or "euler".
+    pub rotation: String,
+    /// The rotation's columns: four for a quaternion (w first), three otherwise.
+    pub rotation_columns: Vec<String>,
+    /// With "euler": the axes in order of application, as the fixed-frame (extrinsic) sequence: "xyz" rotates about x, then y, then z.
+    pub euler_order: Option<String>,
+    /// With "euler": the angles are in degrees (default radians).
+    #[serde(default)]
+    pub euler_degrees: bool,
+}
+
+/// A plain CSV's columns, as the map names them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableColumns {
+    pub time: Option<String>,
+    pub rate_hz: Option<f64>,
+    /// Metres per unit.
+    pub metres_per_unit: f64,
+    pub units: String,
+    pub marker_columns: String,
+    pub base_pose: Option<TableBasePose>,
+}
+
+/// How a plain CSV's base pose reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableBasePose {
+    pub position: [String; 3],
+    pub rotation: Rotation,
+}
+
+/// A rotation's columns and their convention.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rotation {
+    /// w, x, y, z.
+    Quaternion([String; 4]),
+    RotationVector([String; 3]),
+    /// Extrinsic axes in the order applied, each 0 (x), 1 (y) or 2 (z); in degrees or radians.
+    Euler {
+        columns: [String; 3],
+        order: [usize; 3],
+        degrees: bool,
+    },
+}
+
+impl Rotation {
+    /// The columns it reads.
+    pub fn columns(&self) -> &[String] {
+        match self {
+            Rotation::Quaternion(c) => c,
+            Rotation::RotationVector(c) => c,
+            Rotation::Euler { columns, .. } => columns,
+        }
+    }
+}
+
+/// The rotation taking the mocap's frame to the world's (z up) when the
+/// mocap's `up` axis points up; the other axes follow right-handed.
+pub fn world_from_up(up: &str) -> Option<Mat3> {
+    Some(match up {
+        // Vicon, Qualisys: z up.
+        "+z" | "z" => Mat3::identity(),
+        "-z" => Mat3::new(1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, -1.0),
+        // OptiTrack (Motive): y up, x kept.
+        "+y" | "y" => Mat3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0),
+        "-y" => Mat3::new(1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, -1.0, 0.0),
+        // x up: the axes turned cyclically (world x = mocap y, y = z, z = x).
+        "+x" | "x" => Mat3::new(0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0),
+        "-x" => Mat3::new(0.0, 1.0, 0.0, 0.0, 0.0, -1.0, -1.0, 0.0, 0.0),
+        _ => return None,
+    })
 }
 
 impl MocapMap {
@@ -121,69 +255,142 @@ impl MocapMap {
                 return Err(bad("markers", format!("marker {k} is named twice (\"{other}\" and \"{label}\")")));
             }
         }
-        let world_from_mocap = match raw.world.up.as_str() {
-            // Vicon, Qualisys: z up.
-            "+z" | "z" => Mat3::identity(),
-            // OptiTrack (Motive), many game-engine exports: y up, x kept.
-            "+y" | "y" => Mat3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0),
-            other => return Err(bad("world.up", format!("'{other}': the mocap's vertical axis, \"+z\" (Vicon, Qualisys) or \"+y\" (OptiTrack)"))),
+        let world_from_mocap = match (&raw.world.up, raw.world.rotation) {
+            (Some(_), Some(_)) => return Err(bad("world", "give up or rotation, not both".into())),
+            (None, Some(r)) => rotation_matrix(r).map_err(|m| bad("world.rotation", m))?,
+            (up, None) => {
+                let up = up.as_deref().unwrap_or("+z");
+                world_from_up(up)
+                    .ok_or_else(|| bad("world.up", format!("'{up}': the mocap's vertical axis, one of \"+x\", \"-x\", \"+y\", \"-y\", \"+z\", \"-z\"")))?
+            }
         };
         let g = raw.world.gravity_m_s2;
         if !(g.is_finite() && g > 0.0) {
             return Err(bad("world.gravity_m_s2", format!("must be positive, got {g}")));
         }
-        let b = &raw.base;
-        let base = match (&b.labels, &b.positions_m, b.position_m, b.rpy_deg) {
-            (Some(labels), Some(pos), None, None) => {
-                if labels.len() != pos.len() {
-                    return Err(bad("base", format!("{} labels but {} positions_m", labels.len(), pos.len())));
-                }
-                if labels.len() < 3 {
-                    return Err(bad("base.labels", "a cluster needs at least three markers".into()));
-                }
-                if let Some(l) = labels.iter().find(|l| raw.markers.contains_key(*l)) {
-                    return Err(bad("base.labels", format!("\"{l}\" is also a rod marker in [markers]")));
-                }
-                for (i, l) in labels.iter().enumerate() {
-                    if labels[..i].contains(l) {
-                        return Err(bad("base.labels", format!("\"{l}\" is named twice")));
-                    }
-                }
-                if pos.iter().flatten().any(|v| !v.is_finite()) {
-                    return Err(bad("base.positions_m", "must be finite".into()));
-                }
-                let positions_m: Vec<Vec3> = pos.iter().map(|p| Vec3::from(*p)).collect();
-                // Not on a line: the cluster must fix the rotation.
-                let c = positions_m.iter().sum::<Vec3>() / positions_m.len() as f64;
-                let spread = positions_m.iter().map(|p| (p - c) * (p - c).transpose()).sum::<Mat3>();
-                let eig = spread.symmetric_eigen().eigenvalues;
-                let mut e: Vec<f64> = eig.iter().copied().collect();
-                e.sort_by(f64::total_cmp);
-                if e[1] < 1e-10 * e[2].max(1e-30) || e[2] <= 0.0 {
-                    return Err(bad("base.positions_m", "the cluster's markers lie on a line: they cannot give the base's rotation".into()));
-                }
-                BaseSource::Cluster { labels: labels.clone(), positions_m, still: b.still }
+        let table = raw.table.as_ref().map(|t| table_columns(t).map_err(|(f, m)| bad(&format!("table.{f}"), m))).transpose()?;
+        let from_table = table.as_ref().is_some_and(|t| t.base_pose.is_some());
+        let base = match (&raw.base, from_table) {
+            (Some(_), true) => return Err(bad("base", "the table's base_pose gives the base: leave [base] out".into())),
+            (None, true) => BaseSource::Table,
+            (None, false) => return Err(bad("base", "missing: a clamp cluster (labels, positions_m) or a fixed pose (position_m)".into())),
+            (Some(b), false) => base_source(b, &raw.markers).map_err(|(f, m)| bad(&f, m))?,
+        };
+        let reference_window_s = match &raw.reference {
+            Some(r) if !(r.window_s.iter().all(|v| v.is_finite()) && 0.0 <= r.window_s[0] && r.window_s[0] < r.window_s[1]) => {
+                return Err(bad("reference.window_s", format!("[from, to] with 0 <= from < to seconds, got {:?}", r.window_s)));
             }
-            (None, None, Some(p), r) => {
-                if b.still {
-                    return Err(bad("base.still", "is for a clamp cluster (a fixed pose is still already)".into()));
-                }
-                let r = r.unwrap_or([0.0; 3]);
-                if p.iter().chain(r.iter()).any(|v| !v.is_finite()) {
-                    return Err(bad("base", "position_m and rpy_deg must be finite".into()));
-                }
-                BaseSource::Fixed(Pose::from_rpy(r[0].to_radians(), r[1].to_radians(), r[2].to_radians(), Vec3::from(p)))
-            }
-            _ => return Err(bad(
-                "base",
-                "give a clamp cluster (labels and positions_m in the rod's base frame) or a fixed pose in the world (position_m, optional rpy_deg), not both"
-                    .into(),
-            )),
+            Some(r) => Some(r.window_s),
+            None => None,
         };
         let mut markers: Vec<(String, usize)> = raw.markers.into_iter().collect();
         markers.sort_by_key(|m| m.1);
-        Ok(MocapMap { markers, world_from_mocap, gravity_m_s2: Vec3::new(0.0, 0.0, -g), base, text, path: path.to_path_buf() })
+        Ok(MocapMap { markers, world_from_mocap, gravity_m_s2: Vec3::new(0.0, 0.0, -g), base, reference_window_s, table, text, path: path.to_path_buf() })
     }
+}
+
+/// A row-major 3x3 matrix as a rotation, or why it is none.
+fn rotation_matrix(r: [[f64; 3]; 3]) -> std::result::Result<Mat3, String> {
+    let m = Mat3::from_fn(|i, j| r[i][j]);
+    if !m.iter().all(|v| v.is_finite()) {
+        return Err("must be finite".into());
+    }
+    let off = (m.transpose() * m - Mat3::identity()).amax();
+    if off > 1e-6 || m.determinant() < 0.0 {
+        return Err(format!("not a rotation (R^T R differs from I by {off:.1e}, det {:.4}): give a proper rotation, row by row", m.determinant()));
+    }
+    Ok(m)
+}
+
+/// `[base]` read: a cluster or a fixed pose; errors are (field, message).
+fn base_source(b: &RawBase, markers: &BTreeMap<String, usize>) -> std::result::Result<BaseSource, (String, String)> {
+    let bad = |f: &str, m: &str| (f.to_string(), m.to_string());
+    match (&b.labels, &b.positions_m, b.position_m, b.rpy_deg) {
+        (Some(labels), Some(pos), None, None) => {
+            if labels.len() != pos.len() {
+                return Err(("base".into(), format!("{} labels but {} positions_m", labels.len(), pos.len())));
+            }
+            if labels.len() < 3 {
+                return Err(bad("base.labels", "a cluster needs at least three markers"));
+            }
+            if let Some(l) = labels.iter().find(|l| markers.contains_key(*l)) {
+                return Err(("base.labels".into(), format!("\"{l}\" is also a rod marker in [markers]")));
+            }
+            for (i, l) in labels.iter().enumerate() {
+                if labels[..i].contains(l) {
+                    return Err(("base.labels".into(), format!("\"{l}\" is named twice")));
+                }
+            }
+            if pos.iter().flatten().any(|v| !v.is_finite()) {
+                return Err(bad("base.positions_m", "must be finite"));
+            }
+            let positions_m: Vec<Vec3> = pos.iter().map(|p| Vec3::from(*p)).collect();
+            // Not on a line: the cluster must fix the rotation.
+            let c = positions_m.iter().sum::<Vec3>() / positions_m.len() as f64;
+            let spread = positions_m.iter().map(|p| (p - c) * (p - c).transpose()).sum::<Mat3>();
+            let mut e: Vec<f64> = spread.symmetric_eigen().eigenvalues.iter().copied().collect();
+            e.sort_by(f64::total_cmp);
+            if e[1] < 1e-10 * e[2].max(1e-30) || e[2] <= 0.0 {
+                return Err(bad("base.positions_m", "the cluster's markers lie on a line: they cannot give the base's rotation"));
+            }
+            Ok(BaseSource::Cluster { labels: labels.clone(), positions_m, still: b.still })
+        }
+        (None, None, Some(p), r) => {
+            if b.still {
+                return Err(bad("base.still", "is for a clamp cluster (a fixed pose is still already)"));
+            }
+            let r = r.unwrap_or([0.0; 3]);
+            if p.iter().chain(r.iter()).any(|v| !v.is_finite()) {
+                return Err(bad("base", "position_m and rpy_deg must be finite"));
+            }
+            Ok(BaseSource::Fixed(Pose::from_rpy(r[0].to_radians(), r[1].to_radians(), r[2].to_radians(), Vec3::from(p))))
+        }
+        _ => Err(bad(
+            "base",
+            "give a clamp cluster (labels and positions_m in the rod's base frame) or a fixed pose in the world (position_m, optional rpy_deg), not both",
+        )),
+    }
+}
+
+/// `[table]` read; errors are (field, message).
+fn table_columns(t: &RawTable) -> std::result::Result<TableColumns, (String, String)> {
+    let bad = |f: &str, m: String| (f.to_string(), m);
+    let metres_per_unit = metres_per_unit(&t.units).ok_or_else(|| bad("units", format!("'{}': \"mm\", \"cm\" or \"m\"", t.units)))?;
+    match (&t.time, t.rate_hz) {
+        (Some(_), Some(_)) => return Err(bad("rate_hz", "give a time column or a rate, not both".into())),
+        (None, None) => return Err(bad("time", "missing: the time column [s], or rate_hz".into())),
+        (None, Some(r)) if !(r.is_finite() && r > 0.0) => return Err(bad("rate_hz", format!("must be positive, got {r}"))),
+        _ => {}
+    }
+    if !(t.marker_columns.contains("{label}") && t.marker_columns.contains("{axis}")) {
+        return Err(bad("marker_columns", format!("'{}' must contain {{label}} and {{axis}}", t.marker_columns)));
+    }
+    let base_pose =
+        t.base_pose
+            .as_ref()
+            .map(|b| {
+                let three = |c: &[String]| -> std::result::Result<[String; 3], (String, String)> {
+                    <[String; 3]>::try_from(c.to_vec()).map_err(|_| bad("base_pose.rotation_columns", format!("{} columns, three needed", c.len())))
+                };
+                let rotation = match b.rotation.as_str() {
+                    "quaternion" => Rotation::Quaternion(<[String; 4]>::try_from(b.rotation_columns.clone()).map_err(|_| {
+                        bad("base_pose.rotation_columns", format!("{} columns, a quaternion needs four (w, x, y, z)", b.rotation_columns.len()))
+                    })?),
+                    "rotation_vector" => Rotation::RotationVector(three(&b.rotation_columns)?),
+                    "euler" => {
+                        let order = b.euler_order.as_deref().ok_or_else(|| bad("base_pose.euler_order", "missing: the axes in order, e.g. \"xyz\"".into()))?;
+                        let axes: Vec<usize> = order.chars().filter_map(|c| "xyz".find(c)).collect();
+                        if axes.len() != 3 || order.len() != 3 || axes[0] == axes[1] || axes[1] == axes[2] {
+                            return Err(bad("base_pose.euler_order", format!("'{order}': three of x, y, z, no two the same in a row")));
+                        }
+                        Rotation::Euler { columns: three(&b.rotation_columns)?, order: [axes[0], axes[1], axes[2]], degrees: b.euler_degrees }
+                    }
+                    other => return Err(bad("base_pose.rotation", format!("'{other}': \"quaternion\", \"rotation_vector\" or \"euler\""))),
+                };
+                Ok(TableBasePose { position: b.position.clone(), rotation })
+            })
+            .transpose()?;
+    Ok(TableColumns { time: t.time.clone(), rate_hz: t.rate_hz, metres_per_unit, units: t.units.clone(), marker_columns: t.marker_columns.clone(), base_pose })
 }
 
 /// What an import made.
@@ -206,6 +413,14 @@ pub struct Imported {
     /// A still clamp: the farthest any frame's fitted pose lies from the
     /// mean (\[m\], \[rad\]): noise, or the clamp moved after all.
     pub base_spread: Option<(f64, f64)>,
+    /// Each marker's place on the body, measured over the reference window.
+    pub markers_on_body: Vec<session::MarkerOnBody>,
+    /// With `[reference]`: how far the held pose turns the rod's axis from
+    /// the rod file's mount in the clamp's frame \[rad\].
+    pub held_turn_rad: f64,
+    /// With `[reference]`: the release after the window (when the rod left
+    /// its held pose), if it did.
+    pub release: Option<Release>,
     /// What the person importing must know (a "still" clamp that moved).
     pub warnings: Vec<String>,
 }
@@ -295,8 +510,29 @@ pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Reads `file` and writes the session `out` (a new or empty directory).
-pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Imported> {
+/// Marker trajectories as a file holds them: labels, rate, and per frame
+/// each label's position in metres in the mocap's frame (`None`: missing),
+/// with a base pose per frame when the file carries one (a plain CSV's).
+/// Every format's reader makes one; [`import_trajectories`] makes the
+/// session, the same for all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trajectories {
+    pub source: PathBuf,
+    /// What the file is ("C3D", "Qualisys TSV", ...), for the session's notes.
+    pub format: String,
+    pub labels: Vec<String>,
+    pub rate_hz: f64,
+    /// The number of the file's first frame (frame numbers stay the file's).
+    pub first_frame: i64,
+    /// The positions' unit as the file wrote it ("mm", "m", ...).
+    pub units: String,
+    pub frames: Vec<Vec<Option<Vec3>>>,
+    /// The base's pose per frame, mocap frame (a plain CSV's base columns).
+    pub base_poses: Option<Vec<Option<Pose>>>,
+}
+
+/// Reads a C3D file's marker trajectories.
+pub fn read_c3d(file: &Path) -> Result<Trajectories> {
     let name = file.display();
     let bytes = std::fs::read(file).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
     check_c3d_header(&bytes).map_err(|why| Error::input(format!("{name}: not a readable C3D file: {why}")))?;
@@ -342,36 +578,62 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     if n_frames < declared {
         return Err(Error::input(format!("{name}: not a readable C3D file: truncated, {n_frames} of its {declared} frames are there")));
     }
-    let column = |label: &str, field: &str| -> Result<usize> {
-        labels.iter().position(|l| l == label).ok_or_else(|| {
-            let shown: Vec<&str> = labels.iter().take(12).map(String::as_str).collect();
-            Error::input(format!(
-                "{name}: no marker labelled \"{label}\" ({}: {field}); the file has {} labels: {}{}",
-                map.path.display(),
-                labels.len(),
-                shown.join(", "),
-                if labels.len() > 12 { ", ..." } else { "" }
-            ))
-        })
-    };
-    let marker_cols: Vec<(usize, usize)> =
-        map.markers.iter().map(|(label, k)| Ok((column(label, &format!("markers.\"{label}\""))?, *k))).collect::<Result<_>>()?;
-    let base_cols: Vec<usize> = match &map.base {
-        BaseSource::Cluster { labels: ls, .. } => ls.iter().map(|l| column(l, "base.labels")).collect::<Result<_>>()?,
-        BaseSource::Fixed(_) => vec![],
-    };
-    let to_world = |v: Vec3| map.world_from_mocap * (v * scale);
-    let t_of = |f: usize| f as f64 / rate_hz;
+    let frames = (0..n_frames).map(|f| (0..labels.len()).map(|c| sample(&points.points[f][c]).map(|v| v * scale)).collect()).collect();
+    Ok(Trajectories {
+        source: file.to_path_buf(),
+        format: "C3D".into(),
+        labels,
+        rate_hz,
+        first_frame: points.first_frame as i64,
+        units,
+        frames,
+        base_poses: None,
+    })
+}
 
-    // The base, frame by frame.
+/// Reads `file` (C3D) and writes the session `out` (a new or empty directory).
+pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir, rod: &rod::Rod) -> Result<Imported> {
+    import_trajectories(&read_c3d(file)?, map, out, rod)
+}
+
+/// The column of each of `labels` in `traj`; the error names the map's field.
+fn columns_of(traj: &Trajectories, labels: &[&str], field: &dyn Fn(&str) -> String, map: &MocapMap) -> Result<Vec<usize>> {
+    labels
+        .iter()
+        .map(|label| {
+            traj.labels.iter().position(|l| l == label).ok_or_else(|| {
+                let shown: Vec<&str> = traj.labels.iter().take(12).map(String::as_str).collect();
+                Error::input(format!(
+                    "{}: no marker labelled \"{label}\" ({}: {}); the file has {} labels: {}{}",
+                    traj.source.display(),
+                    map.path.display(),
+                    field(label),
+                    traj.labels.len(),
+                    shown.join(", "),
+                    if traj.labels.len() > 12 { ", ..." } else { "" }
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The base's pose in the world per frame (frames without one left out),
+/// and the cluster fit's RMS residual \[m\] (0 without a cluster).
+fn base_poses(traj: &Trajectories, map: &MocapMap) -> Result<(Vec<(usize, Pose)>, f64)> {
+    let to_world = |v: Vec3| map.world_from_mocap * v;
+    let mocap_to_world = Pose { rot: map.world_from_mocap, pos: Vec3::zeros() };
+    let cluster_cols = match &map.base {
+        BaseSource::Cluster { labels, .. } => columns_of(traj, &labels.iter().map(String::as_str).collect::<Vec<_>>(), &|_| "base.labels".into(), map)?,
+        _ => vec![],
+    };
     let (mut sq_sum, mut sq_n) = (0.0, 0usize);
-    let mut poses: Vec<(usize, Pose)> = vec![];
-    for f in 0..n_frames {
+    let mut poses = vec![];
+    for (f, row) in traj.frames.iter().enumerate() {
         let pose = match &map.base {
             BaseSource::Fixed(p) => Some(*p),
+            BaseSource::Table => traj.base_poses.as_ref().and_then(|b| b[f]).map(|p| mocap_to_world.compose(&p)),
             BaseSource::Cluster { positions_m, .. } => {
-                let pairs: Option<Vec<(Vec3, Vec3)>> =
-                    base_cols.iter().zip(positions_m).map(|(&c, local)| sample(&points.points[f][c]).map(|p| (*local, to_world(p)))).collect();
+                let pairs: Option<Vec<(Vec3, Vec3)>> = cluster_cols.iter().zip(positions_m).map(|(&c, local)| row[c].map(|p| (*local, to_world(p)))).collect();
                 match pairs.map(|p| session::frames::calibrate_robot_base(&p)) {
                     Some(Ok(cal)) => {
                         sq_sum += cal.rms_residual_m.powi(2) * cal.pairs as f64;
@@ -386,10 +648,30 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
             poses.push((f, p));
         }
     }
+    Ok((poses, if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 }))
+}
+
+/// Makes the session `out` (a new or empty directory) of a file's
+/// trajectories: the mapped markers in the world, the base per frame,
+/// and (with `[reference]`) each marker's place on the body measured.
+pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir, rod: &rod::Rod) -> Result<Imported> {
+    let name = traj.source.display();
+    let n_frames = traj.frames.len();
+    let rate_hz = traj.rate_hz;
+    let marker_labels: Vec<&str> = map.markers.iter().map(|m| m.0.as_str()).collect();
+    let marker_cols: Vec<(usize, usize)> =
+        columns_of(traj, &marker_labels, &|l| format!("markers.\"{l}\""), map)?.into_iter().zip(map.markers.iter().map(|m| m.1)).collect();
+    let to_world = |v: Vec3| map.world_from_mocap * v;
+    let t_of = |f: usize| f as f64 / rate_hz;
+
+    let (mut poses, base_rms_m) = base_poses(traj, map)?;
     if poses.is_empty() {
-        return Err(Error::input(format!("{name}: the clamp cluster ({}: base.labels) is never complete: no frame gives the base pose", map.path.display())));
+        let what = match &map.base {
+            BaseSource::Cluster { .. } => format!("the clamp cluster ({}: base.labels)", map.path.display()),
+            _ => format!("the base pose ({}: table.base_pose)", map.path.display()),
+        };
+        return Err(Error::input(format!("{name}: {what} is never complete: no frame gives the base pose")));
     }
-    let base_rms_m = if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 };
     if base_rms_m > CLUSTER_RMS_LIMIT_M {
         return Err(Error::input(format!(
             "{name}: the clamp cluster's markers sit {:.1} mm RMS from {}: base.positions_m (at most {} mm): the map's cluster is not this clamp's (positions in another unit or frame, or labels swapped)",
@@ -410,6 +692,16 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
             p.1 = mean;
         }
     }
+    let world_markers = |f: usize| -> Vec<Option<Vec3>> { marker_cols.iter().map(|&(c, _)| traj.frames[f][c].map(to_world)).collect() };
+    let mut warnings = vec![];
+    let (on_body, held_turn) = match map.reference_window_s {
+        Some(window) => markers_on_body(traj, map, rod, &marker_cols, &poses, window, &world_markers)?,
+        None => {
+            warnings.extend(design_distance_warning(traj, map, rod, &marker_cols, &poses, &world_markers));
+            (vec![], None)
+        }
+    };
+    let release = map.reference_window_s.and_then(|window| find_release(traj, map, rod, &marker_cols, &poses, window, &world_markers));
     // Nothing is written until the file and the map have been checked: a
     // refused import leaves no half session behind.
     let root = out.path();
@@ -417,19 +709,17 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         return Err(Error::input(format!("{}: not empty (import into a new directory)", root.display())));
     }
     std::fs::create_dir_all(root).map_err(|e| Error::io(format!("{}: cannot create: {e}", root.display())))?;
-    let first_frame = points.first_frame as i64;
     let mut rows = Vec::with_capacity(n_frames * marker_cols.len());
     let mut missing = vec![0usize; marker_cols.len()];
     for f in 0..n_frames {
         let t_s = t_of(f);
-        for (m, &(col, k)) in marker_cols.iter().enumerate() {
-            let p = sample(&points.points[f][col]).map(to_world);
+        for (m, (p, &(_, k))) in world_markers(f).into_iter().zip(&marker_cols).enumerate() {
             if p.is_none() {
                 missing[m] += 1;
             }
             let w = p.unwrap_or(Vec3::repeat(f64::NAN));
             rows.push(MarkerRow {
-                frame: first_frame + f as i64,
+                frame: traj.first_frame + f as i64,
                 t_s,
                 t_host_ns: Some((t_s * 1e9).round() as i64),
                 marker: k as u32,
@@ -444,7 +734,6 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         }
     }
     session::write_markers(&out.markers(), &rows).context(out.markers().display())?;
-
     let mut writer =
         session::StreamWriter::create(root, BASE_STREAM, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
     for (f, p) in &poses {
@@ -452,7 +741,6 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
     }
     writer.flush()?;
     drop(writer);
-    let base_frames = poses.len();
 
     let used: Vec<&str> = map
         .markers
@@ -460,42 +748,342 @@ pub fn import_c3d(file: &Path, map: &MocapMap, out: &SessionDir) -> Result<Impor
         .map(|m| m.0.as_str())
         .chain(match &map.base {
             BaseSource::Cluster { labels, .. } => labels.iter().map(String::as_str).collect::<Vec<_>>(),
-            BaseSource::Fixed(_) => vec![],
+            _ => vec![],
         })
         .collect();
-    let unused_labels = labels.iter().filter(|l| !used.contains(&l.as_str())).cloned().collect();
+    let unused_labels = traj.labels.iter().filter(|l| !used.contains(&l.as_str())).cloned().collect();
     let frames_w = session::RigFrames { gravity_m_s2: map.gravity_m_s2.into(), ..session::RigFrames::default() };
     let mut meta = SessionMeta::start(
-        &format!("imported from {name}: {n_frames} frames at {rate_hz} Hz, units '{units}', {} labels", labels.len()),
+        &format!("imported from {name} ({}): {n_frames} frames at {rate_hz} Hz, units '{}', {} labels", traj.format, traj.units, traj.labels.len()),
         &map.path.display().to_string(),
         &map.text,
         frames_w,
     );
-    meta.clock = format!("motion capture: t = frame / {rate_hz} Hz from the file's first frame ({first_frame})");
+    meta.clock = format!("motion capture: t = frame / {rate_hz} Hz from the file's first frame ({})", traj.first_frame);
+    meta.reference_window_s = map.reference_window_s;
+    meta.markers_on_body = on_body.clone();
+    meta.release_s = release.as_ref().map(|r| r.t_s);
+    meta.held_base_rotation_rad = held_turn;
     meta.finish(vec![]);
     meta.write(root)?;
+    if base_spread.0 > STILL_CLAMP_LIMIT.0 || base_spread.1 > STILL_CLAMP_LIMIT.1 {
+        warnings.push(format!(
+            "{name}: the clamp of a still cluster ({}: base.still) strays {:.2} mm and {:.1} mrad from its mean pose: did it move? without still = true its pose is taken frame by frame",
+            map.path.display(),
+            base_spread.0 * 1e3,
+            base_spread.1 * 1e3
+        ));
+    }
     Ok(Imported {
         session: root.to_path_buf(),
         frames: n_frames,
         rate_hz,
-        units,
+        units: traj.units.clone(),
         missing: map.markers.iter().zip(&missing).map(|((l, k), n)| (l.clone(), *k, *n)).collect(),
-        base_frames,
+        base_frames: poses.len(),
         base_rms_m,
         unused_labels,
         base_spread: matches!(map.base, BaseSource::Cluster { still: true, .. }).then_some(base_spread),
-        warnings: if base_spread.0 > STILL_CLAMP_LIMIT.0 || base_spread.1 > STILL_CLAMP_LIMIT.1 {
-            vec![format!(
-                "{name}: the clamp of a still cluster ({}: base.still) strays {:.2} mm and {:.1} mrad from its mean pose: did it move? without still = true its pose is taken frame by frame",
-                map.path.display(),
-                base_spread.0 * 1e3,
-                base_spread.1 * 1e3
-            )]
-        } else {
-            vec![]
-        },
+        markers_on_body: on_body,
+        held_turn_rad: held_turn.map_or(0.0, |t| Vec3::from(t).norm()),
+        release,
+        warnings,
     })
 }
+
+/// The release of a rod held over the reference window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Release {
+    /// When the rod was let go \[s from the file's first frame\]: the
+    /// onset of the first marker's departure.
+    pub t_s: f64,
+    /// The marker whose departure found it, and the frame time it was first
+    /// beyond [`RELEASE_NOISE_FACTOR`] times its noise \[s\].
+    pub label: String,
+    pub detected_s: f64,
+}
+
+/// A marker further from its held pose than this many times its noise
+/// (RMS distance) has left it.
+pub const RELEASE_NOISE_FACTOR: f64 = 5.0;
+
+/// The release: the first frame after the reference window from which a
+/// marker stays beyond [`RELEASE_NOISE_FACTOR`] times its noise from its
+/// held pose for three frames (a single outlier is no release), taken
+/// back to the departure's onset: a rod let go from rest falls freely at
+/// first ([`fall_onset`], fitted to the first millimetres of its markers
+/// at the detecting marker's arc; the frame itself would be late by the
+/// time the noise hides the motion, 10 ms for 0.1 mm of noise).
+#[allow(clippy::too_many_arguments)]
+fn find_release(
+    traj: &Trajectories,
+    map: &MocapMap,
+    rod: &rod::Rod,
+    marker_cols: &[(usize, usize)],
+    poses: &[(usize, Pose)],
+    window: [f64; 2],
+    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
+) -> Option<Release> {
+    let dt = 1.0 / traj.rate_hz;
+    let inside = |f: usize| (window[0]..=window[1]).contains(&(f as f64 * dt));
+    let held = in_base_frame(marker_cols, poses, inside, world_markers);
+    // Each marker's held place and its noise (RMS distance from it).
+    let reference: Vec<Option<(Vec3, f64)>> = held
+        .iter()
+        .map(|pts| {
+            (pts.len() >= REFERENCE_MIN_SAMPLES).then(|| {
+                let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
+                let noise = (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (pts.len() - 1) as f64).sqrt();
+                (mean, noise.max(1e-6))
+            })
+        })
+        .collect();
+    // Per frame after the window: the marker furthest beyond the
+    // threshold (its distance), if any is.
+    let after: Vec<(usize, Option<(usize, f64)>)> = poses
+        .iter()
+        .filter(|(f, _)| *f as f64 * dt > window[1])
+        .map(|(f, base)| {
+            let beyond = world_markers(*f)
+                .into_iter()
+                .enumerate()
+                .filter_map(|(m, p)| {
+                    let (mean, noise) = reference[m]?;
+                    let d = (base.inverse().transform_point(&p?) - mean).norm();
+                    (d > RELEASE_NOISE_FACTOR * noise).then_some((m, d / noise, d))
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            (*f, beyond.map(|(m, _, d)| (m, d)))
+        })
+        .collect();
+    let k = (0..after.len().saturating_sub(2)).find(|&k| after[k..k + 3].iter().all(|(_, b)| b.is_some()))?;
+    let (f_detect, (m, _)) = (after[k].0, after[k].1?);
+    let t_detect = f_detect as f64 * dt;
+    // The departure of the detecting marker and those at its arc (a tip
+    // face's markers move alike: their mean has less noise), each along
+    // its own direction three frames on, from 0.1 s before the detection
+    // until it is RELEASE_FIT_REACH_M away.
+    let arc = |i: usize| rod.markers[marker_cols[i].1].arc_m;
+    let group: Vec<usize> = (0..marker_cols.len()).filter(|&i| reference[i].is_some() && (arc(i) - arc(m)).abs() < 1e-9).collect();
+    let along = |f: usize, i: usize| -> Option<Vec3> {
+        let base = poses.iter().find(|(g, _)| *g == f)?.1;
+        Some(base.inverse().transform_point(&world_markers(f)[i]?) - reference[i]?.0)
+    };
+    // At the release the rod is at rest and unstrained: every point
+    // starts to fall freely, u = g tau^2 / 2 down gravity at first.
+    let g = map.gravity_m_s2.norm();
+    let down = map.gravity_m_s2 / g;
+    let mut departure: Vec<(f64, f64)> = vec![];
+    for (f, base) in poses.iter().filter(|(f, _)| *f as f64 * dt > window[1] && *f + 10 >= f_detect) {
+        let n = base.rot.transpose() * down;
+        let seen: Vec<f64> = group.iter().filter_map(|&i| along(*f, i).map(|d| d.dot(&n))).collect();
+        if seen.is_empty() {
+            continue;
+        }
+        let u = seen.iter().sum::<f64>() / seen.len() as f64;
+        departure.push((*f as f64 * dt, u));
+        if *f > f_detect && u > RELEASE_FIT_REACH_M {
+            break;
+        }
+    }
+    let lo = departure.first().map_or(t_detect - dt, |p| p.0);
+    let onset = fall_onset(&departure, g, lo, t_detect);
+    Some(Release { t_s: onset.max(window[1]), label: map.markers[m].0.clone(), detected_s: t_detect })
+}
+
+/// How far the departure is followed to find its onset \[m\].
+const RELEASE_FIT_REACH_M: f64 = 3e-3;
+
+/// The onset `t_r` in `[lo, hi]` of a fall from rest seen as `pts` (time,
+/// distance fallen): `u = g tau^2 / 2 + B tau^4` with `tau = t - t_r` (0
+/// before), the free fall and the first correction as the rod's bending
+/// takes it up. Least squares (B solved for each `t_r` on a grid of 0.05 ms).
+fn fall_onset(pts: &[(f64, f64)], g: f64, lo: f64, hi: f64) -> f64 {
+    let sse = |t_r: f64| {
+        let tau2: Vec<f64> = pts.iter().map(|(t, _)| (t - t_r).max(0.0).powi(2)).collect();
+        let rest: Vec<f64> = pts.iter().zip(&tau2).map(|((_, u), x)| u - 0.5 * g * x).collect();
+        let s44: f64 = tau2.iter().map(|x| x.powi(4)).sum();
+        let b = if s44 > 0.0 { rest.iter().zip(&tau2).map(|(r, x)| r * x * x).sum::<f64>() / s44 } else { 0.0 };
+        rest.iter().zip(&tau2).map(|(r, x)| (r - b * x * x).powi(2)).sum::<f64>()
+    };
+    let steps = ((hi - lo) / 5e-5).ceil().max(1.0) as usize;
+    (0..=steps).map(|i| lo + (hi - lo) * i as f64 / steps as f64).min_by(|a, b| sse(*a).total_cmp(&sse(*b))).unwrap_or(hi)
+}
+
+/// Where each mapped marker sits in the base frame over the frames `f`
+/// (times in `window`, base pose known): per marker its samples.
+fn in_base_frame(
+    marker_cols: &[(usize, usize)],
+    poses: &[(usize, Pose)],
+    frames: impl Fn(usize) -> bool,
+    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
+) -> Vec<Vec<Vec3>> {
+    let mut out = vec![vec![]; marker_cols.len()];
+    for (f, base) in poses.iter().filter(|(f, _)| frames(*f)) {
+        for (m, p) in world_markers(*f).into_iter().enumerate() {
+            if let Some(p) = p {
+                out[m].push(base.inverse().transform_point(&p));
+            }
+        }
+    }
+    out
+}
+
+/// The rod file's rest frame of each marker's section, in the clamp's
+/// frame (the base stream's).
+fn rest_sections(rod: &rod::Rod, marker_cols: &[(usize, usize)]) -> Vec<(f64, Pose)> {
+    // The rod's base is its mount on the clamp (what the base stream places).
+    let arcs: Vec<f64> = marker_cols.iter().map(|&(_, k)| rod.markers[k].arc_m).collect();
+    let model = rod::Model::new(rod, &arcs);
+    let frames = model.frames(&nalgebra::DVector::zeros(model.n_dof()));
+    arcs.iter().map(|&a| (a, frames.joints[model.joint_at(a)])).collect()
+}
+
+/// Each marker's place on the body, measured over the reference window
+/// (the rod held in its rod-file shape): its mean position in the base
+/// frame, as an offset in its section's rest frame. A window outside the
+/// file, a marker seen in too few of its frames, or one that moves there
+/// beyond its noise is refused, naming it.
+#[allow(clippy::too_many_arguments)]
+fn markers_on_body(
+    traj: &Trajectories,
+    map: &MocapMap,
+    rod: &rod::Rod,
+    marker_cols: &[(usize, usize)],
+    poses: &[(usize, Pose)],
+    window: [f64; 2],
+    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
+) -> Result<(Vec<session::MarkerOnBody>, Option<[f64; 3]>)> {
+    let name = traj.source.display();
+    let end_s = (traj.frames.len().saturating_sub(1)) as f64 / traj.rate_hz;
+    if window[1] > end_s {
+        return Err(Error::input(format!(
+            "{name}: {}: reference.window_s = [{}, {}] ends after the file ({end_s:.2} s)",
+            map.path.display(),
+            window[0],
+            window[1]
+        )));
+    }
+    let inside = |f: usize| (window[0]..=window[1]).contains(&(f as f64 / traj.rate_hz));
+    let samples = in_base_frame(marker_cols, poses, inside, world_markers);
+    let sections = rest_sections(rod, marker_cols);
+    let mut held = vec![];
+    for (m, pts) in samples.iter().enumerate() {
+        let (label, k) = &map.markers[m];
+        if pts.len() < REFERENCE_MIN_SAMPLES {
+            return Err(Error::input(format!(
+                "{name}: marker \"{label}\" is seen in {} frames of the reference window [{}, {}] s (at least {REFERENCE_MIN_SAMPLES})",
+                pts.len(),
+                window[0],
+                window[1]
+            )));
+        }
+        let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
+        let spread_m = (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / pts.len() as f64).sqrt();
+        // Held still: the means of the first and last quarters agree within
+        // their noise (frame-to-frame differences say what a sample's is;
+        // a mean of q samples has sqrt(2 / q) of it between two).
+        let q = pts.len() / 4;
+        let first = pts[..q].iter().sum::<Vec3>() / q as f64;
+        let last = pts[pts.len() - q..].iter().sum::<Vec3>() / q as f64;
+        let noise = (pts.windows(2).map(|w| (w[1] - w[0]).norm_squared()).sum::<f64>() / (2.0 * (pts.len() - 1) as f64)).sqrt();
+        let moved = (last - first).norm();
+        if moved > REFERENCE_MOTION_SIGMAS * noise * (2.0 / q as f64).sqrt() + 5e-5 {
+            return Err(Error::input(format!(
+                "{name}: marker \"{label}\" moves {:.2} mm during the reference window [{}, {}] s (its noise {:.3} mm): the rod is not held still there",
+                moved * 1e3,
+                window[0],
+                window[1],
+                noise * 1e3
+            )));
+        }
+        held.push((m, *k, label.clone(), mean, spread_m, pts.len()));
+    }
+    // The rod's axis as the held pose registers it: the rotation about the
+    // rod's base that brings the design positions closest to the measured
+    // ones (the clamp's frame comes from the drawn cluster, and the rod
+    // sits in the clamp as it was put: either turns the axis by degrees,
+    // which the deflections would carry). The markers' own misplacements
+    // are what is left, measured in the registered frame.
+    let in_base = |p: &Vec3| rod.base.inverse().transform_point(p);
+    let pairs: Vec<(Vec3, Vec3)> =
+        held.iter().map(|(m, k, _, mean, _, _)| (in_base(&sections[*m].1.transform_point(&rod.markers[*k].offset_body_m)), in_base(mean))).collect();
+    let turn = rotation_about_origin(&pairs);
+    let mut out = vec![];
+    for (m, k, label, mean, spread_m, samples) in held {
+        let (arc_m, section) = sections[m];
+        let section_in_base = rod.base.inverse().compose(&section);
+        let offset = section_in_base.inverse().transform_point(&(turn.transpose() * in_base(&mean)));
+        let design = rod.markers[k].offset_body_m;
+        out.push(session::MarkerOnBody {
+            marker: k,
+            label,
+            arc_m,
+            offset_body_m: offset.into(),
+            spread_m,
+            design_distance_m: (offset - design).norm(),
+            samples,
+        });
+    }
+    Ok((out, (turn != Mat3::identity()).then(|| lie::so3_log(&turn).into())))
+}
+
+/// The rotation `R` with `sum |R x - y|^2` least over the pairs `(x, y)`
+/// (about the origin); the identity when the points leave it undetermined
+/// (fewer than two directions from the origin).
+fn rotation_about_origin(pairs: &[(Vec3, Vec3)]) -> Mat3 {
+    let spread: Mat3 = pairs.iter().map(|(x, _)| x * x.transpose()).sum();
+    let mut ev: Vec<f64> = spread.symmetric_eigen().eigenvalues.iter().map(|v| v.max(0.0)).collect();
+    ev.sort_by(f64::total_cmp);
+    if ev[1] < 1e-6 * ev[2].max(1e-30) {
+        return Mat3::identity();
+    }
+    let h: Mat3 = pairs.iter().map(|(x, y)| x * y.transpose()).sum();
+    let svd = h.svd(true, true);
+    let (u, vt) = (svd.u.expect("u"), svd.v_t.expect("v_t"));
+    let d = (vt.transpose() * u.transpose()).determinant().signum();
+    vt.transpose() * Mat3::from_diagonal(&Vec3::new(1.0, 1.0, d)) * u.transpose()
+}
+
+/// Without `[reference]`: when the rod starts still (its first half
+/// second), how far its markers sit from the rod file's design positions
+/// there, if any is further than the noise could explain (a mm): the
+/// error the design positions bring into every later figure, said once.
+fn design_distance_warning(
+    traj: &Trajectories,
+    map: &MocapMap,
+    rod: &rod::Rod,
+    marker_cols: &[(usize, usize)],
+    poses: &[(usize, Pose)],
+    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
+) -> Option<String> {
+    let early = |f: usize| (f as f64 / traj.rate_hz) <= 0.5;
+    let samples = in_base_frame(marker_cols, poses, early, world_markers);
+    let sections = rest_sections(rod, marker_cols);
+    let mut far = vec![];
+    for (m, pts) in samples.iter().enumerate().filter(|(_, p)| p.len() >= REFERENCE_MIN_SAMPLES) {
+        let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
+        let design = sections[m].1.transform_point(&rod.markers[marker_cols[m].1].offset_body_m);
+        let d = (mean - design).norm();
+        if d > 1e-3 {
+            far.push(format!("\"{}\" {:.1} mm", map.markers[m].0, d * 1e3));
+        }
+    }
+    (!far.is_empty()).then(|| {
+        format!(
+            "{}: in the first 0.5 s the markers sit from their design positions (rod file): {}; if the rod is held in its rod-file shape there, [reference] window_s = [from, to] in {} measures their places on the body instead",
+            traj.source.display(),
+            far.join(", "),
+            map.path.display()
+        )
+    })
+}
+
+/// Fewest frames a reference window must see a marker in.
+const REFERENCE_MIN_SAMPLES: usize = 10;
+/// A marker moving more than this many times its noise during the
+/// reference window is not held still.
+const REFERENCE_MOTION_SIGMAS: f64 = 5.0;
 
 /// The session directory of each file: `out` itself for one file, one
 /// directory per file under `out` (named by the file's stem) for several.
@@ -518,15 +1106,22 @@ pub fn session_dirs(files: &[PathBuf], out: &Path) -> Result<Vec<SessionDir>> {
     Ok(dirs)
 }
 
-/// Imports every file into its session ([`session_dirs`]), reporting
-/// progress per file.
-pub fn import_files(files: &[PathBuf], map: &MocapMap, out: &Path, progress: &dyn crate::Progress) -> Result<Vec<Imported>> {
+/// Imports every file into its session ([`session_dirs`]) with `read`
+/// (C3D, or a table), reporting progress per file.
+pub fn import_files(
+    files: &[PathBuf],
+    map: &MocapMap,
+    rod: &rod::Rod,
+    out: &Path,
+    read: &dyn Fn(&Path) -> Result<Trajectories>,
+    progress: &dyn crate::Progress,
+) -> Result<Vec<Imported>> {
     let dirs = session_dirs(files, out)?;
-    let task = progress.task("import c3d", Some(files.len() as u64));
+    let task = progress.task("import", Some(files.len() as u64));
     let mut done = vec![];
     for (k, (f, d)) in files.iter().zip(&dirs).enumerate() {
         task.message(&f.display().to_string());
-        done.push(import_c3d(f, map, d)?);
+        done.push(import_trajectories(&read(f)?, map, d, rod)?);
         task.set(k as u64 + 1);
     }
     Ok(done)

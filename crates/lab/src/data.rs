@@ -40,6 +40,34 @@ pub fn base_log(dir: &SessionDir, world_from_robot: Pose, damaged: Damaged, warn
     Ok(Some((out, Pose::identity())))
 }
 
+/// The rod with each marker the session measured on the body (its
+/// `session.toml`'s `marker_on_body`, from a reference window) in place of
+/// the rod file's design position, and a line saying which were used (none
+/// without measured markers).
+pub fn rod_for_session(rod: &rod::Rod, meta: Option<&session::SessionMeta>, dir: &SessionDir) -> (rod::Rod, Option<String>) {
+    let measured = meta.map_or(&[][..], |m| m.markers_on_body.as_slice());
+    let mut out = rod.clone();
+    // The base as the held pose registered it (the markers were measured in it).
+    if let Some(turn) = meta.and_then(|m| m.held_base_rotation_rad) {
+        out.base = rod.base.compose(&lie::Pose { rot: lie::exp(&lie::stack(&Vec3::from(turn), &Vec3::zeros())).rot, pos: Vec3::zeros() });
+    }
+    let mut used = vec![];
+    let n_markers = out.markers.len();
+    for m in measured.iter().filter(|m| m.marker < n_markers) {
+        out.markers[m.marker] = rod::Marker { arc_m: m.arc_m, offset_body_m: Vec3::from(m.offset_body_m) };
+        used.push(m.marker.to_string());
+    }
+    let note = (!used.is_empty()).then(|| {
+        format!(
+            "{}: markers {} at their places on the body measured over the reference window (session.toml), the others at the rod file's design positions; the rod's base turned {:.1} mrad from its mount, as the held pose registers it",
+            dir.path().display(),
+            used.join(", "),
+            meta.and_then(|m| m.held_base_rotation_rad).map_or(0.0, |t| Vec3::from(t).norm() * 1e3)
+        )
+    });
+    (out, note)
+}
+
 /// "no robot stream and no motion-capture base" for `dir`.
 pub fn no_base(dir: &SessionDir) -> String {
     format!(

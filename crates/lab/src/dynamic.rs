@@ -101,6 +101,9 @@ pub struct DynamicFit {
 /// flange force readings.
 struct SessionCase {
     name: String,
+    /// The rod replayed: its markers where the session measured them on
+    /// the body (a reference window), else the rod file's.
+    rod: Rod,
     prepared: Prepared,
     /// (simulation time \[s\], marker, tracked position \[m\]).
     observed: Vec<(f64, usize, Vec3)>,
@@ -159,7 +162,7 @@ impl<'a> Replay<'a> {
         if let Some(t) = scene.table.as_mut() {
             t.mu = at.mu;
         }
-        let mut rod = self.rod.clone();
+        let mut rod = case.rod.clone();
         rod.damping = Some(Damping::Ratio(at.zeta));
         rod.cross_section.body.e_pa *= at.stiffness;
         rod.cross_section.body.g_pa *= at.stiffness;
@@ -309,6 +312,8 @@ const MU_STICKS: f64 = 50.0;
 fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<SessionCase>> {
     let mut cases = vec![];
     for dir in &req.sessions {
+        let (session_rod, _) = crate::data::rod_for_session(rod, dir.meta()?.as_ref(), dir);
+        let rod = &session_rod;
         let prepared = crate::simulate::prepare(&SimulateJob {
             rod,
             rod_path: &req.rod_path,
@@ -320,10 +325,8 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             duration_s: None,
             out: &req.out,
             damaged: session::Damaged::Skip,
+            hung_masses: Some(&req.loads),
         })?;
-        if prepared.scene.table.is_none() {
-            return Err(Error::input(format!("{}: no [table]: there is no friction to identify", req.scene_path.display())));
-        }
         let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
         let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
         let s = crate::data::load(dir, rod.markers.len(), &requests, session::Damaged::Skip)?;
@@ -353,7 +356,14 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             let diff = samples.windows(2).map(|w| (w[1].1 - w[0].1).norm_squared()).sum::<f64>() / (samples.len().max(2) - 1) as f64;
             ForceReadings { stream: fs.stream.clone(), samples, sigma_n: (diff / 6.0).sqrt().max(1e-3) }
         });
-        cases.push(SessionCase { name: s.name.clone(), prepared, observed, sigma_m: req.sigma_m.max(noise), force: force.filter(|f| f.samples.len() > 1) });
+        cases.push(SessionCase {
+            name: s.name.clone(),
+            rod: session_rod.clone(),
+            prepared,
+            observed,
+            sigma_m: req.sigma_m.max(noise),
+            force: force.filter(|f| f.samples.len() > 1),
+        });
     }
     Ok(cases)
 }
@@ -444,6 +454,91 @@ pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) ->
     problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
 }
 
+/// What the sessions say about the table's friction before the least
+/// squares: the bracketing scan of mu, its best point, and whether the
+/// tip ever slides (or whether there is a table at all).
+struct Friction {
+    scan: Vec<(f64, f64)>,
+    best_mu: f64,
+    /// The tip only sticks: mu is bounded from below (`mu_at_least`), not fitted.
+    stick_only: bool,
+    mu_at_least: Option<f64>,
+    /// The scene has no table: mu is not a parameter.
+    no_table: bool,
+    warnings: Vec<String>,
+}
+
+impl Friction {
+    /// A scene without a table: nothing touches, mu is not a parameter.
+    fn no_table(replay: &mut Replay) -> Friction {
+        replay.touches = vec![false; replay.cases.len()];
+        Friction {
+            scan: vec![],
+            best_mu: f64::NAN,
+            stick_only: false,
+            mu_at_least: None,
+            no_table: true,
+            warnings: vec![
+                "the scene has no [table]: mu is not a parameter (the rod moves in air); the damping ratio (and with --fit-stiffness E) is fitted".into()
+            ],
+        }
+    }
+
+    fn fit_mu(&self) -> bool {
+        !self.stick_only && !self.no_table
+    }
+}
+
+/// Whether each session touches the table (in a replay that never slides),
+/// then a bracketing scan of mu at the starting damping ratio: the
+/// residual is flat where the tip sticks and kinks where it starts to slide.
+fn scan_friction(replay: &mut Replay, mu0: f64, zeta0: f64, task: &dyn crate::progress::Task) -> Result<Friction> {
+    // The replays that never slide: whether each session touches the table
+    // (a session in the air does not depend on mu).
+    task.message("replaying with sticking friction");
+    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, Point::new(MU_STICKS, zeta0))).collect();
+    let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
+    replay.touches = sticking.iter().map(|r| r.iter().any(|s| s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
+    for (i, records) in sticking.iter().enumerate() {
+        // The scan's point that never slides.
+        replay.keep(i, Point::new(MU_STICKS, zeta0), records);
+    }
+    if !replay.touches.iter().any(|t| *t) {
+        return Err(Error::input(
+            "the rod never touches the table in these sessions: there is no friction to identify (add a session with contact, or hold mu)",
+        ));
+    }
+    task.message("scanning mu");
+    let mut grid = mu_grid();
+    grid.push(mu0);
+    grid.push(MU_STICKS);
+    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0)).map(|r| 0.5 * r.norm_squared())).collect();
+    let mut scan = vec![];
+    for (mu, c) in grid.iter().zip(costs) {
+        // A simulation that fails at a trial value is no candidate.
+        if let Ok(c) = c {
+            scan.push((*mu, c));
+        }
+    }
+    let sticks = scan.iter().find(|(mu, _)| *mu == MU_STICKS).map(|s| s.1);
+    scan.retain(|(mu, _)| *mu != MU_STICKS);
+    scan.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (best_mu, best_cost) =
+        scan.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(|| Error::computation("no simulation of the scan succeeded"))?;
+    // Stick only: sticking everywhere fits as well as the best mu (the same
+    // simulation, up to the last digits).
+    let stick_only = sticks.is_some_and(|c| c <= best_cost * (1.0 + 1e-9) + 1e-12);
+    let mut warnings = vec![];
+    let mu_at_least = stick_only.then(|| {
+        let bound = sticking.iter().map(|r| largest_stick_ratio(r)).fold(0.0, f64::max);
+        warnings.push(format!(
+            "the tip never slides in these sessions: mu is not determined, only bounded from below by {bound:.3} (the largest tangential / normal force ratio the stick needed); record a session in which the tip slides to measure it"
+        ));
+        bound
+    });
+    Ok(Friction { scan, best_mu, stick_only, mu_at_least, no_table: false, warnings })
+}
+
 /// Fits mu and the damping ratio to the sessions; writes identified.toml
 /// (the static file with `[dynamic]`), index.html and summary.json.
 pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result<DynamicFit> {
@@ -470,60 +565,27 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     task.message("reading the sessions");
     let cases = read_cases(req, &rod, &scene)?;
     let mut replay = Replay::new(rod.clone(), &req.scene_path, cases);
-    // The replays that never slide: whether each session touches the table
-    // (a session in the air does not depend on mu).
-    task.message("replaying with sticking friction");
-    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, Point::new(MU_STICKS, zeta0))).collect();
-    let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
-    replay.touches = sticking.iter().map(|r| r.iter().any(|s| s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
-    for (i, records) in sticking.iter().enumerate() {
-        // The scan's point that never slides.
-        replay.keep(i, Point::new(MU_STICKS, zeta0), records);
-    }
-    if !replay.touches.iter().any(|t| *t) {
-        return Err(Error::input(
-            "the rod never touches the table in these sessions: there is no friction to identify (add a session with contact, or hold mu)",
-        ));
-    }
-
-    // Bracketing scan of mu (the residual is flat where the tip sticks and
-    // kinks where it starts to slide), and the replay that never slides.
-    task.message("scanning mu");
-    let mut grid = mu_grid();
-    grid.push(mu0);
-    grid.push(MU_STICKS);
-    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0)).map(|r| 0.5 * r.norm_squared())).collect();
-    let mut scan = vec![];
-    for (mu, c) in grid.iter().zip(costs) {
-        // A simulation that fails at a trial value is no candidate.
-        if let Ok(c) = c {
-            scan.push((*mu, c));
-        }
-    }
-    let sticks = scan.iter().find(|(mu, _)| *mu == MU_STICKS).map(|s| s.1);
-    scan.retain(|(mu, _)| *mu != MU_STICKS);
-    scan.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (best_mu, best_cost) =
-        scan.iter().cloned().min_by(|a, b| a.1.total_cmp(&b.1)).ok_or_else(|| Error::computation("no simulation of the scan succeeded"))?;
-    // Stick only: sticking everywhere fits as well as the best mu (the same
-    // simulation, up to the last digits).
-    let stick_only = sticks.is_some_and(|c| c <= best_cost * (1.0 + 1e-9) + 1e-12);
-    let mut warnings = vec![];
-    let mu_at_least = if stick_only {
-        let bound = sticking.iter().map(|r| largest_stick_ratio(r)).fold(0.0, f64::max);
-        warnings.push(format!(
-            "the tip never slides in these sessions: mu is not determined, only bounded from below by {bound:.3} (the largest tangential / normal force ratio the stick needed); record a session in which the tip slides to measure it"
-        ));
-        Some(bound)
-    } else {
-        None
+    let friction = match scene.table {
+        Some(_) => scan_friction(&mut replay, mu0, zeta0, task.as_ref())?,
+        None => Friction::no_table(&mut replay),
     };
+    let (scan, best_mu, stick_only) = (friction.scan.clone(), friction.best_mu, friction.stick_only);
+    let mu_at_least = friction.mu_at_least;
+    // What each replay is (from its release, a hung mass), then the friction's word.
+    let mut warnings: Vec<String> = replay.cases.iter().flat_map(|c| c.prepared.warnings.iter().cloned()).collect();
+    warnings.extend(friction.warnings.iter().cloned());
 
     // Levenberg-Marquardt from the scan's best (or with mu held where
-    // the tip only sticks).
+    // the tip only sticks, or without mu where there is no table).
     task.message("least squares");
-    let free = [!stick_only, !req.hold_damping, req.fit_stiffness];
-    let held = Point { mu: if stick_only { MU_STICKS } else { best_mu }, zeta: zeta0, stiffness: 1.0 };
+    let free = [friction.fit_mu(), !req.hold_damping, req.fit_stiffness];
+    if !free.iter().any(|f| *f) {
+        return Err(Error::input(format!(
+            "nothing to fit: {} has no [table] (no mu), --hold-damping holds the damping ratio and --fit-stiffness is not given",
+            req.scene_path.display()
+        )));
+    }
+    let held = Point { mu: if friction.fit_mu() { best_mu } else { MU_STICKS }, zeta: zeta0, stiffness: 1.0 };
     let problem = DynamicProblem { replay: &replay, held, free, log_step: LOG_STEP };
     let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0].into_iter().zip(free).filter(|(_, f)| *f).map(|(v, _)| v).collect();
     let start_r = replay.residual(Point::new(mu0, zeta0))?;
@@ -579,10 +641,11 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
-        mu: mu_at_least.unwrap_or(mu),
+        mu: if friction.no_table { f64::NAN } else { mu_at_least.unwrap_or(mu) },
         mu_ci95: ci_mu,
-        mu_determined: !stick_only,
+        mu_determined: friction.fit_mu(),
         mu_at_least,
+        no_table: friction.no_table,
         damping_ratio: zeta,
         damping_ratio_ci95: ci_zeta,
         correlation_mu_damping: correlation,
@@ -643,6 +706,7 @@ fn write_report(
     blocks.push(Block::Warnings(warnings.to_vec()));
     let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "-".into() };
     let mu_text = match out.mu_at_least {
+        _ if out.no_table => "not a parameter: the scene has no table".to_string(),
         Some(b) => format!("not determined: at least {b:.4} (the tip never slides)"),
         None => format!("{:.4} {}", out.mu, ci(out.mu_ci95)),
     };
@@ -664,17 +728,19 @@ fn write_report(
             vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()],
         ],
     ));
-    blocks.push(Block::Chart(Chart {
-        name: "mu_scan".into(),
-        title: format!("Bracketing scan: cost 1/2 |r|^2 against mu at damping ratio {:.3}", start.zeta),
-        x_label: "mu [1]".into(),
-        y_label: "cost [1]".into(),
-        series: vec![
-            Series::points("scan", scan.to_vec(), 0),
-            Series::line("fitted mu", vec![(replayed.mu, 0.0), (replayed.mu, scan.iter().map(|s| s.1).fold(0.0, f64::max))], 1),
-        ],
-        diagonal: false,
-    }));
+    if !scan.is_empty() {
+        blocks.push(Block::Chart(Chart {
+            name: "mu_scan".into(),
+            title: format!("Bracketing scan: cost 1/2 |r|^2 against mu at damping ratio {:.3}", start.zeta),
+            x_label: "mu [1]".into(),
+            y_label: "cost [1]".into(),
+            series: vec![
+                Series::points("scan", scan.to_vec(), 0),
+                Series::line("fitted mu", vec![(replayed.mu, 0.0), (replayed.mu, scan.iter().map(|s| s.1).fold(0.0, f64::max))], 1),
+            ],
+            diagonal: false,
+        }));
+    }
     if !history.is_empty() {
         blocks.push(Block::Chart(Chart {
             name: "history".into(),

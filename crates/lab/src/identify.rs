@@ -198,12 +198,17 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
         return Err(Error::input(format!("{}: tip_mass[{i}].session: no session named \"{s}\" among {}", loads.name(), names.join(", "))));
     }
     let requests = loads.requests();
-    let rod_markers = RodMarkers { markers: &rod.markers, mount: rod.base };
     let (mut experiments, mut holds, mut per, mut provenance, mut ignored) = (vec![], vec![], vec![], vec![], vec![]);
     let mut gravity: Option<(Vec3, &SessionDir)> = None;
     for dir in dirs {
-        let s = data::load(dir, rod_markers.markers.len(), &requests, damaged)?;
+        let mut s = data::load(dir, rod.markers.len(), &requests, damaged)?;
         ignored.extend(s.warnings.iter().cloned());
+        // A rod held by a support until its release is not in equilibrium
+        // under its loads: holds are searched for after the release.
+        if let Some(release_s) = dir.meta().ok().flatten().and_then(|m| m.release_s) {
+            s.markers.retain(|(t, _)| *t >= release_s);
+            ignored.push(format!("{}: held until its release at t = {release_s:.3} s (session.toml): holds are searched for after it", dir.path().display()));
+        }
         match gravity {
             Some((g, first)) if (g - s.gravity_m_s2).norm() > 1e-9 => {
                 return Err(Error::input(format!(
@@ -218,7 +223,11 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
         ignored.extend(ignored_streams(dir, &requests));
-        let (e, h) = experiments_from_session(&s, &rod_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
+        // Markers measured on the body (a reference window) where the session has them.
+        let (session_rod, measured) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
+        ignored.extend(measured);
+        let session_markers = RodMarkers { markers: &session_rod.markers, mount: session_rod.base };
+        let (e, h) = experiments_from_session(&s, &session_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
         per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
         experiments.extend(e);
         holds.extend(h);

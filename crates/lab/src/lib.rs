@@ -19,6 +19,7 @@ pub mod export;
 pub mod identify;
 pub mod info;
 pub mod loads;
+pub mod mocap_tables;
 pub mod observe;
 pub mod paper;
 pub mod params;

@@ -127,12 +127,16 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     if let Some(c) = o.energy_scale_j {
         crate::error::positive("--energy-scale-j", c)?;
     }
-    // What made the table: the rod as given (the session fixes gravity).
-    let (key, description) = key(rod, o, markers_path);
     let mut rod = rod.clone();
     let session_dir = session::SessionDir::new(markers_path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
     let meta = session_dir.meta()?;
     let frames_w = meta.as_ref().map(|m| m.frames).unwrap_or_default();
+    // Markers measured on the body (a reference window) where the session has them.
+    let (measured_rod, measured_markers) = crate::data::rod_for_session(&rod, meta.as_ref(), &session_dir);
+    rod = measured_rod;
+    // What made the table: the rod as observed (its markers as measured;
+    // the session fixes gravity).
+    let (key, description) = key(&rod, o, markers_path);
     if meta.is_some() {
         // One world: gravity from the rig, not the rod file.
         rod.gravity_m_s2 = frames_w.gravity();
@@ -146,7 +150,7 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let n_markers = rod.markers.len();
     // The base log (a robot's flange or a mocap clamp) and what places it
     // in the world.
-    let mut sigma_warnings = vec![];
+    let mut sigma_warnings: Vec<String> = measured_markers.into_iter().collect();
     let (tcp, world_from_robot) = match crate::data::base_log(&session_dir, frames_w.world_from_robot(), session::Damaged::Skip, &mut sigma_warnings)? {
         Some((samples, w)) => (Some(samples), w),
         None => (None, frames_w.world_from_robot()),

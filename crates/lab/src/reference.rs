@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
-/// The files with a schema, by the name `rodlab schema` takes.
-pub const FILES: [&str; 6] = ["rod", "rig", "scene", "loads", "identified", "session"];
+/// The files with a schema, by the name `rodlab schema` takes. `markers`
+/// and `camera` are the tracker's (a build with the devices feature).
+pub const FILES: [&str; 9] = ["rod", "rig", "scene", "loads", "identified", "session", "map", "markers", "camera"];
 
 /// Reads `path` as a file of kind `name` (one of [`FILES`]) with the very
 /// parser the commands use, checking every value; what the file is, or the
@@ -41,9 +42,38 @@ pub fn check_file(name: &str, path: &std::path::Path) -> crate::Result<String> {
             session::SessionMeta::read(dir)?.ok_or_else(|| Error::input(format!("{}: no session.toml", dir.display())))?;
             "a session file".to_string()
         }
+        "map" => {
+            // Marker numbers are checked against a rod file on import.
+            let m = crate::c3d::MocapMap::read(path, usize::MAX)?;
+            format!("a motion-capture map: {} markers", m.markers.len())
+        }
+        #[cfg(feature = "devices")]
+        "markers" => {
+            track::detect::MarkerParams::load(path)?;
+            "a markers file".to_string()
+        }
+        #[cfg(feature = "devices")]
+        "camera" => {
+            let c = track::camera::CameraModel::load(path)?;
+            format!("a camera file: {} x {} px", c.width_px, c.height_px)
+        }
         other => return Err(Error::input(format!("{other}: no such file kind (one of {})", FILES.join(", ")))),
     };
     Ok(what)
+}
+
+/// The experiments CSV pair's column tables (docs/reference/experiments.md):
+/// `inputs.csv`'s, then `measurements.csv`'s, as Markdown.
+pub fn experiment_columns() -> (String, String) {
+    let mut inputs = "| column | required | meaning |\n|---|---|---|\n".to_string();
+    for (name, required, meaning) in identify::data::INPUT_COLUMNS.iter() {
+        inputs += &format!("| `{name}` | {} | {meaning} |\n", if *required { "yes" } else { "" });
+    }
+    let mut measurements = "| column | meaning |\n|---|---|\n".to_string();
+    for (name, meaning) in identify::data::MEASUREMENT_COLUMNS {
+        measurements += &format!("| `{name}` | {meaning} |\n");
+    }
+    (inputs, measurements)
 }
 
 /// The JSON schema of config file `name` (one of [`FILES`]).
@@ -77,6 +107,11 @@ fn raw_schema(name: &str) -> Option<schemars::Schema> {
         "loads" => schemars::schema_for!(identify::sessions::LoadsFile),
         "identified" => schemars::schema_for!(identify::output::IdentifiedFile),
         "session" => schemars::schema_for!(session::SessionMeta),
+        "map" => schemars::schema_for!(crate::c3d::RawMap),
+        #[cfg(feature = "devices")]
+        "markers" => schemars::schema_for!(track::detect::MarkerParams),
+        #[cfg(feature = "devices")]
+        "camera" => schemars::schema_for!(track::camera::CameraModel),
         _ => return None,
     })
 }

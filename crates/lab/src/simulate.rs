@@ -44,6 +44,9 @@ pub struct SimulateJob<'a> {
     pub out: &'a Path,
     /// A session's damaged chunks: refused, or left out with a warning.
     pub damaged: session::Damaged,
+    /// A session's replay: its hung mass from this loads file's
+    /// `[[tip_mass]]` (a point mass with its inertia).
+    pub hung_masses: Option<&'a crate::loads::Loads>,
 }
 
 /// A finished simulation.
@@ -112,10 +115,30 @@ fn base_motion(job: &SimulateJob, scene: &mut Scene, warnings: &mut Vec<String>)
             // robot's flange is placed by them, a mocap clamp is in the world.
             let (tcp, world_from_robot) =
                 crate::data::base_log(dir, scene.world_from_robot, job.damaged, warnings)?.ok_or_else(|| Error::input(crate::data::no_base(dir)))?;
-            let t0 = tcp[0].t_host_ns;
-            let samples: Vec<(f64, [f64; 6])> = tcp.iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
+            let mut t0 = tcp[0].t_host_ns;
+            let mut replay_s = None;
+            if scene.start == sim::Start::Release {
+                // From the release, at rest in the rod-file shape (the held
+                // pose the markers were measured in), for the scene's
+                // duration or to the session's end.
+                let release_s = dir.meta()?.and_then(|m| m.release_s).ok_or_else(|| {
+                    Error::input(format!(
+                        "{scene_name}: time.start = \"release\": {} has no release_s (a motion-capture session imported with a map's [reference] window finds it)",
+                        dir.meta_path().display()
+                    ))
+                })?;
+                t0 += (release_s * 1e9).round() as i64;
+                scene.initial = sim::scene::Initial::Rest;
+                replay_s = Some(scene.duration_s);
+                warnings
+                    .push(format!("{}: replayed from its release at t = {release_s:.3} s (session.toml), at rest in the rod-file shape", dir.path().display()));
+            }
+            // Samples from one before t0 (the base is interpolated at t0).
+            let first = tcp.iter().rposition(|s| s.t_host_ns <= t0).unwrap_or(0);
+            let samples: Vec<(f64, [f64; 6])> = tcp[first..].iter().map(|s| ((s.t_host_ns - t0) as f64 * 1e-9, s.pose)).collect();
+            let span_s = samples.last().map_or(0.0, |s| s.0);
             // The robot log's span, unless asked otherwise.
-            scene.duration_s = job.duration_s.unwrap_or(samples.last().map_or(0.0, |s| s.0));
+            scene.duration_s = job.duration_s.or(replay_s.map(|d| d.min(span_s))).unwrap_or(span_s);
             Ok((from_samples(scene, &samples, &world_from_robot, dir.path())?, Some(t0)))
         }
         BaseSource::Trajectory { samples, path } => Ok((from_samples(scene, samples, &scene.world_from_robot, path)?, None)),
@@ -168,6 +191,11 @@ pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
     }
     let mut warnings = vec![];
     let (motion, t0_host_ns) = base_motion(job, &mut scene, &mut warnings)?;
+    if let (Some(loads), BaseSource::Session(dir), Some(t0)) = (job.hung_masses, &job.base, t0_host_ns) {
+        // Session time: t_host_ns counts from the session's start.
+        let (from_s, duration_s) = (t0 as f64 * 1e-9, scene.duration_s);
+        warnings.extend(add_hung_mass(&mut scene, job.rod, loads, &dir.name(), from_s, from_s + duration_s)?);
+    }
     Ok(Prepared { scene, motion, t0_host_ns, frames_from, warnings })
 }
 
@@ -551,4 +579,26 @@ pub fn verify_partial_slip(out: &Path, progress: &dyn Progress) -> Result<(Vec<s
     };
     report::page::write_page(out, &page, &points)?;
     Ok((points, worst))
+}
+
+/// The session's hung mass over a replay (the loads file's `[[tip_mass]]`
+/// for `session` from `from_s` to `to_s`, seconds since the session's
+/// start) as a point mass of the scene at the tip: its weight and its
+/// inertia. A line saying so, or nothing without a mass.
+pub fn add_hung_mass(scene: &mut Scene, rod: &Rod, loads: &crate::loads::Loads, session: &str, from_s: f64, to_s: f64) -> Result<Option<String>> {
+    let (kg, offset) = loads
+        .file
+        .tip_mass_in(session, from_s, to_s)
+        .map_err(|e| Error::input(format!("{}: session {session}: {} (a replay needs one mass from {from_s:.3} s to {to_s:.3} s)", loads.name(), e.0)))?;
+    if kg <= 0.0 {
+        return Ok(None);
+    }
+    scene.loads.push(sim::LoadSpec::PointMass { arc_m: rod.length_m, offset_body_m: lie::Vec3::new(0.0, offset[0], offset[1]), mass_kg: kg });
+    Ok(Some(format!(
+        "{session}: a hung mass of {:.1} g at the tip (offset [{:.1}, {:.1}] mm; {}), with its inertia",
+        kg * 1e3,
+        offset[0] * 1e3,
+        offset[1] * 1e3,
+        loads.name()
+    )))
 }

@@ -303,6 +303,9 @@ fn tip_phase(r: &StepRecord) -> Phase {
 
 fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Path, progress: &dyn Progress) -> Result<SessionSummary> {
     let o = &req.options;
+    // Markers measured on the body (a reference window) where the session has them.
+    let (session_rod, measured_markers) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
+    let rod = &session_rod;
     let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
     let damaged = if o.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip };
     let s = data::load(dir, rod.markers.len(), &requests, damaged)?;
@@ -321,6 +324,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             duration_s: None,
             out: &out.join("sim"),
             damaged,
+            hung_masses: Some(&req.loads),
         },
         progress,
     )?;
@@ -329,6 +333,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = s.warnings.clone();
+    warnings.extend(measured_markers);
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.

@@ -42,6 +42,48 @@ pub struct SessionMeta {
     /// What each device recorded, written when the recording finishes.
     #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceRecord>,
+    /// The window \[s from the session's start\] in which the rod was held
+    /// in its rod-file shape (a motion-capture map's `[reference]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_window_s: Option<[f64; 2]>,
+    /// Where each marker sits on the body, measured over the reference
+    /// window (used instead of the rod file's design positions).
+    #[serde(default, rename = "marker_on_body", skip_serializing_if = "Vec::is_empty")]
+    pub markers_on_body: Vec<MarkerOnBody>,
+    /// The rod's base turned from the rod file's mount as the held pose
+    /// registers it (a rotation vector in the mount's frame \[rad\]): the
+    /// rotation about the base that brings the markers' design positions
+    /// closest to where they were held. The markers' places on the body
+    /// are measured in the turned frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_base_rotation_rad: Option<[f64; 3]>,
+    /// When the rod held over the reference window was let go \[s from the
+    /// session's start\] (found by the import: the onset of the first
+    /// marker's departure from its held pose). A scene's `[time] start =
+    /// "release"` replays from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_s: Option<f64>,
+}
+
+/// A marker's place on the body, measured with the rod held in its
+/// rod-file shape: what identify, observe and validate use for it instead
+/// of the rod file's design position.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MarkerOnBody {
+    /// The rod file's marker number.
+    pub marker: usize,
+    /// Its label in the file it came from.
+    pub label: String,
+    /// Arc length of its section \[m\] (the rod file's).
+    pub arc_m: f64,
+    /// Its offset from the centre line in that section's frame \[m\], as measured.
+    pub offset_body_m: [f64; 3],
+    /// The measured positions' spread about their mean (RMS distance) \[m\].
+    pub spread_m: f64,
+    /// How far it sits from the rod file's design position \[m\].
+    pub design_distance_m: f64,
+    /// Frames it was measured over.
+    pub samples: usize,
 }
 
 /// One device's figures at the end of a recording (its outages, one by
@@ -106,6 +148,10 @@ impl SessionMeta {
             rig: rig_text.into(),
             end_utc: String::new(),
             devices: vec![],
+            reference_window_s: None,
+            markers_on_body: vec![],
+            release_s: None,
+            held_base_rotation_rad: None,
         }
     }
 

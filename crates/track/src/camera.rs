@@ -8,16 +8,22 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// `camera.toml`: what `rodlab calibrate` writes and `rodlab track` reads.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CameraModel {
+    /// The image's width \[px\].
     pub width_px: u32,
+    /// The image's height \[px\].
     pub height_px: u32,
+    /// Focal length along the image's x \[px\].
     pub fx_px: f64,
+    /// Focal length along the image's y \[px\].
     pub fy_px: f64,
+    /// Principal point, x \[px\].
     pub cx_px: f64,
+    /// Principal point, y \[px\].
     pub cy_px: f64,
-    /// OpenCV order: k1, k2, p1, p2, k3.
+    /// Lens distortion in OpenCV's order: k1, k2, p1, p2, k3.
     pub distortion: [f64; 5],
     /// RMS reprojection error of the calibration (0 for a synthetic camera).
     #[serde(default)]
@@ -35,11 +41,12 @@ pub struct CameraModel {
 }
 
 /// A rigid transform from the plane (rig) frame to the camera frame.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanePose {
     /// Rotation vector (axis * angle) \[rad\], as OpenCV's rvec.
     pub rotation_rad: [f64; 3],
+    /// The board's origin in the camera's frame \[m\], as OpenCV's tvec.
     pub translation_m: [f64; 3],
 }
 

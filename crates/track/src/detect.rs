@@ -11,28 +11,31 @@ use std::path::Path;
 
 /// `markers.toml`: what a marker looks like and how to follow it. Every
 /// field has a default that suits red markers of 5-40 px across.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MarkerParams {
     /// Number of markers on the rod (0: as many as the first frame shows).
     pub count: usize,
-    /// Accepted hues [deg, 0-360); red needs two ranges.
+    /// Accepted hues \[deg, 0-360): `[from, to]` ranges; red needs two (`[[0, 20], [340, 360]]`).
     pub hue_ranges_deg: Vec<[f64; 2]>,
-    /// Minimum saturation (0-1) and value (0-1).
+    /// Minimum saturation (0-1) of a marker's pixels.
     pub saturation_min: f64,
+    /// Minimum value, HSV's brightness (0-1), of a marker's pixels.
     pub value_min: f64,
-    /// Side of the square kernel of the morphological opening (1: none).
+    /// Side of the square kernel of the morphological opening \[px\] (1: none): removes specks smaller than it.
     pub open_kernel_px: i32,
+    /// Smallest blob taken for a marker \[px^2\].
     pub min_area_px: f64,
+    /// Largest blob taken for a marker \[px^2\].
     pub max_area_px: f64,
-    /// 4 pi area / perimeter^2 (1 for a disc).
+    /// Least roundness, 4 pi area / perimeter^2 (1 for a disc).
     pub min_circularity: f64,
-    /// The base of the rod in the image: the chain starts at the marker
+    /// The base of the rod in the image \[px\]: the chain starts at the marker
     /// nearest to it (default: the middle of the left edge).
     pub base_px: Option<[f64; 2]>,
-    /// Search radius around a marker's predicted position.
+    /// Search radius around a marker's predicted position \[px\].
     pub gate_px: f64,
-    /// Extra search radius per frame a marker has been missing.
+    /// Extra search radius per frame a marker has been missing \[px\].
     pub gate_growth_px: f64,
     /// Search only around predicted positions (false: every frame in full).
     pub roi_tracking: bool,
