@@ -80,7 +80,11 @@ fn the_experiments_page_lists_the_readers_columns_and_its_examples_read() {
     let table = format!("`inputs.csv`:\n\n{inputs}\n`measurements.csv`:\n\n{measurements}");
     let (Some(a), Some(b)) = (text.find(BEGIN_COLUMNS), text.find(END_COLUMNS)) else { panic!("{}: no generated column tables", path.display()) };
     if text[a + BEGIN_COLUMNS.len()..b].trim() != table.trim() {
-        assert!(std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1"), "{}: stale column tables; RODLAB_BLESS=1 cargo test --test docs rewrites them", path.display());
+        assert!(
+            std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1"),
+            "{}: stale column tables; RODLAB_BLESS=1 cargo test --test docs rewrites them",
+            path.display()
+        );
         std::fs::write(&path, format!("{}{BEGIN_COLUMNS}\n{table}{END_COLUMNS}{}", &text[..a], &text[b + END_COLUMNS.len()..])).unwrap();
     }
     let csv = blocks(&text, "csv");
@@ -235,6 +239,8 @@ fn an_independent_validator_accepts_every_shipped_and_written_file_and_flags_a_m
         ("loads", files("configs", "loads")),
         ("session", vec![s.join("session.toml").display().to_string()]),
         ("identified", vec![fit.join("identified.toml").display().to_string()]),
+        ("map", [files("datasets/mocap-beam", ""), files("datasets/mocap-release", "map")].concat().into_iter().filter(|f| f.ends_with("map.toml")).collect()),
+        ("markers", vec![root().join("configs/markers.toml").display().to_string()]),
     ] {
         let schema = dir.path().join(format!("{kind}.schema.json"));
         std::fs::write(&schema, rodlab(&["schema", kind])).unwrap();

@@ -264,14 +264,31 @@ fn a_mocap_day_in_five_formats_imports_alike_and_identifies_statics_and_releases
     std::fs::write(data.join("masses.toml"), format!("# Each trial's mass, hung from the start (the support holds the beam).\n{masses}")).unwrap();
     let map = data.join("map.toml");
     std::fs::write(&map, map_text("+x", true)).unwrap();
-    // The lab's rod file: markers placed 1-2 mm off the drawing leave the
-    // rod's axis known to about 0.01 rad once registered on the held pose,
-    // a model error of about 0.1 mm at these deflections (declared, as the
-    // identification's chi-square check asks).
-    let beam = data.join("beam.toml");
-    let text = std::fs::read_to_string(root().join(BEAM)).unwrap();
-    std::fs::write(&beam, text.replace("tie_g_poisson = 0.45", "tie_g_poisson = 0.45\nmodel_error_m = 2e-4")).unwrap();
-    let beam = beam.to_str().unwrap();
+    let scene = data.join("release.toml");
+    std::fs::write(
+        &scene,
+        "# The beam let go in air: each session replayed from its release, at rest in the held shape.\n\
+         gravity_m_s2 = [0.0, 0.0, -9.81]\n[time]\nstep_s = 0.002\nduration_s = 1.5\nmode = \"dynamic\"\nintegrator = \"bdf2\"\nstart = \"release\"\n\
+         [base]\nkind = \"prescribed\"\n",
+    )
+    .unwrap();
+    // With RODLAB_MOCAP_RELEASE_DATASET=DIR the day's C3D files, map,
+    // masses and scene are also written there (how
+    // datasets/mocap-release was made).
+    if let Some(keep) = std::env::var_os("RODLAB_MOCAP_RELEASE_DATASET") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).unwrap();
+        for k in 0..MASSES_KG.len() {
+            let name = format!("{}.c3d", trial_name(k));
+            std::fs::copy(data.join("c3d").join(&name), keep.join(&name)).unwrap();
+        }
+        for f in ["map.toml", "masses.toml", "release.toml"] {
+            std::fs::copy(data.join(f), keep.join(f)).unwrap();
+        }
+    }
+    // The lab's rod file (its [identify] model_error_m: the axis known to
+    // about 0.01 rad once registered on the held pose).
+    let beam = BEAM;
 
     // Five formats, one day: the same sessions.
     for format in FORMATS {
@@ -339,14 +356,6 @@ fn a_mocap_day_in_five_formats_imports_alike_and_identifies_statics_and_releases
 
     // The releases, replayed in air from each session's release, the hung
     // mass with its inertia: the damping ratio, then E with it.
-    let scene = data.join("release.toml");
-    std::fs::write(
-        &scene,
-        "# The beam let go in air: each session replayed from its release, at rest in the held shape.\n\
-         gravity_m_s2 = [0.0, 0.0, -9.81]\n[time]\nstep_s = 0.002\nduration_s = 1.5\nmode = \"dynamic\"\nintegrator = \"bdf2\"\nstart = \"release\"\n\
-         [base]\nkind = \"prescribed\"\n",
-    )
-    .unwrap();
     let dynamic = |extra: &[&str], out: &Path| {
         let mut args: Vec<String> = ["identify", "--dynamic", "--rod", beam, "--sessions"].map(String::from).to_vec();
         args.extend(sessions.iter().cloned());

@@ -253,10 +253,7 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         experiments.insert(id, e);
     }
     let meas = read_csv(&meas_path)?;
-    let cols: Vec<usize> = MEASUREMENT_COLUMNS
-        .iter()
-        .map(|(n, _)| meas.column(&meas_path, n))
-        .collect::<Result<_, _>>()?;
+    let cols: Vec<usize> = MEASUREMENT_COLUMNS.iter().map(|(n, _)| meas.column(&meas_path, n)).collect::<Result<_, _>>()?;
     for (line, cells) in &meas.rows {
         if cells.len() != meas.header.len() {
             return Err(err(&meas_path, format!("line {line}"), format!("{} values, header has {}", cells.len(), meas.header.len())));
