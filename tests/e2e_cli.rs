@@ -538,13 +538,26 @@ fn identify_dynamic_writes_friction_that_validate_uses() {
         dir.path().join("v").to_str().unwrap(),
     ]);
     ok(&v);
-    // Bad requests: a scene without a table, --dynamic without --scene.
+    // Bad requests: a scene without a table with the damping held (nothing
+    // to fit: no mu without a table), --dynamic without --scene.
     let no_table = dir.path().join("no-table.toml");
     let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-lying-drag.toml")).unwrap();
     let (a, b) = (text.find("[table]").unwrap(), text.find("[base]").unwrap());
     std::fs::write(&no_table, format!("{}{}", &text[..a], &text[b..])).unwrap();
-    let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--scene", no_table.to_str().unwrap(), "--out", fit.to_str().unwrap()]);
-    expect_exit_2(o, &["no-table.toml", "no [table]"]);
+    let o = rodlab(&[
+        "identify",
+        "--dynamic",
+        "--rod",
+        rod,
+        "--sessions",
+        s,
+        "--scene",
+        no_table.to_str().unwrap(),
+        "--hold-damping",
+        "--out",
+        fit.to_str().unwrap(),
+    ]);
+    expect_exit_2(o, &["nothing to fit", "no-table.toml", "no [table]"]);
     let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--out", fit.to_str().unwrap()]);
     expect_exit_2(o, &["--scene"]);
 }

@@ -579,7 +579,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // the tip only sticks, or without mu where there is no table).
     task.message("least squares");
     let free = [friction.fit_mu(), !req.hold_damping, req.fit_stiffness];
-    if !free.iter().any(|f| *f) {
+    if friction.no_table && !free.iter().any(|f| *f) {
         return Err(Error::input(format!(
             "nothing to fit: {} has no [table] (no mu), --hold-damping holds the damping ratio and --fit-stiffness is not given",
             req.scene_path.display()

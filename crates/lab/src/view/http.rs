@@ -219,8 +219,16 @@ fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr) {
         }
     };
     let (head_only, reply) = reply;
+    let refused_unread = matches!(reply, Reply::BadRequest(_));
+    // Head and body in one write: with Nagle's algorithm a second small
+    // write waits for the first's ACK, and a close with unread bytes
+    // (a refused request still arriving) discards what still waits.
     let whole = |out: &mut TcpStream, status: &str, content_type: &str, body: &[u8]| {
-        let _ = out.write_all(head(status, content_type, body.len()).as_bytes()).and_then(|_| if head_only { Ok(()) } else { out.write_all(body) });
+        let mut answer = head(status, content_type, body.len()).into_bytes();
+        if !head_only {
+            answer.extend_from_slice(body);
+        }
+        let _ = out.write_all(&answer);
     };
     match reply {
         Reply::Body { content_type, body } => whole(&mut out, "200 OK", content_type, &body),
@@ -243,6 +251,30 @@ fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr) {
                     break;
                 }
             }
+        }
+    }
+    if refused_unread {
+        linger_close(out);
+    }
+}
+
+/// Closes a connection whose client may still be sending: the answer and
+/// the end of stream go first, then what arrives is read and dropped for a
+/// bounded time, so the close does not reset the connection before the
+/// client has read why it was refused (what HTTP servers call a lingering
+/// close).
+fn linger_close(mut conn: TcpStream) {
+    const LINGER: Duration = Duration::from_secs(1);
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let until = Instant::now() + LINGER;
+    let mut sink = [0u8; 16 * 1024];
+    while let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+        if conn.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
     }
 }
@@ -389,6 +421,7 @@ mod tests {
         let mut answer = String::new();
         let _ = c.read_to_string(&mut answer);
         assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("longer than"), "{answer:.80} after {sent} bytes");
+        drop(c);
 
         // Slow loris: a byte a second, closed at the deadline.
         let mut c = TcpStream::connect(server.addr()).unwrap();
@@ -407,6 +440,10 @@ mod tests {
         let _ = c.read_to_string(&mut answer);
         assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("not whole within"), "{answer}");
         assert!(started.elapsed() < REQUEST_DEADLINE + Duration::from_secs(3));
+        // Both refused clients go: the server's lingering reads see the end
+        // and free their connections.
+        drop(c);
+        std::thread::sleep(Duration::from_millis(300));
 
         // Beyond the cap: 503 at once.
         let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS).map(|_| TcpStream::connect(server.addr()).unwrap()).collect();
