@@ -7,7 +7,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 setup:
 	@bash scripts/setup.sh
 
-RODLAB := target/release/rodlab
+# The demo runs the binary `make test` builds and tests: one profile (dev,
+# which the test profile inherits unchanged, the physics crates optimised)
+# compiled once serves both; a release build compiled polars and the OpenCV
+# bindings a second time (13 of a fresh clone's 28 minutes).
+RODLAB := target/debug/rodlab
 
 ## Main job: the PLS paper's cantilever (Tables II/III), then identification
 ## of E, G, rho on the paper's cable-arm data, model variants by leave-one-out
@@ -16,7 +20,7 @@ RODLAB := target/release/rodlab
 ## -> identify --sessions -> validate) -> reports/demo/lab-day/; a motion-capture
 ## lab (C3D import -> identify -> validate) -> reports/demo/mocap/.
 demo: setup
-	cargo build --release --quiet -p rodlab-cli --bin rodlab
+	cargo build --workspace --locked --quiet --bins
 	$(RODLAB) paper-table
 	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
 		--out reports/demo --reference 2.563e5,8.543e4,1.41e3 --compare-variants
@@ -74,9 +78,15 @@ demo: setup
 	bash scripts/demo-index.sh reports/demo
 	@echo "every report: reports/demo/reports.html"
 
-## Every test of the workspace (unit, integration, end-to-end).
+## Every test of the workspace (unit, integration, end-to-end): with
+## cargo-nextest where it is installed (every test its own process, two at a
+## time across all test binaries; .config/nextest.toml), else cargo test.
 test: setup
-	cargo test --workspace --locked -- --nocapture
+	@if command -v cargo-nextest >/dev/null 2>&1; then \
+		set -x; cargo nextest run --workspace --locked && cargo test --workspace --locked --doc; \
+	else \
+		set -x; cargo test --workspace --locked -- --nocapture; \
+	fi
 
 ## Criterion benchmarks (not part of the tests).
 bench: setup

@@ -31,7 +31,7 @@ section() { # heading, text, then the reports under the given paths
     "A clamped beam with hung masses, tracked by motion capture (C3D files of two vendors' conventions), identified and validated." \
     mocap
   echo '<h2>Everything else</h2><ul>'
-  (cd "$dir" && find . -mindepth 2 -name index.html | sed 's:^\./::' | grep -v -E '^(track|lab-day|mocap)/' | sort) | while read -r f; do
+  (cd "$dir" && find . -mindepth 2 -name index.html | sed 's:^\./::' | { grep -v -E '^(track|lab-day|mocap)/' || true; } | sort) | while read -r f; do
     echo "<li><a href=\"$f\">$f</a>: $(title_of "$dir/$f")</li>"
   done
   echo '</ul></body></html>'

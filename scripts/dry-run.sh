@@ -4,11 +4,11 @@
 # Usage: scripts/dry-run.sh [OUT_DIR [SECONDS [RODLAB]]]
 #   OUT_DIR  session directory to write (default sessions/dry-run)
 #   SECONDS  how long to record (default 3)
-#   RODLAB   the binary (default target/release/rodlab, built if missing)
+#   RODLAB   the binary (default target/debug/rodlab, built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-sessions/dry-run}; SECONDS_TO_RECORD=${2:-3}; RODLAB=${3:-target/release/rodlab}
-if [ ! -x "$RODLAB" ]; then cargo build --release --quiet -p rodlab-cli --bin rodlab; fi
+OUT=${1:-sessions/dry-run}; SECONDS_TO_RECORD=${2:-3}; RODLAB=${3:-target/debug/rodlab}
+if [ ! -x "$RODLAB" ]; then cargo build --workspace --locked --quiet --bins; fi
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
