@@ -116,11 +116,11 @@ fn default_g() -> f64 {
 pub struct RawBase {
     /// The clamp cluster's labels (three or more, not on a line).
     pub labels: Option<Vec<String>>,
-    /// Their positions in the rod's base frame [m], in the labels' order.
+    /// Their positions in the rod's base frame \[m\], in the labels' order.
     pub positions_m: Option<Vec<[f64; 3]>>,
-    /// A fixed base: its position in the world [m].
+    /// A fixed base: its position in the world \[m\].
     pub position_m: Option<[f64; 3]>,
-    /// A fixed base: roll, pitch, yaw [deg].
+    /// A fixed base: roll, pitch, yaw \[deg\].
     pub rpy_deg: Option<[f64; 3]>,
     /// The clamp does not move: its mean pose over the file, not each frame's noise.
     #[serde(default)]
@@ -139,9 +139,9 @@ pub struct RawReference {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTable {
-    /// The time column [s]; without one, give `rate_hz`.
+    /// The time column \[s\]; without one, give `rate_hz`.
     pub time: Option<String>,
-    /// The rows' rate [Hz] when there is no time column.
+    /// The rows' rate \[Hz\] when there is no time column.
     pub rate_hz: Option<f64>,
     /// The positions' unit: "mm", "cm" or "m".
     pub units: String,
@@ -162,7 +162,7 @@ fn default_marker_columns() -> String {
 pub struct RawBasePose {
     /// The position's x, y, z columns (in `units`).
     pub position: [String; 3],
-    /// "quaternion" (w, x, y, z), "rotation_vector" [rad] or "euler".
+    /// "quaternion" (w, x, y, z), "rotation_vector" \[rad\] or "euler".
     pub rotation: String,
     /// The rotation's columns: four for a quaternion (w first), three otherwise.
     pub rotation_columns: Vec<String>,
