@@ -39,6 +39,25 @@ fn run_budgeted(args: &[&str]) -> Output {
 
 /// No crash: exit 0, 1 or 2 (those `allowed`), never a panic or a signal,
 /// a refusal in one line.
+/// A clean session to damage: the cable arm's gravity holds, `duration_s` long.
+fn synth_holds_session(out: &std::path::Path, duration_s: f64) {
+    let duration = duration_s.to_string();
+    let args = [
+        "synth",
+        "session",
+        "--scene",
+        "configs/scene/cable-arm-holds.toml",
+        "--rod",
+        "configs/rod/pls-cable-arm.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--duration-s",
+        &duration,
+    ];
+    let o = rodlab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 fn no_crash(o: &Output, allowed: &[i32], case: &str) {
     let err = stderr(o);
     let code = o.status.code();
@@ -153,19 +172,7 @@ fn config_files_mutated_are_parsed_or_refused_naming_the_field() {
 fn session_chunks_damaged_are_named_and_never_crash_a_reader() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good");
-    let o = rodlab(&[
-        "synth",
-        "session",
-        "--scene",
-        "configs/scene/cable-arm-holds.toml",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--out",
-        good.to_str().unwrap(),
-        "--duration-s",
-        "4",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth_holds_session(&good, 4.0);
     let mut chunks: Vec<PathBuf> = vec![good.join("markers.parquet")];
     for stream in ["robot", "ft300"] {
         for e in std::fs::read_dir(good.join("streams").join(stream)).unwrap() {
@@ -209,19 +216,7 @@ fn session_chunks_damaged_are_named_and_never_crash_a_reader() {
 fn view_server_requests_mutated_are_answered_and_it_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("s");
-    let o = rodlab(&[
-        "synth",
-        "session",
-        "--scene",
-        "configs/scene/cable-arm-holds.toml",
-        "--rod",
-        "configs/rod/pls-cable-arm.toml",
-        "--out",
-        s.to_str().unwrap(),
-        "--duration-s",
-        "3",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    synth_holds_session(&s, 3.0);
     let port = free_port();
     let mut server = Command::new("prlimit")
         .arg("--as=2000000000")

@@ -694,14 +694,18 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     }
     let world_markers = |f: usize| -> Vec<Option<Vec3>> { marker_cols.iter().map(|&(c, _)| traj.frames[f][c].map(to_world)).collect() };
     let mut warnings = vec![];
-    let (on_body, held_turn) = match map.reference_window_s {
-        Some(window) => markers_on_body(traj, map, rod, &marker_cols, &poses, window, &world_markers)?,
+    let trial = Trial { traj, map, rod, marker_cols: &marker_cols, poses: &poses, world_markers: &world_markers };
+    // The markers over the reference window, in the base frame: what their
+    // places on the body and the release are both measured from.
+    let held = map.reference_window_s.map(|window| (window, trial.in_base_frame(|f| (window[0]..=window[1]).contains(&trial.time_s(f)))));
+    let (on_body, held_turn) = match &held {
+        Some((window, samples)) => markers_on_body(&trial, *window, samples)?,
         None => {
-            warnings.extend(design_distance_warning(traj, map, rod, &marker_cols, &poses, &world_markers));
+            warnings.extend(design_distance_warning(&trial));
             (vec![], None)
         }
     };
-    let release = map.reference_window_s.and_then(|window| find_release(traj, map, rod, &marker_cols, &poses, window, &world_markers));
+    let release = held.as_ref().and_then(|(window, samples)| find_release(&trial, *window, samples));
     // Nothing is written until the file and the map have been checked: a
     // refused import leaves no half session behind.
     let root = out.path();
@@ -814,19 +818,9 @@ pub const RELEASE_NOISE_FACTOR: f64 = 5.0;
 /// first ([`fall_onset`], fitted to the first millimetres of its markers
 /// at the detecting marker's arc; the frame itself would be late by the
 /// time the noise hides the motion, 10 ms for 0.1 mm of noise).
-#[allow(clippy::too_many_arguments)]
-fn find_release(
-    traj: &Trajectories,
-    map: &MocapMap,
-    rod: &rod::Rod,
-    marker_cols: &[(usize, usize)],
-    poses: &[(usize, Pose)],
-    window: [f64; 2],
-    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
-) -> Option<Release> {
+fn find_release(trial: &Trial, window: [f64; 2], held: &[Vec<Vec3>]) -> Option<Release> {
+    let Trial { traj, map, rod, marker_cols, poses, world_markers } = *trial;
     let dt = 1.0 / traj.rate_hz;
-    let inside = |f: usize| (window[0]..=window[1]).contains(&(f as f64 * dt));
-    let held = in_base_frame(marker_cols, poses, inside, world_markers);
     // Each marker's held place and its noise (RMS distance from it).
     let reference: Vec<Option<(Vec3, f64)>> = held
         .iter()
@@ -910,23 +904,37 @@ fn fall_onset(pts: &[(f64, f64)], g: f64, lo: f64, hi: f64) -> f64 {
     (0..=steps).map(|i| lo + (hi - lo) * i as f64 / steps as f64).min_by(|a, b| sse(*a).total_cmp(&sse(*b))).unwrap_or(hi)
 }
 
-/// Where each mapped marker sits in the base frame over the frames `f`
-/// (times in `window`, base pose known): per marker its samples.
-fn in_base_frame(
-    marker_cols: &[(usize, usize)],
-    poses: &[(usize, Pose)],
-    frames: impl Fn(usize) -> bool,
-    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
-) -> Vec<Vec<Vec3>> {
-    let mut out = vec![vec![]; marker_cols.len()];
-    for (f, base) in poses.iter().filter(|(f, _)| frames(*f)) {
-        for (m, p) in world_markers(*f).into_iter().enumerate() {
-            if let Some(p) = p {
-                out[m].push(base.inverse().transform_point(&p));
+/// One trial's mapped markers and base poses: what the markers' places on
+/// the body, the release and the design-distance check all read.
+#[derive(Clone, Copy)]
+struct Trial<'a> {
+    traj: &'a Trajectories,
+    map: &'a MocapMap,
+    rod: &'a rod::Rod,
+    marker_cols: &'a [(usize, usize)],
+    poses: &'a [(usize, Pose)],
+    world_markers: &'a dyn Fn(usize) -> Vec<Option<Vec3>>,
+}
+
+impl Trial<'_> {
+    /// Frame `f`'s time \[s\].
+    fn time_s(&self, f: usize) -> f64 {
+        f as f64 / self.traj.rate_hz
+    }
+
+    /// Where each mapped marker sits in the base frame over the frames
+    /// `frames` selects (base pose known): per marker its samples.
+    fn in_base_frame(&self, frames: impl Fn(usize) -> bool) -> Vec<Vec<Vec3>> {
+        let mut out = vec![vec![]; self.marker_cols.len()];
+        for (f, base) in self.poses.iter().filter(|(f, _)| frames(*f)) {
+            for (m, p) in (self.world_markers)(*f).into_iter().enumerate() {
+                if let Some(p) = p {
+                    out[m].push(base.inverse().transform_point(&p));
+                }
             }
         }
+        out
     }
-    out
 }
 
 /// The rod file's rest frame of each marker's section, in the clamp's
@@ -944,16 +952,8 @@ fn rest_sections(rod: &rod::Rod, marker_cols: &[(usize, usize)]) -> Vec<(f64, Po
 /// frame, as an offset in its section's rest frame. A window outside the
 /// file, a marker seen in too few of its frames, or one that moves there
 /// beyond its noise is refused, naming it.
-#[allow(clippy::too_many_arguments)]
-fn markers_on_body(
-    traj: &Trajectories,
-    map: &MocapMap,
-    rod: &rod::Rod,
-    marker_cols: &[(usize, usize)],
-    poses: &[(usize, Pose)],
-    window: [f64; 2],
-    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
-) -> Result<(Vec<session::MarkerOnBody>, Option<[f64; 3]>)> {
+fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Result<(Vec<session::MarkerOnBody>, Option<[f64; 3]>)> {
+    let Trial { traj, map, rod, marker_cols, .. } = *trial;
     let name = traj.source.display();
     let end_s = (traj.frames.len().saturating_sub(1)) as f64 / traj.rate_hz;
     if window[1] > end_s {
@@ -964,8 +964,6 @@ fn markers_on_body(
             window[1]
         )));
     }
-    let inside = |f: usize| (window[0]..=window[1]).contains(&(f as f64 / traj.rate_hz));
-    let samples = in_base_frame(marker_cols, poses, inside, world_markers);
     let sections = rest_sections(rod, marker_cols);
     let mut held = vec![];
     for (m, pts) in samples.iter().enumerate() {
@@ -1049,16 +1047,9 @@ fn rotation_about_origin(pairs: &[(Vec3, Vec3)]) -> Mat3 {
 /// second), how far its markers sit from the rod file's design positions
 /// there, if any is further than the noise could explain (a mm): the
 /// error the design positions bring into every later figure, said once.
-fn design_distance_warning(
-    traj: &Trajectories,
-    map: &MocapMap,
-    rod: &rod::Rod,
-    marker_cols: &[(usize, usize)],
-    poses: &[(usize, Pose)],
-    world_markers: &dyn Fn(usize) -> Vec<Option<Vec3>>,
-) -> Option<String> {
-    let early = |f: usize| (f as f64 / traj.rate_hz) <= 0.5;
-    let samples = in_base_frame(marker_cols, poses, early, world_markers);
+fn design_distance_warning(trial: &Trial) -> Option<String> {
+    let Trial { traj, map, rod, marker_cols, .. } = *trial;
+    let samples = trial.in_base_frame(|f| trial.time_s(f) <= 0.5);
     let sections = rest_sections(rod, marker_cols);
     let mut far = vec![];
     for (m, pts) in samples.iter().enumerate().filter(|(_, p)| p.len() >= REFERENCE_MIN_SAMPLES) {
