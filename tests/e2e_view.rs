@@ -202,9 +202,15 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     assert!(rest.contains("updates dropped for browsers that did not keep up"), "{rest}");
     let meta = session::SessionMeta::read(&out).unwrap().unwrap();
     let dev = |n: &str| meta.devices.iter().find(|d| d.name == n).unwrap().clone();
+    // A late read is not a loss: with the other core busy (tests run two at
+    // a time) the recorder may wake 0.3 s late and read the sensor's backlog,
+    // which the gap table logs with no sample missing. What the view must not
+    // cost is a sample.
     for n in ["ft300", "load_cell", "camera"] {
-        assert_eq!(dev(n).gaps, 0, "{n}: {:?}", dev(n));
-        assert!(session::gaps::read_gaps(&out, n).unwrap().is_empty(), "{n}");
+        assert_eq!(dev(n).missing_samples, 0, "{n}: {:?}", dev(n));
+        for gap in session::gaps::read_gaps(&out, n).unwrap() {
+            assert!(gap.missing_samples.unwrap_or(0) == 0 && gap.duration_s() < 1.0, "{n}: {gap:?}");
+        }
     }
     let table = |n: &str| session::Table::read_chunks(&session::stream_dir(&out, n)).unwrap();
     let ft_rows = table("ft300");
