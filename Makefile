@@ -78,7 +78,8 @@ demo: setup
 	bash scripts/demo-index.sh reports/demo
 	@echo "every report: reports/demo/reports.html"
 
-## Every test of the workspace (unit, integration, end-to-end): with
+## Every test of the workspace (unit, integration, end-to-end, and the
+## Python package's pytest suite): with
 ## cargo-nextest where it is installed (every test its own process, two at a
 ## time across all test binaries; .config/nextest.toml), else cargo test.
 test: setup
@@ -87,6 +88,8 @@ test: setup
 	else \
 		set -x; cargo test --workspace --locked -- --nocapture; \
 	fi
+	@# The Python package (python/): built into .venv, its pytest suite run.
+	bash scripts/python-tests.sh
 
 ## Criterion benchmarks (not part of the tests).
 bench: setup

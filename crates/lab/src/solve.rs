@@ -61,6 +61,12 @@ pub struct Solved {
     pub wall_time_s: f64,
     /// Base to tip.
     pub shape: Vec<ShapeRow>,
+    /// What holds the base: the reaction force \[N\] and moment \[N m\] the
+    /// clamp exerts on the rod, world frame, the moment about the base's
+    /// origin (minus the total of the applied loads: gravity, cables' ends,
+    /// the tip load).
+    pub base_force_n: Vec3,
+    pub base_moment_nm: Vec3,
     pub validity: rod::validity::Validity,
     pub warnings: Vec<String>,
     /// With parameters: the tip's prediction band.
@@ -118,6 +124,10 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     let sol = solve_statics(&model, &loads, None, &NewtonOptions::default())?;
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
+    let applied = rod::statics::assemble(&model, &loads, &sol.q, 1.0, false)?.applied_wrench;
+    let (base_force_n, applied_moment_nm) = (-lie::linear(&applied), -lie::angular(&applied));
+    // About the world origin -> about the base's origin.
+    let base_moment_nm = applied_moment_nm - rod.base.pos.cross(&base_force_n);
     let validity = rod::validity::validity(&model, &sol.q);
     if let Some(why) = validity.beyond_model() {
         return Err(Error::computation(format!(
@@ -134,6 +144,8 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         residual_norm: sol.residual_norm,
         wall_time_s,
         shape,
+        base_force_n,
+        base_moment_nm,
         warnings: validity.warnings(&rod.cables),
         validity,
         band,

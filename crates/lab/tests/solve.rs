@@ -164,3 +164,32 @@ fn bad_loads_are_input_errors_naming_the_flag() {
     expect_input_error(lab::read_rod(&at("configs/rod/pls-cable-arm.toml"), Some(0), None), &["--sections"]);
     expect_input_error(lab::read_rod(&at("configs/rod/pls-cable-arm.toml"), None, Some("rigid")), &["--modes", "rigid"]);
 }
+
+/// The clamp's reaction balances what the rod carries: its weight and the
+/// tip force, and about the base their moments.
+#[test]
+fn the_base_reaction_balances_the_weight_and_the_tip_load() {
+    let rod = rod("configs/rod/pls-paper-cantilever.toml");
+    let tip_force = Vec3::new(0.0, 0.002, -0.001);
+    let s = solve(&SolveRequest { tip_force_n: tip_force, ..request(rod.clone()) }).unwrap();
+    let g = rod.gravity_m_s2;
+    let weight = g * s.mass_kg;
+    let f_err = (s.base_force_n + weight + tip_force).norm();
+    assert!(f_err < 1e-12 * weight.norm().max(1.0), "force balance off by {f_err} N");
+    // About the base: the tip force's moment is subtracted exactly; the
+    // weight's, which depends on where the mass sits, is checked for its
+    // direction and size.
+    let base = s.shape[0].pos_m;
+    let tip_moment = (s.tip_m() - base).cross(&tip_force);
+    let m = s.base_moment_nm + tip_moment;
+    // What is left is the weight's moment: perpendicular to gravity, and
+    // of the size of the weight times a lever between 0 and L.
+    assert!(m.dot(&g).abs() < 1e-12, "the weight's moment is perpendicular to gravity: {m:?}");
+    let lever_m = m.norm() / weight.norm();
+    assert!(lever_m > 0.0 && lever_m < rod.length_m, "lever {lever_m} m");
+    // Without gravity and with a pure tip force, the moment is exact.
+    let s = solve(&SolveRequest { tip_force_n: tip_force, gravity: false, ..request(rod) }).unwrap();
+    assert!((s.base_force_n + tip_force).norm() < 1e-15);
+    let exact = -(s.tip_m() - s.shape[0].pos_m).cross(&tip_force);
+    assert!((s.base_moment_nm - exact).norm() < 1e-12 * exact.norm(), "{:?} vs {exact:?}", s.base_moment_nm);
+}

@@ -1,0 +1,292 @@
+"""rodlab: soft-rod lab toolkit from Python.
+
+The same library as the ``rodlab`` command line, with numpy arrays in SI
+units in and out::
+
+    import rodlab
+    rod = rodlab.Rod.from_file("configs/rod/pls-paper-cantilever.toml")
+    shape = rod.solve(tip_force=[0, 0, -0.01])      # N, world frame
+    shape.position_m                                # (n, 3) array [m]
+
+Long work (``identify``, ``simulate``, ``validate``, ``observe``, ``track``)
+releases the GIL, reports progress (a tqdm bar when tqdm is installed, or
+your own callback) and stops on Ctrl-C with KeyboardInterrupt. Errors are
+``rodlab.InputError`` (bad input; a ``ValueError``), ``rodlab.ComputationError``
+and ``rodlab.IoError``, with the command line's messages.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Optional, Union
+
+from . import _rodlab
+from .errors import ComputationError, Error, InputError, IoError
+from ._rodlab import Identified, Rod, Shape, Shapes, Simulation, __version__
+
+__all__ = [
+    "Rod",
+    "Shape",
+    "Shapes",
+    "Identified",
+    "Simulation",
+    "Session",
+    "identify",
+    "identify_dynamic",
+    "simulate",
+    "validate",
+    "observe",
+    "track",
+    "Error",
+    "InputError",
+    "ComputationError",
+    "IoError",
+    "HAS_DEVICES",
+    "__version__",
+]
+
+HAS_DEVICES: bool = _rodlab.HAS_DEVICES
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: ``callback(task, done, total, message)``: ``task`` names the work
+#: ("identify", "simulate", ... or "note" for a line worth showing),
+#: ``done``/``total`` count its steps (``total`` None when unknown).
+ProgressCallback = Callable[[str, Optional[int], Optional[int], Optional[str]], Any]
+
+
+class _TqdmProgress:
+    """A tqdm bar per task (notebook-aware through tqdm.auto)."""
+
+    def __init__(self, tqdm: Any) -> None:
+        self._tqdm = tqdm
+        self._bars: Dict[str, Any] = {}
+
+    def __call__(self, task: str, done: Optional[int], total: Optional[int], message: Optional[str]) -> None:
+        if task == "note":
+            self._tqdm.write(message or "")
+            return
+        bar = self._bars.get(task)
+        if bar is None:
+            bar = self._bars[task] = self._tqdm(total=total, desc=task, leave=False)
+        if done is not None:
+            bar.update(done - bar.n)
+        if message == "done":
+            bar.close()
+            del self._bars[task]
+        elif message:
+            bar.set_postfix_str(message)
+
+
+def _progress(progress: Union[bool, ProgressCallback, None]) -> Optional[ProgressCallback]:
+    """``True`` (the default): a tqdm bar when tqdm is installed; ``False``
+    or ``None``: nothing; a callable: called with every report."""
+    if callable(progress):
+        return progress
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return None
+        return _TqdmProgress(tqdm)
+    return None
+
+
+def _frame(columns: Dict[str, Any]) -> Any:
+    """A polars DataFrame of the columns (numpy arrays go in without a
+    copy per row); without polars, the dictionary itself."""
+    try:
+        import polars as pl
+    except ImportError:
+        return columns
+    return pl.DataFrame(columns)
+
+
+class Session:
+    """A recorded session (``rodlab record``, ``synth session``, ``import c3d``):
+    its metadata and tables as polars DataFrames (``.to_pandas()`` works as
+    usual; without polars installed, dictionaries of numpy arrays)."""
+
+    def __init__(self, path: PathLike) -> None:
+        self._native = _rodlab.Session(path)
+
+    @property
+    def path(self) -> "os.PathLike[str]":
+        """The session directory."""
+        return self._native.path
+
+    @property
+    def name(self) -> str:
+        """The directory's name."""
+        return self._native.name
+
+    @property
+    def meta(self) -> Optional[Dict[str, Any]]:
+        """session.toml as a dictionary (devices, clocks, frames)."""
+        return self._native.meta
+
+    def streams(self) -> list:
+        """The names of the recorded device streams."""
+        return self._native.streams()
+
+    def stream(self, name: str, *, strict: bool = False) -> Any:
+        """Stream ``name`` (``t_host_ns`` and the device's columns in SI
+        units); ``strict``: refuse a damaged chunk instead of leaving it out."""
+        return _frame(self._native.stream_columns(name, strict=strict))
+
+    def markers(self) -> Any:
+        """The marker table (frame, t_s, t_host_ns, marker, u_px, v_px, x_m, y_m, z_m, ...)."""
+        return _frame(self._native.markers_columns())
+
+    def strain(self) -> Any:
+        """The observed strain table (frame, t_host_ns, node, arc_m, kappa_x ... eps_z, ...; ``observe`` writes it)."""
+        return _frame(self._native.strain_columns())
+
+    def gaps(self, device: str) -> Any:
+        """Device ``device``'s outages (empty: none)."""
+        return _frame(self._native.gaps_columns(device))
+
+    def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]:
+        """The path of camera ``camera``'s video (default: the first)."""
+        return self._native.video(camera)
+
+    def __repr__(self) -> str:
+        return f"Session({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def _session_paths(sessions: Any) -> Any:
+    if isinstance(sessions, Session):
+        return [sessions.path]
+    if isinstance(sessions, (str, os.PathLike)):
+        return sessions
+    return [s.path if isinstance(s, Session) else s for s in sessions]
+
+
+def identify(
+    rod: Rod,
+    *,
+    experiments: Optional[PathLike] = None,
+    sessions: Any = None,
+    loads: Optional[PathLike] = None,
+    out: Optional[PathLike] = None,
+    progress: Union[bool, ProgressCallback, None] = True,
+    **options: Any,
+) -> Identified:
+    """Fit E, G, rho of ``rod`` by nonlinear least squares over its PLS statics.
+
+    From ``experiments`` (a directory with inputs.csv and measurements.csv)
+    or recorded ``sessions`` (paths or ``Session``s: their static holds, the
+    loads read as ``loads`` says). Writes identified.toml and a report into
+    ``out`` (default: a new temporary directory).
+
+    Options (as the command line's flags): ``translation``, ``pitch``,
+    ``loo`` (default True), ``compare_variants``, ``reference=(E, G, rho)``,
+    ``hold_material=(E, G, rho)``, ``tie_g_poisson``, ``strict``.
+
+    Returns an ``Identified``: ``values`` and ``intervals`` (95 %) of
+    ``e_pa``, ``g_pa``, ``rho_kg_m3``, ``variants``, ``identified_toml``
+    (what ``params=`` takes elsewhere), ``report``.
+    """
+    return _rodlab.identify(
+        rod,
+        experiments=experiments,
+        sessions=None if sessions is None else _session_paths(sessions),
+        loads=loads,
+        out=out,
+        progress=_progress(progress),
+        **options,
+    )
+
+
+def identify_dynamic(
+    rod: Rod,
+    *,
+    sessions: Any,
+    scene: PathLike,
+    params: Any = None,
+    out: Optional[PathLike] = None,
+    progress: Union[bool, ProgressCallback, None] = True,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Fit friction (mu) and damping from recorded motion by simulating the
+    ``sessions`` in ``scene``, E, G, rho held at ``params`` (identified.toml
+    or ``Identified``). Options: ``loads``, ``mu_start``, ``damping_start``,
+    ``hold_damping``, ``fit_stiffness``, ``sigma_m``. Returns a dictionary
+    with "dynamic" (the fitted values), "identified_toml" and "report"."""
+    return _rodlab.identify_dynamic(
+        rod, sessions=_session_paths(sessions), scene=scene, params=params, out=out, progress=_progress(progress), **options
+    )
+
+
+def simulate(
+    rod: Rod,
+    scene: PathLike,
+    params: Any = None,
+    *,
+    session: Any = None,
+    duration_s: Optional[float] = None,
+    out: Optional[PathLike] = None,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> Simulation:
+    """Simulate ``rod`` in ``scene`` (contact with the table, stick and slip),
+    ``params`` applied, the base driven by the scene's waypoints or by a
+    recorded ``session``'s robot. Returns a ``Simulation`` of arrays:
+    ``time_s`` (T,), ``marker_position_m`` (T, m, 3), ``tip_m`` (T, 3),
+    ``node_strain`` (T, nodes, 6), ``normal_force_n`` (T,),
+    ``tangential_force_n`` (T, 3), ``tip_slip_m`` (T,)."""
+    if isinstance(session, Session):
+        session = session.path
+    return _rodlab.simulate(rod, scene, params=params, session=session, duration_s=duration_s, out=out, progress=_progress(progress))
+
+
+def validate(
+    session: Any,
+    rod: Rod,
+    scene: PathLike,
+    params: Any = None,
+    *,
+    out: Optional[PathLike] = None,
+    progress: Union[bool, ProgressCallback, None] = True,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Validate recorded session(s) against a simulation of ``scene`` with
+    ``params``: strain, marker, contact force and slip errors and their
+    checks. Options: ``loads``, ``sigma_m``, ``strict``, ``jobs``. Returns a
+    dictionary: "pass" and "sessions" (each session's figures and checks)."""
+    return _rodlab.validate(_session_paths(session), rod, scene, params=params, out=out, progress=_progress(progress), **options)
+
+
+def observe(
+    session: Any,
+    rod: Rod,
+    *,
+    out: Optional[PathLike] = None,
+    mode: str = "weighted",
+    sigma_m: float = 3e-4,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> Dict[str, Any]:
+    """Observe a session's strain from its markers (``mode`` "weighted" or
+    "hard", marker noise ``sigma_m`` [m]); writes strain.parquet (default:
+    into the session) and returns the run's figures."""
+    if isinstance(session, Session):
+        session = session.path
+    return _rodlab.observe(session, rod, out=out, mode=mode, sigma_m=sigma_m, progress=_progress(progress))
+
+
+def track(
+    video: PathLike,
+    camera: PathLike,
+    *,
+    markers: Optional[PathLike] = None,
+    out: Optional[PathLike] = None,
+    fps: Optional[float] = None,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> Dict[str, Any]:
+    """Track the coloured markers of ``video`` with ``camera`` (camera.toml)
+    into ``out`` (markers.parquet). Needs a rodlab built with OpenCV
+    (``rodlab.HAS_DEVICES``)."""
+    if not HAS_DEVICES:
+        raise InputError("track: this rodlab was built without OpenCV (the 'devices' feature)")
+    return _rodlab.track(video, camera, markers=markers, out=out, fps=fps, progress=_progress(progress))

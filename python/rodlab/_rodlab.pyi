@@ -1,0 +1,224 @@
+"""Type stubs of rodlab's native module (python/src, built by maturin).
+
+Arrays are numpy float64 arrays in SI units; their shapes are in the
+docstrings: n joints, k loads, T steps, m markers.
+"""
+
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+HAS_DEVICES: bool
+
+_Path = Union[str, "os.PathLike[str]"]
+_Vec3 = Union[Sequence[float], npt.NDArray[np.float64]]
+_Array = npt.NDArray[np.float64]
+_Progress = Optional[Callable[[str, Optional[int], Optional[int], Optional[str]], Any]]
+_Params = Union[_Path, "Identified", None]
+
+class Rod:
+    @staticmethod
+    def from_file(path: _Path, sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
+    @staticmethod
+    def from_toml(text: str, sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
+    def with_material(self, *, e_pa: Optional[float] = None, g_pa: Optional[float] = None, rho_kg_m3: Optional[float] = None) -> Rod: ...
+    @property
+    def path(self) -> "os.PathLike[str]": ...
+    @property
+    def length_m(self) -> float: ...
+    @property
+    def sections(self) -> int: ...
+    @property
+    def section_lengths_m(self) -> _Array: ...
+    @property
+    def cables(self) -> int: ...
+    @property
+    def markers_arc_m(self) -> _Array: ...
+    @property
+    def markers_offset_body_m(self) -> _Array: ...
+    @property
+    def material(self) -> Dict[str, float]: ...
+    @property
+    def gravity_m_s2(self) -> _Array: ...
+    def solve(
+        self,
+        *,
+        tip_force: Optional[_Vec3] = None,
+        tip_moment: Optional[_Vec3] = None,
+        tensions: Optional[Sequence[float]] = None,
+        gravity: bool = True,
+        params: _Params = None,
+        tip_force_offset: Optional[_Vec3] = None,
+    ) -> Shape: ...
+    def solve_many(
+        self,
+        *,
+        tip_force: Optional[npt.ArrayLike] = None,
+        tip_moment: Optional[npt.ArrayLike] = None,
+        tensions: Optional[npt.ArrayLike] = None,
+        gravity: bool = True,
+        params: _Params = None,
+        threads: Optional[int] = None,
+    ) -> Shapes: ...
+
+class Shape:
+    @property
+    def arc_m(self) -> _Array: ...
+    @property
+    def position_m(self) -> _Array: ...
+    @property
+    def rotation(self) -> _Array: ...
+    @property
+    def strain(self) -> _Array: ...
+    @property
+    def tip_m(self) -> _Array: ...
+    @property
+    def base_force_n(self) -> _Array: ...
+    @property
+    def base_moment_nm(self) -> _Array: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def residual_norm(self) -> float: ...
+    @property
+    def mass_kg(self) -> float: ...
+    @property
+    def warnings(self) -> List[str]: ...
+
+class Shapes:
+    def __len__(self) -> int: ...
+    @property
+    def arc_m(self) -> _Array: ...
+    @property
+    def position_m(self) -> _Array: ...
+    @property
+    def rotation(self) -> _Array: ...
+    @property
+    def strain(self) -> _Array: ...
+    @property
+    def tip_m(self) -> _Array: ...
+    @property
+    def base_force_n(self) -> _Array: ...
+    @property
+    def base_moment_nm(self) -> _Array: ...
+    @property
+    def iterations(self) -> _Array: ...
+
+class Identified:
+    identified_toml: "os.PathLike[str]"
+    report: "os.PathLike[str]"
+    values: Dict[str, float]
+    intervals: Dict[str, Tuple[float, float]]
+    file: Dict[str, Any]
+    variants: List[Dict[str, Any]]
+    recommended: Optional[int]
+    warnings: List[str]
+    experiments: int
+
+class Simulation:
+    out: "os.PathLike[str]"
+    summary: Dict[str, Any]
+    def __len__(self) -> int: ...
+    @property
+    def time_s(self) -> _Array: ...
+    @property
+    def marker_position_m(self) -> _Array: ...
+    @property
+    def tip_m(self) -> _Array: ...
+    @property
+    def node_strain(self) -> _Array: ...
+    @property
+    def normal_force_n(self) -> _Array: ...
+    @property
+    def tangential_force_n(self) -> _Array: ...
+    @property
+    def tip_slip_m(self) -> _Array: ...
+    @property
+    def base_wrench_flange(self) -> _Array: ...
+
+class Session:
+    def __init__(self, path: _Path) -> None: ...
+    @property
+    def path(self) -> "os.PathLike[str]": ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def meta(self) -> Optional[Dict[str, Any]]: ...
+    def streams(self) -> List[str]: ...
+    def stream_columns(self, name: str, *, strict: bool = False) -> Dict[str, Any]: ...
+    def markers_columns(self) -> Dict[str, Any]: ...
+    def strain_columns(self) -> Dict[str, Any]: ...
+    def gaps_columns(self, name: str) -> Dict[str, Any]: ...
+    def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]: ...
+
+def identify(
+    rod: Rod,
+    *,
+    experiments: Optional[_Path] = None,
+    sessions: Union[_Path, Sequence[_Path], None] = None,
+    loads: Optional[_Path] = None,
+    out: Optional[_Path] = None,
+    progress: _Progress = None,
+    translation: bool = False,
+    pitch: bool = False,
+    loo: bool = True,
+    compare_variants: bool = False,
+    reference: Optional[Sequence[float]] = None,
+    hold_material: Optional[Sequence[float]] = None,
+    tie_g_poisson: Optional[float] = None,
+    strict: bool = False,
+) -> Identified: ...
+def identify_dynamic(
+    rod: Rod,
+    *,
+    sessions: Union[_Path, Sequence[_Path]],
+    scene: _Path,
+    params: _Params = None,
+    loads: Optional[_Path] = None,
+    out: Optional[_Path] = None,
+    progress: _Progress = None,
+    mu_start: Optional[float] = None,
+    damping_start: Optional[float] = None,
+    hold_damping: bool = False,
+    fit_stiffness: bool = False,
+    sigma_m: float = 2e-5,
+) -> Dict[str, Any]: ...
+def simulate(
+    rod: Rod,
+    scene: _Path,
+    *,
+    params: _Params = None,
+    session: Optional[_Path] = None,
+    duration_s: Optional[float] = None,
+    out: Optional[_Path] = None,
+    progress: _Progress = None,
+) -> Simulation: ...
+def validate(
+    sessions: Union[_Path, Sequence[_Path]],
+    rod: Rod,
+    scene: _Path,
+    *,
+    params: _Params = None,
+    loads: Optional[_Path] = None,
+    out: Optional[_Path] = None,
+    progress: _Progress = None,
+    sigma_m: Optional[float] = None,
+    strict: bool = False,
+    jobs: int = 2,
+) -> Dict[str, Any]: ...
+def observe(
+    session: _Path, rod: Rod, *, out: Optional[_Path] = None, mode: str = "weighted", sigma_m: float = 3e-4, progress: _Progress = None
+) -> Dict[str, Any]: ...
+def track(
+    video: _Path,
+    camera: _Path,
+    *,
+    markers: Optional[_Path] = None,
+    out: Optional[_Path] = None,
+    fps: Optional[float] = None,
+    progress: _Progress = None,
+) -> Dict[str, Any]: ...
+def solve_time_in_rust_s(rod: Rod, n: int, *, tip_force: Optional[_Vec3] = None, tensions: Optional[Sequence[float]] = None) -> float: ...

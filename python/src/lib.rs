@@ -1,0 +1,48 @@
+//! `rodlab` for Python: the door from Python to the `lab` library's
+//! workflows (record -> track -> observe -> identify -> simulate ->
+//! validate -> report), with numpy arrays in SI units in and out.
+//!
+//! This crate only converts: Python values become the library's typed
+//! requests, results become numpy arrays, dictionaries and small classes,
+//! and the library's error kinds become Python exceptions
+//! (`rodlab.InputError`, `rodlab.ComputationError`, `rodlab.IoError`,
+//! defined in `rodlab/errors.py`). Long work runs on a worker thread with
+//! the GIL released, reports to an optional callback and stops on Ctrl-C
+//! (`work.rs`). The pure-Python package `rodlab` (python/rodlab) wraps this
+//! module `rodlab._rodlab`.
+
+// The doc comments are the Python docstrings (`help(rodlab.Rod.solve)`):
+// units are written [N], as Python users read them, not escaped for rustdoc.
+#![allow(rustdoc::broken_intra_doc_links)]
+
+use pyo3::prelude::*;
+
+mod convert;
+mod errors;
+mod rodpy;
+mod sessionpy;
+mod work;
+mod workflows;
+
+#[pymodule]
+fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("HAS_DEVICES", cfg!(feature = "devices"))?;
+    m.add_class::<rodpy::Rod>()?;
+    m.add_class::<rodpy::Shape>()?;
+    m.add_class::<rodpy::Shapes>()?;
+    m.add_class::<workflows::Identified>()?;
+    m.add_class::<workflows::Simulation>()?;
+    m.add_class::<sessionpy::Session>()?;
+    m.add_function(wrap_pyfunction!(workflows::identify, m)?)?;
+    m.add_function(wrap_pyfunction!(workflows::identify_dynamic, m)?)?;
+    m.add_function(wrap_pyfunction!(workflows::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(workflows::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(workflows::observe, m)?)?;
+    m.add_function(wrap_pyfunction!(rodpy::solve_time_in_rust_s, m)?)?;
+    #[cfg(feature = "devices")]
+    {
+        m.add_function(wrap_pyfunction!(workflows::devices::track, m)?)?;
+    }
+    Ok(())
+}

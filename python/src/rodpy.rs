@@ -1,0 +1,487 @@
+//! `rodlab.Rod` and its static equilibria: `Rod.solve` (one load) and
+//! `Rod.solve_many` (a batch, in parallel, the GIL released), answered as
+//! `Shape` / `Shapes` with numpy arrays.
+
+use crate::convert::{self, array, Rows};
+use crate::errors::{value_error, IntoPy};
+use lab::params::Params;
+use lab::solve::{solve as solve_lab, SolveRequest, Solved};
+use lie::Vec3;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use rod::shape::ShapeRow;
+use std::path::PathBuf;
+
+/// A rod: its geometry, material, cables and markers, read from a rod file
+/// (TOML, the command line's `--rod`). Units are SI throughout.
+#[pyclass(module = "rodlab", frozen, from_py_object)]
+#[derive(Clone)]
+pub struct Rod {
+    pub rod: rod::Rod,
+    /// The rod file (identified parameters are checked against it).
+    pub path: PathBuf,
+}
+
+impl Rod {
+    /// `params` (a path to an identified.toml, or an `Identified`) for this rod.
+    pub fn params(&self, params: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Params>> {
+        let Some(p) = params.filter(|p| !p.is_none()) else { return Ok(None) };
+        let path = match p.getattr("identified_toml") {
+            Ok(path) => convert::path(&path, "params")?,
+            Err(_) => convert::path(p, "params")?,
+        };
+        Params::read(&path, &self.rod, &self.path).py_err().map(Some)
+    }
+
+    fn request(&self, load: Load, gravity: bool, params: Option<Params>) -> SolveRequest {
+        SolveRequest {
+            rod: self.rod.clone(),
+            params,
+            tensions_n: load.tensions_n,
+            tip_force_n: load.tip_force_n,
+            tip_moment_nm: load.tip_moment_nm,
+            tip_force_offset_body_m: load.tip_force_offset_body_m,
+            flange: None,
+            gravity,
+        }
+    }
+}
+
+/// One load case.
+#[derive(Clone, Debug)]
+struct Load {
+    tip_force_n: Vec3,
+    tip_moment_nm: Vec3,
+    tip_force_offset_body_m: Vec3,
+    tensions_n: Vec<f64>,
+}
+
+fn v3(v: &[f64]) -> Vec3 {
+    Vec3::new(v[0], v[1], v[2])
+}
+
+#[pymethods]
+impl Rod {
+    /// Reads a rod file. `sections`: that many equal sections instead of the
+    /// file's; `modes`: other strain modes ("cosserat", "euler-bernoulli",
+    /// "kirchhoff-extensible", "timoshenko").
+    #[staticmethod]
+    #[pyo3(signature = (path, sections=None, modes=None))]
+    fn from_file(path: &Bound<'_, PyAny>, sections: Option<usize>, modes: Option<&str>) -> PyResult<Rod> {
+        let path = convert::path(path, "path")?;
+        let rod = lab::read_rod(&path, sections, modes).py_err()?;
+        Ok(Rod { rod, path })
+    }
+
+    /// A rod from the text of a rod file (named "<text>" in errors).
+    #[staticmethod]
+    #[pyo3(signature = (text, sections=None, modes=None))]
+    fn from_toml(text: &str, sections: Option<usize>, modes: Option<&str>) -> PyResult<Rod> {
+        let mut rod = rod::Rod::from_toml_str(text, "<text>").py_err()?;
+        if let Some(n) = sections {
+            if n == 0 || n > rod::config::MAX_SECTIONS {
+                return Err(value_error(format!("sections: must be between 1 and {}, got {n}", rod::config::MAX_SECTIONS)));
+            }
+            rod = rod.with_equal_sections(n);
+        }
+        if let Some(m) = modes {
+            rod = rod.with_modes(rod::StrainModes::by_name(m).ok_or_else(|| value_error(format!("modes: unknown mode '{m}'")))?);
+        }
+        Ok(Rod { rod, path: PathBuf::from("<text>") })
+    }
+
+    /// The same rod with another body material (E, G [Pa], rho [kg/m^3]);
+    /// a value not given is kept.
+    #[pyo3(signature = (*, e_pa=None, g_pa=None, rho_kg_m3=None))]
+    fn with_material(&self, e_pa: Option<f64>, g_pa: Option<f64>, rho_kg_m3: Option<f64>) -> PyResult<Rod> {
+        let m = self.rod.cross_section.body;
+        let body = rod::Material { e_pa: e_pa.unwrap_or(m.e_pa), g_pa: g_pa.unwrap_or(m.g_pa), rho_kg_m3: rho_kg_m3.unwrap_or(m.rho_kg_m3) };
+        for (name, v) in [("e_pa", body.e_pa), ("g_pa", body.g_pa), ("rho_kg_m3", body.rho_kg_m3)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(crate::errors::to_py(lab::Error::input(format!("{name}: must be finite and positive, got {v}"))));
+            }
+        }
+        Ok(Rod { rod: self.rod.with_material(body), path: self.path.clone() })
+    }
+
+    /// The rod file read, or "<text>".
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Length [m].
+    #[getter]
+    fn length_m(&self) -> f64 {
+        self.rod.length_m
+    }
+
+    /// Number of sections (each with its own linear strain).
+    #[getter]
+    fn sections(&self) -> usize {
+        self.rod.section_lengths_m.len()
+    }
+
+    /// Each section's length [m], base first.
+    #[getter]
+    fn section_lengths_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, self.rod.section_lengths_m.len(), self.rod.section_lengths_m.clone())
+    }
+
+    /// Number of cables.
+    #[getter]
+    fn cables(&self) -> usize {
+        self.rod.cables.len()
+    }
+
+    /// The markers: arc length [m], shape (m,).
+    #[getter]
+    fn markers_arc_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, self.rod.markers.len(), self.rod.markers.iter().map(|m| m.arc_m).collect())
+    }
+
+    /// The markers' offsets from the centre line, body frame [m], shape (m, 3).
+    #[getter]
+    fn markers_offset_body_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let data = self.rod.markers.iter().flat_map(|m| [m.offset_body_m.x, m.offset_body_m.y, m.offset_body_m.z]).collect();
+        array(py, (self.rod.markers.len(), 3), data)
+    }
+
+    /// The body's material: {"e_pa", "g_pa", "rho_kg_m3"}.
+    #[getter]
+    fn material<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.rod.cross_section.body;
+        let d = PyDict::new(py);
+        d.set_item("e_pa", m.e_pa)?;
+        d.set_item("g_pa", m.g_pa)?;
+        d.set_item("rho_kg_m3", m.rho_kg_m3)?;
+        Ok(d)
+    }
+
+    /// Gravity in the world frame [m/s^2].
+    #[getter]
+    fn gravity_m_s2<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let g = self.rod.gravity_m_s2;
+        array(py, 3, vec![g.x, g.y, g.z])
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Rod(path={:?}, length_m={}, sections={}, cables={}, markers={})",
+            self.path.display().to_string(),
+            self.rod.length_m,
+            self.rod.section_lengths_m.len(),
+            self.rod.cables.len(),
+            self.rod.markers.len()
+        )
+    }
+
+    /// The static equilibrium under gravity (unless `gravity=False`),
+    /// cable `tensions` [N] (one per cable), a `tip_force` [N] and a
+    /// `tip_moment` [N m] (world frame, fixed in direction), the tip force
+    /// acting at `tip_force_offset` from the tip's centre (tip section's
+    /// frame [m]). `params`: an identified.toml (path) or an `Identified`,
+    /// whose material, geometry and base pitch are applied. Returns a `Shape`
+    /// (arc_m, position_m, rotation, strain, tip_m, base_force_n, base_moment_nm).
+    ///
+    /// Examples:
+    ///     rod = rodlab.Rod.from_file("configs/rod/pls-paper-cantilever.toml")
+    ///     rod.solve().tip_m                                # under gravity
+    ///     rod.solve(tip_force=[-0.01, 0, 0], gravity=False)
+    ///     arm = rodlab.Rod.from_file("configs/rod/pls-cable-arm.toml")
+    ///     arm.solve(tensions=[0, 0, 0, 1.96], params="reports/demo/identified.toml")
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn solve(
+        &self,
+        py: Python<'_>,
+        tip_force: Option<&Bound<'_, PyAny>>,
+        tip_moment: Option<&Bound<'_, PyAny>>,
+        tensions: Option<&Bound<'_, PyAny>>,
+        gravity: bool,
+        params: Option<&Bound<'_, PyAny>>,
+        tip_force_offset: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Shape> {
+        let load = Load {
+            tip_force_n: convert::vec3(tip_force, "tip_force")?,
+            tip_moment_nm: convert::vec3(tip_moment, "tip_moment")?,
+            tip_force_offset_body_m: convert::vec3(tip_force_offset, "tip_force_offset")?,
+            tensions_n: convert::floats(tensions, "tensions")?,
+        };
+        let req = self.request(load, gravity, self.params(params)?);
+        let solved = py.detach(|| solve_lab(&req)).py_err()?;
+        Ok(Shape::from(solved))
+    }
+
+    /// Equilibria of a batch of loads, in parallel on `threads` cores
+    /// (default: all), the GIL released. Each of `tip_force` (k, 3),
+    /// `tip_moment` (k, 3) and `tensions` (k, cables) is given per load, or
+    /// once (3,) / (cables,) for all. Returns `Shapes` (arrays with a
+    /// leading axis of k). An error names the first load that failed.
+    ///
+    /// Example (a sweep of one cable's tension):
+    ///     t = np.zeros((1000, 4)); t[:, 3] = np.linspace(0, 2, 1000)
+    ///     arm.solve_many(tensions=t).tip_m                 # (1000, 3)
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn solve_many(
+        &self,
+        py: Python<'_>,
+        tip_force: Option<&Bound<'_, PyAny>>,
+        tip_moment: Option<&Bound<'_, PyAny>>,
+        tensions: Option<&Bound<'_, PyAny>>,
+        gravity: bool,
+        params: Option<&Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<Shapes> {
+        let n_cables = self.rod.cables.len();
+        let forces = convert::rows(tip_force, "tip_force", 3)?;
+        let moments = convert::rows(tip_moment, "tip_moment", 3)?;
+        let tensions = convert::rows(tensions, "tensions", n_cables)?;
+        let counts: Vec<usize> = [&forces, &moments, &tensions].iter().filter_map(|r| r.count()).collect();
+        let Some(&k) = counts.first() else {
+            return Err(value_error("solve_many: give at least one of tip_force, tip_moment, tensions as an array of k rows"));
+        };
+        if counts.iter().any(|&c| c != k) {
+            return Err(value_error(format!("solve_many: the batch arguments disagree on the number of loads: {counts:?}")));
+        }
+        let loads: Vec<Load> = (0..k)
+            .map(|i| Load {
+                tip_force_n: v3(&forces.row(i, 3)),
+                tip_moment_nm: v3(&moments.row(i, 3)),
+                tip_force_offset_body_m: Vec3::zeros(),
+                tensions_n: match tensions {
+                    Rows::Absent => vec![],
+                    _ => tensions.row(i, n_cables),
+                },
+            })
+            .collect();
+        let params = self.params(params)?;
+        let this = self.clone();
+        let solve_all = move || -> lab::Result<Vec<Solved>> {
+            let pool =
+                rayon::ThreadPoolBuilder::new().num_threads(threads.unwrap_or(0)).build().map_err(|e| lab::Error::computation(format!("thread pool: {e}")))?;
+            pool.install(|| {
+                loads
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(i, load)| solve_lab(&this.request(load, gravity, params.clone())).map_err(|e| e.context(format!("load {i}"))))
+                    .collect()
+            })
+        };
+        let solved = py.detach(solve_all).py_err()?;
+        Ok(Shapes { shapes: solved.into_iter().map(Shape::from).collect() })
+    }
+}
+
+/// An equilibrium: the shape base to tip at the rod's joints (n of them).
+#[pyclass(module = "rodlab", frozen)]
+pub struct Shape {
+    rows: Vec<ShapeRow>,
+    base_force_n: Vec3,
+    base_moment_nm: Vec3,
+    iterations: usize,
+    residual_norm: f64,
+    mass_kg: f64,
+    warnings: Vec<String>,
+}
+
+impl From<Solved> for Shape {
+    fn from(s: Solved) -> Shape {
+        Shape {
+            rows: s.shape,
+            base_force_n: s.base_force_n,
+            base_moment_nm: s.base_moment_nm,
+            iterations: s.iterations,
+            residual_norm: s.residual_norm,
+            mass_kg: s.mass_kg,
+            warnings: s.warnings,
+        }
+    }
+}
+
+fn rotation(q: &[f64; 4]) -> [f64; 9] {
+    let r = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(q[0], q[1], q[2], q[3])).to_rotation_matrix();
+    let m = r.matrix();
+    [m[(0, 0)], m[(0, 1)], m[(0, 2)], m[(1, 0)], m[(1, 1)], m[(1, 2)], m[(2, 0)], m[(2, 1)], m[(2, 2)]]
+}
+
+/// The columns of shapes, stacked: `lead` is () for one, (k,) for a batch.
+fn stacked<'py>(py: Python<'py>, shapes: &[&[ShapeRow]], lead: &[usize], width: &[usize], f: impl Fn(&ShapeRow) -> Vec<f64>) -> Bound<'py, PyAny> {
+    let n = shapes.first().map_or(0, |s| s.len());
+    let data: Vec<f64> = shapes.iter().flat_map(|s| s.iter().flat_map(&f)).collect();
+    let shape: Vec<usize> = lead.iter().copied().chain([n]).chain(width.iter().copied()).collect();
+    array(py, shape, data)
+}
+
+#[pymethods]
+impl Shape {
+    /// Arc length of each joint [m], shape (n,).
+    #[getter]
+    fn arc_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &[&self.rows], &[], &[], |r| vec![r.arc_m])
+    }
+
+    /// Centre line positions, world frame [m], shape (n, 3).
+    #[getter]
+    fn position_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &[&self.rows], &[], &[3], |r| r.pos_m.iter().copied().collect())
+    }
+
+    /// The sections' frames, body to world, shape (n, 3, 3).
+    #[getter]
+    fn rotation<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &[&self.rows], &[], &[3, 3], |r| rotation(&r.quat_wxyz).to_vec())
+    }
+
+    /// Strain at each joint: kappa_x, kappa_y, kappa_z [1/m], eps_x,
+    /// eps_y, eps_z [-] (eps = Q - (1, 0, 0)), shape (n, 6).
+    #[getter]
+    fn strain<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &[&self.rows], &[], &[6], |r| r.strain.iter().copied().collect())
+    }
+
+    /// The tip's position [m], shape (3,).
+    #[getter]
+    fn tip_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let p = self.rows.last().expect("a rod has a tip").pos_m;
+        array(py, 3, vec![p.x, p.y, p.z])
+    }
+
+    /// The clamp's reaction on the rod: force [N], world frame, shape (3,).
+    #[getter]
+    fn base_force_n<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, 3, self.base_force_n.iter().copied().collect())
+    }
+
+    /// The clamp's reaction on the rod: moment about the base's origin
+    /// [N m], world frame, shape (3,).
+    #[getter]
+    fn base_moment_nm<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, 3, self.base_moment_nm.iter().copied().collect())
+    }
+
+    /// Newton iterations taken.
+    #[getter]
+    fn iterations(&self) -> usize {
+        self.iterations
+    }
+
+    /// Norm of the equilibrium's residual at the solution.
+    #[getter]
+    fn residual_norm(&self) -> f64 {
+        self.residual_norm
+    }
+
+    /// The rod's mass [kg].
+    #[getter]
+    fn mass_kg(&self) -> f64 {
+        self.mass_kg
+    }
+
+    /// What the model found doubtful (large strains, a cable off the body).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        let t = self.rows.last().expect("a rod has a tip").pos_m;
+        format!("Shape(joints={}, tip_m=[{:.6}, {:.6}, {:.6}], iterations={})", self.rows.len(), t.x, t.y, t.z, self.iterations)
+    }
+}
+
+/// The equilibria of a batch of k loads: every array has a leading axis of k.
+#[pyclass(module = "rodlab", frozen)]
+pub struct Shapes {
+    shapes: Vec<Shape>,
+}
+
+impl Shapes {
+    fn rows(&self) -> Vec<&[ShapeRow]> {
+        self.shapes.iter().map(|s| s.rows.as_slice()).collect()
+    }
+}
+
+#[pymethods]
+impl Shapes {
+    fn __len__(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// Arc length of each joint [m], shape (n,) (the same for every load).
+    #[getter]
+    fn arc_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &self.rows()[..1.min(self.shapes.len())], &[], &[], |r| vec![r.arc_m])
+    }
+
+    /// Positions [m], shape (k, n, 3).
+    #[getter]
+    fn position_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &self.rows(), &[self.shapes.len()], &[3], |r| r.pos_m.iter().copied().collect())
+    }
+
+    /// Frames, shape (k, n, 3, 3).
+    #[getter]
+    fn rotation<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &self.rows(), &[self.shapes.len()], &[3, 3], |r| rotation(&r.quat_wxyz).to_vec())
+    }
+
+    /// Strains, shape (k, n, 6).
+    #[getter]
+    fn strain<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        stacked(py, &self.rows(), &[self.shapes.len()], &[6], |r| r.strain.iter().copied().collect())
+    }
+
+    /// Tips [m], shape (k, 3).
+    #[getter]
+    fn tip_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let data = self.shapes.iter().flat_map(|s| s.rows.last().expect("a tip").pos_m.iter().copied().collect::<Vec<_>>()).collect();
+        array(py, (self.shapes.len(), 3), data)
+    }
+
+    /// Base reaction forces [N], shape (k, 3).
+    #[getter]
+    fn base_force_n<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, (self.shapes.len(), 3), self.shapes.iter().flat_map(|s| s.base_force_n.iter().copied().collect::<Vec<_>>()).collect())
+    }
+
+    /// Base reaction moments [N m], shape (k, 3).
+    #[getter]
+    fn base_moment_nm<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, (self.shapes.len(), 3), self.shapes.iter().flat_map(|s| s.base_moment_nm.iter().copied().collect::<Vec<_>>()).collect())
+    }
+
+    /// Newton iterations of each load, shape (k,).
+    #[getter]
+    fn iterations<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        array(py, self.shapes.len(), self.shapes.iter().map(|s| s.iterations as f64).collect())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Shapes(loads={}, joints={})", self.shapes.len(), self.shapes.first().map_or(0, |s| s.rows.len()))
+    }
+}
+
+/// Seconds per `rod.solve` of the same request timed in Rust (`n` calls),
+/// for the benchmark of what a call from Python adds.
+#[pyfunction]
+#[pyo3(signature = (rod, n, *, tip_force=None, tensions=None))]
+pub fn solve_time_in_rust_s(py: Python<'_>, rod: &Rod, n: usize, tip_force: Option<&Bound<'_, PyAny>>, tensions: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    let load = Load {
+        tip_force_n: convert::vec3(tip_force, "tip_force")?,
+        tip_moment_nm: Vec3::zeros(),
+        tip_force_offset_body_m: Vec3::zeros(),
+        tensions_n: convert::floats(tensions, "tensions")?,
+    };
+    let req = rod.request(load, true, None);
+    let timed = py.detach(move || {
+        let started = std::time::Instant::now();
+        for _ in 0..n.max(1) {
+            std::hint::black_box(solve_lab(std::hint::black_box(&req))?);
+        }
+        Ok::<f64, lab::Error>(started.elapsed().as_secs_f64() / n.max(1) as f64)
+    });
+    timed.py_err()
+}

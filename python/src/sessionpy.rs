@@ -1,0 +1,147 @@
+//! `rodlab.Session`: a recorded session's metadata and tables. Each table
+//! comes out as columns of numpy arrays (numbers) or lists (text), read by
+//! the library's own reader (chunks in order, a damaged chunk refused or
+//! left out); the Python side makes a polars DataFrame of them without a
+//! loop over rows.
+
+use crate::convert::{self, to_python};
+use crate::errors::IntoPy;
+use numpy::IntoPyArray;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use session::{Damaged, SessionDir, Table};
+use std::path::{Path, PathBuf};
+
+/// A session directory (made by `rodlab record`, `synth session` or
+/// `import c3d`).
+#[pyclass(module = "rodlab", frozen)]
+pub struct Session {
+    dir: SessionDir,
+}
+
+/// A table's columns as {name: array or list}, in file order, and the
+/// warnings of chunks left out.
+fn columns<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, dtype) in table.schema() {
+        if dtype.starts_with('i') || dtype.starts_with('u') {
+            d.set_item(&name, table.i64(&name).py_err()?.into_pyarray(py))?;
+        } else if dtype.starts_with('f') {
+            d.set_item(&name, table.f64(&name).py_err()?.into_pyarray(py))?;
+        } else {
+            d.set_item(&name, table.str(&name).py_err()?)?;
+        }
+    }
+    Ok(d)
+}
+
+fn missing(path: &Path, what: &str) -> PyErr {
+    crate::errors::to_py(lab::Error::input(format!(
+        "{}: no {what} (run {})",
+        path.display(),
+        if what == "strain table" { "rodlab observe" } else { "rodlab track" }
+    )))
+}
+
+#[pymethods]
+impl Session {
+    #[new]
+    fn new(path: &Bound<'_, PyAny>) -> PyResult<Session> {
+        let dir = SessionDir::new(convert::path(path, "path")?);
+        if !dir.exists() {
+            return Err(crate::errors::to_py(lab::Error::input(format!("{}: not a directory", dir.path().display()))));
+        }
+        Ok(Session { dir })
+    }
+
+    /// The session directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    /// The directory's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.dir.name()
+    }
+
+    /// session.toml as a dictionary (None for a directory without one).
+    #[getter]
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.dir.meta().py_err()? {
+            Some(m) => to_python(py, &m),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// The names of the recorded streams (a device each).
+    fn streams(&self) -> Vec<String> {
+        self.dir.stream_names()
+    }
+
+    /// Stream `name`'s columns ({name: numpy array}); `strict`: refuse a
+    /// damaged chunk instead of leaving it out.
+    #[pyo3(signature = (name, *, strict=false))]
+    fn stream_columns<'py>(&self, py: Python<'py>, name: &str, strict: bool) -> PyResult<Bound<'py, PyDict>> {
+        if !self.dir.has_stream(name) {
+            let msg = format!("{}: no stream '{name}' ({})", self.dir.path().display(), self.dir.describe_streams());
+            return Err(crate::errors::to_py(lab::Error::input(msg)));
+        }
+        let dir = self.dir.stream(name);
+        let (table, _skipped) = py.detach(|| Table::read_chunks_or_skip(&dir, if strict { Damaged::Refuse } else { Damaged::Skip })).py_err()?;
+        columns(py, &table)
+    }
+
+    /// markers.parquet's columns (the tracked or imported markers).
+    fn markers_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let path = self.dir.markers();
+        if !path.is_file() {
+            return Err(missing(&path, "marker table"));
+        }
+        let table = py.detach(|| Table::read(&path)).py_err()?;
+        columns(py, &table)
+    }
+
+    /// strain.parquet's columns (the observed strain).
+    fn strain_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let path = self.dir.strain();
+        if !path.is_file() {
+            return Err(missing(&path, "strain table"));
+        }
+        let table = py.detach(|| Table::read(&path)).py_err()?;
+        columns(py, &table)
+    }
+
+    /// Device `name`'s gap table's columns (empty: no gap).
+    fn gaps_columns<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let dir = session::gaps::gaps_dir(self.dir.path(), name);
+        if !dir.is_dir() {
+            return Ok(PyDict::new(py));
+        }
+        let table = py.detach(|| Table::read_chunks(&dir)).py_err()?;
+        columns(py, &table)
+    }
+
+    /// The video of camera `camera` (default: the first camera with one).
+    #[pyo3(signature = (camera=None))]
+    fn video(&self, camera: Option<&str>) -> Option<PathBuf> {
+        match camera {
+            Some(c) => self.dir.find_video(c),
+            None => {
+                let mut names: Vec<String> = std::fs::read_dir(self.dir.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|e| e.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+                    .collect();
+                names.sort();
+                names.iter().find_map(|n| self.dir.find_video(n))
+            }
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Session({:?})", self.dir.path().display().to_string())
+    }
+}

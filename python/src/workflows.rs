@@ -1,0 +1,466 @@
+//! The lab's workflows from Python: identify (statics and dynamics),
+//! simulate, validate, observe, and with OpenCV track. Each builds the
+//! library's request from keyword arguments named as the command line's
+//! flags, runs it as long work (`work.rs`) and answers with small
+//! classes or dictionaries of numbers and paths.
+
+use crate::convert::{self, array, to_python};
+use crate::errors::{value_error, IntoPy};
+use crate::rodpy::Rod;
+use crate::work;
+use lab::identify::{IdentifyRequest, Source};
+use lab::SessionDir;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `out`, or a new directory under the system's temporary directory
+/// (kept: the results' paths point into it).
+fn out_dir(out: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<PathBuf> {
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return convert::path(o, "out");
+    }
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("rodlab-{what}-{}-{stamp}-{}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&dir).map_err(|e| crate::errors::to_py(lab::Error::io(format!("{}: cannot create: {e}", dir.display()))))?;
+    Ok(dir)
+}
+
+fn sessions(v: &Bound<'_, PyAny>) -> PyResult<Vec<SessionDir>> {
+    Ok(convert::paths(v, "sessions")?.into_iter().map(SessionDir::new).collect())
+}
+
+fn material(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<rod::Material>> {
+    let values = convert::floats(v, name)?;
+    lab::params::material(name, &values).py_err()
+}
+
+fn progress(v: Option<&Bound<'_, PyAny>>) -> Option<Py<PyAny>> {
+    v.filter(|v| !v.is_none()).map(|v| v.clone().unbind())
+}
+
+/// A finished identification: the values with their 95 % intervals, the
+/// compared variants, and the files written.
+#[pyclass(module = "rodlab", frozen)]
+pub struct Identified {
+    /// identified.toml (what `params=` takes).
+    #[pyo3(get)]
+    identified_toml: PathBuf,
+    /// The report page (index.html).
+    #[pyo3(get)]
+    report: PathBuf,
+    /// {"e_pa": E, "g_pa": G, "rho_kg_m3": rho}.
+    #[pyo3(get)]
+    values: Py<PyDict>,
+    /// {"e_pa": (low, high), ...}: 95 % intervals (NaN: held fixed).
+    #[pyo3(get)]
+    intervals: Py<PyDict>,
+    /// Everything identified.toml holds, as dictionaries.
+    #[pyo3(get)]
+    file: Py<PyAny>,
+    /// Model variants compared by leave-one-out (with compare_variants).
+    #[pyo3(get)]
+    variants: Py<PyAny>,
+    /// Index into `variants` of the recommended one.
+    #[pyo3(get)]
+    recommended: Option<usize>,
+    /// What the fit found doubtful, one line each.
+    #[pyo3(get)]
+    warnings: Vec<String>,
+    /// Experiments fitted (a session contributes its holds).
+    #[pyo3(get)]
+    experiments: usize,
+}
+
+#[pymethods]
+impl Identified {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Identified(values={}, identified_toml={:?})",
+            self.values.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.identified_toml.display().to_string()
+        )
+    }
+}
+
+/// Fits E, G, rho of `rod` by nonlinear least squares over its PLS statics,
+/// from `experiments` (a directory with inputs.csv and measurements.csv) or
+/// recorded `sessions` (their static holds; `loads`: the loads file naming
+/// their force streams). Writes identified.toml and a report into `out`
+/// (default: a new temporary directory). Options as the command's flags.
+#[pyfunction]
+#[pyo3(signature = (rod, *, experiments=None, sessions=None, loads=None, out=None, progress=None, translation=false, pitch=false, loo=true,
+    compare_variants=false, reference=None, hold_material=None, tie_g_poisson=None, strict=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn identify(
+    py: Python<'_>,
+    rod: &Rod,
+    experiments: Option<&Bound<'_, PyAny>>,
+    sessions: Option<&Bound<'_, PyAny>>,
+    loads: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    progress: Option<&Bound<'_, PyAny>>,
+    translation: bool,
+    pitch: bool,
+    loo: bool,
+    compare_variants: bool,
+    reference: Option<&Bound<'_, PyAny>>,
+    hold_material: Option<&Bound<'_, PyAny>>,
+    tie_g_poisson: Option<f64>,
+    strict: bool,
+) -> PyResult<Identified> {
+    let source = match (experiments.filter(|e| !e.is_none()), sessions.filter(|s| !s.is_none())) {
+        (Some(e), None) => Source::Experiments(convert::path(e, "experiments")?),
+        (None, Some(s)) => {
+            let loads_path = loads.filter(|l| !l.is_none()).map(|l| convert::path(l, "loads")).transpose()?;
+            Source::Sessions { dirs: self::sessions(s)?, loads: lab::loads::Loads::read(loads_path.as_deref(), rod.rod.cables.len()).py_err()? }
+        }
+        _ => return Err(value_error("identify: give either experiments= (a directory) or sessions= (a list of session directories)")),
+    };
+    let req = IdentifyRequest {
+        translation,
+        pitch,
+        loo,
+        compare_variants,
+        reference: material(reference, "reference")?.map(|m| ::identify::Values::material(m.e_pa, m.g_pa, m.rho_kg_m3)),
+        hold_material: material(hold_material, "hold_material")?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
+        tie_g_poisson,
+        refuse_damaged: strict,
+        ..IdentifyRequest::new(&rod.path, rod.rod.clone(), source, &out_dir(out, "identify")?)
+    };
+    let id = work::run(py, self::progress(progress), move |p| lab::identify::identify(&req, p))?;
+    let par = &id.file.parameters;
+    let values = PyDict::new(py);
+    let intervals = PyDict::new(py);
+    for (name, e) in [("e_pa", &par.e_pa), ("g_pa", &par.g_pa), ("rho_kg_m3", &par.rho_kg_m3)] {
+        values.set_item(name, e.value)?;
+        intervals.set_item(name, (e.ci95[0], e.ci95[1]))?;
+    }
+    Ok(Identified {
+        identified_toml: id.identified_toml.clone(),
+        report: id.report.html.clone(),
+        values: values.unbind(),
+        intervals: intervals.unbind(),
+        file: to_python(py, &id.file)?.unbind(),
+        variants: to_python(py, &id.variants)?.unbind(),
+        recommended: id.recommended,
+        warnings: id.file.warnings.clone(),
+        experiments: id.experiments.len(),
+    })
+}
+
+fn scene(v: &Bound<'_, PyAny>) -> PyResult<(PathBuf, sim::Scene)> {
+    let path = convert::path(v, "scene")?;
+    let scene = sim::Scene::from_file(&path).py_err()?;
+    Ok((path, scene))
+}
+
+fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PathBuf>> {
+    v.filter(|v| !v.is_none()).map(|v| convert::path(v, name)).transpose()
+}
+
+/// Fits friction (mu) and damping from recorded motion by simulating the
+/// `sessions` in `scene`, E, G, rho held at `params` (an identified.toml or
+/// `Identified`; default the rod file's). Returns a dictionary: the fitted
+/// values ("dynamic", as identified.toml's [dynamic]), "scan", "history",
+/// "identified_toml", "report", "warnings".
+#[pyfunction]
+#[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
+    hold_damping=false, fit_stiffness=false, sigma_m=2e-5))]
+#[allow(clippy::too_many_arguments)]
+pub fn identify_dynamic<'py>(
+    py: Python<'py>,
+    rod: &Rod,
+    sessions: &Bound<'py, PyAny>,
+    scene: &Bound<'py, PyAny>,
+    params: Option<&Bound<'py, PyAny>>,
+    loads: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+    progress: Option<&Bound<'py, PyAny>>,
+    mu_start: Option<f64>,
+    damping_start: Option<f64>,
+    hold_damping: bool,
+    fit_stiffness: bool,
+    sigma_m: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let params = rod.params(params)?.unwrap_or_else(|| lab::params::Params::of_rod_file(&rod.rod, &rod.path));
+    let (scene_path, scene) = self::scene(scene)?;
+    let mut req =
+        lab::dynamic::DynamicRequest::new(self::sessions(sessions)?, &rod.path, rod.rod.clone(), params, &scene_path, scene, &out_dir(out, "dynamic")?);
+    req.mu_start = mu_start;
+    req.damping_start = damping_start;
+    req.hold_damping = hold_damping;
+    req.fit_stiffness = fit_stiffness;
+    req.sigma_m = sigma_m;
+    req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;
+    let fit = work::run(py, self::progress(progress), move |p| lab::dynamic::identify_dynamic(&req, p))?;
+    let d = PyDict::new(py);
+    d.set_item("dynamic", to_python(py, &fit.out)?)?;
+    d.set_item("scan", fit.scan.clone())?;
+    d.set_item("history", fit.history.clone())?;
+    d.set_item("identified_toml", fit.identified_toml.clone())?;
+    d.set_item("report", fit.report.clone())?;
+    d.set_item("warnings", fit.warnings.clone())?;
+    Ok(d)
+}
+
+/// A finished simulation: per step, the markers, the tip, the strain at the
+/// section boundaries, the contact force and the tip's slip, as arrays.
+#[pyclass(module = "rodlab", frozen)]
+pub struct Simulation {
+    records: Vec<sim::StepRecord>,
+    /// Where its tables and report were written.
+    #[pyo3(get)]
+    out: PathBuf,
+    /// summary.json's figures as a dictionary.
+    #[pyo3(get)]
+    summary: Py<PyAny>,
+}
+
+impl Simulation {
+    fn series<'py>(&self, py: Python<'py>, width: &[usize], f: impl Fn(&sim::StepRecord) -> Vec<f64>) -> Bound<'py, PyAny> {
+        let data: Vec<f64> = self.records.iter().flat_map(f).collect();
+        let shape: Vec<usize> = std::iter::once(self.records.len()).chain(width.iter().copied()).collect();
+        array(py, shape, data)
+    }
+}
+
+fn flat(v: &[lie::Vec3]) -> Vec<f64> {
+    v.iter().flat_map(|p| [p.x, p.y, p.z]).collect()
+}
+
+#[pymethods]
+impl Simulation {
+    /// Step times [s], shape (T,).
+    #[getter]
+    fn time_s<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[], |r| vec![r.t_s])
+    }
+
+    /// The rod file's markers, world frame [m], shape (T, m, 3).
+    #[getter]
+    fn marker_position_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let m = self.records.first().map_or(0, |r| r.markers_m.len());
+        self.series(py, &[m, 3], |r| flat(&r.markers_m))
+    }
+
+    /// The tip (end of the centre line) [m], shape (T, 3).
+    #[getter]
+    fn tip_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[3], |r| vec![r.tip_m.x, r.tip_m.y, r.tip_m.z])
+    }
+
+    /// Strain at the section boundaries (nodes), base to tip, shape (T, nodes, 6).
+    #[getter]
+    fn node_strain<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let n = self.records.first().map_or(0, |r| r.node_strain.len());
+        self.series(py, &[n, 6], |r| r.node_strain.iter().flat_map(|s| s.iter().copied().collect::<Vec<_>>()).collect())
+    }
+
+    /// The table's normal force on the rod [N], shape (T,).
+    #[getter]
+    fn normal_force_n<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[], |r| vec![r.normal_force_n])
+    }
+
+    /// The table's friction force on the rod, world frame [N], shape (T, 3).
+    #[getter]
+    fn tangential_force_n<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[3], |r| r.tangential_force_n.iter().copied().collect())
+    }
+
+    /// Path length the tip's contact point has slipped on the table [m], shape (T,).
+    #[getter]
+    fn tip_slip_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[], |r| vec![r.tip_slip_m])
+    }
+
+    /// What a flange force sensor reads: moment [N m] and force [N] in
+    /// the flange frame, shape (T, 6).
+    #[getter]
+    fn base_wrench_flange<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.series(py, &[6], |r| r.base_wrench_flange.iter().copied().collect())
+    }
+
+    fn __len__(&self) -> usize {
+        self.records.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Simulation(steps={}, out={:?})", self.records.len(), self.out.display().to_string())
+    }
+}
+
+/// Simulates `rod` in `scene` (a scene file), with `params` applied (an
+/// identified.toml or `Identified`), its base driven by the scene's
+/// waypoints, or by a recorded `session`'s robot. Writes tables and a report
+/// into `out` (default: a temporary directory). Returns a `Simulation`.
+#[pyfunction]
+#[pyo3(signature = (rod, scene, *, params=None, session=None, duration_s=None, out=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn simulate(
+    py: Python<'_>,
+    rod: &Rod,
+    scene: &Bound<'_, PyAny>,
+    params: Option<&Bound<'_, PyAny>>,
+    session: Option<&Bound<'_, PyAny>>,
+    duration_s: Option<f64>,
+    out: Option<&Bound<'_, PyAny>>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Simulation> {
+    let params = rod.params(params)?;
+    let (scene_path, scene) = self::scene(scene)?;
+    let out = out_dir(out, "simulate")?;
+    let base = match optional_path(session, "session")? {
+        Some(s) => lab::simulate::BaseSource::Session(SessionDir::new(s)),
+        None => lab::simulate::BaseSource::Scene,
+    };
+    let (rod_path, out_path) = (rod.path.clone(), out.clone());
+    let params_path = params.as_ref().map(|p| p.path.clone());
+    let sim_rod = lab::params::rod_with(rod.rod.clone(), params.as_ref());
+    let scene = lab::params::scene_with(scene, params.as_ref());
+    let simulated = work::run(py, self::progress(progress), move |p| {
+        let job = lab::simulate::SimulateJob {
+            rod: &sim_rod,
+            rod_path: &rod_path,
+            scene,
+            scene_path: &scene_path,
+            params_path: params_path.as_deref(),
+            base,
+            rig_frames: None,
+            duration_s,
+            out: &out_path,
+            damaged: session::Damaged::Skip,
+            hung_masses: None,
+        };
+        lab::simulate::run(&job, p)
+    })?;
+    Ok(Simulation { summary: to_python(py, &simulated.summary)?.unbind(), records: simulated.records, out })
+}
+
+/// Validates recorded `sessions` against a simulation of `scene` with
+/// `params`: strain, marker, contact force and slip errors with their
+/// checks. Returns a dictionary: "pass", and "sessions", each session's
+/// figures and checks (summary.json's).
+#[pyfunction]
+#[pyo3(signature = (sessions, rod, scene, *, params=None, loads=None, out=None, progress=None, sigma_m=None, strict=false, jobs=2))]
+#[allow(clippy::too_many_arguments)]
+pub fn validate<'py>(
+    py: Python<'py>,
+    sessions: &Bound<'py, PyAny>,
+    rod: &Rod,
+    scene: &Bound<'py, PyAny>,
+    params: Option<&Bound<'py, PyAny>>,
+    loads: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+    progress: Option<&Bound<'py, PyAny>>,
+    sigma_m: Option<f64>,
+    strict: bool,
+    jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (scene_path, scene) = self::scene(scene)?;
+    let mut options = lab::validate::ValidateOptions { jobs, refuse_damaged: strict, ..Default::default() };
+    if let Some(s) = sigma_m {
+        options.observer.sigma_m = s;
+    }
+    let req = lab::validate::ValidateRequest {
+        sessions: self::sessions(sessions)?,
+        rod_path: rod.path.clone(),
+        rod: rod.rod.clone(),
+        params: rod.params(params)?,
+        scene_path,
+        scene,
+        loads: lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?,
+        out: out_dir(out, "validate")?,
+        options,
+    };
+    let v = work::run(py, self::progress(progress), move |p| lab::validate::validate(&req, p))?;
+    let d = PyDict::new(py);
+    d.set_item("pass", v.pass())?;
+    d.set_item("sessions", to_python(py, &v.sessions)?)?;
+    d.set_item("batch_page", v.batch_page.clone())?;
+    Ok(d)
+}
+
+/// Observes the strain of a session (or a markers.parquet) with `rod`:
+/// writes strain.parquet (default: into the session) and returns the run's
+/// figures as a dictionary ("out", "frames", "solved", "failed", ...).
+#[pyfunction]
+#[pyo3(signature = (session, rod, *, out=None, mode="weighted", sigma_m=3e-4, progress=None))]
+pub fn observe<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    rod: &Rod,
+    out: Option<&Bound<'py, PyAny>>,
+    mode: &str,
+    sigma_m: f64,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let input = convert::path(session, "session")?;
+    let markers = if input.is_dir() { SessionDir::new(&input).markers() } else { input.clone() };
+    let out = match optional_path(out, "out")? {
+        Some(o) => o,
+        None if input.is_dir() => SessionDir::new(&input).strain(),
+        None => markers.with_file_name("strain.parquet"),
+    };
+    let mode = match mode {
+        "weighted" => lab::observe::ObserverMode::Weighted,
+        "hard" => lab::observe::ObserverMode::Hard,
+        other => return Err(value_error(format!("mode: 'weighted' or 'hard', got '{other}'"))),
+    };
+    let options = lab::observe::ObserveOptions { mode, sigma_m, energy_scale_j: None };
+    let the_rod = rod.rod.clone();
+    let o = work::run(py, self::progress(progress), move |p| lab::observe::observe(&markers, &the_rod, &options, &out, p))?;
+    let d = PyDict::new(py);
+    d.set_item("out", o.out.clone())?;
+    d.set_item("frames", o.frames)?;
+    d.set_item("solved", o.solved)?;
+    d.set_item("solved_missing_markers", o.solved_missing_markers)?;
+    d.set_item("failed", o.failed)?;
+    d.set_item("marker_residual_mean_m", o.marker_residual_mean_m)?;
+    d.set_item("marker_residual_max_m", o.marker_residual_max_m)?;
+    d.set_item("sigma_used_m", o.sigma_used_m)?;
+    d.set_item("noise_estimate_m", o.noise_estimate_m)?;
+    d.set_item("warnings", o.warnings.clone())?;
+    Ok(d)
+}
+
+#[cfg(feature = "devices")]
+pub mod devices {
+    //! What needs OpenCV: tracking a video.
+    use super::*;
+
+    /// Tracks the coloured markers of `video` (a video file or a directory
+    /// of images) with `camera` (camera.toml) and `markers` (markers.toml;
+    /// default red markers) into `out` (markers.parquet; default beside the
+    /// video). Returns the run's figures as a dictionary.
+    #[pyfunction]
+    #[pyo3(signature = (video, camera, *, markers=None, out=None, fps=None, progress=None))]
+    pub fn track<'py>(
+        py: Python<'py>,
+        video: &Bound<'py, PyAny>,
+        camera: &Bound<'py, PyAny>,
+        markers: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+        fps: Option<f64>,
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let input = convert::path(video, "video")?;
+        let out = optional_path(out, "out")?.unwrap_or_else(|| input.with_file_name("markers.parquet"));
+        let mut req = lab::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
+        req.markers = optional_path(markers, "markers")?;
+        req.fps = fps;
+        let t = work::run(py, self::progress(progress), move |p| lab::track::track(&req, p))?;
+        let d = PyDict::new(py);
+        d.set_item("out", out)?;
+        d.set_item("frames", t.frames)?;
+        d.set_item("markers", t.markers)?;
+        d.set_item("missing", t.missing)?;
+        d.set_item("decode_fps", t.decode_fps)?;
+        d.set_item("track_fps", t.track_fps)?;
+        d.set_item("warnings", t.warnings.clone())?;
+        Ok(d)
+    }
+}

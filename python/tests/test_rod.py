@@ -1,0 +1,158 @@
+"""Rod and its statics from Python: equal to the command line's to 1e-12,
+right against beam theory and the balance of forces, and bad input raising
+the library's kinds with its messages."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import rodlab
+from conftest import repo
+
+CANTILEVER = repo("configs/rod/pls-paper-cantilever.toml")
+CABLE_ARM = repo("configs/rod/pls-cable-arm.toml")
+BEAM = repo("configs/rod/rectangular-beam.toml")
+
+
+def read_shape_csv(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    col = lambda *names: np.array([[float(r[n]) for n in names] for r in rows])
+    return col("arc_m")[:, 0], col("px_m", "py_m", "pz_m"), col("rot_w", "rot_x", "rot_y", "rot_z"), col(
+        "kappa_x", "kappa_y", "kappa_z", "eps_x", "eps_y", "eps_z")
+
+
+def quat_to_matrix(q):
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def test_rod_properties_from_file_and_from_toml():
+    rod = rodlab.Rod.from_file(CANTILEVER)
+    assert rod.length_m == pytest.approx(0.2)
+    assert rod.sections == 3 and rod.cables == 0
+    assert rod.section_lengths_m.sum() == pytest.approx(0.2)
+    assert rod.material["e_pa"] == 1.1e5
+    same = rodlab.Rod.from_toml(CANTILEVER.read_text())
+    assert np.array_equal(same.solve().position_m, rod.solve().position_m)
+    arm = rodlab.Rod.from_file(CABLE_ARM, sections=4, modes="euler-bernoulli")
+    assert arm.sections == 4 and arm.cables == 4
+    beam = rodlab.Rod.from_file(BEAM)
+    assert beam.markers_arc_m.shape == (len(beam.markers_arc_m),) and beam.markers_offset_body_m.shape[1] == 3
+
+
+@pytest.mark.parametrize(
+    "rod_file, args, kwargs",
+    [
+        (CANTILEVER, [], {}),
+        (CANTILEVER, ["--tip-force", "-0.01,0.002,0", "--tip-moment", "0,0.0005,0"], {"tip_force": [-0.01, 0.002, 0], "tip_moment": [0, 0.0005, 0]}),
+        (CABLE_ARM, ["--tension", "0,0,0,1.96"], {"tensions": [0, 0, 0, 1.96]}),
+        (CABLE_ARM, ["--tension", "0.5,0,0.2,0", "--no-gravity"], {"tensions": np.array([0.5, 0, 0.2, 0]), "gravity": False}),
+    ],
+)
+def test_solve_equals_the_command_line(run, tmp_path, rod_file, args, kwargs):
+    out = tmp_path / "shape.csv"
+    run("solve", "--rod", rod_file, *args, "--out", out)
+    arc, pos, quat, strain = read_shape_csv(out)
+    shape = rodlab.Rod.from_file(rod_file).solve(**kwargs)
+    assert shape.arc_m.shape == arc.shape and shape.position_m.shape == (len(arc), 3)
+    assert np.allclose(shape.arc_m, arc, rtol=0, atol=1e-12)
+    assert np.allclose(shape.position_m, pos, rtol=0, atol=1e-12)
+    assert np.allclose(shape.strain, strain, rtol=0, atol=1e-12)
+    rot = np.array([quat_to_matrix(q) for q in quat])
+    assert np.allclose(shape.rotation, rot, rtol=0, atol=1e-12)
+    assert np.allclose(shape.rotation @ np.swapaxes(shape.rotation, 1, 2), np.eye(3), atol=1e-12)
+
+
+def test_a_tip_force_against_beam_theory():
+    # The 30 mm square silicone beam, no gravity, Euler-Bernoulli modes, a
+    # small tip force: w = P L^3 / (3 E I) (uniform beam).
+    rod = rodlab.Rod.from_file(BEAM, modes="euler-bernoulli")
+    p = 1e-3
+    shape = rod.solve(tip_force=[0, 0, -p], gravity=False)
+    e, length, side = rod.material["e_pa"], rod.length_m, 0.03
+    w = p * length**3 / (3 * e * side**4 / 12)
+    assert shape.tip_m[2] == pytest.approx(-w, rel=1e-3)
+
+
+def test_the_base_reaction_balances_the_weight_and_the_tip_force():
+    rod = rodlab.Rod.from_file(CANTILEVER)
+    force = np.array([0.0, 0.002, -0.001])
+    shape = rod.solve(tip_force=force)
+    weight = shape.mass_kg * rod.gravity_m_s2
+    assert np.allclose(shape.base_force_n, -(weight + force), rtol=0, atol=1e-12)
+    free = rod.solve(tip_force=force, gravity=False)
+    lever = free.tip_m - free.position_m[0]
+    assert np.allclose(free.base_moment_nm, -np.cross(lever, force), rtol=0, atol=1e-12)
+
+
+def test_solve_many_equals_solve_one_by_one_and_broadcasts():
+    rod = rodlab.Rod.from_file(CABLE_ARM)
+    rng = np.random.default_rng(7)
+    tensions = rng.uniform(0, 1.5, (40, 4))
+    batch = rod.solve_many(tensions=tensions, tip_force=[0, 0, -0.01])
+    assert len(batch) == 40 and batch.position_m.shape == (40, len(batch.arc_m), 3)
+    assert batch.rotation.shape == (40, len(batch.arc_m), 3, 3) and batch.strain.shape[2] == 6
+    for i in (0, 17, 39):
+        one = rod.solve(tensions=tensions[i], tip_force=[0, 0, -0.01])
+        assert np.array_equal(batch.position_m[i], one.position_m)
+        assert np.array_equal(batch.tip_m[i], one.tip_m)
+        assert np.array_equal(batch.base_force_n[i], one.base_force_n)
+    assert np.array_equal(rod.solve_many(tensions=tensions, threads=1).position_m, rod.solve_many(tensions=tensions).position_m)
+
+
+def test_solve_many_names_the_load_that_failed_and_refuses_disagreeing_batches():
+    rod = rodlab.Rod.from_file(CABLE_ARM)
+    tensions = np.zeros((5, 4))
+    tensions[3, 0] = -1.0
+    with pytest.raises(rodlab.InputError, match=r"load 3: .*non-negative"):
+        rod.solve_many(tensions=tensions)
+    with pytest.raises(ValueError, match="disagree"):
+        rod.solve_many(tensions=np.zeros((5, 4)), tip_force=np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"tensions: expected an array of shape \(k, 4\)"):
+        rod.solve_many(tensions=np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="at least one"):
+        rod.solve_many()
+
+
+def test_bad_input_raises_the_kinds_and_messages_of_the_command_line(run, tmp_path):
+    with pytest.raises(rodlab.InputError, match="nope.toml") as e:
+        rodlab.Rod.from_file(tmp_path / "nope.toml")
+    assert isinstance(e.value, ValueError) and isinstance(e.value, rodlab.Error)
+    # A misspelt field: the same one line as the command line's.
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CANTILEVER.read_text().replace("length_m", "lenght_m", 1))
+    with pytest.raises(rodlab.InputError) as e:
+        rodlab.Rod.from_file(bad)
+    cli = run("solve", "--rod", bad, check=False)
+    assert cli.returncode == 2
+    assert str(e.value) in cli.stderr and "lenght_m" in str(e.value)
+    rod = rodlab.Rod.from_file(CANTILEVER)
+    with pytest.raises(rodlab.InputError, match="finite"):
+        rod.solve(tip_force=[math.nan, 0, 0])
+    with pytest.raises(ValueError, match="tip_force: expected three numbers"):
+        rod.solve(tip_force=[1, 2])
+    with pytest.raises(ValueError, match="tip_force"):
+        rod.solve(tip_force="down")
+    with pytest.raises(rodlab.InputError, match="3 cables|cables"):
+        rodlab.Rod.from_file(CABLE_ARM).solve(tensions=[1, 2, 3])
+    with pytest.raises(rodlab.InputError, match="positive"):
+        rod.with_material(e_pa=-1.0)
+    with pytest.raises(rodlab.ComputationError):
+        # Far beyond what the model represents.
+        rod.with_material(e_pa=1.0).solve(tip_force=[0, 0, -100.0])
+
+
+def test_with_material_scales_the_deflection():
+    rod = rodlab.Rod.from_file(BEAM, modes="euler-bernoulli")
+    soft = rod.solve(tip_force=[0, 0, -1e-3], gravity=False).tip_m[2]
+    stiff = rod.with_material(e_pa=2 * rod.material["e_pa"]).solve(tip_force=[0, 0, -1e-3], gravity=False).tip_m[2]
+    assert stiff == pytest.approx(soft / 2, rel=1e-3)

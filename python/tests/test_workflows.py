@@ -1,0 +1,149 @@
+"""The workflows from Python equal the command line's (the same library
+underneath): identification on the PLS paper's data, a simulation of the
+contact paper's stick scene, validation and observation of a session, a
+session's tables; progress reports and their callbacks."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rodlab
+from conftest import repo
+
+CABLE_ARM = repo("configs/rod/pls-cable-arm.toml")
+STEEL = repo("configs/rod/contact-paper-steel-core.toml")
+STICK = repo("configs/scene/contact-paper-stick.toml")
+
+
+def parameters(identified_toml):
+    with open(identified_toml, "rb") as f:
+        return tomllib.load(f)["parameters"]
+
+
+def test_identify_on_the_paper_data_equals_the_command_line(run, tmp_path):
+    run("identify", "--rod", CABLE_ARM, "--experiments", repo("datasets/pls-cable-arm"), "--out", tmp_path / "cli")
+    reports = []
+    got = rodlab.identify(
+        rodlab.Rod.from_file(CABLE_ARM),
+        experiments=repo("datasets/pls-cable-arm"),
+        out=tmp_path / "py",
+        progress=lambda task, done, total, message: reports.append((task, done, total, message)),
+    )
+    cli = parameters(tmp_path / "cli" / "identified.toml")
+    for name in ("e_pa", "g_pa", "rho_kg_m3"):
+        assert got.values[name] == pytest.approx(cli[name]["value"], rel=1e-12, abs=0)
+        low, high = got.intervals[name]
+        assert [low, high] == pytest.approx(cli[name]["ci95"], rel=1e-12)
+        assert low < got.values[name] < high
+    assert got.identified_toml == tmp_path / "py" / "identified.toml" and got.report.exists()
+    assert got.file["parameters"]["e_pa"]["value"] == got.values["e_pa"]
+    assert got.experiments > 0
+    # The identified parameters feed a solve as the command line's --params.
+    shape = rodlab.Rod.from_file(CABLE_ARM).solve(tensions=[0, 0, 0, 1.0], params=got)
+    assert np.isfinite(shape.tip_m).all()
+    # Reported: the task's start, each start of the fit, its end.
+    assert reports[0][:2] == ("identify", 0) and reports[-1][3] == "done", reports
+    assert any(message and message.startswith("start ") for *_, message in reports), reports
+
+
+def test_identify_asks_for_exactly_one_source_and_names_bad_input(tmp_path):
+    rod = rodlab.Rod.from_file(CABLE_ARM)
+    with pytest.raises(ValueError, match="either experiments"):
+        rodlab.identify(rod, out=tmp_path, progress=False)
+    with pytest.raises(rodlab.InputError, match="missing-dir"):
+        rodlab.identify(rod, experiments=tmp_path / "missing-dir", out=tmp_path / "o", progress=False)
+    with pytest.raises(rodlab.InputError, match="reference"):
+        rodlab.identify(rod, experiments=repo("datasets/pls-cable-arm"), reference=[1, 2], out=tmp_path / "o", progress=False)
+
+
+def test_simulate_the_stick_scene_equals_the_command_line(run, tmp_path):
+    run("simulate", "--rod", STEEL, "--scene", STICK, "--out", tmp_path / "cli")
+    sim = rodlab.simulate(rodlab.Rod.from_file(STEEL), STICK, out=tmp_path / "py", progress=False)
+    table = pl.read_parquet(tmp_path / "cli" / "sim.parquet")
+    t = sim.time_s
+    assert len(sim) == len(t) == table.height
+    assert np.allclose(t, table["t_s"].to_numpy(), rtol=0, atol=1e-12)
+    tip_columns = [c for c in table.columns if c.startswith("tip_") and c.endswith("_m") and c[4] in "xyz" and len(c) == 7]
+    assert len(tip_columns) == 3, table.columns
+    assert np.allclose(sim.tip_m, table.select(tip_columns).to_numpy(), rtol=0, atol=1e-12)
+    normal = [c for c in table.columns if c.startswith("normal_force")][0]
+    assert np.allclose(sim.normal_force_n, table[normal].to_numpy(), rtol=0, atol=1e-12)
+    assert sim.normal_force_n.max() > 0, "the stick scene presses the tip on the table"
+    assert sim.marker_position_m.shape[0] == len(t) and sim.marker_position_m.shape[2] == 3
+    assert sim.node_strain.shape[2] == 6 and sim.tangential_force_n.shape == (len(t), 3)
+    assert isinstance(sim.summary, dict) and sim.out == tmp_path / "py"
+
+
+def test_validate_and_observe_a_session_equal_the_command_line(run, stick_session, tmp_path):
+    run("validate", stick_session, "--rod", STEEL, "--scene", STICK, "--out", tmp_path / "cli", "--sigma-m", "3e-4")
+    with open(tmp_path / "cli" / "summary.json") as f:
+        cli = json.load(f)
+    got = rodlab.validate(stick_session, rodlab.Rod.from_file(STEEL), STICK, out=tmp_path / "py", sigma_m=3e-4, progress=False)
+    assert got["pass"] == cli["pass"]
+    (summary,) = got["sessions"]
+    assert summary["strain_headline_rms_pct"] == pytest.approx(cli["strain_headline_rms_pct"], rel=1e-12)
+    assert [c["name"] for c in summary["checks"]] == [c["name"] for c in cli["checks"]]
+    assert summary["scene_kind"] == "stick"
+    # The observer through Python and through the command line.
+    run("observe", stick_session, "--rod", STEEL, "--out", tmp_path / "cli-strain.parquet")
+    figures = rodlab.observe(stick_session, rodlab.Rod.from_file(STEEL), out=tmp_path / "py-strain.parquet", progress=False)
+    assert figures["failed"] == 0 and figures["solved"] == figures["frames"] > 0
+    a, b = pl.read_parquet(tmp_path / "cli-strain.parquet"), pl.read_parquet(tmp_path / "py-strain.parquet")
+    assert a.columns == b.columns and a.height == b.height
+    numeric = [c for c, t in a.schema.items() if t.is_numeric()]
+    assert np.allclose(a.select(numeric).to_numpy(), b.select(numeric).to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_a_sessions_tables_as_dataframes_equal_the_export(run, stick_session, tmp_path):
+    session = rodlab.Session(stick_session)
+    assert session.name == "stick" and session.meta["device"]
+    assert sorted(session.streams()) == ["ft300", "robot"]
+    run("session", "export", stick_session, "--to", tmp_path / "export")
+    for name in session.streams():
+        frame = session.stream(name)
+        assert isinstance(frame, pl.DataFrame)
+        exported = pl.read_csv(tmp_path / "export" / "streams" / f"{name}.csv")
+        assert frame.columns == exported.columns
+        assert frame["t_host_ns"].dtype == pl.Int64 and np.array_equal(frame["t_host_ns"].to_numpy(), exported["t_host_ns"].to_numpy())
+        floats = [c for c, t in frame.schema.items() if t == pl.Float64]
+        assert np.array_equal(frame.select(floats).to_numpy(), exported.select(floats).cast(pl.Float64).to_numpy())
+    markers = session.markers()
+    assert markers.height > 0 and {"x_m", "y_m", "z_m"} <= set(markers.columns)
+    assert session.gaps("robot").height == 0
+    with pytest.raises(rodlab.InputError, match="no stream 'camera9'"):
+        session.stream("camera9")
+    # The strain table once observed into the session.
+    rod = rodlab.Rod.from_file(STEEL)
+    if not (stick_session / "strain.parquet").exists():
+        with pytest.raises(rodlab.InputError, match="no strain table"):
+            session.strain()
+    figures = rodlab.observe(session, rod, progress=False)
+    strain = session.strain()
+    assert figures["out"] == stick_session / "strain.parquet" and strain.height > 0
+    with pytest.raises(rodlab.InputError, match="not a directory"):
+        rodlab.Session(tmp_path / "nothing")
+
+
+def test_a_progress_callback_sees_the_work_and_its_exception_stops_it(tmp_path):
+    rod = rodlab.Rod.from_file(STEEL)
+    seen = []
+    rodlab.simulate(rod, STICK, out=tmp_path / "a", progress=lambda *r: seen.append(r))
+    tasks = [r for r in seen if r[0] == "simulate"]
+    assert tasks and tasks[0][1] == 0 and tasks[-1][3] == "done" and tasks[-1][1] == tasks[-1][2] > 0
+
+    class Stop(Exception):
+        pass
+
+    def stop(task, done, total, message):
+        if done and done > 10:
+            raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        rodlab.simulate(rod, STICK, out=tmp_path / "b", progress=stop)
+    # A second call works.
+    assert len(rodlab.simulate(rod, STICK, out=tmp_path / "c", progress=False)) > 0
