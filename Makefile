@@ -100,3 +100,6 @@ bench: setup
 	cargo bench -p track --bench detect
 	cargo bench -p lab --bench validate
 	cargo bench -p lab --bench dynamic
+	@# The Python package: what a call adds, solve_many's cores, session tables.
+	bash scripts/python-tests.sh --co -q >/dev/null
+	.venv/bin/python python/bench.py

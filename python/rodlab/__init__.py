@@ -37,6 +37,10 @@ __all__ = [
     "validate",
     "observe",
     "track",
+    "calibrate",
+    "record",
+    "RobotEmulator",
+    "Ft300Emulator",
     "Error",
     "InputError",
     "ComputationError",
@@ -46,6 +50,8 @@ __all__ = [
 ]
 
 HAS_DEVICES: bool = _rodlab.HAS_DEVICES
+if HAS_DEVICES:
+    from ._rodlab import Ft300Emulator, RobotEmulator
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: ``callback(task, done, total, message)``: ``task`` names the work
@@ -287,6 +293,43 @@ def track(
     """Track the coloured markers of ``video`` with ``camera`` (camera.toml)
     into ``out`` (markers.parquet). Needs a rodlab built with OpenCV
     (``rodlab.HAS_DEVICES``)."""
-    if not HAS_DEVICES:
-        raise InputError("track: this rodlab was built without OpenCV (the 'devices' feature)")
+    _devices("track")
     return _rodlab.track(video, camera, markers=markers, out=out, fps=fps, progress=_progress(progress))
+
+
+def _devices(what: str) -> None:
+    if not HAS_DEVICES:
+        raise InputError(f"{what}: this rodlab was built without OpenCV and the devices (the 'devices' feature)")
+
+
+def calibrate(
+    images: PathLike,
+    *,
+    board: str,
+    square_m: float,
+    out: PathLike,
+    plane_image: Optional[PathLike] = None,
+    max_rms_px: float = 1.0,
+) -> Dict[str, Any]:
+    """Calibrate a camera from checkerboard images (``board`` inner corners,
+    e.g. "9x6", squares of ``square_m`` [m]) and its plane of motion from
+    ``plane_image``; writes ``out`` (camera.toml). Returns "rms_px", "used",
+    "rejected"."""
+    _devices("calibrate")
+    return _rodlab.calibrate(images, board=board, square_m=square_m, out=out, plane_image=plane_image, max_rms_px=max_rms_px)
+
+
+def record(
+    rig: PathLike,
+    out: PathLike,
+    duration_s: float,
+    *,
+    append: bool = False,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> Dict[str, Any]:
+    """Record a session from the devices of ``rig`` (a rig file) into ``out``
+    for ``duration_s`` seconds (all devices on one clock). Ctrl-C stops it
+    cleanly (the session is finished) and then raises KeyboardInterrupt.
+    Returns "session", "devices" (rows, gaps, errors of each), "wall_time_s"."""
+    _devices("record")
+    return _rodlab.record(rig, out, duration_s, append=append, progress=_progress(progress))

@@ -18,6 +18,8 @@
 use pyo3::prelude::*;
 
 mod convert;
+#[cfg(feature = "devices")]
+mod devices;
 mod errors;
 mod rodpy;
 mod sessionpy;
@@ -42,7 +44,11 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rodpy::solve_time_in_rust_s, m)?)?;
     #[cfg(feature = "devices")]
     {
-        m.add_function(wrap_pyfunction!(workflows::devices::track, m)?)?;
+        m.add_function(wrap_pyfunction!(devices::track, m)?)?;
+        m.add_function(wrap_pyfunction!(devices::calibrate, m)?)?;
+        m.add_function(wrap_pyfunction!(devices::record, m)?)?;
+        m.add_class::<devices::RobotEmulator>()?;
+        m.add_class::<devices::Ft300Emulator>()?;
     }
     Ok(())
 }

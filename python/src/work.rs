@@ -113,6 +113,25 @@ where
     T: Send + 'static,
     F: FnOnce(&dyn Progress) -> lab::Result<T> + Send + 'static,
 {
+    run_with(py, callback, None, work)
+}
+
+/// As [`run`] for work that stops cleanly when `stop` is set (a
+/// recording): Ctrl-C sets it, waits for the work to finish what it
+/// holds, then raises KeyboardInterrupt.
+pub fn run_until_stopped<T, F>(py: Python<'_>, callback: Option<Py<PyAny>>, stop: Arc<AtomicBool>, work: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&dyn Progress) -> lab::Result<T> + Send + 'static,
+{
+    run_with(py, callback, Some(stop), work)
+}
+
+fn run_with<T, F>(py: Python<'_>, callback: Option<Py<PyAny>>, clean_stop: Option<Arc<AtomicBool>>, work: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&dyn Progress) -> lab::Result<T> + Send + 'static,
+{
     let shared = Arc::new(Shared { stop: AtomicBool::new(false), callback_error: Mutex::new(None), callback: callback.filter(|c| !c.is_none(py)) });
     let (tx, rx) = mpsc::channel();
     // Waited on with the GIL released: shared with the detached closure.
@@ -126,21 +145,41 @@ where
             let _ = tx.send(result);
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start a worker thread: {e}")))?;
+    let mut interrupted: Option<PyErr> = None;
     loop {
         let received = py.detach(|| rx.lock().expect("not poisoned").recv_timeout(Duration::from_millis(100)));
         if let Some(e) = shared.callback_error.lock().expect("not poisoned").take() {
             return Err(e);
         }
         match received {
-            Ok(Ok(result)) => return result.map_err(to_py),
-            Ok(Err(panic)) => {
-                let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
-                return Err(PyRuntimeError::new_err(format!("rodlab: internal error (please report it): {}", what.unwrap_or_else(|| "a panic".into()))));
+            Ok(result) => {
+                if let Some(interrupt) = interrupted {
+                    return Err(interrupt);
+                }
+                return match result {
+                    Ok(result) => result.map_err(to_py),
+                    Err(panic) => {
+                        let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+                        Err(PyRuntimeError::new_err(format!("rodlab: internal error (please report it): {}", what.unwrap_or_else(|| "a panic".into()))))
+                    }
+                };
             }
             Err(RecvTimeoutError::Timeout) => {
+                if interrupted.is_some() {
+                    continue;
+                }
                 if let Err(interrupt) = py.check_signals() {
-                    shared.stop.store(true, Ordering::Relaxed);
-                    return Err(interrupt);
+                    match &clean_stop {
+                        // Finish what the work holds, then raise.
+                        Some(stop) => {
+                            stop.store(true, Ordering::Relaxed);
+                            interrupted = Some(interrupt);
+                        }
+                        None => {
+                            shared.stop.store(true, Ordering::Relaxed);
+                            return Err(interrupt);
+                        }
+                    }
                 }
             }
             Err(RecvTimeoutError::Disconnected) => return Err(PyRuntimeError::new_err("rodlab: the worker thread ended without a result")),

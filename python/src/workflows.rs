@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `out`, or a new directory under the system's temporary directory
 /// (kept: the results' paths point into it).
-fn out_dir(out: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<PathBuf> {
+pub(crate) fn out_dir(out: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<PathBuf> {
     if let Some(o) = out.filter(|o| !o.is_none()) {
         return convert::path(o, "out");
     }
@@ -37,7 +37,7 @@ fn material(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<rod::Ma
     lab::params::material(name, &values).py_err()
 }
 
-fn progress(v: Option<&Bound<'_, PyAny>>) -> Option<Py<PyAny>> {
+pub(crate) fn progress(v: Option<&Bound<'_, PyAny>>) -> Option<Py<PyAny>> {
     v.filter(|v| !v.is_none()).map(|v| v.clone().unbind())
 }
 
@@ -157,7 +157,7 @@ fn scene(v: &Bound<'_, PyAny>) -> PyResult<(PathBuf, sim::Scene)> {
     Ok((path, scene))
 }
 
-fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PathBuf>> {
+pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PathBuf>> {
     v.filter(|v| !v.is_none()).map(|v| convert::path(v, name)).transpose()
 }
 
@@ -425,42 +425,4 @@ pub fn observe<'py>(
     d.set_item("noise_estimate_m", o.noise_estimate_m)?;
     d.set_item("warnings", o.warnings.clone())?;
     Ok(d)
-}
-
-#[cfg(feature = "devices")]
-pub mod devices {
-    //! What needs OpenCV: tracking a video.
-    use super::*;
-
-    /// Tracks the coloured markers of `video` (a video file or a directory
-    /// of images) with `camera` (camera.toml) and `markers` (markers.toml;
-    /// default red markers) into `out` (markers.parquet; default beside the
-    /// video). Returns the run's figures as a dictionary.
-    #[pyfunction]
-    #[pyo3(signature = (video, camera, *, markers=None, out=None, fps=None, progress=None))]
-    pub fn track<'py>(
-        py: Python<'py>,
-        video: &Bound<'py, PyAny>,
-        camera: &Bound<'py, PyAny>,
-        markers: Option<&Bound<'py, PyAny>>,
-        out: Option<&Bound<'py, PyAny>>,
-        fps: Option<f64>,
-        progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let input = convert::path(video, "video")?;
-        let out = optional_path(out, "out")?.unwrap_or_else(|| input.with_file_name("markers.parquet"));
-        let mut req = lab::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
-        req.markers = optional_path(markers, "markers")?;
-        req.fps = fps;
-        let t = work::run(py, self::progress(progress), move |p| lab::track::track(&req, p))?;
-        let d = PyDict::new(py);
-        d.set_item("out", out)?;
-        d.set_item("frames", t.frames)?;
-        d.set_item("markers", t.markers)?;
-        d.set_item("missing", t.missing)?;
-        d.set_item("decode_fps", t.decode_fps)?;
-        d.set_item("track_fps", t.track_fps)?;
-        d.set_item("warnings", t.warnings.clone())?;
-        Ok(d)
-    }
 }

@@ -1,0 +1,237 @@
+//! What needs OpenCV and the devices (the `devices` feature, as the
+//! `rodlab` binary has it): tracking and calibrating, recording a rig, and
+//! the emulators that speak the devices' bytes, for scripted lab days.
+
+use crate::convert::{self, to_python};
+use crate::errors::{to_py, value_error, IntoPy};
+use crate::work;
+use crate::workflows::{optional_path, progress};
+use lab::SessionDir;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Tracks the coloured markers of `video` (a video file or a directory of
+/// images) with `camera` (camera.toml) and `markers` (markers.toml; default
+/// red markers) into `out` (markers.parquet; default beside the video).
+/// Returns the run's figures as a dictionary.
+#[pyfunction]
+#[pyo3(signature = (video, camera, *, markers=None, out=None, fps=None, progress=None))]
+pub fn track<'py>(
+    py: Python<'py>,
+    video: &Bound<'py, PyAny>,
+    camera: &Bound<'py, PyAny>,
+    markers: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+    fps: Option<f64>,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let input = convert::path(video, "video")?;
+    let out = optional_path(out, "out")?.unwrap_or_else(|| input.with_file_name("markers.parquet"));
+    let mut req = lab::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
+    req.markers = optional_path(markers, "markers")?;
+    req.fps = fps;
+    let t = work::run(py, self::progress(progress), move |p| lab::track::track(&req, p))?;
+    let d = PyDict::new(py);
+    d.set_item("out", out)?;
+    d.set_item("frames", t.frames)?;
+    d.set_item("markers", t.markers)?;
+    d.set_item("missing", t.missing)?;
+    d.set_item("decode_fps", t.decode_fps)?;
+    d.set_item("track_fps", t.track_fps)?;
+    d.set_item("warnings", t.warnings.clone())?;
+    Ok(d)
+}
+
+/// Calibrates a camera from the checkerboard images in `images` (inner
+/// corners `board`, e.g. "9x6", squares of `square_m` [m]), the plane of
+/// motion from `plane_image` (default: the first image); writes `out`
+/// (camera.toml). Refused above `max_rms_px` of reprojection error.
+#[pyfunction]
+#[pyo3(signature = (images, *, board, square_m, out, plane_image=None, max_rms_px=1.0))]
+pub fn calibrate<'py>(
+    py: Python<'py>,
+    images: &Bound<'py, PyAny>,
+    board: &str,
+    square_m: f64,
+    out: &Bound<'py, PyAny>,
+    plane_image: Option<&Bound<'py, PyAny>>,
+    max_rms_px: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (images, out) = (convert::path(images, "images")?, convert::path(out, "out")?);
+    let plane = optional_path(plane_image, "plane_image")?;
+    let board = board.to_string();
+    let c = work::run(py, None, move |_| lab::track::calibrate(&images, &board, square_m, plane.as_deref(), max_rms_px, &out).map(|c| (c, out)))?;
+    let (calibrated, out) = c;
+    let d = PyDict::new(py);
+    d.set_item("out", out)?;
+    d.set_item("rms_px", calibrated.summary.rms_px)?;
+    d.set_item("images", calibrated.summary.images)?;
+    d.set_item("used", calibrated.summary.used.clone())?;
+    d.set_item("rejected", calibrated.summary.rejected.clone())?;
+    Ok(d)
+}
+
+/// Records a session from the devices of `rig` (a rig file) into `out`,
+/// for `duration_s` seconds. Ctrl-C stops the recording cleanly (the
+/// session is finished and readable) and then raises KeyboardInterrupt.
+/// Returns a dictionary: "session", "devices" (each device's rows, gaps,
+/// errors), "wall_time_s", "warnings".
+#[pyfunction]
+#[pyo3(signature = (rig, out, duration_s, *, append=false, progress=None))]
+pub fn record<'py>(
+    py: Python<'py>,
+    rig: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    duration_s: f64,
+    append: bool,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if !(duration_s.is_finite() && duration_s > 0.0) {
+        return Err(to_py(lab::Error::input(format!("duration_s: must be positive, got {duration_s}"))));
+    }
+    let rig_path = convert::path(rig, "rig")?;
+    let (rig, rig_text) = session::Rig::from_file(&rig_path).py_err()?;
+    let out = SessionDir::new(convert::path(out, "out")?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_worker = stop.clone();
+    let run = move |p: &dyn lab::Progress| {
+        let req = lab::record::RecordRequest {
+            rig: &rig,
+            rig_path: &rig_path,
+            rig_text: &rig_text,
+            out: &out,
+            append,
+            duration_s: Some(duration_s),
+            stop: stop_worker,
+            view: None,
+        };
+        lab::record::record(&req, p)
+    };
+    // Ctrl-C stops the recorder and waits for it to finish the session.
+    let recording = work::run_until_stopped(py, self::progress(progress), stop, run)?;
+    let d = PyDict::new(py);
+    d.set_item("session", recording.session.path().to_path_buf())?;
+    d.set_item("devices", to_python(py, &recording.devices)?)?;
+    d.set_item("wall_time_s", recording.wall_time_s)?;
+    d.set_item("warnings", recording.warnings.clone())?;
+    Ok(d)
+}
+
+/// A UR controller's RTDE server on loopback (the recorder's and ur_rtde's
+/// peer): `controller` "e-series" (500 Hz) or "cb3" (125 Hz), a sinusoidal
+/// flange motion of `amplitude_m`. Serves until `stop()` (or the end of a
+/// `with` block); `address` is "127.0.0.1:PORT" (port 0 picks a free one).
+#[pyclass(module = "rodlab")]
+pub struct RobotEmulator {
+    emulator: Option<::record::rtde::Emulator>,
+    address: String,
+}
+
+#[pymethods]
+impl RobotEmulator {
+    #[new]
+    #[pyo3(signature = (bind="127.0.0.1:0", *, controller="e-series", amplitude_m=0.02))]
+    fn new(bind: &str, controller: &str, amplitude_m: f64) -> PyResult<RobotEmulator> {
+        let controller = match controller {
+            "e-series" => ::record::rtde::Controller::ESeries,
+            "cb3" => ::record::rtde::Controller::Cb3,
+            other => return Err(value_error(format!("controller: 'e-series' or 'cb3', got '{other}'"))),
+        };
+        let emulator = lab::emulate::RobotEmulator { controller, amplitude_m, ..lab::emulate::RobotEmulator::new(bind) }.start().py_err()?;
+        Ok(RobotEmulator { address: emulator.addr.to_string(), emulator: Some(emulator) })
+    }
+
+    /// "host:port" it listens on.
+    #[getter]
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    /// Data packages sent so far.
+    #[getter]
+    fn sent(&self) -> u64 {
+        self.emulator.as_ref().map_or(0, |e| e.sent.load(Ordering::Relaxed))
+    }
+
+    /// Stops serving (idempotent).
+    fn stop(&mut self, py: Python<'_>) {
+        if let Some(mut e) = self.emulator.take() {
+            py.detach(move || e.stop());
+        }
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.stop(py);
+    }
+}
+
+/// A serial sensor played on one end of a pseudo-terminal pair (socat), on
+/// a thread of its own until `stop()`.
+struct SerialPlayer {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<lab::Result<u64>>>,
+}
+
+impl SerialPlayer {
+    fn start(run: impl FnOnce(Arc<AtomicBool>) -> lab::Result<u64> + Send + 'static) -> SerialPlayer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        SerialPlayer { stop, thread: Some(std::thread::spawn(move || run(s))) }
+    }
+
+    /// Stops and returns what was sent.
+    fn stop(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        let Some(t) = self.thread.take() else { return Ok(0) };
+        let result = py.detach(move || t.join());
+        result.map_err(|_| PyRuntimeError::new_err("the emulator's thread panicked"))?.py_err()
+    }
+}
+
+/// A Robotiq FT 300 on serial port `port` (one end of a socat pty pair):
+/// `rate_hz` frames a second of a constant wrench `bias` [N, N m] with
+/// Gaussian noise (`noise_n` per force, `noise_nm` per moment component).
+/// Plays until `stop()`, which returns the frames sent.
+#[pyclass(module = "rodlab")]
+pub struct Ft300Emulator {
+    player: SerialPlayer,
+}
+
+#[pymethods]
+impl Ft300Emulator {
+    #[new]
+    #[pyo3(signature = (port, *, rate_hz=100.0, bias=None, noise_n=0.0, noise_nm=0.0, seed=1))]
+    fn new(port: &Bound<'_, PyAny>, rate_hz: f64, bias: Option<&Bound<'_, PyAny>>, noise_n: f64, noise_nm: f64, seed: u64) -> PyResult<Ft300Emulator> {
+        let bias = convert::floats(bias, "bias")?;
+        let bias: [f64; 6] = match bias.len() {
+            0 => [0.0; 6],
+            6 => bias.try_into().expect("six"),
+            n => return Err(value_error(format!("bias: expected six numbers fx, fy, fz, mx, my, mz, got {n}"))),
+        };
+        let ft = lab::emulate::Ft300Emulator { bias, noise_n, noise_nm, seed, ..lab::emulate::Ft300Emulator::new(rate_hz) };
+        let line = lab::emulate::open_port(&convert::path(port, "port")?, 19_200).py_err()?;
+        Ok(Ft300Emulator { player: SerialPlayer::start(move |stop| ft.run(line, stop)) })
+    }
+
+    /// Stops playing; returns the frames sent.
+    fn stop(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.player.stop(py)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.player.stop(py).map(|_| ())
+    }
+}
