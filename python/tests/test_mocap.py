@@ -1,0 +1,50 @@
+"""Identification from sessions and from motion, through Python, on the
+shipped motion-capture release day (datasets/mocap-release, C3D files
+written by py-c3d): equal to the command line's."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+import rodlab
+from conftest import repo
+
+BEAM = repo("configs/rod/rectangular-beam.toml")
+DATA = repo("datasets/mocap-release")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+@pytest.fixture(scope="module")
+def sessions(run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mocap") / "sessions"
+    run("import", "c3d", *sorted(DATA.glob("*.c3d")), "--rod", BEAM, "--map", DATA / "map.toml", "--out", out)
+    return sorted(out.iterdir())
+
+
+def test_identify_from_sessions_and_from_a_release_equal_the_command_line(run, sessions, tmp_path):
+    rod = rodlab.Rod.from_file(BEAM)
+    fit = rodlab.identify(rod, sessions=[rodlab.Session(s) for s in sessions], loads=DATA / "masses.toml", out=tmp_path / "fit", progress=False)
+    run("identify", "--rod", BEAM, "--sessions", *sessions, "--loads", DATA / "masses.toml", "--out", tmp_path / "cli-fit")
+    cli = read(tmp_path / "cli-fit" / "identified.toml")["parameters"]
+    for name in ("e_pa", "rho_kg_m3"):
+        assert fit.values[name] == pytest.approx(cli[name]["value"], rel=1e-12)
+    # The beam that made the data: E = 2.35e5 Pa, rho = 1120 kg/m^3.
+    assert fit.values["e_pa"] == pytest.approx(2.35e5, rel=0.01)
+    release = [s for s in sessions if s.name == "trial-100g"]
+    got = rodlab.identify_dynamic(rod, sessions=release, scene=DATA / "release.toml", params=fit, loads=DATA / "masses.toml",
+                                  out=tmp_path / "dyn", progress=False)
+    run("identify", "--dynamic", "--rod", BEAM, "--sessions", *release, "--scene", DATA / "release.toml", "--params",
+        fit.identified_toml, "--loads", DATA / "masses.toml", "--out", tmp_path / "cli-dyn")
+    cli_dyn = read(tmp_path / "cli-dyn" / "identified.toml")["dynamic"]
+    assert got["dynamic"]["damping_ratio"] == pytest.approx(cli_dyn["damping_ratio"], rel=1e-12)
+    # The beam's damping ratio: 0.06.
+    assert got["dynamic"]["damping_ratio"] == pytest.approx(0.06, rel=0.05)
+    assert got["identified_toml"] == tmp_path / "dyn" / "identified.toml"
+    with pytest.raises(rodlab.InputError, match="no-scene.toml"):
+        rodlab.identify_dynamic(rod, sessions=release, scene=tmp_path / "no-scene.toml", progress=False)
