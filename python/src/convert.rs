@@ -110,3 +110,13 @@ fn short(v: &Bound<'_, PyAny>) -> String {
         text
     }
 }
+
+/// A Python dictionary of `"key" => value` pairs (`?` on each insertion).
+macro_rules! py_dict {
+    ($py:expr, { $($key:literal => $value:expr),* $(,)? }) => {{
+        let d = pyo3::types::PyDict::new($py);
+        $( d.set_item($key, $value)?; )*
+        d
+    }};
+}
+pub(crate) use py_dict;

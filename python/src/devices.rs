@@ -2,7 +2,7 @@
 //! `rodlab` binary has it): tracking and calibrating, recording a rig, and
 //! the emulators that speak the devices' bytes, for scripted lab days.
 
-use crate::convert::{self, to_python};
+use crate::convert::{self, py_dict, to_python};
 use crate::errors::{to_py, value_error, IntoPy};
 use crate::work;
 use crate::workflows::{optional_path, progress};
@@ -34,15 +34,15 @@ pub fn track<'py>(
     req.markers = optional_path(markers, "markers")?;
     req.fps = fps;
     let t = work::run(py, self::progress(progress), move |p| lab::track::track(&req, p))?;
-    let d = PyDict::new(py);
-    d.set_item("out", out)?;
-    d.set_item("frames", t.frames)?;
-    d.set_item("markers", t.markers)?;
-    d.set_item("missing", t.missing)?;
-    d.set_item("decode_fps", t.decode_fps)?;
-    d.set_item("track_fps", t.track_fps)?;
-    d.set_item("warnings", t.warnings.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "out" => out,
+        "frames" => t.frames,
+        "markers" => t.markers,
+        "missing" => t.missing,
+        "decode_fps" => t.decode_fps,
+        "track_fps" => t.track_fps,
+        "warnings" => t.warnings.clone(),
+    }))
 }
 
 /// Calibrates a camera from the checkerboard images in `images` (inner
@@ -65,13 +65,13 @@ pub fn calibrate<'py>(
     let board = board.to_string();
     let c = work::run(py, None, move |_| lab::track::calibrate(&images, &board, square_m, plane.as_deref(), max_rms_px, &out).map(|c| (c, out)))?;
     let (calibrated, out) = c;
-    let d = PyDict::new(py);
-    d.set_item("out", out)?;
-    d.set_item("rms_px", calibrated.summary.rms_px)?;
-    d.set_item("images", calibrated.summary.images)?;
-    d.set_item("used", calibrated.summary.used.clone())?;
-    d.set_item("rejected", calibrated.summary.rejected.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "out" => out,
+        "rms_px" => calibrated.summary.rms_px,
+        "images" => calibrated.summary.images,
+        "used" => calibrated.summary.used.clone(),
+        "rejected" => calibrated.summary.rejected.clone(),
+    }))
 }
 
 /// Records a session from the devices of `rig` (a rig file) into `out`,
@@ -112,12 +112,12 @@ pub fn record<'py>(
     };
     // Ctrl-C stops the recorder and waits for it to finish the session.
     let recording = work::run_until_stopped(py, self::progress(progress), stop, run)?;
-    let d = PyDict::new(py);
-    d.set_item("session", recording.session.path().to_path_buf())?;
-    d.set_item("devices", to_python(py, &recording.devices)?)?;
-    d.set_item("wall_time_s", recording.wall_time_s)?;
-    d.set_item("warnings", recording.warnings.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "session" => recording.session.path().to_path_buf(),
+        "devices" => to_python(py, &recording.devices)?,
+        "wall_time_s" => recording.wall_time_s,
+        "warnings" => recording.warnings.clone(),
+    }))
 }
 
 /// A UR controller's RTDE server on loopback (the recorder's and ur_rtde's

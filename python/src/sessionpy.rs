@@ -43,6 +43,15 @@ fn missing(path: &Path, what: &str) -> PyErr {
     )))
 }
 
+/// The columns of one Parquet file of the session (`what`: its name in the error).
+fn file_columns<'py>(py: Python<'py>, path: &Path, what: &str) -> PyResult<Bound<'py, PyDict>> {
+    if !path.is_file() {
+        return Err(missing(path, what));
+    }
+    let table = py.detach(|| Table::read(path)).py_err()?;
+    columns(py, &table)
+}
+
 #[pymethods]
 impl Session {
     #[new]
@@ -95,22 +104,12 @@ impl Session {
 
     /// markers.parquet's columns (the tracked or imported markers).
     fn markers_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let path = self.dir.markers();
-        if !path.is_file() {
-            return Err(missing(&path, "marker table"));
-        }
-        let table = py.detach(|| Table::read(&path)).py_err()?;
-        columns(py, &table)
+        file_columns(py, &self.dir.markers(), "marker table")
     }
 
     /// strain.parquet's columns (the observed strain).
     fn strain_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let path = self.dir.strain();
-        if !path.is_file() {
-            return Err(missing(&path, "strain table"));
-        }
-        let table = py.detach(|| Table::read(&path)).py_err()?;
-        columns(py, &table)
+        file_columns(py, &self.dir.strain(), "strain table")
     }
 
     /// Device `name`'s gap table's columns (empty: no gap).

@@ -4,7 +4,7 @@
 //! flags, runs it as long work (`work.rs`) and answers with small
 //! classes or dictionaries of numbers and paths.
 
-use crate::convert::{self, array, to_python};
+use crate::convert::{self, array, py_dict, to_python};
 use crate::errors::{value_error, IntoPy};
 use crate::rodpy::Rod;
 use crate::work;
@@ -196,14 +196,14 @@ pub fn identify_dynamic<'py>(
     req.sigma_m = sigma_m;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;
     let fit = work::run(py, self::progress(progress), move |p| lab::dynamic::identify_dynamic(&req, p))?;
-    let d = PyDict::new(py);
-    d.set_item("dynamic", to_python(py, &fit.out)?)?;
-    d.set_item("scan", fit.scan.clone())?;
-    d.set_item("history", fit.history.clone())?;
-    d.set_item("identified_toml", fit.identified_toml.clone())?;
-    d.set_item("report", fit.report.clone())?;
-    d.set_item("warnings", fit.warnings.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "dynamic" => to_python(py, &fit.out)?,
+        "scan" => fit.scan.clone(),
+        "history" => fit.history.clone(),
+        "identified_toml" => fit.identified_toml.clone(),
+        "report" => fit.report.clone(),
+        "warnings" => fit.warnings.clone(),
+    }))
 }
 
 /// A finished simulation: per step, the markers, the tip, the strain at the
@@ -377,11 +377,11 @@ pub fn validate<'py>(
         options,
     };
     let v = work::run(py, self::progress(progress), move |p| lab::validate::validate(&req, p))?;
-    let d = PyDict::new(py);
-    d.set_item("pass", v.pass())?;
-    d.set_item("sessions", to_python(py, &v.sessions)?)?;
-    d.set_item("batch_page", v.batch_page.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "pass" => v.pass(),
+        "sessions" => to_python(py, &v.sessions)?,
+        "batch_page" => v.batch_page.clone(),
+    }))
 }
 
 /// Observes the strain of a session (or a markers.parquet) with `rod`:
@@ -413,16 +413,16 @@ pub fn observe<'py>(
     let options = lab::observe::ObserveOptions { mode, sigma_m, energy_scale_j: None };
     let the_rod = rod.rod.clone();
     let o = work::run(py, self::progress(progress), move |p| lab::observe::observe(&markers, &the_rod, &options, &out, p))?;
-    let d = PyDict::new(py);
-    d.set_item("out", o.out.clone())?;
-    d.set_item("frames", o.frames)?;
-    d.set_item("solved", o.solved)?;
-    d.set_item("solved_missing_markers", o.solved_missing_markers)?;
-    d.set_item("failed", o.failed)?;
-    d.set_item("marker_residual_mean_m", o.marker_residual_mean_m)?;
-    d.set_item("marker_residual_max_m", o.marker_residual_max_m)?;
-    d.set_item("sigma_used_m", o.sigma_used_m)?;
-    d.set_item("noise_estimate_m", o.noise_estimate_m)?;
-    d.set_item("warnings", o.warnings.clone())?;
-    Ok(d)
+    Ok(py_dict!(py, {
+        "out" => o.out.clone(),
+        "frames" => o.frames,
+        "solved" => o.solved,
+        "solved_missing_markers" => o.solved_missing_markers,
+        "failed" => o.failed,
+        "marker_residual_mean_m" => o.marker_residual_mean_m,
+        "marker_residual_max_m" => o.marker_residual_max_m,
+        "sigma_used_m" => o.sigma_used_m,
+        "noise_estimate_m" => o.noise_estimate_m,
+        "warnings" => o.warnings.clone(),
+    }))
 }
