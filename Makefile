@@ -91,7 +91,8 @@ test: setup
 	@# The Python package (python/): built into .venv, its pytest suite run.
 	bash scripts/python-tests.sh
 
-## Criterion benchmarks (not part of the tests).
+## Every benchmark (not part of the tests): criterion's, then the Python
+## package's; one table of them into docs/results.md (scripts/bench-table.py).
 bench: setup
 	cargo bench -p rod --bench statics
 	cargo bench -p observe --bench observe
@@ -102,4 +103,6 @@ bench: setup
 	cargo bench -p lab --bench dynamic
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --co -q >/dev/null
-	.venv/bin/python python/bench.py
+	.venv/bin/python python/bench.py | tee target/python-bench.txt
+	@# One table of them all, with the machine and the date -> docs/results.md.
+	python3 scripts/bench-table.py

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""One table of every benchmark (`make bench`'s last step): criterion's
+medians (target/criterion/*/new/estimates.json) and the Python package's
+figures (target/python-bench.txt, written by python/bench.py), with the
+machine and the date, into docs/results.md between the bench-table markers.
+
+Usage: scripts/bench-table.py [--print]   (--print: the table on stdout only)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
+
+# Goals of the speed issue, by a pattern of the benchmark's id:
+# (pattern, goal text, check of the median in seconds and the id).
+SIMULATED_S = {"stick": 4.0, "slide": 5.0}
+GOALS = [
+    (r"static_solve.*_4_subsegments", "<= 40 us", lambda s, _: s <= 40e-6),
+    (r"static_solve.*_8_subsegments", "<= 80 us", lambda s, _: s <= 80e-6),
+    (r"observer.*weighted_200_frames", ">= 10,000 frames/s", lambda s, _: 200 / s >= 10_000),
+    (r"identify/.*one_start", "<= 5 ms", lambda s, _: s <= 5e-3),
+    (r"identify_dynamic/", "<= 2 s", lambda s, _: s <= 2.0),
+    (r"contact_paper_scenes/(stick|slide)", "real-time factor >= 50",
+     lambda s, i: SIMULATED_S[re.search(r"(stick|slide)", i).group(1)] / s >= 50),
+]
+
+
+def human(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def criterion_rows() -> list:
+    rows = []
+    for estimates in sorted((ROOT / "target" / "criterion").glob("**/new/estimates.json")):
+        bench = json.loads((estimates.parent / "benchmark.json").read_text())
+        median_s = json.loads(estimates.read_text())["median"]["point_estimate"] * 1e-9
+        full_id = bench["full_id"]
+        extra = ""
+        throughput = bench.get("throughput") or {}
+        if "Elements" in throughput:
+            extra = f"{throughput['Elements'] / median_s:,.0f} per s"
+        m = re.search(r"(stick|slide)", full_id)
+        if full_id.startswith("contact_paper_scenes/") and m:
+            extra = f"real-time factor {SIMULATED_S[m.group(1)] / median_s:.1f}"
+        goal, met = "", ""
+        for pattern, text, check in GOALS:
+            if re.search(pattern, full_id):
+                goal, met = text, ("met" if check(median_s, full_id) else "not yet")
+        rows.append((full_id, human(median_s), extra, goal, met))
+    return rows
+
+
+def python_rows() -> list:
+    path = ROOT / "target" / "python-bench.txt"
+    if not path.exists():
+        return []
+    return [("python: " + line.split(":", 1)[0], line.split(":", 1)[1].strip(), "", "", "") for line in path.read_text().splitlines() if ":" in line]
+
+
+def machine() -> str:
+    model = ""
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{os.cpu_count()} cores ({model or platform.processor()}), {platform.system()} {platform.release()}"
+
+
+def table() -> str:
+    rows = criterion_rows() + python_rows()
+    lines = [
+        f"Every benchmark of `make bench`, {datetime.date.today().isoformat()}, {machine()}; criterion medians "
+        "(the Rust benchmarks optimised, one core unless said).",
+        "",
+        "| benchmark | median | | goal | |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    text = table()
+    if "--print" in sys.argv:
+        print(text)
+        return 0
+    results = ROOT / "docs" / "results.md"
+    doc = results.read_text()
+    if START not in doc or END not in doc:
+        print(f"{results}: no {START} ... {END} markers", file=sys.stderr)
+        return 2
+    head, rest = doc.split(START, 1)
+    _, tail = rest.split(END, 1)
+    results.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    print(f"wrote the benchmark table into {results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
