@@ -102,7 +102,7 @@ bench: setup
 	cargo bench -p lab --bench validate
 	cargo bench -p lab --bench dynamic
 	@# The Python package: what a call adds, solve_many's cores, session tables.
-	bash scripts/python-tests.sh --co -q >/dev/null
+	bash scripts/python-tests.sh --build-only
 	.venv/bin/python python/bench.py | tee target/python-bench.txt
 	@# One table of them all, with the machine and the date -> docs/results.md.
 	python3 scripts/bench-table.py
