@@ -62,11 +62,29 @@ def criterion_rows() -> list:
     return rows
 
 
+# The Python package's goals, by a figure in its line: (pattern, goal, check).
+PYTHON_GOALS = [
+    (r"adds (-?[\d.]+) us", "a call adds <= 5 us", lambda v: v <= 5.0),
+    (r"speed-up ([\d.]+)x", ">= 1.8x on 2 cores", lambda v: v >= 1.8),
+]
+
+
 def python_rows() -> list:
     path = ROOT / "target" / "python-bench.txt"
     if not path.exists():
         return []
-    return [("python: " + line.split(":", 1)[0], line.split(":", 1)[1].strip(), "", "", "") for line in path.read_text().splitlines() if ":" in line]
+    rows = []
+    for line in path.read_text().splitlines():
+        if ":" not in line:
+            continue
+        name, figures = line.split(":", 1)
+        goal, met = "", ""
+        for pattern, text, check in PYTHON_GOALS:
+            m = re.search(pattern, figures)
+            if m:
+                goal, met = text, ("met" if check(float(m.group(1))) else "not yet")
+        rows.append(("python: " + name, figures.strip(), "", goal, met))
+    return rows
 
 
 def machine() -> str:
