@@ -193,7 +193,7 @@ def identify(
 
     Returns an ``Identified``: ``values`` and ``intervals`` (95 %) of
     ``e_pa``, ``g_pa``, ``rho_kg_m3``, ``variants``, ``identified_toml``
-    (what ``params=`` takes elsewhere), ``report``.
+    (what ``params=`` takes elsewhere), ``report``, ``files`` (all it wrote).
     """
     return _rodlab.identify(
         rod,
@@ -240,7 +240,7 @@ def simulate(
     ``params`` applied, the base driven by the scene's waypoints or by a
     recorded ``session``'s robot. Returns a ``Simulation`` of arrays:
     ``time_s`` (T,), ``marker_position_m`` (T, m, 3), ``tip_m`` (T, 3),
-    ``node_strain`` (T, nodes, 6), ``normal_force_n`` (T,),
+    ``node_strain`` (T, nodes, 6), ``node_position_m`` (T, nodes, 3), ``normal_force_n`` (T,),
     ``tangential_force_n`` (T, 3), ``tip_slip_m`` (T,)."""
     if isinstance(session, Session):
         session = session.path

@@ -110,6 +110,7 @@ class Shapes:
 class Identified:
     identified_toml: "os.PathLike[str]"
     report: "os.PathLike[str]"
+    files: List["os.PathLike[str]"]
     values: Dict[str, float]
     intervals: Dict[str, Tuple[float, float]]
     file: Dict[str, Any]
@@ -130,6 +131,8 @@ class Simulation:
     def tip_m(self) -> _Array: ...
     @property
     def node_strain(self) -> _Array: ...
+    @property
+    def node_position_m(self) -> _Array: ...
     @property
     def normal_force_n(self) -> _Array: ...
     @property

@@ -51,6 +51,9 @@ pub struct Identified {
     /// The report page (index.html).
     #[pyo3(get)]
     report: PathBuf,
+    /// Every file written: identified.toml, the page, summary.json, figures.
+    #[pyo3(get)]
+    files: Vec<PathBuf>,
     /// {"e_pa": E, "g_pa": G, "rho_kg_m3": rho}.
     #[pyo3(get)]
     values: Py<PyDict>,
@@ -141,6 +144,7 @@ pub fn identify(
     Ok(Identified {
         identified_toml: id.identified_toml.clone(),
         report: id.report.html.clone(),
+        files: [&id.identified_toml, &id.report.html, &id.report.json].into_iter().chain(&id.report.pngs).cloned().collect(),
         values: values.unbind(),
         intervals: intervals.unbind(),
         file: to_python(py, &id.file)?.unbind(),
@@ -257,6 +261,14 @@ impl Simulation {
     fn node_strain<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         let n = self.records.first().map_or(0, |r| r.node_strain.len());
         self.series(py, &[n, 6], |r| r.node_strain.iter().flat_map(|s| s.iter().copied().collect::<Vec<_>>()).collect())
+    }
+
+    /// The centre line at the section boundaries (nodes), world frame [m],
+    /// base to tip, shape (T, nodes, 3).
+    #[getter]
+    fn node_position_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let n = self.records.first().map_or(0, |r| r.node_m.len());
+        self.series(py, &[n, 3], |r| flat(&r.node_m))
     }
 
     /// The table's normal force on the rod [N], shape (T,).

@@ -41,6 +41,7 @@ def test_identify_on_the_paper_data_equals_the_command_line(run, tmp_path):
         assert [low, high] == pytest.approx(cli[name]["ci95"], rel=1e-12)
         assert low < got.values[name] < high
     assert got.identified_toml == tmp_path / "py" / "identified.toml" and got.report.exists()
+    assert got.identified_toml in got.files and all(f.exists() for f in got.files) and any(f.suffix == ".png" for f in got.files)
     assert got.file["parameters"]["e_pa"]["value"] == got.values["e_pa"]
     assert got.experiments > 0
     # The identified parameters feed a solve as the command line's --params.
@@ -76,6 +77,12 @@ def test_simulate_the_stick_scene_equals_the_command_line(run, tmp_path):
     assert sim.normal_force_n.max() > 0, "the stick scene presses the tip on the table"
     assert sim.marker_position_m.shape[0] == len(t) and sim.marker_position_m.shape[2] == 3
     assert sim.node_strain.shape[2] == 6 and sim.tangential_force_n.shape == (len(t), 3)
+    # The nodes run base to tip: the last is the tip, each section's length apart along the centre line at rest.
+    nodes = sim.node_position_m
+    assert nodes.shape == (len(t), sim.node_strain.shape[1], 3)
+    assert np.allclose(nodes[:, -1], sim.tip_m, rtol=0, atol=1e-12)
+    chord = np.linalg.norm(np.diff(nodes[0], axis=0), axis=1)
+    assert (chord > 0).all() and chord.sum() <= rodlab.Rod.from_file(STEEL).length_m + 1e-9
     assert isinstance(sim.summary, dict) and sim.out == tmp_path / "py"
 
 

@@ -110,6 +110,8 @@ pub struct StepRecord {
     pub base_pose: Pose,
     /// `[K; Q]` at every section boundary, base to tip.
     pub node_strain: Vec<Vec6>,
+    /// The centre line at every section boundary (world) \[m\], base to tip.
+    pub node_m: Vec<Vec3>,
     /// Rod file's markers (world).
     pub markers_m: Vec<Vec3>,
     /// `[K; Q]` at the markers' arc lengths (the control points).
@@ -862,6 +864,7 @@ impl Simulator {
         let frames = model.frames(&q);
         let ns = model.n_strain_dof();
         let node_strain = model.node_x_m.iter().map(|&xn| model.strain_at(xn, &q)).collect();
+        let node_m = model.node_x_m.iter().map(|&xn| frames.joints[model.joint_at(xn)].pos).collect();
         let markers_m = model.rod.markers.iter().zip(&self.marker_joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect();
         let marker_strain = model.rod.markers.iter().map(|m| model.strain_at(m.arc_m, &q)).collect();
         let tip_m = *frames.joints.last().map(|g| &g.pos).expect("joints");
@@ -912,6 +915,7 @@ impl Simulator {
             q: qs.iter().copied().collect(),
             base_pose: model.base_pose(&q),
             node_strain,
+            node_m,
             markers_m,
             marker_strain,
             tip_m,
