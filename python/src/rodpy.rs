@@ -413,7 +413,8 @@ impl Shapes {
     /// Arc length of each joint [m], shape (n,) (the same for every load).
     #[getter]
     fn arc_m<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        stacked(py, &self.rows()[..1.min(self.shapes.len())], &[], &[], |r| vec![r.arc_m])
+        let first: Vec<&[ShapeRow]> = self.shapes.iter().take(1).map(|s| s.rows.as_slice()).collect();
+        stacked(py, &first, &[], &[], |r| vec![r.arc_m])
     }
 
     /// Positions [m], shape (k, n, 3).

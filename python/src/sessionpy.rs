@@ -127,16 +127,8 @@ impl Session {
     fn video(&self, camera: Option<&str>) -> Option<PathBuf> {
         match camera {
             Some(c) => self.dir.find_video(c),
-            None => {
-                let mut names: Vec<String> = std::fs::read_dir(self.dir.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .filter_map(|e| e.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
-                    .collect();
-                names.sort();
-                names.iter().find_map(|n| self.dir.find_video(n))
-            }
+            // A camera is a stream (its frame times) with a video beside it.
+            None => self.dir.stream_names().iter().find_map(|n| self.dir.find_video(n)),
         }
     }
 

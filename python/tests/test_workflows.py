@@ -6,6 +6,7 @@ session's tables; progress reports and their callbacks."""
 from __future__ import annotations
 
 import json
+import shutil
 import tomllib
 
 import numpy as np
@@ -132,6 +133,13 @@ def test_a_sessions_tables_as_dataframes_equal_the_export(run, stick_session, tm
     figures = rodlab.observe(session, rod, progress=False)
     strain = session.strain()
     assert figures["out"] == stick_session / "strain.parquet" and strain.height > 0
+    # A camera is a stream with a video beside it (the synthetic session has none).
+    assert session.video() is None
+    copy = tmp_path / "with-camera"
+    shutil.copytree(stick_session, copy)
+    (copy / "streams" / "camera").mkdir()
+    (copy / "camera.mkv").write_bytes(b"")
+    assert rodlab.Session(copy).video() == copy / "camera.mkv" == rodlab.Session(copy).video("camera")
     with pytest.raises(rodlab.InputError, match="not a directory"):
         rodlab.Session(tmp_path / "nothing")
 

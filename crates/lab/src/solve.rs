@@ -124,10 +124,6 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     let sol = solve_statics(&model, &loads, None, &NewtonOptions::default())?;
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
-    let applied = rod::statics::assemble(&model, &loads, &sol.q, 1.0, false)?.applied_wrench;
-    let (base_force_n, applied_moment_nm) = (-lie::linear(&applied), -lie::angular(&applied));
-    // About the world origin -> about the base's origin.
-    let base_moment_nm = applied_moment_nm - rod.base.pos.cross(&base_force_n);
     let validity = rod::validity::validity(&model, &sol.q);
     if let Some(why) = validity.beyond_model() {
         return Err(Error::computation(format!(
@@ -135,6 +131,10 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
             sol.residual_norm
         )));
     }
+    let applied = rod::statics::assemble(&model, &loads, &sol.q, 1.0, false)?.applied_wrench;
+    let (base_force_n, applied_moment_nm) = (-lie::linear(&applied), -lie::angular(&applied));
+    // About the world origin -> about the base's origin.
+    let base_moment_nm = applied_moment_nm - rod.base.pos.cross(&base_force_n);
     let band = req.params.as_ref().map(|p| band(p, req));
     Ok(Solved {
         n_dof: model.n_dof(),

@@ -246,6 +246,8 @@ pub struct Simulator {
     carry: Carry,
     damping_tau_s: f64,
     marker_joints: Vec<usize>,
+    /// The joint at each section boundary (node), base to tip.
+    node_joints: Vec<usize>,
     load_joints: Vec<Option<usize>>,
     tow_anchor0: Vec<Option<Vec3>>,
     mass_kg: f64,
@@ -388,6 +390,7 @@ impl Simulator {
             }
         });
         let marker_joints = rod.markers.iter().map(|m| model.joint_at(m.arc_m)).collect();
+        let node_joints = model.node_x_m.iter().map(|&x| model.joint_at(x)).collect();
         let load_joints = scene
             .loads
             .iter()
@@ -415,6 +418,7 @@ impl Simulator {
             },
             damping_tau_s,
             marker_joints,
+            node_joints,
             load_joints,
             tow_anchor0,
             mass_kg,
@@ -864,7 +868,7 @@ impl Simulator {
         let frames = model.frames(&q);
         let ns = model.n_strain_dof();
         let node_strain = model.node_x_m.iter().map(|&xn| model.strain_at(xn, &q)).collect();
-        let node_m = model.node_x_m.iter().map(|&xn| frames.joints[model.joint_at(xn)].pos).collect();
+        let node_m = self.node_joints.iter().map(|&j| frames.joints[j].pos).collect();
         let markers_m = model.rod.markers.iter().zip(&self.marker_joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect();
         let marker_strain = model.rod.markers.iter().map(|m| model.strain_at(m.arc_m, &q)).collect();
         let tip_m = *frames.joints.last().map(|g| &g.pos).expect("joints");
