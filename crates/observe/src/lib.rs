@@ -106,6 +106,9 @@ pub struct Observer {
     /// The last frame's sigma over the markers' (1: solved at their
     /// sigma; larger: the continuation stopped above it).
     sigma_reached_factor: f64,
+    /// Broyden steps near the solution in weighted mode (see
+    /// [`Newton::quasi_newton`]).
+    quasi_newton: bool,
 }
 
 /// Full KKT step with compliance `delta` in the multiplier block (regular
@@ -307,6 +310,9 @@ impl System for HardSystem<'_> {
 struct WeightedSystem<'o> {
     model: &'o Model,
     springs: Springs,
+    /// The last tangent's factorisation when its Newton step was the
+    /// direction taken (for quasi-Newton steps near the solution).
+    factors: Option<nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>>,
 }
 
 impl WeightedSystem<'_> {
@@ -324,27 +330,32 @@ impl WeightedSystem<'_> {
 /// markers.
 impl System for WeightedSystem<'_> {
     fn residual(&mut self, q: &DVector<f64>) -> Option<Residual> {
-        let a = self.assemble(q, false);
         let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &self.springs];
-        let energy = terms::energy(self.model, q, &list);
+        let frames = self.model.frames(q);
+        let a = terms::assemble_with(self.model, q, &frames, None, &list, false);
+        let energy = terms::energy_with(self.model, q, &frames, &list);
         Some(Residual { value: a.residual, scale: a.scale, energy })
     }
 
     fn linearise(&mut self, q: &DVector<f64>) -> Option<Linearisation> {
         let a = self.assemble(q, true);
         let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &self.springs];
-        let energy = terms::energy(self.model, q, &list);
+        let frames = &a.kinematics.as_ref()?.frames;
+        let energy = terms::energy_with(self.model, q, frames, &list);
         Some(Linearisation { residual: Residual { value: a.residual, scale: a.scale, energy }, tangent: a.tangent? })
     }
 
     fn direction(&mut self, lin: &Linearisation, _attempt: usize) -> Option<DVector<f64>> {
         let r = &lin.residual.value;
         let descent = |d: &DVector<f64>| r.dot(d) < -1e-14 * r.norm() * d.norm();
-        if let Some(d) = lin.tangent.clone().lu().solve(&(-r)) {
+        let factors = lin.tangent.clone().lu();
+        if let Some(d) = factors.solve(&(-r)) {
             if descent(&d) {
+                self.factors = Some(factors);
                 return Some(d);
             }
         }
+        self.factors = None;
         let top = lin.tangent.diagonal().amax().max(1e-300);
         let mut mu = 1e-8 * top;
         for _ in 0..20 {
@@ -360,6 +371,10 @@ impl System for WeightedSystem<'_> {
             mu *= 10.0;
         }
         Some(-r.clone())
+    }
+
+    fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
+        self.factors.as_ref()?.solve(&(-&r.value))
     }
 
     fn merit(&self, r: &Residual) -> f64 {
@@ -381,6 +396,13 @@ impl System for WeightedSystem<'_> {
 }
 
 impl Observer {
+    /// Newton with (default) or without Broyden steps near each frame's
+    /// solution: the same answers within the solver's tolerance.
+    pub fn with_quasi_newton(mut self, on: bool) -> Observer {
+        self.quasi_newton = on;
+        self
+    }
+
     pub fn new(rod: &Rod, mode: Mode) -> Result<Observer, ObserveError> {
         if rod.markers.is_empty() {
             return Err(ObserveError::NoMarkers);
@@ -416,6 +438,7 @@ impl Observer {
             kkt_compliance,
             last_choice: None,
             sigma_reached_factor: 1.0,
+            quasi_newton: true,
         })
     }
 
@@ -575,8 +598,8 @@ impl Observer {
     /// Newton on q with spring forces `-k (p - target)` at the markers.
     fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         let springs = Springs { springs: targets.iter().map(|(i, p, s)| (self.joints[*i], self.markers[*i].offset_body_m, *p, self.spring(*s))).collect() };
-        let mut sys = WeightedSystem { model: &self.model, springs };
-        let newton = Newton { max_iterations: self.max_iterations, tolerance: 1e-10, ..Newton::default() };
+        let mut sys = WeightedSystem { model: &self.model, springs, factors: None };
+        let newton = Newton { max_iterations: self.max_iterations, tolerance: 1e-10, quasi_newton: self.quasi_newton, ..Newton::default() };
         let solved = newton.solve(&mut sys, &self.q)?;
         self.q = solved.x;
         Ok(solved.iterations)

@@ -27,5 +27,26 @@ fn bench_table_ii(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_table_ii);
+/// Cost against the number of strain coordinates: a uniform 1.5 m rod
+/// (radius 5 mm, E 2 GPa, 1,200 kg/m^3: w L^3 / EI = 3.2, its tip drops by
+/// about a third of its length) under its weight, 4 to 128 sections of 4
+/// sub-segments each (30 to 774 coordinates).
+fn bench_scaling(c: &mut Criterion) {
+    let mut g = c.benchmark_group("static_solve_scaling");
+    g.sample_size(10);
+    for sections in [4, 8, 16, 32, 64, 128] {
+        let mut rod = Rod::uniform_cylinder(1.5, 0.005, rod::Material::from_poisson(2.0e9, 0.4, 1.2e3), sections);
+        rod.subsegments_per_section = 4;
+        let model = Model::new(&rod, &[]);
+        let loads = Loads::gravity();
+        let opts = NewtonOptions::default();
+        let s = solve(&model, &loads, None, &opts).unwrap();
+        let tip = model.frames(&s.q).joints.last().unwrap().pos;
+        eprintln!("{sections} sections: {} coordinates, {} iterations, {} load steps, tip {tip:?}", model.n_dof(), s.iterations, s.load_steps);
+        g.bench_function(format!("uniform_1_5_m_{sections}_sections"), |b| b.iter(|| solve(black_box(&model), &loads, None, &opts).unwrap()));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_table_ii, bench_scaling);
 criterion_main!(benches);

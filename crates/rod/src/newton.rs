@@ -56,6 +56,15 @@ pub trait System {
     }
 
     /// The line search's measure of a residual. Default: Euclidean norm.
+    /// A chord step (modified Newton): the direction for the residual `r`
+    /// from the factorisation of the last linearisation, which the system
+    /// kept. `None` (the default): the system keeps none, every iteration
+    /// linearises.
+    fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
+        let _ = r;
+        None
+    }
+
     fn merit(&self, r: &Residual) -> f64 {
         r.value.norm()
     }
@@ -123,11 +132,15 @@ pub struct Newton<C = ArmijoNorm> {
     /// Backtracking halves the step down to this length.
     pub min_step: f64,
     pub condition: C,
+    /// Broyden steps near the solution for systems that keep their
+    /// tangent's factorisation ([`System::chord_direction`]); off: every
+    /// iteration linearises (the reference the tests compare with).
+    pub quasi_newton: bool,
 }
 
 impl Default for Newton<ArmijoNorm> {
     fn default() -> Self {
-        Self { max_iterations: 40, tolerance: 1e-11, min_step: 1e-4, condition: ArmijoNorm::default() }
+        Self { max_iterations: 40, tolerance: 1e-11, min_step: 1e-4, condition: ArmijoNorm::default(), quasi_newton: true }
     }
 }
 
@@ -200,8 +213,62 @@ fn finite(r: &Residual) -> bool {
     r.scale.is_finite() && r.value.iter().all(|v| v.is_finite())
 }
 
+/// Quasi-Newton steps start after a full Newton step that cut the
+/// residual's norm to this fraction or less (the tangent is then close to
+/// the solution's) ...
+const QUASI_AFTER: f64 = 0.1;
+/// ... and go on while each cuts it to this fraction or less; the first that
+/// does not is dropped and the next iteration linearises again.
+const QUASI_CONTRACTION: f64 = 0.25;
+
 impl<C: LineSearchCondition> Newton<C> {
-    /// Solves `sys` from `x0`.
+    /// Broyden's method near the solution, from the last tangent's
+    /// factorisation `B0` (the system's [`System::chord_direction`]): each
+    /// step costs a residual instead of a tangent (Table II: 1.6 us against
+    /// 11 us) and convergence stays superlinear. The update is kept in
+    /// product form over the steps taken (Kelley, "Iterative Methods for
+    /// Linear and Nonlinear Equations", 1995, Algorithm broyden, full
+    /// steps): `newton_step` is the full step `-B0^-1 r` that led to `x`.
+    /// Returns the last accepted point.
+    fn quasi_newton_steps<S: System + ?Sized>(
+        &self,
+        sys: &mut S,
+        newton_step: DVector<f64>,
+        mut x: DVector<f64>,
+        mut r: Residual,
+        mut merit: f64,
+        it: &mut usize,
+    ) -> (DVector<f64>, Residual, f64) {
+        let mut steps = vec![newton_step];
+        while *it < self.max_iterations && !sys.converged(&r, self.tolerance) {
+            let Some(mut z) = sys.chord_direction(&r) else { break };
+            for j in 0..steps.len() - 1 {
+                let c = steps[j].dot(&z) / steps[j].norm_squared();
+                z.axpy(c, &steps[j + 1], 1.0);
+            }
+            let last = &steps[steps.len() - 1];
+            let denominator = 1.0 - last.dot(&z) / last.norm_squared();
+            // Also false for NaN.
+            let regular = denominator.abs() > 1e-12;
+            if !regular {
+                break;
+            }
+            z /= denominator;
+            let xn = &x + &z;
+            let Some(rn) = sys.residual(&xn).filter(finite) else { break };
+            let mn = sys.merit(&rn);
+            let contracts = rn.value.norm() <= QUASI_CONTRACTION * r.value.norm();
+            let descends = mn <= merit || sys.converged(&rn, self.tolerance);
+            if !(contracts && descends) {
+                break;
+            }
+            *it += 1;
+            (x, r, merit) = (xn, rn, mn);
+            steps.push(z);
+        }
+        (x, r, merit)
+    }
+
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut x = x0.clone();
         // A warm start may already be converged: then no tangent is needed.
@@ -231,14 +298,14 @@ impl<C: LineSearchCondition> Newton<C> {
                     if let Some(trial) = sys.residual(&xn).filter(finite) {
                         let m = sys.merit(&trial);
                         if self.condition.accept(merit, m, alpha, slope) || sys.converged(&trial, self.tolerance) {
-                            accepted = Some((xn, trial, m));
+                            accepted = Some((xn, trial, m, alpha == 1.0));
                             break 'directions;
                         }
                     }
                     alpha *= 0.5;
                 }
             }
-            let Some((xn, trial, m)) = accepted else {
+            let Some((xn, trial, m, full_step)) = accepted else {
                 // Stalled at round-off: accept if already close.
                 if sys.acceptable(&lin.residual, self.tolerance) {
                     return Ok(Solved { x, iterations: it, merit, residual: lin.residual });
@@ -247,6 +314,11 @@ impl<C: LineSearchCondition> Newton<C> {
             };
             // Converged at the trial point: no new tangent needed.
             if sys.converged(&trial, self.tolerance) || (m > 0.5 * merit && sys.slow_but_acceptable(&trial, self.tolerance)) {
+                return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
+            }
+            let fast = self.quasi_newton && full_step && trial.value.norm() <= QUASI_AFTER * lin.residual.value.norm();
+            let (xn, trial, m) = if fast { self.quasi_newton_steps(sys, &xn - &x, xn, trial, m, &mut it) } else { (xn, trial, m) };
+            if sys.converged(&trial, self.tolerance) {
                 return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
             }
             x = xn;

@@ -67,11 +67,14 @@ pub struct NewtonOptions {
     pub tolerance: f64,
     /// Smallest load increment of the continuation is 1 / max_load_steps.
     pub max_load_steps: usize,
+    /// Broyden steps near the solution instead of a tangent every
+    /// iteration (same tolerance; see [`Newton::quasi_newton`]).
+    pub quasi_newton: bool,
 }
 
 impl Default for NewtonOptions {
     fn default() -> Self {
-        Self { max_iterations: 40, tolerance: 1e-11, max_load_steps: 256 }
+        Self { max_iterations: 40, tolerance: 1e-11, max_load_steps: 256, quasi_newton: true }
     }
 }
 
@@ -190,6 +193,8 @@ pub fn assemble(model: &Model, loads: &Loads, q: &DVector<f64>, lambda: f64, wit
 struct StaticSystem<'m, 'l> {
     model: &'m Model,
     terms: StaticTerms<'l>,
+    /// The last tangent's factorisation, for chord steps.
+    factors: Option<nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>>,
 }
 
 impl System for StaticSystem<'_, '_> {
@@ -202,13 +207,22 @@ impl System for StaticSystem<'_, '_> {
         let a = terms::assemble(self.model, q, &self.terms.all(), true);
         Some(Linearisation { residual: Residual::new(a.residual, a.scale), tangent: a.tangent? })
     }
+
+    fn direction(&mut self, lin: &Linearisation, _attempt: usize) -> Option<DVector<f64>> {
+        let factors = self.factors.insert(lin.tangent.clone().lu());
+        factors.solve(&(-&lin.residual.value))
+    }
+
+    fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
+        self.factors.as_ref()?.solve(&(-&r.value))
+    }
 }
 
 /// Solves the static equilibrium under `loads`, from `q_start` (or the rest
 /// configuration), with load continuation when a direct Newton fails.
 pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts: &NewtonOptions) -> Result<StaticSolution, StaticsError> {
-    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)? };
-    let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, ..Newton::default() };
+    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors: None };
+    let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
     let mut q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
     let mut iterations = 0;
     let mut residual_norm = 0.0;

@@ -337,19 +337,22 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
 /// The tangent of `-J^T W`: frame change of `Ad_{g_k}` and derivative of
 /// `dexp` for every segment under the wrench beyond it, `J^T T J` per
 /// joint, and the interior points' own-segment parts.
+///
+/// Joint j's Jacobian can be non-zero only on the strain coordinates of the
+/// segments before it and on the base: two contiguous column ranges. Every
+/// product is formed on those ranges as a block product (about half the
+/// columns on average), not column by column: the tangent is most of a
+/// Newton iteration's cost.
 fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
     let frames = &kin.frames;
     let m = model.free.len();
-    // Columns where joint j's Jacobian can be non-zero: the strain
-    // coordinates of the segments before it, and the base. Products are
-    // formed on these columns only (about half of them on average).
     let mut reach = vec![0usize; model.n_joints()];
     for (k, seg) in model.segments.iter().enumerate() {
         reach[k + 1] = reach[k].max(seg.dof[0] + m).max(seg.dof[1] + m);
     }
-    let base = model.base_dof().map_or(0..0, |o| o..o + 6);
-    let column_lists: Vec<Vec<usize>> = reach.iter().map(|&r| (0..r).chain(base.clone()).collect()).collect();
-    let columns = |j: usize| column_lists[j].iter().copied();
+    let base = model.base_dof().map(|o| (o, 6));
+    // (first column, count) of each range of joint j.
+    let ranges = |j: usize| [(0, reach[j])].into_iter().chain(base).filter(|r| r.1 > 0);
     let mut w_beyond = Vec6::zeros();
     for k in (0..model.segments.len()).rev() {
         w_beyond += sink.total_wrench[k + 1];
@@ -357,73 +360,29 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
             continue;
         }
         let seg = &model.segments[k];
-        let dof = seg.dof;
         let psi = &frames.psi[k];
         let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
         let js = &kin.spatial_jacobian[k];
         // Frame change of Ad_{g_k}: A_k^T ad_{eta_k}^T W = A_k^T B(W) J_k.
         let ab = kin.segment_map[k].transpose() * lie::coad_bar(&w_beyond);
-        for col in columns(k) {
-            let y = ab * js.column(col);
-            for (j, &c) in model.free.iter().enumerate() {
-                for (a, wa) in wts.iter().enumerate() {
-                    h[(dof[a] + j, col)] -= wa * y[c];
-                }
-            }
+        for (c0, nc) in ranges(k) {
+            scatter_rows(h, model, seg.dof, &wts, &ab, js, c0, nc, -1.0);
         }
         // Derivative of dexp at psi_k.
         let z = lie::dexp_transpose_jacobian(psi, &w_body);
-        for (a, wa) in wts.iter().enumerate() {
-            for (j, &c) in model.free.iter().enumerate() {
-                let row = dof[a] + j;
-                for (b, wb) in wts.iter().enumerate() {
-                    for (jj, &cc) in model.free.iter().enumerate() {
-                        h[(row, dof[b] + jj)] -= wa * wb * z[(c, cc)];
-                    }
-                }
-            }
-        }
+        add_segment_block(h, model, seg.dof, &wts, &z, -1.0);
     }
     if let Some(o) = model.base_dof() {
         w_beyond += sink.total_wrench[0];
         // The reference frame is fixed: only the derivative of dexp(zeta).
         let w_ref = model.rod.base.coadjoint_apply(&w_beyond);
         let z = lie::dexp_transpose_jacobian(&frames.base_twist, &w_ref);
-        for i in 0..6 {
-            for c in 0..6 {
-                h[(o + i, o + c)] -= z[(i, c)];
-            }
-        }
+        let mut block = h.view_mut((o, o), (6, 6));
+        block -= z;
     }
-    // J^T T J per joint, on the joint's columns: gathered into a 6 x m
-    // block (force rows only where T has them), one matrix product, added
-    // back where the columns live.
-    for (j, t) in sink.joint_t.iter().enumerate() {
-        let Some((t, force_rows)) = t else { continue };
-        let js = &kin.spatial_jacobian[j];
-        let k = if *force_rows { 6 } else { 3 };
-        let idx = &column_lists[j];
-        let m = idx.len();
-        let mut jg = nalgebra::Matrix6xX::<f64>::zeros(m);
-        for (a, &ia) in idx.iter().enumerate() {
-            jg.set_column(a, &js.column(ia));
-        }
-        let tj = t.rows(0, k) * &jg;
-        let block = jg.rows(0, k).transpose() * tj;
-        if idx.iter().enumerate().all(|(a, &ia)| a == ia) {
-            // Contiguous from column 0 (a fixed base): add the block in place.
-            let mut target = h.view_mut((0, 0), (m, m));
-            target += block;
-        } else {
-            for (b, &ib) in idx.iter().enumerate() {
-                for (a, &ia) in idx.iter().enumerate() {
-                    h[(ia, ib)] += block[(a, b)];
-                }
-            }
-        }
-    }
-    // Interior points: the segment's own columns.
+    add_joint_stiffness(model, kin, sink, h);
+    // Interior points: the segment's own rows and columns.
     for (k, blocks) in sink.interior.iter().enumerate() {
         let Some(b) = blocks else { continue };
         let seg = &model.segments[k];
@@ -433,25 +392,165 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
         // cross term sum B^T T J_k; its columns: J_k^T sum T B.
         let row_map = b.geometric - b.bt_t;
         let col_map = b.t_b.transpose();
-        for col in columns(k) {
-            let jcol = js.column(col);
-            let rows_geo = row_map * jcol;
-            let cols = col_map * jcol;
-            for (j, &c) in model.free.iter().enumerate() {
-                for (a, wa) in wts.iter().enumerate() {
-                    let own = seg.dof[a] + j;
-                    h[(own, col)] -= wa * rows_geo[c];
-                    h[(col, own)] += wa * cols[c];
+        for (c0, nc) in ranges(k) {
+            scatter_rows(h, model, seg.dof, &wts, &row_map, js, c0, nc, -1.0);
+            for i in 0..nc {
+                let y = col_map * js.fixed_view::<6, 1>(0, c0 + i);
+                for (j, &c) in model.free.iter().enumerate() {
+                    for (a, wa) in wts.iter().enumerate() {
+                        h[(c0 + i, seg.dof[a] + j)] += wa * y[c];
+                    }
                 }
             }
         }
+        add_segment_block(h, model, seg.dof, &wts, &(b.bt_t_b - b.dexp), 1.0);
+    }
+}
+
+/// Up to this many coordinates `sum_j J_j^T T_j J_j` is one dense product
+/// (fewer operations than the pass at this size, and a tuned kernel): Table
+/// II's solve 44 us against 47 us; beyond, the backward pass.
+const STACKED_MAX_DOF: usize = 128;
+
+/// `sum_j J_j^T T_j J_j` as one product: the rows of each joint's Jacobian
+/// that T uses (3, the moment rows, for dead forces; else 6) stacked into
+/// `rows_t` (n x R, one column per row) and T J's rows into `tj` (R x n);
+/// then h += rows_t tj (matrixmultiply's kernel).
+fn add_joint_stiffness_stacked(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+    let stacked: usize = sink.joint_t.iter().flatten().map(|(_, force)| if *force { 6 } else { 3 }).sum();
+    let n = model.n_dof();
+    let mut rows_t = DMatrix::<f64>::zeros(n, stacked);
+    let mut tj = DMatrix::<f64>::zeros(stacked, n);
+    let mut at = 0;
+    for (j, t) in sink.joint_t.iter().enumerate() {
+        let Some((t, force_rows)) = t else { continue };
+        let js = &kin.spatial_jacobian[j];
+        let rows = if *force_rows { 6 } else { 3 };
+        for col in 0..n {
+            let jcol = js.fixed_view::<6, 1>(0, col);
+            if jcol == nalgebra::Vector6::zeros() {
+                continue;
+            }
+            let y = t * jcol;
+            for r in 0..rows {
+                rows_t[(col, at + r)] = jcol[r];
+                tj[(at + r, col)] = y[r];
+            }
+        }
+        at += rows;
+    }
+    h.gemm(1.0, &rows_t, &tj, 1.0);
+}
+
+/// `sum_j J_j^T T_j J_j` over the joints, in one backward pass over the
+/// segments (O(segments x n), not O(joints x n^2)). With `J_j = sum_{k<j}
+/// A_k B_k` (`B_k` the segment's strain coordinates times its length and
+/// hat weights), the rows of segment k are `(A_k B_k)^T (C_k J_{k+1} + R_k)`,
+/// where `C_k = sum_{j>k} T_j` and `R_k = sum_{l>k} C_l A_l B_l` are
+/// suffix sums; a floating base is the segment before the first.
+fn add_joint_stiffness(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+    if sink.joint_t.is_empty() {
+        return;
+    }
+    let n = model.n_dof();
+    if n <= STACKED_MAX_DOF {
+        return add_joint_stiffness_stacked(model, kin, sink, h);
+    }
+    let mut c = Mat6::zeros();
+    let mut r = nalgebra::Matrix6xX::<f64>::zeros(n);
+    let mut m = nalgebra::Matrix6xX::<f64>::zeros(n);
+    let mut started = false;
+    // M = C J + R, column by column.
+    let combine = |m: &mut nalgebra::Matrix6xX<f64>, c: &Mat6, js: &nalgebra::Matrix6xX<f64>, r: &nalgebra::Matrix6xX<f64>| {
+        for col in 0..n {
+            let v = c * js.fixed_view::<6, 1>(0, col) + r.fixed_view::<6, 1>(0, col);
+            m.fixed_view_mut::<6, 1>(0, col).copy_from(&v);
+        }
+    };
+    for k in (0..model.segments.len()).rev() {
+        if let Some((t, _)) = &sink.joint_t[k + 1] {
+            c += t;
+            started = true;
+        }
+        if !started {
+            continue;
+        }
+        let seg = &model.segments[k];
+        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
+        let a = &kin.segment_map[k];
+        combine(&mut m, &c, &kin.spatial_jacobian[k + 1], &r);
+        scatter_rows(h, model, seg.dof, &wts, &a.transpose(), &m, 0, n, 1.0);
+        let ca = c * a;
+        for (side, w) in wts.iter().enumerate() {
+            for (j, &cc) in model.free.iter().enumerate() {
+                let mut column = r.fixed_view_mut::<6, 1>(0, seg.dof[side] + j);
+                column.axpy(*w, &ca.fixed_view::<6, 1>(0, cc), 1.0);
+            }
+        }
+    }
+    if let (Some(o), Some(root)) = (model.base_dof(), &kin.root_map) {
+        if let Some((t, _)) = &sink.joint_t[0] {
+            c += t;
+        }
+        combine(&mut m, &c, &kin.spatial_jacobian[0], &r);
+        let rt = root.transpose();
+        for col in 0..n {
+            let y = rt * m.fixed_view::<6, 1>(0, col);
+            for i in 0..6 {
+                h[(o + i, col)] += y[i];
+            }
+        }
+    }
+}
+
+/// `h[dof[a] + j, c0 + i] += sign * w_a * (m J)[free_j, c0 + i]` for
+/// `i < nc`: a 6-row product onto a segment's rows (its two nodal blocks,
+/// free components only), column by column (each a fixed-size product).
+#[allow(clippy::too_many_arguments)]
+fn scatter_rows(
+    h: &mut DMatrix<f64>,
+    model: &Model,
+    dof: [usize; 2],
+    wts: &[f64; 2],
+    m: &Mat6,
+    js: &nalgebra::Matrix6xX<f64>,
+    c0: usize,
+    nc: usize,
+    sign: f64,
+) {
+    let n = h.nrows();
+    let data = h.as_mut_slice();
+    for col in c0..c0 + nc {
+        let y = m * js.fixed_view::<6, 1>(0, col);
+        let column = &mut data[col * n..(col + 1) * n];
         for (a, wa) in wts.iter().enumerate() {
+            let rows = &mut column[dof[a]..dof[a] + model.free.len()];
+            for (r, &c) in rows.iter_mut().zip(&model.free) {
+                *r += sign * wa * y[c];
+            }
+        }
+    }
+}
+
+/// `h[dof[a] + j, dof[b] + jj] += sign * w_a w_b z[free_j, free_jj]`: a 6x6
+/// block between a segment's own coordinates.
+fn add_segment_block(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64; 2], z: &Mat6, sign: f64) {
+    let all_free = model.free.len() == 6;
+    for (a, wa) in wts.iter().enumerate() {
+        for (b, wb) in wts.iter().enumerate() {
+            let coefficient = sign * wa * wb;
+            if coefficient == 0.0 {
+                continue;
+            }
+            if all_free {
+                // Cosserat rods: the block is z itself (a fixed-size add).
+                let mut block = h.fixed_view_mut::<6, 6>(dof[a], dof[b]);
+                block += z * coefficient;
+                continue;
+            }
             for (j, &c) in model.free.iter().enumerate() {
-                let own = seg.dof[a] + j;
-                for (bb, wb) in wts.iter().enumerate() {
-                    for (jj, &cc) in model.free.iter().enumerate() {
-                        h[(own, seg.dof[bb] + jj)] += wa * wb * (b.bt_t_b[(c, cc)] - b.dexp[(c, cc)]);
-                    }
+                for (jj, &cc) in model.free.iter().enumerate() {
+                    h[(dof[a] + j, dof[b] + jj)] += coefficient * z[(c, cc)];
                 }
             }
         }
@@ -460,8 +559,12 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
 
 /// Sum of the energies of conservative terms; `None` if any term is not.
 pub fn energy(model: &Model, q: &DVector<f64>, terms: &[&dyn Term]) -> Option<f64> {
-    let frames = model.frames(q);
-    let state = State { model, q, frames: &frames, kinematics: None };
+    energy_with(model, q, &model.frames(q), terms)
+}
+
+/// [`energy`] on frames already computed.
+pub fn energy_with(model: &Model, q: &DVector<f64>, frames: &Frames, terms: &[&dyn Term]) -> Option<f64> {
+    let state = State { model, q, frames, kinematics: None };
     terms.iter().map(|t| t.energy(&state)).sum()
 }
 
@@ -712,15 +815,7 @@ impl Term for Cables<'_> {
                     let b = point_map(&d);
                     let p = (Matrix3::identity() - t * t.transpose()) / nv;
                     let hxi = b.transpose() * p * b * (t_n * seg.h_m);
-                    for (a, wa) in wts.iter().enumerate() {
-                        for (bb, wb) in wts.iter().enumerate() {
-                            for (j, &c1) in model.free.iter().enumerate() {
-                                for (jj, &c2) in model.free.iter().enumerate() {
-                                    h[(dof[a] + j, dof[bb] + jj)] += wa * wb * hxi[(c1, c2)];
-                                }
-                            }
-                        }
-                    }
+                    add_segment_block(h, model, dof, &wts, &hxi, 1.0);
                 }
             }
         }

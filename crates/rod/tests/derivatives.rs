@@ -141,3 +141,40 @@ fn jacobians_match_finite_differences_and_each_other() {
         }
     }
 }
+
+/// Broyden steps near the solution (the solver's default) end at Newton's
+/// equilibrium: the busy rod (every load kind, two cables, moments) cold
+/// and warm, the Table II rod under gravity and a large tip force, and the
+/// same count of load steps.
+#[test]
+fn quasi_newton_steps_reach_newtons_equilibrium() {
+    use rod::statics::solve;
+    let table_ii = Rod::from_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/pls-paper-cantilever.toml")).unwrap();
+    let cases: Vec<(Rod, Loads)> = vec![
+        (busy_rod(StrainModes::COSSERAT), loads(true)),
+        (busy_rod(StrainModes::KIRCHHOFF_EXTENSIBLE), loads(false)),
+        (table_ii.clone(), Loads::gravity()),
+        (table_ii, Loads::gravity().with_tip(0.2, Vec3::new(0.0, 0.05, 0.2), Vec3::new(0.0, 0.0, 0.002))),
+    ];
+    let newton_only = rod::NewtonOptions { quasi_newton: false, ..Default::default() };
+    let (mut iterations, mut newton_iterations) = (0, 0);
+    for (i, (rod, loads)) in cases.iter().enumerate() {
+        let model = rod::statics::model_for(rod, loads);
+        for warm in [None, Some(random_q(&model, 9, 0.05))] {
+            let fast = solve(&model, loads, warm.as_ref(), &Default::default()).unwrap();
+            let reference = solve(&model, loads, warm.as_ref(), &newton_only).unwrap();
+            let difference = (&fast.q - &reference.q).amax() / reference.q.amax();
+            assert!(difference < 1e-9, "case {i}: q differs by {difference:.2e} of its largest coordinate");
+            let tip = |q: &DVector<f64>| model.frames(q).joints.last().unwrap().pos;
+            let tip_difference_m = (tip(&fast.q) - tip(&reference.q)).norm();
+            // Both stop at the same residual tolerance (1e-11 relative).
+            assert!(tip_difference_m < 1e-9 * rod.length_m, "case {i}: tips {tip_difference_m:.2e} m apart");
+            assert_eq!(fast.load_steps, reference.load_steps, "case {i}");
+            iterations += fast.iterations;
+            newton_iterations += reference.iterations;
+        }
+    }
+    // The Broyden steps were taken (not a silently disabled path): more
+    // iterations than Newton's, each a residual instead of a tangent.
+    assert!(iterations > newton_iterations, "{iterations} iterations against Newton's {newton_iterations}");
+}

@@ -204,3 +204,25 @@ fn applied_wrench_is_total_load() {
     assert!((lie::linear(&a.applied_wrench) - g * m).norm() < 1e-14);
     assert!((lie::angular(&a.applied_wrench) - moment).norm() < 1e-15);
 }
+
+/// Past 128 coordinates the joints' `J^T T J` is summed by a backward pass
+/// over the segments instead of one dense product: the same terms on a
+/// 24-section rod (150 and 156 coordinates), fixed and floating base.
+#[test]
+fn joint_wrench_tangents_on_a_long_rod() {
+    let mut r = rod();
+    r.section_lengths_m = vec![0.2 / 24.0; 24];
+    r.subsegments_per_section = 2;
+    let loads = vec![
+        PointLoad { x_m: 0.2, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.1, -0.2, 0.05), moment_nm: Vec3::zeros(), follower: false },
+        PointLoad { x_m: 0.11, offset_body_m: Vec3::new(0.0, 0.004, -0.002), force_n: Vec3::new(-0.05, 0.02, 0.3), moment_nm: Vec3::zeros(), follower: true },
+    ];
+    for (model, base) in [(Model::new(&r, &[0.11]), "fixed base"), (Model::new(&r, &[0.11]).with_floating_base(), "floating base")] {
+        assert!(model.n_dof() > 128, "{}", model.n_dof());
+        check(&model, &Gravity { scale: 1.3 }, true, &format!("gravity, long rod, {base}"));
+        let joints = loads.iter().map(|l| model.joint_at(l.x_m)).collect();
+        check(&model, &PointLoads { loads: &loads, joints, scale: 0.8 }, false, &format!("dead and follower forces, long rod, {base}"));
+        let springs = Springs { springs: vec![(model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02), 40.0)] };
+        check(&model, &springs, true, &format!("springs, long rod, {base}"));
+    }
+}
