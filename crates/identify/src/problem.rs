@@ -22,7 +22,7 @@ use argmin::core::{Error as ArgminError, Jacobian, Operator};
 use lie::{Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
-use rod::statics::{assemble, solve};
+use rod::statics::{assemble, solve, solve_with_factors, Factors};
 use rod::{Loads, Material, Model, NewtonOptions, Rod, StaticsError};
 use std::cell::{Cell, RefCell};
 
@@ -318,8 +318,18 @@ impl RadiusScaled {
         Self { quartic, quadratic }
     }
 
-    fn at(&self, scale: f64) -> DMatrix<f64> {
-        &self.quartic * scale.powi(4) + &self.quadratic * scale.powi(2)
+    /// Adds `coefficient` times the matrix at `scale` to `out` in place (a
+    /// fit evaluates it for every experiment at every step).
+    fn add_to(&self, out: &mut DMatrix<f64>, scale: f64, coefficient: f64) {
+        let (s4, s2) = (coefficient * scale.powi(4), coefficient * scale.powi(2));
+        out.zip_zip_apply(&self.quartic, &self.quadratic, |o, a, b| *o += a * s4 + b * s2);
+    }
+
+    /// The matrix at `scale` times `v`, without forming the matrix.
+    fn times(&self, scale: f64, v: &DVector<f64>) -> DVector<f64> {
+        let mut out = &self.quartic * v * scale.powi(4);
+        out.gemv(scale.powi(2), &self.quadratic, v, 1.0);
+        out
     }
 }
 
@@ -363,6 +373,10 @@ pub struct Problem {
     pub held: Values,
     models: Vec<ExperimentModel>,
     warm: RefCell<Vec<Option<DVector<f64>>>>,
+    /// Each experiment's tangent factorisation at its last Jacobian: the
+    /// next solve's Broyden steps start from it (parameters move little
+    /// between steps of the fit).
+    warm_factors: RefCell<Vec<Option<Factors>>>,
     cache: RefCell<Option<(DVector<f64>, Evaluation)>>,
     /// Static solves performed (all experiments count one each).
     pub solves: Cell<usize>,
@@ -506,6 +520,7 @@ impl Problem {
             held: held.clone(),
             models,
             warm: RefCell::new(vec![None; experiments.len()]),
+            warm_factors: RefCell::new(vec![None; experiments.len()]),
             cache: RefCell::new(None),
             solves: Cell::new(0),
             options: NewtonOptions { max_load_steps: 64, ..NewtonOptions::default() },
@@ -737,7 +752,10 @@ impl Problem {
             // For the fibre strains of the validity check.
             model.rod.cross_section = em.model.rod.cross_section.scaled(s);
         }
-        model.stiffness = em.k_e.at(s) * v.e_pa + em.k_g.at(s) * v.g_pa + em.k_0.at(s);
+        model.stiffness.fill(0.0);
+        em.k_e.add_to(&mut model.stiffness, s, v.e_pa);
+        em.k_g.add_to(&mut model.stiffness, s, v.g_pa);
+        em.k_0.add_to(&mut model.stiffness, s, 1.0);
         if model.fibres.is_some() {
             // A hyperelastic body: its fibres at the scaled section, with E.
             if s != 1.0 {
@@ -799,7 +817,8 @@ impl Problem {
             let model = self.model_at(i, &v);
             let warm = self.warm.borrow()[i].clone();
             self.solves.set(self.solves.get() + 1);
-            let sol = match solve(&model, &em.loads, warm.as_ref(), &self.options) {
+            let factors = self.warm_factors.borrow()[i].clone();
+            let sol = match solve_with_factors(&model, &em.loads, warm.as_ref(), factors.as_ref().filter(|_| warm.is_some()), &self.options) {
                 Ok(s) => s,
                 Err(_) if warm.is_some() => {
                     solve(&model, &em.loads, None, &self.options).map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?
@@ -840,18 +859,18 @@ impl Problem {
             if let (Some(jac), Some(asm)) = (jac.as_mut(), asm) {
                 let kin = asm.kinematics.expect("with tangent");
                 let h = asm.tangent.expect("with tangent");
-                let lu = h.lu();
+                let lu = Factors::of(h);
                 let n = model.n_dof();
                 let mut dr = DMatrix::zeros(n, np);
                 let s = v.radius_scale;
                 // The elastic forces are linear in E and G (a hyperelastic
                 // body's too: E times the fibres' unit-modulus forces).
-                let mut elastic_e = em.k_e.at(s) * &q;
+                let mut elastic_e = em.k_e.times(s, &q);
                 if let Some(f) = &model.fibres {
                     elastic_e += f.correction_unit(&q, false).1;
                 }
                 dr.set_column(0, &(elastic_e * v.e_pa));
-                dr.set_column(1, &(em.k_g.at(s) * &q * v.g_pa));
+                dr.set_column(1, &(em.k_g.times(s, &q) * v.g_pa));
                 if self.layout.fit_rho {
                     let mut gm = em.gravity_model.clone();
                     gm.rod.base = base;
@@ -877,7 +896,8 @@ impl Problem {
                     };
                     dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
                 }
-                let sens = lu.solve(&(-dr)).ok_or(ModelError::SingularTangent)?;
+                let sens = lu.solve_columns(&(-dr)).ok_or(ModelError::SingularTangent)?;
+                self.warm_factors.borrow_mut()[i] = Some(lu);
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
                     let block = pj * &sens / m.sigma_m;

@@ -269,6 +269,25 @@ impl<C: LineSearchCondition> Newton<C> {
         (x, r, merit)
     }
 
+    /// The first step from a factorisation the system already holds (see
+    /// [`Newton::solve`]), then Broyden steps; `None` when there is none or
+    /// the first step does not contract.
+    fn quasi_newton_start<S: System + ?Sized>(&self, sys: &mut S, x: &DVector<f64>, r: &Residual, it: &mut usize) -> Option<(DVector<f64>, Residual, f64)> {
+        if !self.quasi_newton || self.max_iterations == 0 {
+            return None;
+        }
+        let d = sys.chord_direction(r)?;
+        let xn = x + &d;
+        let rn = sys.residual(&xn).filter(finite)?;
+        let mn = sys.merit(&rn);
+        let descends = mn <= sys.merit(r) || sys.converged(&rn, self.tolerance);
+        if !(rn.value.norm() <= QUASI_CONTRACTION * r.value.norm() && descends) {
+            return None;
+        }
+        *it += 1;
+        Some(self.quasi_newton_steps(sys, d, xn, rn, mn, it))
+    }
+
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut x = x0.clone();
         // A warm start may already be converged: then no tangent is needed.
@@ -280,9 +299,18 @@ impl<C: LineSearchCondition> Newton<C> {
             let merit = sys.merit(&first);
             return Ok(Solved { x, iterations: 0, merit, residual: first });
         }
+        let mut it = 0;
+        // A factorisation handed in with the start (a nearby problem's
+        // tangent, e.g. the last parameters' in a fit): Broyden from it
+        // before any tangent, kept only while it converges fast.
+        if let Some((xq, rq, mq)) = self.quasi_newton_start(sys, &x, &first, &mut it) {
+            if sys.converged(&rq, self.tolerance) {
+                return Ok(Solved { x: xq, iterations: it, merit: mq, residual: rq });
+            }
+            x = xq;
+        }
         let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
         let mut merit = sys.merit(&lin.residual);
-        let mut it = 0;
         loop {
             if it >= self.max_iterations || !merit.is_finite() {
                 return Err(Failure::MaxIterations { iterations: it, merit });

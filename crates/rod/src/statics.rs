@@ -14,7 +14,7 @@ use crate::model::Model;
 use crate::newton::{self, Linearisation, Newton, Residual, System};
 use crate::terms::{self, Cables, Elastic, Gravity, PointLoads, Term};
 use lie::Vec3;
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
 
 pub use crate::terms::{cable_lengths_m, Assembly, PointLoad};
 
@@ -86,6 +86,9 @@ pub struct StaticSolution {
     pub iterations: usize,
     /// Load increments used by the continuation (1 = direct).
     pub load_steps: usize,
+    /// Tangents assembled and factorised (the costly part of an
+    /// iteration; Broyden steps take a residual only).
+    pub tangents: usize,
     pub residual_norm: f64,
 }
 
@@ -193,8 +196,9 @@ pub fn assemble(model: &Model, loads: &Loads, q: &DVector<f64>, lambda: f64, wit
 struct StaticSystem<'m, 'l> {
     model: &'m Model,
     terms: StaticTerms<'l>,
-    /// The last tangent's factorisation, for chord steps.
-    factors: Option<nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>>,
+    /// The last tangent's factorisation, for Broyden steps.
+    factors: Option<Factors>,
+    tangents: usize,
 }
 
 impl System for StaticSystem<'_, '_> {
@@ -205,11 +209,12 @@ impl System for StaticSystem<'_, '_> {
 
     fn linearise(&mut self, q: &DVector<f64>) -> Option<Linearisation> {
         let a = terms::assemble(self.model, q, &self.terms.all(), true);
+        self.tangents += 1;
         Some(Linearisation { residual: Residual::new(a.residual, a.scale), tangent: a.tangent? })
     }
 
     fn direction(&mut self, lin: &Linearisation, _attempt: usize) -> Option<DVector<f64>> {
-        let factors = self.factors.insert(lin.tangent.clone().lu());
+        let factors = self.factors.insert(Factors::of(lin.tangent.clone()));
         factors.solve(&(-&lin.residual.value))
     }
 
@@ -221,7 +226,46 @@ impl System for StaticSystem<'_, '_> {
 /// Solves the static equilibrium under `loads`, from `q_start` (or the rest
 /// configuration), with load continuation when a direct Newton fails.
 pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts: &NewtonOptions) -> Result<StaticSolution, StaticsError> {
-    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors: None };
+    solve_with_factors(model, loads, q_start, None, opts)
+}
+
+/// The LU factorisation of a tangent, for Newton and Broyden steps.
+#[derive(Clone, Debug)]
+pub struct Factors {
+    lu: nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>,
+    n: usize,
+}
+
+impl Factors {
+    pub fn of(tangent: DMatrix<f64>) -> Factors {
+        let n = tangent.nrows();
+        Factors { lu: tangent.lu(), n }
+    }
+
+    /// `x` with `H x = b`; `None` for a singular tangent.
+    pub fn solve(&self, b: &DVector<f64>) -> Option<DVector<f64>> {
+        self.lu.solve(b)
+    }
+
+    /// `X` with `H X = B`, column by column.
+    pub fn solve_columns(&self, b: &DMatrix<f64>) -> Option<DMatrix<f64>> {
+        self.lu.solve(b)
+    }
+}
+
+/// [`solve`] from `q_start` with the factorisation of a tangent near it
+/// (the same rod at nearby parameters or loads: a fit's last step): Broyden
+/// steps from it come first and the first tangent only if they stall. The
+/// equilibrium is the same to the solver's tolerance.
+pub fn solve_with_factors(
+    model: &Model,
+    loads: &Loads,
+    q_start: Option<&DVector<f64>>,
+    factors: Option<&Factors>,
+    opts: &NewtonOptions,
+) -> Result<StaticSolution, StaticsError> {
+    let factors = factors.filter(|f| f.n == model.n_dof()).cloned();
+    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
     let mut q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
     let mut iterations = 0;
@@ -244,7 +288,9 @@ pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts:
         }
     });
     match outcome {
-        Ok(c) if q.iter().all(|v| v.is_finite()) && residual_norm.is_finite() => Ok(StaticSolution { q, iterations, load_steps: c.steps, residual_norm }),
+        Ok(c) if q.iter().all(|v| v.is_finite()) && residual_norm.is_finite() => {
+            Ok(StaticSolution { q, iterations, load_steps: c.steps, tangents: sys.tangents, residual_norm })
+        }
         Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: residual_norm, at_reached: "; the strains are not finite".into() }),
         Err((reached, _)) => {
             let v = crate::validity::validity(model, &q);

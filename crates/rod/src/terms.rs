@@ -795,7 +795,8 @@ impl Term for Cables<'_> {
                 let Some(span) = span else { continue };
                 let seg = &model.segments[k];
                 let dof = seg.dof;
-                let xi = model.segment_strain(k, s.q);
+                // The segment's strain, from the twist the frames hold.
+                let xi = s.frames.psi[k] / seg.h_m;
                 let d = span.offset_m;
                 let v = lie::linear(&xi) + lie::angular(&xi).cross(&d) + span.offset_slope;
                 let nv = v.norm();
