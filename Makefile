@@ -20,7 +20,7 @@ RODLAB := target/debug/rodlab
 ## -> identify --sessions -> validate) -> reports/demo/lab-day/; a motion-capture
 ## lab (C3D import -> identify -> validate) -> reports/demo/mocap/.
 demo: setup
-	cargo build --workspace --locked --quiet --bins
+	cargo build --workspace --locked --quiet
 	$(RODLAB) paper-table
 	$(RODLAB) identify --rod configs/rod/pls-cable-arm.toml --experiments datasets/pls-cable-arm \
 		--out reports/demo --reference 2.563e5,8.543e4,1.41e3 --compare-variants
@@ -101,6 +101,8 @@ bench: setup
 	cargo bench -p track --bench detect
 	cargo bench -p lab --bench validate
 	cargo bench -p lab --bench dynamic
+	@# Process start, of the binary `make demo` runs (dev profile).
+	cargo bench -p rodlab-cli --bench start --profile dev
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --build-only
 	.venv/bin/python python/bench.py | tee target/python-bench.txt

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-sessions/dry-run}; SECONDS_TO_RECORD=${2:-3}; RODLAB=${3:-target/debug/rodlab}
-if [ ! -x "$RODLAB" ]; then cargo build --workspace --locked --quiet --bins; fi
+if [ ! -x "$RODLAB" ]; then cargo build --workspace --locked --quiet; fi
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT

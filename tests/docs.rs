@@ -24,7 +24,7 @@ fn every_config_field_is_documented_in_its_struct_and_in_its_reference_page() {
     let bless = std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1");
     let mut stale = vec![];
     for name in lab::reference::FILES {
-        let fields = lab::reference::fields(&lab::reference::schema(name).unwrap());
+        let fields = lab::reference::fields(&lab_devices::reference::schema(name).unwrap());
         let undocumented: Vec<&str> = fields.iter().filter(|f| f.description.trim().is_empty()).map(|f| f.path.as_str()).collect();
         assert!(undocumented.is_empty(), "{name}: fields without a doc comment in their struct: {undocumented:?}");
         let path = page(name);
@@ -111,7 +111,7 @@ fn every_reference_example_parses() {
                 "rod" => rod::Rod::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "rig" => session::Rig::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "scene" => sim::Scene::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
-                "map" | "markers" | "camera" => lab::reference::check_file(name, &file).map(|_| ()).map_err(|e| e.to_string()),
+                "map" | "markers" | "camera" => lab_devices::reference::check_file(name, &file).map(|_| ()).map_err(|e| e.to_string()),
                 _ => toml::from_str::<identify::sessions::LoadsFile>(toml).map(|_| ()).map_err(|e| e.to_string()),
             };
             assert!(parsed.is_ok(), "docs/reference/{name}.md example {k}: {}", parsed.unwrap_err());

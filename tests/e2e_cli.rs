@@ -561,3 +561,44 @@ fn identify_dynamic_writes_friction_that_validate_uses() {
     let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--out", fit.to_str().unwrap()]);
     expect_exit_2(o, &["--scene"]);
 }
+
+/// The commands that touch no device start without OpenCV: the dynamic
+/// loader, asked to list what it loads (`LD_DEBUG=libs`), loads no OpenCV
+/// or video library for `--version`, `solve` and `schema`; a device command (`synth board`) loads the device build and
+/// OpenCV, and works. The binary itself names no OpenCV library.
+#[test]
+fn commands_without_devices_load_no_opencv_and_device_commands_still_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = |args: &[&str]| -> (std::process::Output, String) {
+        let o = rodlab_command().args(args).env("LD_DEBUG", "libs").output().unwrap();
+        let libs = String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains("calling init:"))
+            .map(|l| l.rsplit(' ').next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (o, libs)
+    };
+    let shape = dir.path().join("shape.csv");
+    let plain: [&[&str]; 4] = [
+        &["--version"],
+        &["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--out", shape.to_str().unwrap()],
+        &["schema", "rod"],
+        &["schema", "loads", "--reference"],
+    ];
+    for args in plain {
+        let (o, libs) = loaded(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!libs.is_empty(), "{args:?}: LD_DEBUG listed nothing");
+        for needle in ["opencv", "avcodec", "gstreamer", "rodlab_devices"] {
+            assert!(!libs.contains(needle), "{args:?} loads {needle}:\n{libs}");
+        }
+    }
+    let board = dir.path().join("board");
+    let (o, libs) = loaded(&["synth", "board", "--out", board.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(libs.contains("librodlab_devices.so") && libs.contains("libopencv_core"), "{libs}");
+    assert!(board.join("plane.png").is_file());
+    let elf = std::fs::read(env!("CARGO_BIN_EXE_rodlab")).unwrap();
+    assert!(!elf.windows(b"libopencv".len()).any(|w| w == b"libopencv"), "the binary names an OpenCV library");
+}

@@ -30,10 +30,10 @@ pub fn track<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let input = convert::path(video, "video")?;
     let out = optional_path(out, "out")?.unwrap_or_else(|| input.with_file_name("markers.parquet"));
-    let mut req = lab::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
+    let mut req = lab_devices::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
     req.markers = optional_path(markers, "markers")?;
     req.fps = fps;
-    let t = work::run(py, self::progress(progress), move |p| lab::track::track(&req, p))?;
+    let t = work::run(py, self::progress(progress), move |p| lab_devices::track::track(&req, p))?;
     Ok(py_dict!(py, {
         "out" => out,
         "frames" => t.frames,
@@ -63,7 +63,7 @@ pub fn calibrate<'py>(
     let (images, out) = (convert::path(images, "images")?, convert::path(out, "out")?);
     let plane = optional_path(plane_image, "plane_image")?;
     let board = board.to_string();
-    let c = work::run(py, None, move |_| lab::track::calibrate(&images, &board, square_m, plane.as_deref(), max_rms_px, &out).map(|c| (c, out)))?;
+    let c = work::run(py, None, move |_| lab_devices::track::calibrate(&images, &board, square_m, plane.as_deref(), max_rms_px, &out).map(|c| (c, out)))?;
     let (calibrated, out) = c;
     Ok(py_dict!(py, {
         "out" => out,
@@ -98,7 +98,7 @@ pub fn record<'py>(
     let stop = Arc::new(AtomicBool::new(false));
     let stop_worker = stop.clone();
     let run = move |p: &dyn lab::Progress| {
-        let req = lab::record::RecordRequest {
+        let req = lab_devices::record::RecordRequest {
             rig: &rig,
             rig_path: &rig_path,
             rig_text: &rig_text,
@@ -108,7 +108,7 @@ pub fn record<'py>(
             stop: stop_worker,
             view: None,
         };
-        lab::record::record(&req, p)
+        lab_devices::record::record(&req, p)
     };
     // Ctrl-C stops the recorder and waits for it to finish the session.
     let recording = work::run_until_stopped(py, self::progress(progress), stop, run)?;
@@ -140,7 +140,7 @@ impl RobotEmulator {
             "cb3" => ::record::rtde::Controller::Cb3,
             other => return Err(value_error(format!("controller: 'e-series' or 'cb3', got '{other}'"))),
         };
-        let emulator = lab::emulate::RobotEmulator { controller, amplitude_m, ..lab::emulate::RobotEmulator::new(bind) }.start().py_err()?;
+        let emulator = lab_devices::emulate::RobotEmulator { controller, amplitude_m, ..lab_devices::emulate::RobotEmulator::new(bind) }.start().py_err()?;
         Ok(RobotEmulator { address: emulator.addr.to_string(), emulator: Some(emulator) })
     }
 
@@ -216,8 +216,8 @@ impl Ft300Emulator {
             6 => bias.try_into().expect("six"),
             n => return Err(value_error(format!("bias: expected six numbers fx, fy, fz, mx, my, mz, got {n}"))),
         };
-        let ft = lab::emulate::Ft300Emulator { bias, noise_n, noise_nm, seed, ..lab::emulate::Ft300Emulator::new(rate_hz) };
-        let line = lab::emulate::open_port(&convert::path(port, "port")?, 19_200).py_err()?;
+        let ft = lab_devices::emulate::Ft300Emulator { bias, noise_n, noise_nm, seed, ..lab_devices::emulate::Ft300Emulator::new(rate_hz) };
+        let line = lab_devices::emulate::open_port(&convert::path(port, "port")?, 19_200).py_err()?;
         Ok(Ft300Emulator { player: SerialPlayer::start(move |stop| ft.run(line, stop)) })
     }
 

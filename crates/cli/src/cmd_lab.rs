@@ -1,45 +1,13 @@
-//! The lab commands: `record`, `emulate`, `session`, `calibrate`, `track`,
-//! `synth`.
+//! The lab commands' arguments (`record`, `emulate`, `camera`, `session`,
+//! `calibrate`, `track`, `synth`, `import`) and those of them that need no
+//! device or video: `session info/check/export`, `synth session`, `import`.
+//! The others run in the device build (`rodlab_devices`, see [`crate::Devices`]).
 
 use crate::args::Numbers;
 use clap::{Args, Subcommand};
-use lab::emulate::{AsciiEmulator, Ft300Emulator, RobotEmulator};
 use lab::synth::{RigFile, SynthRequest};
 use lab::{Error, Progress, Result, SessionDir};
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// A flag that Ctrl-C, SIGTERM and SIGHUP set: the process then stops
-/// cleanly (a session is finalised) instead of dying. A second signal
-/// always ends it at once (exit 130), whatever it waits for: what is on
-/// disk stays, the session is not finalised.
-fn stop_on_ctrl_c() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let _ = ctrlc::set_handler(move || {
-        if s.swap(true, Ordering::Relaxed) {
-            eprintln!("rodlab: second signal: stopping now (what is on disk stays; the session is not finalised)");
-            std::process::exit(130);
-        }
-    });
-    stop
-}
-
-/// Returns at Ctrl-C (`stop` set), after `duration_s`, or once `finished()`.
-fn wait_for_stop(stop: &AtomicBool, duration_s: Option<f64>, finished: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !finished() && !stop.load(Ordering::Relaxed) && !duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// A line on standard output that may go to a pipe nobody reads: never panic on it.
-fn say(line: &str) {
-    let _ = writeln!(std::io::stdout(), "{line}");
-}
 
 #[derive(Args)]
 #[command(
@@ -75,43 +43,6 @@ pub struct RecordArgs {
     pub view_window_s: f64,
 }
 
-pub fn record(a: RecordArgs, progress: &dyn Progress) -> Result<()> {
-    let (rig, rig_text) = session::Rig::from_file(&a.rig)?;
-    let out = SessionDir::new(&a.out);
-    let view = match &a.view {
-        Some(addr) => Some(lab::view::live::LiveOptions::from_files(addr, a.view_window_s, a.markers.as_deref(), a.calibration.as_deref(), a.rod.as_deref())?),
-        None => None,
-    };
-    let req = lab::record::RecordRequest {
-        rig: &rig,
-        rig_path: &a.rig,
-        rig_text: &rig_text,
-        out: &out,
-        append: a.append,
-        duration_s: a.duration,
-        stop: stop_on_ctrl_c(),
-        view,
-    };
-    let r = lab::record::record(&req, progress)?;
-    if let Some(n) = r.view_dropped_updates.filter(|n| *n > 0) {
-        println!("live view: {n} updates dropped for browsers that did not keep up (the recording lost nothing for it)");
-    }
-    for w in &r.warnings {
-        eprintln!("rodlab: warning: {w}");
-    }
-    for d in &r.devices {
-        println!("{}: {} rows, {} gaps ({} packages missing), {} reconnects, {} rejected", d.name, d.rows, d.gaps, d.missing_samples, d.reconnects, d.rejected);
-        if let Some(e) = &d.last_error {
-            println!("{}: last error: {e}", d.name);
-        }
-    }
-    if let Some(cpu_s) = r.cpu_s {
-        println!("recorder CPU: {cpu_s:.1} s over {:.1} s ({:.1} % of one core)", r.wall_time_s, 100.0 * cpu_s / r.wall_time_s.max(1e-9));
-    }
-    println!("wrote session {}", r.session.path().display());
-    Ok(())
-}
-
 #[derive(Subcommand)]
 pub enum EmulateCommand {
     /// A UR controller's RTDE server (standard output variables, recipes, start/pause).
@@ -121,7 +52,7 @@ pub enum EmulateCommand {
         bind: String,
         /// The controller played: e-series (URControl 5.11, 500 Hz) or cb3 (URControl 3.15, 125 Hz); a lower requested rate is served by skipping control cycles, a higher one refused.
         #[arg(long, default_value = "e-series")]
-        controller: lab::emulate::Controller,
+        controller: String,
         /// Flange motion: amplitude [m] of the sinusoidal trajectory.
         #[arg(long, default_value_t = 0.02)]
         amplitude_m: f64,
@@ -130,7 +61,7 @@ pub enum EmulateCommand {
         duration: Option<f64>,
         /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages), lose=P (leave out a fraction P of the packages, the clock going on), exception-after=N (an EXCEPTION text message after N packages).
         #[arg(long, default_value = "")]
-        quirk: lab::emulate::Quirks,
+        quirk: String,
         /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).
         #[arg(long)]
         trajectory: Option<PathBuf>,
@@ -196,7 +127,7 @@ pub enum EmulateCommand {
         counts_per_torque: u32,
         /// Faults: lose=P, reorder=P, duplicate=P (fractions of the records), status-error-at=N (an error bit from record N on).
         #[arg(long, default_value = "")]
-        quirk: lab::emulate::NetFtQuirks,
+        quirk: String,
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -222,72 +153,6 @@ pub enum EmulateCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
-}
-
-/// Runs a serial emulator until Ctrl-C or `duration`, then prints what it sent.
-fn run_serial(duration: Option<f64>, unit: &str, run: impl FnOnce(Arc<AtomicBool>) -> Result<u64> + Send + 'static) -> Result<()> {
-    let stop = stop_on_ctrl_c();
-    let s = stop.clone();
-    let worker = std::thread::spawn(move || run(s));
-    wait_for_stop(&stop, duration, || worker.is_finished());
-    stop.store(true, Ordering::Relaxed);
-    let sent = worker.join().map_err(|_| Error::computation("emulator thread panicked"))??;
-    say(&format!("sent {sent} {unit}"));
-    Ok(())
-}
-
-pub fn emulate(cmd: EmulateCommand) -> Result<()> {
-    match cmd {
-        EmulateCommand::Robot { bind, controller, amplitude_m, duration, quirk, trajectory, start_at_unix_s } => {
-            let trajectory = trajectory.as_deref().map(lab::tables::read_trajectory).transpose()?;
-            let emulator = RobotEmulator { bind, controller, amplitude_m, quirks: quirk, trajectory, start_at_unix_s, wrench_base: None };
-            let mut emu = emulator.start()?;
-            let version = controller.version_string();
-            say(&format!("RTDE emulator listening on {} (URControl {version}, {} Hz)", emu.addr, controller.rate_hz()));
-            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
-            emu.stop();
-            say(&format!("sent {} data packages, left out {}", emu.sent.load(Ordering::Relaxed), emu.lost.load(Ordering::Relaxed)));
-            Ok(())
-        }
-        EmulateCommand::Netft { bind, rate_hz, wrench, counts_per_force, counts_per_torque, quirk, duration } => {
-            let spec = lab::emulate::NetFtEmulatorSpec {
-                bind,
-                rate_hz,
-                wrench: wrench.exactly::<6>("wrench", "FX,FY,FZ,MX,MY,MZ")?,
-                counts_per_force,
-                counts_per_torque,
-                quirks: quirk,
-            };
-            let mut emu = spec.start()?;
-            say(&format!("Net F/T emulator: RDT on udp {}, calibration on tcp port {}, {rate_hz} Hz", emu.addr, emu.addr.port() - 1));
-            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
-            emu.stop();
-            say(&format!("sent {} records, left out {}", emu.sent.load(Ordering::Relaxed), emu.lost.load(Ordering::Relaxed)));
-            Ok(())
-        }
-        EmulateCommand::Ft300 { port, rate_hz, inject_garbage_every, duration, wrench, start_at_unix_s, bias, noise_n, noise_nm, seed, streaming_at_start } => {
-            let ft = Ft300Emulator {
-                inject_garbage_every,
-                wrench: wrench.as_deref().map(lab::tables::read_wrench).transpose()?,
-                start_at_unix_s,
-                bias: bias.exactly::<6>("bias", "FX,FY,FZ,MX,MY,MZ")?,
-                noise_n,
-                noise_nm,
-                seed,
-                streaming_at_power_up: streaming_at_start,
-                ..Ft300Emulator::new(rate_hz)
-            };
-            let line = lab::emulate::open_port(&port, 19_200)?;
-            run_serial(duration, "frames", move |stop| ft.run(line, stop))
-        }
-        EmulateCommand::AsciiSensor { port, rate_hz, separator, values, start_at_unix_s, duration } => {
-            let separator = session::rig::Separator::parse(&separator).map_err(|e| Error::input(format!("--separator: {e}")))?;
-            let values = values.as_deref().map(|p| lab::tables::read_time_table(p, None)).transpose()?.map(|t| t.rows);
-            let cells = AsciiEmulator { rate_hz, separator, values, start_at_unix_s };
-            let line = lab::emulate::open_port(&port, 115_200)?;
-            run_serial(duration, "lines", move |stop| cells.run(line, stop))
-        }
-    }
 }
 
 #[derive(Subcommand)]
@@ -355,30 +220,6 @@ pub enum CameraCommand {
         #[arg(long, default_value = "reports/camera-check")]
         out: PathBuf,
     },
-}
-
-pub fn camera(cmd: CameraCommand) -> Result<()> {
-    let CameraCommand::Check { rig, markers, camera, frames, out } = cmd;
-    let c = lab::camera::check(&lab::camera::CameraCheckRequest { rig, markers, camera, frames, out })?;
-    for w in &c.warnings {
-        eprintln!("rodlab: warning: {w}");
-    }
-    for (name, value) in &c.reported {
-        println!("camera '{}': {name} = {value}", c.camera);
-    }
-    println!("marker  found  area_px  sat_margin  val_margin  hue_margin_deg  sharpness");
-    for l in &c.check.markers {
-        println!(
-            "{:>6}  {:>2}/{:<2}  {:>7.1}  {:>10.3}  {:>10.3}  {:>14.1}  {:>9.1}",
-            l.index, l.found_frames, c.check.frames, l.area_px, l.saturation_margin, l.value_margin, l.hue_margin_deg, l.sharpness
-        );
-    }
-    println!("wrote {} and {}", c.image.display(), c.table.display());
-    if !c.check.ok() {
-        return Err(Error::computation(format!("camera '{}': {}", c.camera, c.check.verdict())));
-    }
-    println!("{}", c.check.verdict());
-    Ok(())
 }
 
 pub fn session(cmd: SessionCommand) -> Result<()> {
@@ -461,19 +302,9 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
         }
         SessionCommand::Check { dir, max_outage_s, skip_videos } => {
             lab::error::non_negative("--max-outage-s", max_outage_s)?;
-            let report = lab::info::check(&SessionDir::new(&dir), &lab::info::CheckOptions { max_outage_s, videos: !skip_videos })?;
-            println!("checked {} chunks, {} rows", report.chunks.len(), report.rows());
-            for w in &report.warnings {
-                println!("  warning: {w}");
-            }
-            for p in &report.problems {
-                println!("  problem: {p}");
-            }
-            if !report.ok() {
-                return Err(Error::computation(format!("{} problem(s) in {}", report.problems.len(), dir.display())));
-            }
-            println!("ok: every file is readable and consistent, every device was heard{}", if report.warnings.is_empty() { "" } else { " (warnings above)" });
-            Ok(())
+            // Sessions with videos go to the device build (needs_devices).
+            let report = lab::info::check(&SessionDir::new(&dir), &lab::info::CheckOptions { max_outage_s, videos: !skip_videos, count_frames: None })?;
+            print_check(&report, &dir)
         }
         SessionCommand::Export { dir, to } => {
             let out = lab::export::export(&SessionDir::new(&dir), &to)?;
@@ -485,15 +316,24 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
             }
             Ok(())
         }
-        SessionCommand::View { dir, addr, duration } => {
-            let replay = lab::view::replay::serve(&SessionDir::new(&dir), &addr)?;
-            let (start_s, end_s) = replay.site.span_s();
-            say(&format!("session {} ({start_s:.2} s to {end_s:.2} s) at {}", dir.display(), replay.server.url()));
-            say("Ctrl-C to stop");
-            wait_for_stop(&stop_on_ctrl_c(), duration, || false);
-            Ok(())
-        }
+        SessionCommand::View { .. } => Err(Error::input("session view: needs the device build (lab-devices)")),
     }
+}
+
+/// `session check`'s lines; an error when anything is wrong.
+pub fn print_check(report: &lab::info::CheckReport, dir: &std::path::Path) -> Result<()> {
+    println!("checked {} chunks, {} rows", report.chunks.len(), report.rows());
+    for w in &report.warnings {
+        println!("  warning: {w}");
+    }
+    for p in &report.problems {
+        println!("  problem: {p}");
+    }
+    if !report.ok() {
+        return Err(Error::computation(format!("{} problem(s) in {}", report.problems.len(), dir.display())));
+    }
+    println!("ok: every file is readable and consistent, every device was heard{}", if report.warnings.is_empty() { "" } else { " (warnings above)" });
+    Ok(())
 }
 
 #[derive(Args)]
@@ -518,22 +358,6 @@ pub struct CalibrateArgs {
     pub max_rms_px: f64,
     #[arg(long, default_value = "camera.toml")]
     pub out: PathBuf,
-}
-
-pub fn calibrate(a: CalibrateArgs) -> Result<()> {
-    let c = lab::track::calibrate(&a.images, &a.board, a.square_m, a.plane_image.as_deref(), a.max_rms_px, &a.out)?;
-    let (cam, s) = (&c.camera, &c.summary);
-    println!("board found in {} of {} images", s.used.len(), s.images);
-    for r in &s.rejected {
-        println!("  no board: {}", r.display());
-    }
-    println!(
-        "fx {:.2} px, fy {:.2} px, cx {:.2} px, cy {:.2} px, k1 {:.4}, k2 {:.4}; RMS reprojection {:.3} px",
-        cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px, cam.distortion[0], cam.distortion[1], s.rms_px
-    );
-    println!("plane of motion from {}", s.plane_image.display());
-    println!("wrote {}", a.out.display());
-    Ok(())
 }
 
 #[derive(Args)]
@@ -566,32 +390,6 @@ pub struct TrackArgs {
     /// Height of the marker centres above the board plane, towards the camera [m] (default: camera.toml's plane_offset_m, else the session's frames.marker_height_m, else 0).
     #[arg(long)]
     pub marker_height_m: Option<f64>,
-}
-
-pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
-    let req = lab::track::TrackRequest {
-        input: a.input,
-        camera: a.camera,
-        markers: a.markers,
-        frames: a.frames,
-        fps: a.fps,
-        out: a.out,
-        overlay: a.overlay,
-        overlay_every: a.overlay_every as usize,
-        marker_height_m: a.marker_height_m,
-    };
-    let t = lab::track::track(&req, progress)?;
-    match &t.world_from {
-        Some(meta) => println!("positions in the world frame of {}, markers {:.1} mm above the board", meta.display(), 1e3 * t.marker_height_m),
-        None => println!("positions in the board frame (no session.toml beside the video), markers {:.1} mm above the board", 1e3 * t.marker_height_m),
-    }
-    for w in &t.warnings {
-        eprintln!("rodlab: warning: {w}");
-    }
-    println!("{} frames, {} markers: {} missing, {} merged, {} re-acquired marker-frames", t.frames, t.markers, t.missing, t.merged, t.reacquired);
-    println!("decoding {:.0} frames/s, tracking {:.0} frames/s", t.decode_fps, t.track_fps);
-    println!("wrote {}", req.out.display());
-    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -720,7 +518,8 @@ pub struct SynthSessionArgs {
     pub view: Option<String>,
 }
 
-fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
+/// The synthesis a `synth session` asks for (offline or --live).
+pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
     let scene = sim::Scene::from_file(&a.scene)?;
     let rod = rod::Rod::from_file(&a.rod)?;
     let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
@@ -756,56 +555,32 @@ fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
         seed: a.seed,
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
+    Ok(req)
+}
+
+fn synth_session(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
     if a.live {
-        let s = lab::live::record_live_viewed(&req, a.camera_fps, a.view.as_deref(), progress)?.made;
-        let stages: Vec<String> = s.truth.stage_wall_s.iter().map(|(n, t)| format!("{n} {t:.1} s")).collect();
-        println!(
-            "recorded session {} live ({:.2} s of experiment; {}) and its truth in {}",
-            a.out.display(),
-            s.end_s,
-            stages.join(", "),
-            s.truth_dir.display()
-        );
-    } else {
-        let s = lab::synth::synthesise(&req, progress)?;
-        println!(
-            "wrote session {} ({:.2} s: {} robot samples at {} Hz, {}{} camera frames) and its truth in {}",
-            a.out.display(),
-            s.end_s,
-            s.robot_samples,
-            a.robot_hz,
-            if a.no_flange_sensor { String::new() } else { format!("force sensor at {} Hz, ", a.sensor_hz) },
-            s.camera_frames,
-            s.truth_dir.display()
-        );
+        return Err(Error::input("synth session --live: needs the device build (lab-devices)"));
     }
+    let req = synth_request(&a)?;
+    let s = lab::synth::synthesise(&req, progress)?;
+    println!(
+        "wrote session {} ({:.2} s: {} robot samples at {} Hz, {}{} camera frames) and its truth in {}",
+        a.out.display(),
+        s.end_s,
+        s.robot_samples,
+        a.robot_hz,
+        if a.no_flange_sensor { String::new() } else { format!("force sensor at {} Hz, ", a.sensor_hz) },
+        s.camera_frames,
+        s.truth_dir.display()
+    );
     Ok(())
 }
 
 pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
     match cmd {
         SynthCommand::Session(a) => synth_session(*a, progress),
-        SynthCommand::Board { out, board, square_m, noise } => {
-            let views = lab::track::synth_board(&out, &board, square_m, noise)?;
-            println!("wrote {views} views, plane.png and true-camera.toml to {}", out.display());
-            Ok(())
-        }
-        SynthCommand::Video { out, frames, markers, max_speed_px, noise, fps, format, occlude } => {
-            let occlusion = match occlude {
-                None => None,
-                Some(n) => {
-                    let [marker, first_frame, count] = n.exactly::<3>("occlude", "M,F,N")?;
-                    if [marker, first_frame, count].iter().any(|v| *v < 0.0 || v.fract() != 0.0) {
-                        return Err(Error::input("--occlude: expected three whole numbers M,F,N"));
-                    }
-                    Some(lab::track::Occlusion { marker: marker as usize, first_frame: first_frame as usize, frames: count as usize })
-                }
-            };
-            let req = lab::track::VideoRequest { out: out.clone(), frames, markers, max_speed_px, noise, fps, format: format.clone(), occlusion };
-            lab::track::synth_video(&req, progress)?;
-            println!("wrote {frames} frames ({format}), truth.csv, true-camera.toml, markers.toml to {}", out.display());
-            Ok(())
-        }
+        SynthCommand::Board { .. } | SynthCommand::Video { .. } => Err(Error::input("synth board/video: needs the device build (lab-devices)")),
     }
 }
 

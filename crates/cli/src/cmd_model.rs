@@ -143,12 +143,17 @@ pub struct SchemaArgs {
 }
 
 pub fn schema(a: SchemaArgs) -> Result<()> {
+    schema_with(a, lab::reference::schema, lab::reference::check_file)
+}
+
+/// `schema` with the given readers (the device build's know the tracker's
+/// files too).
+pub fn schema_with(a: SchemaArgs, schema_of: fn(&str) -> Option<schemars::Schema>, check_file: fn(&str, &std::path::Path) -> Result<String>) -> Result<()> {
     if let Some(path) = &a.check {
-        println!("{}: ok, {}", path.display(), lab::reference::check_file(&a.file, path)?);
+        println!("{}: ok, {}", path.display(), check_file(&a.file, path)?);
         return Ok(());
     }
-    let schema = lab::reference::schema(&a.file)
-        .ok_or_else(|| lab::Error::input(format!("{}: no such file kind (one of {})", a.file, lab::reference::FILES.join(", "))))?;
+    let schema = schema_of(&a.file).ok_or_else(|| lab::Error::input(format!("{}: no such file kind (one of {})", a.file, lab::reference::FILES.join(", "))))?;
     if a.reference {
         print!("{}", lab::reference::table(&lab::reference::fields(&schema)));
     } else {

@@ -16,6 +16,12 @@ impl Bars {
     }
 }
 
+impl Default for Bars {
+    fn default() -> Bars {
+        Bars::new()
+    }
+}
+
 struct Bar(ProgressBar);
 
 impl lab::Task for Bar {

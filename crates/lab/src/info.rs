@@ -179,18 +179,26 @@ fn segments(dir: &SessionDir) -> Vec<SessionDir> {
     dir.contents().iter().filter(|n| n.starts_with("segment-")).map(|n| SessionDir::new(dir.path().join(n))).filter(|s| s.meta_path().is_file()).collect()
 }
 
+/// Counts the frames of a video that decode (a decoder's; this crate has
+/// none): `Err` says why the file does not open.
+pub type CountFrames = fn(&std::path::Path) -> std::result::Result<usize, String>;
+
 /// What `session check` looks for beyond damaged files.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckOptions {
     /// A device silent or away for longer than this is a problem \[s\].
     pub max_outage_s: f64,
-    /// Decode every video to count its frames (OpenCV; slow on long sessions).
+    /// Decode every video to count its frames (slow on long sessions).
     pub videos: bool,
+    /// How a video's decodable frames are counted (a decoder: this crate
+    /// has none; `lab_devices::count_video_frames`). `None`: videos are not
+    /// checked, and the report says so.
+    pub count_frames: Option<CountFrames>,
 }
 
 impl Default for CheckOptions {
     fn default() -> CheckOptions {
-        CheckOptions { max_outage_s: 1.0, videos: true }
+        CheckOptions { max_outage_s: 1.0, videos: true, count_frames: None }
     }
 }
 
@@ -268,7 +276,7 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
     }
     check_streams(dir, meta.as_ref(), &devices, &mut report);
     if opts.videos {
-        check_videos(dir, &mut report);
+        check_videos(dir, opts.count_frames, &mut report);
     }
     Ok(report)
 }
@@ -355,8 +363,13 @@ fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport
     }
 }
 
-#[cfg(feature = "devices")]
-fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
+fn check_videos(dir: &SessionDir, count_frames: Option<CountFrames>, report: &mut CheckReport) {
+    let Some(count_frames) = count_frames else {
+        if dir.stream_names().iter().any(|n| dir.find_video(n).is_some()) {
+            report.warnings.push("videos not checked (no video decoder in this build)".into());
+        }
+        return;
+    };
     for container in ["mkv", "avi"] {
         for name in dir.stream_names() {
             let video = dir.video(&name, container);
@@ -364,8 +377,7 @@ fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
                 continue;
             }
             let table_rows = report.chunks.iter().filter(|c| c.problem.is_none() && c.path.starts_with(dir.stream(&name))).map(|c| c.rows).sum::<usize>();
-            let decoded = track::source::FrameSource::open(&video).and_then(|mut s| s.count_decodable());
-            match decoded {
+            match count_frames(&video) {
                 Err(e) => report.problems.push(format!("{}: {e}", video.display())),
                 Ok(n) if n != table_rows => report.problems.push(format!(
                     "{}: {n} frames decode, the frame table (streams/{name}) has {table_rows}{}",
@@ -375,12 +387,5 @@ fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
                 Ok(_) => {}
             }
         }
-    }
-}
-
-#[cfg(not(feature = "devices"))]
-fn check_videos(dir: &SessionDir, report: &mut CheckReport) {
-    if dir.stream_names().iter().any(|n| dir.find_video(n).is_some()) {
-        report.warnings.push("videos not checked (this build has no OpenCV)".into());
     }
 }

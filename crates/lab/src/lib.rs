@@ -6,10 +6,11 @@
 //! turns arguments into these values and results into lines; tests and
 //! scripts call them directly.
 //!
-//! The physics side builds without OpenCV; recording, emulating devices,
-//! tracking, the live virtual lab and the browser views (live and replay,
-//! `view`) come with the `devices` feature. [`mod@reference`] turns the
-//! config files' parsers into their JSON schemas and reference tables.
+//! It builds without OpenCV: recording, emulating devices, tracking, the
+//! live virtual lab and the browser views are the `lab-devices` crate's
+//! (which the `rodlab` binary loads only for those commands).
+//! [`mod@reference`] turns the config files' parsers into their JSON
+//! schemas and reference tables.
 
 pub mod c3d;
 pub mod data;
@@ -32,19 +33,6 @@ pub mod solve;
 pub mod synth;
 pub mod tables;
 pub mod validate;
-#[cfg(feature = "devices")]
-pub mod view;
-
-#[cfg(feature = "devices")]
-pub mod camera;
-#[cfg(feature = "devices")]
-pub mod emulate;
-#[cfg(feature = "devices")]
-pub mod live;
-#[cfg(feature = "devices")]
-pub mod record;
-#[cfg(feature = "devices")]
-pub mod track;
 
 pub use error::{Context, Error, Kind, Result};
 pub use progress::{Progress, Silent, Task};

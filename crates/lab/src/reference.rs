@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 /// The files with a schema, by the name `rodlab schema` takes. `markers`
-/// and `camera` are the tracker's (a build with the devices feature).
+/// and `camera` are the tracker's: their schemas and checks are
+/// `lab_devices::reference`'s (this crate does not link the tracker).
 pub const FILES: [&str; 9] = ["rod", "rig", "scene", "loads", "identified", "session", "map", "markers", "camera"];
 
 /// Reads `path` as a file of kind `name` (one of [`FILES`]) with the very
@@ -47,16 +48,7 @@ pub fn check_file(name: &str, path: &std::path::Path) -> crate::Result<String> {
             let m = crate::c3d::MocapMap::read(path, usize::MAX)?;
             format!("a motion-capture map: {} markers", m.markers.len())
         }
-        #[cfg(feature = "devices")]
-        "markers" => {
-            track::detect::MarkerParams::load(path)?;
-            "a markers file".to_string()
-        }
-        #[cfg(feature = "devices")]
-        "camera" => {
-            let c = track::camera::CameraModel::load(path)?;
-            format!("a camera file: {} x {} px", c.width_px, c.height_px)
-        }
+        "markers" | "camera" => return Err(Error::input(format!("{name}: the tracker's file, checked by the device build (lab_devices::reference)"))),
         other => return Err(Error::input(format!("{other}: no such file kind (one of {})", FILES.join(", ")))),
     };
     Ok(what)
@@ -78,7 +70,12 @@ pub fn experiment_columns() -> (String, String) {
 
 /// The JSON schema of config file `name` (one of [`FILES`]).
 pub fn schema(name: &str) -> Option<schemars::Schema> {
-    let mut value = raw_schema(name)?.to_value();
+    finish_schema(raw_schema(name)?)
+}
+
+/// A derived schema as `rodlab schema` prints it (units unescaped).
+pub fn finish_schema(raw: schemars::Schema) -> Option<schemars::Schema> {
+    let mut value = raw.to_value();
     unescape_descriptions(&mut value);
     schemars::Schema::try_from(value).ok()
 }
@@ -108,10 +105,6 @@ fn raw_schema(name: &str) -> Option<schemars::Schema> {
         "identified" => schemars::schema_for!(identify::output::IdentifiedFile),
         "session" => schemars::schema_for!(session::SessionMeta),
         "map" => schemars::schema_for!(crate::c3d::RawMap),
-        #[cfg(feature = "devices")]
-        "markers" => schemars::schema_for!(track::detect::MarkerParams),
-        #[cfg(feature = "devices")]
-        "camera" => schemars::schema_for!(track::camera::CameraModel),
         _ => return None,
     })
 }

@@ -6,9 +6,9 @@
 //! simulated base wrench with bias and noise), load cells on pulled cables
 //! (`streams/load_cell`) and the tracked markers in the world frame with
 //! noise (`markers.parquet`, one camera frame per simulation step), all on
-//! one host clock, with the rig's frames in `session.toml`. With the
-//! `devices` feature, [`crate::live`] plays the same truth through the
-//! real recording path instead.
+//! one host clock, with the rig's frames in `session.toml`. The
+//! `lab-devices` crate's `live` plays the same truth through the real
+//! recording path instead.
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;

@@ -3,8 +3,8 @@
 //! then each records in its own thread into the session's streams on one
 //! host clock until stopped (a flag, or a duration).
 
-use crate::error::{Context, Error, Result};
-use crate::progress::Progress;
+use lab::error::{Context, Error, Result};
+use lab::progress::Progress;
 use record::robot::{self, Clock, Status};
 use record::serial;
 use session::{Rig, SessionDir};
@@ -130,7 +130,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
     let rig = req.rig;
     let rig_name = req.rig_path.display().to_string();
     if let Some(d) = req.duration_s {
-        crate::error::positive("--duration", d)?;
+        lab::error::positive("--duration", d)?;
     }
     // The directory first: held for the whole recording, and never taken over.
     let root = req.out.path();

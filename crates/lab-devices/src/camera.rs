@@ -3,7 +3,7 @@
 //! settings, an annotated image and a per-marker table to look at, and a
 //! verdict that names a missing or marginal marker.
 
-use crate::error::{Error, Result};
+use lab::error::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use track::check::{CameraCheck, MarkerLook};

@@ -187,7 +187,7 @@ fn observe_in_a_rotated_rig_with_a_vertical_board_and_raised_markers() {
     CameraModel { plane_offset_m: None, ..camera.clone() }.save(&camera_path).unwrap();
 
     // Track, then observe.
-    let tracked = lab::track::track(&lab::track::TrackRequest::new(&video, &camera_path, &sess.join("markers.parquet")), &lab::Silent).unwrap();
+    let tracked = lab_devices::track::track(&lab_devices::track::TrackRequest::new(&video, &camera_path, &sess.join("markers.parquet")), &lab::Silent).unwrap();
     assert_eq!(tracked.world_from, Some(sess.join("session.toml")), "positions in the session's world frame");
     let tracked = session::read_markers(&sess.join("markers.parquet")).unwrap();
     let mut worst_marker = 0.0f64;

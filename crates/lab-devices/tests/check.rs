@@ -3,7 +3,7 @@
 //! damaged file by file; each damage is named, none passes as "ok".
 
 mod common;
-use lab::info::{check, CheckOptions};
+use lab::info::check;
 use lab::{SessionDir, Silent};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::sync::Arc;
 /// A session of `frames` camera frames, tracked.
 fn recorded(dir: &std::path::Path) -> SessionDir {
     let video = dir.join("video");
-    lab::track::synth_video(
-        &lab::track::VideoRequest {
+    lab_devices::track::synth_video(
+        &lab_devices::track::VideoRequest {
             out: video.clone(),
             frames: 45,
             markers: 3,
@@ -38,7 +38,7 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
     let rig_text = rig.to_toml("a file camera");
     std::fs::write(&rig_path, &rig_text).unwrap();
     let out = SessionDir::new(dir.join("s"));
-    let req = lab::record::RecordRequest {
+    let req = lab_devices::record::RecordRequest {
         rig: &rig,
         rig_path: &rig_path,
         rig_text: &rig_text,
@@ -48,14 +48,14 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
         stop: Arc::new(AtomicBool::new(false)),
         view: None,
     };
-    let r = lab::record::record(&req, &Silent).unwrap();
+    let r = lab_devices::record::record(&req, &Silent).unwrap();
     assert_eq!(r.device("camera").unwrap().rows, 45, "{:?}", r.devices);
     // Capture settings a video file cannot take: named, not fatal.
     assert!(r.warnings.iter().any(|w| w.contains("a video file") && w.contains("exposure, auto_white_balance")), "{:?}", r.warnings);
-    lab::track::track(
-        &lab::track::TrackRequest {
+    lab_devices::track::track(
+        &lab_devices::track::TrackRequest {
             markers: Some(video.join("markers.toml")),
-            ..lab::track::TrackRequest::new(&out.video("camera", "mkv"), &video.join("true-camera.toml"), &out.markers())
+            ..lab_devices::track::TrackRequest::new(&out.video("camera", "mkv"), &video.join("true-camera.toml"), &out.markers())
         },
         &Silent,
     )
@@ -64,14 +64,14 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
 }
 
 fn problems(s: &SessionDir) -> Vec<String> {
-    check(s, &CheckOptions::default()).unwrap().problems
+    check(s, &lab_devices::check_options()).unwrap().problems
 }
 
 #[test]
 fn every_kind_of_damage_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let s = recorded(dir.path());
-    let report = check(&s, &CheckOptions::default()).unwrap();
+    let report = check(&s, &lab_devices::check_options()).unwrap();
     assert!(report.ok() && report.warnings.is_empty(), "{:?} {:?}", report.problems, report.warnings);
     assert_eq!(report.rows(), 45);
 
@@ -111,7 +111,7 @@ fn every_kind_of_damage_is_named() {
     let mut meta = s.meta().unwrap().unwrap();
     meta.end_utc.clear();
     meta.write(s.path()).unwrap();
-    let r = check(&s, &CheckOptions::default()).unwrap();
+    let r = check(&s, &lab_devices::check_options()).unwrap();
     assert!(r.ok() && r.warnings.iter().any(|w| w.contains("not finalised")), "{:?} {:?}", r.problems, r.warnings);
 }
 
@@ -145,7 +145,7 @@ const ARM: &str = "configs/rod/pls-cable-arm.toml";
 fn damage_inside_the_files_is_named_and_readers_leave_a_damaged_chunk_out() {
     let dir = tempfile::tempdir().unwrap();
     let good = common::synth(dir.path(), "day", ARM, "configs/scene/cable-arm-holds.toml", |r| r.seed = 4);
-    assert!(check(&good, &CheckOptions::default()).unwrap().ok(), "{:?}", problems(&good));
+    assert!(check(&good, &lab_devices::check_options()).unwrap().ok(), "{:?}", problems(&good));
     let s = SessionDir::new(dir.path().join("damaged"));
     common::copy_dir(good.path(), s.path());
     // The FT 300's third second: Fx stored as text.
@@ -232,10 +232,10 @@ fn a_video_longer_than_its_frame_table_is_tracked_where_it_has_times() {
     cut.write(&stream.join("000000.parquet")).unwrap();
     let video = dir.path().join("video");
     let out = dir.path().join("markers.parquet");
-    let tracked = lab::track::track(
-        &lab::track::TrackRequest {
+    let tracked = lab_devices::track::track(
+        &lab_devices::track::TrackRequest {
             markers: Some(video.join("markers.toml")),
-            ..lab::track::TrackRequest::new(&s.video("camera", "mkv"), &video.join("true-camera.toml"), &out)
+            ..lab_devices::track::TrackRequest::new(&s.video("camera", "mkv"), &video.join("true-camera.toml"), &out)
         },
         &Silent,
     )

@@ -3,7 +3,7 @@
 //! on a serial line. They speak the devices' bytes (the `record` crate);
 //! this module reads what they play (CSV tables) and checks the settings.
 
-use crate::error::{positive, Context, Error, Result};
+use lab::error::{positive, Context, Error, Result};
 pub use record::netft::NetFtQuirks;
 pub use record::rtde::{Controller, Quirks};
 use record::rtde::{Emulator, EmulatorConfig};
@@ -131,8 +131,8 @@ impl Ft300Emulator {
         if self.inject_garbage_every == Some(0) {
             return Err(Error::input("--inject-garbage-every: must be at least 1"));
         }
-        crate::error::non_negative("--noise-n", self.noise_n)?;
-        crate::error::non_negative("--noise-nm", self.noise_nm)?;
+        lab::error::non_negative("--noise-n", self.noise_n)?;
+        lab::error::non_negative("--noise-nm", self.noise_nm)?;
         if !self.bias.iter().all(|b| b.is_finite()) {
             return Err(Error::input("--bias: expected six finite numbers fx,fy,fz,mx,my,mz"));
         }

@@ -2,8 +2,8 @@
 //! checkerboard images, tracking a video (in a session: on the host clock,
 //! in the rig's world frame), and synthetic boards and videos with truth.
 
-use crate::error::{Error, Result};
-use crate::progress::Progress;
+use lab::error::{Error, Result};
+use lab::progress::Progress;
 use std::path::{Path, PathBuf};
 use track::calibrate::{self, BoardSpec};
 use track::camera::CameraModel;
@@ -27,7 +27,7 @@ pub struct Calibrated {
 /// `plane_image` (default: the first image); writes `out`.
 pub fn calibrate(images: &Path, board: &str, square_m: f64, plane_image: Option<&Path>, max_rms_px: f64, out: &Path) -> Result<Calibrated> {
     let (cols, rows) = BoardSpec::parse_size(board)?;
-    crate::error::positive("--square-m", square_m)?;
+    lab::error::positive("--square-m", square_m)?;
     let spec = BoardSpec { cols, rows, square_m };
     let files = calibrate::image_files(images)?;
     let (camera, summary) = calibrate::calibrate(&files, &spec, plane_image, max_rms_px)?;

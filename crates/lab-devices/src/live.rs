@@ -11,10 +11,10 @@
 //! known host time in the session.
 
 use crate::emulate::{unix_now_s, AsciiEmulator, Ft300Emulator, RobotEmulator};
-use crate::error::{Context, Error, Result};
-use crate::progress::Progress;
-use crate::simulate::at_records;
-use crate::synth::{load_cell_rows, simulate_truth, truth_file, write_truth, Noise, SynthRequest, Synthesised};
+use lab::error::{Context, Error, Result};
+use lab::progress::Progress;
+use lab::simulate::at_records;
+use lab::synth::{load_cell_rows, simulate_truth, truth_file, write_truth, Noise, SynthRequest, Synthesised};
 use lie::{Pose, Vec3};
 use record::serial::PtyPair;
 use session::rig::{AsciiDevice, CameraDevice, Ft300Device, NetFtDevice, RobotDevice, SessionInfo};
@@ -265,7 +265,7 @@ pub fn record_live(req: &SynthRequest, camera_fps: f64, progress: &dyn Progress)
 /// (the rendered camera's calibration and the rod: the strain is observed
 /// live).
 pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option<&str>, progress: &dyn Progress) -> Result<Live> {
-    crate::error::positive("--camera-fps", camera_fps)?;
+    lab::error::positive("--camera-fps", camera_fps)?;
     if req.mounted_at_s > 0.0 {
         return Err(Error::input("--mounted-at-s: not supported with --live (the emulated sensor carries the rod from the start)"));
     }

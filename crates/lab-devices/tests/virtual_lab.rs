@@ -20,11 +20,11 @@ const ROD: &str = "configs/rod/contact-paper-steel-core.toml";
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A live session of `scene` with `rod`, changed by `edit`.
-fn live_with(dir: &Path, name: &str, rod_rel: &str, scene_rel: &str, edit: impl FnOnce(&mut SynthRequest)) -> lab::live::Live {
+fn live_with(dir: &Path, name: &str, rod_rel: &str, scene_rel: &str, edit: impl FnOnce(&mut SynthRequest)) -> lab_devices::live::Live {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut req = SynthRequest::new(&at(scene_rel), scene(scene_rel), &at(rod_rel), rod(rod_rel), &dir.join(name));
     edit(&mut req);
-    let live = lab::live::record_live(&req, 30.0, &lab::Silent).unwrap();
+    let live = lab_devices::live::record_live(&req, 30.0, &lab::Silent).unwrap();
     let (s, truth) = (&live.made.session, &live.made.truth_dir);
     assert!(truth.join("truth.toml").is_file() && !s.path().join("truth.toml").exists() && !s.path().join("sim.parquet").exists());
     live
@@ -92,7 +92,7 @@ fn chain(scene_rel: &str, name: &str, seed: u64, experiment_s: f64) -> (tempfile
     // Every stream complete: the checker is clean, no robot package lost
     // (consecutive controller timestamps), no FT 300 frame lost, every
     // video frame recorded.
-    let check = lab::info::check(&session, &lab::info::CheckOptions::default()).unwrap();
+    let check = lab::info::check(&session, &lab_devices::check_options()).unwrap();
     assert!(check.ok() && check.warnings.is_empty(), "{:?} {:?}", check.problems, check.warnings);
     let info = lab::info::streams(&session, &mut vec![]).unwrap();
     let stream = |n: &str| info.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no stream {n}: {info:?}")).clone();
@@ -156,11 +156,11 @@ fn the_stick_test_recorded_live_matches_its_truth_and_a_wrong_rig_is_caught() {
     meta.frames.board.position_m[0] += 0.005;
     meta.write(bad.path()).unwrap();
     let playback = truth.join("playback");
-    let req = lab::track::TrackRequest {
+    let req = lab_devices::track::TrackRequest {
         markers: Some(playback.join("markers.toml")),
-        ..lab::track::TrackRequest::new(&bad.video("camera", "mkv"), &playback.join("camera.toml"), &bad.markers())
+        ..lab_devices::track::TrackRequest::new(&bad.video("camera", "mkv"), &playback.join("camera.toml"), &bad.markers())
     };
-    lab::track::track(&req, &lab::Silent).unwrap();
+    lab_devices::track::track(&req, &lab::Silent).unwrap();
     let s = validate_one(&bad, scene_rel, &dir.path().join("validate-wrong"));
     let worst = worst_marker_residual_mm(&s);
     println!("wrong rig: marker residuals up to {worst:.2} mm; {:?}", s.warnings);

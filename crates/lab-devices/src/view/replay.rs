@@ -5,7 +5,7 @@
 
 use super::http::{query_f64, Reply, Server, Site};
 use super::{device_plots, finite, shown_columns, strain_json, DeviceLine, DeviceState, SILENT_AFTER_S};
-use crate::error::{Context, Error, Result};
+use lab::error::{Context, Error, Result};
 use serde_json::{json, Value};
 use session::{MarkerRow, SessionDir, StrainRow};
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@
 
 use super::http::{query_f64, Broadcast, Reply, Server, Site};
 use super::{device_plots, finite, shown_columns, strain_json, DeviceLine, DeviceState};
-use crate::error::{Error, Result};
+use lab::error::{Error, Result};
 use lie::{Pose, Vec3};
 use observe::{Mode, Observer};
 use record::robot::{Clock, Status};
