@@ -6,6 +6,7 @@
 //! observing recover the strain and the base pose. And the rig calibration
 //! measures the robot's base from tracked poses.
 
+#[path = "../../lab/tests/common/mod.rs"]
 mod common;
 use common::*;
 use lie::{Pose, Vec3, Vec6};
