@@ -102,18 +102,10 @@ pub fn needs_devices(command: &Command) -> bool {
         Command::Synth(SynthCommand::Session(a)) => a.live,
         Command::Synth(_) => true,
         Command::Session(SessionCommand::View { .. }) => true,
-        Command::Session(SessionCommand::Check { dir, skip_videos, .. }) => !skip_videos && has_video(dir),
-        Command::Schema(a) => TRACKER_FILES.contains(&a.file.as_str()),
+        Command::Session(SessionCommand::Check { dir, skip_videos, .. }) => !skip_videos && lab::SessionDir::new(dir).has_video(),
+        Command::Schema(a) => lab::reference::TRACKER_FILES.contains(&a.file.as_str()),
         _ => false,
     }
-}
-
-/// The config files the tracker parses (`schema markers`, `schema camera`).
-pub const TRACKER_FILES: [&str; 2] = ["markers", "camera"];
-
-fn has_video(dir: &std::path::Path) -> bool {
-    let dir = lab::SessionDir::new(dir);
-    dir.stream_names().iter().any(|n| dir.find_video(n).is_some())
 }
 
 /// Parses `args` (the program name first), runs the command here or through

@@ -817,8 +817,10 @@ impl Problem {
             let model = self.model_at(i, &v);
             let warm = self.warm.borrow()[i].clone();
             self.solves.set(self.solves.get() + 1);
-            let factors = self.warm_factors.borrow()[i].clone();
-            let sol = match solve_with_factors(&model, &em.loads, warm.as_ref(), factors.as_ref().filter(|_| warm.is_some()), &self.options) {
+            let factors = self.warm_factors.borrow();
+            let solved = solve_with_factors(&model, &em.loads, warm.as_ref(), factors[i].as_ref().filter(|_| warm.is_some()), &self.options);
+            drop(factors);
+            let sol = match solved {
                 Ok(s) => s,
                 Err(_) if warm.is_some() => {
                     solve(&model, &em.loads, None, &self.options).map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?

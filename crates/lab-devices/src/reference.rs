@@ -3,9 +3,6 @@
 
 use lab::Result;
 
-/// The files of [`lab::reference::FILES`] that the tracker parses.
-pub const TRACKER_FILES: [&str; 2] = ["markers", "camera"];
-
 /// [`lab::reference::schema`] for every file, the tracker's included.
 pub fn schema(name: &str) -> Option<schemars::Schema> {
     match name {

@@ -10,6 +10,10 @@ use serde_json::Value;
 /// `lab_devices::reference`'s (this crate does not link the tracker).
 pub const FILES: [&str; 9] = ["rod", "rig", "scene", "loads", "identified", "session", "map", "markers", "camera"];
 
+/// The files of [`FILES`] that the tracker parses (the device build reads
+/// them: `rodlab schema markers` loads it).
+pub const TRACKER_FILES: [&str; 2] = ["markers", "camera"];
+
 /// Reads `path` as a file of kind `name` (one of [`FILES`]) with the very
 /// parser the commands use, checking every value; what the file is, or the
 /// error that names the file and the field. A loads file is checked for as

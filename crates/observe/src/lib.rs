@@ -22,6 +22,7 @@ use lie::{Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 use rod::model::point_jacobian;
 use rod::newton::{self, Failure, Linearisation, Newton, Residual, System};
+use rod::statics::Factors;
 use rod::terms::{self, Elastic, Gravity, PointLoad, PointLoads, Springs, Term};
 use rod::{Marker, Model, Rod};
 
@@ -312,7 +313,7 @@ struct WeightedSystem<'o> {
     springs: Springs,
     /// The last tangent's factorisation when its Newton step was the
     /// direction taken (for quasi-Newton steps near the solution).
-    factors: Option<nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>>,
+    factors: Option<Factors>,
 }
 
 impl WeightedSystem<'_> {
@@ -348,7 +349,7 @@ impl System for WeightedSystem<'_> {
     fn direction(&mut self, lin: &Linearisation, _attempt: usize) -> Option<DVector<f64>> {
         let r = &lin.residual.value;
         let descent = |d: &DVector<f64>| r.dot(d) < -1e-14 * r.norm() * d.norm();
-        let factors = lin.tangent.clone().lu();
+        let factors = Factors::of(lin.tangent.clone());
         if let Some(d) = factors.solve(&(-r)) {
             if descent(&d) {
                 self.factors = Some(factors);

@@ -55,7 +55,6 @@ pub trait System {
         lin.tangent.clone().lu().solve(&(-&lin.residual.value))
     }
 
-    /// The line search's measure of a residual. Default: Euclidean norm.
     /// A chord step (modified Newton): the direction for the residual `r`
     /// from the factorisation of the last linearisation, which the system
     /// kept. `None` (the default): the system keeps none, every iteration
@@ -65,6 +64,7 @@ pub trait System {
         None
     }
 
+    /// The line search's measure of a residual. Default: Euclidean norm.
     fn merit(&self, r: &Residual) -> f64 {
         r.value.norm()
     }
@@ -228,32 +228,35 @@ impl<C: LineSearchCondition> Newton<C> {
     /// 11 us) and convergence stays superlinear. The update is kept in
     /// product form over the steps taken (Kelley, "Iterative Methods for
     /// Linear and Nonlinear Equations", 1995, Algorithm broyden, full
-    /// steps): `newton_step` is the full step `-B0^-1 r` that led to `x`.
-    /// Returns the last accepted point.
+    /// steps): `newton_step` is the full step `-B0^-1 r` that led to `x`;
+    /// without one, the first step is the chord step from `x`. Each step
+    /// must cut |r| to `QUASI_CONTRACTION` and not raise the merit, or it
+    /// is dropped. Returns the last accepted point.
     fn quasi_newton_steps<S: System + ?Sized>(
         &self,
         sys: &mut S,
-        newton_step: DVector<f64>,
+        newton_step: Option<DVector<f64>>,
         mut x: DVector<f64>,
         mut r: Residual,
         mut merit: f64,
         it: &mut usize,
     ) -> (DVector<f64>, Residual, f64) {
-        let mut steps = vec![newton_step];
+        let mut steps: Vec<DVector<f64>> = newton_step.into_iter().collect();
         while *it < self.max_iterations && !sys.converged(&r, self.tolerance) {
             let Some(mut z) = sys.chord_direction(&r) else { break };
-            for j in 0..steps.len() - 1 {
-                let c = steps[j].dot(&z) / steps[j].norm_squared();
-                z.axpy(c, &steps[j + 1], 1.0);
+            if let Some(last) = steps.last() {
+                for j in 0..steps.len() - 1 {
+                    let c = steps[j].dot(&z) / steps[j].norm_squared();
+                    z.axpy(c, &steps[j + 1], 1.0);
+                }
+                let denominator = 1.0 - last.dot(&z) / last.norm_squared();
+                // Also false for NaN.
+                let regular = denominator.abs() > 1e-12;
+                if !regular {
+                    break;
+                }
+                z /= denominator;
             }
-            let last = &steps[steps.len() - 1];
-            let denominator = 1.0 - last.dot(&z) / last.norm_squared();
-            // Also false for NaN.
-            let regular = denominator.abs() > 1e-12;
-            if !regular {
-                break;
-            }
-            z /= denominator;
             let xn = &x + &z;
             let Some(rn) = sys.residual(&xn).filter(finite) else { break };
             let mn = sys.merit(&rn);
@@ -269,25 +272,7 @@ impl<C: LineSearchCondition> Newton<C> {
         (x, r, merit)
     }
 
-    /// The first step from a factorisation the system already holds (see
-    /// [`Newton::solve`]), then Broyden steps; `None` when there is none or
-    /// the first step does not contract.
-    fn quasi_newton_start<S: System + ?Sized>(&self, sys: &mut S, x: &DVector<f64>, r: &Residual, it: &mut usize) -> Option<(DVector<f64>, Residual, f64)> {
-        if !self.quasi_newton || self.max_iterations == 0 {
-            return None;
-        }
-        let d = sys.chord_direction(r)?;
-        let xn = x + &d;
-        let rn = sys.residual(&xn).filter(finite)?;
-        let mn = sys.merit(&rn);
-        let descends = mn <= sys.merit(r) || sys.converged(&rn, self.tolerance);
-        if !(rn.value.norm() <= QUASI_CONTRACTION * r.value.norm() && descends) {
-            return None;
-        }
-        *it += 1;
-        Some(self.quasi_newton_steps(sys, d, xn, rn, mn, it))
-    }
-
+    /// Solves `sys` from `x0`.
     pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut x = x0.clone();
         // A warm start may already be converged: then no tangent is needed.
@@ -303,7 +288,9 @@ impl<C: LineSearchCondition> Newton<C> {
         // A factorisation handed in with the start (a nearby problem's
         // tangent, e.g. the last parameters' in a fit): Broyden from it
         // before any tangent, kept only while it converges fast.
-        if let Some((xq, rq, mq)) = self.quasi_newton_start(sys, &x, &first, &mut it) {
+        if self.quasi_newton {
+            let merit = sys.merit(&first);
+            let (xq, rq, mq) = self.quasi_newton_steps(sys, None, x.clone(), first, merit, &mut it);
             if sys.converged(&rq, self.tolerance) {
                 return Ok(Solved { x: xq, iterations: it, merit: mq, residual: rq });
             }
@@ -345,7 +332,7 @@ impl<C: LineSearchCondition> Newton<C> {
                 return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
             }
             let fast = self.quasi_newton && full_step && trial.value.norm() <= QUASI_AFTER * lin.residual.value.norm();
-            let (xn, trial, m) = if fast { self.quasi_newton_steps(sys, &xn - &x, xn, trial, m, &mut it) } else { (xn, trial, m) };
+            let (xn, trial, m) = if fast { self.quasi_newton_steps(sys, Some(&xn - &x), xn, trial, m, &mut it) } else { (xn, trial, m) };
             if sys.converged(&trial, self.tolerance) {
                 return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
             }

@@ -339,10 +339,10 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
 /// joint, and the interior points' own-segment parts.
 ///
 /// Joint j's Jacobian can be non-zero only on the strain coordinates of the
-/// segments before it and on the base: two contiguous column ranges. Every
-/// product is formed on those ranges as a block product (about half the
-/// columns on average), not column by column: the tangent is most of a
-/// Newton iteration's cost.
+/// segments before it and on the base: two contiguous column ranges, and
+/// the products are formed on those only (about half the columns on
+/// average), as fixed-size 6x6 products on raw columns: the tangent is most
+/// of a Newton iteration's cost.
 fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
     let frames = &kin.frames;
     let m = model.free.len();

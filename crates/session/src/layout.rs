@@ -103,6 +103,11 @@ impl SessionDir {
         ["mkv", "avi"].into_iter().map(|c| self.video(name, c)).find(|p| p.is_file())
     }
 
+    /// Whether any stream has a video file.
+    pub fn has_video(&self) -> bool {
+        self.stream_names().iter().any(|n| self.find_video(n).is_some())
+    }
+
     /// The text messages a robot controller sent.
     pub fn messages(&self, robot: &str) -> PathBuf {
         messages_file(&self.root, robot)
