@@ -98,7 +98,8 @@ fn slack_cables_whose_load_cells_read_noise_leave_gravity_holds_for_the_bias() {
 /// Item 2: the rod pushed at 45 degrees into a table with mu 0.6 runs to
 /// the end through `simulate` (it stopped at "step 232 ... did not
 /// converge" with nothing written). A step that cannot converge (here: a
-/// solver allowed one iteration) stops the run with exit 1, a message that
+/// solver allowed two Newton iterations, and two Broyden steps, to a
+/// residual of 1e-12) stops the run with exit 1, a message that
 /// names the time and what to try, and the run up to there written: the
 /// tables, and a page and summary that say where it stopped.
 #[test]
@@ -112,7 +113,10 @@ fn pushing_at_45_degrees_runs_and_a_failed_step_leaves_the_run_so_far() {
     assert!(summary["max_normal_force_n"].as_f64().unwrap() > 1.5, "{summary}");
 
     let scene = dir.path().join("one-iteration.toml");
-    let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-push-45.toml")).unwrap().replace("max_iterations = 40", "max_iterations = 2");
+    let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-push-45.toml"))
+        .unwrap()
+        .replace("max_iterations = 40", "max_iterations = 2")
+        .replace("tolerance = 1e-10", "tolerance = 1e-12");
     std::fs::write(&scene, text).unwrap();
     let out = dir.path().join("stopped");
     let o = rodlab(&["simulate", "--rod", rod, "--scene", scene.to_str().unwrap(), "--out", out.to_str().unwrap()]);

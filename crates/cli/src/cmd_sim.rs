@@ -70,8 +70,8 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
     }
     let s = &done.summary;
     println!(
-        "simulated {:.3} s in {} steps, wall {:.2} s (real-time factor {:.1}), {:.2} Newton iterations per step, at most {} sub-steps",
-        s.simulated_s, s.steps, s.wall_time_s, s.real_time_factor, s.mean_newton_iterations, s.max_substeps
+        "simulated {:.3} s in {} steps, wall {:.2} s (real-time factor {:.1}), {:.2} iterations and {:.3} tangents per step, at most {} sub-steps",
+        s.simulated_s, s.steps, s.wall_time_s, s.real_time_factor, s.mean_newton_iterations, s.tangents_per_step, s.max_substeps
     );
     match s.first_touch_s {
         Some(t) => println!(

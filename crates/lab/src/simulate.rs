@@ -232,7 +232,10 @@ pub struct Summary {
     pub simulated_s: f64,
     pub wall_time_s: f64,
     pub real_time_factor: f64,
+    /// Iterations per step (Newton's, and Broyden's between tangents).
     pub mean_newton_iterations: f64,
+    /// Tangents formed per step (Broyden steps reuse one over many steps).
+    pub tangents_per_step: f64,
     pub max_substeps: usize,
     pub mass_kg: f64,
     pub first_touch_s: Option<f64>,
@@ -270,6 +273,7 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         wall_time_s: wall,
         real_time_factor: last.t_s / wall.max(1e-12),
         mean_newton_iterations: records[1..].iter().map(|r| r.iterations as f64).sum::<f64>() / (records.len() - 1).max(1) as f64,
+        tangents_per_step: sim.tangents() as f64 / (records.len() - 1).max(1) as f64,
         max_substeps: records.iter().map(|r| r.substeps).max().unwrap_or(0),
         mass_kg: sim.mass_kg(),
         first_touch_s: records.iter().find(|r| r.contacts.iter().any(|c| c.state != ContactState::Free)).map(|r| r.t_s),
@@ -388,7 +392,7 @@ fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Sum
         diagonal: false,
     };
     let mut blocks = vec![Block::Text(format!(
-        "Rod {}, scene {} ({} mode, step {} ms, {} s). Mass {:.4} kg. {} steps in {:.2} s of wall time: {:.1} x real time, {:.2} Newton iterations per step.",
+        "Rod {}, scene {} ({} mode, step {} ms, {} s). Mass {:.4} kg. {} steps in {:.2} s of wall time: {:.1} x real time, {:.2} iterations and {:.3} tangents per step.",
         job.rod_path.display(),
         job.scene_path.display(),
         match scene.mode {
@@ -401,7 +405,8 @@ fn report_page(job: &SimulateJob, scene: &Scene, records: &[StepRecord], s: &Sum
         s.steps,
         s.wall_time_s,
         s.real_time_factor,
-        s.mean_newton_iterations
+        s.mean_newton_iterations,
+        s.tangents_per_step
     ))];
     if let Some(why) = &s.stopped {
         blocks.push(Block::Warnings(vec![format!("STOPPED at t = {:.4} s, before the scene's end: {why}", s.simulated_s)]));

@@ -127,6 +127,9 @@ impl LineSearchCondition for ArmijoNorm {
 /// Newton iteration with backtracking.
 #[derive(Clone, Debug)]
 pub struct Newton<C = ArmijoNorm> {
+    /// Newton iterations (tangents) at most; Broyden steps are bounded
+    /// apart, by as many again (a cheap step never costs the budget that
+    /// a full Newton iteration would have converged with).
     pub max_iterations: usize,
     pub tolerance: f64,
     /// Backtracking halves the step down to this length.
@@ -213,6 +216,20 @@ fn finite(r: &Residual) -> bool {
     r.scale.is_finite() && r.value.iter().all(|v| v.is_finite())
 }
 
+/// A solve's iterations: Newton's (a tangent each) and Broyden's, each
+/// kind bounded by `max_iterations`; reported as their sum.
+#[derive(Clone, Copy, Debug, Default)]
+struct Iterations {
+    newton: usize,
+    broyden: usize,
+}
+
+impl Iterations {
+    fn total(&self) -> usize {
+        self.newton + self.broyden
+    }
+}
+
 /// Quasi-Newton steps start after a full Newton step that cut the
 /// residual's norm to this fraction or less (the tangent is then close to
 /// the solution's) ...
@@ -239,10 +256,10 @@ impl<C: LineSearchCondition> Newton<C> {
         mut x: DVector<f64>,
         mut r: Residual,
         mut merit: f64,
-        it: &mut usize,
+        it: &mut Iterations,
     ) -> (DVector<f64>, Residual, f64) {
         let mut steps: Vec<DVector<f64>> = newton_step.into_iter().collect();
-        while *it < self.max_iterations && !sys.converged(&r, self.tolerance) {
+        while it.broyden < self.max_iterations && !sys.converged(&r, self.tolerance) {
             let Some(mut z) = sys.chord_direction(&r) else { break };
             if let Some(last) = steps.last() {
                 for j in 0..steps.len() - 1 {
@@ -265,7 +282,7 @@ impl<C: LineSearchCondition> Newton<C> {
             if !(contracts && descends) {
                 break;
             }
-            *it += 1;
+            it.broyden += 1;
             (x, r, merit) = (xn, rn, mn);
             steps.push(z);
         }
@@ -284,7 +301,7 @@ impl<C: LineSearchCondition> Newton<C> {
             let merit = sys.merit(&first);
             return Ok(Solved { x, iterations: 0, merit, residual: first });
         }
-        let mut it = 0;
+        let mut it = Iterations::default();
         // A factorisation handed in with the start (a nearby problem's
         // tangent, e.g. the last parameters' in a fit): Broyden from it
         // before any tangent, kept only while it converges fast.
@@ -292,17 +309,17 @@ impl<C: LineSearchCondition> Newton<C> {
             let merit = sys.merit(&first);
             let (xq, rq, mq) = self.quasi_newton_steps(sys, None, x.clone(), first, merit, &mut it);
             if sys.converged(&rq, self.tolerance) {
-                return Ok(Solved { x: xq, iterations: it, merit: mq, residual: rq });
+                return Ok(Solved { x: xq, iterations: it.total(), merit: mq, residual: rq });
             }
             x = xq;
         }
         let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
         let mut merit = sys.merit(&lin.residual);
         loop {
-            if it >= self.max_iterations || !merit.is_finite() {
-                return Err(Failure::MaxIterations { iterations: it, merit });
+            if it.newton >= self.max_iterations || !merit.is_finite() {
+                return Err(Failure::MaxIterations { iterations: it.total(), merit });
             }
-            it += 1;
+            it.newton += 1;
             let mut accepted = None;
             'directions: for attempt in 0..sys.direction_count() {
                 let Some(d) = sys.direction(&lin, attempt) else { continue };
@@ -323,24 +340,24 @@ impl<C: LineSearchCondition> Newton<C> {
             let Some((xn, trial, m, full_step)) = accepted else {
                 // Stalled at round-off: accept if already close.
                 if sys.acceptable(&lin.residual, self.tolerance) {
-                    return Ok(Solved { x, iterations: it, merit, residual: lin.residual });
+                    return Ok(Solved { x, iterations: it.total(), merit, residual: lin.residual });
                 }
-                return Err(Failure::LineSearch { iterations: it, merit });
+                return Err(Failure::LineSearch { iterations: it.total(), merit });
             };
             // Converged at the trial point: no new tangent needed.
             if sys.converged(&trial, self.tolerance) || (m > 0.5 * merit && sys.slow_but_acceptable(&trial, self.tolerance)) {
-                return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
+                return Ok(Solved { x: xn, iterations: it.total(), merit: m, residual: trial });
             }
             let fast = self.quasi_newton && full_step && trial.value.norm() <= QUASI_AFTER * lin.residual.value.norm();
             let (xn, trial, m) = if fast { self.quasi_newton_steps(sys, Some(&xn - &x), xn, trial, m, &mut it) } else { (xn, trial, m) };
             if sys.converged(&trial, self.tolerance) {
-                return Ok(Solved { x: xn, iterations: it, merit: m, residual: trial });
+                return Ok(Solved { x: xn, iterations: it.total(), merit: m, residual: trial });
             }
             x = xn;
             merit = m;
             lin = match sys.linearise(&x) {
                 Some(l) => l,
-                None => return Err(Failure::LineSearch { iterations: it, merit }),
+                None => return Err(Failure::LineSearch { iterations: it.total(), merit }),
             };
         }
     }

@@ -32,10 +32,11 @@ fn bench_scenes(c: &mut Criterion) {
         let steps = records.len() - 1;
         let iterations: usize = records.iter().map(|r| r.iterations).sum();
         println!(
-            "{name}: {steps} steps of {} ms in {wall:.3} s: {:.1} us per step, {:.2} Newton iterations per step, real-time factor {:.1}",
+            "{name}: {steps} steps of {} ms in {wall:.3} s: {:.1} us per step, {:.2} iterations and {:.3} tangents per step, real-time factor {:.1}",
             scene.step_s * 1e3,
             1e6 * wall / steps as f64,
             iterations as f64 / steps as f64,
+            sim.tangents() as f64 / steps as f64,
             scene.duration_s / wall
         );
         g.bench_function(format!("{name}_whole_run_{steps}_steps"), |b| {

@@ -293,7 +293,7 @@ struct RawContact {
 struct RawSolver {
     /// Newton's tolerance on the residual relative to the step's own forces (default 1e-10; not below double precision's reach).
     tolerance: Option<f64>,
-    /// Newton iterations per step at most (default 40).
+    /// Newton iterations per step at most (default 40); Broyden steps between them are bounded apart, by as many again.
     max_iterations: Option<usize>,
 }
 

@@ -258,6 +258,14 @@ pub struct Simulator {
     /// warnings the run has to report (each once).
     most_active_contacts: usize,
     warnings: Vec<String>,
+    /// The last step's factorisation, where the next step's Broyden steps
+    /// start ([`StepChord`]).
+    chord: Option<StepChord>,
+    /// Broyden steps from the last factorisation (default on; off: every
+    /// Newton iteration forms a tangent).
+    quasi_newton: bool,
+    /// Tangents formed so far.
+    tangents: usize,
 }
 
 impl Simulator {
@@ -425,6 +433,9 @@ impl Simulator {
             point_masses,
             step_index: 0,
             most_active_contacts: 0,
+            chord: None,
+            quasi_newton: true,
+            tangents: 0,
             warnings: vec![],
         };
         if scene.initial == Initial::Static {
@@ -476,6 +487,18 @@ impl Simulator {
     /// Linear momentum of the rod [kg m/s] (dynamic mode; zero otherwise).
     pub fn momentum(&self) -> Vec3 {
         self.carry.inertia.as_ref().map_or(Vec3::zeros(), |i| i.momentum())
+    }
+
+    /// Broyden steps between tangents (on by default): the same states to
+    /// the solver's tolerance with fewer tangents.
+    pub fn with_quasi_newton(mut self, on: bool) -> Simulator {
+        self.quasi_newton = on;
+        self
+    }
+
+    /// Tangents (linearisations) formed so far, over every step.
+    pub fn tangents(&self) -> usize {
+        self.tangents
     }
 
     /// Material damping time constant in use \[s\].
@@ -772,16 +795,26 @@ impl Simulator {
             + tensions.iter().sum::<f64>()
             + tow_forces_n
             + self.carry.contact.as_ref().map_or(0.0, |c| c.lambda.iter().map(|l| l.norm()).sum::<f64>());
+        // The last step's factorisation, for a step of the same length.
+        let chord = self.chord.take().filter(|c| c.step_s == h);
         let mut sys = StepSystem {
             model: &self.model,
             terms: list,
             contact: self.carry.contact.as_ref(),
             force_scale: force_scale.max(1e-12),
+            step_s: h,
             cache: None,
             wrenches: vec![],
+            last: None,
+            chord,
+            tangents: 0,
         };
-        let newton = Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, ..Newton::default() };
-        let solved = newton.solve(&mut sys, &x0).map_err(|e| e.to_string())?;
+        let newton =
+            Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, quasi_newton: self.quasi_newton, ..Newton::default() };
+        let solved = newton.solve(&mut sys, &x0);
+        let chord = sys.chord.take();
+        self.tangents += sys.tangents;
+        let solved = solved.map_err(|e| e.to_string())?;
         // The solution's wrench, evaluated again when the line search's
         // trials pushed it out of the short cache (a step accepted at its
         // linearisation point after a failed search).
@@ -792,7 +825,9 @@ impl Simulator {
                 sys.wrenches.last().map_or_else(Vec6::zeros, |(_, w)| *w)
             }
         };
-        let active = sys.cache.as_ref().map_or(0, |c| c.active.len());
+        // The solution's active contacts (its residual was the last evaluated).
+        let active = sys.last.as_ref().map_or(0, |l| l.active.len());
+        self.chord = chord;
         self.note_active_contacts(active);
         Ok((solved.x, solved.iterations, w))
     }
@@ -1076,9 +1111,54 @@ struct StepSystem<'a> {
     contact: Option<&'a ContactSet>,
     /// Force scale of the contact rows' convergence test \[N\].
     force_scale: f64,
+    /// The step's length \[s\] (a factorisation serves steps of its length).
+    step_s: f64,
     cache: Option<Cached>,
     /// Applied wrench of every evaluation, by iterate.
     wrenches: Vec<(DVector<f64>, Vec6)>,
+    /// The last evaluated iterate and its active contacts.
+    last: Option<LastIterate>,
+    /// The factorisation of the last Newton direction (this step's, or the
+    /// step before's).
+    chord: Option<StepChord>,
+    /// Tangents formed (linearisations).
+    tangents: usize,
+}
+
+/// The iterate a residual was last evaluated at, with its active contacts:
+/// what a chord direction for that residual needs.
+struct LastIterate {
+    x: DVector<f64>,
+    active: Vec<usize>,
+}
+
+/// The factorisation behind a Newton direction of a step, kept so that the
+/// next iterates (and the next step, of the same length) take Broyden
+/// steps from it instead of a new tangent: the tangent (inertia at 64
+/// points, contact rows) is most of a step's cost, and over a 5 ms step it
+/// barely changes. Used only while the active contacts are the same; the
+/// solver drops any step that does not contract, so the answer is Newton's
+/// to its tolerance.
+struct StepChord {
+    step_s: f64,
+    active: Vec<usize>,
+    /// `U J_c` of every candidate at the linearisation.
+    ujc: Vec<nalgebra::Matrix3xX<f64>>,
+    /// LU of the rod block `H`.
+    rod: nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>,
+    /// With active contacts: `H^-1 A^T`, `B_q` and the Schur complement's
+    /// factors.
+    coupling: Option<(DMatrix<f64>, DMatrix<f64>, SchurFactors)>,
+}
+
+impl StepChord {
+    /// The block-eliminated step for reduced right-hand sides: (dq, dLambda).
+    fn solve(&self, rhs_q: &DVector<f64>, rhs_c: &DVector<f64>) -> Option<(DVector<f64>, DVector<f64>)> {
+        let hinv_r = self.rod.solve(rhs_q)?;
+        let Some((hinv_at, bq, schur)) = &self.coupling else { return Some((hinv_r, DVector::zeros(0))) };
+        let dl = schur.solve(&(rhs_c - bq * &hinv_r))?;
+        Some((hinv_r + hinv_at * &dl, dl))
+    }
 }
 
 /// A contact point on the friction cone's edge that moved less than this in
@@ -1130,6 +1210,8 @@ impl StepSystem<'_> {
             value.fixed_rows_mut::<3>(n + 3 * i).copy_from(&r.c);
         }
         let residual = Residual::new(value, asm.scale);
+        let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
+        self.last = Some(LastIterate { x: x.clone(), active: active.clone() });
         if !with_tangent {
             return (residual, None);
         }
@@ -1142,7 +1224,6 @@ impl StepSystem<'_> {
                 return (residual, Some(h));
             }
         };
-        let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
         let ujc: Vec<nalgebra::Matrix3xX<f64>> =
             c.joints.iter().zip(&geo).map(|(&j, g)| c.basis * point_jacobian(&kin.spatial_jacobian[j], &g.point)).collect();
         let na = active.len();
@@ -1179,6 +1260,7 @@ impl System for StepSystem<'_> {
     }
 
     fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+        self.tangents += 1;
         let (residual, t) = self.evaluate(x, true);
         Some(Linearisation { residual, tangent: t? })
     }
@@ -1190,7 +1272,9 @@ impl System for StepSystem<'_> {
     /// Attempts 0 and 1: block elimination of the rod,
     /// `S dLambda = -C + B_q H^-1 r` with `S = B_q H^-1 A^T + B_lambda`,
     /// solved by a pseudo-inverse (SVD). Attempt 0 keeps every direction
-    /// (the contact compliance makes `S` regular): the Newton step. With
+    /// (the contact compliance makes `S` regular): the Newton step, by LU
+    /// where `S` is well conditioned ([`SchurFactors`]). Attempts 0 and 1
+    /// keep their factorisation for Broyden steps ([`StepChord`]). With
     /// redundant contacts (more contact rows than the rod can move
     /// independently, e.g. a rod lying along the table) an iterate whose
     /// gaps the rod cannot close all at once makes that step huge along the
@@ -1201,44 +1285,25 @@ impl System for StepSystem<'_> {
     fn direction(&mut self, lin: &Linearisation, attempt: usize) -> Option<DVector<f64>> {
         let n = self.n();
         let cache = self.cache.as_ref()?;
-        let total = lin.residual.value.len();
-        let nc = (total - n) / 3;
         let na = cache.active.len();
-        // Reduced right-hand side: decoupled candidates step to Lambda = 0.
-        let mut rhs_q = -lin.residual.value.rows(0, n).into_owned();
-        let mut is_active = vec![false; nc];
-        for &i in &cache.active {
-            is_active[i] = true;
-        }
-        for (i, (active, lam)) in is_active.iter().zip(&cache.lambda).enumerate() {
-            if !active && *lam != Vector3::zeros() {
-                rhs_q -= cache.ujc[i].transpose() * lam;
-            }
-        }
-        let mut rhs_c = DVector::zeros(3 * na);
-        for (a, &i) in cache.active.iter().enumerate() {
-            rhs_c.fixed_rows_mut::<3>(3 * a).copy_from(&(-lin.residual.value.fixed_rows::<3>(n + 3 * i)));
-        }
+        let (rhs_q, rhs_c) = reduced_rhs(n, &lin.residual, &cache.active, &cache.ujc, &cache.lambda);
         let (dq, dl) = if attempt < 2 {
-            let h = lin.tangent.view((0, 0), (n, n)).into_owned();
-            let lu = h.lu();
-            let hinv_r = lu.solve(&rhs_q)?;
-            if na == 0 {
-                (hinv_r, DVector::zeros(0))
+            let rod = lin.tangent.view((0, 0), (n, n)).into_owned().lu();
+            let coupling = if na == 0 {
+                None
             } else {
                 // -A^T is the tangent's upper-right block.
                 let at = -lin.tangent.view((0, n), (n, 3 * na)).into_owned();
                 let bq = lin.tangent.view((n, 0), (3 * na, n)).into_owned();
                 let bl = lin.tangent.view((n, n), (3 * na, 3 * na)).into_owned();
-                let hinv_at = lu.solve(&at)?;
-                let s = &bq * &hinv_at + bl;
-                let rhs = &rhs_c - &bq * &hinv_r;
-                let svd = s.svd(true, true);
-                let top = svd.singular_values.amax();
-                let cutoff = if attempt == 0 { 1e-13 } else { 1e-6 };
-                let dl = svd.solve(&rhs, cutoff * top).ok()?;
-                (hinv_r + hinv_at * &dl, dl)
-            }
+                let hinv_at = rod.solve(&at)?;
+                let schur = SchurFactors::of(&bq * &hinv_at + bl, if attempt == 0 { SCHUR_KEEP_ALL } else { SCHUR_LEAST_SQUARES });
+                Some((hinv_at, bq, schur))
+            };
+            let chord = StepChord { step_s: self.step_s, active: cache.active.clone(), ujc: cache.ujc.clone(), rod, coupling };
+            let step = chord.solve(&rhs_q, &rhs_c)?;
+            self.chord = Some(chord);
+            step
         } else {
             let mut rhs = DVector::zeros(n + 3 * na);
             rhs.rows_mut(0, n).copy_from(&rhs_q);
@@ -1250,17 +1315,23 @@ impl System for StepSystem<'_> {
             let d = t.lu().solve(&rhs)?;
             (d.rows(0, n).into_owned(), d.rows(n, 3 * na).into_owned())
         };
-        let mut full = DVector::zeros(total);
-        full.rows_mut(0, n).copy_from(&dq);
-        for (i, (active, lam)) in is_active.iter().zip(&cache.lambda).enumerate() {
-            if !active {
-                full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&(-lam));
-            }
+        Some(full_direction(n, lin.residual.value.len(), &dq, &dl, &cache.active, &cache.lambda))
+    }
+
+    /// Broyden's first direction: the kept factorisation's step for the
+    /// residual of the last evaluated iterate, while its active contacts
+    /// are the factorisation's.
+    fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
+        let n = self.n();
+        let (chord, last) = (self.chord.as_ref()?, self.last.as_ref()?);
+        if chord.active != last.active || last.x.len() != r.value.len() {
+            return None;
         }
-        for (a, &i) in cache.active.iter().enumerate() {
-            full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&dl.fixed_rows::<3>(3 * a));
-        }
-        Some(full)
+        let nc = (r.value.len() - n) / 3;
+        let lambda: Vec<Vector3<f64>> = (0..nc).map(|i| last.x.fixed_rows::<3>(n + 3 * i).into_owned()).collect();
+        let (rhs_q, rhs_c) = reduced_rhs(n, r, &chord.active, &chord.ujc, &lambda);
+        let (dq, dl) = chord.solve(&rhs_q, &rhs_c)?;
+        Some(full_direction(n, r.value.len(), &dq, &dl, &chord.active, &lambda))
     }
 
     fn merit(&self, r: &Residual) -> f64 {
@@ -1273,6 +1344,80 @@ impl System for StepSystem<'_> {
 
     fn acceptable(&self, r: &Residual, tolerance: f64) -> bool {
         self.within(r, 1e3 * tolerance)
+    }
+}
+
+/// The reduced right-hand sides of a step's Newton system: the rod's rows
+/// (decoupled candidates step to Lambda = 0, so their multipliers move
+/// to the rod's side) and the active candidates' contact rows.
+fn reduced_rhs(n: usize, r: &Residual, active: &[usize], ujc: &[nalgebra::Matrix3xX<f64>], lambda: &[Vector3<f64>]) -> (DVector<f64>, DVector<f64>) {
+    let mut rhs_q = -r.value.rows(0, n).into_owned();
+    for (i, lam) in lambda.iter().enumerate() {
+        if *lam != Vector3::zeros() && !active.contains(&i) {
+            rhs_q -= ujc[i].transpose() * lam;
+        }
+    }
+    let mut rhs_c = DVector::zeros(3 * active.len());
+    for (a, &i) in active.iter().enumerate() {
+        rhs_c.fixed_rows_mut::<3>(3 * a).copy_from(&(-r.value.fixed_rows::<3>(n + 3 * i)));
+    }
+    (rhs_q, rhs_c)
+}
+
+/// The whole step from the reduced one: the rod's `dq`, the active
+/// candidates' `dLambda`, the others' multipliers to zero.
+fn full_direction(n: usize, total: usize, dq: &DVector<f64>, dl: &DVector<f64>, active: &[usize], lambda: &[Vector3<f64>]) -> DVector<f64> {
+    let mut full = DVector::zeros(total);
+    full.rows_mut(0, n).copy_from(dq);
+    for (i, lam) in lambda.iter().enumerate() {
+        full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&(-lam));
+    }
+    for (a, &i) in active.iter().enumerate() {
+        full.fixed_rows_mut::<3>(n + 3 * i).copy_from(&dl.fixed_rows::<3>(3 * a));
+    }
+    full
+}
+
+/// The Schur complement `S` of the contact rows, factorised: `S dLambda =
+/// rhs` by LU where `S` is well conditioned (its pivots within
+/// `SCHUR_LU_PIVOT_RATIO` of each other, as the contact compliance makes
+/// it), which is the pseudo-inverse's answer to rounding at a fraction of
+/// an SVD's cost (a rod lying on the table has 17 contacts: `S` is 51x51,
+/// and its SVD took a third of a step); else by the pseudo-inverse
+/// dropping singular values below `cutoff` of the largest (the
+/// least-squares step with minimum norm).
+enum SchurFactors {
+    Lu(nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>),
+    PseudoInverse(Box<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>, f64),
+}
+
+/// Attempt 0 keeps every direction of `S` ...
+const SCHUR_KEEP_ALL: f64 = 1e-13;
+/// ... attempt 1 drops those below 1e-6 of the largest.
+const SCHUR_LEAST_SQUARES: f64 = 1e-6;
+
+/// Pivots of `S`'s LU closer than this to each other: LU, else SVD.
+const SCHUR_LU_PIVOT_RATIO: f64 = 1e-8;
+
+impl SchurFactors {
+    fn of(s: DMatrix<f64>, cutoff: f64) -> SchurFactors {
+        if cutoff <= SCHUR_KEEP_ALL {
+            let lu = s.clone().lu();
+            let pivots = lu.u().diagonal().map(f64::abs);
+            if pivots.min() > SCHUR_LU_PIVOT_RATIO * pivots.max() {
+                return SchurFactors::Lu(lu);
+            }
+        }
+        let svd = s.svd(true, true);
+        let top = svd.singular_values.amax();
+        SchurFactors::PseudoInverse(Box::new(svd), cutoff * top)
+    }
+
+    fn solve(&self, rhs: &DVector<f64>) -> Option<DVector<f64>> {
+        match self {
+            SchurFactors::Lu(lu) => lu.solve(rhs).filter(|d| d.iter().all(|v| v.is_finite())),
+            SchurFactors::PseudoInverse(svd, eps) => svd.solve(rhs, *eps).ok(),
+        }
     }
 }
 

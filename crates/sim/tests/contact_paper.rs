@@ -219,3 +219,37 @@ fn a_rod_pushed_at_45_degrees_into_a_frictional_table_runs_to_the_end() {
         }
     }
 }
+
+/// Broyden steps from the last step's factorisation (the default) give the
+/// states of Newton with a tangent every iteration, to the solver's
+/// tolerance, with far fewer tangents: the stick, slide and lying-drag
+/// scenes (a tip contact that sticks, one that slides, 17 contacts along a
+/// dragged rod), every step's contact states the same.
+#[test]
+fn broyden_steps_between_tangents_give_newtons_states() {
+    let rod = rod();
+    for name in ["stick", "slide", "lying-drag"] {
+        let s = scene(name);
+        let motion = || BaseMotion::from_scene(&s, &rod).unwrap().unwrap();
+        let mut newton = Simulator::new(&rod, &s, motion()).unwrap().with_quasi_newton(false);
+        let mut broyden = Simulator::new(&rod, &s, motion()).unwrap();
+        let (a, b) = (newton.run(|_, _| {}).unwrap(), broyden.run(|_, _| {}).unwrap());
+        assert_eq!(a.len(), b.len());
+        let (mut position_m, mut force_n) = (0.0f64, 0.0f64);
+        for (ra, rb) in a.iter().zip(&b) {
+            for (ma, mb) in ra.markers_m.iter().zip(&rb.markers_m) {
+                position_m = position_m.max((ma - mb).norm());
+            }
+            force_n = force_n.max((ra.base_wrench_flange - rb.base_wrench_flange).fixed_rows::<3>(3).norm());
+            for (ca, cb) in ra.contacts.iter().zip(&rb.contacts) {
+                force_n = force_n.max((ca.normal_force_n - cb.normal_force_n).abs()).max((ca.tangential_force_n - cb.tangential_force_n).norm());
+                assert!(ca.state == cb.state || ca.normal_force_n.max(cb.normal_force_n) < 1e-6, "{name}, t {}: {:?} vs {:?}", ra.t_s, ca.state, cb.state);
+            }
+        }
+        let (ta, tb) = (newton.tangents(), broyden.tangents());
+        println!("{name}: markers within {position_m:.1e} m, forces within {force_n:.1e} N; tangents {ta} (Newton) -> {tb} (Broyden)");
+        assert!(position_m < 1e-9, "{name}: markers differ by {position_m} m");
+        assert!(force_n < 1e-7, "{name}: forces differ by {force_n} N");
+        assert!((tb as f64) < 0.5 * ta as f64, "{name}: {tb} tangents with Broyden steps, {ta} without");
+    }
+}
