@@ -5,8 +5,9 @@ set -euo pipefail
 
 # System packages: clang/libclang + pkg-config for the OpenCV bindings,
 # OpenCV itself, fontconfig for plotters, socat for serial-port tests,
-# chromium for the report rendering test.
-PACKAGES=(pkg-config clang libclang-dev libopencv-dev libfontconfig-dev socat chromium)
+# chromium for the report rendering test; mold, the linker cargo uses
+# through scripts/cc-link (.cargo/config.toml) where it is installed.
+PACKAGES=(pkg-config clang libclang-dev libopencv-dev libfontconfig-dev socat chromium mold)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
