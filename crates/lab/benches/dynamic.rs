@@ -1,7 +1,7 @@
 //! One dynamic fit (`identify --dynamic`) of one 6.5 s session: the rod
 //! dragged lying on a table whose friction is 0.8, fitted for mu and the
 //! damping ratio from the rod file's values (scan of mu, then
-//! Levenberg-Marquardt with central differences of whole replays, two at
+//! Levenberg-Marquardt with forward differences of whole replays, two at
 //! a time on two cores).
 
 use criterion::{criterion_group, criterion_main, Criterion};
