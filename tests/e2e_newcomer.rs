@@ -112,7 +112,7 @@ fn pushing_at_45_degrees_runs_and_a_failed_step_leaves_the_run_so_far() {
     assert!(summary["simulated_s"].as_f64().unwrap() > 2.2 && summary["stopped"].is_null(), "{summary}");
     assert!(summary["max_normal_force_n"].as_f64().unwrap() > 1.5, "{summary}");
 
-    let scene = dir.path().join("one-iteration.toml");
+    let scene = dir.path().join("two-iterations.toml");
     let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-push-45.toml"))
         .unwrap()
         .replace("max_iterations = 40", "max_iterations = 2")

@@ -264,17 +264,8 @@ impl DynamicProblem<'_> {
     }
 
     fn jacobian_fd(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
-        let points: Vec<DVector<f64>> = (0..p.len())
-            .flat_map(|i| {
-                [1.0, -1.0].map(|s| {
-                    let mut q = p.clone();
-                    q[i] += s * self.log_step;
-                    q
-                })
-            })
-            .collect();
-        let rs: Vec<Result<DVector<f64>>> = points.par_iter().map(|q| self.residual(q)).collect();
-        let rs = rs.into_iter().collect::<Result<Vec<_>>>()?;
+        let points: Vec<DVector<f64>> = (0..p.len()).flat_map(|i| [1.0, -1.0].map(|s| self.shifted(p, i, s))).collect();
+        let rs = self.residuals(&points)?;
         let n = rs[0].len();
         Ok(DMatrix::from_fn(n, p.len(), |row, i| (rs[2 * i][row] - rs[2 * i + 1][row]) / (2.0 * self.log_step)))
     }
@@ -285,17 +276,23 @@ impl DynamicProblem<'_> {
     /// only steer; where they stop is the residual's minimum, and the
     /// intervals use the central differences of [`Self::jacobian_fd`].
     fn jacobian_forward(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
-        let points: Vec<DVector<f64>> = std::iter::once(p.clone())
-            .chain((0..p.len()).map(|i| {
-                let mut q = p.clone();
-                q[i] += self.log_step;
-                q
-            }))
-            .collect();
-        let rs: Vec<Result<DVector<f64>>> = points.par_iter().map(|q| self.residual(q)).collect();
-        let rs = rs.into_iter().collect::<Result<Vec<_>>>()?;
+        let points: Vec<DVector<f64>> = std::iter::once(p.clone()).chain((0..p.len()).map(|i| self.shifted(p, i, 1.0))).collect();
+        let rs = self.residuals(&points)?;
         let n = rs[0].len();
         Ok(DMatrix::from_fn(n, p.len(), |row, i| (rs[i + 1][row] - rs[0][row]) / self.log_step))
+    }
+
+    /// `p` with parameter `i` moved by `sign` difference steps.
+    fn shifted(&self, p: &DVector<f64>, i: usize, sign: f64) -> DVector<f64> {
+        let mut q = p.clone();
+        q[i] += sign * self.log_step;
+        q
+    }
+
+    /// The residuals at `points`, replayed in parallel.
+    fn residuals(&self, points: &[DVector<f64>]) -> Result<Vec<DVector<f64>>> {
+        let rs: Vec<Result<DVector<f64>>> = points.par_iter().map(|q| self.residual(q)).collect();
+        rs.into_iter().collect()
     }
 }
 

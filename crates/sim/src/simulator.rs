@@ -805,7 +805,7 @@ impl Simulator {
             step_s: h,
             cache: None,
             wrenches: vec![],
-            last: None,
+            last_active: vec![],
             chord,
             tangents: 0,
         };
@@ -826,7 +826,7 @@ impl Simulator {
             }
         };
         // The solution's active contacts (its residual was the last evaluated).
-        let active = sys.last.as_ref().map_or(0, |l| l.active.len());
+        let active = sys.last_active.len();
         self.chord = chord;
         self.note_active_contacts(active);
         Ok((solved.x, solved.iterations, w))
@@ -1116,20 +1116,14 @@ struct StepSystem<'a> {
     cache: Option<Cached>,
     /// Applied wrench of every evaluation, by iterate.
     wrenches: Vec<(DVector<f64>, Vec6)>,
-    /// The last evaluated iterate and its active contacts.
-    last: Option<LastIterate>,
+    /// The active contacts of the last evaluated iterate (the iterate is
+    /// `wrenches`' last).
+    last_active: Vec<usize>,
     /// The factorisation of the last Newton direction (this step's, or the
     /// step before's).
     chord: Option<StepChord>,
     /// Tangents formed (linearisations).
     tangents: usize,
-}
-
-/// The iterate a residual was last evaluated at, with its active contacts:
-/// what a chord direction for that residual needs.
-struct LastIterate {
-    x: DVector<f64>,
-    active: Vec<usize>,
 }
 
 /// The factorisation behind a Newton direction of a step, kept so that the
@@ -1211,7 +1205,7 @@ impl StepSystem<'_> {
         }
         let residual = Residual::new(value, asm.scale);
         let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
-        self.last = Some(LastIterate { x: x.clone(), active: active.clone() });
+        self.last_active = active.clone();
         if !with_tangent {
             return (residual, None);
         }
@@ -1323,12 +1317,12 @@ impl System for StepSystem<'_> {
     /// are the factorisation's.
     fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
         let n = self.n();
-        let (chord, last) = (self.chord.as_ref()?, self.last.as_ref()?);
-        if chord.active != last.active || last.x.len() != r.value.len() {
+        let (chord, (x, _)) = (self.chord.as_ref()?, self.wrenches.last()?);
+        if chord.active != self.last_active || x.len() != r.value.len() {
             return None;
         }
         let nc = (r.value.len() - n) / 3;
-        let lambda: Vec<Vector3<f64>> = (0..nc).map(|i| last.x.fixed_rows::<3>(n + 3 * i).into_owned()).collect();
+        let lambda: Vec<Vector3<f64>> = (0..nc).map(|i| x.fixed_rows::<3>(n + 3 * i).into_owned()).collect();
         let (rhs_q, rhs_c) = reduced_rhs(n, r, &chord.active, &chord.ujc, &lambda);
         let (dq, dl) = chord.solve(&rhs_q, &rhs_c)?;
         Some(full_direction(n, r.value.len(), &dq, &dl, &chord.active, &lambda))
