@@ -1,5 +1,6 @@
 //! Wall time per step and real-time factor of the contact paper's stick
-//! and slide scenes (configs/scene) at their 5 ms step, one core.
+//! and slide scenes (configs/scene) at their 5 ms step, one core; DisMech's
+//! axial slip onset, the case compared with PyElastica.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rod::Rod;
@@ -49,5 +50,25 @@ fn bench_scenes(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_scenes);
+/// DisMech's axial slip onset (rod lying on a table, pushed along its axis,
+/// 1 s): one point of the sweep below and one above the onset, the case
+/// `make bench` also runs in PyElastica (scripts/peer-pyelastica.py).
+fn bench_slip_onset(c: &mut Criterion) {
+    let mut g = c.benchmark_group("slip_onset_1_s");
+    g.sample_size(20);
+    for force_n in [2.0, 6.0] {
+        let start = Instant::now();
+        let point = sim::benchmarks::slip_onset(force_n, 1.0).unwrap();
+        println!(
+            "slip onset, push {force_n} N: kinetic energy {:.6} J (analytic {:.6} J) in {:.2} ms",
+            point.kinetic_energy_j,
+            point.analytic_j,
+            start.elapsed().as_secs_f64() * 1e3
+        );
+        g.bench_function(format!("push_{force_n}_n"), |b| b.iter(|| sim::benchmarks::slip_onset(force_n, 1.0).unwrap()));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_scenes, bench_slip_onset);
 criterion_main!(benches);
