@@ -6,6 +6,7 @@
 pub mod config;
 pub mod fibre;
 pub mod geometry;
+pub mod held;
 pub mod model;
 pub mod newton;
 pub mod shape;
@@ -16,5 +17,6 @@ pub mod validity;
 pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, MaterialRanges, Rod, StrainBasis, StrainModes};
 pub use fibre::ElasticLaw;
 pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
+pub use held::{solve_held, HeldSolution, TipHold};
 pub use model::{Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

@@ -100,6 +100,9 @@ pub enum StaticsError {
     LoadOffGrid(f64),
     #[error("load is not finite")]
     NotFinite,
+    /// A held tip placed farther from the base than the rod reaches.
+    #[error("the tip's hold is {distance_m:.4} m from the base, farther than the rod's length {length_m:.4} m")]
+    Unreachable { distance_m: f64, length_m: f64 },
     /// `at_reached`: what the rod looked like at the load it reached (its
     /// validity: a fibre or cable strained past the model's range is the
     /// usual reason there is no equilibrium further on).

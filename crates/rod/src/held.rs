@@ -1,0 +1,253 @@
+//! Rods held at both ends: the tip pinned (its position given) or clamped
+//! (its pose given) while the base is held as the rod file says.
+//!
+//! The tip's hold is a Lagrange multiplier: the reaction wrench at the tip
+//! (a force, and for a clamp a moment, world frame, about the tip) is an
+//! unknown beside the strains, applied to the rod as a [`Term`] (a wrench at
+//! the tip joint, its exact tangent from the terms' assembler), and the
+//! hold adds its equations: the tip's position error, and for a clamp its
+//! rotation error `log(R R_target^T)`. The Newton solver of
+//! [`crate::newton`] solves the augmented system `[r(q) + dr/dlambda; g(q)]`
+//! with its exact Jacobian.
+
+use crate::model::Model;
+use crate::newton::{self, Linearisation, Newton, Residual, System};
+use crate::statics::{Loads, NewtonOptions, StaticSolution, StaticTerms, StaticsError};
+use crate::terms::{self, Attach, Sink, State, Term};
+use lie::{skew, Mat3, Vec3, Vec6};
+use nalgebra::{DMatrix, DVector};
+
+/// How the tip is held.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TipHold {
+    /// The tip's centre at `position_m` (world), free to turn.
+    Pinned { position_m: Vec3 },
+    /// The tip's frame at `position_m` with rotation `rotation` (world).
+    Clamped { position_m: Vec3, rotation: Mat3 },
+}
+
+impl TipHold {
+    /// Equations of the hold (and multipliers): 3 pinned, 6 clamped.
+    pub fn count(&self) -> usize {
+        match self {
+            TipHold::Pinned { .. } => 3,
+            TipHold::Clamped { .. } => 6,
+        }
+    }
+
+    fn position_m(&self) -> Vec3 {
+        match self {
+            TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
+        }
+    }
+}
+
+/// A static equilibrium with the tip held.
+#[derive(Clone, Debug)]
+pub struct HeldSolution {
+    pub solution: StaticSolution,
+    /// The wrench the tip's hold applies to the rod: `[moment about the
+    /// tip; force]`, world frame (a force sensor in the tip's clamp reads
+    /// its negative). The moment is zero for a pin.
+    pub tip_reaction: Vec6,
+}
+
+/// The hold's reaction applied to the rod: a force and moment at the tip
+/// joint, fixed in space for the assembler (the multipliers are unknowns
+/// of their own).
+struct TipReaction {
+    joint: usize,
+    force_n: Vec3,
+    moment_nm: Vec3,
+}
+
+impl Term for TipReaction {
+    fn name(&self) -> &str {
+        "tip hold"
+    }
+
+    fn energy(&self, _state: &State) -> Option<f64> {
+        None
+    }
+
+    fn contribute(&self, state: &State, sink: &mut Sink) {
+        let p = state.frames.joints[self.joint].pos;
+        sink.point_force(Attach::Joint(self.joint), &p, &self.force_n, &self.moment_nm, None);
+    }
+}
+
+/// `Jl^{-1}(phi)` of SO(3): the rate of `log(R R_t^T)` per world angular
+/// velocity of `R`.
+fn so3_left_jacobian_inverse(phi: &Vec3) -> Mat3 {
+    let theta = phi.norm();
+    let k = skew(phi);
+    let c = if theta < 1e-4 { 1.0 / 12.0 + theta * theta / 720.0 } else { 1.0 / (theta * theta) - (1.0 + theta.cos()) / (2.0 * theta * theta.sin()) };
+    Mat3::identity() - 0.5 * k + c * k * k
+}
+
+/// The augmented system: unknowns `[q; lambda]` with `lambda` the tip's
+/// reaction (`[force]` for a pin, `[moment; force]` for a clamp).
+struct HeldSystem<'m, 'l> {
+    model: &'m Model,
+    terms: StaticTerms<'l>,
+    hold: TipHold,
+    /// Hold equations in units of generalised force: the position error
+    /// times `EI / L^2`-like scales, so the merit weighs them as the strain
+    /// equations (the solution does not depend on it).
+    scale_position: f64,
+    scale_rotation: f64,
+    tangents: usize,
+}
+
+/// Residual and (with `with_tangent`) its Jacobian of the held system at `x`.
+pub struct HeldAssembly {
+    pub residual: DVector<f64>,
+    pub tangent: Option<DMatrix<f64>>,
+    pub scale: f64,
+}
+
+impl HeldSystem<'_, '_> {
+    fn split(&self, x: &DVector<f64>) -> (DVector<f64>, Vec3, Vec3) {
+        let n = self.model.n_dof();
+        let q = x.rows(0, n).into_owned();
+        match self.hold {
+            TipHold::Pinned { .. } => (q, Vec3::zeros(), Vec3::new(x[n], x[n + 1], x[n + 2])),
+            TipHold::Clamped { .. } => (q, Vec3::new(x[n], x[n + 1], x[n + 2]), Vec3::new(x[n + 3], x[n + 4], x[n + 5])),
+        }
+    }
+
+    fn assemble(&self, x: &DVector<f64>, with_tangent: bool) -> HeldAssembly {
+        let model = self.model;
+        let n = model.n_dof();
+        let c = self.hold.count();
+        let tip = model.n_joints() - 1;
+        let (q, moment_nm, force_n) = self.split(x);
+        let reaction = TipReaction { joint: tip, force_n, moment_nm };
+        let mut all: Vec<&dyn Term> = self.terms.all().to_vec();
+        all.push(&reaction);
+        let a = terms::assemble(model, &q, &all, with_tangent);
+        let frames = match &a.kinematics {
+            Some(k) => k.frames.clone(),
+            None => model.frames(&q),
+        };
+        let g_tip = &frames.joints[tip];
+        let mut residual = DVector::zeros(n + c);
+        residual.rows_mut(0, n).copy_from(&a.residual);
+        let position_error = g_tip.pos - self.hold.position_m();
+        let rotation_error = match self.hold {
+            TipHold::Clamped { rotation, .. } => Some(lie::so3_log(&(g_tip.rot * rotation.transpose()))),
+            TipHold::Pinned { .. } => None,
+        };
+        let (rot_rows, pos_rows) = if rotation_error.is_some() { (Some(n), n + 3) } else { (None, n) };
+        residual.fixed_rows_mut::<3>(pos_rows).copy_from(&(position_error * self.scale_position));
+        if let (Some(r0), Some(e)) = (rot_rows, rotation_error) {
+            residual.fixed_rows_mut::<3>(r0).copy_from(&(e * self.scale_rotation));
+        }
+        let tangent = a.tangent.map(|k_q| {
+            let kin = a.kinematics.as_ref().expect("kinematics with the tangent");
+            let j_tip = &kin.spatial_jacobian[tip];
+            let mut h = DMatrix::zeros(n + c, n + c);
+            h.view_mut((0, 0), (n, n)).copy_from(&k_q);
+            // d(-J^T W)/d lambda: W = [m + p x f; f].
+            let p = g_tip.pos;
+            let mut dw = DMatrix::zeros(6, c);
+            let f0 = if rot_rows.is_some() {
+                dw.view_mut((0, 0), (3, 3)).copy_from(&Mat3::identity());
+                3
+            } else {
+                0
+            };
+            dw.view_mut((0, f0), (3, 3)).copy_from(&skew(&p));
+            dw.view_mut((3, f0), (3, 3)).copy_from(&Mat3::identity());
+            h.view_mut((0, n), (n, c)).copy_from(&(-(j_tip.transpose() * dw)));
+            // Hold rows: d p_tip = [-p~ | I] J dq, d log = Jl^{-1} [I | 0] J dq.
+            let point = crate::model::point_jacobian(j_tip, &p);
+            h.view_mut((pos_rows, 0), (3, n)).copy_from(&(point * self.scale_position));
+            if let (Some(r0), Some(e)) = (rot_rows, rotation_error) {
+                let omega = j_tip.fixed_rows::<3>(0);
+                h.view_mut((r0, 0), (3, n)).copy_from(&(so3_left_jacobian_inverse(&e) * omega * self.scale_rotation));
+            }
+            h
+        });
+        HeldAssembly { residual, tangent, scale: a.scale }
+    }
+}
+
+impl System for HeldSystem<'_, '_> {
+    fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
+        let a = self.assemble(x, false);
+        Some(Residual::new(a.residual, a.scale))
+    }
+
+    fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+        let a = self.assemble(x, true);
+        self.tangents += 1;
+        Some(Linearisation { residual: Residual::new(a.residual, a.scale), tangent: a.tangent? })
+    }
+}
+
+/// The hold equations' scales: a unit rotation error weighs as the moment
+/// that bends the rod by it, a unit position error as the force.
+fn hold_scales(model: &Model) -> (f64, f64) {
+    let k_max = model.stiffness.diagonal().iter().fold(0.0_f64, |a, v| a.max(v.abs())).max(1e-300);
+    let l = model.rod.length_m;
+    (k_max / (l * l), k_max / l)
+}
+
+/// Residual and tangent of the held system at `[q; lambda]` (`lambda` as
+/// [`solve_held`] orders it): what the tests check against differences.
+pub fn assemble_held(model: &Model, loads: &Loads, hold: TipHold, x: &DVector<f64>, with_tangent: bool) -> Result<HeldAssembly, StaticsError> {
+    let (scale_position, scale_rotation) = hold_scales(model);
+    let sys = HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 };
+    Ok(sys.assemble(x, with_tangent))
+}
+
+/// Solves the static equilibrium under `loads` with the tip held, from
+/// `q_start` (or the rest configuration), with load continuation when a
+/// direct Newton fails. A tip position farther from the base than the
+/// rod's length is refused before solving.
+pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&DVector<f64>>, opts: &NewtonOptions) -> Result<HeldSolution, StaticsError> {
+    let target = hold.position_m();
+    if target.iter().any(|v| !v.is_finite()) {
+        return Err(StaticsError::NotFinite);
+    }
+    let base = model.rod.base.pos;
+    let reach_m = (target - base).norm();
+    if model.base_dof().is_none() && reach_m > model.rod.length_m * (1.0 + 1e-9) {
+        return Err(StaticsError::Unreachable { distance_m: reach_m, length_m: model.rod.length_m });
+    }
+    let (scale_position, scale_rotation) = hold_scales(model);
+    let mut sys = HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 };
+    let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: false, ..Newton::default() };
+    let n = model.n_dof();
+    let mut x = DVector::zeros(n + hold.count());
+    if let Some(q) = q_start {
+        x.rows_mut(0, n).copy_from(q);
+    }
+    let (mut iterations, mut merit, mut last_failure) = (0, 0.0, 0.0);
+    let outcome = newton::continuation(1.0, 1.0 / opts.max_load_steps as f64, |_, to| {
+        sys.terms.set_lambda(loads, to);
+        match newton.solve(&mut sys, &x) {
+            Ok(s) => {
+                iterations += s.iterations;
+                merit = s.merit;
+                x = s.x;
+                Ok(())
+            }
+            Err(e) => {
+                iterations += e.iterations();
+                last_failure = e.merit();
+                Err(e)
+            }
+        }
+    });
+    match outcome {
+        Ok(c) if x.iter().all(|v| v.is_finite()) => {
+            let (q, moment_nm, force_n) = sys.split(&x);
+            let solution = StaticSolution { q, iterations, load_steps: c.steps, tangents: sys.tangents, residual_norm: merit };
+            Ok(HeldSolution { solution, tip_reaction: lie::stack(&moment_nm, &force_n) })
+        }
+        Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: merit, at_reached: "; the strains are not finite".into() }),
+        Err((reached, _)) => Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached: " with the tip held".into() }),
+    }
+}
