@@ -35,6 +35,19 @@ impl TipHold {
         }
     }
 
+    /// The hold a fraction `t` of the way from the tip's pose `start`
+    /// (position on the straight line, rotation about one axis).
+    fn part_way_from(&self, start: &lie::Pose, t: f64) -> TipHold {
+        let position_m = start.pos + (self.position_m() - start.pos) * t;
+        match self {
+            TipHold::Pinned { .. } => TipHold::Pinned { position_m },
+            TipHold::Clamped { rotation, .. } => {
+                let turn = lie::so3_log(&(rotation * start.rot.transpose())) * t;
+                TipHold::Clamped { position_m, rotation: lie::exp(&lie::stack(&turn, &Vec3::zeros())).rot * start.rot }
+            }
+        }
+    }
+
     fn position_m(&self) -> Vec3 {
         match self {
             TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
@@ -225,8 +238,12 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
         x.rows_mut(0, n).copy_from(q);
     }
     let (mut iterations, mut merit, mut last_failure) = (0, 0.0, 0.0);
+    // Continuation carries the loads and the tip from where it starts to
+    // the hold together.
+    let start = model.frames(&x.rows(0, n).into_owned()).joints[model.n_joints() - 1];
     let outcome = newton::continuation(1.0, 1.0 / opts.max_load_steps as f64, |_, to| {
         sys.terms.set_lambda(loads, to);
+        sys.hold = hold.part_way_from(&start, to);
         match newton.solve(&mut sys, &x) {
             Ok(s) => {
                 iterations += s.iterations;
@@ -250,4 +267,103 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
         Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: merit, at_reached: "; the strains are not finite".into() }),
         Err((reached, _)) => Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached: " with the tip held".into() }),
     }
+}
+
+/// The Lagrangian's Hessian in the strain coordinates at a held
+/// equilibrium and the hold's Jacobian (rows: rotation then position for a
+/// clamp, position for a pin; unscaled).
+///
+/// The assembler's tangent treats the clamp's reaction moment as a dead
+/// moment; the rotation hold's own curvature (`log(R R_t^T)` against the
+/// multiplier at the hold) adds `1/2 J_w^T m~ J_w`, which makes it the
+/// symmetric Hessian of the constrained energy.
+pub fn constrained_hessian(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolution) -> Result<(DMatrix<f64>, DMatrix<f64>), StaticsError> {
+    let n = model.n_dof();
+    let c = hold.count();
+    let mut x = DVector::zeros(n + c);
+    x.rows_mut(0, n).copy_from(&held.solution.q);
+    match hold {
+        TipHold::Pinned { .. } => x.fixed_rows_mut::<3>(n).copy_from(&held.tip_reaction.fixed_rows::<3>(3)),
+        TipHold::Clamped { .. } => x.fixed_rows_mut::<6>(n).copy_from(&held.tip_reaction),
+    }
+    let (scale_position, scale_rotation) = hold_scales(model);
+    let h = assemble_held(model, loads, hold, &x, true)?.tangent.expect("tangent asked");
+    let mut k = h.view((0, 0), (n, n)).into_owned();
+    let mut hold_rows = h.view((n, 0), (c, n)).into_owned();
+    if c == 6 {
+        let moment = held.tip_reaction.fixed_rows::<3>(0).into_owned();
+        let kin = model.kinematics(&held.solution.q);
+        let omega = kin.spatial_jacobian[model.n_joints() - 1].fixed_rows::<3>(0).into_owned();
+        k += omega.transpose() * (skew(&moment) * 0.5) * &omega;
+        hold_rows.view_mut((0, 0), (3, n)).scale_mut(1.0 / scale_rotation);
+        hold_rows.view_mut((3, 0), (3, n)).scale_mut(1.0 / scale_position);
+    } else {
+        hold_rows.scale_mut(1.0 / scale_position);
+    }
+    Ok((k, hold_rows))
+}
+
+/// Stability of a held equilibrium: the lowest eigenvalue of the second
+/// variation of the energy on the motions the hold allows (the Lagrangian's
+/// Hessian projected on the null space of the hold's Jacobian), in the
+/// units of the strain coordinates' stiffness. Negative: unstable; its zero
+/// crossing along a branch is a limit point or a bifurcation.
+pub fn stability_eigenvalue(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolution) -> Result<f64, StaticsError> {
+    let n = model.n_dof();
+    let (k, hold_rows) = constrained_hessian(model, loads, hold, held)?;
+    let k = (&k + k.transpose()) * 0.5;
+    // P K P + a (I - P), P the projector on the allowed motions, a above
+    // every eigenvalue of K: the lowest eigenvalue is the constrained one.
+    let gram = &hold_rows * hold_rows.transpose();
+    let solve = gram.lu().solve(&hold_rows).ok_or_else(|| StaticsError::NoConvergence {
+        reached: 1.0,
+        residual: f64::NAN,
+        at_reached: "; the hold's equations are dependent at this shape".into(),
+    })?;
+    let p = DMatrix::identity(n, n) - hold_rows.transpose() * solve;
+    let above = 10.0 * k.amax().max(1e-300);
+    let projected = &p * &k * &p + (DMatrix::identity(n, n) - &p) * above;
+    let projected = (&projected + projected.transpose()) * 0.5;
+    Ok(projected.symmetric_eigenvalues().min())
+}
+
+/// Where the stability eigenvalue crosses zero along a path of holds
+/// `hold_at(t)`, t from `t_start` to `t_end` in `steps` equal steps, each
+/// equilibrium solved from the last: `None` if it stays stable, else the
+/// critical `t` by bisection to `t_tolerance`.
+pub fn critical_along(
+    model: &Model,
+    loads: &Loads,
+    hold_at: &dyn Fn(f64) -> TipHold,
+    (t_start, t_end, steps): (f64, f64, usize),
+    t_tolerance: f64,
+    opts: &NewtonOptions,
+) -> Result<Option<f64>, StaticsError> {
+    let solve_at = |t: f64, q: Option<&DVector<f64>>| -> Result<(HeldSolution, f64), StaticsError> {
+        let held = solve_held(model, loads, hold_at(t), q, opts)?;
+        let lowest = stability_eigenvalue(model, loads, hold_at(t), &held)?;
+        Ok((held, lowest))
+    };
+    let (mut last, mut last_lowest) = solve_at(t_start, None)?;
+    let mut t_last = t_start;
+    for i in 1..=steps.max(1) {
+        let t = t_start + (t_end - t_start) * i as f64 / steps.max(1) as f64;
+        let (held, lowest) = solve_at(t, Some(&last.solution.q))?;
+        if (lowest < 0.0) != (last_lowest < 0.0) {
+            let (mut a, mut b, mut q) = (t_last, t, last.solution.q.clone());
+            while (b - a).abs() > t_tolerance {
+                let mid = 0.5 * (a + b);
+                let (h, l) = solve_at(mid, Some(&q))?;
+                if (l < 0.0) == (last_lowest < 0.0) {
+                    a = mid;
+                    q = h.solution.q;
+                } else {
+                    b = mid;
+                }
+            }
+            return Ok(Some(0.5 * (a + b)));
+        }
+        (last, last_lowest, t_last) = (held, lowest, t);
+    }
+    Ok(None)
 }

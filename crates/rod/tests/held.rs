@@ -110,3 +110,55 @@ fn a_tip_held_beyond_the_rods_reach_is_refused() {
     assert_eq!(fault::Fault::kind(&err), fault::Kind::Input);
     assert!(err.to_string().contains("1.2000 m from the base, farther than the rod's length 1.0000 m"), "{err}");
 }
+
+#[test]
+fn the_clamped_hessian_is_symmetric_when_twisted_and_bent() {
+    let rod = Rod::uniform_cylinder(0.5, 0.004, Material::from_poisson(2e6, 0.4, 1000.0), 4);
+    let model = Model::new(&rod, &[]);
+    let turned = lie::exp(&lie::stack(&Vec3::new(2.0, 0.3, -0.2), &Vec3::zeros())).rot;
+    let hold = TipHold::Clamped { position_m: Vec3::new(0.4, 0.05, -0.1), rotation: turned };
+    let held = solve_held(&model, &Loads::gravity(), hold, None, &NewtonOptions::default()).unwrap();
+    let (k, _) = rod::held::constrained_hessian(&model, &Loads::gravity(), hold, &held).unwrap();
+    let asymmetry = (&k - k.transpose()).amax() / k.amax();
+    println!("clamped, twisted and bent: Hessian asymmetry {asymmetry:.2e} of its largest entry");
+    assert!(asymmetry < 1e-9, "asymmetry {asymmetry:.2e}");
+}
+
+/// A column 1 m long, r 5 mm, E 1e7 Pa: 16 sections (the buckling mode's
+/// curvature is a full cosine wave).
+fn column() -> (Rod, f64) {
+    let rod = Rod::uniform_cylinder(1.0, 0.005, Material::from_poisson(1e7, 0.3, 1000.0), 16);
+    let ei = 1e7 * PI * 0.005_f64.powi(4) / 4.0;
+    (rod, ei)
+}
+
+#[test]
+fn a_clamped_clamped_column_buckles_at_4_pi2_ei_over_l2() {
+    let (rod, ei) = column();
+    let l = rod.length_m;
+    let model = Model::new(&rod, &[]);
+    let hold_at = |d: f64| TipHold::Clamped { position_m: Vec3::new(l - d, 0.0, 0.0), rotation: Mat3::identity() };
+    let opts = NewtonOptions::default();
+    let d_cr = rod::held::critical_along(&model, &Loads::none(), &hold_at, (0.0, 5e-4, 10), 1e-9, &opts).unwrap().expect("buckles");
+    let held = solve_held(&model, &Loads::none(), hold_at(d_cr), None, &opts).unwrap();
+    let p = -held.tip_reaction[3];
+    let euler = 4.0 * PI * PI * ei / (l * l);
+    println!("clamped-clamped column: buckles at {p:.6} N (clamp moved in {d_cr:.4e} m), Euler {euler:.6} N ({:+.3} %)", 100.0 * (p / euler - 1.0));
+    assert!((p / euler - 1.0).abs() < 5e-3, "critical load {p} N, Euler {euler} N");
+}
+
+#[test]
+fn a_straight_clamped_rod_twisted_at_one_end_snaps_at_greenhills_twist() {
+    let (rod, _) = column();
+    let l = rod.length_m;
+    let model = Model::new(&rod, &[]);
+    let hold_at =
+        |twist: f64| TipHold::Clamped { position_m: Vec3::new(l, 0.0, 0.0), rotation: lie::exp(&lie::stack(&Vec3::new(twist, 0.0, 0.0), &Vec3::zeros())).rot };
+    // M L / B = 8.9868 (the root of tan(x/2) = x/2, doubled) with
+    // M = C twist / L: twist = 8.9868 B / C, B / C = 1 + nu.
+    let expected = 8.9868 * 1.3;
+    let opts = NewtonOptions::default();
+    let twist = rod::held::critical_along(&model, &Loads::none(), &hold_at, (0.0, 1.5 * expected, 15), 1e-6, &opts).unwrap().expect("snaps");
+    println!("twisted clamped rod: unstable beyond {twist:.5} rad, Greenhill {expected:.5} rad ({:+.3} %)", 100.0 * (twist / expected - 1.0));
+    assert!((twist / expected - 1.0).abs() < 1e-2, "critical twist {twist} rad, Greenhill {expected} rad");
+}
