@@ -309,6 +309,13 @@ pub fn constrained_hessian(model: &Model, loads: &Loads, hold: TipHold, held: &H
 /// units of the strain coordinates' stiffness. Negative: unstable; its zero
 /// crossing along a branch is a limit point or a bifurcation.
 pub fn stability_eigenvalue(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolution) -> Result<f64, StaticsError> {
+    Ok(lowest_mode(model, loads, hold, held)?.0)
+}
+
+/// The lowest eigenvalue of [`stability_eigenvalue`] and its mode (unit
+/// norm, in the strain coordinates, a motion the hold allows): near a
+/// bifurcation, the direction of the new branch.
+pub fn lowest_mode(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolution) -> Result<(f64, DVector<f64>), StaticsError> {
     let n = model.n_dof();
     let (k, hold_rows) = constrained_hessian(model, loads, hold, held)?;
     let k = (&k + k.transpose()) * 0.5;
@@ -323,8 +330,9 @@ pub fn stability_eigenvalue(model: &Model, loads: &Loads, hold: TipHold, held: &
     let p = DMatrix::identity(n, n) - hold_rows.transpose() * solve;
     let above = 10.0 * k.amax().max(1e-300);
     let projected = &p * &k * &p + (DMatrix::identity(n, n) - &p) * above;
-    let projected = (&projected + projected.transpose()) * 0.5;
-    Ok(projected.symmetric_eigenvalues().min())
+    let eigen = ((&projected + projected.transpose()) * 0.5).symmetric_eigen();
+    let lowest = eigen.eigenvalues.imin();
+    Ok((eigen.eigenvalues[lowest], eigen.eigenvectors.column(lowest).into_owned()))
 }
 
 /// Where the stability eigenvalue crosses zero along a path of holds

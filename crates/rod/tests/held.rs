@@ -162,3 +162,113 @@ fn a_straight_clamped_rod_twisted_at_one_end_snaps_at_greenhills_twist() {
     println!("twisted clamped rod: unstable beyond {twist:.5} rad, Greenhill {expected:.5} rad ({:+.3} %)", 100.0 * (twist / expected - 1.0));
     assert!((twist / expected - 1.0).abs() < 1e-2, "critical twist {twist} rad, Greenhill {expected} rad");
 }
+
+/// Jacobi's amplitude am(u | k) by the arithmetic-geometric mean
+/// (Abramowitz & Stegun 16.4), independent of the rod code.
+fn jacobi_am(u: f64, k: f64) -> f64 {
+    let (mut a, mut b) = (1.0_f64, (1.0 - k * k).sqrt());
+    let mut cs = vec![];
+    let mut c = k;
+    while c.abs() > 1e-15 && cs.len() < 40 {
+        cs.push((c, a));
+        let (an, bn) = (0.5 * (a + b), (a * b).sqrt());
+        c = 0.5 * (a - b);
+        (a, b) = (an, bn);
+    }
+    cs.push((c, a));
+    let mut phi = 2f64.powi(cs.len() as i32 - 1) * a * u;
+    for &(c, a) in cs.iter().rev().take(cs.len() - 1) {
+        phi = 0.5 * (phi + (c / a * phi.sin()).asin());
+    }
+    phi
+}
+
+/// Legendre's incomplete integral of the second kind E(phi | k), Simpson
+/// on 4000 intervals (a smooth integrand).
+fn elliptic_e(phi: f64, k: f64) -> f64 {
+    let n = 4000;
+    let h = phi / n as f64;
+    let f = |t: f64| (1.0 - k * k * t.sin().powi(2)).sqrt();
+    let inner: f64 = (1..n).map(|i| if i % 2 == 1 { 4.0 } else { 2.0 } * f(i as f64 * h)).sum();
+    h / 3.0 * (f(0.0) + inner + f(phi))
+}
+
+/// K(k) = pi / (2 AGM(1, k')).
+fn elliptic_k(k: f64) -> f64 {
+    let (mut a, mut b) = (1.0_f64, (1.0 - k * k).sqrt());
+    for _ in 0..40 {
+        (a, b) = (0.5 * (a + b), (a * b).sqrt());
+    }
+    PI / (2.0 * a)
+}
+
+/// The clamped-clamped elastica (first mode) of length `l` whose clamps are
+/// `d` apart: with u = 4 K s / l, x(s) = (l / 2K) E(am u) - s and the
+/// deflection (k l / K)(1 - cn u) / 2, k from d / l = 2 E(k) / K(k) - 1.
+fn elastica(l: f64, d: f64) -> impl Fn(f64) -> (f64, f64) {
+    let ratio = |k: f64| 2.0 * elliptic_e(0.5 * PI, k) / elliptic_k(k) - 1.0;
+    let (mut lo, mut hi) = (1e-9, 1.0 - 1e-12);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if ratio(mid) > d / l {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let k = 0.5 * (lo + hi);
+    let lambda = 4.0 * elliptic_k(k) / l;
+    move |s: f64| {
+        let am = jacobi_am(lambda * s, k);
+        (2.0 / lambda * elliptic_e(am, k) - s, 2.0 * k / lambda * (1.0 - am.cos()))
+    }
+}
+
+#[test]
+fn past_euler_the_column_follows_the_elastica_to_a_tenth_of_a_percent_of_its_length() {
+    // Slender (L / r = 500) so that stretch and shear stay below 1e-4 L.
+    let rod = Rod::uniform_cylinder(1.0, 0.002, Material::from_poisson(1e7, 0.3, 1000.0), 16);
+    let l = rod.length_m;
+    let model = Model::new(&rod, &[]);
+    let hold_at = |d: f64| TipHold::Clamped { position_m: Vec3::new(l - d, 0.0, 0.0), rotation: Mat3::identity() };
+    let opts = NewtonOptions::default();
+    let loads = Loads::none();
+    let d_cr = rod::held::critical_along(&model, &loads, &hold_at, (0.0, 1e-4, 10), 1e-10, &opts).unwrap().expect("buckles");
+    // Past the bifurcation: the straight column is unstable, the mode of
+    // its lowest eigenvalue leads onto the buckled branch, followed by
+    // moving the clamp in.
+    let past = solve_held(&model, &loads, hold_at(1.05 * d_cr), None, &opts).unwrap();
+    let (lowest, mode) = rod::held::lowest_mode(&model, &loads, hold_at(1.05 * d_cr), &past).unwrap();
+    assert!(lowest < 0.0, "the straight column past Euler's load is unstable: {lowest}");
+    let scale = 0.5 / mode.amax();
+    let mut q = &past.solution.q + mode * scale;
+    let mut held = None;
+    for d in [0.01, 0.05, 0.1, 0.2, 0.3] {
+        let h = solve_held(&model, &loads, hold_at(d), Some(&q), &opts).unwrap();
+        q = h.solution.q.clone();
+        held = Some(h);
+    }
+    let held = held.unwrap();
+    let (lowest, _) = rod::held::lowest_mode(&model, &loads, hold_at(0.3), &held).unwrap();
+    // Stable, or neutral: an isotropic rod's buckled loop turns freely
+    // about the line between its clamps (each section turned about its
+    // tangent by the same angle keeps both clamps' frames), a zero
+    // eigenvalue to round-off.
+    let rest = solve_held(&model, &loads, hold_at(0.0), None, &opts).unwrap();
+    let (at_rest, _) = rod::held::lowest_mode(&model, &loads, hold_at(0.0), &rest).unwrap();
+    println!("lowest eigenvalue on the buckled branch {lowest:.3e}, {:.1e} of the straight column's at rest", lowest / at_rest);
+    assert!(lowest > -1e-6 * at_rest, "the buckled branch is stable or neutral: {lowest:e} against {at_rest:e} at rest");
+    let reference = elastica(l, l - 0.3);
+    let frames = model.frames(&held.solution.q);
+    let mut worst = 0.0_f64;
+    for (j, x_m) in model.joint_x_m.iter().enumerate() {
+        let p = frames.joints[j].pos;
+        let (x, w) = reference(*x_m);
+        // The buckling plane is any plane through the axis: compare the
+        // deflection's size.
+        let dev = ((p.x - x).powi(2) + ((p.y * p.y + p.z * p.z).sqrt() - w).powi(2)).sqrt();
+        worst = worst.max(dev);
+    }
+    println!("post-buckled clamped-clamped elastica, clamps 0.7 L apart: worst distance {:.3e} L over {} joints", worst / l, model.joint_x_m.len());
+    assert!(worst < 1e-3 * l, "shape off the elastica by {worst:.3e} m");
+}
