@@ -602,3 +602,86 @@ fn commands_without_devices_load_no_opencv_and_device_commands_still_work() {
     let elf = std::fs::read(env!("CARGO_BIN_EXE_rodlab")).unwrap();
     assert!(!elf.windows(b"libopencv".len()).any(|w| w == b"libopencv"), "the binary names an OpenCV library");
 }
+
+/// A cord hanging as a loop between two clamps (configs/rod/clamped-clamped-cable.toml):
+/// `solve` with the tip's pose prints the clamp's reaction, `identify`
+/// reads held experiments (written here from the model, 0.5 mm noise) and
+/// finds E; what a held rod lacks or cannot reach exits 2 in one line.
+#[test]
+fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
+    let rod_file = "configs/rod/clamped-clamped-cable.toml";
+    let up = ["--tip-position", "0.1,0,0", "--tip-rotation", "0,-1.5707963267948966,0"];
+    let o = rodlab(&[&["solve", "--rod", rod_file][..], &up[..]].concat());
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // Each clamp carries half the cord's weight (0.1414 kg).
+    let line = stdout.lines().find(|l| l.starts_with("tip held (clamped)")).expect("the hold's reaction is printed");
+    let fz: f64 = line.split_whitespace().nth(12).unwrap().trim_end_matches(',').parse().unwrap();
+    assert!((fz / (0.5 * 0.14137 * 9.81) - 1.0).abs() < 2e-3, "{line}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let rod = rod::Rod::from_file(&root().join(rod_file)).unwrap();
+    let truth = identify::Values::material(2.0e7, 6.9e6, 1.2e3);
+    // Digitisation noise: Gaussian, 0.5 mm (xorshift64 and Box-Muller).
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut noise = move || (-2.0 * (1.0 - uniform()).ln()).sqrt() * (2.0 * std::f64::consts::PI * uniform()).cos() * 5e-4;
+    let experiments: Vec<identify::Experiment> = [0.1, 0.3, 0.5]
+        .iter()
+        .enumerate()
+        .map(|(i, gap)| {
+            let marks = [0.25, 0.5, 0.75, 1.0, 1.25].map(|a| identify::Measurement {
+                arc_m: a,
+                offset_body_m: lie::Vec3::zeros(),
+                pos_m: lie::Vec3::zeros(),
+                sigma_m: 5e-4,
+            });
+            let mut e = identify::Experiment::new(format!("{}", i + 1), vec![], lie::Vec3::zeros(), marks.to_vec());
+            e.tip_position_m = Some(lie::Vec3::new(*gap, 0.0, 0.0));
+            e.tip_rotation_rad = Some(lie::Vec3::new(0.0, -std::f64::consts::FRAC_PI_2, 0.0));
+            let (p, _) = identify::predict(&rod, &e, &truth).unwrap();
+            for (m, p) in e.measurements.iter_mut().zip(p) {
+                m.pos_m = p + lie::Vec3::new(noise(), noise(), noise());
+            }
+            e
+        })
+        .collect();
+    let data = dir.path().join("loops");
+    identify::data::write_experiments(&data, &experiments, "three loops between two clamps").unwrap();
+    let out = dir.path().join("fit");
+    let o = rodlab(&["identify", "--rod", rod_file, "--experiments", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo", "--tie-g", "0.45"]);
+    ok(&o);
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    let e_pa = v["parameters"]["e_pa"]["value"].as_float().unwrap();
+    assert!((e_pa / 2.0e7 - 1.0).abs() < 0.02, "E {e_pa}\n{}", String::from_utf8_lossy(&o.stdout));
+
+    // The experiments without their tip's pose, for a clamped rod.
+    let bare = dir.path().join("bare");
+    let mut free = experiments.clone();
+    for e in &mut free {
+        e.tip_position_m = None;
+        e.tip_rotation_rad = None;
+    }
+    identify::data::write_experiments(&bare, &free, "no tip pose").unwrap();
+    let o = rodlab(&["identify", "--rod", rod_file, "--experiments", bare.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
+    expect_exit_2(o, &["inputs.csv", "experiment '1'", "tip_rotation_x_rad", "clamped"]);
+    expect_exit_2(rodlab(&["solve", "--rod", rod_file]), &["--tip-position", "clamped"]);
+    expect_exit_2(
+        rodlab(&["solve", "--rod", rod_file, "--tip-position", "2,0,0", "--tip-rotation", "0,0,0"]),
+        &["2.0000 m from the base", "rod's length 1.5000 m"],
+    );
+    expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/silicone-rod.toml", "--tip-position", "0.2,0,0"]), &["tip is free", "[tip] condition"]);
+    let bad = dir.path().join("bad-tip.toml");
+    std::fs::write(&bad, std::fs::read_to_string(root().join(rod_file)).unwrap().replace("condition = \"clamped\"", "condition = \"welded\"")).unwrap();
+    expect_exit_2(rodlab(&["solve", "--rod", bad.to_str().unwrap()]), &["bad-tip.toml", "tip.condition", "\"welded\""]);
+    // Commands that hold the base only refuse a held rod, saying so.
+    expect_exit_2(
+        rodlab(&["simulate", "--rod", rod_file, "--scene", "configs/scene/contact-paper-stick.toml", "--out", dir.path().join("sim").to_str().unwrap()]),
+        &["tip is clamped", "simulator"],
+    );
+}

@@ -145,9 +145,12 @@ fn record_a_camera_then_track_with_the_frames_table() {
     let idx = frames.f64("frame").unwrap();
     let t = frames.i64("t_host_ns").unwrap();
     assert_eq!(idx, (0..30).map(|k| k as f64).collect::<Vec<_>>(), "every frame, in order");
-    // Played at the file's 100 frames/s, never faster.
-    let span_s = (t[29] - t[0]) as f64 * 1e-9;
-    assert!(t.windows(2).all(|w| w[1] > w[0]) && (0.285..3.0).contains(&span_s), "{span_s}");
+    // Played at the file's 100 frames/s, never faster. The first frame's
+    // stamp may come late on a busy machine (the replay keeps its
+    // schedule from the start: 0.283 s from frame 0 to 29 once, with a
+    // build beside it), so the rate is measured from frame 1.
+    let span_s = (t[29] - t[1]) as f64 * 1e-9;
+    assert!(t.windows(2).all(|w| w[1] > w[0]) && (0.275..3.0).contains(&span_s), "{span_s} s for 28 frame intervals of 10 ms");
     let o = rodlab(&["track", &p("s/camera.mkv"), "--camera", &p("video/true-camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("m.parquet")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = session::read_markers(&dir.path().join("m.parquet")).unwrap();

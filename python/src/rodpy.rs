@@ -44,6 +44,10 @@ impl Rod {
             tip_force_offset_body_m: load.tip_force_offset_body_m,
             flange: None,
             gravity,
+            // A held tip from Python: not yet (the rod file's condition is
+            // refused by the solve with a message naming the flags).
+            tip_position_m: None,
+            tip_rotation_rad: None,
         }
     }
 }

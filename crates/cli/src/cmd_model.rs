@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)"
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,3.14159265,0   (a 1.5 m cable hanging as a loop between two clamps 0.1 m apart)"
 )]
 pub struct SolveArgs {
     /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
@@ -32,6 +32,12 @@ pub struct SolveArgs {
     /// The robot's flange (TCP) in the world, as UR reports it: X,Y,Z [m],RX,RY,RZ [rad] (rotation vector); the rod's base is the flange times the rod file's [base] (its mount). Default: the rod file's [base] in the world.
     #[arg(long, allow_hyphen_values = true)]
     pub flange_pose: Option<Numbers>,
+    /// Where a pinned or clamped tip is held (the rod file's [tip] condition), world frame: X,Y,Z [m].
+    #[arg(long, allow_hyphen_values = true)]
+    pub tip_position: Option<Numbers>,
+    /// A clamped tip's rotation, world frame: RX,RY,RZ [rad] (a rotation vector; 0,0,0 is the rod's straight orientation).
+    #[arg(long, allow_hyphen_values = true)]
+    pub tip_rotation: Option<Numbers>,
     /// Replace the rod's sections by N equal sections.
     #[arg(long)]
     pub sections: Option<usize>,
@@ -68,6 +74,8 @@ pub fn solve(a: SolveArgs) -> Result<()> {
             None => None,
         },
         gravity: !a.no_gravity,
+        tip_position_m: a.tip_position.as_ref().map(|n| n.exactly::<3>("tip-position", "X,Y,Z").map(lie::Vec3::from)).transpose()?,
+        tip_rotation_rad: a.tip_rotation.as_ref().map(|n| n.exactly::<3>("tip-rotation", "RX,RY,RZ").map(lie::Vec3::from)).transpose()?,
         params,
         rod,
     };
@@ -94,6 +102,18 @@ pub fn solve(a: SolveArgs) -> Result<()> {
     println!("converged: {} Newton iterations, {} load step(s), residual {:.2e}, {:.3} ms", s.iterations, s.load_steps, s.residual_norm, s.wall_time_s * 1e3);
     let tip = s.tip_m();
     println!("tip position [m]: {:.6} {:.6} {:.6}", tip.x, tip.y, tip.z);
+    if let Some(r) = &s.tip_reaction {
+        println!(
+            "tip held ({}): its hold's force on the rod [N] {:.6} {:.6} {:.6}, moment about the tip [N m] {:.6} {:.6} {:.6}",
+            s.rod.tip_condition.key(),
+            r[3],
+            r[4],
+            r[5],
+            r[0],
+            r[1],
+            r[2]
+        );
+    }
     match &s.band {
         Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m, prior_only_m }) => {
             print_band(x, h, *model_error_m);

@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// `inputs.csv`'s columns: (name, required, meaning). `tension_K_n`
 /// stands for one column per cable of the rod, in the rod file's order.
-pub const INPUT_COLUMNS: [(&str, bool, &str); 7] = [
+pub const INPUT_COLUMNS: [(&str, bool, &str); 13] = [
     ("experiment", true, "the experiment's identifier (text)"),
     ("tension_K_n", true, "tension of cable K [N], K = 1 ... the rod file's cables, in its order (none for a rod without cables)"),
     ("tip_force_x_n", false, "a dead force at the tip, world frame [N] (x; with y and z)"),
@@ -26,6 +26,12 @@ pub const INPUT_COLUMNS: [(&str, bool, &str); 7] = [
     ("tip_force_z_n", false, "the tip force's z [N]"),
     ("tip_force_offset_y_m", false, "where the tip force acts: its offset from the tip's centre along the tip section's body y [m] (a mass hung from the top edge of the tip face: its moment counts); with the force"),
     ("tip_force_offset_z_m", false, "the offset along the tip section's body z [m]"),
+    ("tip_position_x_m", false, "where a pinned or clamped tip is held (the rod file's [tip] condition), world frame [m] (x; with y and z)"),
+    ("tip_position_y_m", false, "the held tip's y [m]"),
+    ("tip_position_z_m", false, "the held tip's z [m]"),
+    ("tip_rotation_x_rad", false, "a clamped tip's rotation as a rotation vector, world frame [rad] (x; with y and z; zero: the rod's straight orientation)"),
+    ("tip_rotation_y_rad", false, "the clamp's rotation vector, y [rad]"),
+    ("tip_rotation_z_rad", false, "the clamp's rotation vector, z [rad]"),
 ];
 
 /// `measurements.csv`'s columns (all required): (name, meaning).
@@ -84,6 +90,11 @@ pub struct Experiment {
     /// noise (errors in the inputs move the shape as much as errors in
     /// the positions do).
     pub tension_sigma_n: Vec<f64>,
+    /// Where the tip is held (`tip_position_*_m`), for a rod whose tip is
+    /// pinned or clamped.
+    pub tip_position_m: Option<Vec3>,
+    /// A clamped tip's rotation vector (`tip_rotation_*_rad`), world frame.
+    pub tip_rotation_rad: Option<Vec3>,
 }
 
 impl Experiment {
@@ -98,6 +109,30 @@ impl Experiment {
             base_pose: None,
             base_wrench: None,
             tension_sigma_n: vec![],
+            tip_position_m: None,
+            tip_rotation_rad: None,
+        }
+    }
+
+    /// The tip's hold for a rod whose tip is `condition`: `None` for a free
+    /// tip; an error (what is missing, or held without the rod file saying
+    /// so) when the experiment's columns do not fit the condition.
+    pub fn tip_hold(&self, condition: rod::TipCondition) -> Result<Option<rod::TipHold>, String> {
+        use rod::{TipCondition, TipHold};
+        let rotation = |v: &Vec3| lie::exp(&lie::stack(v, &Vec3::zeros())).rot;
+        match (condition, self.tip_position_m, self.tip_rotation_rad) {
+            (TipCondition::Free, None, None) => Ok(None),
+            (TipCondition::Free, _, _) => {
+                Err("gives the tip a position, but the rod file's tip is free: set [tip] condition = \"pinned\" or \"clamped\", or leave the tip_position and tip_rotation columns out".into())
+            }
+            (TipCondition::Pinned, Some(p), None) => Ok(Some(TipHold::Pinned { position_m: p })),
+            (TipCondition::Pinned, _, Some(_)) => Err("gives a tip rotation, but the rod file's tip is pinned (free to turn): leave tip_rotation out, or clamp it".into()),
+            (TipCondition::Clamped, Some(p), Some(r)) => Ok(Some(TipHold::Clamped { position_m: p, rotation: rotation(&r) })),
+            (c, _, _) => Err(format!(
+                "gives no {}, and the rod file's tip is {}",
+                if c == TipCondition::Clamped { "tip pose (tip_position_x_m, _y_m, _z_m and tip_rotation_x_rad, _y_rad, _z_rad)" } else { "tip position (tip_position_x_m, _y_m, _z_m)" },
+                c.key()
+            )),
         }
     }
 
@@ -219,6 +254,15 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
     } else {
         None
     };
+    let triple = |name: &str, unit: &str| -> Result<Option<Vec<usize>>, DataError> {
+        if inputs.header.iter().any(|h| h.starts_with(name)) {
+            Ok(Some(["x", "y", "z"].iter().map(|a| inputs.column(&inputs_path, &format!("{name}{a}_{unit}"))).collect::<Result<_, _>>()?))
+        } else {
+            Ok(None)
+        }
+    };
+    let tip_position_cols = triple("tip_position_", "m")?;
+    let tip_rotation_cols = triple("tip_rotation_", "rad")?;
     let mut experiments: BTreeMap<String, Experiment> = BTreeMap::new();
     let mut order = vec![];
     for (line, cells) in &inputs.rows {
@@ -249,6 +293,19 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         if let Some(oc) = &offset_cols {
             e.tip_force_offset_body_m = Vec3::new(0.0, inputs.number(&inputs_path, *line, cells, oc[0])?, inputs.number(&inputs_path, *line, cells, oc[1])?);
         }
+        let vector = |cols: &Option<Vec<usize>>| -> Result<Option<Vec3>, DataError> {
+            cols.as_ref()
+                .map(|c| {
+                    Ok(Vec3::new(
+                        inputs.number(&inputs_path, *line, cells, c[0])?,
+                        inputs.number(&inputs_path, *line, cells, c[1])?,
+                        inputs.number(&inputs_path, *line, cells, c[2])?,
+                    ))
+                })
+                .transpose()
+        };
+        e.tip_position_m = vector(&tip_position_cols)?;
+        e.tip_rotation_rad = vector(&tip_rotation_cols)?;
         order.push(id.clone());
         experiments.insert(id, e);
     }
@@ -274,6 +331,15 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         return Err(err(&meas_path, "rows", format!("experiment '{}' has no measurement", e.id)));
     }
     Ok(out)
+}
+
+/// Checks that each experiment gives the tip's hold the rod file's
+/// `[tip] condition` asks for (and none for a free tip).
+pub fn check_tip_holds(experiments: &[Experiment], condition: rod::TipCondition, inputs_file: &Path) -> Result<(), DataError> {
+    for e in experiments {
+        e.tip_hold(condition).map_err(|message| err(inputs_file, format!("experiment '{}'", e.id), message))?;
+    }
+    Ok(())
 }
 
 /// Checks measurement arc lengths against the rod length.
@@ -303,16 +369,30 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
         w.flush().map_err(io)
     };
     let k = experiments.first().map_or(0, |e| e.tensions_n.len());
+    // The held tip's columns when any experiment holds it (all then do).
+    let positions = experiments.iter().any(|e| e.tip_position_m.is_some());
+    let rotations = experiments.iter().any(|e| e.tip_rotation_rad.is_some());
     let header = std::iter::once("experiment".to_string())
         .chain((1..=k).map(|i| format!("tension_{i}_n")))
         .chain(["tip_force_x_n", "tip_force_y_n", "tip_force_z_n", "tip_force_offset_y_m", "tip_force_offset_z_m"].map(String::from))
+        .chain(["tip_position_x_m", "tip_position_y_m", "tip_position_z_m"].into_iter().filter(|_| positions).map(String::from))
+        .chain(["tip_rotation_x_rad", "tip_rotation_y_rad", "tip_rotation_z_rad"].into_iter().filter(|_| rotations).map(String::from))
         .collect();
+    let cells = |v: Option<Vec3>, wanted: bool| -> Vec<String> {
+        if wanted {
+            v.unwrap_or_else(Vec3::zeros).iter().map(|x| format!("{x:.12}")).collect()
+        } else {
+            vec![]
+        }
+    };
     let rows = experiments
         .iter()
         .map(|e| {
             std::iter::once(e.id.clone())
                 .chain(e.tensions_n.iter().map(|t| t.to_string()))
                 .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z, e.tip_force_offset_body_m.y, e.tip_force_offset_body_m.z].map(|f| f.to_string()))
+                .chain(cells(e.tip_position_m, positions))
+                .chain(cells(e.tip_rotation_rad, rotations))
                 .collect()
         })
         .collect();

@@ -21,6 +21,7 @@ use crate::data::Experiment;
 use argmin::core::{Error as ArgminError, Jacobian, Operator};
 use lie::{Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
+use rod::held::{assemble_held, solve_held};
 use rod::model::point_jacobian;
 use rod::statics::{assemble, solve, solve_with_factors, Factors};
 use rod::{Loads, Material, Model, NewtonOptions, Rod, StaticsError};
@@ -349,6 +350,8 @@ struct ExperimentModel {
     gravity_model: Model,
     loads: Loads,
     joints: Vec<usize>,
+    /// The tip's hold (a pinned or clamped tip), if any.
+    hold: Option<rod::TipHold>,
 }
 
 /// Residuals, Jacobian and predictions at one parameter vector.
@@ -510,6 +513,9 @@ impl Problem {
                     model,
                     loads,
                     joints,
+                    // Checked against the rod file where the experiments
+                    // are read (identify::data::check_tip_holds).
+                    hold: e.tip_hold(rod.tip_condition).unwrap_or(None),
                 }
             })
             .collect();
@@ -818,15 +824,25 @@ impl Problem {
             let warm = self.warm.borrow()[i].clone();
             self.solves.set(self.solves.get() + 1);
             let factors = self.warm_factors.borrow();
-            let solved = solve_with_factors(&model, &em.loads, warm.as_ref(), factors[i].as_ref().filter(|_| warm.is_some()), &self.options);
-            drop(factors);
-            let sol = match solved {
-                Ok(s) => s,
-                Err(_) if warm.is_some() => {
-                    solve(&model, &em.loads, None, &self.options).map_err(|source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source })?
+            let no_equilibrium = |source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source };
+            // A held tip: the held system's unknowns, for its sensitivities.
+            let mut held_unknowns = None;
+            let sol = if let Some(hold) = em.hold {
+                let held = match solve_held(&model, &em.loads, hold, warm.as_ref(), &self.options) {
+                    Ok(h) => h,
+                    Err(_) if warm.is_some() => solve_held(&model, &em.loads, hold, None, &self.options).map_err(no_equilibrium)?,
+                    Err(source) => return Err(no_equilibrium(source)),
+                };
+                held_unknowns = Some(held.unknowns(hold));
+                held.solution
+            } else {
+                match solve_with_factors(&model, &em.loads, warm.as_ref(), factors[i].as_ref().filter(|_| warm.is_some()), &self.options) {
+                    Ok(s) => s,
+                    Err(_) if warm.is_some() => solve(&model, &em.loads, None, &self.options).map_err(no_equilibrium)?,
+                    Err(source) => return Err(no_equilibrium(source)),
                 }
-                Err(source) => return Err(ModelError::NoEquilibrium { experiment: exp.id.clone(), source }),
             };
+            drop(factors);
             let q = sol.q;
             self.warm.borrow_mut()[i] = Some(q.clone());
             // The tangent's assembly computes the kinematics the Jacobian
@@ -898,8 +914,33 @@ impl Problem {
                     };
                     dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
                 }
-                let sens = lu.solve_columns(&(-dr)).ok_or(ModelError::SingularTangent)?;
-                self.warm_factors.borrow_mut()[i] = Some(lu);
+                let sens = match (em.hold, &held_unknowns) {
+                    // dq/dp through the held system: the hold's equations do
+                    // not depend on the parameters.
+                    (Some(hold), Some(x)) => {
+                        let h = assemble_held(&model, &em.loads, hold, x, true)?.tangent.expect("tangent asked");
+                        let mut rhs = DMatrix::zeros(h.nrows(), np);
+                        rhs.rows_mut(0, n).copy_from(&(-dr));
+                        if let Some(ip) = self.layout.pitch_index() {
+                            // Turning the base moves the tip at fixed q away
+                            // from its hold, which stays in the world: the
+                            // hold's equations depend on the pitch too.
+                            let eps = 1e-6;
+                            let mut mp = model.clone();
+                            mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
+                            let rp = assemble_held(&mp, &em.loads, hold, x, false)?.residual;
+                            mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
+                            let rm = assemble_held(&mp, &em.loads, hold, x, false)?.residual;
+                            rhs.set_column(ip, &(-(rp - rm) / (2.0 * eps)));
+                        }
+                        h.lu().solve(&rhs).ok_or(ModelError::SingularTangent)?.rows(0, n).into_owned()
+                    }
+                    _ => {
+                        let sens = lu.solve_columns(&(-dr)).ok_or(ModelError::SingularTangent)?;
+                        self.warm_factors.borrow_mut()[i] = Some(lu);
+                        sens
+                    }
+                };
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
                     let block = pj * &sens / m.sigma_m;

@@ -283,9 +283,17 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         Source::Experiments(dir) => {
             let experiments = read_experiments(dir, rod.cables.len())?;
             identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv"))?;
+            identify::data::check_tip_holds(&experiments, rod.tip_condition, &dir.join("inputs.csv"))?;
             let prov =
                 vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
             (experiments, vec![], vec![], prov, dir.display().to_string())
+        }
+        Source::Sessions { .. } if rod.tip_condition != rod::TipCondition::Free => {
+            return Err(Error::input(format!(
+                "{}: the tip is {} ([tip] condition): sessions hold the base only so far; identify a held rod from experiments (inputs.csv's tip_position and tip_rotation columns)",
+                req.rod_path.display(),
+                rod.tip_condition.key()
+            )));
         }
         Source::Sessions { dirs, .. } => {
             let loads = session_loads.as_ref().expect("sessions have their loads");

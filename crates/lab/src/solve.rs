@@ -30,6 +30,10 @@ pub struct SolveRequest {
     /// In the world frame, fixed direction.
     pub tip_moment_nm: Vec3,
     pub gravity: bool,
+    /// Where a pinned or clamped tip is held (world) and a clamp's
+    /// rotation vector: as the rod file's `[tip] condition` asks.
+    pub tip_position_m: Option<Vec3>,
+    pub tip_rotation_rad: Option<Vec3>,
 }
 
 /// The tip with its 95 % prediction band per coordinate, or why there is none.
@@ -71,6 +75,9 @@ pub struct Solved {
     pub warnings: Vec<String>,
     /// With parameters: the tip's prediction band.
     pub band: Option<Band>,
+    /// A held tip: the wrench its hold exerts on the rod, `[moment about
+    /// the tip; force]`, world frame.
+    pub tip_reaction: Option<lie::Vec6>,
 }
 
 impl Solved {
@@ -120,8 +127,15 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         loads.point_loads.last_mut().expect("the tip load").offset_body_m = req.tip_force_offset_body_m;
     }
     let model = model_for(&rod, &loads);
+    let hold = tip_hold(req, &rod)?;
     let started = std::time::Instant::now();
-    let sol = solve_statics(&model, &loads, None, &NewtonOptions::default())?;
+    let (sol, tip_reaction) = match hold {
+        Some(hold) => {
+            let held = rod::held::solve_held(&model, &loads, hold, None, &NewtonOptions::default())?;
+            (held.solution, Some(held.tip_reaction))
+        }
+        None => (solve_statics(&model, &loads, None, &NewtonOptions::default())?, None),
+    };
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
     let validity = rod::validity::validity(&model, &sol.q);
@@ -131,11 +145,16 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
             sol.residual_norm
         )));
     }
-    let applied = rod::statics::assemble(&model, &loads, &sol.q, 1.0, false)?.applied_wrench;
+    let mut applied = rod::statics::assemble(&model, &loads, &sol.q, 1.0, false)?.applied_wrench;
+    if let Some(r) = &tip_reaction {
+        // The tip's hold is a load on the rod too: about the world origin.
+        let p_tip = rod::shape::shape(&model, &sol.q).last().expect("a rod has a tip").pos_m;
+        applied += lie::stack(&(lie::angular(r) + p_tip.cross(&lie::linear(r))), &lie::linear(r));
+    }
     let (base_force_n, applied_moment_nm) = (-lie::linear(&applied), -lie::angular(&applied));
     // About the world origin -> about the base's origin.
     let base_moment_nm = applied_moment_nm - rod.base.pos.cross(&base_force_n);
-    let band = req.params.as_ref().map(|p| band(p, req));
+    let band = req.params.as_ref().map(|p| if hold.is_some() { Band::None("the prediction band is for a free tip so far".into()) } else { band(p, req) });
     Ok(Solved {
         n_dof: model.n_dof(),
         mass_kg: model.mass_kg(),
@@ -149,7 +168,26 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         warnings: validity.warnings(&rod.cables),
         validity,
         band,
+        tip_reaction,
         rod,
+    })
+}
+
+/// The tip's hold the rod file's `[tip] condition` asks for, from the
+/// request's `--tip-position` and `--tip-rotation`.
+fn tip_hold(req: &SolveRequest, rod: &Rod) -> Result<Option<rod::TipHold>> {
+    let mut e = identify::Experiment::new("solve", vec![], Vec3::zeros(), vec![]);
+    e.tip_position_m = req.tip_position_m;
+    e.tip_rotation_rad = req.tip_rotation_rad;
+    for (name, v) in [("--tip-position", req.tip_position_m), ("--tip-rotation", req.tip_rotation_rad)] {
+        if v.is_some_and(|v| !v.iter().all(|x| x.is_finite())) {
+            return Err(Error::input(format!("{name}: must be finite")));
+        }
+    }
+    e.tip_hold(rod.tip_condition).map_err(|why| {
+        let why = why.replace("tip_position_x_m, _y_m, _z_m", "--tip-position").replace("tip_rotation_x_rad, _y_rad, _z_rad", "--tip-rotation");
+        let why = why.replace("the tip_position and tip_rotation columns", "--tip-position and --tip-rotation").replace("tip_rotation", "--tip-rotation");
+        Error::input(format!("the request {why}"))
     })
 }
 

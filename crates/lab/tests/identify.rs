@@ -31,6 +31,8 @@ fn tip_with(rod: rod::Rod, params: Option<Params>, tensions: [f64; 4], gravity: 
         tip_force_offset_body_m: Vec3::zeros(),
         flange: None,
         gravity,
+        tip_position_m: None,
+        tip_rotation_rad: None,
     })
     .unwrap();
     (s.tip_m(), s.band)

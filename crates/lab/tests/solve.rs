@@ -16,6 +16,8 @@ fn request(rod: rod::Rod) -> SolveRequest {
         tip_force_offset_body_m: Vec3::zeros(),
         flange: None,
         gravity: true,
+        tip_position_m: None,
+        tip_rotation_rad: None,
     }
 }
 

@@ -71,6 +71,8 @@ pub struct Observation {
 pub enum ObserveError {
     #[error("the rod has no markers ([[marker]] entries in the rod file)")]
     NoMarkers,
+    #[error("the rod file's tip is {0} ([tip] condition): the observer holds the base only so far (statics and identification from experiments hold the tip)")]
+    TipHeld(&'static str),
     #[error("marker {0} at arc length {1} m lies outside the rod [0, {2}] m")]
     MarkerOutside(usize, f64, f64),
     #[error(
@@ -405,6 +407,9 @@ impl Observer {
     }
 
     pub fn new(rod: &Rod, mode: Mode) -> Result<Observer, ObserveError> {
+        if rod.tip_condition != rod::TipCondition::Free {
+            return Err(ObserveError::TipHeld(rod.tip_condition.key()));
+        }
         if rod.markers.is_empty() {
             return Err(ObserveError::NoMarkers);
         }

@@ -108,6 +108,33 @@ pub struct Rod {
     pub damping: Option<Damping>,
     /// Priors of the geometry identification can learn (`[identify]`).
     pub identify_priors: IdentifyPriors,
+    /// How the tip is held (`[tip] condition`): free by default; a pinned
+    /// or clamped tip takes its position (and rotation) from each
+    /// experiment.
+    pub tip_condition: TipCondition,
+}
+
+/// `[tip] condition`: how the rod's tip is held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TipCondition {
+    /// A free tip (the default).
+    #[default]
+    Free,
+    /// The tip's centre held at a position, free to turn.
+    Pinned,
+    /// The tip's section held at a pose (position and rotation).
+    Clamped,
+}
+
+impl TipCondition {
+    /// The rod file's spelling.
+    pub fn key(&self) -> &'static str {
+        match self {
+            TipCondition::Free => "free",
+            TipCondition::Pinned => "pinned",
+            TipCondition::Clamped => "clamped",
+        }
+    }
 }
 
 /// `[identify]`: priors (mean, standard deviation) of geometry parameters
@@ -189,6 +216,7 @@ impl Rod {
             markers: vec![],
             damping: None,
             identify_priors: IdentifyPriors::default(),
+            tip_condition: TipCondition::Free,
         }
     }
 
@@ -381,6 +409,21 @@ struct RawRod {
     damping: Option<RawDamping>,
     /// Priors and ranges for identification: `[identify]`.
     identify: Option<RawIdentify>,
+    /// How the tip is held: `[tip] condition = "free" | "pinned" | "clamped"`.
+    tip: Option<RawTip>,
+}
+
+/// `[tip]`: how the rod's tip is held.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawTip {
+    /// "free" (default), "pinned" (the tip's centre at a position each experiment gives: inputs.csv's tip_position_x_m, _y_m, _z_m) or "clamped" (its pose: those and tip_rotation_x_rad, _y_rad, _z_rad, a rotation vector in the world frame).
+    #[serde(default = "default_tip_condition")]
+    condition: String,
+}
+
+fn default_tip_condition() -> String {
+    "free".into()
 }
 
 /// `[identify]`: `cable_offset_m = { mean = 0.0, sd = 0.005 }`.
@@ -770,6 +813,14 @@ fn nonneg(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
 impl RawRod {
     fn validate(self, file: &str) -> Result<Rod, ConfigError> {
         let length = positive(file, "length_m", self.length_m)?;
+        let tip_condition = match self.tip.as_ref().map(|t| t.condition.as_str()) {
+            None | Some("free") => TipCondition::Free,
+            Some("pinned") => TipCondition::Pinned,
+            Some("clamped") => TipCondition::Clamped,
+            Some(other) => {
+                return Err(ConfigError::new(file, "tip.condition", format!("\"{other}\" is not a tip condition: \"free\", \"pinned\" or \"clamped\"")))
+            }
+        };
         if self.sections_m.is_empty() {
             return Err(ConfigError::new(file, "sections_m", "needs at least one section"));
         }
@@ -1010,6 +1061,7 @@ impl RawRod {
             markers,
             damping,
             identify_priors,
+            tip_condition,
         })
     }
 }

@@ -65,6 +65,21 @@ pub struct HeldSolution {
     pub tip_reaction: Vec6,
 }
 
+impl HeldSolution {
+    /// The held system's unknowns `[q; lambda]` (the reaction's force for a
+    /// pin, moment and force for a clamp), as [`assemble_held`] takes them.
+    pub fn unknowns(&self, hold: TipHold) -> DVector<f64> {
+        let n = self.solution.q.len();
+        let mut x = DVector::zeros(n + hold.count());
+        x.rows_mut(0, n).copy_from(&self.solution.q);
+        match hold {
+            TipHold::Pinned { .. } => x.fixed_rows_mut::<3>(n).copy_from(&self.tip_reaction.fixed_rows::<3>(3)),
+            TipHold::Clamped { .. } => x.fixed_rows_mut::<6>(n).copy_from(&self.tip_reaction),
+        }
+        x
+    }
+}
+
 /// The hold's reaction applied to the rod: a force and moment at the tip
 /// joint, fixed in space for the assembler (the multipliers are unknowns
 /// of their own).
@@ -199,6 +214,38 @@ impl System for HeldSystem<'_, '_> {
     }
 }
 
+/// Where a solve without a start begins: the straight rod, or for a clamp
+/// the arc of constant curvature that already turns the tip to the
+/// clamp's rotation (either way round, whichever ends nearer the clamp), so
+/// that continuation has only to carry the tip's position (a loop hanging
+/// between two clamps pointing down starts as a U, not as a rod folded
+/// in two).
+fn arc_start(model: &Model, hold: &TipHold) -> DVector<f64> {
+    let straight = DVector::zeros(model.n_dof());
+    let TipHold::Clamped { position_m, rotation } = hold else { return straight };
+    if model.base_dof().is_some() {
+        return straight;
+    }
+    let l = model.rod.length_m;
+    let turn = lie::so3_log(&(model.rod.base.rot.transpose() * rotation));
+    let angle = turn.norm();
+    let tip = model.n_joints() - 1;
+    let mut best = (f64::INFINITY, straight);
+    let mut candidates = vec![Vec3::zeros(), turn];
+    if angle > 1e-9 {
+        candidates.push(turn - turn / angle * (2.0 * std::f64::consts::PI));
+    }
+    for psi in candidates {
+        let q = model.uniform_q(&lie::stack(&(psi / l), &Vec3::new(1.0, 0.0, 0.0)));
+        let g = model.frames(&q).joints[tip];
+        let miss = (g.pos - position_m).norm() / l + lie::so3_log(&(g.rot * rotation.transpose())).norm();
+        if miss < best.0 {
+            best = (miss, q);
+        }
+    }
+    best.1
+}
+
 /// The hold equations' scales: a unit rotation error weighs as the moment
 /// that bends the rod by it, a unit position error as the force.
 fn hold_scales(model: &Model) -> (f64, f64) {
@@ -234,8 +281,9 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: false, ..Newton::default() };
     let n = model.n_dof();
     let mut x = DVector::zeros(n + hold.count());
-    if let Some(q) = q_start {
-        x.rows_mut(0, n).copy_from(q);
+    match q_start {
+        Some(q) => x.rows_mut(0, n).copy_from(q),
+        None => x.rows_mut(0, n).copy_from(&arc_start(model, &hold)),
     }
     let (mut iterations, mut merit, mut last_failure) = (0, 0.0, 0.0);
     // Continuation carries the loads and the tip from where it starts to
@@ -280,12 +328,7 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
 pub fn constrained_hessian(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolution) -> Result<(DMatrix<f64>, DMatrix<f64>), StaticsError> {
     let n = model.n_dof();
     let c = hold.count();
-    let mut x = DVector::zeros(n + c);
-    x.rows_mut(0, n).copy_from(&held.solution.q);
-    match hold {
-        TipHold::Pinned { .. } => x.fixed_rows_mut::<3>(n).copy_from(&held.tip_reaction.fixed_rows::<3>(3)),
-        TipHold::Clamped { .. } => x.fixed_rows_mut::<6>(n).copy_from(&held.tip_reaction),
-    }
+    let x = held.unknowns(hold);
     let (scale_position, scale_rotation) = hold_scales(model);
     let h = assemble_held(model, loads, hold, &x, true)?.tangent.expect("tangent asked");
     let mut k = h.view((0, 0), (n, n)).into_owned();

@@ -100,6 +100,9 @@ pub enum StaticsError {
     LoadOffGrid(f64),
     #[error("load is not finite")]
     NotFinite,
+    /// A rod whose tip is held, solved as if it were free.
+    #[error("the rod file's tip is {0} ([tip] condition): give the tip's position (and a clamp's rotation) to solve it held")]
+    TipHeld(&'static str),
     /// A held tip placed farther from the base than the rod reaches.
     #[error("the tip's hold is {distance_m:.4} m from the base, farther than the rod's length {length_m:.4} m")]
     Unreachable { distance_m: f64, length_m: f64 },
@@ -267,6 +270,9 @@ pub fn solve_with_factors(
     factors: Option<&Factors>,
     opts: &NewtonOptions,
 ) -> Result<StaticSolution, StaticsError> {
+    if model.rod.tip_condition != crate::TipCondition::Free {
+        return Err(StaticsError::TipHeld(model.rod.tip_condition.key()));
+    }
     let factors = factors.filter(|f| f.n == model.n_dof()).cloned();
     let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };

@@ -272,6 +272,12 @@ impl Simulator {
     /// Sets up the rod in the scene at t = 0.
     pub fn new(rod: &Rod, scene: &Scene, motion: BaseMotion) -> Result<Simulator, SimError> {
         scene.check_time().map_err(SimError::Input)?;
+        if rod.tip_condition != rod::TipCondition::Free {
+            return Err(SimError::Input(format!(
+                "the rod file's tip is {} ([tip] condition): the simulator holds the base only so far (statics and identification from experiments hold the tip)",
+                rod.tip_condition.key()
+            )));
+        }
         let mut rod = rod.clone();
         rod.gravity_m_s2 = scene.gravity_m_s2;
         let mut points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
