@@ -106,8 +106,7 @@ bench: setup
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --build-only
 	.venv/bin/python python/bench.py | tee target/python-bench.txt
-	@# The peer side by side: DisMech's slip onset in PyElastica (PyPI).
-	.venv/bin/pip install -q --disable-pip-version-check "pyelastica==1.0.0"
+	@# The peer side by side: DisMech's slip onset in PyElastica (PyPI, setup.sh).
 	.venv/bin/python scripts/peer-pyelastica.py | grep '^pyelastica' | tee target/peer-pyelastica.txt
 	@# One table of them all, with the machine and the date -> docs/results.md.
 	python3 scripts/bench-table.py

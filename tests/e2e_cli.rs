@@ -37,6 +37,9 @@ fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
         ("sum.toml", good.replace("[0.09, 0.07, 0.04]", "[0.09, 0.07, 0.05]"), "sections_m"),
         ("mode.toml", good.replace("modes = \"cosserat\"", "modes = \"rigid\""), "modes"),
         ("syntax.toml", good.replace("e_pa = 1.1e5", "e_pa = "), "line"),
+        ("unweighed.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = 0.2"), "material.mass_sigma_kg"),
+        ("weighed-twice.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = 0.2\nmass_sigma_kg = 0.001\nmass_per_length_kg_m = 1.0\nmass_per_length_sigma_kg_m = 0.01"), "material.mass_kg"),
+        ("negative-mass.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = -0.2\nmass_sigma_kg = 0.001"), "material.mass_kg"),
     ];
     for (name, text, field) in cases {
         let path = dir.path().join(name);
@@ -684,4 +687,38 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
         rodlab(&["simulate", "--rod", rod_file, "--scene", "configs/scene/contact-paper-stick.toml", "--out", dir.path().join("sim").to_str().unwrap()]),
         &["tip is clamped", "simulator"],
     );
+}
+
+/// The same loop in a peer nobody here wrote: PyElastica (PyPI
+/// `pyelastica`, explicit dynamics, 60 elements) relaxes the cord from a U
+/// under gravity with damping until it is still (tests/python/elastica_loop.py).
+/// Its nodes lie on rodlab's static shape within 1 % of L.
+#[test]
+fn a_loop_between_two_clamps_has_pyelasticas_shape() {
+    let Some(python) = venv_python("elastica", "PyElastica loop") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("loop.csv");
+    let args = ["solve", "--rod", "configs/rod/clamped-clamped-cable.toml", "--tip-position", "0.1,0,0", "--tip-rotation", "0,-1.5707963267948966,0", "--out"];
+    ok(&rodlab(&[&args[..], &[ours.to_str().unwrap()]].concat()));
+    let peer = std::process::Command::new(python).args(["tests/python/elastica_loop.py", "0.1", "60", "6"]).current_dir(root()).output().unwrap();
+    assert!(peer.status.success(), "{}", String::from_utf8_lossy(&peer.stderr));
+    let read = |text: &str| -> Vec<Vec<f64>> { text.lines().skip(1).map(|l| l.split(',').map(|v| v.trim().parse().unwrap()).collect()).collect() };
+    // Ours: arc_m, px_m, py_m, pz_m first.
+    let shape = read(&std::fs::read_to_string(&ours).unwrap());
+    let nodes = read(&String::from_utf8_lossy(&peer.stdout));
+    let ours_at = |s: f64| -> [f64; 3] {
+        let i = shape.windows(2).position(|w| w[0][0] <= s && s <= w[1][0]).unwrap_or(shape.len() - 2);
+        let (a, b) = (&shape[i], &shape[i + 1]);
+        let t = if b[0] > a[0] { (s - a[0]) / (b[0] - a[0]) } else { 0.0 };
+        std::array::from_fn(|k| a[k + 1] + t * (b[k + 1] - a[k + 1]))
+    };
+    let worst = nodes.iter().map(|n| ours_at(n[0]).iter().zip(&n[1..4]).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt()).fold(0.0, f64::max);
+    println!(
+        "PyElastica's loop against rodlab's: {} nodes, worst {:.2} mm ({:.3} % of L); {}",
+        nodes.len(),
+        worst * 1e3,
+        100.0 * worst / 1.5,
+        String::from_utf8_lossy(&peer.stderr).trim()
+    );
+    assert!(worst < 0.01 * 1.5, "PyElastica's loop is {worst} m from ours");
 }

@@ -201,12 +201,16 @@ pub enum FitError {
     NoStart(String),
     #[error("{0}")]
     Model(#[from] ModelError),
+    /// What the rod file or the data give cannot be used (exit 2).
+    #[error("{0}")]
+    Input(String),
 }
 
 impl fault::Fault for FitError {
     fn kind(&self) -> fault::Kind {
         match self {
             FitError::NoStart(_) => fault::Kind::Computation,
+            FitError::Input(_) => fault::Kind::Input,
             FitError::Model(e) => fault::Fault::kind(e),
         }
     }
@@ -443,7 +447,8 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     // ratios are identifiable, unless a known force (cable tension, tip
     // force) or a weighed base (flange force sensor) fixes the scale.
     let gravity_only = experiments.iter().all(|e| e.gravity_only());
-    let weighed = experiments.iter().any(|e| e.base_wrench.is_some());
+    // The specimen on a scale (`[material] mass_kg`) weighs it too.
+    let weighed = experiments.iter().any(|e| e.base_wrench.is_some()) || rod.weighed_mass_kg.is_some();
     let layout = Layout {
         fit_rho: !gravity_only || weighed,
         translation: opts.translation,
@@ -458,6 +463,13 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let mut problem = Problem::new(rod, experiments, layout, &Values::material(m.e_pa, m.g_pa, fixed_rho));
     if opts.fit_sensor_bias {
         problem = problem.with_sensor_bias_per_session();
+    }
+    if let Some((mass_kg, sigma_kg)) = rod.weighed_mass_kg {
+        problem = problem.with_mass_measurement(mass_kg, sigma_kg).ok_or_else(|| {
+            FitError::Input(format!(
+                "[material] mass_kg = {mass_kg} kg: not above the core's mass, or rho is not estimated: the weight cannot say the body's density"
+            ))
+        })?;
     }
     let offset_mean_m = opts.cable_offset_prior.map_or(0.0, |p| p.0);
     let scale_mean = opts.radius_scale_prior.map_or(1.0, |p| p.0);

@@ -649,6 +649,21 @@ impl Problem {
             .collect())
     }
 
+    /// The specimen weighed (`mass_kg` with the scale's standard deviation
+    /// `sigma_kg`): a measurement of `rho V_body + m_core`, a row on ln rho
+    /// at the rod file's geometry (a fitted radius scale does not enter it).
+    /// `None` when rho is not estimated or the mass is not above the core's.
+    pub fn with_mass_measurement(self, mass_kg: f64, sigma_kg: f64) -> Option<Problem> {
+        let em = self.models.first()?;
+        let volume_m3: f64 = em.mass_body.iter().sum();
+        let core_kg: f64 = em.mass_0.iter().sum();
+        let body_kg = mass_kg - core_kg;
+        if !self.layout.fit_rho || body_kg <= 0.0 || volume_m3 <= 0.0 {
+            return None;
+        }
+        Some(self.with_prior(2, (body_kg / volume_m3).ln(), sigma_kg / body_kg))
+    }
+
     /// Adds a Gaussian prior row on parameter `index` (see [`Prior`]).
     pub fn with_prior(mut self, index: usize, mean: f64, sd: f64) -> Problem {
         self.priors.push(Prior { terms: vec![(index, 1.0)], mean, sd, kind: PriorKind::Value });
@@ -828,11 +843,12 @@ impl Problem {
             // A held tip: the held system's unknowns, for its sensitivities.
             let mut held_unknowns = None;
             let sol = if let Some(hold) = em.hold {
-                let held = match solve_held(&model, &em.loads, hold, warm.as_ref(), &self.options) {
-                    Ok(h) => h,
-                    Err(_) if warm.is_some() => solve_held(&model, &em.loads, hold, None, &self.options).map_err(no_equilibrium)?,
-                    Err(source) => return Err(no_equilibrium(source)),
-                };
+                // Always from the hold's own start (the arc that turns the
+                // tip to its clamp), never from the last parameters' shape:
+                // a held rod has several equilibria, and a warm start after
+                // a long step of the fit landed a loop on a folded one (53 %
+                // fibre strain), its Jacobian then another branch's.
+                let held = solve_held(&model, &em.loads, hold, None, &self.options).map_err(no_equilibrium)?;
                 held_unknowns = Some(held.unknowns(hold));
                 held.solution
             } else {

@@ -112,6 +112,10 @@ pub struct Rod {
     /// or clamped tip takes its position (and rotation) from each
     /// experiment.
     pub tip_condition: TipCondition,
+    /// The specimen weighed: its mass and the scale's standard deviation
+    /// \[kg\] (`[material] mass_kg`, `mass_sigma_kg`, or per length times
+    /// the length). Identification takes it as a measurement of rho.
+    pub weighed_mass_kg: Option<(f64, f64)>,
 }
 
 /// `[tip] condition`: how the rod's tip is held.
@@ -217,6 +221,7 @@ impl Rod {
             damping: None,
             identify_priors: IdentifyPriors::default(),
             tip_condition: TipCondition::Free,
+            weighed_mass_kg: None,
         }
     }
 
@@ -697,6 +702,14 @@ struct RawMaterial {
     law: Option<String>,
     /// C01 / (C10 + C01) of a Mooney-Rivlin law, in [0, 1).
     c01_fraction: Option<f64>,
+    /// The specimen's mass on a scale \[kg\] (with mass_sigma_kg): identification takes it as a measurement of rho (gravity-loaded shapes alone see only E / rho).
+    mass_kg: Option<f64>,
+    /// The scale's standard deviation \[kg\] (> 0).
+    mass_sigma_kg: Option<f64>,
+    /// Or the mass per length \[kg/m\] (with mass_per_length_sigma_kg_m), of a sample cut from the same stock.
+    mass_per_length_kg_m: Option<f64>,
+    /// Its standard deviation \[kg/m\] (> 0).
+    mass_per_length_sigma_kg_m: Option<f64>,
 }
 
 /// A round core of another material along the centre line.
@@ -926,6 +939,7 @@ impl RawRod {
             }
         };
         let cross_section = CrossSection { shape, body };
+        let weighed_mass_kg = weighed(file, m, length)?;
         let elastic_law = elastic_law(file, m)?;
         if elastic_law != ElasticLaw::Linear && matches!(cross_section.shape, Shape::Given(_)) {
             return Err(ConfigError::new(
@@ -1062,7 +1076,30 @@ impl RawRod {
             damping,
             identify_priors,
             tip_condition,
+            weighed_mass_kg,
         })
+    }
+}
+
+/// `[material] mass_kg` and its sigma, or per length (times the length).
+fn weighed(file: &str, m: &RawMaterial, length_m: f64) -> Result<Option<(f64, f64)>, ConfigError> {
+    let pair = |value: Option<f64>, sigma: Option<f64>, names: (&str, &str)| -> Result<Option<(f64, f64)>, ConfigError> {
+        match (value, sigma) {
+            (None, None) => Ok(None),
+            (Some(v), Some(s)) => Ok(Some((positive(file, &format!("material.{}", names.0), v)?, positive(file, &format!("material.{}", names.1), s)?))),
+            (Some(_), None) => {
+                Err(ConfigError::new(file, &format!("material.{}", names.1), format!("missing: {} is a measurement, give its standard deviation", names.0)))
+            }
+            (None, Some(_)) => Err(ConfigError::new(file, &format!("material.{}", names.0), format!("missing: {} without the value it belongs to", names.1))),
+        }
+    };
+    let total = pair(m.mass_kg, m.mass_sigma_kg, ("mass_kg", "mass_sigma_kg"))?;
+    let per_length = pair(m.mass_per_length_kg_m, m.mass_per_length_sigma_kg_m, ("mass_per_length_kg_m", "mass_per_length_sigma_kg_m"))?;
+    match (total, per_length) {
+        (Some(_), Some(_)) => Err(ConfigError::new(file, "material.mass_kg", "give the mass or the mass per length, not both")),
+        (Some(t), None) => Ok(Some(t)),
+        (None, Some((v, s))) => Ok(Some((v * length_m, s * length_m))),
+        (None, None) => Ok(None),
     }
 }
 
