@@ -38,7 +38,11 @@ fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
         ("mode.toml", good.replace("modes = \"cosserat\"", "modes = \"rigid\""), "modes"),
         ("syntax.toml", good.replace("e_pa = 1.1e5", "e_pa = "), "line"),
         ("unweighed.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = 0.2"), "material.mass_sigma_kg"),
-        ("weighed-twice.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = 0.2\nmass_sigma_kg = 0.001\nmass_per_length_kg_m = 1.0\nmass_per_length_sigma_kg_m = 0.01"), "material.mass_kg"),
+        (
+            "weighed-twice.toml",
+            good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = 0.2\nmass_sigma_kg = 0.001\nmass_per_length_kg_m = 1.0\nmass_per_length_sigma_kg_m = 0.01"),
+            "material.mass_kg",
+        ),
         ("negative-mass.toml", good.replace("e_pa = 1.1e5", "e_pa = 1.1e5\nmass_kg = -0.2\nmass_sigma_kg = 0.001"), "material.mass_kg"),
     ];
     for (name, text, field) in cases {

@@ -285,27 +285,14 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
         Some(q) => x.rows_mut(0, n).copy_from(q),
         None => x.rows_mut(0, n).copy_from(&arc_start(model, &hold)),
     }
-    let (mut iterations, mut merit, mut last_failure) = (0, 0.0, 0.0);
     // Continuation carries the loads and the tip from where it starts to
     // the hold together.
     let start = model.frames(&x.rows(0, n).into_owned()).joints[model.n_joints() - 1];
-    let outcome = newton::continuation(1.0, 1.0 / opts.max_load_steps as f64, |_, to| {
+    let along = newton::solve_along(&newton, &mut sys, x, 1.0 / opts.max_load_steps as f64, |sys, to| {
         sys.terms.set_lambda(loads, to);
         sys.hold = hold.part_way_from(&start, to);
-        match newton.solve(&mut sys, &x) {
-            Ok(s) => {
-                iterations += s.iterations;
-                merit = s.merit;
-                x = s.x;
-                Ok(())
-            }
-            Err(e) => {
-                iterations += e.iterations();
-                last_failure = e.merit();
-                Err(e)
-            }
-        }
     });
+    let newton::Along { x, iterations, merit, outcome } = along;
     match outcome {
         Ok(c) if x.iter().all(|v| v.is_finite()) => {
             let (q, moment_nm, force_n) = sys.split(&x);
@@ -313,7 +300,7 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
             Ok(HeldSolution { solution, tip_reaction: lie::stack(&moment_nm, &force_n) })
         }
         Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: merit, at_reached: "; the strains are not finite".into() }),
-        Err((reached, _)) => Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached: " with the tip held".into() }),
+        Err((reached, last_failure)) => Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached: " with the tip held".into() }),
     }
 }
 

@@ -452,3 +452,39 @@ mod tests {
         assert_eq!(e, (0.0, "never"));
     }
 }
+
+/// What [`solve_along`] reached: the last solution, the Newton iterations
+/// over all increments, the last merit and, on failure, the parameter
+/// reached and the failed attempt's merit.
+#[derive(Clone, Debug)]
+pub struct Along {
+    pub x: DVector<f64>,
+    pub iterations: usize,
+    pub merit: f64,
+    pub outcome: Result<Continued, (f64, f64)>,
+}
+
+/// Newton's method at each increment of a [`continuation`] in t from 0 to
+/// 1 (first a single step): `prepare(sys, t)` sets the system up for `t`
+/// (loads scaled, an end pose moved), then `newton` solves from the last
+/// solution.
+pub fn solve_along<S: System + ?Sized>(newton: &Newton, sys: &mut S, x0: DVector<f64>, min_step: f64, mut prepare: impl FnMut(&mut S, f64)) -> Along {
+    let mut along = Along { x: x0, iterations: 0, merit: 0.0, outcome: Ok(Continued { steps: 0, rejected: 0 }) };
+    let outcome = continuation(1.0, min_step, |_, to| {
+        prepare(sys, to);
+        match newton.solve(sys, &along.x) {
+            Ok(s) => {
+                along.iterations += s.iterations;
+                along.merit = s.merit;
+                along.x = s.x;
+                Ok(())
+            }
+            Err(e) => {
+                along.iterations += e.iterations();
+                Err(e.merit())
+            }
+        }
+    });
+    along.outcome = outcome;
+    along
+}

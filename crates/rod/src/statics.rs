@@ -276,32 +276,15 @@ pub fn solve_with_factors(
     let factors = factors.filter(|f| f.n == model.n_dof()).cloned();
     let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
-    let mut q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
-    let mut iterations = 0;
-    let mut residual_norm = 0.0;
-    let mut last_failure = 0.0;
-    let outcome = newton::continuation(1.0, 1.0 / opts.max_load_steps as f64, |_, to| {
-        sys.terms.set_lambda(loads, to);
-        match newton.solve(&mut sys, &q) {
-            Ok(s) => {
-                iterations += s.iterations;
-                residual_norm = s.merit;
-                q = s.x;
-                Ok(())
-            }
-            Err(e) => {
-                iterations += e.iterations();
-                last_failure = e.merit();
-                Err(e)
-            }
-        }
-    });
+    let q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
+    let along = newton::solve_along(&newton, &mut sys, q, 1.0 / opts.max_load_steps as f64, |sys, to| sys.terms.set_lambda(loads, to));
+    let newton::Along { x: q, iterations, merit: residual_norm, outcome } = along;
     match outcome {
         Ok(c) if q.iter().all(|v| v.is_finite()) && residual_norm.is_finite() => {
             Ok(StaticSolution { q, iterations, load_steps: c.steps, tangents: sys.tangents, residual_norm })
         }
         Ok(_) => Err(StaticsError::NoConvergence { reached: 1.0, residual: residual_norm, at_reached: "; the strains are not finite".into() }),
-        Err((reached, _)) => {
+        Err((reached, last_failure)) => {
             let v = crate::validity::validity(model, &q);
             let warnings = v.warnings(&model.rod.cables);
             let at_reached = if warnings.is_empty() { format!("; at that load: {}", v.summary()) } else { format!("; at that load {}", warnings.join("; ")) };
