@@ -610,6 +610,16 @@ fn commands_without_devices_load_no_opencv_and_device_commands_still_work() {
     assert!(!elf.windows(b"libopencv".len()).any(|w| w == b"libopencv"), "the binary names an OpenCV library");
 }
 
+/// The cord of configs/rod/clamped-clamped-cable.toml along +x from the
+/// origin (a column between two clamps), in a temporary directory.
+fn dir_column_rod() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("column.toml");
+    let text = std::fs::read_to_string(root().join("configs/rod/clamped-clamped-cable.toml")).unwrap();
+    std::fs::write(&path, text.replace("rpy_deg = [0.0, 90.0, 0.0]", "rpy_deg = [0.0, 0.0, 0.0]")).unwrap();
+    (dir, path)
+}
+
 /// A cord hanging as a loop between two clamps (configs/rod/clamped-clamped-cable.toml):
 /// `solve` with the tip's pose prints the clamp's reaction, `identify`
 /// reads held experiments (written here from the model, 0.5 mm noise) and
@@ -625,6 +635,14 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let line = stdout.lines().find(|l| l.starts_with("tip held (clamped)")).expect("the hold's reaction is printed");
     let fz: f64 = line.split_whitespace().nth(12).unwrap().trim_end_matches(',').parse().unwrap();
     assert!((fz / (0.5 * 0.14137 * 9.81) - 1.0).abs() < 2e-3, "{line}");
+    assert!(stdout.contains("stability: lowest eigenvalue") && stdout.contains("stable (or neutral)"), "{stdout}");
+    // The cord straight up from a floor clamp, its tip clamped 5 cm lower
+    // than its length: compressed far past Euler's load, held straight by
+    // symmetry, and said to be unstable.
+    let column = dir_column_rod();
+    let o = rodlab(&["solve", "--rod", column.1.to_str().unwrap(), "--no-gravity", "--tip-position", "1.45,0,0", "--tip-rotation", "0,0,0"]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("UNSTABLE"), "{}", String::from_utf8_lossy(&o.stdout));
 
     let dir = tempfile::tempdir().unwrap();
     let rod = rod::Rod::from_file(&root().join(rod_file)).unwrap();

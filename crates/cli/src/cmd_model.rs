@@ -114,6 +114,12 @@ pub fn solve(a: SolveArgs) -> Result<()> {
             r[2]
         );
     }
+    if let Some(lowest) = s.stability_eigenvalue {
+        // Zero to round-off is neutral (an isotropic loop turning about the
+        // line between its clamps).
+        let verdict = if lowest < 0.0 { "UNSTABLE: a real rod leaves this equilibrium (buckles or snaps)" } else { "stable (or neutral)" };
+        println!("stability: lowest eigenvalue of the held rod's stiffness {lowest:.3e}: {verdict}");
+    }
     match &s.band {
         Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m, prior_only_m }) => {
             print_band(x, h, *model_error_m);

@@ -78,6 +78,9 @@ pub struct Solved {
     /// A held tip: the wrench its hold exerts on the rod, `[moment about
     /// the tip; force]`, world frame.
     pub tip_reaction: Option<lie::Vec6>,
+    /// A held tip: the lowest eigenvalue of the constrained stiffness
+    /// (negative: an unstable equilibrium, one a real rod leaves).
+    pub stability_eigenvalue: Option<f64>,
 }
 
 impl Solved {
@@ -129,12 +132,13 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     let model = model_for(&rod, &loads);
     let hold = tip_hold(req, &rod)?;
     let started = std::time::Instant::now();
-    let (sol, tip_reaction) = match hold {
+    let (sol, tip_reaction, stability_eigenvalue) = match hold {
         Some(hold) => {
             let held = rod::held::solve_held(&model, &loads, hold, None, &NewtonOptions::default())?;
-            (held.solution, Some(held.tip_reaction))
+            let lowest = rod::held::stability_eigenvalue(&model, &loads, hold, &held)?;
+            (held.solution, Some(held.tip_reaction), Some(lowest))
         }
-        None => (solve_statics(&model, &loads, None, &NewtonOptions::default())?, None),
+        None => (solve_statics(&model, &loads, None, &NewtonOptions::default())?, None, None),
     };
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
@@ -169,6 +173,7 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         validity,
         band,
         tip_reaction,
+        stability_eigenvalue,
         rod,
     })
 }
