@@ -90,7 +90,7 @@ def python_rows() -> list:
     return rows
 
 
-def peer_rows(criterion: list) -> list:
+def peer_rows() -> list:
     """PyElastica's slip onset against ours (`slip_onset_1_s/push_<F>_n`)."""
     path = ROOT / "target" / "peer-pyelastica.txt"
     if not path.exists():
@@ -125,8 +125,7 @@ def machine() -> str:
 
 
 def table() -> str:
-    criterion = criterion_rows()
-    rows = criterion + python_rows() + peer_rows(criterion)
+    rows = criterion_rows() + python_rows() + peer_rows()
     lines = [
         f"Every benchmark of `make bench`, {datetime.date.today().isoformat()}, {machine()}; criterion medians "
         "(the Rust benchmarks optimised, one core unless said).",

@@ -34,6 +34,14 @@ pub const INPUT_COLUMNS: [(&str, bool, &str); 13] = [
     ("tip_rotation_z_rad", false, "the clamp's rotation vector, z [rad]"),
 ];
 
+/// The held tip's columns, as the tip's hold's messages name them.
+const TIP_COLUMNS: rod::held::HoldFields = rod::held::HoldFields {
+    position: "tip_position_x_m, _y_m, _z_m",
+    rotation: "tip_rotation_x_rad, _y_rad, _z_rad",
+    rotation_short: "tip_rotation",
+    both: "the tip_position and tip_rotation columns",
+};
+
 /// `measurements.csv`'s columns (all required): (name, meaning).
 pub const MEASUREMENT_COLUMNS: [(&str, &str); 8] = [
     ("experiment", "which experiment (one of inputs.csv's)"),
@@ -118,22 +126,7 @@ impl Experiment {
     /// tip; an error (what is missing, or held without the rod file saying
     /// so) when the experiment's columns do not fit the condition.
     pub fn tip_hold(&self, condition: rod::TipCondition) -> Result<Option<rod::TipHold>, String> {
-        use rod::{TipCondition, TipHold};
-        let rotation = |v: &Vec3| lie::exp(&lie::stack(v, &Vec3::zeros())).rot;
-        match (condition, self.tip_position_m, self.tip_rotation_rad) {
-            (TipCondition::Free, None, None) => Ok(None),
-            (TipCondition::Free, _, _) => {
-                Err("gives the tip a position, but the rod file's tip is free: set [tip] condition = \"pinned\" or \"clamped\", or leave the tip_position and tip_rotation columns out".into())
-            }
-            (TipCondition::Pinned, Some(p), None) => Ok(Some(TipHold::Pinned { position_m: p })),
-            (TipCondition::Pinned, _, Some(_)) => Err("gives a tip rotation, but the rod file's tip is pinned (free to turn): leave tip_rotation out, or clamp it".into()),
-            (TipCondition::Clamped, Some(p), Some(r)) => Ok(Some(TipHold::Clamped { position_m: p, rotation: rotation(&r) })),
-            (c, _, _) => Err(format!(
-                "gives no {}, and the rod file's tip is {}",
-                if c == TipCondition::Clamped { "tip pose (tip_position_x_m, _y_m, _z_m and tip_rotation_x_rad, _y_rad, _z_rad)" } else { "tip position (tip_position_x_m, _y_m, _z_m)" },
-                c.key()
-            )),
-        }
+        rod::held::hold_for(condition, self.tip_position_m, self.tip_rotation_rad, &TIP_COLUMNS)
     }
 
     /// True when gravity is the only load.

@@ -892,8 +892,6 @@ impl Problem {
             }
             if let (Some(jac), Some(asm)) = (jac.as_mut(), asm) {
                 let kin = asm.kinematics.expect("with tangent");
-                let h = asm.tangent.expect("with tangent");
-                let lu = Factors::of(h);
                 let n = model.n_dof();
                 let mut dr = DMatrix::zeros(n, np);
                 let s = v.radius_scale;
@@ -952,6 +950,9 @@ impl Problem {
                         h.lu().solve(&rhs).ok_or(ModelError::SingularTangent)?.rows(0, n).into_owned()
                     }
                     _ => {
+                        // A held experiment's free tangent is not factorised:
+                        // its sensitivities come from the held system above.
+                        let lu = Factors::of(asm.tangent.expect("with tangent"));
                         let sens = lu.solve_columns(&(-dr)).ok_or(ModelError::SingularTangent)?;
                         self.warm_factors.borrow_mut()[i] = Some(lu);
                         sens

@@ -181,19 +181,18 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
 /// The tip's hold the rod file's `[tip] condition` asks for, from the
 /// request's `--tip-position` and `--tip-rotation`.
 fn tip_hold(req: &SolveRequest, rod: &Rod) -> Result<Option<rod::TipHold>> {
-    let mut e = identify::Experiment::new("solve", vec![], Vec3::zeros(), vec![]);
-    e.tip_position_m = req.tip_position_m;
-    e.tip_rotation_rad = req.tip_rotation_rad;
     for (name, v) in [("--tip-position", req.tip_position_m), ("--tip-rotation", req.tip_rotation_rad)] {
         if v.is_some_and(|v| !v.iter().all(|x| x.is_finite())) {
             return Err(Error::input(format!("{name}: must be finite")));
         }
     }
-    e.tip_hold(rod.tip_condition).map_err(|why| {
-        let why = why.replace("tip_position_x_m, _y_m, _z_m", "--tip-position").replace("tip_rotation_x_rad, _y_rad, _z_rad", "--tip-rotation");
-        let why = why.replace("the tip_position and tip_rotation columns", "--tip-position and --tip-rotation").replace("tip_rotation", "--tip-rotation");
-        Error::input(format!("the request {why}"))
-    })
+    let flags = rod::held::HoldFields {
+        position: "--tip-position",
+        rotation: "--tip-rotation",
+        rotation_short: "--tip-rotation",
+        both: "--tip-position and --tip-rotation",
+    };
+    rod::held::hold_for(rod.tip_condition, req.tip_position_m, req.tip_rotation_rad, &flags).map_err(|why| Error::input(format!("the request {why}")))
 }
 
 /// The tip predicted with the identification's uncertainty: a 95 %

@@ -225,6 +225,16 @@ pub fn so3_log(r: &Mat3) -> Vec3 {
     angular(&log(&Pose { rot: *r, pos: Vec3::zeros() }))
 }
 
+/// `Jr^{-1}(phi)` of SO(3): the rate of `log(R)` per body angular velocity
+/// of `R = exp(phi)` (`Jr^{-1}(-phi)` is the left one, per world angular
+/// velocity).
+pub fn so3_right_jacobian_inverse(phi: &Vec3) -> Mat3 {
+    let th = phi.norm();
+    let px = skew(phi);
+    let c = if th < 1e-4 { 1.0 / 12.0 + th * th / 720.0 } else { (1.0 / (th * th)) - (1.0 + th.cos()) / (2.0 * th * th.sin()) };
+    Mat3::identity() + px * 0.5 + px * px * c
+}
+
 /// The mean of nearby poses (a still body seen with noise): the mean
 /// position, and the mean rotation vector about the middle pose's rotation.
 /// Panics on an empty list.

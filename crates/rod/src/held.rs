@@ -14,6 +14,7 @@ use crate::model::Model;
 use crate::newton::{self, Linearisation, Newton, Residual, System};
 use crate::statics::{Loads, NewtonOptions, StaticSolution, StaticTerms, StaticsError};
 use crate::terms::{self, Attach, Sink, State, Term};
+use crate::TipCondition;
 use lie::{skew, Mat3, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
 
@@ -52,6 +53,41 @@ impl TipHold {
         match self {
             TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
         }
+    }
+}
+
+/// What the place a hold's pose is given calls its parts (inputs.csv's
+/// columns, `solve`'s flags), for the messages of [`hold_for`].
+#[derive(Clone, Copy, Debug)]
+pub struct HoldFields {
+    /// The position's field(s), e.g. "tip_position_x_m, _y_m, _z_m".
+    pub position: &'static str,
+    /// The rotation's field(s), e.g. "tip_rotation_x_rad, _y_rad, _z_rad".
+    pub rotation: &'static str,
+    /// The rotation, in a sentence telling to leave it out.
+    pub rotation_short: &'static str,
+    /// Both, in a sentence telling to leave them out.
+    pub both: &'static str,
+}
+
+/// The tip's hold for a rod whose tip is `condition`, from a position and
+/// a rotation vector (world frame) where given: `None` for a free tip; an
+/// error (what is missing, or a hold the rod file does not ask for), in
+/// the words of `fields`.
+pub fn hold_for(condition: TipCondition, position_m: Option<Vec3>, rotation_rad: Option<Vec3>, fields: &HoldFields) -> Result<Option<TipHold>, String> {
+    match (condition, position_m, rotation_rad) {
+        (TipCondition::Free, None, None) => Ok(None),
+        (TipCondition::Free, _, _) => Err(format!(
+            "gives the tip a position, but the rod file's tip is free: set [tip] condition = \"pinned\" or \"clamped\", or leave {} out",
+            fields.both
+        )),
+        (TipCondition::Pinned, Some(p), None) => Ok(Some(TipHold::Pinned { position_m: p })),
+        (TipCondition::Pinned, _, Some(_)) => {
+            Err(format!("gives a tip rotation, but the rod file's tip is pinned (free to turn): leave {} out, or clamp it", fields.rotation_short))
+        }
+        (TipCondition::Clamped, Some(p), Some(r)) => Ok(Some(TipHold::Clamped { position_m: p, rotation: lie::exp(&lie::stack(&r, &Vec3::zeros())).rot })),
+        (TipCondition::Clamped, _, _) => Err(format!("gives no tip pose ({} and {}), and the rod file's tip is clamped", fields.position, fields.rotation)),
+        (TipCondition::Pinned, None, None) => Err(format!("gives no tip position ({}), and the rod file's tip is pinned", fields.position)),
     }
 }
 
@@ -104,15 +140,6 @@ impl Term for TipReaction {
     }
 }
 
-/// `Jl^{-1}(phi)` of SO(3): the rate of `log(R R_t^T)` per world angular
-/// velocity of `R`.
-fn so3_left_jacobian_inverse(phi: &Vec3) -> Mat3 {
-    let theta = phi.norm();
-    let k = skew(phi);
-    let c = if theta < 1e-4 { 1.0 / 12.0 + theta * theta / 720.0 } else { 1.0 / (theta * theta) - (1.0 + theta.cos()) / (2.0 * theta * theta.sin()) };
-    Mat3::identity() - 0.5 * k + c * k * k
-}
-
 /// The augmented system: unknowns `[q; lambda]` with `lambda` the tip's
 /// reaction (`[force]` for a pin, `[moment; force]` for a clamp).
 struct HeldSystem<'m, 'l> {
@@ -134,7 +161,12 @@ pub struct HeldAssembly {
     pub scale: f64,
 }
 
-impl HeldSystem<'_, '_> {
+impl<'m, 'l> HeldSystem<'m, 'l> {
+    fn new(model: &'m Model, loads: &'l Loads, hold: TipHold) -> Result<HeldSystem<'m, 'l>, StaticsError> {
+        let (scale_position, scale_rotation) = hold_scales(model);
+        Ok(HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 })
+    }
+
     fn split(&self, x: &DVector<f64>) -> (DVector<f64>, Vec3, Vec3) {
         let n = self.model.n_dof();
         let q = x.rows(0, n).into_owned();
@@ -188,12 +220,13 @@ impl HeldSystem<'_, '_> {
             dw.view_mut((0, f0), (3, 3)).copy_from(&skew(&p));
             dw.view_mut((3, f0), (3, 3)).copy_from(&Mat3::identity());
             h.view_mut((0, n), (n, c)).copy_from(&(-(j_tip.transpose() * dw)));
-            // Hold rows: d p_tip = [-p~ | I] J dq, d log = Jl^{-1} [I | 0] J dq.
+            // Hold rows: d p_tip = [-p~ | I] J dq, d log = Jl^{-1} [I | 0] J dq
+            // with Jl^{-1}(e) = Jr^{-1}(-e).
             let point = crate::model::point_jacobian(j_tip, &p);
             h.view_mut((pos_rows, 0), (3, n)).copy_from(&(point * self.scale_position));
             if let (Some(r0), Some(e)) = (rot_rows, rotation_error) {
                 let omega = j_tip.fixed_rows::<3>(0);
-                h.view_mut((r0, 0), (3, n)).copy_from(&(so3_left_jacobian_inverse(&e) * omega * self.scale_rotation));
+                h.view_mut((r0, 0), (3, n)).copy_from(&(lie::so3_right_jacobian_inverse(&-e) * omega * self.scale_rotation));
             }
             h
         });
@@ -257,8 +290,7 @@ fn hold_scales(model: &Model) -> (f64, f64) {
 /// Residual and tangent of the held system at `[q; lambda]` (`lambda` as
 /// [`solve_held`] orders it): what the tests check against differences.
 pub fn assemble_held(model: &Model, loads: &Loads, hold: TipHold, x: &DVector<f64>, with_tangent: bool) -> Result<HeldAssembly, StaticsError> {
-    let (scale_position, scale_rotation) = hold_scales(model);
-    let sys = HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 };
+    let sys = HeldSystem::new(model, loads, hold)?;
     Ok(sys.assemble(x, with_tangent))
 }
 
@@ -276,8 +308,7 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
     if model.base_dof().is_none() && reach_m > model.rod.length_m * (1.0 + 1e-9) {
         return Err(StaticsError::Unreachable { distance_m: reach_m, length_m: model.rod.length_m });
     }
-    let (scale_position, scale_rotation) = hold_scales(model);
-    let mut sys = HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 };
+    let mut sys = HeldSystem::new(model, loads, hold)?;
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: false, ..Newton::default() };
     let n = model.n_dof();
     let mut x = DVector::zeros(n + hold.count());

@@ -129,10 +129,7 @@ pub struct Inertia {
 /// `J_r^{-1}(phi)` (d phi = J_r^{-1} d theta_body).
 fn so3_log_and_jr_inv(r: &Mat3) -> (Vec3, Mat3) {
     let phi = lie::so3_log(r);
-    let th = phi.norm();
-    let px = skew(&phi);
-    let c = if th < 1e-4 { 1.0 / 12.0 + th * th / 720.0 } else { (1.0 / (th * th)) - (1.0 + th.cos()) / (2.0 * th * th.sin()) };
-    (phi, Mat3::identity() + px * 0.5 + px * px * c)
+    (phi, lie::so3_right_jacobian_inverse(&phi))
 }
 
 impl Inertia {
