@@ -396,43 +396,17 @@ pub fn lowest_mode(model: &Model, loads: &Loads, hold: TipHold, held: &HeldSolut
     Ok((eigen.eigenvalues[lowest], eigen.eigenvectors.column(lowest).into_owned()))
 }
 
-/// Where the stability eigenvalue crosses zero along a path of holds
-/// `hold_at(t)`, t from `t_start` to `t_end` in `steps` equal steps, each
-/// equilibrium solved from the last: `None` if it stays stable, else the
-/// critical `t` by bisection to `t_tolerance`.
+/// The first critical value of `t` along a path of holds `hold_at(t)`,
+/// from `t_start` toward `t_end` (first steps of `(t_end - t_start) /
+/// steps`), to `t_tolerance`: a limit point or a bifurcation (see
+/// [`crate::branch`]); `None` if the branch stays as it starts.
 pub fn critical_along(
     model: &Model,
     loads: &Loads,
     hold_at: &dyn Fn(f64) -> TipHold,
-    (t_start, t_end, steps): (f64, f64, usize),
+    path: (f64, f64, usize),
     t_tolerance: f64,
     opts: &NewtonOptions,
 ) -> Result<Option<f64>, StaticsError> {
-    let solve_at = |t: f64, q: Option<&DVector<f64>>| -> Result<(HeldSolution, f64), StaticsError> {
-        let held = solve_held(model, loads, hold_at(t), q, opts)?;
-        let lowest = stability_eigenvalue(model, loads, hold_at(t), &held)?;
-        Ok((held, lowest))
-    };
-    let (mut last, mut last_lowest) = solve_at(t_start, None)?;
-    let mut t_last = t_start;
-    for i in 1..=steps.max(1) {
-        let t = t_start + (t_end - t_start) * i as f64 / steps.max(1) as f64;
-        let (held, lowest) = solve_at(t, Some(&last.solution.q))?;
-        if (lowest < 0.0) != (last_lowest < 0.0) {
-            let (mut a, mut b, mut q) = (t_last, t, last.solution.q.clone());
-            while (b - a).abs() > t_tolerance {
-                let mid = 0.5 * (a + b);
-                let (h, l) = solve_at(mid, Some(&q))?;
-                if (l < 0.0) == (last_lowest < 0.0) {
-                    a = mid;
-                    q = h.solution.q;
-                } else {
-                    b = mid;
-                }
-            }
-            return Ok(Some(0.5 * (a + b)));
-        }
-        (last, last_lowest, t_last) = (held, lowest, t);
-    }
-    Ok(None)
+    Ok(crate::branch::first_critical(model, loads, hold_at, path, t_tolerance, opts)?.map(|c| c.t))
 }

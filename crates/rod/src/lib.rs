@@ -3,6 +3,7 @@
 //! record -> track -> observe -> identify -> simulate -> report; the observer
 //! and identification stand on its kinematics, Jacobians and static solver.
 
+pub mod branch;
 pub mod config;
 pub mod fibre;
 pub mod geometry;

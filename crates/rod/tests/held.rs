@@ -272,3 +272,100 @@ fn past_euler_the_column_follows_the_elastica_to_a_tenth_of_a_percent_of_its_len
     println!("post-buckled clamped-clamped elastica, clamps 0.7 L apart: worst distance {:.3e} L over {} joints", worst / l, model.joint_x_m.len());
     assert!(worst < 1e-3 * l, "shape off the elastica by {worst:.3e} m");
 }
+
+/// The polyurethane cord hanging as a loop between two clamps 0.1 m apart
+/// (the shipped rod file), its tip clamp twisted by `t` about its axis.
+fn twisted_loop(rod: &Rod) -> (Model, impl Fn(f64) -> TipHold) {
+    let model = Model::new(rod, &[]);
+    let up = lie::exp(&lie::stack(&Vec3::new(0.0, -PI / 2.0, 0.0), &Vec3::zeros())).rot;
+    let hold_at = move |t: f64| TipHold::Clamped {
+        position_m: Vec3::new(0.1, 0.0, 0.0),
+        rotation: up * lie::exp(&lie::stack(&Vec3::new(t, 0.0, 0.0), &Vec3::zeros())).rot,
+    };
+    (model, hold_at)
+}
+
+fn cord() -> Rod {
+    Rod::from_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/clamped-clamped-cable.toml")).unwrap()
+}
+
+#[test]
+fn a_twisted_loop_snaps_at_a_limit_point_and_its_branch_is_followed_back_past_it() {
+    use rod::branch::{follow, BranchOptions, CriticalKind};
+    let rod = cord();
+    let (model, hold_at) = twisted_loop(&rod);
+    let loads = Loads::gravity();
+    let opts = NewtonOptions::default();
+    let options = BranchOptions { t_end: 9.0, first_step: 0.5, max_points: 400, t_tolerance: 1e-7, stop_at_first: false };
+    let branch = follow(&model, &loads, &hold_at, 0.0, None, &options, &opts).unwrap();
+    let kinds: Vec<_> = branch.critical.iter().map(|c| (c.kind, c.t)).collect();
+    println!("twisted loop: {} points, critical {kinds:?}", branch.points.len());
+    // Twist grows to the snap, turns back on the unstable branch, turns
+    // again where that branch regains stability, and grows past the snap.
+    assert!(kinds.len() == 2 && kinds.iter().all(|(k, _)| *k == CriticalKind::LimitPoint), "{kinds:?}");
+    let (snap, back) = (kinds[0].1, kinds[1].1);
+    assert!(back < snap, "the unstable branch turns back below the snap: {back} < {snap}");
+    assert!(branch.points.iter().any(|p| p.lowest < 0.0) && branch.points.last().unwrap().t >= 9.0);
+    // Independently of the follower: Newton with the twist as a load
+    // (plain continuation) holds the loop just below the snap, and just
+    // above it lands on a shape far from the last one (the snap).
+    let below = snap - 1e-3;
+    let mut q = None;
+    // Steps that shrink toward the snap (a long last step lands on the
+    // unstable branch, which lies sqrt(distance) away).
+    let schedule = (0..=16).map(|k| 0.4 * k as f64).chain([6.5, 6.53, 6.54, below]);
+    for t in schedule {
+        q = Some(solve_held(&model, &loads, hold_at(t), q.as_ref(), &opts).unwrap().solution.q);
+    }
+    let q_below = q.unwrap();
+    let lowest_below =
+        rod::held::stability_eigenvalue(&model, &loads, hold_at(below), &solve_held(&model, &loads, hold_at(below), Some(&q_below), &opts).unwrap()).unwrap();
+    let tip_y = |q: &nalgebra::DVector<f64>| model.frames(q).joints.iter().map(|j| j.pos.y).fold(0.0_f64, |a, y| if y.abs() > a.abs() { y } else { a });
+    // Past the snap there is no equilibrium near the last one: Newton from
+    // it fails, or lands on a far shape.
+    let above = solve_held(&model, &loads, hold_at(snap + 1e-3), Some(&q_below), &opts);
+    let jumped = above.as_ref().map(|a| (tip_y(&q_below) - tip_y(&a.solution.q)).abs());
+    // At a fold the stiffness vanishes as the square root of the distance.
+    let closer = snap - 1e-4;
+    let lowest_closer =
+        rod::held::stability_eigenvalue(&model, &loads, hold_at(closer), &solve_held(&model, &loads, hold_at(closer), Some(&q_below), &opts).unwrap()).unwrap();
+    println!(
+        "snap at {snap:.6} rad: lowest eigenvalue {lowest_below:.3e} 1 mrad below, {lowest_closer:.3e} 0.1 mrad below (ratio {:.3}, sqrt 10 = 3.162; 1.06e-4 untwisted), widest y {:.4} m; 1 mrad above: {jumped:?}",
+        lowest_below / lowest_closer,
+        tip_y(&q_below)
+    );
+    assert!(lowest_closer > 0.0 && ((lowest_below / lowest_closer) / 10f64.sqrt() - 1.0).abs() < 0.05, "{lowest_below} and {lowest_closer}");
+    assert!(jumped.map_or(true, |d| d > 0.05), "a twist 2 mrad further has no equilibrium near the last: {jumped:?}");
+}
+
+#[test]
+fn a_limit_points_sensitivity_from_its_null_vector_matches_differences_of_the_located_snap() {
+    use rod::branch::{first_critical, limit_point_sensitivity};
+    let opts = NewtonOptions::default();
+    let loads = Loads::gravity();
+    let snap_at = |g_pa: f64| {
+        let mut rod = cord();
+        rod.cross_section.body.g_pa = g_pa;
+        let (model, hold_at) = twisted_loop(&rod);
+        let c = first_critical(&model, &loads, &hold_at, (0.0, 9.0, 18), 1e-9, &opts).unwrap().expect("snaps");
+        (rod, c)
+    };
+    let g = cord().cross_section.body.g_pa;
+    let (rod, critical) = snap_at(g);
+    let (model, hold_at) = twisted_loop(&rod);
+    let (psi, psi_h_t) = limit_point_sensitivity(&model, &loads, &hold_at, &critical).unwrap();
+    // dH/dG at the snap's unknowns, by differences of the held residual
+    // between two rods (the residual is linear in G).
+    let x = critical.point.held.unknowns(hold_at(critical.point.t));
+    let residual = |g_pa: f64| {
+        let mut r = cord();
+        r.cross_section.body.g_pa = g_pa;
+        let (m, h) = twisted_loop(&r);
+        rod::held::assemble_held(&m, &loads, h(critical.point.t), &x, false).unwrap().residual
+    };
+    let dh_dg = (residual(g * 1.001) - residual(g * 0.999)) / (0.002 * g);
+    let from_null_vector = -psi.dot(&dh_dg) / psi_h_t * g;
+    let fd = (snap_at(g * 1.01).1.t - snap_at(g * 0.99).1.t) / 0.02;
+    println!("snap {:.6} rad; d snap / d ln G: {from_null_vector:.5} from the null vector, {fd:.5} by differences", critical.t);
+    assert!((from_null_vector / fd - 1.0).abs() < 0.01, "{from_null_vector} vs {fd}");
+}
