@@ -88,13 +88,21 @@ fn the_experiments_page_lists_the_readers_columns_and_its_examples_read() {
         std::fs::write(&path, format!("{}{BEGIN_COLUMNS}\n{table}{END_COLUMNS}{}", &text[..a], &text[b + END_COLUMNS.len()..])).unwrap();
     }
     let csv = blocks(&text, "csv");
-    assert_eq!(csv.len(), 2, "an inputs.csv and a measurements.csv example");
+    assert_eq!(csv.len(), 3, "an inputs.csv, a measurements.csv and a critical.csv example");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("inputs.csv"), &csv[0].1).unwrap();
     std::fs::write(dir.path().join("measurements.csv"), &csv[1].1).unwrap();
     let experiments = identify::data::read_experiments(dir.path(), 2).unwrap();
     assert_eq!(experiments.len(), 2);
     assert!((experiments[1].tip_force_offset_body_m.z - 0.015).abs() < 1e-12);
+    // critical.csv's example, for a held loop of its own.
+    let held = tempfile::tempdir().unwrap();
+    std::fs::write(held.path().join("inputs.csv"), "experiment\nloop-1\n").unwrap();
+    std::fs::write(held.path().join("measurements.csv"), "experiment,arc_m,offset_y_m,offset_z_m,x_m,y_m,z_m,sigma_m\nloop-1,0.75,0,0,0.05,0,-0.4,0.0005\n")
+        .unwrap();
+    std::fs::write(held.path().join("critical.csv"), &csv[2].1).unwrap();
+    let loops = identify::data::read_experiments(held.path(), 0).unwrap();
+    assert_eq!(loops[0].critical, vec![identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 6.58, sigma: 0.05 }]);
 }
 
 #[test]

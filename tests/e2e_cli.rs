@@ -685,6 +685,48 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let e_pa = v["parameters"]["e_pa"]["value"].as_float().unwrap();
     assert!((e_pa / 2.0e7 - 1.0).abs() < 0.02, "E {e_pa}\n{}", String::from_utf8_lossy(&o.stdout));
 
+    // The twist at which loops 1 and 2 snap (critical.csv, 0.05 rad):
+    // G J against E I, which the planar shapes cannot see.
+    let mut twisted = experiments.clone();
+    for e in twisted.iter_mut().take(2) {
+        let hold = e.tip_hold(rod.tip_condition).unwrap().unwrap();
+        let probe = identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 1.0, sigma: 1.0 };
+        let (_, hold_at) = probe.path(hold, rod.base.pos);
+        let snap = rod::branch::first_critical(&rod::Model::new(&rod, &[]), &rod::Loads::gravity(), &*hold_at, (0.0, 15.0, 30), 1e-9, &Default::default())
+            .unwrap()
+            .expect("the loop snaps");
+        e.critical.push(identify::CriticalValue { value: snap.t + 0.05 * noise(), sigma: 0.05, ..probe });
+    }
+    let snaps = dir.path().join("snaps");
+    identify::data::write_experiments(&snaps, &twisted, "three loops, two twisted until they snap").unwrap();
+    let o = rodlab(&["identify", "--rod", rod_file, "--experiments", snaps.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
+    ok(&o);
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    let g_pa = v["parameters"]["g_pa"]["value"].as_float().unwrap();
+    assert!((g_pa / 6.9e6 - 1.0).abs() < 0.05, "G {g_pa}\n{}", String::from_utf8_lossy(&o.stdout));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("tip_twist_rad") && !stdout.contains("tied to E"), "{stdout}");
+    // critical.csv naming what cannot be: an unknown quantity, a clamp
+    // distance the cord cannot span, a twist no branch snaps at (loop 3,
+    // searched to twice the value), a twist of a pinned tip.
+    let critical = |rows: &str| {
+        std::fs::write(snaps.join("critical.csv"), format!("experiment,quantity,value,sigma\n{rows}\n")).unwrap();
+        rodlab(&["identify", "--rod", rod_file, "--experiments", snaps.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"])
+    };
+    expect_exit_2(critical("1,tip_bend_rad,6.5,0.05"), &["critical.csv", "line 2", "'tip_bend_rad'", "tip_twist_rad, clamp_distance_m"]);
+    expect_exit_2(critical("2,clamp_distance_m,1.7,0.01"), &["critical.csv", "experiment '2', clamp_distance_m", "outside every branch", "1.5 m"]);
+    expect_exit_2(critical("3,tip_twist_rad,3.0,0.05"), &["experiment '3'", "no snap or buckling along tip_twist_rad", "outside every branch found"]);
+    let pinned = dir.path().join("pinned.toml");
+    std::fs::write(&pinned, std::fs::read_to_string(root().join(rod_file)).unwrap().replace("condition = \"clamped\"", "condition = \"pinned\"")).unwrap();
+    let pins = dir.path().join("pins");
+    let mut pinned_loops = twisted.clone();
+    for e in &mut pinned_loops {
+        e.tip_rotation_rad = None;
+    }
+    identify::data::write_experiments(&pins, &pinned_loops, "pinned loops").unwrap();
+    let o = rodlab(&["identify", "--rod", pinned.to_str().unwrap(), "--experiments", pins.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
+    expect_exit_2(o, &["critical.csv", "experiment '1', tip_twist_rad", "a pinned tip cannot be twisted"]);
+
     // The experiments without their tip's pose, for a clamped rod.
     let bare = dir.path().join("bare");
     let mut free = experiments.clone();

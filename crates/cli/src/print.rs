@@ -146,6 +146,9 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     for w in &id.file.warnings {
         println!("  warning: {w}");
     }
+    for c in &id.file.critical {
+        println!("  experiment {}: {} measured {:.4} +- {:.4}, fitted {:.4}", c.experiment, c.quantity, c.measured, c.sigma, c.fitted);
+    }
     for b in &id.file.sensor_bias {
         println!(
             "  flange sensor bias ({}, fitted from {} holds): force [{:.4}, {:.4}, {:.4}] N, moment [{:.5}, {:.5}, {:.5}] N m",

@@ -103,6 +103,82 @@ pub struct Experiment {
     pub tip_position_m: Option<Vec3>,
     /// A clamped tip's rotation vector (`tip_rotation_*_rad`), world frame.
     pub tip_rotation_rad: Option<Vec3>,
+    /// Where, moving one end from this experiment's hold, the shape snaps
+    /// or buckles (`critical.csv`).
+    pub critical: Vec<CriticalValue>,
+}
+
+/// What a critical value measures: the path of holds from the
+/// experiment's along which the shape was seen to snap or buckle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CriticalQuantity {
+    /// The tip's clamp turned about the rod's axis at the tip (its own x
+    /// axis) by this angle from the experiment's rotation.
+    TipTwistRad,
+    /// The tip's clamp moved along the line through the base's centre
+    /// until the centres are this far apart (rotation kept).
+    ClampDistanceM,
+}
+
+impl CriticalQuantity {
+    pub const KEYS: [&'static str; 2] = ["tip_twist_rad", "clamp_distance_m"];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            CriticalQuantity::TipTwistRad => Self::KEYS[0],
+            CriticalQuantity::ClampDistanceM => Self::KEYS[1],
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<CriticalQuantity> {
+        match key {
+            "tip_twist_rad" => Some(CriticalQuantity::TipTwistRad),
+            "clamp_distance_m" => Some(CriticalQuantity::ClampDistanceM),
+            _ => None,
+        }
+    }
+}
+
+/// A measured critical value (`critical.csv`: experiment, quantity, value,
+/// sigma): the end twist or clamp distance at which the shape snaps or
+/// buckles, a residual row of its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CriticalValue {
+    pub quantity: CriticalQuantity,
+    pub value: f64,
+    pub sigma: f64,
+}
+
+impl CriticalValue {
+    /// The path of holds this value is measured along, from the
+    /// experiment's `hold` (the base's centre at `base_m`): its start and
+    /// the hold at each value of the quantity.
+    pub fn path(&self, hold: rod::TipHold, base_m: Vec3) -> (f64, Box<dyn Fn(f64) -> rod::TipHold>) {
+        match (self.quantity, hold) {
+            (CriticalQuantity::TipTwistRad, rod::TipHold::Clamped { position_m, rotation }) => (
+                0.0,
+                Box::new(move |t: f64| rod::TipHold::Clamped {
+                    position_m,
+                    rotation: rotation * lie::exp(&lie::stack(&Vec3::new(t, 0.0, 0.0), &Vec3::zeros())).rot,
+                }),
+            ),
+            (CriticalQuantity::TipTwistRad, pinned) => (0.0, Box::new(move |_| pinned)),
+            (CriticalQuantity::ClampDistanceM, hold) => {
+                let position_m = match hold {
+                    rod::TipHold::Pinned { position_m } | rod::TipHold::Clamped { position_m, .. } => position_m,
+                };
+                let distance_m = (position_m - base_m).norm();
+                let along = (position_m - base_m) / distance_m.max(1e-300);
+                (
+                    distance_m,
+                    Box::new(move |d: f64| match hold {
+                        rod::TipHold::Pinned { .. } => rod::TipHold::Pinned { position_m: base_m + along * d },
+                        rod::TipHold::Clamped { rotation, .. } => rod::TipHold::Clamped { position_m: base_m + along * d, rotation },
+                    }),
+                )
+            }
+        }
+    }
 }
 
 impl Experiment {
@@ -119,6 +195,7 @@ impl Experiment {
             tension_sigma_n: vec![],
             tip_position_m: None,
             tip_rotation_rad: None,
+            critical: vec![],
         }
     }
 
@@ -134,9 +211,10 @@ impl Experiment {
         self.tensions_n.iter().all(|t| *t == 0.0) && self.tip_force_n == Vec3::zeros()
     }
 
-    /// Residual rows: 3 per measured point, 6 for a measured base wrench.
+    /// Residual rows: 3 per measured point, 6 for a measured base wrench,
+    /// one per critical value (in that order).
     pub fn n_residuals(&self) -> usize {
-        3 * self.measurements.len() + if self.base_wrench.is_some() { 6 } else { 0 }
+        3 * self.measurements.len() + if self.base_wrench.is_some() { 6 } else { 0 } + self.critical.len()
     }
 }
 
@@ -316,14 +394,67 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         let e = experiments.get_mut(id).ok_or_else(|| err(&meas_path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
         e.measurements.push(Measurement { arc_m: v[0], offset_body_m: Vec3::new(0.0, v[1], v[2]), pos_m: Vec3::new(v[3], v[4], v[5]), sigma_m: v[6] });
     }
+    read_critical(&dir.join("critical.csv"), &mut experiments)?;
     let out: Vec<Experiment> = order.into_iter().map(|id| experiments.remove(&id).unwrap()).collect();
     if out.is_empty() {
         return Err(err(&inputs_path, "rows", "no experiments"));
     }
-    if let Some(e) = out.iter().find(|e| e.measurements.is_empty()) {
+    if let Some(e) = out.iter().find(|e| e.measurements.is_empty() && e.critical.is_empty()) {
         return Err(err(&meas_path, "rows", format!("experiment '{}' has no measurement", e.id)));
     }
     Ok(out)
+}
+
+/// Reads `critical.csv` (experiment, quantity, value, sigma) into the
+/// experiments it names, when the file is there.
+fn read_critical(path: &Path, experiments: &mut BTreeMap<String, Experiment>) -> Result<(), DataError> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let csv = read_csv(path)?;
+    let cols: Vec<usize> = ["experiment", "quantity", "value", "sigma"].iter().map(|n| csv.column(path, n)).collect::<Result<_, _>>()?;
+    for (line, cells) in &csv.rows {
+        if cells.len() != csv.header.len() {
+            return Err(err(path, format!("line {line}"), format!("{} values, header has {}", cells.len(), csv.header.len())));
+        }
+        let id = &cells[cols[0]];
+        let key = &cells[cols[1]];
+        let quantity = CriticalQuantity::parse(key)
+            .ok_or_else(|| err(path, format!("line {line}, column 'quantity'"), format!("'{key}' is not one of {}", CriticalQuantity::KEYS.join(", "))))?;
+        let value = csv.number(path, *line, cells, cols[2])?;
+        let sigma = csv.number(path, *line, cells, cols[3])?;
+        if sigma <= 0.0 {
+            return Err(err(path, format!("line {line}, column 'sigma'"), "must be positive"));
+        }
+        let e = experiments.get_mut(id).ok_or_else(|| err(path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
+        e.critical.push(CriticalValue { quantity, value, sigma });
+    }
+    Ok(())
+}
+
+/// Checks each critical value against the experiment's hold and the rod:
+/// a twist needs a clamped tip, a clamp distance a held tip and a value
+/// the rod's length can reach.
+pub fn check_critical(experiments: &[Experiment], rod: &rod::Rod, critical_file: &Path) -> Result<(), DataError> {
+    for e in experiments {
+        for c in &e.critical {
+            let place = format!("experiment '{}', {}", e.id, c.quantity.key());
+            let hold = e.tip_hold(rod.tip_condition).ok().flatten();
+            let fail = |message: String| Err(err(critical_file, place.clone(), message));
+            match (c.quantity, hold) {
+                (_, None) => return fail(format!("the tip is {}: a critical value needs a held tip", rod.tip_condition.key())),
+                (CriticalQuantity::TipTwistRad, Some(rod::TipHold::Pinned { .. })) => {
+                    return fail("a pinned tip cannot be twisted: the rod file's tip must be clamped".into())
+                }
+                (CriticalQuantity::TipTwistRad, _) if c.value == 0.0 => return fail("a twist of 0 rad is the experiment's own hold".into()),
+                (CriticalQuantity::ClampDistanceM, _) if !(c.value > 0.0 && c.value < rod.length_m) => {
+                    return fail(format!("{} m is outside every branch: the clamps' distance lies between 0 and the rod's length {} m", c.value, rod.length_m))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks that each experiment gives the tip's hold the rod file's
@@ -408,5 +539,13 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
             })
         })
         .collect();
-    write("measurements.csv", header, rows)
+    write("measurements.csv", header, rows)?;
+    let critical: Vec<Vec<String>> = experiments
+        .iter()
+        .flat_map(|e| e.critical.iter().map(|c| vec![e.id.clone(), c.quantity.key().to_string(), format!("{:.12}", c.value), c.sigma.to_string()]))
+        .collect();
+    if critical.is_empty() {
+        return Ok(());
+    }
+    write("critical.csv", ["experiment", "quantity", "value", "sigma"].map(String::from).to_vec(), critical)
 }

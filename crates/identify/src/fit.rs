@@ -89,6 +89,21 @@ impl Default for FitOptions {
 /// (`FitOptions::hold_material`): held to 1e-6, still in the same solver.
 const HELD_SD_LOG: f64 = 1e-6;
 
+/// A measured critical value (`critical.csv`) and the fitted model's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CriticalFit {
+    /// The experiment whose hold the path starts from.
+    pub experiment: String,
+    /// `tip_twist_rad` or `clamp_distance_m`.
+    pub quantity: String,
+    /// The value of critical.csv [rad or m].
+    pub measured: f64,
+    /// Its standard deviation [rad or m].
+    pub sigma: f64,
+    /// Where the fitted rod first snaps or buckles along the same path.
+    pub fitted: f64,
+}
+
 /// One start of the multi-start.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StartOutcome {
@@ -193,6 +208,8 @@ pub struct Fit {
     /// Each session's sensor bias, fitted with the parameters
     /// (`FitOptions::fit_sensor_bias`; empty otherwise).
     pub sensor_biases: Vec<crate::problem::FittedBias>,
+    /// Each measured critical value against the fitted model's.
+    pub critical: Vec<CriticalFit>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -533,6 +550,14 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         ..Values::material(e_pa, g_pa, rho_kg_m3)
     };
     let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));
+    // A critical value no branch of the rod file's material reaches (a
+    // twist searched to twice the value without a snap) is the data's
+    // fault, not the start's: said before any start tries.
+    if experiments.iter().any(|e| !e.critical.is_empty()) {
+        if let Err(e @ ModelError::NoCriticalPoint { .. }) = problem.evaluate(&prior, false) {
+            return Err(FitError::Input(format!("{e}, with the rod file's material")));
+        }
+    }
     let mut runs = vec![];
     let mut outcomes = vec![];
     for (i, s) in starts.iter().enumerate() {
@@ -708,6 +733,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
     let rms = (all.iter().map(|e| e * e).sum::<f64>() / all.len() as f64).sqrt();
+    let critical = critical_fits(experiments, &ev.residual);
     Ok(Fit {
         layout,
         params: best_run.params.clone(),
@@ -738,7 +764,29 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         elastic_law: rod.elastic_law,
         largest_fibre_strain,
         sensor_biases,
+        critical,
     })
+}
+
+/// The critical values' rows of `residual` (`(fitted - measured) / sigma`,
+/// last in each experiment's rows) read back as the fitted values.
+fn critical_fits(experiments: &[Experiment], residual: &DVector<f64>) -> Vec<CriticalFit> {
+    let mut row = 0;
+    let mut out = vec![];
+    for e in experiments {
+        let first = row + e.n_residuals() - e.critical.len();
+        for (k, c) in e.critical.iter().enumerate() {
+            out.push(CriticalFit {
+                experiment: e.id.clone(),
+                quantity: c.quantity.key().into(),
+                measured: c.value,
+                sigma: c.sigma,
+                fitted: c.value + c.sigma * residual[first + k],
+            });
+        }
+        row += e.n_residuals();
+    }
+    out
 }
 
 /// Predicted positions of an experiment's measured points for given values.

@@ -672,6 +672,9 @@ pub struct IdentifiedFile {
     /// The flange sensor's bias fitted per session (`bias = "fit"`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub sensor_bias: Vec<SensorBiasOut>,
+    /// Critical values (`critical.csv`): measured and fitted.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub critical: Vec<crate::fit::CriticalFit>,
     /// Per experiment, the errors.
     pub experiment: Vec<ExperimentOut>,
     /// Each start of the multi-start fit and where it ended.
@@ -909,6 +912,7 @@ impl IdentifiedFile {
             parameters_from: requested(),
             requested_parameters: None,
             sensor_bias: vec![],
+            critical: vec![],
             experiment: vec![],
             start: vec![],
             dynamic: None,
@@ -975,6 +979,7 @@ impl IdentifiedFile {
             parameters_from: requested(),
             requested_parameters: None,
             sensor_bias: vec![],
+            critical: f.critical.clone(),
             experiment: experiments
                 .iter()
                 .enumerate()

@@ -17,10 +17,11 @@
 //! geometry use central differences of the residual at fixed `q` (cheap and
 //! accurate to ~1e-10), never of the whole model.
 
-use crate::data::Experiment;
+use crate::data::{CriticalQuantity, CriticalValue, Experiment};
 use argmin::core::{Error as ArgminError, Jacobian, Operator};
 use lie::{Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
+use rod::branch::{BranchOptions, CriticalKind};
 use rod::held::{assemble_held, solve_held};
 use rod::model::point_jacobian;
 use rod::statics::{assemble, solve, solve_with_factors, Factors};
@@ -46,12 +47,16 @@ pub enum ModelError {
     Covariance { rows: usize, cols: usize, params: usize },
     #[error("optimizer: {0}")]
     Optimizer(String),
+    #[error(
+        "experiment '{experiment}': no snap or buckling along {quantity} from {from} to {to}: the measured {value} lies outside every branch found (critical.csv)"
+    )]
+    NoCriticalPoint { experiment: String, quantity: &'static str, value: f64, from: f64, to: f64 },
 }
 
 impl fault::Fault for ModelError {
     fn kind(&self) -> fault::Kind {
         match self {
-            ModelError::Covariance { .. } => fault::Kind::Input,
+            ModelError::Covariance { .. } | ModelError::NoCriticalPoint { .. } => fault::Kind::Input,
             ModelError::Statics(e) => e.kind(),
             _ => fault::Kind::Computation,
         }
@@ -893,60 +898,13 @@ impl Problem {
             if let (Some(jac), Some(asm)) = (jac.as_mut(), asm) {
                 let kin = asm.kinematics.expect("with tangent");
                 let n = model.n_dof();
-                let mut dr = DMatrix::zeros(n, np);
-                let s = v.radius_scale;
-                // The elastic forces are linear in E and G (a hyperelastic
-                // body's too: E times the fibres' unit-modulus forces).
-                let mut elastic_e = em.k_e.times(s, &q);
-                if let Some(f) = &model.fibres {
-                    elastic_e += f.correction_unit(&q, false).1;
-                }
-                dr.set_column(0, &(elastic_e * v.e_pa));
-                dr.set_column(1, &(em.k_g.times(s, &q) * v.g_pa));
-                if self.layout.fit_rho {
-                    let mut gm = em.gravity_model.clone();
-                    gm.rod.base = base;
-                    let g = assemble(&gm, &Loads::gravity(), &q, 1.0, false)?.residual;
-                    dr.set_column(2, &(g * v.rho_kg_m3 * s * s));
-                }
-                if let Some(ip) = self.layout.pitch_index() {
-                    let eps = 1e-6;
-                    let mut mp = model.clone();
-                    mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
-                    let rp = assemble(&mp, &em.loads, &q, 1.0, false)?.residual;
-                    mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
-                    let rm = assemble(&mp, &em.loads, &q, 1.0, false)?.residual;
-                    dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
-                }
-                for (geometry, id) in self.layout.geometry() {
-                    // Central difference of the residual at fixed q (the cable
-                    // term is smooth in its offset, stiffness and weight in
-                    // the scale).
-                    let eps = geometry.step();
-                    let residual_at = |delta: f64| {
-                        assemble(&self.model_at(i, &geometry.moved(&v, delta)), &em.loads, &q, 1.0, false).map(|a| a.residual).map_err(ModelError::from)
-                    };
-                    dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
-                }
+                let dr = self.parameter_columns(i, &model, &q, &v)?;
                 let sens = match (em.hold, &held_unknowns) {
                     // dq/dp through the held system: the hold's equations do
                     // not depend on the parameters.
                     (Some(hold), Some(x)) => {
                         let h = assemble_held(&model, &em.loads, hold, x, true)?.tangent.expect("tangent asked");
-                        let mut rhs = DMatrix::zeros(h.nrows(), np);
-                        rhs.rows_mut(0, n).copy_from(&(-dr));
-                        if let Some(ip) = self.layout.pitch_index() {
-                            // Turning the base moves the tip at fixed q away
-                            // from its hold, which stays in the world: the
-                            // hold's equations depend on the pitch too.
-                            let eps = 1e-6;
-                            let mut mp = model.clone();
-                            mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
-                            let rp = assemble_held(&mp, &em.loads, hold, x, false)?.residual;
-                            mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
-                            let rm = assemble_held(&mp, &em.loads, hold, x, false)?.residual;
-                            rhs.set_column(ip, &(-(rp - rm) / (2.0 * eps)));
-                        }
+                        let rhs = -self.held_parameter_columns(i, &model, hold, x, dr, &v)?;
                         h.lu().solve(&rhs).ok_or(ModelError::SingularTangent)?.rows(0, n).into_owned()
                     }
                     _ => {
@@ -985,6 +943,17 @@ impl Problem {
                         for c in 0..np {
                             jac[(wrench_row + a, c)] = block[(a, c)] / wm.sigma[a];
                         }
+                    }
+                }
+            }
+            let critical_row = wrench_row + if exp.base_wrench.is_some() { 6 } else { 0 };
+            for (k, c) in exp.critical.iter().enumerate() {
+                let hold = em.hold.ok_or(ModelError::OutOfRange)?;
+                let (t, gradient) = self.critical_value(i, &model, hold, c, &q, &v, jac.is_some().then_some(p))?;
+                residual[critical_row + k] = (t - c.value) / c.sigma;
+                if let (Some(jac), Some(gradient)) = (jac.as_mut(), gradient) {
+                    for a in 0..np {
+                        jac[(critical_row + k, a)] = gradient[a] / c.sigma;
                     }
                 }
             }
@@ -1065,6 +1034,149 @@ impl Problem {
         self.experiments[i].base_wrench.as_ref()?;
         let mut model = self.model_at(i, values);
         self.sensor_wrench(i, &mut model, q, self.base_pose(i, values.pitch_rad)).ok()
+    }
+}
+
+impl Problem {
+    /// The static residual's derivatives in the parameters at fixed `q`
+    /// (experiment `i`'s model at `v`): columns `n x np`.
+    fn parameter_columns(&self, i: usize, model: &Model, q: &DVector<f64>, v: &Values) -> Result<DMatrix<f64>, ModelError> {
+        let em = &self.models[i];
+        let base = self.base_pose(i, v.pitch_rad);
+        let mut dr = DMatrix::zeros(model.n_dof(), self.layout.n_params());
+        let s = v.radius_scale;
+        // The elastic forces are linear in E and G (a hyperelastic
+        // body's too: E times the fibres' unit-modulus forces).
+        let mut elastic_e = em.k_e.times(s, q);
+        if let Some(f) = &model.fibres {
+            elastic_e += f.correction_unit(q, false).1;
+        }
+        dr.set_column(0, &(elastic_e * v.e_pa));
+        dr.set_column(1, &(em.k_g.times(s, q) * v.g_pa));
+        if self.layout.fit_rho {
+            let mut gm = em.gravity_model.clone();
+            gm.rod.base = base;
+            let g = assemble(&gm, &Loads::gravity(), q, 1.0, false)?.residual;
+            dr.set_column(2, &(g * v.rho_kg_m3 * s * s));
+        }
+        if let Some(ip) = self.layout.pitch_index() {
+            let eps = 1e-6;
+            let mut mp = model.clone();
+            mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
+            let rp = assemble(&mp, &em.loads, q, 1.0, false)?.residual;
+            mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
+            let rm = assemble(&mp, &em.loads, q, 1.0, false)?.residual;
+            dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
+        }
+        for (geometry, id) in self.layout.geometry() {
+            // Central difference of the residual at fixed q (the cable
+            // term is smooth in its offset, stiffness and weight in
+            // the scale).
+            let eps = geometry.step();
+            let residual_at =
+                |delta: f64| assemble(&self.model_at(i, &geometry.moved(v, delta)), &em.loads, q, 1.0, false).map(|a| a.residual).map_err(ModelError::from);
+            dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
+        }
+        Ok(dr)
+    }
+
+    /// The held system's derivatives in the parameters at its unknowns `x`:
+    /// the static residual's `dr` (the hold's equations do not depend on
+    /// the material) and, for the pitch, the hold's rows too (turning the
+    /// base moves the tip at fixed q away from its hold, which stays in
+    /// the world).
+    fn held_parameter_columns(
+        &self,
+        i: usize,
+        model: &Model,
+        hold: rod::TipHold,
+        x: &DVector<f64>,
+        dr: DMatrix<f64>,
+        v: &Values,
+    ) -> Result<DMatrix<f64>, ModelError> {
+        let n = model.n_dof();
+        let mut columns = DMatrix::zeros(n + hold.count(), dr.ncols());
+        columns.rows_mut(0, n).copy_from(&dr);
+        if let Some(ip) = self.layout.pitch_index() {
+            let eps = 1e-6;
+            let loads = &self.models[i].loads;
+            let mut mp = model.clone();
+            mp.rod.base = self.base_pose(i, v.pitch_rad + eps);
+            let rp = assemble_held(&mp, loads, hold, x, false)?.residual;
+            mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
+            let rm = assemble_held(&mp, loads, hold, x, false)?.residual;
+            columns.set_column(ip, &((rp - rm) / (2.0 * eps)));
+        }
+        Ok(columns)
+    }
+
+    /// Experiment `i`'s predicted critical value `c` (the first snap or
+    /// buckling along its path, followed from the equilibrium `q` by
+    /// [`rod::branch::follow`]) and, with `p`, its gradient in the
+    /// parameters: at a limit point from the held system's left null
+    /// vector, at a bifurcation by differences of the stability eigenvalue
+    /// (`dt/dp = -(dlambda/dp) / (dlambda/dt)`).
+    #[allow(clippy::too_many_arguments)]
+    fn critical_value(
+        &self,
+        i: usize,
+        model: &Model,
+        hold: rod::TipHold,
+        c: &CriticalValue,
+        q: &DVector<f64>,
+        v: &Values,
+        p: Option<&DVector<f64>>,
+    ) -> Result<(f64, Option<DVector<f64>>), ModelError> {
+        let em = &self.models[i];
+        let (t_start, hold_at) = c.path(hold, self.base_pose(i, v.pitch_rad).pos);
+        let span = c.value - t_start;
+        let mut t_end = t_start + 2.0 * span;
+        if c.quantity == CriticalQuantity::ClampDistanceM {
+            t_end = t_end.clamp(0.01 * self.rod.length_m, self.rod.length_m);
+        }
+        let options = BranchOptions { t_end, first_step: span / 12.0, max_points: 400, t_tolerance: 1e-7 * span.abs(), stop_at_first: true };
+        let no_equilibrium = |source| ModelError::NoEquilibrium { experiment: self.experiments[i].id.clone(), source };
+        let branch = rod::branch::follow(model, &em.loads, &*hold_at, t_start, Some(q), &options, &self.options).map_err(no_equilibrium)?;
+        let Some(critical) = branch.critical.into_iter().next() else {
+            return Err(ModelError::NoCriticalPoint {
+                experiment: self.experiments[i].id.clone(),
+                quantity: c.quantity.key(),
+                value: c.value,
+                from: t_start,
+                to: t_end,
+            });
+        };
+        let Some(p) = p else { return Ok((critical.t, None)) };
+        let gradient = match critical.kind {
+            CriticalKind::LimitPoint => {
+                let (psi, psi_h_t) = rod::branch::limit_point_sensitivity(model, &em.loads, &*hold_at, &critical).map_err(no_equilibrium)?;
+                let x = critical.point.held.unknowns(hold_at(critical.point.t));
+                let dr = self.parameter_columns(i, model, &critical.point.held.solution.q, v)?;
+                let columns = self.held_parameter_columns(i, model, hold_at(critical.point.t), &x, dr, v)?;
+                -(columns.transpose() * psi) / psi_h_t
+            }
+            CriticalKind::Bifurcation => {
+                let q_star = &critical.point.held.solution.q;
+                let lowest = |values: &Values, t: f64| -> Result<f64, ModelError> {
+                    let m = self.model_at(i, values);
+                    let held = solve_held(&m, &em.loads, hold_at(t), Some(q_star), &self.options).map_err(no_equilibrium)?;
+                    Ok(rod::held::stability_eigenvalue(&m, &em.loads, hold_at(t), &held)?)
+                };
+                let dt = 1e-4 * span.abs();
+                let along_t = (lowest(v, critical.t + dt)? - lowest(v, critical.t - dt)?) / (2.0 * dt);
+                let eps = 1e-5;
+                let mut gradient = DVector::zeros(p.len());
+                for a in 0..p.len() {
+                    let (mut up, mut down) = (p.clone(), p.clone());
+                    up[a] += eps;
+                    down[a] -= eps;
+                    let along_p = (lowest(&self.values(&up), critical.t)? - lowest(&self.values(&down), critical.t)?) / (2.0 * eps);
+                    gradient[a] = -along_p / along_t;
+                }
+                gradient
+            }
+        };
+        Ok((critical.t, Some(gradient)))
     }
 }
 

@@ -127,3 +127,78 @@ fn with_the_specimens_weight_loops_give_e_and_rho_apart() {
     assert!((f.rho_kg_m3.value / truth().rho_kg_m3 - 1.0).abs() < 0.02, "rho {} for {}", f.rho_kg_m3.value, truth().rho_kg_m3);
     assert!(!f.warnings.iter().any(|w| w.contains("E/rho")), "{:?}", f.warnings);
 }
+
+/// What a lab reads twisting a loop's tip clamp until it snaps out of its
+/// shape: the truth's snap (the first limit point along the twist) plus
+/// the reading's noise.
+fn snap_twist_rad(rod: &Rod, e: &Experiment, noise_rad: f64, gauss: f64) -> f64 {
+    use rod::branch::first_critical;
+    let hold = e.tip_hold(rod.tip_condition).unwrap().unwrap();
+    let probe = identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 1.0, sigma: 1.0 };
+    let (_, hold_at) = probe.path(hold, rod.base.pos);
+    let mut truth_rod = rod.clone();
+    truth_rod.cross_section.body = rod::Material { e_pa: truth().e_pa, g_pa: truth().g_pa, rho_kg_m3: truth().rho_kg_m3 };
+    let model = rod::Model::new(&truth_rod, &[]);
+    let snap =
+        first_critical(&model, &rod::Loads::gravity(), &*hold_at, (0.0, 15.0, 30), 1e-9, &rod::NewtonOptions::default()).unwrap().expect("the loop snaps");
+    assert_eq!(snap.kind, rod::branch::CriticalKind::LimitPoint);
+    snap.t + noise_rad * gauss
+}
+
+#[test]
+fn the_twist_at_which_two_loops_snap_gives_g_within_five_percent() {
+    // Weighed loops (E and rho apart) whose shapes are planar: only the
+    // snap of the twisted ones sees G (G J against E I).
+    let mut rod = cable();
+    let mass_kg = truth().rho_kg_m3 * std::f64::consts::PI * 0.005_f64.powi(2) * rod.length_m;
+    rod.weighed_mass_kg = Some((mass_kg, 0.01 * mass_kg));
+    rod.cross_section.body.g_pa = 4.0e6;
+    let mut exps = loops(&rod, &clamped_tips(), 5e-4, 11);
+    let noise_rad = 0.05;
+    for (e, gauss) in exps.iter_mut().take(2).zip([0.7, -1.1]) {
+        let value = snap_twist_rad(&rod, e, noise_rad, gauss);
+        e.critical.push(identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value, sigma: noise_rad });
+    }
+    let opts = FitOptions { starts: vec![[1.5e7, 4e6, 1.1e3]], ..FitOptions::default() };
+    let f = fit(&rod, &exps, &opts, |_| {}).unwrap();
+    let gj = |g: f64| g * std::f64::consts::PI * 0.005_f64.powi(4) / 2.0;
+    println!(
+        "snapped loops: E {:.4e} [{:.4e}, {:.4e}], G {:.4e} [{:.4e}, {:.4e}] (G J {:.4e} N m^2 for {:.4e}), rho {:.1}; {} solves; warnings {:?}",
+        f.e_pa.value,
+        f.e_pa.ci95_low,
+        f.e_pa.ci95_high,
+        f.g_pa.value,
+        f.g_pa.ci95_low,
+        f.g_pa.ci95_high,
+        gj(f.g_pa.value),
+        gj(truth().g_pa),
+        f.rho_kg_m3.value,
+        f.static_solves,
+        f.warnings
+    );
+    assert!((f.e_pa.value / truth().e_pa - 1.0).abs() < 0.02, "E {} for {}", f.e_pa.value, truth().e_pa);
+    assert!((f.g_pa.value / truth().g_pa - 1.0).abs() < 0.05, "G {} for {}", f.g_pa.value, truth().g_pa);
+    assert!(f.g_pa.ci95_low <= truth().g_pa && truth().g_pa <= f.g_pa.ci95_high, "G's interval holds the truth");
+    assert!(!f.warnings.iter().any(|w| w.contains("G is")), "G is determined: {:?}", f.warnings);
+}
+
+#[test]
+fn the_critical_rows_jacobian_matches_differences() {
+    let rod = cable();
+    let mut exps = loops(&rod, &clamped_tips()[..1], 0.0, 1);
+    exps[0].critical.push(identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 6.5, sigma: 0.05 });
+    let problem = Problem::new(&rod, &exps, Layout { cable_offset: false, ..Layout::all(0) }, &truth());
+    let v = Values { e_pa: 2.4e7, g_pa: 5.0e6, rho_kg_m3: 1.1e3, ..truth() };
+    let p = problem.params(&v);
+    let row = 3 * exps[0].measurements.len();
+    let j = problem.evaluate(&p, true).unwrap().jacobian.unwrap();
+    for c in 0..p.len() {
+        let e = 1e-4;
+        let (mut pp, mut pm) = (p.clone(), p.clone());
+        pp[c] += e;
+        pm[c] -= e;
+        let fd = (problem.evaluate(&pp, false).unwrap().residual[row] - problem.evaluate(&pm, false).unwrap().residual[row]) / (2.0 * e);
+        println!("critical row, column {c}: {:.6} exact, {fd:.6} by differences", j[(row, c)]);
+        assert!((j[(row, c)] - fd).abs() <= 1e-3 * fd.abs().max(1.0), "column {c}: {} vs {fd}", j[(row, c)]);
+    }
+}

@@ -284,8 +284,12 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             let experiments = read_experiments(dir, rod.cables.len())?;
             identify::data::check_against_rod(&experiments, rod.length_m, &dir.join("measurements.csv"))?;
             identify::data::check_tip_holds(&experiments, rod.tip_condition, &dir.join("inputs.csv"))?;
-            let prov =
+            identify::data::check_critical(&experiments, &rod, &dir.join("critical.csv"))?;
+            let mut prov =
                 vec![("inputs.csv".into(), sha256_file(&dir.join("inputs.csv"))), ("measurements.csv".into(), sha256_file(&dir.join("measurements.csv")))];
+            if experiments.iter().any(|e| !e.critical.is_empty()) {
+                prov.push(("critical.csv".into(), sha256_file(&dir.join("critical.csv"))));
+            }
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
         Source::Sessions { .. } if rod.tip_condition != rod::TipCondition::Free => {
@@ -413,6 +417,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     }
     if !sensor_biases.is_empty() {
         rep.tables.push(bias_table(&sensor_biases));
+    }
+    if !study.fit.critical.is_empty() {
+        rep.tables.push(critical_table(&study.fit.critical));
     }
     if let Some(f) = &failure {
         rep.title = format!("FAILED {}", rep.title);
@@ -959,6 +966,26 @@ fn bias_out(b: &identify::sensor_bias::SensorBias) -> identify::output::SensorBi
         weight_n: b.weight_n,
         holds: b.holds,
         spread_deg: b.spread_deg,
+    }
+}
+
+fn critical_table(critical: &[identify::fit::CriticalFit]) -> ReportTable {
+    ReportTable {
+        title: "Where the shape snaps or buckles (critical.csv): measured and fitted".into(),
+        header: ["experiment", "quantity", "measured", "sigma", "fitted", "(fitted - measured) / sigma"].map(String::from).to_vec(),
+        rows: critical
+            .iter()
+            .map(|c| {
+                vec![
+                    c.experiment.clone(),
+                    c.quantity.clone(),
+                    format!("{:.4}", c.measured),
+                    format!("{:.4}", c.sigma),
+                    format!("{:.4}", c.fitted),
+                    format!("{:+.2}", (c.fitted - c.measured) / c.sigma),
+                ]
+            })
+            .collect(),
     }
 }
 
