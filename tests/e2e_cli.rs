@@ -636,6 +636,32 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let fz: f64 = line.split_whitespace().nth(12).unwrap().trim_end_matches(',').parse().unwrap();
     assert!((fz / (0.5 * 0.14137 * 9.81) - 1.0).abs() < 2e-3, "{line}");
     assert!(stdout.contains("stability: lowest eigenvalue") && stdout.contains("stable (or neutral)"), "{stdout}");
+    // The loop's clamp twisted until it snaps, and on: the snap (a limit
+    // point), the unstable branch turning back, the branch as CSV.
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("branch.csv");
+    let o =
+        rodlab(&[&["solve", "--rod", rod_file][..], &up[..], &["--follow", "tip_twist_rad", "--to", "9", "--branch-out", csv_path.to_str().unwrap()]].concat());
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let snaps: Vec<f64> = stdout
+        .lines()
+        .filter(|l| l.contains("a limit point (the shape snaps) at tip_twist_rad = "))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(snaps.len() == 2 && (snaps[0] - 6.5445).abs() < 1e-3 && snaps[1] < snaps[0], "{stdout}");
+    let branch = std::fs::read_to_string(&csv_path).unwrap();
+    assert!(branch.starts_with("tip_twist_rad,stable,lowest_eigenvalue,dt_ds,tip_moment_x_nm"), "{branch}");
+    assert!(branch.lines().any(|l| l.split(',').nth(1) == Some("false")), "the unstable branch is in the CSV");
+    expect_exit_2(
+        rodlab(&[&["solve", "--rod", rod_file][..], &up[..], &["--follow", "tip_bend_rad", "--to", "9"]].concat()),
+        &["--follow", "'tip_bend_rad'", "tip_twist_rad"],
+    );
+    expect_exit_2(
+        rodlab(&[&["solve", "--rod", rod_file][..], &up[..], &["--follow", "clamp_distance_m", "--to", "2"]].concat()),
+        &["--follow clamp_distance_m", "rod's length"],
+    );
+    expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--follow", "tip_twist_rad", "--to", "1"]), &["--follow", "tip is free"]);
     // The cord straight up from a floor clamp, its tip clamped 5 cm lower
     // than its length: compressed far past Euler's load, held straight by
     // symmetry, and said to be unstable.

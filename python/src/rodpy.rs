@@ -44,10 +44,9 @@ impl Rod {
             tip_force_offset_body_m: load.tip_force_offset_body_m,
             flange: None,
             gravity,
-            // A held tip from Python: not yet (the rod file's condition is
-            // refused by the solve with a message naming the flags).
-            tip_position_m: None,
-            tip_rotation_rad: None,
+            tip_position_m: load.tip_position_m,
+            tip_rotation_rad: load.tip_rotation_rad,
+            follow: None,
         }
     }
 }
@@ -59,6 +58,15 @@ struct Load {
     tip_moment_nm: Vec3,
     tip_force_offset_body_m: Vec3,
     tensions_n: Vec<f64>,
+    /// A held tip (the rod file's `[tip] condition`): where, and a clamp's
+    /// rotation vector.
+    tip_position_m: Option<Vec3>,
+    tip_rotation_rad: Option<Vec3>,
+}
+
+/// An optional vector argument: absent or None is `None`.
+fn optional_vec3(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Vec3>> {
+    v.filter(|v| !v.is_none()).map(|v| convert::vec3(Some(v), name)).transpose()
 }
 
 fn v3(v: &[f64]) -> Vec3 {
@@ -195,7 +203,15 @@ impl Rod {
     ///     rod.solve(tip_force=[-0.01, 0, 0], gravity=False)
     ///     arm = rodlab.Rod.from_file("configs/rod/pls-cable-arm.toml")
     ///     arm.solve(tensions=[0, 0, 0, 1.96], params="reports/demo/identified.toml")
-    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None))]
+    ///
+    /// A rod whose tip is pinned or clamped (the rod file's `[tip]
+    /// condition`) is held at `tip_position` [m] and, for a clamp,
+    /// `tip_rotation` (a rotation vector [rad], world frame); the `Shape`
+    /// then carries the hold's reaction and the equilibrium's stability:
+    ///     cord = rodlab.Rod.from_file("configs/rod/clamped-clamped-cable.toml")
+    ///     loop = cord.solve(tip_position=[0.1, 0, 0], tip_rotation=[0, -1.5707963, 0])
+    ///     loop.tip_force_n, loop.stability_eigenvalue
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None, tip_position=None, tip_rotation=None))]
     #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
@@ -206,13 +222,22 @@ impl Rod {
         gravity: bool,
         params: Option<&Bound<'_, PyAny>>,
         tip_force_offset: Option<&Bound<'_, PyAny>>,
+        tip_position: Option<&Bound<'_, PyAny>>,
+        tip_rotation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Shape> {
         let load = Load {
             tip_force_n: convert::vec3(tip_force, "tip_force")?,
             tip_moment_nm: convert::vec3(tip_moment, "tip_moment")?,
             tip_force_offset_body_m: convert::vec3(tip_force_offset, "tip_force_offset")?,
             tensions_n: convert::floats(tensions, "tensions")?,
+            tip_position_m: optional_vec3(tip_position, "tip_position")?,
+            tip_rotation_rad: optional_vec3(tip_rotation, "tip_rotation")?,
         };
+        // What the rod file's [tip] condition asks for, in this call's words.
+        let fields =
+            rod::held::HoldFields { position: "tip_position", rotation: "tip_rotation", rotation_short: "tip_rotation", both: "tip_position and tip_rotation" };
+        rod::held::hold_for(self.rod.tip_condition, load.tip_position_m, load.tip_rotation_rad, &fields)
+            .map_err(|why| crate::errors::to_py(lab::Error::input(format!("the call {why}"))))?;
         let req = self.request(load, gravity, self.params(params)?);
         let solved = py.detach(|| solve_lab(&req)).py_err()?;
         Ok(Shape::from(solved))
@@ -259,6 +284,8 @@ impl Rod {
                     Rows::Absent => vec![],
                     _ => tensions.row(i, n_cables),
                 },
+                tip_position_m: None,
+                tip_rotation_rad: None,
             })
             .collect();
         let params = self.params(params)?;
@@ -289,6 +316,8 @@ pub struct Shape {
     residual_norm: f64,
     mass_kg: f64,
     warnings: Vec<String>,
+    tip_reaction: Option<lie::Vec6>,
+    stability_eigenvalue: Option<f64>,
 }
 
 impl From<Solved> for Shape {
@@ -301,6 +330,8 @@ impl From<Solved> for Shape {
             residual_norm: s.residual_norm,
             mass_kg: s.mass_kg,
             warnings: s.warnings,
+            tip_reaction: s.tip_reaction,
+            stability_eigenvalue: s.stability_eigenvalue,
         }
     }
 }
@@ -357,6 +388,29 @@ impl Shape {
     #[getter]
     fn base_force_n<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         array(py, 3, self.base_force_n.iter().copied().collect())
+    }
+
+    /// A held tip: the force its hold exerts on the rod [N], world frame,
+    /// shape (3,) (a force sensor in that clamp reads its negative); None
+    /// for a free tip.
+    #[getter]
+    fn tip_force_n<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.tip_reaction.map(|r| array(py, 3, vec![r[3], r[4], r[5]]))
+    }
+
+    /// A held tip: the hold's moment on the rod about the tip [N m], world
+    /// frame, shape (3,) (zero for a pin); None for a free tip.
+    #[getter]
+    fn tip_moment_nm<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.tip_reaction.map(|r| array(py, 3, vec![r[0], r[1], r[2]]))
+    }
+
+    /// A held tip: the lowest eigenvalue of the held rod's stiffness
+    /// (negative: unstable, a real rod snaps or buckles away); None for a
+    /// free tip.
+    #[getter]
+    fn stability_eigenvalue(&self) -> Option<f64> {
+        self.stability_eigenvalue
     }
 
     /// The clamp's reaction on the rod: moment about the base's origin
@@ -479,6 +533,8 @@ pub fn solve_time_in_rust_s(py: Python<'_>, rod: &Rod, n: usize, tip_force: Opti
         tip_moment_nm: Vec3::zeros(),
         tip_force_offset_body_m: Vec3::zeros(),
         tensions_n: convert::floats(tensions, "tensions")?,
+        tip_position_m: None,
+        tip_rotation_rad: None,
     };
     let req = rod.request(load, true, None);
     let timed = py.detach(move || {

@@ -156,3 +156,33 @@ def test_with_material_scales_the_deflection():
     soft = rod.solve(tip_force=[0, 0, -1e-3], gravity=False).tip_m[2]
     stiff = rod.with_material(e_pa=2 * rod.material["e_pa"]).solve(tip_force=[0, 0, -1e-3], gravity=False).tip_m[2]
     assert stiff == pytest.approx(soft / 2, rel=1e-3)
+
+
+CORD = repo("configs/rod/clamped-clamped-cable.toml")
+UP = [0, -math.pi / 2, 0]
+
+
+def test_a_rod_held_at_both_ends_equals_the_command_line_and_carries_its_reaction(run, tmp_path):
+    out = tmp_path / "loop.csv"
+    cli = run("solve", "--rod", CORD, "--tip-position", "0.1,0,0", "--tip-rotation", ",".join(repr(v) for v in UP), "--out", out)
+    arc, pos, _, _ = read_shape_csv(out)
+    cord = rodlab.Rod.from_file(CORD)
+    loop = cord.solve(tip_position=[0.1, 0, 0], tip_rotation=UP)
+    assert np.allclose(loop.position_m, pos, rtol=0, atol=1e-12)
+    # Each clamp carries half the cord's weight; the loop is stable.
+    weight_n = cord.material["rho_kg_m3"] * math.pi * 0.005**2 * cord.length_m * 9.81
+    assert loop.tip_force_n[2] == pytest.approx(0.5 * weight_n, rel=1e-3)
+    assert loop.base_force_n[2] == pytest.approx(0.5 * weight_n, rel=1e-3)
+    assert loop.stability_eigenvalue > 0 and "stable (or neutral)" in cli.stdout
+    assert loop.tip_moment_nm.shape == (3,)
+    free = rodlab.Rod.from_file(CANTILEVER).solve()
+    assert free.tip_force_n is None and free.stability_eigenvalue is None
+    # What the rod file's [tip] condition asks for, named in the call's words.
+    with pytest.raises(rodlab.InputError, match="tip_position"):
+        cord.solve()
+    with pytest.raises(rodlab.InputError, match="tip_rotation"):
+        cord.solve(tip_position=[0.1, 0, 0])
+    with pytest.raises(rodlab.InputError, match="free"):
+        rodlab.Rod.from_file(CANTILEVER).solve(tip_position=[0.1, 0, 0])
+    with pytest.raises(rodlab.InputError, match="rod's length"):
+        cord.solve(tip_position=[2.0, 0, 0], tip_rotation=UP)

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,3.14159265,0   (a 1.5 m cable hanging as a loop between two clamps 0.1 m apart)"
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0   (a 1.5 m cable hanging as a loop between two clamps 0.1 m apart)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0 --follow tip_twist_rad --to 9 --branch-out branch.csv   (twist the loop's clamp until it snaps, and on)"
 )]
 pub struct SolveArgs {
     /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
@@ -38,6 +38,15 @@ pub struct SolveArgs {
     /// A clamped tip's rotation, world frame: RX,RY,RZ [rad] (a rotation vector; 0,0,0 is the rod's straight orientation).
     #[arg(long, allow_hyphen_values = true)]
     pub tip_rotation: Option<Numbers>,
+    /// A held tip: follow the equilibria from the solved one along a path of holds to --to, past limit points, saying where they snap or buckle: tip_twist_rad (the clamp turned about the rod's axis) or clamp_distance_m (the tip moved along the line through the base).
+    #[arg(long, requires = "to")]
+    pub follow: Option<String>,
+    /// Where --follow ends: a twist [rad] from the clamp's rotation, or the clamps' distance [m].
+    #[arg(long, allow_hyphen_values = true, requires = "follow")]
+    pub to: Option<f64>,
+    /// Write the followed branch as CSV (the path's value, stability, the hold's reaction).
+    #[arg(long, requires = "follow")]
+    pub branch_out: Option<PathBuf>,
     /// Replace the rod's sections by N equal sections.
     #[arg(long)]
     pub sections: Option<usize>,
@@ -76,6 +85,14 @@ pub fn solve(a: SolveArgs) -> Result<()> {
         gravity: !a.no_gravity,
         tip_position_m: a.tip_position.as_ref().map(|n| n.exactly::<3>("tip-position", "X,Y,Z").map(lie::Vec3::from)).transpose()?,
         tip_rotation_rad: a.tip_rotation.as_ref().map(|n| n.exactly::<3>("tip-rotation", "RX,RY,RZ").map(lie::Vec3::from)).transpose()?,
+        follow: match (&a.follow, a.to) {
+            (Some(key), Some(to)) => Some((
+                rod::branch::EndPath::parse(key)
+                    .ok_or_else(|| lab::Error::input(format!("--follow: '{key}' is not one of {}", rod::branch::EndPath::KEYS.join(", "))))?,
+                to,
+            )),
+            _ => None,
+        },
         params,
         rod,
     };
@@ -119,6 +136,20 @@ pub fn solve(a: SolveArgs) -> Result<()> {
         // line between its clamps).
         let verdict = if lowest < 0.0 { "UNSTABLE: a real rod leaves this equilibrium (buckles or snaps)" } else { "stable (or neutral)" };
         println!("stability: lowest eigenvalue of the held rod's stiffness {lowest:.3e}: {verdict}");
+    }
+    if let Some(f) = &s.followed {
+        let unstable = f.points.iter().filter(|p| p.1 < 0.0).count();
+        println!("followed along {}: {} equilibria ({} unstable)", f.path.key(), f.points.len(), unstable);
+        for (kind, t) in &f.critical {
+            println!("  {} at {} = {t:.6}", kind.describe(), f.path.key());
+        }
+        if f.critical.is_empty() {
+            println!("  no snap or buckling on the way");
+        }
+        if let Some(out) = &a.branch_out {
+            lab::solve::write_branch_csv(out, f)?;
+            println!("wrote {}", out.display());
+        }
     }
     match &s.band {
         Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m, prior_only_m }) => {

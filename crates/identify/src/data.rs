@@ -110,34 +110,7 @@ pub struct Experiment {
 
 /// What a critical value measures: the path of holds from the
 /// experiment's along which the shape was seen to snap or buckle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CriticalQuantity {
-    /// The tip's clamp turned about the rod's axis at the tip (its own x
-    /// axis) by this angle from the experiment's rotation.
-    TipTwistRad,
-    /// The tip's clamp moved along the line through the base's centre
-    /// until the centres are this far apart (rotation kept).
-    ClampDistanceM,
-}
-
-impl CriticalQuantity {
-    pub const KEYS: [&'static str; 2] = ["tip_twist_rad", "clamp_distance_m"];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            CriticalQuantity::TipTwistRad => Self::KEYS[0],
-            CriticalQuantity::ClampDistanceM => Self::KEYS[1],
-        }
-    }
-
-    pub fn parse(key: &str) -> Option<CriticalQuantity> {
-        match key {
-            "tip_twist_rad" => Some(CriticalQuantity::TipTwistRad),
-            "clamp_distance_m" => Some(CriticalQuantity::ClampDistanceM),
-            _ => None,
-        }
-    }
-}
+pub type CriticalQuantity = rod::branch::EndPath;
 
 /// A measured critical value (`critical.csv`: experiment, quantity, value,
 /// sigma): the end twist or clamp distance at which the shape snaps or
@@ -151,33 +124,9 @@ pub struct CriticalValue {
 
 impl CriticalValue {
     /// The path of holds this value is measured along, from the
-    /// experiment's `hold` (the base's centre at `base_m`): its start and
-    /// the hold at each value of the quantity.
+    /// experiment's `hold` (the base's centre at `base_m`).
     pub fn path(&self, hold: rod::TipHold, base_m: Vec3) -> (f64, Box<dyn Fn(f64) -> rod::TipHold>) {
-        match (self.quantity, hold) {
-            (CriticalQuantity::TipTwistRad, rod::TipHold::Clamped { position_m, rotation }) => (
-                0.0,
-                Box::new(move |t: f64| rod::TipHold::Clamped {
-                    position_m,
-                    rotation: rotation * lie::exp(&lie::stack(&Vec3::new(t, 0.0, 0.0), &Vec3::zeros())).rot,
-                }),
-            ),
-            (CriticalQuantity::TipTwistRad, pinned) => (0.0, Box::new(move |_| pinned)),
-            (CriticalQuantity::ClampDistanceM, hold) => {
-                let position_m = match hold {
-                    rod::TipHold::Pinned { position_m } | rod::TipHold::Clamped { position_m, .. } => position_m,
-                };
-                let distance_m = (position_m - base_m).norm();
-                let along = (position_m - base_m) / distance_m.max(1e-300);
-                (
-                    distance_m,
-                    Box::new(move |d: f64| match hold {
-                        rod::TipHold::Pinned { .. } => rod::TipHold::Pinned { position_m: base_m + along * d },
-                        rod::TipHold::Clamped { rotation, .. } => rod::TipHold::Clamped { position_m: base_m + along * d, rotation },
-                    }),
-                )
-            }
-        }
+        self.quantity.from(hold, base_m)
     }
 }
 

@@ -34,7 +34,26 @@ pub struct SolveRequest {
     /// rotation vector: as the rod file's `[tip] condition` asks.
     pub tip_position_m: Option<Vec3>,
     pub tip_rotation_rad: Option<Vec3>,
+    /// A held tip: follow the equilibria from the solved one along a path
+    /// of holds (an end twisted, a clamp moved) to this value.
+    pub follow: Option<(rod::branch::EndPath, f64)>,
 }
+
+/// The equilibria along a path of holds from the solved one, and where
+/// they lose (or regain) stability.
+#[derive(Clone, Debug)]
+pub struct Followed {
+    pub path: rod::branch::EndPath,
+    /// Each equilibrium: the path's value, the lowest eigenvalue, dt/ds,
+    /// the hold's reaction `[moment; force]`.
+    pub points: Vec<(f64, f64, f64, lie::Vec6)>,
+    /// Each critical point: what happens and the path's value there.
+    pub critical: Vec<(rod::branch::CriticalKind, f64)>,
+}
+
+/// The columns of [`write_branch_csv`] after the path's own.
+pub const BRANCH_COLUMNS: [&str; 9] =
+    ["stable", "lowest_eigenvalue", "dt_ds", "tip_moment_x_nm", "tip_moment_y_nm", "tip_moment_z_nm", "tip_force_x_n", "tip_force_y_n", "tip_force_z_n"];
 
 /// The tip with its 95 % prediction band per coordinate, or why there is none.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,6 +100,8 @@ pub struct Solved {
     /// A held tip: the lowest eigenvalue of the constrained stiffness
     /// (negative: an unstable equilibrium, one a real rod leaves).
     pub stability_eigenvalue: Option<f64>,
+    /// The branch followed from it, when asked.
+    pub followed: Option<Followed>,
 }
 
 impl Solved {
@@ -132,13 +153,15 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     let model = model_for(&rod, &loads);
     let hold = tip_hold(req, &rod)?;
     let started = std::time::Instant::now();
-    let (sol, tip_reaction, stability_eigenvalue) = match hold {
+    let (sol, tip_reaction, stability_eigenvalue, followed) = match hold {
         Some(hold) => {
             let held = rod::held::solve_held(&model, &loads, hold, None, &NewtonOptions::default())?;
             let lowest = rod::held::stability_eigenvalue(&model, &loads, hold, &held)?;
-            (held.solution, Some(held.tip_reaction), Some(lowest))
+            let followed = req.follow.map(|(path, to)| follow(&model, &loads, hold, &held.solution.q, path, to)).transpose()?;
+            (held.solution, Some(held.tip_reaction), Some(lowest), followed)
         }
-        None => (solve_statics(&model, &loads, None, &NewtonOptions::default())?, None, None),
+        None if req.follow.is_some() => return Err(Error::input("--follow: the rod file's tip is free; a path of holds needs a held tip ([tip] condition)")),
+        None => (solve_statics(&model, &loads, None, &NewtonOptions::default())?, None, None, None),
     };
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
@@ -174,8 +197,56 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         band,
         tip_reaction,
         stability_eigenvalue,
+        followed,
         rod,
     })
+}
+
+/// Follows the held equilibrium `q` along `path` to `to` (40 first steps;
+/// through limit points, see [`rod::branch`]).
+fn follow(model: &rod::Model, loads: &Loads, hold: rod::TipHold, q: &nalgebra::DVector<f64>, path: rod::branch::EndPath, to: f64) -> Result<Followed> {
+    use rod::branch::EndPath;
+    let flag = format!("--follow {} --to {to}", path.key());
+    let (start, hold_at) = path.from(hold, model.rod.base.pos);
+    match (path, hold) {
+        (EndPath::TipTwistRad, rod::TipHold::Pinned { .. }) => {
+            return Err(Error::input(format!("{flag}: a pinned tip cannot be twisted (the rod file's [tip] condition)")))
+        }
+        (EndPath::ClampDistanceM, _) if !(to > 0.0 && to <= model.rod.length_m) => {
+            return Err(Error::input(format!("{flag}: the clamps' distance lies in (0, {}] m, the rod's length", model.rod.length_m)))
+        }
+        _ if !to.is_finite() || to == start => return Err(Error::input(format!("{flag}: the path starts at {start}; give another end"))),
+        _ => {}
+    }
+    let options = rod::branch::BranchOptions {
+        t_end: to,
+        first_step: (to - start) / 40.0,
+        max_points: 4000,
+        t_tolerance: 1e-7 * (to - start).abs(),
+        stop_at_first: false,
+    };
+    let branch = rod::branch::follow(model, loads, &*hold_at, start, Some(q), &options, &NewtonOptions::default())?;
+    Ok(Followed {
+        path,
+        points: branch.points.iter().map(|p| (p.t, p.lowest, p.dt_ds, p.held.tip_reaction)).collect(),
+        critical: branch.critical.iter().map(|c| (c.kind, c.t)).collect(),
+    })
+}
+
+/// Writes a followed branch as CSV: the path's value, then [`BRANCH_COLUMNS`].
+pub fn write_branch_csv(path: &Path, followed: &Followed) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("{}: cannot create: {e}", dir.display())))?;
+    }
+    let fail = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
+    let mut w = csv::Writer::from_path(path).map_err(fail)?;
+    w.write_record(std::iter::once(followed.path.key()).chain(BRANCH_COLUMNS)).map_err(fail)?;
+    for (t, lowest, dt_ds, r) in &followed.points {
+        let cells =
+            [format!("{t:e}"), (*lowest >= 0.0).to_string(), format!("{lowest:e}"), format!("{dt_ds:e}")].into_iter().chain(r.iter().map(|v| format!("{v:e}")));
+        w.write_record(cells).map_err(fail)?;
+    }
+    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))
 }
 
 /// The tip's hold the rod file's `[tip] condition` asks for, from the

@@ -33,6 +33,7 @@ fn tip_with(rod: rod::Rod, params: Option<Params>, tensions: [f64; 4], gravity: 
         gravity,
         tip_position_m: None,
         tip_rotation_rad: None,
+        follow: None,
     })
     .unwrap();
     (s.tip_m(), s.band)

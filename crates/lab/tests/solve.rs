@@ -18,6 +18,7 @@ fn request(rod: rod::Rod) -> SolveRequest {
         gravity: true,
         tip_position_m: None,
         tip_rotation_rad: None,
+        follow: None,
     }
 }
 

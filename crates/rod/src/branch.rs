@@ -13,6 +13,66 @@ use crate::model::Model;
 use crate::statics::{Loads, NewtonOptions, StaticSolution, StaticsError};
 use nalgebra::{DMatrix, DVector};
 
+/// A path of holds that moves the tip's hold from an equilibrium's: what a
+/// lab turns or moves until the shape snaps or buckles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndPath {
+    /// The tip's clamp turned about its own x axis (the rod's tangent at
+    /// the tip) by `t` \[rad\] from the hold's rotation.
+    TipTwistRad,
+    /// The tip moved along the line through the base's centre until the
+    /// centres are `t` \[m\] apart (rotation kept).
+    ClampDistanceM,
+}
+
+impl EndPath {
+    pub const KEYS: [&'static str; 2] = ["tip_twist_rad", "clamp_distance_m"];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            EndPath::TipTwistRad => Self::KEYS[0],
+            EndPath::ClampDistanceM => Self::KEYS[1],
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<EndPath> {
+        match key {
+            "tip_twist_rad" => Some(EndPath::TipTwistRad),
+            "clamp_distance_m" => Some(EndPath::ClampDistanceM),
+            _ => None,
+        }
+    }
+
+    /// The path from `hold` (the base's centre at `base_m`): its start and
+    /// the hold at each `t`. A pin cannot be twisted: its path stays put.
+    pub fn from(self, hold: TipHold, base_m: lie::Vec3) -> (f64, Box<dyn Fn(f64) -> TipHold>) {
+        match (self, hold) {
+            (EndPath::TipTwistRad, TipHold::Clamped { position_m, rotation }) => (
+                0.0,
+                Box::new(move |t: f64| TipHold::Clamped {
+                    position_m,
+                    rotation: rotation * lie::exp(&lie::stack(&lie::Vec3::new(t, 0.0, 0.0), &lie::Vec3::zeros())).rot,
+                }),
+            ),
+            (EndPath::TipTwistRad, pinned) => (0.0, Box::new(move |_| pinned)),
+            (EndPath::ClampDistanceM, hold) => {
+                let position_m = match hold {
+                    TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => position_m,
+                };
+                let distance_m = (position_m - base_m).norm();
+                let along = (position_m - base_m) / distance_m.max(1e-300);
+                (
+                    distance_m,
+                    Box::new(move |d: f64| match hold {
+                        TipHold::Pinned { .. } => TipHold::Pinned { position_m: base_m + along * d },
+                        TipHold::Clamped { rotation, .. } => TipHold::Clamped { position_m: base_m + along * d, rotation },
+                    }),
+                )
+            }
+        }
+    }
+}
+
 /// One equilibrium on the branch.
 #[derive(Clone, Debug)]
 pub struct BranchPoint {
