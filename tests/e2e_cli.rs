@@ -772,10 +772,26 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let bad = dir.path().join("bad-tip.toml");
     std::fs::write(&bad, std::fs::read_to_string(root().join(rod_file)).unwrap().replace("condition = \"clamped\"", "condition = \"welded\"")).unwrap();
     expect_exit_2(rodlab(&["solve", "--rod", bad.to_str().unwrap()]), &["bad-tip.toml", "tip.condition", "\"welded\""]);
-    // Commands that hold the base only refuse a held rod, saying so.
+    // The simulator holds the tip where the scene's [tip] says: the loop's
+    // clamp slides from 0.1 m to 0.4 m and the loop settles; the hold's
+    // force is a column of sim.parquet. A scene without [tip] is refused.
+    let sim_out = dir.path().join("sim");
+    let o = rodlab(&["simulate", "--rod", rod_file, "--scene", "configs/scene/cable-loop-clamp-moves.toml", "--out", sim_out.to_str().unwrap()]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("force of the tip's hold on the rod at the end [N]"));
+    let table = session::Table::read(&sim_out.join("sim.parquet")).unwrap();
+    let (tip_x, hold_fz) = (table.f64("tip_x_m").unwrap(), table.f64("tip_hold_fz_n").unwrap());
+    assert!(
+        (tip_x[0] - 0.1).abs() < 1e-9 && (tip_x.last().unwrap() - 0.4).abs() < 1e-9,
+        "the tip follows its clamp: {} .. {}",
+        tip_x[0],
+        tip_x.last().unwrap()
+    );
+    // At rest at t = 0 each clamp carries half the cord's weight.
+    assert!((hold_fz[0] / (0.5 * 0.14137 * 9.81) - 1.0).abs() < 2e-3, "{}", hold_fz[0]);
     expect_exit_2(
-        rodlab(&["simulate", "--rod", rod_file, "--scene", "configs/scene/contact-paper-stick.toml", "--out", dir.path().join("sim").to_str().unwrap()]),
-        &["tip is clamped", "simulator"],
+        rodlab(&["simulate", "--rod", rod_file, "--scene", "configs/scene/contact-paper-stick.toml", "--out", sim_out.to_str().unwrap()]),
+        &["tip is clamped", "[tip] table"],
     );
 }
 

@@ -82,6 +82,9 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
     }
     let f = s.final_base_force_flange_n;
     println!("  force on the flange at the end [N]: {:.4} {:.4} {:.4}", f[0], f[1], f[2]);
+    if let Some(f) = s.final_tip_hold_force_n {
+        println!("  force of the tip's hold on the rod at the end [N]: {:.4} {:.4} {:.4}", f[0], f[1], f[2]);
+    }
     println!(
         "  validity: surface fibre strains from {:+.2} % to {:+.2} %{}",
         100.0 * s.min_fibre_strain,

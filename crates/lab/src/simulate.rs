@@ -245,6 +245,10 @@ pub struct Summary {
     pub final_tip_slide_m: f64,
     pub final_tip_slip_m: f64,
     pub final_base_force_flange_n: [f64; 3],
+    /// A held tip: the force its hold exerts on the rod at the end \[N\]
+    /// (world; a sensor in the tip's clamp reads its negative).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_tip_hold_force_n: Option<[f64; 3]>,
     /// Extreme surface fibre strains over the run (tension > 0) and the
     /// smallest cable stretch |Q + K x d + d'| (model validity).
     pub max_fibre_strain: f64,
@@ -283,6 +287,7 @@ fn summarise(sim: &Simulator, records: &[StepRecord], wall: f64) -> Summary {
         final_tip_slide_m: last.tip_slide_m,
         final_tip_slip_m: last.tip_slip_m,
         final_base_force_flange_n: [last.base_wrench_flange[3], last.base_wrench_flange[4], last.base_wrench_flange[5]],
+        final_tip_hold_force_n: last.tip_hold_wrench.map(|w| [w[3], w[4], w[5]]),
         max_fibre_strain: validity.max_fibre_strain,
         min_fibre_strain: validity.min_fibre_strain,
         min_cable_stretch: validity.min_cable_stretch.map(|c| c.0),
@@ -314,6 +319,12 @@ fn write_tables(out: &Path, sim: &Simulator, records: &[StepRecord], t0_host_ns:
     }
     for (i, name) in ["base_mx_nm", "base_my_nm", "base_mz_nm", "base_fx_n", "base_fy_n", "base_fz_n"].iter().enumerate() {
         t.push_f64(name, col(&|r| r.base_wrench_flange[i]));
+    }
+    if records[0].tip_hold_wrench.is_some() {
+        // The tip's hold on the rod: moment about the tip, force (world).
+        for (i, name) in ["tip_hold_mx_nm", "tip_hold_my_nm", "tip_hold_mz_nm", "tip_hold_fx_n", "tip_hold_fy_n", "tip_hold_fz_n"].iter().enumerate() {
+            t.push_f64(name, col(&|r| r.tip_hold_wrench.map_or(f64::NAN, |w| w[i])));
+        }
     }
     t.push_f64("kinetic_energy_j", col(&|r| r.kinetic_energy_j));
     t.push_f64("elastic_energy_j", col(&|r| r.elastic_energy_j));

@@ -49,7 +49,7 @@ impl TipHold {
         }
     }
 
-    fn position_m(&self) -> Vec3 {
+    pub fn position_m(&self) -> Vec3 {
         match self {
             TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
         }
@@ -119,7 +119,7 @@ impl HeldSolution {
 /// The hold's reaction applied to the rod: a force and moment at the tip
 /// joint, fixed in space for the assembler (the multipliers are unknowns
 /// of their own).
-struct TipReaction {
+pub struct TipReaction {
     joint: usize,
     force_n: Vec3,
     moment_nm: Vec3,
@@ -140,17 +140,111 @@ impl Term for TipReaction {
     }
 }
 
-/// The augmented system: unknowns `[q; lambda]` with `lambda` the tip's
-/// reaction (`[force]` for a pin, `[moment; force]` for a clamp).
-struct HeldSystem<'m, 'l> {
-    model: &'m Model,
-    terms: StaticTerms<'l>,
-    hold: TipHold,
+/// The hold as a constraint beside any terms (the statics' here, the
+/// simulator's step): its equations, scaled to generalised forces, their
+/// Jacobian, and the reaction its multipliers `lambda` (`[force]` for a
+/// pin, `[moment; force]` for a clamp, world frame, about the tip) apply.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldRows {
+    pub hold: TipHold,
     /// Hold equations in units of generalised force: the position error
     /// times `EI / L^2`-like scales, so the merit weighs them as the strain
     /// equations (the solution does not depend on it).
     scale_position: f64,
     scale_rotation: f64,
+}
+
+impl HoldRows {
+    pub fn new(model: &Model, hold: TipHold) -> HoldRows {
+        let (scale_position, scale_rotation) = hold_scales(model);
+        HoldRows { hold, scale_position, scale_rotation }
+    }
+
+    /// Equations (and multipliers): 3 pinned, 6 clamped.
+    pub fn count(&self) -> usize {
+        self.hold.count()
+    }
+
+    /// The reaction `(moment, force)` of multipliers `lambda`.
+    pub fn reaction(&self, lambda: &[f64]) -> (Vec3, Vec3) {
+        match self.hold {
+            TipHold::Pinned { .. } => (Vec3::zeros(), Vec3::new(lambda[0], lambda[1], lambda[2])),
+            TipHold::Clamped { .. } => (Vec3::new(lambda[0], lambda[1], lambda[2]), Vec3::new(lambda[3], lambda[4], lambda[5])),
+        }
+    }
+
+    /// The reaction of `lambda` as a term on `model`'s tip joint.
+    pub fn term(&self, model: &Model, lambda: &[f64]) -> TipReaction {
+        let (moment_nm, force_n) = self.reaction(lambda);
+        TipReaction { joint: model.n_joints() - 1, force_n, moment_nm }
+    }
+
+    /// Where the rows sit: (rotation's first row, position's first row).
+    fn rows(&self) -> (Option<usize>, usize) {
+        match self.hold {
+            TipHold::Clamped { .. } => (Some(0), 3),
+            TipHold::Pinned { .. } => (None, 0),
+        }
+    }
+
+    fn rotation_error(&self, g_tip: &lie::Pose) -> Option<Vec3> {
+        match self.hold {
+            TipHold::Clamped { rotation, .. } => Some(lie::so3_log(&(g_tip.rot * rotation.transpose()))),
+            TipHold::Pinned { .. } => None,
+        }
+    }
+
+    /// The hold's equations at the tip frame `g_tip` (rotation error
+    /// `log(R R_t^T)` then position error, scaled).
+    pub fn residual(&self, g_tip: &lie::Pose) -> DVector<f64> {
+        let mut out = DVector::zeros(self.count());
+        let (rot_rows, pos_rows) = self.rows();
+        out.fixed_rows_mut::<3>(pos_rows).copy_from(&((g_tip.pos - self.hold.position_m()) * self.scale_position));
+        if let (Some(r0), Some(e)) = (rot_rows, self.rotation_error(g_tip)) {
+            out.fixed_rows_mut::<3>(r0).copy_from(&(e * self.scale_rotation));
+        }
+        out
+    }
+
+    /// The equations' Jacobian in `q` (`count x n`) from the tip's spatial
+    /// Jacobian: `d p = [-p~ | I] J dq`, `d log = Jl^{-1} [I | 0] J dq` with
+    /// `Jl^{-1}(e) = Jr^{-1}(-e)`.
+    pub fn jacobian(&self, j_tip: &nalgebra::Matrix6xX<f64>, g_tip: &lie::Pose) -> DMatrix<f64> {
+        let n = j_tip.ncols();
+        let mut out = DMatrix::zeros(self.count(), n);
+        let (rot_rows, pos_rows) = self.rows();
+        let point = crate::model::point_jacobian(j_tip, &g_tip.pos);
+        out.view_mut((pos_rows, 0), (3, n)).copy_from(&(point * self.scale_position));
+        if let (Some(r0), Some(e)) = (rot_rows, self.rotation_error(g_tip)) {
+            let omega = j_tip.fixed_rows::<3>(0);
+            out.view_mut((r0, 0), (3, n)).copy_from(&(lie::so3_right_jacobian_inverse(&-e) * omega * self.scale_rotation));
+        }
+        out
+    }
+
+    /// The reaction's generalised force's derivative in `lambda`
+    /// (`n x count`): `d(-J^T W)/d lambda`, `W = [m + p x f; f]`.
+    pub fn reaction_columns(&self, j_tip: &nalgebra::Matrix6xX<f64>, p_tip: &Vec3) -> DMatrix<f64> {
+        let c = self.count();
+        let mut dw = DMatrix::zeros(6, c);
+        let f0 = if self.rows().0.is_some() {
+            dw.view_mut((0, 0), (3, 3)).copy_from(&Mat3::identity());
+            3
+        } else {
+            0
+        };
+        dw.view_mut((0, f0), (3, 3)).copy_from(&skew(p_tip));
+        dw.view_mut((3, f0), (3, 3)).copy_from(&Mat3::identity());
+        -(j_tip.transpose() * dw)
+    }
+}
+
+/// The augmented system: unknowns `[q; lambda]` with `lambda` the tip's
+/// reaction (`[force]` for a pin, `[moment; force]` for a clamp).
+struct HeldSystem<'m, 'l> {
+    model: &'m Model,
+    terms: StaticTerms<'l>,
+    rows: HoldRows,
     tangents: usize,
 }
 
@@ -163,26 +257,22 @@ pub struct HeldAssembly {
 
 impl<'m, 'l> HeldSystem<'m, 'l> {
     fn new(model: &'m Model, loads: &'l Loads, hold: TipHold) -> Result<HeldSystem<'m, 'l>, StaticsError> {
-        let (scale_position, scale_rotation) = hold_scales(model);
-        Ok(HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, hold, scale_position, scale_rotation, tangents: 0 })
+        Ok(HeldSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, rows: HoldRows::new(model, hold), tangents: 0 })
     }
 
     fn split(&self, x: &DVector<f64>) -> (DVector<f64>, Vec3, Vec3) {
         let n = self.model.n_dof();
-        let q = x.rows(0, n).into_owned();
-        match self.hold {
-            TipHold::Pinned { .. } => (q, Vec3::zeros(), Vec3::new(x[n], x[n + 1], x[n + 2])),
-            TipHold::Clamped { .. } => (q, Vec3::new(x[n], x[n + 1], x[n + 2]), Vec3::new(x[n + 3], x[n + 4], x[n + 5])),
-        }
+        let (moment_nm, force_n) = self.rows.reaction(&x.as_slice()[n..]);
+        (x.rows(0, n).into_owned(), moment_nm, force_n)
     }
 
     fn assemble(&self, x: &DVector<f64>, with_tangent: bool) -> HeldAssembly {
         let model = self.model;
         let n = model.n_dof();
-        let c = self.hold.count();
+        let c = self.rows.count();
         let tip = model.n_joints() - 1;
-        let (q, moment_nm, force_n) = self.split(x);
-        let reaction = TipReaction { joint: tip, force_n, moment_nm };
+        let q = x.rows(0, n).into_owned();
+        let reaction = self.rows.term(model, &x.as_slice()[n..]);
         let mut all: Vec<&dyn Term> = self.terms.all().to_vec();
         all.push(&reaction);
         let a = terms::assemble(model, &q, &all, with_tangent);
@@ -193,41 +283,14 @@ impl<'m, 'l> HeldSystem<'m, 'l> {
         let g_tip = &frames.joints[tip];
         let mut residual = DVector::zeros(n + c);
         residual.rows_mut(0, n).copy_from(&a.residual);
-        let position_error = g_tip.pos - self.hold.position_m();
-        let rotation_error = match self.hold {
-            TipHold::Clamped { rotation, .. } => Some(lie::so3_log(&(g_tip.rot * rotation.transpose()))),
-            TipHold::Pinned { .. } => None,
-        };
-        let (rot_rows, pos_rows) = if rotation_error.is_some() { (Some(n), n + 3) } else { (None, n) };
-        residual.fixed_rows_mut::<3>(pos_rows).copy_from(&(position_error * self.scale_position));
-        if let (Some(r0), Some(e)) = (rot_rows, rotation_error) {
-            residual.fixed_rows_mut::<3>(r0).copy_from(&(e * self.scale_rotation));
-        }
+        residual.rows_mut(n, c).copy_from(&self.rows.residual(g_tip));
         let tangent = a.tangent.map(|k_q| {
             let kin = a.kinematics.as_ref().expect("kinematics with the tangent");
             let j_tip = &kin.spatial_jacobian[tip];
             let mut h = DMatrix::zeros(n + c, n + c);
             h.view_mut((0, 0), (n, n)).copy_from(&k_q);
-            // d(-J^T W)/d lambda: W = [m + p x f; f].
-            let p = g_tip.pos;
-            let mut dw = DMatrix::zeros(6, c);
-            let f0 = if rot_rows.is_some() {
-                dw.view_mut((0, 0), (3, 3)).copy_from(&Mat3::identity());
-                3
-            } else {
-                0
-            };
-            dw.view_mut((0, f0), (3, 3)).copy_from(&skew(&p));
-            dw.view_mut((3, f0), (3, 3)).copy_from(&Mat3::identity());
-            h.view_mut((0, n), (n, c)).copy_from(&(-(j_tip.transpose() * dw)));
-            // Hold rows: d p_tip = [-p~ | I] J dq, d log = Jl^{-1} [I | 0] J dq
-            // with Jl^{-1}(e) = Jr^{-1}(-e).
-            let point = crate::model::point_jacobian(j_tip, &p);
-            h.view_mut((pos_rows, 0), (3, n)).copy_from(&(point * self.scale_position));
-            if let (Some(r0), Some(e)) = (rot_rows, rotation_error) {
-                let omega = j_tip.fixed_rows::<3>(0);
-                h.view_mut((r0, 0), (3, n)).copy_from(&(lie::so3_right_jacobian_inverse(&-e) * omega * self.scale_rotation));
-            }
+            h.view_mut((0, n), (n, c)).copy_from(&self.rows.reaction_columns(j_tip, &g_tip.pos));
+            h.view_mut((n, 0), (c, n)).copy_from(&self.rows.jacobian(j_tip, g_tip));
             h
         });
         HeldAssembly { residual, tangent, scale: a.scale }
@@ -321,7 +384,7 @@ pub fn solve_held(model: &Model, loads: &Loads, hold: TipHold, q_start: Option<&
     let start = model.frames(&x.rows(0, n).into_owned()).joints[model.n_joints() - 1];
     let along = newton::solve_along(&newton, &mut sys, x, 1.0 / opts.max_load_steps as f64, |sys, to| {
         sys.terms.set_lambda(loads, to);
-        sys.hold = hold.part_way_from(&start, to);
+        sys.rows.hold = hold.part_way_from(&start, to);
     });
     let newton::Along { x, iterations, merit, outcome } = along;
     match outcome {

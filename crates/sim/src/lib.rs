@@ -1,7 +1,9 @@
 //! `sim`: simulates a lab experiment — stage "simulate" of
 //! record -> track -> observe -> identify -> simulate -> report. The rod of
 //! `rod` (PLS Cosserat), held at its base by the robot (a prescribed pose
-//! over time, e.g. a session's flange log) or lying free, touching a table
+//! over time, e.g. a session's flange log) or lying free, its tip free or
+//! held (the scene's `[tip]`, exactly: the hold's multipliers are unknowns
+//! of each step, [`rod::held::HoldRows`]), touching a table
 //! with Coulomb friction, stepped in time by implicit Euler (dynamic mode)
 //! or as a sequence of equilibria (quasi-static mode).
 //!

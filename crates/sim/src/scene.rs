@@ -170,6 +170,17 @@ pub struct Scene {
     pub tolerance: f64,
     pub max_iterations: usize,
     pub loads: Vec<LoadSpec>,
+    /// Where a pinned or clamped tip is held (`[tip]`).
+    pub tip: Option<TipSpec>,
+}
+
+/// Where the tip is held over time: `[t_s, x, y, z, rx, ry, rz]` rows in
+/// the world (one row: a fixed hold).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TipSpec {
+    pub waypoints: Vec<[f64; 7]>,
+    /// Whether the rotation was given (a clamp needs it).
+    pub rotation_given: bool,
 }
 
 /// The scene file's JSON schema (`rodlab schema scene`,
@@ -205,6 +216,21 @@ struct RawScene {
     /// Loads on the rod, each a `[[load]]` table.
     #[serde(default, rename = "load")]
     loads: Vec<RawLoad>,
+    /// Where a pinned or clamped tip is held (the rod file's `[tip] condition`): `[tip]`.
+    tip: Option<RawTip>,
+}
+
+/// Where the rod's tip is held: a fixed pose, or a pose over time (a second robot, a clamp on a slide).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawTip {
+    /// A fixed hold: the tip's centre in the world \[m\].
+    position_m: Option<[f64; 3]>,
+    /// A fixed clamp's rotation, world frame: a rotation vector \[rad\] (0: the rod's straight orientation; a pin ignores it).
+    rotation_rad: Option<[f64; 3]>,
+    /// A moving hold: `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows in the world (position, rotation vector \[rad\]) at strictly increasing times, the first at t_s <= 0; after the last the hold stays.
+    #[serde(default)]
+    waypoints: Vec<Vec<f64>>,
 }
 
 fn default_gravity() -> [f64; 3] {
@@ -349,7 +375,59 @@ fn pose(file: &str, field: &str, position: [f64; 3], rpy_deg: [f64; 3]) -> Resul
     Ok(Pose::from_rpy(r.x.to_radians(), r.y.to_radians(), r.z.to_radians(), p))
 }
 
+/// `[t_s, x_m, y_m, z_m, rx, ry, rz]` rows at strictly increasing times,
+/// the first at t_s <= 0 (`field`: where they are, for the messages).
+fn pose_waypoints(file: &str, field: &str, rows: &[Vec<f64>]) -> Result<Vec<[f64; 7]>, ConfigError> {
+    let mut waypoints: Vec<[f64; 7]> = vec![];
+    for (i, w) in rows.iter().enumerate() {
+        let field = format!("{field}[{i}]");
+        if w.len() != 7 {
+            return Err(ConfigError::new(file, &field, format!("needs 7 numbers [t_s, x_m, y_m, z_m, rx, ry, rz], has {}", w.len())));
+        }
+        if w.iter().any(|v| !v.is_finite()) {
+            return Err(ConfigError::new(file, &field, "must be finite"));
+        }
+        if waypoints.last().is_some_and(|p| w[0] <= p[0]) {
+            return Err(ConfigError::new(file, &field, "times must increase strictly (not monotonic in time)"));
+        }
+        waypoints.push(std::array::from_fn(|k| w[k]));
+    }
+    if let Some(first) = waypoints.first().filter(|w| w[0] > 0.0) {
+        return Err(ConfigError::new(file, &format!("{field}[0]"), format!("must start at t_s <= 0, starts at {}", first[0])));
+    }
+    Ok(waypoints)
+}
+
+impl RawTip {
+    fn validate(&self, file: &str) -> Result<TipSpec, ConfigError> {
+        match (&self.position_m, self.waypoints.is_empty()) {
+            (Some(p), true) => {
+                let position = finite3(file, "tip.position_m", *p)?;
+                let rotation = self.rotation_rad.map(|r| finite3(file, "tip.rotation_rad", r)).transpose()?;
+                let r = rotation.unwrap_or_else(Vec3::zeros);
+                Ok(TipSpec { waypoints: vec![[0.0, position.x, position.y, position.z, r.x, r.y, r.z]], rotation_given: rotation.is_some() })
+            }
+            (None, false) if self.rotation_rad.is_none() => {
+                Ok(TipSpec { waypoints: pose_waypoints(file, "tip.waypoints", &self.waypoints)?, rotation_given: true })
+            }
+            (None, false) => Err(ConfigError::new(file, "tip.rotation_rad", "a moving hold's rotations are in its waypoints")),
+            (Some(_), false) => Err(ConfigError::new(file, "tip", "give position_m (a fixed hold) or waypoints (a moving one), not both")),
+            (None, true) => Err(ConfigError::new(file, "tip", "needs position_m (a fixed hold) or waypoints (a moving one)")),
+        }
+    }
+}
+
 impl Scene {
+    /// Where the tip is held at `t_s` (world; rotation zero when not
+    /// given), linear between waypoints (rotations by slerp), the last held.
+    pub fn tip_pose_at(&self, t_s: f64) -> Option<Pose> {
+        let tip = self.tip.as_ref()?;
+        let samples = tip.waypoints.iter().map(|w| (w[0], lie::trajectory::pose_from_ur(&[w[1], w[2], w[3], w[4], w[5], w[6]])));
+        let path = lie::trajectory::PoseTrajectory::new(samples).ok()?;
+        let (first, last) = path.span_s();
+        path.at(t_s.clamp(first, last)).ok()
+    }
+
     pub fn from_file(path: &Path) -> Result<Scene, ConfigError> {
         let raw: RawScene = read_toml_file(path, "scene file")?;
         raw.validate(&path.display().to_string())
@@ -422,25 +500,7 @@ impl RawScene {
         };
         let base = match self.base.kind.as_str() {
             "prescribed" => {
-                let mut waypoints = vec![];
-                for (i, w) in self.base.waypoints.iter().enumerate() {
-                    let field = format!("base.waypoints[{i}]");
-                    if w.len() != 7 {
-                        return Err(ConfigError::new(file, &field, format!("needs 7 numbers [t_s, x_m, y_m, z_m, rx, ry, rz], has {}", w.len())));
-                    }
-                    if w.iter().any(|v| !v.is_finite()) {
-                        return Err(ConfigError::new(file, &field, "must be finite"));
-                    }
-                    if i > 0 && w[0] <= waypoints.last().map(|p: &[f64; 7]| p[0]).unwrap_or(f64::NEG_INFINITY) {
-                        return Err(ConfigError::new(file, &field, "times must increase strictly (not monotonic in time)"));
-                    }
-                    waypoints.push(std::array::from_fn(|k| w[k]));
-                }
-                if let Some(first) = waypoints.first() {
-                    if first[0] > 0.0 {
-                        return Err(ConfigError::new(file, "base.waypoints[0]", format!("must start at t_s <= 0, starts at {}", first[0])));
-                    }
-                }
+                let waypoints = pose_waypoints(file, "base.waypoints", &self.base.waypoints)?;
                 if self.base.position_m.is_some() || self.base.rpy_deg.is_some() {
                     return Err(ConfigError::new(file, "base", "a prescribed base moves along its waypoints: position_m and rpy_deg are for kind = \"free\""));
                 }
@@ -610,6 +670,7 @@ impl RawScene {
             tolerance,
             max_iterations,
             loads,
+            tip: self.tip.as_ref().map(|t| t.validate(file)).transpose()?,
         };
         scene.check_time().map_err(|m| ConfigError::new(file, "time", m))?;
         Ok(scene)

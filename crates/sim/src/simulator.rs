@@ -21,6 +21,7 @@ use crate::loads::{Damping, TowSpring};
 use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, NormalCompliance, Scene};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use rod::held::{HoldRows, TipHold};
 use rod::model::point_jacobian;
 use rod::newton::{self, Linearisation, Newton, Residual, System};
 use rod::terms::{self, Attach, BodyForce, Elastic, Gravity, PointLoad, PointLoads, Sink, State, Term};
@@ -131,6 +132,10 @@ pub struct StepRecord {
     /// the flange, `[moment; force]` in the flange frame about its origin.
     /// Zero for a free base.
     pub base_wrench_flange: Vec6,
+    /// A held tip: the wrench its hold exerts on the rod, `[moment about
+    /// the tip; force]`, world frame (a force sensor in the tip's clamp
+    /// reads its negative).
+    pub tip_hold_wrench: Option<Vec6>,
     pub kinetic_energy_j: f64,
     pub elastic_energy_j: f64,
     pub gravity_energy_j: f64,
@@ -236,6 +241,8 @@ struct Carry {
     /// Wrench of all loads on the rod (gravity, inertia, contact, applied)
     /// at the state, world frame about the origin.
     applied_wrench: Vec6,
+    /// A held tip's multipliers: its hold's reaction ([`HoldRows`]).
+    tip_lambda: Vec<f64>,
 }
 
 /// A simulation of one scene.
@@ -266,17 +273,17 @@ pub struct Simulator {
     quasi_newton: bool,
     /// Tangents formed so far.
     tangents: usize,
+    /// A held tip (the scene's `[tip]`): whether it is pinned (else clamped).
+    tip_pinned: Option<bool>,
 }
 
 impl Simulator {
     /// Sets up the rod in the scene at t = 0.
     pub fn new(rod: &Rod, scene: &Scene, motion: BaseMotion) -> Result<Simulator, SimError> {
         scene.check_time().map_err(SimError::Input)?;
-        if rod.tip_condition != rod::TipCondition::Free {
-            return Err(SimError::Input(format!(
-                "the rod file's tip is {} ([tip] condition): the simulator holds the base only so far (statics and identification from experiments hold the tip)",
-                rod.tip_condition.key()
-            )));
+        let tip_pinned = held_tip(rod, scene)?;
+        if tip_pinned.is_some() && matches!(motion, BaseMotion::Free { .. }) {
+            return Err(SimError::Input("a held tip needs a held base (the scene's [base] kind = \"prescribed\")".into()));
         }
         let mut rod = rod.clone();
         rod.gravity_m_s2 = scene.gravity_m_s2;
@@ -429,6 +436,7 @@ impl Simulator {
                 tip_slip_m: 0.0,
                 t_s: 0.0,
                 applied_wrench: Vec6::zeros(),
+                tip_lambda: vec![0.0; tip_pinned.map_or(0, |pinned| if pinned { 3 } else { 6 })],
             },
             damping_tau_s,
             marker_joints,
@@ -443,7 +451,11 @@ impl Simulator {
             quasi_newton: true,
             tangents: 0,
             warnings: vec![],
+            tip_pinned,
         };
+        if tip_pinned.is_some() {
+            sim.start_held()?;
+        }
         if scene.initial == Initial::Static {
             sim.settle()?;
         } else {
@@ -455,6 +467,52 @@ impl Simulator {
 
     pub fn mass_kg(&self) -> f64 {
         self.mass_kg
+    }
+
+    /// The tip's hold at `t_s`, when the tip is held.
+    fn tip_rows(&self, t_s: f64) -> Option<HoldRows> {
+        let pinned = self.tip_pinned?;
+        let target = self.scene.tip_pose_at(t_s)?;
+        let hold = if pinned { TipHold::Pinned { position_m: target.pos } } else { TipHold::Clamped { position_m: target.pos, rotation: target.rot } };
+        Some(HoldRows::new(&self.model, hold))
+    }
+
+    /// Unknowns of the rod in a step: its coordinates and a held tip's
+    /// multipliers (the contacts' follow).
+    fn n_rod(&self) -> usize {
+        self.model.n_dof() + self.carry.tip_lambda.len()
+    }
+
+    /// A held tip's start: at rest (straight) only where that reaches the
+    /// hold at t = 0; else (initial = "static") the held equilibrium under
+    /// gravity and the cables at t = 0, solved with the hold exact, which
+    /// the settling then refines with every load and contact.
+    fn start_held(&mut self) -> Result<(), SimError> {
+        let rows = self.tip_rows(0.0).expect("a held tip");
+        let tip0 = *self.model.frames(&self.carry.q).joints.last().expect("joints");
+        let miss_m = (tip0.pos - rows.hold.position_m()).norm();
+        let turn_rad = match rows.hold {
+            TipHold::Clamped { rotation, .. } => lie::so3_log(&(tip0.rot * rotation.transpose())).norm(),
+            TipHold::Pinned { .. } => 0.0,
+        };
+        if self.scene.initial == Initial::Rest {
+            if miss_m > 1e-6 * self.model.rod.length_m || turn_rad > 1e-6 {
+                return Err(SimError::Input(format!(
+                    "the rod at rest (straight) does not reach its tip's hold at t = 0 ({miss_m:.4} m and {turn_rad:.4} rad away): set initial = \"static\" to start from the held equilibrium"
+                )));
+            }
+            return Ok(());
+        }
+        let loads = rod::Loads { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: self.scene.cable_tensions_n(&self.model.rod, 0.0) };
+        let held = rod::held::solve_held(&self.model, &loads, rows.hold, None, &rod::NewtonOptions::default()).map_err(|e| match e {
+            rod::StaticsError::Unreachable { .. } => SimError::Input(format!("[tip] at t = 0: {e}")),
+            e => SimError::NoConvergence { step: 0, t_s: 0.0, why: format!("the held equilibrium at t = 0: {e}"), remedy: String::new() },
+        })?;
+        let n = self.model.n_dof();
+        self.carry.tip_lambda = held.unknowns(rows.hold).as_slice()[n..].to_vec();
+        self.carry.q = held.solution.q.clone();
+        self.carry.q_prev = held.solution.q;
+        Ok(())
     }
 
     /// What the run has to report besides its records (each said once),
@@ -601,11 +659,14 @@ impl Simulator {
         self.make_record(&x, 0, 0, 0.0)
     }
 
+    /// `[q; tip multipliers; contact multipliers]`.
     fn state_vector(&self) -> DVector<f64> {
-        let n = self.model.n_dof();
+        let nq = self.model.n_dof();
+        let n = self.n_rod();
         let nc = self.carry.contact.as_ref().map_or(0, |c| c.joints.len());
         let mut x = DVector::zeros(n + 3 * nc);
-        x.rows_mut(0, n).copy_from(&self.carry.q);
+        x.rows_mut(0, nq).copy_from(&self.carry.q);
+        x.rows_mut(nq, n - nq).copy_from(&DVector::from_column_slice(&self.carry.tip_lambda));
         if let Some(c) = &self.carry.contact {
             for (i, l) in c.lambda.iter().enumerate() {
                 x.fixed_rows_mut::<3>(n + 3 * i).copy_from(l);
@@ -696,7 +757,8 @@ impl Simulator {
     /// the applied wrench there.
     fn solve_step(&mut self, t_end: f64, h: f64, gravity_scale: f64, extrapolate: bool) -> Result<(DVector<f64>, usize, Vec6), String> {
         self.model.rod.base = self.base_at(t_end);
-        let n = self.model.n_dof();
+        let nq = self.model.n_dof();
+        let n = self.n_rod();
         let mut x0 = self.state_vector();
         if extrapolate {
             // The polynomial through the last states (up to cubic): most
@@ -705,7 +767,7 @@ impl Simulator {
             // them too picked the other branch where stick and slide both
             // solve a step (the slide test's tip at 2.705 s, h = 2.5 ms).
             let states: Vec<&DVector<f64>> = [&self.carry.q, &self.carry.q_prev].into_iter().chain(&self.carry.older).collect();
-            x0.rows_mut(0, n).copy_from(&extrapolate_next(&states));
+            x0.rows_mut(0, nq).copy_from(&extrapolate_next(&states));
             // The forces of points pressed and sticking for two steps along
             // their line: a compliant contact's forces change with its
             // gap and shear, and the extrapolated shape would otherwise
@@ -804,6 +866,7 @@ impl Simulator {
         // The last step's factorisation, for a step of the same length.
         let chord = self.chord.take().filter(|c| c.step_s == h);
         let mut sys = StepSystem {
+            hold: self.tip_rows(t_end),
             model: &self.model,
             terms: list,
             contact: self.carry.contact.as_ref(),
@@ -841,17 +904,18 @@ impl Simulator {
     /// Makes `x` the new state at `t_end` (after a step of length `h`).
     fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
         self.carry.applied_wrench = applied_wrench;
-        let n = self.model.n_dof();
-        let q_new = x.rows(0, n).into_owned();
+        let nq = self.model.n_dof();
+        let n_rod = self.n_rod();
+        let q_new = x.rows(0, nq).into_owned();
+        self.carry.tip_lambda = x.as_slice()[nq..n_rod].to_vec();
         let frames = self.model.frames(&q_new);
         if let Some(i) = self.carry.inertia.as_mut() {
             i.h_s = h;
             i.advance(&self.model, &q_new);
         }
         if let Some(c) = self.carry.contact.as_mut() {
-            let n = self.model.n_dof();
             for (i, &j) in c.joints.iter().enumerate() {
-                let lam: Vector3<f64> = x.fixed_rows::<3>(n + 3 * i).into_owned();
+                let lam: Vector3<f64> = x.fixed_rows::<3>(n_rod + 3 * i).into_owned();
                 let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
                 // Slip, not the contact's elastic shear.
                 let slip = (g.u_law[1] * g.u_law[1] + g.u_law[2] * g.u_law[2]).sqrt();
@@ -954,7 +1018,12 @@ impl Simulator {
             Some(flange) => flange.coadjoint_apply(&self.carry.applied_wrench),
             None => Vec6::zeros(),
         };
+        let tip_hold_wrench = self.tip_rows(self.carry.t_s).map(|rows| {
+            let (moment, force) = rows.reaction(&x.as_slice()[n..]);
+            lie::stack(&moment, &force)
+        });
         StepRecord {
+            tip_hold_wrench,
             step: self.step_index,
             t_s: self.carry.t_s,
             q: qs.iter().copied().collect(),
@@ -1001,6 +1070,24 @@ impl Simulator {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// Whether the rod's tip is held by the scene's `[tip]` (`Some(pinned)`),
+/// checked against the rod file's `[tip] condition`.
+fn held_tip(rod: &Rod, scene: &Scene) -> Result<Option<bool>, SimError> {
+    use rod::TipCondition;
+    match (rod.tip_condition, &scene.tip) {
+        (TipCondition::Free, None) => Ok(None),
+        (TipCondition::Free, Some(_)) => Err(SimError::Input("the scene holds the tip ([tip]) but the rod file's tip is free ([tip] condition)".into())),
+        (c, None) => Err(SimError::Input(format!(
+            "the rod file's tip is {} ([tip] condition): the scene needs a [tip] table (position_m and rotation_rad, or waypoints)",
+            c.key()
+        ))),
+        (TipCondition::Clamped, Some(t)) if !t.rotation_given => {
+            Err(SimError::Input("the rod file's tip is clamped: the scene's [tip] needs rotation_rad (the clamp's rotation vector)".into()))
+        }
+        (c, Some(_)) => Ok(Some(c == TipCondition::Pinned)),
     }
 }
 
@@ -1110,9 +1197,14 @@ struct Cached {
     lambda: Vec<Vector3<f64>>,
 }
 
-/// One time step as a [`System`]: `x = [q; Lambda_1; ...; Lambda_nc]`.
+/// One time step as a [`System`]: `x = [q; mu; Lambda_1; ...; Lambda_nc]`
+/// with `mu` a held tip's multipliers (none for a free tip): the "rod"
+/// block of the elimination below is `[q; mu]`, the hold's equations
+/// always active beside the strains'.
 struct StepSystem<'a> {
     model: &'a Model,
+    /// A held tip's equations at the step's end.
+    hold: Option<HoldRows>,
     terms: Vec<&'a dyn Term>,
     contact: Option<&'a ContactSet>,
     /// Force scale of the contact rows' convergence test \[N\].
@@ -1169,14 +1261,16 @@ const SLIP_THRESHOLD_M: f64 = 1e-9;
 const CONTACT_REGULARISATION: f64 = 1e-9;
 
 impl StepSystem<'_> {
+    /// The rod block's unknowns: strains and the hold's multipliers.
     fn n(&self) -> usize {
-        self.model.n_dof()
+        self.model.n_dof() + self.hold.map_or(0, |h| h.count())
     }
 
     /// Residual (and reduced tangent) at `x`.
     fn evaluate(&mut self, x: &DVector<f64>, with_tangent: bool) -> (Residual, Option<DMatrix<f64>>) {
         let n = self.n();
-        let q = x.rows(0, n).into_owned();
+        let nq = self.model.n_dof();
+        let q = x.rows(0, nq).into_owned();
         let kin = with_tangent.then(|| self.model.kinematics(&q));
         let own = kin.is_none().then(|| self.model.frames(&q));
         let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
@@ -1197,15 +1291,23 @@ impl StepSystem<'_> {
                 geo.push(g);
             }
         }
+        let reaction = self.hold.map(|h| h.term(self.model, &x.as_slice()[nq..n]));
         let mut list = self.terms.clone();
         list.push(&forces);
+        if let Some(r) = &reaction {
+            list.push(r);
+        }
         let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
         if self.wrenches.len() > 4 {
             self.wrenches.remove(0);
         }
         self.wrenches.push((x.clone(), asm.applied_wrench));
         let mut value = DVector::zeros(n + 3 * nc);
-        value.rows_mut(0, n).copy_from(&asm.residual);
+        value.rows_mut(0, nq).copy_from(&asm.residual);
+        let tip = frames.joints.len() - 1;
+        if let Some(h) = &self.hold {
+            value.rows_mut(nq, n - nq).copy_from(&h.residual(&frames.joints[tip]));
+        }
         for (i, r) in rows_all.iter().enumerate() {
             value.fixed_rows_mut::<3>(n + 3 * i).copy_from(&r.c);
         }
@@ -1215,8 +1317,14 @@ impl StepSystem<'_> {
         if !with_tangent {
             return (residual, None);
         }
-        let kin = kin.expect("kinematics");
-        let h = asm.tangent.expect("tangent");
+        let kin = kin.as_ref().expect("kinematics");
+        let mut h = DMatrix::zeros(n, n);
+        h.view_mut((0, 0), (nq, nq)).copy_from(&asm.tangent.expect("tangent"));
+        if let Some(hold) = &self.hold {
+            let (j_tip, g_tip) = (&kin.spatial_jacobian[tip], &kin.frames.joints[tip]);
+            h.view_mut((0, nq), (nq, n - nq)).copy_from(&hold.reaction_columns(j_tip, &g_tip.pos));
+            h.view_mut((nq, 0), (n - nq, nq)).copy_from(&hold.jacobian(j_tip, g_tip));
+        }
         let c = match self.contact {
             Some(c) => c,
             None => {
@@ -1224,8 +1332,17 @@ impl StepSystem<'_> {
                 return (residual, Some(h));
             }
         };
-        let ujc: Vec<nalgebra::Matrix3xX<f64>> =
-            c.joints.iter().zip(&geo).map(|(&j, g)| c.basis * point_jacobian(&kin.spatial_jacobian[j], &g.point)).collect();
+        // Contact rows do not involve the hold's multipliers: zero columns.
+        let ujc: Vec<nalgebra::Matrix3xX<f64>> = c
+            .joints
+            .iter()
+            .zip(&geo)
+            .map(|(&j, g)| {
+                let mut m = nalgebra::Matrix3xX::zeros(n);
+                m.columns_mut(0, nq).copy_from(&(c.basis * point_jacobian(&kin.spatial_jacobian[j], &g.point)));
+                m
+            })
+            .collect();
         let na = active.len();
         let mut t = DMatrix::zeros(n + 3 * na, n + 3 * na);
         t.view_mut((0, 0), (n, n)).copy_from(&h);
