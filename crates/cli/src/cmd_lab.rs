@@ -501,6 +501,9 @@ pub struct SynthSessionArgs {
     /// Seed of the noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A rod held at both ends (the scene's [tip]): record the tip's hold as a second robot's stream of this name (its base and the clamp's mount at the world's origin; a loads file's [tip_hold] robot = NAME reads it).
+    #[arg(long, value_name = "NAME", conflicts_with = "live")]
+    pub tip_robot: Option<String>,
     /// Record through the lab's path in real time instead of writing the streams: the RTDE and FT 300 emulators play the experiment, a camera plays a video rendered from the simulated markers, the recorder records them and the tracker tracks the video (takes the experiment's duration plus a few seconds).
     #[arg(long)]
     pub live: bool,
@@ -553,6 +556,7 @@ pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
         ft_bias: a.ft_bias.exactly::<6>("ft-bias", "FX,FY,FZ,MX,MY,MZ")?,
         mounted_at_s: a.mounted_at_s,
         seed: a.seed,
+        tip_robot: a.tip_robot.clone(),
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
     Ok(req)

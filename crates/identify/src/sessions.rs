@@ -274,6 +274,30 @@ pub struct LoadsFile {
     pub tip_masses: Vec<TipMass>,
     /// A force/torque sensor between the flange and the rod: `[flange_sensor]`.
     pub flange_sensor: Option<FlangeSensor>,
+    /// A second robot holding the rod's tip (a rod file whose `[tip] condition` is clamped or pinned): `[tip_hold]`.
+    pub tip_hold: Option<TipHoldStream>,
+}
+
+/// `[tip_hold]`: the rod's tip held by a second robot, whose recorded flange
+/// poses give the tip's hold in each hold of the session.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TipHoldStream {
+    /// The rig's `[[robot]]` (its stream's name) whose flange holds the tip.
+    pub robot: String,
+    /// That robot's base frame in the world (default: the world's).
+    #[serde(default)]
+    pub robot_base: lie::FramePose,
+    /// The rod's tip frame in that robot's flange frame: the clamp's mount (x along the rod, into the clamp; default: the flange's own).
+    #[serde(default)]
+    pub mount: lie::FramePose,
+}
+
+impl TipHoldStream {
+    /// The tip's frame in the world for a flange pose in that robot's base frame.
+    pub fn tip_in_world(&self, flange_in_robot: &Pose) -> Pose {
+        self.robot_base.pose().compose(flange_in_robot).compose(&self.mount.pose())
+    }
 }
 
 /// `[[tip_mass]]`: a mass on the tip of `session` (every session when
@@ -478,6 +502,9 @@ pub struct SessionData {
     pub name: String,
     /// Flange poses in the world (`T_WB * TCP`), time-sorted.
     pub flange: Vec<(f64, Pose)>,
+    /// A held tip (`[tip_hold]`): the tip's frame in the world over time,
+    /// time-sorted; empty for a free tip.
+    pub tip_clamp: Vec<(f64, Pose)>,
     /// Tracked frames: time and each marker's position (`None`: missing).
     pub markers: Vec<(f64, Vec<Option<Vec3>>)>,
     pub streams: BTreeMap<String, Stream>,
@@ -568,21 +595,20 @@ fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f
 /// empty id, to be filled by [`experiments_from_session`]) or rejected as
 /// too short.
 pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
-    let rs = robot_still(&data.flange, o);
-    let rt: Vec<f64> = data.flange.iter().map(|s| s.0).collect();
     let speeds = marker_speeds(&data.markers, o);
-    let still: Vec<bool> = data
-        .markers
-        .iter()
-        .zip(&speeds)
-        .map(|((t, _), s)| {
-            // The robot sample nearest the frame (its speed already spans the window).
-            let k = rt.partition_point(|x| x < t);
-            let nearest =
-                [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
-            *s <= o.max_marker_speed_m_s && nearest.is_some_and(|k| rs[k])
-        })
-        .collect();
+    // Every robot still at the frame: the base's, and a held tip's.
+    let mut held_by = vec![&data.flange];
+    if !data.tip_clamp.is_empty() {
+        held_by.push(&data.tip_clamp);
+    }
+    let robots: Vec<(Vec<f64>, Vec<bool>)> = held_by.into_iter().map(|poses| (poses.iter().map(|s| s.0).collect(), robot_still(poses, o))).collect();
+    let still_at = |(rt, rs): &(Vec<f64>, Vec<bool>), t: f64| {
+        // The robot sample nearest the frame (its speed already spans the window).
+        let k = rt.partition_point(|x| *x < t);
+        let nearest = [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
+        nearest.is_some_and(|k| rs[k])
+    };
+    let still: Vec<bool> = data.markers.iter().zip(&speeds).map(|((t, _), s)| *s <= o.max_marker_speed_m_s && robots.iter().all(|r| still_at(r, *t))).collect();
     let mut holds = vec![];
     let mut i = 0;
     while i < still.len() {
@@ -692,6 +718,16 @@ pub fn experiment_from_hold(
     let mut e = Experiment::new(id, tensions_n, tip_force_n, measurements);
     e.tip_force_offset_body_m = Vec3::new(0.0, tip_mass_offset_m[0], tip_mass_offset_m[1]);
     e.base_pose = Some(base);
+    if !data.tip_clamp.is_empty() {
+        // The tip's hold: the second robot's mean pose over the hold.
+        let clamp: Vec<&(f64, Pose)> = data.tip_clamp.iter().filter(|s| s.0 >= a && s.0 <= b).collect();
+        if clamp.is_empty() {
+            return Err(Unusable("no sample of the tip's robot ([tip_hold] robot) in the hold".into()));
+        }
+        let tip = lie::mean_pose(clamp.iter().map(|s| &s.1));
+        e.tip_position_m = Some(tip.pos);
+        e.tip_rotation_rad = Some(lie::so3_log(&tip.rot));
+    }
     e.tension_sigma_n = tension_sigma_n;
     if let Some(s) = loads.flange_sensor.as_ref().filter(|s| s.fit) {
         let mut wrench = Vec6::zeros();
@@ -782,6 +818,7 @@ mod tests {
                 .collect(),
         };
         SessionData {
+            tip_clamp: vec![],
             name: "s".into(),
             flange,
             markers,

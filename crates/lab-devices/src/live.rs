@@ -269,6 +269,9 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     if req.mounted_at_s > 0.0 {
         return Err(Error::input("--mounted-at-s: not supported with --live (the emulated sensor carries the rod from the start)"));
     }
+    if req.tip_robot.is_some() {
+        return Err(Error::input("--tip-robot: not supported with --live yet (one RTDE emulator plays the base's robot; the tip's is written offline)"));
+    }
     if req.out.path().exists() {
         return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
     }

@@ -40,6 +40,31 @@ pub fn base_log(dir: &SessionDir, world_from_robot: Pose, damaged: Damaged, warn
     Ok(Some((out, Pose::identity())))
 }
 
+/// A held tip's frame in the world over time (seconds of the host clock),
+/// from the stream of the robot holding it (`[tip_hold]` of the loads file
+/// `loads_name`).
+pub fn tip_clamp_log(
+    dir: &SessionDir,
+    tip: &identify::sessions::TipHoldStream,
+    loads_name: &str,
+    damaged: Damaged,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(f64, Pose)>> {
+    let (tcp, w) = session::read_tcp_poses_of(dir.path(), &tip.robot, damaged).input(dir.path().display())?.ok_or_else(|| {
+        Error::input(format!(
+            "{loads_name}: [tip_hold] robot = \"{}\": session {} has no such stream ({})",
+            tip.robot,
+            dir.path().display(),
+            dir.describe_streams()
+        ))
+    })?;
+    warnings.extend(w);
+    if tcp.is_empty() {
+        return Err(Error::input(format!("{}: the stream of the tip's robot has no rows", dir.stream(&tip.robot).display())));
+    }
+    Ok(tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, tip.tip_in_world(&lie::trajectory::pose_from_ur(&s.pose)))).collect())
+}
+
 /// The rod with each marker the session measured on the body (its
 /// `session.toml`'s `marker_on_body`, from a reference window) in place of
 /// the rod file's design position, and a line saying which were used (none
@@ -181,6 +206,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
     Ok(SessionData {
         name: dir.name(),
         flange,
+        tip_clamp: vec![],
         markers: tracked.iter().map(|(_, t, m)| (*t as f64 * 1e-9, m.clone())).collect(),
         streams,
         gravity_m_s2: frames_w.gravity(),

@@ -164,10 +164,11 @@ struct FromSessions {
 /// The streams of `dir` no part of the identification reads (the robot or
 /// a motion-capture base, the cameras' frame tables and what the loads ask
 /// for are read).
-fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest]) -> Vec<String> {
+fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest], tip_robot: Option<&str>) -> Vec<String> {
     dir.stream_names()
         .into_iter()
         .filter(|name| name != "robot" && name != crate::c3d::BASE_STREAM && !requests.iter().any(|r| &r.stream == name))
+        .filter(|name| tip_robot != Some(name.as_str()))
         .filter(|name| dir.find_video(name).is_none())
         .map(|name| {
             let how = if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
@@ -202,6 +203,9 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
     let mut gravity: Option<(Vec3, &SessionDir)> = None;
     for dir in dirs {
         let mut s = data::load(dir, rod.markers.len(), &requests, damaged)?;
+        if let Some(tip) = &loads.file.tip_hold {
+            s.tip_clamp = data::tip_clamp_log(dir, tip, &loads.name(), damaged, &mut s.warnings)?;
+        }
         ignored.extend(s.warnings.iter().cloned());
         // A rod held by a support until its release is not in equilibrium
         // under its loads: holds are searched for after the release.
@@ -222,12 +226,16 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             Some(_) => {}
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
-        ignored.extend(ignored_streams(dir, &requests));
+        ignored.extend(ignored_streams(dir, &requests, loads.file.tip_hold.as_ref().map(|t| t.robot.as_str())));
         // Markers measured on the body (a reference window) where the session has them.
         let (session_rod, measured) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
         ignored.extend(measured);
         let session_markers = RodMarkers { markers: &session_rod.markers, mount: session_rod.base };
-        let (e, h) = experiments_from_session(&s, &session_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
+        let (mut e, h) = experiments_from_session(&s, &session_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
+        if rod.tip_condition == rod::TipCondition::Pinned {
+            // A pin holds the position only: the robot's turn says nothing.
+            e.iter_mut().for_each(|e| e.tip_rotation_rad = None);
+        }
         per.push(SessionHolds { session: dir.path().display().to_string(), still_intervals: h.len(), used: e.len() });
         experiments.extend(e);
         holds.extend(h);
@@ -292,12 +300,17 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             }
             (experiments, vec![], vec![], prov, dir.display().to_string())
         }
-        Source::Sessions { .. } if rod.tip_condition != rod::TipCondition::Free => {
-            return Err(Error::input(format!(
-                "{}: the tip is {} ([tip] condition): sessions hold the base only so far; identify a held rod from experiments (inputs.csv's tip_position and tip_rotation columns)",
-                req.rod_path.display(),
-                rod.tip_condition.key()
-            )));
+        Source::Sessions { .. } if (rod.tip_condition != rod::TipCondition::Free) != session_loads.as_ref().is_some_and(|l| l.file.tip_hold.is_some()) => {
+            let loads_name = session_loads.as_ref().map_or("the loads file".to_string(), |l| l.name());
+            return Err(Error::input(if rod.tip_condition == rod::TipCondition::Free {
+                format!("{loads_name}: [tip_hold]: the rod file's tip is free ({}: [tip] condition)", req.rod_path.display())
+            } else {
+                format!(
+                    "{}: the tip is {} ([tip] condition): give the robot holding it in the loads file (--loads): [tip_hold] robot = \"<its stream>\", with its robot_base and mount",
+                    req.rod_path.display(),
+                    rod.tip_condition.key()
+                )
+            }));
         }
         Source::Sessions { dirs, .. } => {
             let loads = session_loads.as_ref().expect("sessions have their loads");

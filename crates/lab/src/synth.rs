@@ -74,6 +74,10 @@ pub struct SynthRequest {
     /// when a lab records a tare first.
     pub mounted_at_s: f64,
     pub seed: u64,
+    /// A held tip (the scene's `[tip]`): the stream name of the second
+    /// robot that holds it, its flange at the tip's hold (base and mount
+    /// at the world's origin: `[tip_hold] robot = "<name>"` reads it).
+    pub tip_robot: Option<String>,
 }
 
 impl SynthRequest {
@@ -103,6 +107,7 @@ impl SynthRequest {
             ft_bias: [0.0; 6],
             mounted_at_s: 0.0,
             seed: 1,
+            tip_robot: None,
         }
     }
 
@@ -332,6 +337,30 @@ pub fn load_cell_rows(req: &SynthRequest, end_s: f64, noise: &mut Noise) -> Opti
     Some((columns, rows))
 }
 
+/// The second robot's stream: its flange at the scene's tip hold (world =
+/// its base frame, the clamp's mount its flange), at the robot's rate.
+fn write_tip_robot(req: &SynthRequest, name: &str, n: usize, dt: f64) -> Result<()> {
+    if req.scene.tip.is_none() {
+        return Err(Error::input(format!("--tip-robot {name}: {}: the scene holds no tip ([tip])", req.scene_path.display())));
+    }
+    if name == "robot" {
+        return Err(Error::input("--tip-robot: \"robot\" is the base's robot; name the second one differently"));
+    }
+    let columns: Vec<String> = std::iter::once("timestamp".to_string()).chain((0..6).map(|i| format!("actual_TCP_pose_{i}"))).collect();
+    let mut stream = StreamWriter::create(req.out.path(), name, columns, Duration::from_secs(u64::MAX / 4))?;
+    for k in 0..n {
+        let t = k as f64 * dt;
+        let pose = req.scene.tip_pose_at(t).expect("a scene with [tip]");
+        let mut row = vec![t];
+        row.extend(pose_to_ur(&pose));
+        stream.push(host_ns(t), &row)?;
+        if (k + 1) % (1.0 / dt).round().max(1.0) as usize == 0 {
+            stream.flush()?;
+        }
+    }
+    Ok(stream.flush()?)
+}
+
 /// Makes the session by writing its streams directly.
 pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthesised> {
     let truth = simulate_truth(req, progress)?;
@@ -369,6 +398,10 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
     // finished: nothing of it was lost).
     let recorded = |name: &str, rows: usize| session::DeviceRecord { name: name.into(), rows: rows as u64, first_sample_s: Some(0.0), ..Default::default() };
     let mut devices = vec![recorded("robot", n_robot)];
+    if let Some(name) = &req.tip_robot {
+        write_tip_robot(req, name, n_robot, robot_dt)?;
+        devices.push(recorded(name, n_robot));
+    }
 
     if req.flange_sensor {
         let mut ft = StreamWriter::create(out, "ft300", ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].map(String::from).to_vec(), never)?;

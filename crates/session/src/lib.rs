@@ -268,7 +268,13 @@ pub type TcpPosesRead = (Vec<TcpSample>, Vec<String>);
 /// [`read_tcp_poses`], leaving out damaged chunks with `Damaged::Skip`
 /// (and a warning each).
 pub fn read_tcp_poses_or_skip(session: &Path, damaged: Damaged) -> Result<Option<TcpPosesRead>, TableError> {
-    let dir = stream_dir(session, "robot");
+    read_tcp_poses_of(session, "robot", damaged)
+}
+
+/// The TCP poses of the robot recorded as stream `robot` (a rig's second
+/// `[[robot]]`, say), as [`read_tcp_poses_or_skip`] reads the first.
+pub fn read_tcp_poses_of(session: &Path, robot: &str, damaged: Damaged) -> Result<Option<TcpPosesRead>, TableError> {
+    let dir = stream_dir(session, robot);
     if !dir.is_dir() {
         return Ok(None);
     }

@@ -1,0 +1,78 @@
+//! A rod held at both ends in sessions: the cord hanging as a loop, its
+//! tip's clamp carried by a second robot (stream `robot2`) through three
+//! holds; the loads file's `[tip_hold]` reads that robot, each hold becomes
+//! an experiment with the tip's hold, and the weighed cord's E comes out
+//! within 2 % of the truth. What a held rod's sessions lack is refused in
+//! one line.
+
+mod common;
+use common::*;
+use lab::identify::{identify, IdentifyRequest, Source};
+use lab::loads::Loads;
+use std::path::Path;
+
+const CORD: &str = "configs/rod/clamped-clamped-cable.toml";
+const HOLDS: &str = "configs/scene/cable-loop-holds.toml";
+const TRUTH_E_PA: f64 = 2.4e7;
+
+/// The cord weighed (its mass to 1 %), its rod file's E a start 20 % off.
+fn weighed_cord() -> rod::Rod {
+    let mut r = rod(CORD);
+    let mass_kg = r.cross_section.body.rho_kg_m3 * std::f64::consts::PI * 0.005_f64.powi(2) * r.length_m;
+    r.weighed_mass_kg = Some((mass_kg, 0.01 * mass_kg));
+    r
+}
+
+fn loads(dir: &Path, text: &str) -> Loads {
+    let p = dir.join("loads.toml");
+    std::fs::write(&p, text).unwrap();
+    Loads::read(Some(&p), 0).unwrap()
+}
+
+#[test]
+fn a_loop_whose_tip_a_second_robot_holds_is_identified_from_its_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = synth(dir.path(), "loop", CORD, HOLDS, |r| {
+        r.material = rod::Material { e_pa: TRUTH_E_PA, g_pa: TRUTH_E_PA / 2.9, ..r.material };
+        r.tip_robot = Some("robot2".into());
+        r.flange_sensor = false;
+    });
+    assert!(session.has_stream("robot2"));
+    let source = Source::Sessions { dirs: vec![session.clone()], loads: loads(dir.path(), "[tip_hold]\nrobot = \"robot2\"\n") };
+    let req = IdentifyRequest { tie_g_poisson: Some(0.45), ..IdentifyRequest::new(&at(CORD), weighed_cord(), source, &dir.path().join("fit")) };
+    let id = identify(&req, &lab::Silent).unwrap();
+    let f = &id.study.fit;
+    println!(
+        "loop held by two robots: {} holds, E {:.4e} [{:.4e}, {:.4e}] for {TRUTH_E_PA:.4e}, rho {:.1}; warnings {:?}",
+        id.experiments.len(),
+        f.e_pa.value,
+        f.e_pa.ci95_low,
+        f.e_pa.ci95_high,
+        f.rho_kg_m3.value,
+        f.warnings
+    );
+    for h in &id.holds {
+        println!("  hold {:.2}..{:.2} s: {:?}", h.start_s, h.end_s, h.status);
+    }
+    assert_eq!(id.experiments.len(), 3, "three holds of the tip robot");
+    let gaps: Vec<f64> = id.experiments.iter().map(|e| e.tip_position_m.unwrap().x).collect();
+    assert!((gaps[0] - 0.1).abs() < 1e-9 && (gaps[1] - 0.3).abs() < 1e-9 && (gaps[2] - 0.5).abs() < 1e-9, "{gaps:?}");
+    assert!((f.e_pa.value / TRUTH_E_PA - 1.0).abs() < 0.02, "E {}", f.e_pa.value);
+
+    // A held rod without [tip_hold], [tip_hold] naming no stream, a free
+    // rod given [tip_hold]: one line each.
+    let refused = |rod: rod::Rod, text: &str| -> String {
+        let source = Source::Sessions { dirs: vec![session.clone()], loads: loads(dir.path(), text) };
+        let e = identify(&IdentifyRequest::new(&at(CORD), rod, source, &dir.path().join("bad")), &lab::Silent).err().expect("refused");
+        assert_eq!(e.kind(), fault::Kind::Input, "{e}");
+        e.to_string()
+    };
+    let m = refused(weighed_cord(), "");
+    assert!(m.contains("tip is clamped") && m.contains("[tip_hold] robot"), "{m}");
+    let m = refused(weighed_cord(), "[tip_hold]\nrobot = \"robot3\"\n");
+    assert!(m.contains("robot = \"robot3\"") && m.contains("no such stream"), "{m}");
+    let mut free = weighed_cord();
+    free.tip_condition = rod::TipCondition::Free;
+    let m = refused(free, "[tip_hold]\nrobot = \"robot2\"\n");
+    assert!(m.contains("[tip_hold]") && m.contains("tip is free"), "{m}");
+}
