@@ -345,7 +345,7 @@ pub fn simulate(
             duration_s,
             out: &out_path,
             damaged: session::Damaged::Skip,
-            hung_masses: None,
+            session_loads: None,
         };
         lab::simulate::run(&job, p)
     })?;

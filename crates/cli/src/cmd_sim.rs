@@ -27,6 +27,9 @@ pub struct SimulateArgs {
     /// Base motion from a CSV file t_s,x_m,y_m,z_m,rx,ry,rz (flange pose).
     #[arg(long)]
     pub trajectory: Option<PathBuf>,
+    /// With --session: the session's loads file: its hung masses ([[tip_mass]]) and the robot holding the rod's tip ([tip_hold]: its recorded poses replace the scene's [tip]).
+    #[arg(long, requires = "session")]
+    pub loads: Option<PathBuf>,
     /// Simulated time [s] (default: the scene's; with --session, the robot log's span).
     #[arg(long)]
     pub duration_s: Option<f64>,
@@ -44,6 +47,7 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
         (None, Some(t)) => BaseSource::Trajectory { samples: lab::tables::read_trajectory(t)?, path: t.clone() },
         (None, None) => BaseSource::Scene,
     };
+    let loads = a.loads.as_deref().map(|p| lab::loads::Loads::read(Some(p), rod.cables.len())).transpose()?;
     let job = SimulateJob {
         rod: &rod,
         rod_path: &a.rod,
@@ -55,7 +59,7 @@ pub fn simulate(a: SimulateArgs, progress: &dyn Progress) -> Result<()> {
         duration_s: a.duration_s,
         out: &a.out,
         damaged: session::Damaged::Skip,
-        hung_masses: None,
+        session_loads: loads.as_ref(),
     };
     let done = lab::simulate::run(&job, progress)?;
     if let Some(from) = &done.frames_from {

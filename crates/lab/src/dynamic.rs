@@ -342,7 +342,7 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             duration_s: None,
             out: &req.out,
             damaged: session::Damaged::Skip,
-            hung_masses: Some(&req.loads),
+            session_loads: Some(&req.loads),
         })?;
         let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
         let (sensor, requests) = req.loads.flange_sensor_with_request(dir);

@@ -45,8 +45,9 @@ pub struct SimulateJob<'a> {
     /// A session's damaged chunks: refused, or left out with a warning.
     pub damaged: session::Damaged,
     /// A session's replay: its hung mass from this loads file's
-    /// `[[tip_mass]]` (a point mass with its inertia).
-    pub hung_masses: Option<&'a crate::loads::Loads>,
+    /// `[[tip_mass]]` (a point mass with its inertia), and a tip held by a
+    /// second robot from its `[tip_hold]` (the robot's recorded poses).
+    pub session_loads: Option<&'a crate::loads::Loads>,
 }
 
 /// A finished simulation.
@@ -191,12 +192,34 @@ pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
     }
     let mut warnings = vec![];
     let (motion, t0_host_ns) = base_motion(job, &mut scene, &mut warnings)?;
-    if let (Some(loads), BaseSource::Session(dir), Some(t0)) = (job.hung_masses, &job.base, t0_host_ns) {
+    if let (Some(loads), BaseSource::Session(dir), Some(t0)) = (job.session_loads, &job.base, t0_host_ns) {
         // Session time: t_host_ns counts from the session's start.
         let (from_s, duration_s) = (t0 as f64 * 1e-9, scene.duration_s);
         warnings.extend(add_hung_mass(&mut scene, job.rod, loads, &dir.name(), from_s, from_s + duration_s)?);
+        if let Some(tip) = &loads.file.tip_hold {
+            let clamp = crate::data::tip_clamp_log(dir, tip, &loads.name(), job.damaged, &mut warnings)?;
+            scene.tip = Some(tip_waypoints(&clamp, from_s));
+        }
     }
     Ok(Prepared { scene, motion, t0_host_ns, frames_from, warnings })
+}
+
+/// The tip's hold over a replay: the recorded clamp poses (world, session
+/// seconds) from the one before `from_s` on, as `[tip]` waypoints (replay
+/// seconds, UR-style poses).
+fn tip_waypoints(clamp: &[(f64, lie::Pose)], from_s: f64) -> sim::scene::TipSpec {
+    let first = clamp.iter().rposition(|s| s.0 <= from_s).unwrap_or(0);
+    let mut waypoints: Vec<[f64; 7]> = vec![];
+    for (t, pose) in &clamp[first..] {
+        let t = t - from_s;
+        // Repeated times (a reconnect) keep the first sample.
+        if waypoints.last().is_some_and(|w| t <= w[0]) {
+            continue;
+        }
+        let ur = lie::trajectory::pose_to_ur(pose);
+        waypoints.push([t, ur[0], ur[1], ur[2], ur[3], ur[4], ur[5]]);
+    }
+    sim::scene::TipSpec { waypoints, rotation_given: true }
 }
 
 /// Runs a simulation job and writes its tables and report into `job.out`.

@@ -272,7 +272,7 @@ pub fn simulate_truth(req: &SynthRequest, progress: &dyn Progress) -> Result<Tru
             duration_s: req.duration_s,
             out: &req.truth,
             damaged: session::Damaged::Refuse,
-            hung_masses: None,
+            session_loads: None,
         },
         progress,
     )?;

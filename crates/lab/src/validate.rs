@@ -324,7 +324,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             duration_s: None,
             out: &out.join("sim"),
             damaged,
-            hung_masses: Some(&req.loads),
+            session_loads: Some(&req.loads),
         },
         progress,
     )?;

@@ -59,6 +59,31 @@ fn a_loop_whose_tip_a_second_robot_holds_is_identified_from_its_holds() {
     assert!((gaps[0] - 0.1).abs() < 1e-9 && (gaps[1] - 0.3).abs() < 1e-9 && (gaps[2] - 0.5).abs() < 1e-9, "{gaps:?}");
     assert!((f.e_pa.value / TRUTH_E_PA - 1.0).abs() < 0.02, "E {}", f.e_pa.value);
 
+    // The session replayed: its second robot's poses hold the tip (the
+    // scene's own [tip] replaced), through the three holds.
+    let mut replay_scene = scene(HOLDS);
+    replay_scene.tip = Some(sim::scene::TipSpec { waypoints: vec![[0.0, 0.2, 0.0, 0.0, 0.0, -std::f64::consts::FRAC_PI_2, 0.0]], rotation_given: true });
+    let replay_loads = loads(dir.path(), "[tip_hold]\nrobot = \"robot2\"\n");
+    let job = lab::simulate::SimulateJob {
+        rod: &rod(CORD),
+        rod_path: &at(CORD),
+        scene: replay_scene,
+        scene_path: &at(HOLDS),
+        params_path: None,
+        base: lab::simulate::BaseSource::Session(session.clone()),
+        rig_frames: None,
+        duration_s: None,
+        out: &dir.path().join("replay"),
+        damaged: session::Damaged::Refuse,
+        session_loads: Some(&replay_loads),
+    };
+    let replayed = lab::simulate::run(&job, &lab::Silent).unwrap();
+    let tip_x_at = |t: f64| replayed.records.iter().min_by(|a, b| (a.t_s - t).abs().total_cmp(&(b.t_s - t).abs())).unwrap().tip_m.x;
+    println!("replayed: tip at x = {:.4}, {:.4}, {:.4} m at 2, 6, 10 s", tip_x_at(2.0), tip_x_at(6.0), tip_x_at(10.0));
+    for (t, x) in [(2.0, 0.1), (6.0, 0.3), (10.0, 0.5)] {
+        assert!((tip_x_at(t) - x).abs() < 1e-6, "at {t} s the tip is at {} m, its robot at {x} m", tip_x_at(t));
+    }
+
     // A held rod without [tip_hold], [tip_hold] naming no stream, a free
     // rod given [tip_hold]: one line each.
     let refused = |rod: rod::Rod, text: &str| -> String {

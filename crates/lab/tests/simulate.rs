@@ -22,7 +22,7 @@ fn simulate(scene_path: &Path, scene: sim::Scene, base: BaseSource, out: &Path) 
         duration_s: None,
         out,
         damaged: session::Damaged::Refuse,
-        hung_masses: None,
+        session_loads: None,
     };
     run(&job, &lab::Silent)
 }
