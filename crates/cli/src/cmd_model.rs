@@ -407,6 +407,9 @@ pub struct ObserveArgs {
     /// Output strain table (default: strain.parquet beside the marker table).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The session's loads file: for a rod whose tip is held, its [tip_hold] names the robot holding it.
+    #[arg(long)]
+    pub loads: Option<PathBuf>,
 }
 
 pub fn observe(a: ObserveArgs, progress: &dyn Progress) -> Result<()> {
@@ -414,7 +417,8 @@ pub fn observe(a: ObserveArgs, progress: &dyn Progress) -> Result<()> {
     let markers = if a.input.is_dir() { SessionDir::new(&a.input).markers() } else { a.input.clone() };
     let out = a.out.clone().unwrap_or_else(|| markers.with_file_name("strain.parquet"));
     let o = ObserveOptions { mode: a.mode.into(), sigma_m: a.sigma_m, energy_scale_j: a.energy_scale_j };
-    let ob = lab::observe::observe(&markers, &rod, &o, &out, progress)?;
+    let loads = lab::loads::Loads::read(a.loads.as_deref(), rod.cables.len())?;
+    let ob = lab::observe::observe_held(&markers, &rod, &o, loads.file.tip_hold.as_ref(), &out, progress)?;
     if ob.base_from_robot {
         println!("base pose from the robot log in the rig's world frame, rod mount from {}", a.rod.display());
     }

@@ -65,6 +65,37 @@ pub fn tip_clamp_log(
     Ok(tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, tip.tip_in_world(&lie::trajectory::pose_from_ur(&s.pose)))).collect())
 }
 
+/// A held tip's hold over time: its clamp's recorded frames (world, host
+/// seconds) interpolated, as the rod's `[tip] condition` holds it.
+pub struct TipHoldLog {
+    path: lie::trajectory::PoseTrajectory,
+    condition: rod::TipCondition,
+}
+
+impl TipHoldLog {
+    pub fn new(clamp: &[(f64, Pose)], condition: rod::TipCondition, what: &std::path::Path) -> Result<TipHoldLog> {
+        // Repeated times (a reconnect) keep the first sample.
+        let mut samples: Vec<(f64, Pose)> = vec![];
+        for (t, g) in clamp {
+            if samples.last().is_none_or(|(last, _)| t > last) {
+                samples.push((*t, *g));
+            }
+        }
+        let path = lie::trajectory::PoseTrajectory::new(samples).map_err(|e| Error::input(format!("{}: {e}", what.display())))?;
+        Ok(TipHoldLog { path, condition })
+    }
+
+    /// The hold at host time `t_s`; `None` outside the log.
+    pub fn hold_at(&self, t_s: f64) -> Option<rod::TipHold> {
+        let g = self.path.at(t_s).ok()?;
+        match self.condition {
+            rod::TipCondition::Pinned => Some(rod::TipHold::Pinned { position_m: g.pos }),
+            rod::TipCondition::Clamped => Some(rod::TipHold::Clamped { position_m: g.pos, rotation: g.rot }),
+            rod::TipCondition::Free => None,
+        }
+    }
+}
+
 /// The rod with each marker the session measured on the body (its
 /// `session.toml`'s `marker_on_body`, from a reference window) in place of
 /// the rod file's design position, and a line saying which were used (none

@@ -123,6 +123,20 @@ pub fn recorded_key(strain_path: &Path) -> Option<String> {
 /// `session.toml`, gravity is the rig's; with its robot stream, the base
 /// follows the flange.
 pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, progress: &dyn Progress) -> Result<Observed> {
+    observe_held(markers_path, rod, o, None, out, progress)
+}
+
+/// [`observe`] for a rod whose tip a second robot holds: the loads file's
+/// `[tip_hold]` names its stream, whose poses hold the observed rod's tip
+/// frame by frame (required when the rod file's tip is held).
+pub fn observe_held(
+    markers_path: &Path,
+    rod: &Rod,
+    o: &ObserveOptions,
+    tip_hold: Option<&identify::sessions::TipHoldStream>,
+    out: &Path,
+    progress: &dyn Progress,
+) -> Result<Observed> {
     crate::error::positive("--sigma-m", o.sigma_m)?;
     if let Some(c) = o.energy_scale_j {
         crate::error::positive("--energy-scale-j", c)?;
@@ -171,8 +185,27 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
         Some(samples) => Some(session::RobotLog::new(samples).input(session_dir.path().display())?),
         None => None,
     };
+    let tip_log = match (tip_hold, rod.tip_condition) {
+        (_, rod::TipCondition::Free) => None,
+        (Some(tip), condition) => {
+            let clamp = crate::data::tip_clamp_log(&session_dir, tip, "[tip_hold]", session::Damaged::Skip, &mut sigma_warnings)?;
+            Some(crate::data::TipHoldLog::new(&clamp, condition, &session_dir.stream(&tip.robot))?)
+        }
+        (None, condition) => {
+            return Err(Error::input(format!(
+                "{}: the rod's tip is {} ([tip] condition): give the loads file whose [tip_hold] names the robot holding it (--loads)",
+                markers_path.display(),
+                condition.key()
+            )))
+        }
+    };
+    let tip_at = |t: i64| tip_log.as_ref().and_then(|l| l.hold_at(t as f64 * 1e-9));
     let mount = rod.base;
     let base_at = |t: i64| -> Option<lie::Pose> {
+        if tip_log.is_some() && tip_at(t).is_none() {
+            // Outside the tip robot's log: no hold for the frame.
+            return None;
+        }
         match &log {
             Some(l) => l.flange_at(t).ok().map(|f| world_from_robot.compose(&f).compose(&mount)),
             None => Some(mount),
@@ -195,7 +228,8 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     let mut scale_warning = None;
     // Weighted mode without a given scale: choose it on the most deformed frame.
     if o.mode == ObserverMode::Weighted && o.energy_scale_j.is_none() {
-        let candidates: Vec<(lie::Pose, Vec<Option<Vec3>>)> = frames.iter().filter_map(|(_, t, m)| base_at(*t).map(|b| (b, m.clone()))).collect();
+        let candidates: Vec<observe::FrameInput> =
+            frames.iter().filter_map(|(_, t, m)| base_at(*t).map(|base| observe::FrameInput { base, tip: tip_at(*t), markers: m.clone() })).collect();
         if let Some(choice) = obs.choose_energy_scale(&candidates, &sigma) {
             scale_warning = choice.warning();
         }
@@ -228,6 +262,9 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
             continue;
         };
         obs.set_base(&base);
+        if let Some(hold) = tip_at(*t) {
+            obs.set_tip_hold(hold);
+        }
         let ob = obs.observe(measured, &sigma)?;
         match &ob.status {
             Status::Ok => solved += 1,

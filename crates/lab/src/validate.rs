@@ -343,7 +343,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let (strain_path, observer_failed) = if observer_reused {
         (dir.strain(), 0)
     } else {
-        let ob = crate::observe::observe(&dir.markers(), rod, &observer, &out.join("strain.parquet"), progress)?;
+        let ob = crate::observe::observe_held(&dir.markers(), rod, &observer, req.loads.file.tip_hold.as_ref(), &out.join("strain.parquet"), progress)?;
         warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());
         if ob.failed > 0 {
             let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
@@ -399,7 +399,15 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let floor_frames: Vec<f64> = per_node.first().map(|v| v.iter().map(|x| x.0).collect()).unwrap_or_default();
     let sim_base = lie::trajectory::PoseTrajectory::new(records.iter().map(|r| (r.t_s, r.base_pose)).collect::<Vec<_>>())
         .map_err(|e| Error::computation(format!("the simulation's base poses: {e}")))?;
-    let floor = observer_floor(rod, &observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok())?;
+    let tip_at = |t: f64| {
+        let g = done.scene.tip_pose_at(t)?;
+        match rod.tip_condition {
+            rod::TipCondition::Pinned => Some(rod::TipHold::Pinned { position_m: g.pos }),
+            rod::TipCondition::Clamped => Some(rod::TipHold::Clamped { position_m: g.pos, rotation: g.rot }),
+            rod::TipCondition::Free => None,
+        }
+    };
+    let floor = observer_floor(rod, &observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
     // Curvatures scaled by the length, strains as they are: comparable.
     let scaled: Vec<f64> = (0..6).map(|c| range(&simulated[c]) * if c < 3 { rod.length_m } else { 1.0 }).collect();
     let largest = scaled.iter().cloned().fold(0.0, f64::max);
@@ -594,6 +602,7 @@ fn observer_floor(
     t_rec: &[f64],
     records: &[StepRecord],
     base_at: &dyn Fn(f64) -> Option<Pose>,
+    tip_at: &dyn Fn(f64) -> Option<rod::TipHold>,
 ) -> Result<[f64; 6]> {
     let mut rod = rod.clone();
     rod.gravity_m_s2 = gravity_m_s2;
@@ -618,12 +627,16 @@ fn observer_floor(
     // The springs' sigma as the session's observer takes it.
     let sigma = vec![observer.sigma_m.max(noise_m); n_markers];
     if matches!(mode, observe::Mode::Weighted { energy_scale_j: None }) {
-        let candidates: Vec<(Pose, Vec<Option<Vec3>>)> = frames.iter().map(|(_, b, m)| (*b, m.clone())).collect();
+        let candidates: Vec<observe::FrameInput> =
+            frames.iter().map(|(t, b, m)| observe::FrameInput { base: *b, tip: tip_at(*t), markers: m.clone() }).collect();
         obs.choose_energy_scale(&candidates, &sigma);
     }
     let (mut sq, mut n) = ([0.0; 6], [0usize; 6]);
     for (t, base, markers) in &frames {
         obs.set_base(base);
+        if let Some(hold) = tip_at(*t) {
+            obs.set_tip_hold(hold);
+        }
         let ob = obs.observe(markers, &sigma).map_err(|e| Error::input(e.to_string()))?;
         if matches!(ob.status, observe::Status::Failed(_)) {
             continue;

@@ -1,9 +1,10 @@
 //! A rod held at both ends in sessions: the cord hanging as a loop, its
 //! tip's clamp carried by a second robot (stream `robot2`) through three
-//! holds; the loads file's `[tip_hold]` reads that robot, each hold becomes
-//! an experiment with the tip's hold, and the weighed cord's E comes out
-//! within 2 % of the truth. What a held rod's sessions lack is refused in
-//! one line.
+//! holds; the loads file's `[tip_hold]` reads that robot: each hold becomes
+//! an experiment with the tip's hold (the weighed cord's E within 2 % of
+//! the truth), the replay holds the tip where the robot held it, the
+//! observer holds it frame by frame, and validate compares the two. What a
+//! held rod's sessions lack is refused in one line.
 
 mod common;
 use common::*;
@@ -83,6 +84,50 @@ fn a_loop_whose_tip_a_second_robot_holds_is_identified_from_its_holds() {
     for (t, x) in [(2.0, 0.1), (6.0, 0.3), (10.0, 0.5)] {
         assert!((tip_x_at(t) - x).abs() < 1e-6, "at {t} s the tip is at {} m, its robot at {x} m", tip_x_at(t));
     }
+
+    // Observed with the second robot's hold, frame by frame: every frame
+    // solves through the markers (hard mode; validate below observes in
+    // weighted mode), and a held rod without [tip_hold] is refused.
+    let o = lab::observe::ObserveOptions { mode: lab::observe::ObserverMode::Hard, sigma_m: 1e-5, energy_scale_j: None };
+    let ob =
+        lab::observe::observe_held(&session.markers(), &rod(CORD), &o, replay_loads.file.tip_hold.as_ref(), &dir.path().join("strain.parquet"), &lab::Silent)
+            .unwrap();
+    println!(
+        "observed: {} frames, {} failed, marker residual mean {:.2e} m, max {:.2e} m",
+        ob.frames, ob.failed, ob.marker_residual_mean_m, ob.marker_residual_max_m
+    );
+    assert_eq!(ob.failed, 0, "{:?}", ob.reasons);
+    assert!(ob.marker_residual_max_m < 1e-6, "{}", ob.marker_residual_max_m);
+    let o = lab::observe::ObserveOptions::default();
+    let e = lab::observe::observe(&session.markers(), &rod(CORD), &o, &dir.path().join("s.parquet"), &lab::Silent).expect_err("refused");
+    assert!(e.to_string().contains("[tip_hold]"), "{e}");
+
+    // Validated: the replay against the session, the tip held by its robot.
+    let v = lab::validate::validate(
+        &lab::validate::ValidateRequest {
+            sessions: vec![session.clone()],
+            rod_path: at(CORD),
+            rod: {
+                let mut r = rod(CORD);
+                r.cross_section.body = rod::Material { e_pa: TRUTH_E_PA, g_pa: TRUTH_E_PA / 2.9, ..r.cross_section.body };
+                r
+            },
+            params: None,
+            scene_path: at(HOLDS),
+            scene: scene(HOLDS),
+            loads: replay_loads.clone(),
+            out: dir.path().join("validate"),
+            options: lab::validate::ValidateOptions::default(),
+        },
+        &lab::Silent,
+    )
+    .unwrap();
+    let s = &v.sessions[0];
+    for c in &s.checks {
+        println!("  check {}: {:.4} (limit {:.4}) {}", c.name, c.value, c.limit, if c.pass { "pass" } else { "FAIL" });
+    }
+    println!("validated: {} frames, strain RMS {:.2} % of the range", s.frames_compared, s.strain_headline_rms_pct);
+    assert!(s.checks.iter().all(|c| c.pass), "{:?}", s.checks);
 
     // A held rod without [tip_hold], [tip_hold] naming no stream, a free
     // rod given [tip_hold]: one line each.

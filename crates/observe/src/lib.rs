@@ -20,6 +20,7 @@
 
 use lie::{Vec3, Vec6};
 use nalgebra::{DMatrix, DVector};
+use rod::held::{HoldRows, TipHold};
 use rod::model::point_jacobian;
 use rod::newton::{self, Failure, Linearisation, Newton, Residual, System};
 use rod::statics::Factors;
@@ -71,7 +72,7 @@ pub struct Observation {
 pub enum ObserveError {
     #[error("the rod has no markers ([[marker]] entries in the rod file)")]
     NoMarkers,
-    #[error("the rod file's tip is {0} ([tip] condition): the observer holds the base only so far (statics and identification from experiments hold the tip)")]
+    #[error("the rod file's tip is {0} ([tip] condition): the observer needs the tip's hold for every frame (a session's [tip_hold] robot)")]
     TipHeld(&'static str),
     #[error("marker {0} at arc length {1} m lies outside the rod [0, {2}] m")]
     MarkerOutside(usize, f64, f64),
@@ -112,6 +113,10 @@ pub struct Observer {
     /// Broyden steps near the solution in weighted mode (see
     /// [`Newton::quasi_newton`]).
     quasi_newton: bool,
+    /// A held tip (the rod file's `[tip] condition`): where, this frame.
+    hold: Option<TipHold>,
+    /// The hold's reaction at the last frame (its multipliers).
+    tip_lambda: Vec<f64>,
 }
 
 /// Full KKT step with compliance `delta` in the multiplier block (regular
@@ -178,11 +183,22 @@ struct HardSystem<'o> {
     kkt_compliance: f64,
     /// Weight of the constraint part in the merit \[N/m\].
     scale_c: f64,
+    /// Springs to the markers (weighted mode with a held tip: the markers
+    /// are then springs, the hold the only constraint).
+    springs: Option<&'o Springs>,
+    /// A held tip: its equations after the markers', its reaction's
+    /// multipliers after the markers' forces.
+    hold: Option<HoldRows>,
 }
 
 impl HardSystem<'_> {
     fn n(&self) -> usize {
         self.model.n_dof()
+    }
+
+    /// Where the hold's multipliers start in `x`.
+    fn hold_at(&self) -> usize {
+        self.n() + 3 * self.targets.len()
     }
 
     fn point_loads(&self, x: &DVector<f64>) -> Vec<PointLoad> {
@@ -208,15 +224,21 @@ impl HardSystem<'_> {
         let loads = self.point_loads(x);
         let joints: Vec<usize> = self.targets.iter().map(|(i, _, _)| self.joints[*i]).collect();
         let points = PointLoads { loads: &loads, joints, scale: 1.0 };
-        let list: [&dyn Term; 3] = [&Elastic, &Gravity { scale: 1.0 }, &points];
+        let reaction = self.hold.map(|h| h.term(self.model, &x.as_slice()[self.hold_at()..]));
+        let mut list: Vec<&dyn Term> = vec![&Elastic, &Gravity { scale: 1.0 }, &points];
+        if let Some(s) = self.springs {
+            list.push(s);
+        }
+        if let Some(r) = &reaction {
+            list.push(r);
+        }
         let kin = with_tangent.then(|| self.model.kinematics(&q));
         let own = kin.is_none().then(|| self.model.frames(&q));
         let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
         let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
-        let c = DVector::from_iterator(
-            3 * self.targets.len(),
-            self.targets.iter().flat_map(|(i, p, _)| (frames.joints[self.joints[*i]].transform_point(&self.markers[*i].offset_body_m) - p).data.0[0]),
-        );
+        let markers = self.targets.iter().flat_map(|(i, p, _)| (frames.joints[self.joints[*i]].transform_point(&self.markers[*i].offset_body_m) - p).data.0[0]);
+        let hold = self.hold.map(|h| h.residual(frames.joints.last().expect("joints"))).unwrap_or_else(|| DVector::zeros(0));
+        let c = DVector::from_iterator(3 * self.targets.len() + hold.len(), markers.chain(hold.iter().copied()));
         (asm, kin, c, own)
     }
 
@@ -247,8 +269,8 @@ impl System for HardSystem<'_> {
 
     fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
         let n = self.n();
-        let nc = 3 * self.targets.len();
         let (asm, kin, c, _) = self.evaluate(x, true);
+        let nc = c.len();
         let kin = kin?;
         let frames = &kin.frames;
         let h = asm.tangent?;
@@ -257,6 +279,13 @@ impl System for HardSystem<'_> {
             let j = self.joints[*i];
             let p = frames.joints[j].transform_point(&self.markers[*i].offset_body_m);
             jc.view_mut((3 * k, 0), (3, n)).copy_from(&point_jacobian(&kin.spatial_jacobian[j], &p));
+        }
+        if let Some(hold) = &self.hold {
+            // The reaction enters as -J^T mu exactly at the hold (where the
+            // rotation error's Jacobian Jl^-1 J_w is J_w).
+            let tip = frames.joints.len() - 1;
+            let rows = hold.jacobian(&kin.spatial_jacobian[tip], &frames.joints[tip]);
+            jc.view_mut((3 * self.targets.len(), 0), (hold.count(), n)).copy_from(&rows);
         }
         let mut t = DMatrix::zeros(n + nc, n + nc);
         t.view_mut((0, 0), (n, n)).copy_from(&h);
@@ -407,9 +436,6 @@ impl Observer {
     }
 
     pub fn new(rod: &Rod, mode: Mode) -> Result<Observer, ObserveError> {
-        if rod.tip_condition != rod::TipCondition::Free {
-            return Err(ObserveError::TipHeld(rod.tip_condition.key()));
-        }
         if rod.markers.is_empty() {
             return Err(ObserveError::NoMarkers);
         }
@@ -420,7 +446,12 @@ impl Observer {
         }
         let points: Vec<f64> = rod.markers.iter().map(|m| m.arc_m).collect();
         let model = Model::new(rod, &points);
-        let constraints = 3 * rod.markers.len();
+        let constraints = 3 * rod.markers.len()
+            + match rod.tip_condition {
+                rod::TipCondition::Free => 0,
+                rod::TipCondition::Pinned => 3,
+                rod::TipCondition::Clamped => 6,
+            };
         if mode == Mode::Hard && constraints > model.n_dof() {
             return Err(ObserveError::TooManyConstraints { constraints, dofs: model.n_dof() });
         }
@@ -445,7 +476,41 @@ impl Observer {
             last_choice: None,
             sigma_reached_factor: 1.0,
             quasi_newton: true,
+            hold: None,
+            tip_lambda: vec![],
         })
+    }
+
+    /// Where the tip is held for the next frames (a rod whose `[tip]
+    /// condition` is pinned or clamped; e.g. the second robot's flange
+    /// composed with the clamp's mount). Needed before such a rod's frames.
+    pub fn set_tip_hold(&mut self, hold: TipHold) {
+        if self.tip_lambda.len() != hold.count() {
+            self.tip_lambda = vec![0.0; hold.count()];
+        }
+        self.hold = Some(hold);
+    }
+
+    /// Brings the warm start onto a hold it is far from (the first frame,
+    /// or a clamp moved far since the last): the held rod's equilibrium
+    /// under gravity from the hold's own start (the arc that turns the tip
+    /// to its clamp; carrying the warm shape's tip that far can fold it).
+    /// A hold moved a little is met by the frame's own solve.
+    fn seat_on_hold(&mut self) {
+        let Some(hold) = self.hold else { return };
+        let tip = *self.model.frames(&self.q).joints.last().expect("joints");
+        let rows = HoldRows::unscaled(hold).residual(&tip);
+        if rows.amax() < 1e-2 * self.model.rod.length_m {
+            return;
+        }
+        let (opts, loads) = (rod::NewtonOptions::default(), rod::Loads::gravity());
+        let held =
+            rod::held::solve_held(&self.model, &loads, hold, None, &opts).or_else(|_| rod::held::solve_held(&self.model, &loads, hold, Some(&self.q), &opts));
+        if let Ok(held) = held {
+            let n = self.model.n_dof();
+            self.tip_lambda = held.unknowns(hold).as_slice()[n..].to_vec();
+            self.q = held.solution.q;
+        }
     }
 
     /// Sets the pose of the rod's base for the next frames (e.g. from the
@@ -485,6 +550,10 @@ impl Observer {
         if measured.len() != self.markers.len() || sigma_m.len() != self.markers.len() {
             return Err(ObserveError::MarkerCount { given: measured.len(), markers: self.markers.len() });
         }
+        if self.model.rod.tip_condition != rod::TipCondition::Free && self.hold.is_none() {
+            return Err(ObserveError::TipHeld(self.model.rod.tip_condition.key()));
+        }
+        self.seat_on_hold();
         let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
         let missing = self.markers.len() - targets.len();
         let q_warm = self.q.clone();
@@ -580,20 +649,40 @@ impl Observer {
 
     /// KKT Newton on (q, marker forces).
     fn solve_hard_limited(&mut self, targets: &[Target], max_iterations: usize) -> Result<usize, Failure> {
+        self.solve_kkt(targets, None, max_iterations)
+    }
+
+    /// KKT Newton on `[q; marker forces; the hold's multipliers]`: the
+    /// targets as constraints, `springs` (if any) as terms, the hold (if
+    /// any) as constraints.
+    fn solve_kkt(&mut self, targets: &[Target], springs: Option<&Springs>, max_iterations: usize) -> Result<usize, Failure> {
         let n = self.model.n_dof();
-        let mut x = DVector::zeros(n + 3 * targets.len());
+        let nh = self.hold.map_or(0, |h| h.count());
+        let mut x = DVector::zeros(n + 3 * targets.len() + nh);
         x.rows_mut(0, n).copy_from(&self.q);
         for (k, (i, _, _)) in targets.iter().enumerate() {
             x.fixed_rows_mut::<3>(n + 3 * k).copy_from(&self.forces[*i]);
         }
+        let at = n + 3 * targets.len();
+        x.rows_mut(at, nh).copy_from(&DVector::from_column_slice(&self.tip_lambda[..nh]));
         let scale_c = self.model.stiffness.diagonal().amax().max(1e-300) / self.model.rod.length_m.powi(2);
-        let mut sys = HardSystem { model: &self.model, markers: &self.markers, joints: &self.joints, targets, kkt_compliance: self.kkt_compliance, scale_c };
+        let mut sys = HardSystem {
+            model: &self.model,
+            markers: &self.markers,
+            joints: &self.joints,
+            targets,
+            kkt_compliance: self.kkt_compliance,
+            scale_c,
+            springs,
+            hold: self.hold.map(HoldRows::unscaled),
+        };
         let newton = Newton { max_iterations, ..Newton::default() };
         let solved = newton.solve(&mut sys, &x)?;
         self.q = solved.x.rows(0, n).into_owned();
         for (k, (i, _, _)) in targets.iter().enumerate() {
             self.forces[*i] = solved.x.fixed_rows::<3>(n + 3 * k).into_owned();
         }
+        self.tip_lambda[..nh].copy_from_slice(&solved.x.as_slice()[at..at + nh]);
         Ok(solved.iterations)
     }
 
@@ -604,6 +693,11 @@ impl Observer {
     /// Newton on q with spring forces `-k (p - target)` at the markers.
     fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, Failure> {
         let springs = Springs { springs: targets.iter().map(|(i, p, s)| (self.joints[*i], self.markers[*i].offset_body_m, *p, self.spring(*s))).collect() };
+        if self.hold.is_some() {
+            // The hold is a constraint: the springs' energy is minimised on
+            // the shapes that meet it, by the KKT Newton.
+            return self.solve_kkt(&[], Some(&springs), self.max_iterations);
+        }
         let mut sys = WeightedSystem { model: &self.model, springs, factors: None };
         let newton = Newton { max_iterations: self.max_iterations, tolerance: 1e-10, quasi_newton: self.quasi_newton, ..Newton::default() };
         let solved = newton.solve(&mut sys, &self.q)?;
@@ -764,11 +858,14 @@ impl Observer {
     /// pull), so a choice there runs to the lower bound and later frames
     /// would ignore their markers. At most 200 frames, evenly spaced, are
     /// compared. Leaves the observer at rest with the chosen scale.
-    pub fn choose_energy_scale(&mut self, frames: &[(lie::Pose, Vec<Option<Vec3>>)], sigma_m: &[f64]) -> Option<ScaleChoice> {
+    pub fn choose_energy_scale(&mut self, frames: &[FrameInput], sigma_m: &[f64]) -> Option<ScaleChoice> {
         let mut best: Option<(usize, f64)> = None;
         let stride = frames.len().div_ceil(200).max(1);
         let mut sag: Option<DVector<f64>> = None;
-        for (k, (base, measured)) in frames.iter().enumerate().step_by(stride) {
+        for (k, FrameInput { base, tip, markers: measured }) in frames.iter().enumerate().step_by(stride) {
+            if let Some(hold) = tip {
+                self.set_tip_hold(*hold);
+            }
             let (unloaded, rms) = self.distance_from_unloaded(base, measured, sag.as_ref());
             sag = Some(unloaded);
             if let Some(rms) = rms {
@@ -778,7 +875,10 @@ impl Observer {
             }
         }
         let (k, _) = best?;
-        let (base, measured) = &frames[k];
+        let FrameInput { base, tip, markers: measured } = &frames[k];
+        if let Some(hold) = tip {
+            self.set_tip_hold(*hold);
+        }
         let mut choice = self.choose_energy_scale_on(base, measured, sigma_m);
         choice.frame = k;
         self.last_choice = Some(choice);
@@ -811,13 +911,26 @@ impl Observer {
     /// `warm`, and the measured markers' RMS distance from it.
     fn distance_from_unloaded(&mut self, base: &lie::Pose, measured: &[Option<Vec3>], warm: Option<&DVector<f64>>) -> (DVector<f64>, Option<f64>) {
         self.set_base(base);
-        let unloaded = rod::statics::solve(&self.model, &rod::Loads::gravity(), warm, &rod::NewtonOptions::default())
-            .map(|s| s.q)
-            .unwrap_or_else(|_| DVector::zeros(self.model.n_dof()));
+        let opts = rod::NewtonOptions::default();
+        let unloaded = match self.hold {
+            // A held rod unloaded but for gravity: held as this frame holds it.
+            Some(hold) => rod::held::solve_held(&self.model, &rod::Loads::gravity(), hold, warm, &opts).map(|s| s.solution.q),
+            None => rod::statics::solve(&self.model, &rod::Loads::gravity(), warm, &opts).map(|s| s.q),
+        }
+        .unwrap_or_else(|_| DVector::zeros(self.model.n_dof()));
         let shape = self.marker_positions(&unloaded);
         let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| (m - r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
         (unloaded, (n > 0).then(|| (sum / n as f64).sqrt()))
     }
+}
+
+/// One frame to observe: where the base is, where a held tip is held
+/// (`None`: a free tip), and the measured markers (`None`: missing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameInput {
+    pub base: lie::Pose,
+    pub tip: Option<TipHold>,
+    pub markers: Vec<Option<Vec3>>,
 }
 
 /// Bounds of the weighted mode's energy scale search, log10 of joules.

@@ -213,7 +213,9 @@ fn rest_first_frame_then_bending_frames_follow_their_markers() {
 
     // Scale chosen on the most deformed frame.
     let mut obs = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).unwrap();
-    let choice = obs.choose_energy_scale(&frames, &sigma).unwrap();
+    let inputs: Vec<observe::FrameInput> =
+        frames.iter().map(|(base, markers)| observe::FrameInput { base: *base, tip: None, markers: markers.clone() }).collect();
+    let choice = obs.choose_energy_scale(&inputs, &sigma).unwrap();
     assert_eq!(choice.frame, 4, "the most bent frame");
     assert_eq!(choice.at_bound, None, "{choice:?}");
     let mut worst = 0.0f64;

@@ -160,6 +160,12 @@ impl HoldRows {
         HoldRows { hold, scale_position, scale_rotation }
     }
 
+    /// The hold's equations in their own units (rad, m): for a solver that
+    /// weighs constraints itself (the observer's markers are in metres).
+    pub fn unscaled(hold: TipHold) -> HoldRows {
+        HoldRows { hold, scale_position: 1.0, scale_rotation: 1.0 }
+    }
+
     /// Equations (and multipliers): 3 pinned, 6 clamped.
     pub fn count(&self) -> usize {
         self.hold.count()
