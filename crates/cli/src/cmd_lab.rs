@@ -501,8 +501,8 @@ pub struct SynthSessionArgs {
     /// Seed of the noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// A rod held at both ends (the scene's [tip]): record the tip's hold as a second robot's stream of this name (its base and the clamp's mount at the world's origin; a loads file's [tip_hold] robot = NAME reads it).
-    #[arg(long, value_name = "NAME", conflicts_with = "live")]
+    /// A rod held at both ends (the scene's [tip]): record the tip's hold as a second robot's stream of this name (its base and the clamp's mount at the world's origin; a loads file's [tip_hold] robot = NAME reads it); with --live a second RTDE emulator plays it.
+    #[arg(long, value_name = "NAME")]
     pub tip_robot: Option<String>,
     /// Record through the lab's path in real time instead of writing the streams: the RTDE and FT 300 emulators play the experiment, a camera plays a video rendered from the simulated markers, the recorder records them and the tracker tracks the video (takes the experiment's duration plus a few seconds).
     #[arg(long)]

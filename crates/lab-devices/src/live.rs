@@ -184,6 +184,8 @@ struct Devices {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<Result<u64>>>,
     _robot: record::rtde::Emulator,
+    /// The second robot holding the rod's tip (`--tip-robot`).
+    _tip_robot: Option<record::rtde::Emulator>,
     _lines: Vec<PtyPair>,
     _netft: Option<record::netft::NetFtEmulator>,
 }
@@ -269,9 +271,6 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     if req.mounted_at_s > 0.0 {
         return Err(Error::input("--mounted-at-s: not supported with --live (the emulated sensor carries the rod from the start)"));
     }
-    if req.tip_robot.is_some() {
-        return Err(Error::input("--tip-robot: not supported with --live yet (one RTDE emulator plays the base's robot; the tip's is written offline)"));
-    }
     if req.out.path().exists() {
         return Err(Error::input(format!("{}: already exists; choose another --out", req.out.path().display())));
     }
@@ -317,7 +316,7 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     let robot =
         RobotEmulator { trajectory: Some(truth.waypoints.clone()), start_at_unix_s: Some(start_unix_s), wrench_base, ..RobotEmulator::new("127.0.0.1:0") }
             .start()?;
-    let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _lines: vec![], _netft: None };
+    let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _tip_robot: None, _lines: vec![], _netft: None };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
         frames,
@@ -340,6 +339,23 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
             ..CameraDevice::default()
         }],
     };
+    if let Some(name) = &req.tip_robot {
+        // A second controller plays the tip's hold (its base and the
+        // clamp's mount at the world's origin, as offline).
+        let dt = 1.0 / req.robot_hz;
+        let n = (end_s / dt + 1e-9).floor() as usize + 1;
+        let path: Option<Vec<(f64, [f64; 6])>> =
+            (0..n).map(|k| req.scene.tip_pose_at(k as f64 * dt).map(|g| (k as f64 * dt, lie::trajectory::pose_to_ur(&g)))).collect();
+        let path = path.ok_or_else(|| Error::input(format!("--tip-robot {name}: {}: the scene holds no tip ([tip])", req.scene_path.display())))?;
+        let emu = RobotEmulator { trajectory: Some(path), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }.start()?;
+        rig.robots.push(RobotDevice {
+            name: name.clone(),
+            address: emu.addr.to_string(),
+            frequency_hz: Some(req.robot_hz),
+            variables: vec!["actual_TCP_pose".into()],
+        });
+        devices._tip_robot = Some(emu);
+    }
     if req.flange_sensor && req.wrench_from_robot {
         // The controller reports it: no sensor of its own.
     } else if req.flange_sensor && req.netft {

@@ -76,7 +76,8 @@ pub struct SynthRequest {
     pub seed: u64,
     /// A held tip (the scene's `[tip]`): the stream name of the second
     /// robot that holds it, its flange at the tip's hold (base and mount
-    /// at the world's origin: `[tip_hold] robot = "<name>"` reads it).
+    /// at the world's origin: `[tip_hold] robot = "<name>"` reads it);
+    /// live, a second RTDE emulator plays it.
     pub tip_robot: Option<String>,
 }
 
