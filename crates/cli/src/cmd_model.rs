@@ -64,6 +64,23 @@ pub struct SolveArgs {
     pub out: Option<PathBuf>,
 }
 
+/// A followed branch: its critical points, and the CSV when asked.
+fn print_followed(f: &lab::solve::Followed, out: Option<&std::path::Path>) -> Result<()> {
+    let unstable = f.points.iter().filter(|p| p.1 < 0.0).count();
+    println!("followed along {}: {} equilibria ({} unstable)", f.path.key(), f.points.len(), unstable);
+    for (kind, t) in &f.critical {
+        println!("  {} at {} = {t:.6}", kind.describe(), f.path.key());
+    }
+    if f.critical.is_empty() {
+        println!("  no snap or buckling on the way");
+    }
+    if let Some(out) = out {
+        lab::solve::write_branch_csv(out, f)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
 pub fn solve(a: SolveArgs) -> Result<()> {
     let rod = lab::read_rod(&a.rod, a.sections, a.modes.as_deref())?;
     let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
@@ -138,18 +155,7 @@ pub fn solve(a: SolveArgs) -> Result<()> {
         println!("stability: lowest eigenvalue of the held rod's stiffness {lowest:.3e}: {verdict}");
     }
     if let Some(f) = &s.followed {
-        let unstable = f.points.iter().filter(|p| p.1 < 0.0).count();
-        println!("followed along {}: {} equilibria ({} unstable)", f.path.key(), f.points.len(), unstable);
-        for (kind, t) in &f.critical {
-            println!("  {} at {} = {t:.6}", kind.describe(), f.path.key());
-        }
-        if f.critical.is_empty() {
-            println!("  no snap or buckling on the way");
-        }
-        if let Some(out) = &a.branch_out {
-            lab::solve::write_branch_csv(out, f)?;
-            println!("wrote {}", out.display());
-        }
+        print_followed(f, a.branch_out.as_deref())?;
     }
     match &s.band {
         Some(Band::Tip { tip_m: x, half_width_m: h, model_error_m, prior_only_m }) => {

@@ -47,6 +47,15 @@ fn clamped_tips() -> Vec<(Vec3, Option<Vec3>)> {
     vec![(Vec3::new(0.1, 0.0, 0.0), up), (Vec3::new(0.3, 0.0, 0.0), up), (Vec3::new(0.5, 0.0, -0.1), up)]
 }
 
+/// The residual's derivative in parameter `c` by central differences of
+/// step `e` (in the log-parameter).
+fn residual_column_by_differences(problem: &Problem, p: &nalgebra::DVector<f64>, c: usize, e: f64) -> nalgebra::DVector<f64> {
+    let (mut pp, mut pm) = (p.clone(), p.clone());
+    pp[c] += e;
+    pm[c] -= e;
+    (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e)
+}
+
 #[test]
 fn sensitivities_through_a_held_tip_match_differences() {
     let clamped = cable();
@@ -64,11 +73,7 @@ fn sensitivities_through_a_held_tip_match_differences() {
         for c in 0..p.len() {
             // A step of 1e-4 in the log-parameter: the held solves converge
             // to 1e-11, a smaller step reads their round-off.
-            let e = 1e-4;
-            let (mut pp, mut pm) = (p.clone(), p.clone());
-            pp[c] += e;
-            pm[c] -= e;
-            let fd = (problem.evaluate(&pp, false).unwrap().residual - problem.evaluate(&pm, false).unwrap().residual) / (2.0 * e);
+            let fd = residual_column_by_differences(&problem, &p, c, 1e-4);
             let err = (&fd - j.column(c)).amax();
             println!("{}: column {c}: {err:.2e} of {:.2e}", rod.tip_condition.key(), fd.amax());
             // Beyond 1e-6 of the column, a floor of 1e-4: the held solves
@@ -193,11 +198,7 @@ fn the_critical_rows_jacobian_matches_differences() {
     let row = 3 * exps[0].measurements.len();
     let j = problem.evaluate(&p, true).unwrap().jacobian.unwrap();
     for c in 0..p.len() {
-        let e = 1e-4;
-        let (mut pp, mut pm) = (p.clone(), p.clone());
-        pp[c] += e;
-        pm[c] -= e;
-        let fd = (problem.evaluate(&pp, false).unwrap().residual[row] - problem.evaluate(&pm, false).unwrap().residual[row]) / (2.0 * e);
+        let fd = residual_column_by_differences(&problem, &p, c, 1e-4)[row];
         println!("critical row, column {c}: {:.6} exact, {fd:.6} by differences", j[(row, c)]);
         assert!((j[(row, c)] - fd).abs() <= 1e-3 * fd.abs().max(1.0), "column {c}: {} vs {fd}", j[(row, c)]);
     }
