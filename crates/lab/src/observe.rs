@@ -126,7 +126,7 @@ pub fn observe(markers_path: &Path, rod: &Rod, o: &ObserveOptions, out: &Path, p
     observe_held(markers_path, rod, o, None, out, progress)
 }
 
-/// [`observe`] for a rod whose tip a second robot holds: the loads file's
+/// [`observe()`] for a rod whose tip a second robot holds: the loads file's
 /// `[tip_hold]` names its stream, whose poses hold the observed rod's tip
 /// frame by frame (required when the rod file's tip is held).
 pub fn observe_held(
