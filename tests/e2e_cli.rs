@@ -716,12 +716,12 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let mut twisted = experiments.clone();
     for e in twisted.iter_mut().take(2) {
         let hold = e.tip_hold(rod.tip_condition).unwrap().unwrap();
-        let probe = identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 1.0, sigma: 1.0 };
-        let (_, hold_at) = probe.path(hold, rod.base.pos);
+        let twist = identify::CriticalQuantity::TipTwistRad;
+        let (_, hold_at) = twist.from(hold, rod.base.pos);
         let snap = rod::branch::first_critical(&rod::Model::new(&rod, &[]), &rod::Loads::gravity(), &*hold_at, (0.0, 15.0, 30), 1e-9, &Default::default())
             .unwrap()
             .expect("the loop snaps");
-        e.critical.push(identify::CriticalValue { value: snap.t + 0.05 * noise(), sigma: 0.05, ..probe });
+        e.critical.push(identify::CriticalValue { quantity: twist, value: snap.t + 0.05 * noise(), sigma: 0.05 });
     }
     let snaps = dir.path().join("snaps");
     identify::data::write_experiments(&snaps, &twisted, "three loops, two twisted until they snap").unwrap();

@@ -122,14 +122,6 @@ pub struct CriticalValue {
     pub sigma: f64,
 }
 
-impl CriticalValue {
-    /// The path of holds this value is measured along, from the
-    /// experiment's `hold` (the base's centre at `base_m`).
-    pub fn path(&self, hold: rod::TipHold, base_m: Vec3) -> (f64, Box<dyn Fn(f64) -> rod::TipHold>) {
-        self.quantity.from(hold, base_m)
-    }
-}
-
 impl Experiment {
     /// An experiment with measured points and loads, at the rod file's base.
     pub fn new(id: impl Into<String>, tensions_n: Vec<f64>, tip_force_n: Vec3, measurements: Vec<Measurement>) -> Experiment {

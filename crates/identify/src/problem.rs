@@ -1128,7 +1128,7 @@ impl Problem {
         p: Option<&DVector<f64>>,
     ) -> Result<(f64, Option<DVector<f64>>), ModelError> {
         let em = &self.models[i];
-        let (t_start, hold_at) = c.path(hold, self.base_pose(i, v.pitch_rad).pos);
+        let (t_start, hold_at) = c.quantity.from(hold, self.base_pose(i, v.pitch_rad).pos);
         let span = c.value - t_start;
         let mut t_end = t_start + 2.0 * span;
         if c.quantity == CriticalQuantity::ClampDistanceM {

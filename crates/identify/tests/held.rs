@@ -139,8 +139,7 @@ fn with_the_specimens_weight_loops_give_e_and_rho_apart() {
 fn snap_twist_rad(rod: &Rod, e: &Experiment, noise_rad: f64, gauss: f64) -> f64 {
     use rod::branch::first_critical;
     let hold = e.tip_hold(rod.tip_condition).unwrap().unwrap();
-    let probe = identify::CriticalValue { quantity: identify::CriticalQuantity::TipTwistRad, value: 1.0, sigma: 1.0 };
-    let (_, hold_at) = probe.path(hold, rod.base.pos);
+    let (_, hold_at) = identify::CriticalQuantity::TipTwistRad.from(hold, rod.base.pos);
     let mut truth_rod = rod.clone();
     truth_rod.cross_section.body = rod::Material { e_pa: truth().e_pa, g_pa: truth().g_pa, rho_kg_m3: truth().rho_kg_m3 };
     let model = rod::Model::new(&truth_rod, &[]);

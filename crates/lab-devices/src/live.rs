@@ -259,15 +259,10 @@ fn netft_emulator(req: &SynthRequest, wrench: &[(f64, [f64; 6])], start_unix_s: 
 /// Records the session of `req` live: simulates the truth, renders the
 /// camera, plays every device into the recorder in real time, tracks the
 /// video. Takes the experiment's duration plus a few seconds.
-/// A second controller playing the tip's hold (its base and the clamp's
-/// mount at the world's origin, as offline) at the robot's rate, and the
-/// rig's device for it.
+/// A second controller playing the tip's hold ([`lab::synth::tip_robot_path`]),
+/// and the rig's device for it.
 fn tip_robot(req: &SynthRequest, name: &str, end_s: f64, start_unix_s: f64) -> Result<(RobotDevice, record::rtde::Emulator)> {
-    let dt = 1.0 / req.robot_hz;
-    let n = (end_s / dt + 1e-9).floor() as usize + 1;
-    let path: Option<Vec<(f64, [f64; 6])>> =
-        (0..n).map(|k| req.scene.tip_pose_at(k as f64 * dt).map(|g| (k as f64 * dt, lie::trajectory::pose_to_ur(&g)))).collect();
-    let path = path.ok_or_else(|| Error::input(format!("--tip-robot {name}: {}: the scene holds no tip ([tip])", req.scene_path.display())))?;
+    let path = lab::synth::tip_robot_path(req, name, end_s)?;
     let emu = RobotEmulator { trajectory: Some(path), start_at_unix_s: Some(start_unix_s), ..RobotEmulator::new("127.0.0.1:0") }.start()?;
     let device = RobotDevice { name: name.into(), address: emu.addr.to_string(), frequency_hz: Some(req.robot_hz), variables: vec!["actual_TCP_pose".into()] };
     Ok((device, emu))

@@ -40,9 +40,10 @@ pub fn base_log(dir: &SessionDir, world_from_robot: Pose, damaged: Damaged, warn
     Ok(Some((out, Pose::identity())))
 }
 
-/// A held tip's frame in the world over time (seconds of the host clock),
-/// from the stream of the robot holding it (`[tip_hold]` of the loads file
-/// `loads_name`).
+/// A held tip's frame in the world over time (seconds of the host clock,
+/// strictly increasing: a repeated time, after a reconnect, keeps its
+/// first sample), from the stream of the robot holding it (`[tip_hold]`
+/// of the loads file `loads_name`).
 pub fn tip_clamp_log(
     dir: &SessionDir,
     tip: &identify::sessions::TipHoldStream,
@@ -62,7 +63,14 @@ pub fn tip_clamp_log(
     if tcp.is_empty() {
         return Err(Error::input(format!("{}: the stream of the tip's robot has no rows", dir.stream(&tip.robot).display())));
     }
-    Ok(tcp.iter().map(|s| (s.t_host_ns as f64 * 1e-9, tip.tip_in_world(&lie::trajectory::pose_from_ur(&s.pose)))).collect())
+    let mut clamp: Vec<(f64, Pose)> = Vec::with_capacity(tcp.len());
+    for s in &tcp {
+        let t = s.t_host_ns as f64 * 1e-9;
+        if clamp.last().is_none_or(|(last, _)| t > *last) {
+            clamp.push((t, tip.tip_in_world(&lie::trajectory::pose_from_ur(&s.pose))));
+        }
+    }
+    Ok(clamp)
 }
 
 /// A held tip's hold over time: its clamp's recorded frames (world, host
@@ -73,26 +81,15 @@ pub struct TipHoldLog {
 }
 
 impl TipHoldLog {
+    /// From [`tip_clamp_log`]'s samples.
     pub fn new(clamp: &[(f64, Pose)], condition: rod::TipCondition, what: &std::path::Path) -> Result<TipHoldLog> {
-        // Repeated times (a reconnect) keep the first sample.
-        let mut samples: Vec<(f64, Pose)> = vec![];
-        for (t, g) in clamp {
-            if samples.last().is_none_or(|(last, _)| t > last) {
-                samples.push((*t, *g));
-            }
-        }
-        let path = lie::trajectory::PoseTrajectory::new(samples).map_err(|e| Error::input(format!("{}: {e}", what.display())))?;
+        let path = lie::trajectory::PoseTrajectory::new(clamp.iter().copied()).map_err(|e| Error::input(format!("{}: {e}", what.display())))?;
         Ok(TipHoldLog { path, condition })
     }
 
     /// The hold at host time `t_s`; `None` outside the log.
     pub fn hold_at(&self, t_s: f64) -> Option<rod::TipHold> {
-        let g = self.path.at(t_s).ok()?;
-        match self.condition {
-            rod::TipCondition::Pinned => Some(rod::TipHold::Pinned { position_m: g.pos }),
-            rod::TipCondition::Clamped => Some(rod::TipHold::Clamped { position_m: g.pos, rotation: g.rot }),
-            rod::TipCondition::Free => None,
-        }
+        rod::TipHold::at(self.condition, &self.path.at(t_s).ok()?)
     }
 }
 

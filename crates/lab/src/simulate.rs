@@ -205,20 +205,18 @@ pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
 }
 
 /// The tip's hold over a replay: the recorded clamp poses (world, session
-/// seconds) from the one before `from_s` on, as `[tip]` waypoints (replay
-/// seconds, UR-style poses).
+/// seconds, strictly increasing: [`crate::data::tip_clamp_log`]) from the
+/// one before `from_s` on, as `[tip]` waypoints (replay seconds, UR-style
+/// poses).
 fn tip_waypoints(clamp: &[(f64, lie::Pose)], from_s: f64) -> sim::scene::TipSpec {
     let first = clamp.iter().rposition(|s| s.0 <= from_s).unwrap_or(0);
-    let mut waypoints: Vec<[f64; 7]> = vec![];
-    for (t, pose) in &clamp[first..] {
-        let t = t - from_s;
-        // Repeated times (a reconnect) keep the first sample.
-        if waypoints.last().is_some_and(|w| t <= w[0]) {
-            continue;
-        }
-        let ur = lie::trajectory::pose_to_ur(pose);
-        waypoints.push([t, ur[0], ur[1], ur[2], ur[3], ur[4], ur[5]]);
-    }
+    let waypoints = clamp[first..]
+        .iter()
+        .map(|(t, pose)| {
+            let ur = lie::trajectory::pose_to_ur(pose);
+            [t - from_s, ur[0], ur[1], ur[2], ur[3], ur[4], ur[5]]
+        })
+        .collect();
     sim::scene::TipSpec { waypoints, rotation_given: true }
 }
 

@@ -338,28 +338,37 @@ pub fn load_cell_rows(req: &SynthRequest, end_s: f64, noise: &mut Noise) -> Opti
     Some((columns, rows))
 }
 
-/// The second robot's stream: its flange at the scene's tip hold (world =
-/// its base frame, the clamp's mount its flange), at the robot's rate.
-fn write_tip_robot(req: &SynthRequest, name: &str, n: usize, dt: f64) -> Result<()> {
+/// The second robot's flange over the session (`--tip-robot NAME`): at the
+/// scene's tip hold (world = its base frame, the clamp's mount its
+/// flange), at the robot's rate, `(t_s, [x, y, z, rx, ry, rz])`. What the
+/// offline session writes and the live lab's second emulator plays.
+pub fn tip_robot_path(req: &SynthRequest, name: &str, end_s: f64) -> Result<Vec<(f64, [f64; 6])>> {
     if req.scene.tip.is_none() {
         return Err(Error::input(format!("--tip-robot {name}: {}: the scene holds no tip ([tip])", req.scene_path.display())));
     }
     if name == "robot" {
         return Err(Error::input("--tip-robot: \"robot\" is the base's robot; name the second one differently"));
     }
+    let dt = 1.0 / req.robot_hz;
+    let n = (end_s / dt + 1e-9).floor() as usize + 1;
+    Ok((0..n).map(|k| k as f64 * dt).map(|t| (t, pose_to_ur(&req.scene.tip_pose_at(t).expect("a scene with [tip]")))).collect())
+}
+
+/// Writes the second robot's stream (see [`tip_robot_path`]); its rows.
+fn write_tip_robot(req: &SynthRequest, name: &str, end_s: f64) -> Result<usize> {
+    let path = tip_robot_path(req, name, end_s)?;
     let columns: Vec<String> = std::iter::once("timestamp".to_string()).chain((0..6).map(|i| format!("actual_TCP_pose_{i}"))).collect();
     let mut stream = StreamWriter::create(req.out.path(), name, columns, Duration::from_secs(u64::MAX / 4))?;
-    for k in 0..n {
-        let t = k as f64 * dt;
-        let pose = req.scene.tip_pose_at(t).expect("a scene with [tip]");
-        let mut row = vec![t];
-        row.extend(pose_to_ur(&pose));
-        stream.push(host_ns(t), &row)?;
-        if (k + 1) % (1.0 / dt).round().max(1.0) as usize == 0 {
+    let per_second = (req.robot_hz.round() as usize).max(1);
+    for (k, (t, pose)) in path.iter().enumerate() {
+        let row: Vec<f64> = std::iter::once(*t).chain(pose.iter().copied()).collect();
+        stream.push(host_ns(*t), &row)?;
+        if (k + 1) % per_second == 0 {
             stream.flush()?;
         }
     }
-    Ok(stream.flush()?)
+    stream.flush()?;
+    Ok(path.len())
 }
 
 /// Makes the session by writing its streams directly.
@@ -400,8 +409,7 @@ pub fn synthesise(req: &SynthRequest, progress: &dyn Progress) -> Result<Synthes
     let recorded = |name: &str, rows: usize| session::DeviceRecord { name: name.into(), rows: rows as u64, first_sample_s: Some(0.0), ..Default::default() };
     let mut devices = vec![recorded("robot", n_robot)];
     if let Some(name) = &req.tip_robot {
-        write_tip_robot(req, name, n_robot, robot_dt)?;
-        devices.push(recorded(name, n_robot));
+        devices.push(recorded(name, write_tip_robot(req, name, end_s)?));
     }
 
     if req.flange_sensor {

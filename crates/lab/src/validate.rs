@@ -399,14 +399,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let floor_frames: Vec<f64> = per_node.first().map(|v| v.iter().map(|x| x.0).collect()).unwrap_or_default();
     let sim_base = lie::trajectory::PoseTrajectory::new(records.iter().map(|r| (r.t_s, r.base_pose)).collect::<Vec<_>>())
         .map_err(|e| Error::computation(format!("the simulation's base poses: {e}")))?;
-    let tip_at = |t: f64| {
-        let g = done.scene.tip_pose_at(t)?;
-        match rod.tip_condition {
-            rod::TipCondition::Pinned => Some(rod::TipHold::Pinned { position_m: g.pos }),
-            rod::TipCondition::Clamped => Some(rod::TipHold::Clamped { position_m: g.pos, rotation: g.rot }),
-            rod::TipCondition::Free => None,
-        }
-    };
+    let tip_at = |t: f64| rod::TipHold::at(rod.tip_condition, &done.scene.tip_pose_at(t)?);
     let floor = observer_floor(rod, &observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
     // Curvatures scaled by the length, strains as they are: comparable.
     let scaled: Vec<f64> = (0..6).map(|c| range(&simulated[c]) * if c < 3 { rod.length_m } else { 1.0 }).collect();

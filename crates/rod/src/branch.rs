@@ -8,7 +8,7 @@
 //! point carries its stability ([`crate::held::stability_eigenvalue`]);
 //! the first loss of stability is located to a tolerance in `t`.
 
-use crate::held::{assemble_held, solve_held, stability_eigenvalue, HeldSolution, TipHold};
+use crate::held::{assemble_held, solve_held, stability_eigenvalue, HeldSolution, HoldRows, TipHold};
 use crate::model::Model;
 use crate::statics::{Loads, NewtonOptions, StaticSolution, StaticsError};
 use nalgebra::{DMatrix, DVector};
@@ -167,14 +167,6 @@ impl Tracer<'_> {
         self.weight_q * q + a[self.n + self.c] * b[self.n + self.c]
     }
 
-    /// The held residual's derivative in `t` at fixed unknowns (only the
-    /// hold's rows depend on it), by central differences of a smooth map.
-    fn residual_t(&self, x: &DVector<f64>, t: f64) -> Result<DVector<f64>, StaticsError> {
-        let h = 1e-6 * (1.0 + t.abs());
-        let r = |t| assemble_held(self.model, self.loads, (self.hold_at)(t), x, false).map(|a| a.residual);
-        Ok((r(t + h)? - r(t - h)?) / (2.0 * h))
-    }
-
     /// `[[H_x, H_t], [row]]`, the held residual and its scale at `y`.
     fn linearise(&self, y: &DVector<f64>, last_row: &DVector<f64>) -> Result<(DMatrix<f64>, DVector<f64>, f64), StaticsError> {
         let (x, t) = self.split(y);
@@ -182,7 +174,7 @@ impl Tracer<'_> {
         let a = assemble_held(self.model, self.loads, (self.hold_at)(t), &x, true)?;
         let mut jac = DMatrix::zeros(m + 1, m + 1);
         jac.view_mut((0, 0), (m, m)).copy_from(&a.tangent.expect("tangent asked"));
-        jac.view_mut((0, m), (m, 1)).copy_from(&self.residual_t(&x, t)?);
+        jac.view_mut((0, m), (m, 1)).copy_from(&residual_in_t(self.model, self.loads, self.hold_at, &x, t)?);
         jac.row_mut(m).copy_from(&last_row.transpose());
         Ok((jac, a.residual, a.scale))
     }
@@ -288,19 +280,24 @@ impl Tracer<'_> {
     }
 }
 
+/// The held residual's derivative in the path's `t` at fixed unknowns `x`
+/// (only the hold's rows depend on it), by central differences of a
+/// smooth map.
+fn residual_in_t(model: &Model, loads: &Loads, hold_at: &dyn Fn(f64) -> TipHold, x: &DVector<f64>, t: f64) -> Result<DVector<f64>, StaticsError> {
+    let h = 1e-6 * (1.0 + t.abs());
+    let r = |t| assemble_held(model, loads, hold_at(t), x, false).map(|a| a.residual);
+    Ok((r(t + h)? - r(t - h)?) / (2.0 * h))
+}
+
 fn singular() -> StaticsError {
     StaticsError::NoConvergence { reached: 1.0, residual: f64::NAN, at_reached: "; the branch's tangent is singular".into() }
 }
 
 /// The held solution for unknowns `x = [q; lambda]`.
 fn held_solution(x: &DVector<f64>, n: usize, hold: TipHold) -> HeldSolution {
-    let q = x.rows(0, n).into_owned();
-    let lambda = |i: usize| x[n + i];
-    let tip_reaction = match hold {
-        TipHold::Pinned { .. } => lie::stack(&lie::Vec3::zeros(), &lie::Vec3::new(lambda(0), lambda(1), lambda(2))),
-        TipHold::Clamped { .. } => lie::Vec6::from_fn(|i, _| lambda(i)),
-    };
-    HeldSolution { solution: StaticSolution { q, iterations: 0, load_steps: 1, tangents: 0, residual_norm: 0.0 }, tip_reaction }
+    let (moment_nm, force_n) = HoldRows::unscaled(hold).reaction(&x.as_slice()[n..]);
+    let solution = StaticSolution { q: x.rows(0, n).into_owned(), iterations: 0, load_steps: 1, tangents: 0, residual_norm: 0.0 };
+    HeldSolution { solution, tip_reaction: lie::stack(&moment_nm, &force_n) }
 }
 
 /// Follows the branch through the equilibrium at `hold_at(t_start)` (solved
@@ -405,8 +402,6 @@ pub fn limit_point_sensitivity(
     let v_t = svd.v_t.ok_or_else(singular)?;
     let smallest = svd.singular_values.imin();
     let psi = v_t.row(smallest).transpose();
-    let n = model.n_dof();
-    let tracer = Tracer { model, loads, hold_at, opts: &NewtonOptions::default(), weight_q: 1.0, n, c: hold.count() };
-    let h_t = tracer.residual_t(&x, critical.point.t)?;
+    let h_t = residual_in_t(model, loads, hold_at, &x, critical.point.t)?;
     Ok((psi.clone(), psi.dot(&h_t)))
 }

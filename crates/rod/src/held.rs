@@ -54,6 +54,16 @@ impl TipHold {
             TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
         }
     }
+
+    /// The hold a tip of `condition` has when its clamp's frame is `pose`
+    /// (world): a pin keeps the position only; `None` for a free tip.
+    pub fn at(condition: TipCondition, pose: &lie::Pose) -> Option<TipHold> {
+        match condition {
+            TipCondition::Pinned => Some(TipHold::Pinned { position_m: pose.pos }),
+            TipCondition::Clamped => Some(TipHold::Clamped { position_m: pose.pos, rotation: pose.rot }),
+            TipCondition::Free => None,
+        }
+    }
 }
 
 /// What the place a hold's pose is given calls its parts (inputs.csv's
@@ -228,6 +238,15 @@ impl HoldRows {
         out
     }
 
+    /// Fills the hold's blocks of a tangent whose first `n` unknowns are
+    /// the strains and next [`HoldRows::count`] the multipliers: the
+    /// reaction's columns and the equations' rows.
+    pub fn add_to_tangent(&self, h: &mut DMatrix<f64>, n: usize, j_tip: &nalgebra::Matrix6xX<f64>, g_tip: &lie::Pose) {
+        let c = self.count();
+        h.view_mut((0, n), (n, c)).copy_from(&self.reaction_columns(j_tip, &g_tip.pos));
+        h.view_mut((n, 0), (c, n)).copy_from(&self.jacobian(j_tip, g_tip));
+    }
+
     /// The reaction's generalised force's derivative in `lambda`
     /// (`n x count`): `d(-J^T W)/d lambda`, `W = [m + p x f; f]`.
     pub fn reaction_columns(&self, j_tip: &nalgebra::Matrix6xX<f64>, p_tip: &Vec3) -> DMatrix<f64> {
@@ -295,8 +314,7 @@ impl<'m, 'l> HeldSystem<'m, 'l> {
             let j_tip = &kin.spatial_jacobian[tip];
             let mut h = DMatrix::zeros(n + c, n + c);
             h.view_mut((0, 0), (n, n)).copy_from(&k_q);
-            h.view_mut((0, n), (n, c)).copy_from(&self.rows.reaction_columns(j_tip, &g_tip.pos));
-            h.view_mut((n, 0), (c, n)).copy_from(&self.rows.jacobian(j_tip, g_tip));
+            self.rows.add_to_tangent(&mut h, n, j_tip, g_tip);
             h
         });
         HeldAssembly { residual, tangent, scale: a.scale }

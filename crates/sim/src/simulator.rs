@@ -273,16 +273,16 @@ pub struct Simulator {
     quasi_newton: bool,
     /// Tangents formed so far.
     tangents: usize,
-    /// A held tip (the scene's `[tip]`): whether it is pinned (else clamped).
-    tip_pinned: Option<bool>,
+    /// A held tip (the scene's `[tip]`): how the rod file holds it.
+    tip_condition: Option<rod::TipCondition>,
 }
 
 impl Simulator {
     /// Sets up the rod in the scene at t = 0.
     pub fn new(rod: &Rod, scene: &Scene, motion: BaseMotion) -> Result<Simulator, SimError> {
         scene.check_time().map_err(SimError::Input)?;
-        let tip_pinned = held_tip(rod, scene)?;
-        if tip_pinned.is_some() && matches!(motion, BaseMotion::Free { .. }) {
+        let tip_condition = held_tip(rod, scene)?;
+        if tip_condition.is_some() && matches!(motion, BaseMotion::Free { .. }) {
             return Err(SimError::Input("a held tip needs a held base (the scene's [base] kind = \"prescribed\")".into()));
         }
         let mut rod = rod.clone();
@@ -436,7 +436,7 @@ impl Simulator {
                 tip_slip_m: 0.0,
                 t_s: 0.0,
                 applied_wrench: Vec6::zeros(),
-                tip_lambda: vec![0.0; tip_pinned.map_or(0, |pinned| if pinned { 3 } else { 6 })],
+                tip_lambda: vec![],
             },
             damping_tau_s,
             marker_joints,
@@ -451,9 +451,9 @@ impl Simulator {
             quasi_newton: true,
             tangents: 0,
             warnings: vec![],
-            tip_pinned,
+            tip_condition,
         };
-        if tip_pinned.is_some() {
+        if tip_condition.is_some() {
             sim.start_held()?;
         }
         if scene.initial == Initial::Static {
@@ -471,9 +471,7 @@ impl Simulator {
 
     /// The tip's hold at `t_s`, when the tip is held.
     fn tip_rows(&self, t_s: f64) -> Option<HoldRows> {
-        let pinned = self.tip_pinned?;
-        let target = self.scene.tip_pose_at(t_s)?;
-        let hold = if pinned { TipHold::Pinned { position_m: target.pos } } else { TipHold::Clamped { position_m: target.pos, rotation: target.rot } };
+        let hold = TipHold::at(self.tip_condition?, &self.scene.tip_pose_at(t_s)?)?;
         Some(HoldRows::new(&self.model, hold))
     }
 
@@ -489,6 +487,7 @@ impl Simulator {
     /// the settling then refines with every load and contact.
     fn start_held(&mut self) -> Result<(), SimError> {
         let rows = self.tip_rows(0.0).expect("a held tip");
+        self.carry.tip_lambda = vec![0.0; rows.count()];
         let tip0 = *self.model.frames(&self.carry.q).joints.last().expect("joints");
         let miss_m = (tip0.pos - rows.hold.position_m()).norm();
         let turn_rad = match rows.hold {
@@ -1073,9 +1072,9 @@ impl Simulator {
     }
 }
 
-/// Whether the rod's tip is held by the scene's `[tip]` (`Some(pinned)`),
+/// How the rod's tip is held by the scene's `[tip]` (`None`: free),
 /// checked against the rod file's `[tip] condition`.
-fn held_tip(rod: &Rod, scene: &Scene) -> Result<Option<bool>, SimError> {
+fn held_tip(rod: &Rod, scene: &Scene) -> Result<Option<rod::TipCondition>, SimError> {
     use rod::TipCondition;
     match (rod.tip_condition, &scene.tip) {
         (TipCondition::Free, None) => Ok(None),
@@ -1087,7 +1086,7 @@ fn held_tip(rod: &Rod, scene: &Scene) -> Result<Option<bool>, SimError> {
         (TipCondition::Clamped, Some(t)) if !t.rotation_given => {
             Err(SimError::Input("the rod file's tip is clamped: the scene's [tip] needs rotation_rad (the clamp's rotation vector)".into()))
         }
-        (c, Some(_)) => Ok(Some(c == TipCondition::Pinned)),
+        (c, Some(_)) => Ok(Some(c)),
     }
 }
 
@@ -1321,9 +1320,7 @@ impl StepSystem<'_> {
         let mut h = DMatrix::zeros(n, n);
         h.view_mut((0, 0), (nq, nq)).copy_from(&asm.tangent.expect("tangent"));
         if let Some(hold) = &self.hold {
-            let (j_tip, g_tip) = (&kin.spatial_jacobian[tip], &kin.frames.joints[tip]);
-            h.view_mut((0, nq), (nq, n - nq)).copy_from(&hold.reaction_columns(j_tip, &g_tip.pos));
-            h.view_mut((nq, 0), (n - nq, nq)).copy_from(&hold.jacobian(j_tip, g_tip));
+            hold.add_to_tangent(&mut h, nq, &kin.spatial_jacobian[tip], &kin.frames.joints[tip]);
         }
         let c = match self.contact {
             Some(c) => c,
