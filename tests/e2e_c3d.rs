@@ -386,3 +386,133 @@ fn crafted_headers_and_a_wrong_cluster_are_refused_within_a_memory_budget() {
     ]);
     expect_exit_2(o, &["base.positions_m", "mm RMS"]);
 }
+
+/// The cord of configs/rod/clamped-clamped-cable.toml hanging as a loop,
+/// its tip's clamp carried through three holds (the scene
+/// configs/scene/cable-loop-holds.toml, quasi-static; E 2.4e7 Pa, 20 %
+/// above the rod file's), seen by a motion-capture system with y up at
+/// 100 Hz and 0.1 mm of noise: five markers on the cord, a still cluster
+/// on the base's clamp, a moving one on the tip's. py-c3d writes the
+/// file; the map's `[tip]` cluster becomes the stream mocap_tip, and the
+/// loads file's `[tip_hold] stream = "mocap_tip"` holds the rod's tip
+/// there: three holds, the weighed cord's E within 2 %, and validate's
+/// replay (the tip held where the mocap saw its clamp) passes every check.
+#[test]
+fn a_loop_whose_tip_clamp_motion_capture_tracks_is_identified_and_validated() {
+    const CORD: &str = "configs/rod/clamped-clamped-cable.toml";
+    const HOLDS: &str = "configs/scene/cable-loop-holds.toml";
+    const E_LOOP_PA: f64 = 2.4e7;
+    let Some(python) = venv_python("c3d", "C3D interop (a loop held by two clamps)") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut truth = Rod::from_file(&root().join(CORD)).unwrap();
+    truth.cross_section.body = rod::Material::from_poisson(E_LOOP_PA, 0.45, 1.2e3);
+    let scene = sim::Scene::from_file(&root().join(HOLDS)).unwrap();
+    let motion = sim::BaseMotion::from_scene(&scene, &truth).unwrap().unwrap();
+    let records = sim::Simulator::new(&truth, &scene, motion).unwrap().run(|_, _| {}).unwrap();
+    // The clusters: on the base's clamp (the flange, at the world's
+    // origin), in its frame; on the tip's, in the rod's tip frame.
+    let base_cluster = CLUSTER;
+    let tip_cluster = [[0.01, 0.03, 0.03], [0.01, -0.03, 0.03], [0.01, 0.0, -0.03]];
+    let mut noise = Noise(44);
+    let mut noisy = |p: Vec3| Some(p + Vec3::from_fn(|_, _| noise.gauss(1e-4)));
+    let n_frames = (scene.duration_s * RATE_HZ) as usize;
+    let frames: Vec<Vec<Option<Vec3>>> = (0..n_frames)
+        .map(|f| {
+            let t = f as f64 / RATE_HZ;
+            let i = records.partition_point(|r| r.t_s < t).clamp(1, records.len() - 1);
+            let w = ((t - records[i - 1].t_s) / (records[i].t_s - records[i - 1].t_s)).clamp(0.0, 1.0);
+            let tip_clamp = scene.tip_pose_at(t).unwrap();
+            let mut frame: Vec<Option<Vec3>> = (0..5).map(|m| noisy(records[i - 1].markers_m[m] * (1.0 - w) + records[i].markers_m[m] * w)).collect();
+            frame.extend(base_cluster.iter().map(|p| noisy(Vec3::from(*p))));
+            frame.extend(tip_cluster.iter().map(|p| noisy(tip_clamp.transform_point(&Vec3::from(*p)))));
+            frame
+        })
+        .collect();
+    let labels = ["Cord:M1", "Cord:M2", "Cord:M3", "Cord:M4", "Cord:M5", "Base:C1", "Base:C2", "Base:C3", "Tip:C1", "Tip:C2", "Tip:C3"];
+    let file = d.join("loop.c3d");
+    write_c3d(&python, &file, &frames, &OPTITRACK, &labels);
+    let map = d.join("map.toml");
+    std::fs::write(
+        &map,
+        format!(
+            "[markers]\n\"Cord:M1\" = 0\n\"Cord:M2\" = 1\n\"Cord:M3\" = 2\n\"Cord:M4\" = 3\n\"Cord:M5\" = 4\n[world]\nup = \"+y\"\n\
+             [base]\nlabels = [\"Base:C1\", \"Base:C2\", \"Base:C3\"]\npositions_m = {base_cluster:?}\nstill = true\n\
+             # The tip's clamp, in the rod's tip frame; it moves.\n[tip]\nlabels = [\"Tip:C1\", \"Tip:C2\", \"Tip:C3\"]\npositions_m = {tip_cluster:?}\n"
+        ),
+    )
+    .unwrap();
+    let session = d.join("loop");
+    let out = ok(&rodlab(&["import", "c3d", file.to_str().unwrap(), "--rod", CORD, "--map", map.to_str().unwrap(), "--out", session.to_str().unwrap()]));
+    println!("{out}");
+    assert!(out.contains(&format!("tip clamp in {n_frames} frames")) && !out.contains("warning"), "{out}");
+    // The tip's stream holds the scene's clamp (the cluster fit of 0.1 mm noise).
+    let tip_rows = session::Table::read_chunks_or_skip(&session.join("streams/mocap_tip"), session::Damaged::Refuse).unwrap().0;
+    let (tx, th) = (tip_rows.f64("x_m").unwrap(), tip_rows.i64("t_host_ns").unwrap());
+    let worst_m = (0..th.len()).map(|k| (tx[k] - scene.tip_pose_at(th[k] as f64 * 1e-9).unwrap().pos.x).abs()).fold(0.0, f64::max);
+    assert!(worst_m < 5e-4, "tip clamp x off by {worst_m} m");
+
+    // The cord weighed (its mass to 1 %), its E a start 20 % below the truth.
+    let mass_kg = 1.2e3 * std::f64::consts::PI * 0.005_f64.powi(2) * 1.5;
+    let weighed = d.join("cord.toml");
+    let text = std::fs::read_to_string(root().join(CORD)).unwrap();
+    std::fs::write(&weighed, text.replace("rho_kg_m3 = 1.2e3", &format!("rho_kg_m3 = 1.2e3\nmass_kg = {mass_kg}\nmass_sigma_kg = {}", 0.01 * mass_kg)))
+        .unwrap();
+    let loads = d.join("loads.toml");
+    std::fs::write(&loads, "# The tip's clamp as the motion capture saw it.\n[tip_hold]\nstream = \"mocap_tip\"\n").unwrap();
+    let fit = d.join("fit");
+    let identify = |loads: &Path, out: &Path| {
+        rodlab(&[
+            "identify",
+            "--rod",
+            weighed.to_str().unwrap(),
+            "--sessions",
+            session.to_str().unwrap(),
+            "--loads",
+            loads.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--tie-g",
+            "0.45",
+            "--no-loo",
+        ])
+    };
+    let out = ok(&identify(&loads, &fit));
+    println!("{out}");
+    assert!(out.contains("3 still intervals, 3 used as holds"), "{out}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(fit.join("identified.toml")).unwrap()).unwrap();
+    let e = v["parameters"]["e_pa"]["value"].as_float().unwrap();
+    println!("E {e:.4e} for {E_LOOP_PA:.4e}");
+    assert!((e / E_LOOP_PA - 1.0).abs() < 0.02, "E {e} vs {E_LOOP_PA}");
+    assert!(!out.contains("mocap_tip' is not used"), "{out}");
+
+    // The replay holds the tip where the mocap saw its clamp.
+    let report = d.join("validate");
+    let o = rodlab(&[
+        "validate",
+        session.to_str().unwrap(),
+        "--rod",
+        weighed.to_str().unwrap(),
+        "--params",
+        fit.join("identified.toml").to_str().unwrap(),
+        "--scene",
+        HOLDS,
+        "--loads",
+        loads.to_str().unwrap(),
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    println!("{}\n{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(ok(&o).contains("every check passed"));
+
+    // Two holders, or a stream the session lacks: one line, exit 2.
+    let bad = d.join("bad.toml");
+    for (text, want) in [
+        ("[tip_hold]\nrobot = \"robot2\"\nstream = \"mocap_tip\"\n", "not both"),
+        ("[tip_hold]\nstream = \"mocap_tip2\"\n", "[tip_hold] stream = \"mocap_tip2\": session"),
+        ("[tip_hold]\nstream = \"mocap_tip\"\nrobot_base = { position_m = [0.1, 0.0, 0.0] }\n", "tip_hold.robot_base"),
+    ] {
+        std::fs::write(&bad, text).unwrap();
+        expect_exit_2(identify(&bad, &d.join("bad-fit")), &["bad.toml", want]);
+    }
+}

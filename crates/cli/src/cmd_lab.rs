@@ -655,6 +655,18 @@ pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
         if let Some((d, a)) = s.base_spread {
             println!("  a still clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
         }
+        if let Some(t) = &s.tip_clamp {
+            println!(
+                "  tip clamp in {} frames{} (stream {}: a loads file's [tip_hold] stream = \"{}\" holds the rod's tip there)",
+                t.frames,
+                if t.rms_m > 0.0 { format!(" (cluster fit RMS {:.3} mm)", t.rms_m * 1e3) } else { String::new() },
+                lab::c3d::TIP_STREAM,
+                lab::c3d::TIP_STREAM
+            );
+            if let Some((d, a)) = t.spread {
+                println!("  a still tip clamp: every frame's fit within {:.3} mm and {:.2} mrad of the mean pose used", d * 1e3, a * 1e3);
+            }
+        }
         for w in &s.warnings {
             println!("  warning: {w}");
         }

@@ -274,29 +274,62 @@ pub struct LoadsFile {
     pub tip_masses: Vec<TipMass>,
     /// A force/torque sensor between the flange and the rod: `[flange_sensor]`.
     pub flange_sensor: Option<FlangeSensor>,
-    /// A second robot holding the rod's tip (a rod file whose `[tip] condition` is clamped or pinned): `[tip_hold]`.
+    /// What holds the rod's tip (a rod file whose `[tip] condition` is clamped or pinned): a second robot or a motion-capture clamp: `[tip_hold]`.
     pub tip_hold: Option<TipHoldStream>,
 }
 
 /// `[tip_hold]`: the rod's tip held by a second robot, whose recorded flange
-/// poses give the tip's hold in each hold of the session.
+/// poses give the tip's hold in each hold of the session, or by a clamp
+/// whose poses a motion-capture import recorded (`stream`).
 #[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TipHoldStream {
     /// The rig's `[[robot]]` (its stream's name) whose flange holds the tip.
-    pub robot: String,
-    /// That robot's base frame in the world (default: the world's).
+    pub robot: Option<String>,
+    /// Instead of `robot`: a stream of the tip clamp's poses in the world (columns x_m, y_m, z_m, rx_rad, ry_rad, rz_rad), as `rodlab import c3d` writes mocap_tip from a map's `[tip]` cluster.
+    pub stream: Option<String>,
+    /// That robot's base frame in the world (default: the world's; not with `stream`, whose poses are in the world).
     #[serde(default)]
     pub robot_base: lie::FramePose,
-    /// The rod's tip frame in that robot's flange frame: the clamp's mount (x along the rod, into the clamp; default: the flange's own).
+    /// The rod's tip frame in that robot's flange frame, or in the stream's clamp frame: the clamp's mount (x along the rod, into the clamp; default: the flange's or clamp's own).
     #[serde(default)]
     pub mount: lie::FramePose,
 }
 
 impl TipHoldStream {
-    /// The tip's frame in the world for a flange pose in that robot's base frame.
+    /// The stream that carries the tip's clamp: the robot's, or the named pose stream.
+    pub fn stream_name(&self) -> &str {
+        self.robot.as_deref().or(self.stream.as_deref()).unwrap_or_default()
+    }
+
+    /// The stream is a robot's (UR flange poses in its base frame), not a
+    /// pose stream in the world.
+    pub fn is_robot(&self) -> bool {
+        self.robot.is_some()
+    }
+
+    /// The tip's frame in the world for a flange pose in that robot's base
+    /// frame (or a clamp pose in the world, with the default `robot_base`).
     pub fn tip_in_world(&self, flange_in_robot: &Pose) -> Pose {
         self.robot_base.pose().compose(flange_in_robot).compose(&self.mount.pose())
+    }
+
+    /// Checks that one stream is named, and `robot_base` only for a robot.
+    fn validate(&self) -> Result<(), LoadsError> {
+        match (&self.robot, &self.stream) {
+            (Some(_), Some(_)) => return Err(LoadsError::new("tip_hold", "give robot (a robot's stream) or stream (a clamp's poses in the world), not both")),
+            (None, None) => {
+                return Err(LoadsError::new("tip_hold", "missing: robot = \"<the robot's stream>\" or stream = \"mocap_tip\" (a motion-capture clamp)"))
+            }
+            (None, Some(_)) if self.robot_base != lie::FramePose::default() => {
+                return Err(LoadsError::new("tip_hold.robot_base", "is for a robot: a stream's clamp poses are in the world already"));
+            }
+            _ => {}
+        }
+        if !(self.robot_base.finite() && self.mount.finite()) {
+            return Err(LoadsError::new("tip_hold.robot_base, mount", "must be finite"));
+        }
+        Ok(())
     }
 }
 
@@ -421,6 +454,9 @@ impl LoadsFile {
             if n.is_nan() || n <= 1e-9 {
                 return Err(LoadsError::new("tip_force.direction", "must be a non-zero vector"));
             }
+        }
+        if let Some(t) = &self.tip_hold {
+            t.validate()?;
         }
         if let Some(s) = &self.flange_sensor {
             if !(s.sigma_floor_force_n > 0.0 && s.sigma_floor_moment_nm > 0.0) {

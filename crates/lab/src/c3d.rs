@@ -16,6 +16,9 @@
 //!   exporters write one) is kept as missing, never as a position;
 //! - `streams/mocap_base`: the base pose per frame (world position and
 //!   axis-angle), which stands where a robot's flange would;
+//! - `streams/mocap_tip` (a map with `[tip]`: a rod held at both ends): the
+//!   tip's clamp per frame, as the base's; a loads file's `[tip_hold]
+//!   stream = "mocap_tip"` holds the rod's tip there;
 //! - `session.toml`: the world frame (gravity along the vertical axis), and
 //!   the file, its rate, units and the map verbatim.
 
@@ -28,7 +31,9 @@ use std::path::{Path, PathBuf};
 
 /// The stream of base poses a motion-capture session carries.
 pub const BASE_STREAM: &str = "mocap_base";
-/// Its columns: world position \[m\] and rotation vector \[rad\].
+/// The stream of the tip clamp's poses (a map's `[tip]`), columns as the base's.
+pub const TIP_STREAM: &str = "mocap_tip";
+/// Its columns (the base's and the tip's): world position \[m\] and rotation vector \[rad\].
 pub const BASE_COLUMNS: [&str; 6] = ["x_m", "y_m", "z_m", "rx_rad", "ry_rad", "rz_rad"];
 
 /// Where the rod's base is.
@@ -56,6 +61,9 @@ pub struct MocapMap {
     pub world_from_mocap: Mat3,
     pub gravity_m_s2: Vec3,
     pub base: BaseSource,
+    /// The tip's clamp of a rod held at both ends (`[tip]`: a cluster or a
+    /// fixed pose, in the rod's tip frame).
+    pub tip: Option<BaseSource>,
     /// The window \[s from the file's start\] over which the rod is held in
     /// its rod-file shape: each marker's position on the body is measured
     /// there (`[reference] window_s`).
@@ -80,7 +88,9 @@ pub struct RawMap {
     pub world: RawWorld,
     /// Where the rod's base is: a clamp cluster, a fixed pose, or (a plain CSV) the table's base pose columns: `[base]`.
     #[serde(default)]
-    pub base: Option<RawBase>,
+    pub base: Option<RawClamp>,
+    /// A rod held at both ends: its tip's clamp, a cluster (positions in the rod's tip frame: x the rod's tangent, into the clamp) or a fixed pose: `[tip]`; written as stream mocap_tip.
+    pub tip: Option<RawClamp>,
     /// The rod held in its rod-file shape (straight) over a window of every file: `[reference]`.
     pub reference: Option<RawReference>,
     /// A plain CSV's columns: `[table]` (for `rodlab import table` on a file without a vendor's header).
@@ -110,13 +120,13 @@ fn default_g() -> f64 {
     9.81
 }
 
-/// `[base]`: a clamp cluster (labels and positions) or a fixed pose.
+/// `[base]` or `[tip]`: a clamp cluster (labels and positions) or a fixed pose.
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawBase {
+pub struct RawClamp {
     /// The clamp cluster's labels (three or more, not on a line).
     pub labels: Option<Vec<String>>,
-    /// Their positions in the rod's base frame \[m\], in the labels' order.
+    /// Their positions in the rod's frame at that end (its base frame, or its tip frame) \[m\], in the labels' order.
     pub positions_m: Option<Vec<[f64; 3]>>,
     /// A fixed base: its position in the world \[m\].
     pub position_m: Option<[f64; 3]>,
@@ -274,8 +284,14 @@ impl MocapMap {
             (Some(_), true) => return Err(bad("base", "the table's base_pose gives the base: leave [base] out".into())),
             (None, true) => BaseSource::Table,
             (None, false) => return Err(bad("base", "missing: a clamp cluster (labels, positions_m) or a fixed pose (position_m)".into())),
-            (Some(b), false) => base_source(b, &raw.markers).map_err(|(f, m)| bad(&f, m))?,
+            (Some(b), false) => base_source(b, &raw.markers, "base").map_err(|(f, m)| bad(&f, m))?,
         };
+        let tip = raw.tip.as_ref().map(|t| base_source(t, &raw.markers, "tip").map_err(|(f, m)| bad(&f, m))).transpose()?;
+        if let (BaseSource::Cluster { labels: at_base, .. }, Some(BaseSource::Cluster { labels: at_tip, .. })) = (&base, &tip) {
+            if let Some(l) = at_tip.iter().find(|l| at_base.contains(l)) {
+                return Err(bad("tip.labels", format!("\"{l}\" is also in base.labels: each clamp has its own markers")));
+            }
+        }
         let reference_window_s = match &raw.reference {
             Some(r) if !(r.window_s.iter().all(|v| v.is_finite()) && 0.0 <= r.window_s[0] && r.window_s[0] < r.window_s[1]) => {
                 return Err(bad("reference.window_s", format!("[from, to] with 0 <= from < to seconds, got {:?}", r.window_s)));
@@ -285,7 +301,7 @@ impl MocapMap {
         };
         let mut markers: Vec<(String, usize)> = raw.markers.into_iter().collect();
         markers.sort_by_key(|m| m.1);
-        Ok(MocapMap { markers, world_from_mocap, gravity_m_s2: Vec3::new(0.0, 0.0, -g), base, reference_window_s, table, text, path: path.to_path_buf() })
+        Ok(MocapMap { markers, world_from_mocap, gravity_m_s2: Vec3::new(0.0, 0.0, -g), base, tip, reference_window_s, table, text, path: path.to_path_buf() })
     }
 }
 
@@ -302,27 +318,29 @@ fn rotation_matrix(r: [[f64; 3]; 3]) -> std::result::Result<Mat3, String> {
     Ok(m)
 }
 
-/// `[base]` read: a cluster or a fixed pose; errors are (field, message).
-fn base_source(b: &RawBase, markers: &BTreeMap<String, usize>) -> std::result::Result<BaseSource, (String, String)> {
-    let bad = |f: &str, m: &str| (f.to_string(), m.to_string());
+/// `[base]` or `[tip]` (`table`) read: a cluster or a fixed pose; errors
+/// are (field, message).
+fn base_source(b: &RawClamp, markers: &BTreeMap<String, usize>, table: &str) -> std::result::Result<BaseSource, (String, String)> {
+    let bad = |f: &str, m: String| (if f.is_empty() { table.to_string() } else { format!("{table}.{f}") }, m);
+    let frame = if table == "tip" { "tip" } else { "base" };
     match (&b.labels, &b.positions_m, b.position_m, b.rpy_deg) {
         (Some(labels), Some(pos), None, None) => {
             if labels.len() != pos.len() {
-                return Err(("base".into(), format!("{} labels but {} positions_m", labels.len(), pos.len())));
+                return Err(bad("", format!("{} labels but {} positions_m", labels.len(), pos.len())));
             }
             if labels.len() < 3 {
-                return Err(bad("base.labels", "a cluster needs at least three markers"));
+                return Err(bad("labels", "a cluster needs at least three markers".into()));
             }
             if let Some(l) = labels.iter().find(|l| markers.contains_key(*l)) {
-                return Err(("base.labels".into(), format!("\"{l}\" is also a rod marker in [markers]")));
+                return Err(bad("labels", format!("\"{l}\" is also a rod marker in [markers]")));
             }
             for (i, l) in labels.iter().enumerate() {
                 if labels[..i].contains(l) {
-                    return Err(("base.labels".into(), format!("\"{l}\" is named twice")));
+                    return Err(bad("labels", format!("\"{l}\" is named twice")));
                 }
             }
             if pos.iter().flatten().any(|v| !v.is_finite()) {
-                return Err(bad("base.positions_m", "must be finite"));
+                return Err(bad("positions_m", "must be finite".into()));
             }
             let positions_m: Vec<Vec3> = pos.iter().map(|p| Vec3::from(*p)).collect();
             // Not on a line: the cluster must fix the rotation.
@@ -331,23 +349,23 @@ fn base_source(b: &RawBase, markers: &BTreeMap<String, usize>) -> std::result::R
             let mut e: Vec<f64> = spread.symmetric_eigen().eigenvalues.iter().copied().collect();
             e.sort_by(f64::total_cmp);
             if e[1] < 1e-10 * e[2].max(1e-30) || e[2] <= 0.0 {
-                return Err(bad("base.positions_m", "the cluster's markers lie on a line: they cannot give the base's rotation"));
+                return Err(bad("positions_m", format!("the cluster's markers lie on a line: they cannot give the {frame}'s rotation")));
             }
             Ok(BaseSource::Cluster { labels: labels.clone(), positions_m, still: b.still })
         }
         (None, None, Some(p), r) => {
             if b.still {
-                return Err(bad("base.still", "is for a clamp cluster (a fixed pose is still already)"));
+                return Err(bad("still", "is for a clamp cluster (a fixed pose is still already)".into()));
             }
             let r = r.unwrap_or([0.0; 3]);
             if p.iter().chain(r.iter()).any(|v| !v.is_finite()) {
-                return Err(bad("base", "position_m and rpy_deg must be finite"));
+                return Err(bad("", "position_m and rpy_deg must be finite".into()));
             }
             Ok(BaseSource::Fixed(Pose::from_rpy(r[0].to_radians(), r[1].to_radians(), r[2].to_radians(), Vec3::from(p))))
         }
         _ => Err(bad(
-            "base",
-            "give a clamp cluster (labels and positions_m in the rod's base frame) or a fixed pose in the world (position_m, optional rpy_deg), not both",
+            "",
+            format!("give a clamp cluster (labels and positions_m in the rod's {frame} frame) or a fixed pose in the world (position_m, optional rpy_deg), not both"),
         )),
     }
 }
@@ -413,6 +431,8 @@ pub struct Imported {
     /// A still clamp: the farthest any frame's fitted pose lies from the
     /// mean (\[m\], \[rad\]): noise, or the clamp moved after all.
     pub base_spread: Option<(f64, f64)>,
+    /// A map with `[tip]`: the tip clamp's stream (mocap_tip).
+    pub tip_clamp: Option<TipClampImported>,
     /// Each marker's place on the body, measured over the reference window.
     pub markers_on_body: Vec<session::MarkerOnBody>,
     /// With `[reference]`: how far the held pose turns the rod's axis from
@@ -423,6 +443,17 @@ pub struct Imported {
     pub release: Option<Release>,
     /// What the person importing must know (a "still" clamp that moved).
     pub warnings: Vec<String>,
+}
+
+/// The tip clamp's poses an import wrote (stream mocap_tip).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TipClampImported {
+    /// Frames with its pose.
+    pub frames: usize,
+    /// Its cluster fit's RMS residual \[m\] (0 for a fixed pose).
+    pub rms_m: f64,
+    /// A still cluster: as `base_spread`.
+    pub spread: Option<(f64, f64)>,
 }
 
 /// A still clamp whose frames stray further than this from their mean
@@ -617,19 +648,30 @@ fn columns_of(traj: &Trajectories, labels: &[&str], field: &dyn Fn(&str) -> Stri
         .collect()
 }
 
-/// The base's pose in the world per frame (frames without one left out),
-/// and the cluster fit's RMS residual \[m\] (0 without a cluster).
-fn base_poses(traj: &Trajectories, map: &MocapMap) -> Result<(Vec<(usize, Pose)>, f64)> {
+/// One clamp's poses in the world per frame (frames without one left out),
+/// the cluster fit's RMS residual \[m\] (0 without a cluster), and for a
+/// still cluster how far its frames strayed from their mean (\[m\], \[rad\]),
+/// each frame then holding the mean.
+struct ClampTrack {
+    poses: Vec<(usize, Pose)>,
+    rms_m: f64,
+    spread: Option<(f64, f64)>,
+}
+
+/// The clamp at one end (`table`: "base" or "tip", the map's table) per
+/// frame; refused when no frame gives it, or when its cluster is not the
+/// map's.
+fn clamp_track(traj: &Trajectories, map: &MocapMap, source: &BaseSource, table: &str) -> Result<ClampTrack> {
     let to_world = |v: Vec3| map.world_from_mocap * v;
     let mocap_to_world = Pose { rot: map.world_from_mocap, pos: Vec3::zeros() };
-    let cluster_cols = match &map.base {
-        BaseSource::Cluster { labels, .. } => columns_of(traj, &labels.iter().map(String::as_str).collect::<Vec<_>>(), &|_| "base.labels".into(), map)?,
+    let cluster_cols = match source {
+        BaseSource::Cluster { labels, .. } => columns_of(traj, &labels.iter().map(String::as_str).collect::<Vec<_>>(), &|_| format!("{table}.labels"), map)?,
         _ => vec![],
     };
     let (mut sq_sum, mut sq_n) = (0.0, 0usize);
     let mut poses = vec![];
     for (f, row) in traj.frames.iter().enumerate() {
-        let pose = match &map.base {
+        let pose = match source {
             BaseSource::Fixed(p) => Some(*p),
             BaseSource::Table => traj.base_poses.as_ref().and_then(|b| b[f]).map(|p| mocap_to_world.compose(&p)),
             BaseSource::Cluster { positions_m, .. } => {
@@ -648,7 +690,49 @@ fn base_poses(traj: &Trajectories, map: &MocapMap) -> Result<(Vec<(usize, Pose)>
             poses.push((f, p));
         }
     }
-    Ok((poses, if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 }))
+    let rms_m = if sq_n > 0 { (sq_sum / sq_n as f64).sqrt() } else { 0.0 };
+    let name = traj.source.display();
+    if poses.is_empty() {
+        let what = match source {
+            BaseSource::Cluster { .. } if table == "tip" => format!("the tip clamp's cluster ({}: tip.labels)", map.path.display()),
+            BaseSource::Cluster { .. } => format!("the clamp cluster ({}: base.labels)", map.path.display()),
+            _ => format!("the base pose ({}: table.base_pose)", map.path.display()),
+        };
+        return Err(Error::input(format!("{name}: {what} is never complete: no frame gives its pose")));
+    }
+    if rms_m > CLUSTER_RMS_LIMIT_M {
+        return Err(Error::input(format!(
+            "{name}: the {table} clamp's cluster sits {:.1} mm RMS from {}: {table}.positions_m (at most {} mm): the map's cluster is not this clamp's (positions in another unit or frame, or labels swapped)",
+            rms_m * 1e3,
+            map.path.display(),
+            CLUSTER_RMS_LIMIT_M * 1e3
+        )));
+    }
+    // A still clamp: its mean pose, and how far any frame strays from it.
+    let mut spread = None;
+    if let BaseSource::Cluster { still: true, .. } = source {
+        let mean = lie::mean_pose(poses.iter().map(|p| &p.1));
+        let mut far = (0.0f64, 0.0f64);
+        for (_, p) in &poses {
+            far.0 = far.0.max((p.pos - mean.pos).norm());
+            far.1 = far.1.max(lie::so3_log(&(mean.rot.transpose() * p.rot)).norm());
+        }
+        for p in &mut poses {
+            p.1 = mean;
+        }
+        spread = Some(far);
+    }
+    Ok(ClampTrack { poses, rms_m, spread })
+}
+
+/// Writes a clamp's poses as the stream `name` of the session at `root`.
+fn write_clamp_stream(root: &Path, name: &str, poses: &[(usize, Pose)], t_of: impl Fn(usize) -> f64) -> Result<()> {
+    let mut writer = session::StreamWriter::create(root, name, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
+    for (f, p) in poses {
+        writer.push((t_of(*f) * 1e9).round() as i64, &lie::trajectory::pose_to_ur(p))?;
+    }
+    writer.flush()?;
+    Ok(())
 }
 
 /// Makes the session `out` (a new or empty directory) of a file's
@@ -664,44 +748,22 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     let to_world = |v: Vec3| map.world_from_mocap * v;
     let t_of = |f: usize| f as f64 / rate_hz;
 
-    let (mut poses, base_rms_m) = base_poses(traj, map)?;
-    if poses.is_empty() {
-        let what = match &map.base {
-            BaseSource::Cluster { .. } => format!("the clamp cluster ({}: base.labels)", map.path.display()),
-            _ => format!("the base pose ({}: table.base_pose)", map.path.display()),
-        };
-        return Err(Error::input(format!("{name}: {what} is never complete: no frame gives the base pose")));
-    }
-    if base_rms_m > CLUSTER_RMS_LIMIT_M {
-        return Err(Error::input(format!(
-            "{name}: the clamp cluster's markers sit {:.1} mm RMS from {}: base.positions_m (at most {} mm): the map's cluster is not this clamp's (positions in another unit or frame, or labels swapped)",
-            base_rms_m * 1e3,
-            map.path.display(),
-            CLUSTER_RMS_LIMIT_M * 1e3
-        )));
-    }
-    // A still clamp: its mean pose, and how far any frame strays from it.
-    let mut base_spread = (0.0f64, 0.0f64);
-    if let BaseSource::Cluster { still: true, .. } = &map.base {
-        let mean = lie::mean_pose(poses.iter().map(|p| &p.1));
-        for (_, p) in &poses {
-            base_spread.0 = base_spread.0.max((p.pos - mean.pos).norm());
-            base_spread.1 = base_spread.1.max(lie::so3_log(&(mean.rot.transpose() * p.rot)).norm());
-        }
-        for p in &mut poses {
-            p.1 = mean;
-        }
-    }
+    let base = clamp_track(traj, map, &map.base, "base")?;
+    let tip = map.tip.as_ref().map(|t| clamp_track(traj, map, t, "tip")).transpose()?;
+    let poses = &base.poses;
     let world_markers = |f: usize| -> Vec<Option<Vec3>> { marker_cols.iter().map(|&(c, _)| traj.frames[f][c].map(to_world)).collect() };
     let mut warnings = vec![];
-    let trial = Trial { traj, map, rod, marker_cols: &marker_cols, poses: &poses, world_markers: &world_markers };
+    let trial = Trial { traj, map, rod, marker_cols: &marker_cols, poses, world_markers: &world_markers };
     // The markers over the reference window, in the base frame: what their
     // places on the body and the release are both measured from.
     let held = map.reference_window_s.map(|window| (window, trial.in_base_frame(|f| (window[0]..=window[1]).contains(&trial.time_s(f)))));
     let (on_body, held_turn) = match &held {
         Some((window, samples)) => markers_on_body(&trial, *window, samples)?,
         None => {
-            warnings.extend(design_distance_warning(&trial));
+            // A rod held at both ends is not in its rod file's shape at the start.
+            if rod.tip_condition == rod::TipCondition::Free {
+                warnings.extend(design_distance_warning(&trial));
+            }
             (vec![], None)
         }
     };
@@ -738,22 +800,19 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
         }
     }
     session::write_markers(&out.markers(), &rows).context(out.markers().display())?;
-    let mut writer =
-        session::StreamWriter::create(root, BASE_STREAM, BASE_COLUMNS.iter().map(|c| c.to_string()).collect(), std::time::Duration::from_secs(3600))?;
-    for (f, p) in &poses {
-        writer.push((t_of(*f) * 1e9).round() as i64, &lie::trajectory::pose_to_ur(p))?;
+    write_clamp_stream(root, BASE_STREAM, poses, t_of)?;
+    if let Some(tip) = &tip {
+        write_clamp_stream(root, TIP_STREAM, &tip.poses, t_of)?;
     }
-    writer.flush()?;
-    drop(writer);
 
     let used: Vec<&str> = map
         .markers
         .iter()
         .map(|m| m.0.as_str())
-        .chain(match &map.base {
+        .chain([Some(&map.base), map.tip.as_ref()].into_iter().flatten().flat_map(|source| match source {
             BaseSource::Cluster { labels, .. } => labels.iter().map(String::as_str).collect::<Vec<_>>(),
             _ => vec![],
-        })
+        }))
         .collect();
     let unused_labels = traj.labels.iter().filter(|l| !used.contains(&l.as_str())).cloned().collect();
     let frames_w = session::RigFrames { gravity_m_s2: map.gravity_m_s2.into(), ..session::RigFrames::default() };
@@ -770,13 +829,15 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     meta.held_base_rotation_rad = held_turn;
     meta.finish(vec![]);
     meta.write(root)?;
-    if base_spread.0 > STILL_CLAMP_LIMIT.0 || base_spread.1 > STILL_CLAMP_LIMIT.1 {
-        warnings.push(format!(
-            "{name}: the clamp of a still cluster ({}: base.still) strays {:.2} mm and {:.1} mrad from its mean pose: did it move? without still = true its pose is taken frame by frame",
-            map.path.display(),
-            base_spread.0 * 1e3,
-            base_spread.1 * 1e3
-        ));
+    for (table, track) in [("base", Some(&base)), ("tip", tip.as_ref())] {
+        if let Some((d, a)) = track.and_then(|t| t.spread).filter(|s| s.0 > STILL_CLAMP_LIMIT.0 || s.1 > STILL_CLAMP_LIMIT.1) {
+            warnings.push(format!(
+                "{name}: the clamp of a still cluster ({}: {table}.still) strays {:.2} mm and {:.1} mrad from its mean pose: did it move? without still = true its pose is taken frame by frame",
+                map.path.display(),
+                d * 1e3,
+                a * 1e3
+            ));
+        }
     }
     Ok(Imported {
         session: root.to_path_buf(),
@@ -784,10 +845,11 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
         rate_hz,
         units: traj.units.clone(),
         missing: map.markers.iter().zip(&missing).map(|((l, k), n)| (l.clone(), *k, *n)).collect(),
-        base_frames: poses.len(),
-        base_rms_m,
+        base_frames: base.poses.len(),
+        base_rms_m: base.rms_m,
         unused_labels,
-        base_spread: matches!(map.base, BaseSource::Cluster { still: true, .. }).then_some(base_spread),
+        base_spread: base.spread,
+        tip_clamp: tip.map(|t| TipClampImported { frames: t.poses.len(), rms_m: t.rms_m, spread: t.spread }),
         markers_on_body: on_body,
         held_turn_rad: held_turn.map_or(0.0, |t| Vec3::from(t).norm()),
         release,

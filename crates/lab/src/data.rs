@@ -27,23 +27,29 @@ pub fn base_log(dir: &SessionDir, world_from_robot: Pose, damaged: Damaged, warn
     if !dir.has_stream(crate::c3d::BASE_STREAM) {
         return Ok(None);
     }
-    let path = dir.stream(crate::c3d::BASE_STREAM);
+    Ok(Some((world_pose_stream(dir, crate::c3d::BASE_STREAM, damaged, warnings)?, Pose::identity())))
+}
+
+/// A stream of poses in the world (columns [`crate::c3d::BASE_COLUMNS`], as
+/// a motion-capture import writes a clamp's), time-sorted, in UR form.
+fn world_pose_stream(dir: &SessionDir, name: &str, damaged: Damaged, warnings: &mut Vec<String>) -> Result<Vec<session::TcpSample>> {
+    let path = dir.stream(name);
     let (t, w) = Table::read_chunks_or_skip(&path, damaged)?;
     warnings.extend(w);
-    let th = t.i64("t_host_ns")?;
+    let th = t.i64("t_host_ns").input(path.display())?;
     let cols: Vec<Vec<f64>> = crate::c3d::BASE_COLUMNS.iter().map(|c| t.f64(c)).collect::<Result<_, _>>().input(path.display())?;
     let mut out: Vec<session::TcpSample> = (0..th.len()).map(|k| session::TcpSample { t_host_ns: th[k], pose: std::array::from_fn(|i| cols[i][k]) }).collect();
     if out.is_empty() {
         return Err(Error::input(format!("{}: no rows", path.display())));
     }
     out.sort_by_key(|s| s.t_host_ns);
-    Ok(Some((out, Pose::identity())))
+    Ok(out)
 }
 
 /// A held tip's frame in the world over time (seconds of the host clock,
 /// strictly increasing: a repeated time, after a reconnect, keeps its
-/// first sample), from the stream of the robot holding it (`[tip_hold]`
-/// of the loads file `loads_name`).
+/// first sample), from the stream holding it (`[tip_hold]` of the loads
+/// file `loads_name`): a robot's flange, or a clamp's poses in the world.
 pub fn tip_clamp_log(
     dir: &SessionDir,
     tip: &identify::sessions::TipHoldStream,
@@ -51,20 +57,27 @@ pub fn tip_clamp_log(
     damaged: Damaged,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(f64, Pose)>> {
-    let (tcp, w) = session::read_tcp_poses_of(dir.path(), &tip.robot, damaged).input(dir.path().display())?.ok_or_else(|| {
-        Error::input(format!(
-            "{loads_name}: [tip_hold] robot = \"{}\": session {} has no such stream ({})",
-            tip.robot,
+    let name = tip.stream_name();
+    let field = if tip.is_robot() { "robot" } else { "stream" };
+    if !dir.has_stream(name) {
+        return Err(Error::input(format!(
+            "{loads_name}: [tip_hold] {field} = \"{name}\": session {} has no such stream ({})",
             dir.path().display(),
             dir.describe_streams()
-        ))
-    })?;
-    warnings.extend(w);
-    if tcp.is_empty() {
-        return Err(Error::input(format!("{}: the stream of the tip's robot has no rows", dir.stream(&tip.robot).display())));
+        )));
     }
-    let mut clamp: Vec<(f64, Pose)> = Vec::with_capacity(tcp.len());
-    for s in &tcp {
+    let samples = if tip.is_robot() {
+        let (tcp, w) = session::read_tcp_poses_of(dir.path(), name, damaged).input(dir.path().display())?.unwrap_or_default();
+        warnings.extend(w);
+        tcp
+    } else {
+        world_pose_stream(dir, name, damaged, warnings)?
+    };
+    if samples.is_empty() {
+        return Err(Error::input(format!("{}: the stream holding the tip has no rows", dir.stream(name).display())));
+    }
+    let mut clamp: Vec<(f64, Pose)> = Vec::with_capacity(samples.len());
+    for s in &samples {
         let t = s.t_host_ns as f64 * 1e-9;
         if clamp.last().is_none_or(|(last, _)| t > *last) {
             clamp.push((t, tip.tip_in_world(&lie::trajectory::pose_from_ur(&s.pose))));

@@ -164,14 +164,16 @@ struct FromSessions {
 /// The streams of `dir` no part of the identification reads (the robot or
 /// a motion-capture base, the cameras' frame tables and what the loads ask
 /// for are read).
-fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest], tip_robot: Option<&str>) -> Vec<String> {
+fn ignored_streams(dir: &SessionDir, requests: &[crate::loads::StreamRequest], tip_stream: Option<&str>) -> Vec<String> {
     dir.stream_names()
         .into_iter()
         .filter(|name| name != "robot" && name != crate::c3d::BASE_STREAM && !requests.iter().any(|r| &r.stream == name))
-        .filter(|name| tip_robot != Some(name.as_str()))
+        .filter(|name| tip_stream != Some(name.as_str()))
         .filter(|name| dir.find_video(name).is_none())
         .map(|name| {
-            let how = if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
+            let how = if name == crate::c3d::TIP_STREAM {
+                format!("[tip_hold] stream = \"{name}\" (the rod file's [tip] condition clamped or pinned)")
+            } else if name.starts_with("ft") || name.contains("wrench") || name.contains("force_torque") {
                 format!("[flange_sensor] stream = \"{name}\"")
             } else {
                 format!("[[cable]] stream = \"{name}\" (or [tip_force])")
@@ -226,7 +228,7 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             Some(_) => {}
             None => gravity = Some((s.gravity_m_s2, dir)),
         }
-        ignored.extend(ignored_streams(dir, &requests, loads.file.tip_hold.as_ref().map(|t| t.robot.as_str())));
+        ignored.extend(ignored_streams(dir, &requests, loads.file.tip_hold.as_ref().map(|t| t.stream_name())));
         // Markers measured on the body (a reference window) where the session has them.
         let (session_rod, measured) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
         ignored.extend(measured);
@@ -306,7 +308,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
                 format!("{loads_name}: [tip_hold]: the rod file's tip is free ({}: [tip] condition)", req.rod_path.display())
             } else {
                 format!(
-                    "{}: the tip is {} ([tip] condition): give the robot holding it in the loads file (--loads): [tip_hold] robot = \"<its stream>\", with its robot_base and mount",
+                    "{}: the tip is {} ([tip] condition): give what holds it in the loads file (--loads): [tip_hold] robot = \"<its stream>\" with its robot_base and mount, or stream = \"mocap_tip\" (a motion-capture clamp)",
                     req.rod_path.display(),
                     rod.tip_condition.key()
                 )

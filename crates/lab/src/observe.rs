@@ -189,7 +189,7 @@ pub fn observe_held(
         (_, rod::TipCondition::Free) => None,
         (Some(tip), condition) => {
             let clamp = crate::data::tip_clamp_log(&session_dir, tip, "[tip_hold]", session::Damaged::Skip, &mut sigma_warnings)?;
-            Some(crate::data::TipHoldLog::new(&clamp, condition, &session_dir.stream(&tip.robot))?)
+            Some(crate::data::TipHoldLog::new(&clamp, condition, &session_dir.stream(tip.stream_name()))?)
         }
         (None, condition) => {
             return Err(Error::input(format!(
