@@ -691,6 +691,7 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
                 offset_body_m: lie::Vec3::zeros(),
                 pos_m: lie::Vec3::zeros(),
                 sigma_m: 5e-4,
+                arc_sigma_m: 0.0,
             });
             let mut e = identify::Experiment::new(format!("{}", i + 1), vec![], lie::Vec3::zeros(), marks.to_vec());
             e.tip_position_m = Some(lie::Vec3::new(*gap, 0.0, 0.0));

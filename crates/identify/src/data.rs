@@ -43,7 +43,7 @@ const TIP_COLUMNS: rod::held::HoldFields = rod::held::HoldFields {
 };
 
 /// `measurements.csv`'s columns (all required): (name, meaning).
-pub const MEASUREMENT_COLUMNS: [(&str, &str); 8] = [
+pub const MEASUREMENT_COLUMNS: [(&str, &str); 9] = [
     ("experiment", "which experiment (one of inputs.csv's)"),
     ("arc_m", "arc length of the point on the rod [m], in [0, L]"),
     ("offset_y_m", "the point's offset from the centre line along the section's body y [m] (a marker on the surface)"),
@@ -52,7 +52,14 @@ pub const MEASUREMENT_COLUMNS: [(&str, &str); 8] = [
     ("y_m", "measured position, y [m]"),
     ("z_m", "measured position, z [m]"),
     ("sigma_m", "standard deviation of each coordinate [m] (> 0)"),
+    (
+        "arc_sigma_m",
+        "optional: standard deviation of the point's arc length [m] (>= 0, default 0): a point digitised from a curve, whose arc length is nominal; its error along the rod's axis counts that much less",
+    ),
 ];
+
+/// The columns of [`MEASUREMENT_COLUMNS`] every file must have (the last is optional).
+const REQUIRED_MEASUREMENT_COLUMNS: usize = 8;
 
 /// A measured point of the rod.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,7 +67,12 @@ pub struct Measurement {
     pub arc_m: f64,
     pub offset_body_m: Vec3,
     pub pos_m: Vec3,
+    /// Each coordinate's standard deviation \[m\].
     pub sigma_m: f64,
+    /// The arc length's standard deviation \[m\] (0: the point's place on
+    /// the rod is known, a marker; > 0: a point of a digitised curve, whose
+    /// position along the rod's axis is uncertain by this much more).
+    pub arc_sigma_m: f64,
 }
 
 /// The wrench a force/torque sensor between the flange and the rod
@@ -322,7 +334,8 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         experiments.insert(id, e);
     }
     let meas = read_csv(&meas_path)?;
-    let cols: Vec<usize> = MEASUREMENT_COLUMNS.iter().map(|(n, _)| meas.column(&meas_path, n)).collect::<Result<_, _>>()?;
+    let cols: Vec<usize> = MEASUREMENT_COLUMNS[..REQUIRED_MEASUREMENT_COLUMNS].iter().map(|(n, _)| meas.column(&meas_path, n)).collect::<Result<_, _>>()?;
+    let arc_sigma_col = meas.header.iter().position(|h| h == MEASUREMENT_COLUMNS[REQUIRED_MEASUREMENT_COLUMNS].0);
     for (line, cells) in &meas.rows {
         if cells.len() != meas.header.len() {
             return Err(err(&meas_path, format!("line {line}"), format!("{} values, header has {}", cells.len(), meas.header.len())));
@@ -333,7 +346,17 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
             return Err(err(&meas_path, format!("line {line}, column 'sigma_m'"), "must be positive"));
         }
         let e = experiments.get_mut(id).ok_or_else(|| err(&meas_path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
-        e.measurements.push(Measurement { arc_m: v[0], offset_body_m: Vec3::new(0.0, v[1], v[2]), pos_m: Vec3::new(v[3], v[4], v[5]), sigma_m: v[6] });
+        let arc_sigma_m = arc_sigma_col.map(|c| meas.number(&meas_path, *line, cells, c)).transpose()?.unwrap_or(0.0);
+        if arc_sigma_m < 0.0 {
+            return Err(err(&meas_path, format!("line {line}, column 'arc_sigma_m'"), "must be >= 0"));
+        }
+        e.measurements.push(Measurement {
+            arc_m: v[0],
+            offset_body_m: Vec3::new(0.0, v[1], v[2]),
+            pos_m: Vec3::new(v[3], v[4], v[5]),
+            sigma_m: v[6],
+            arc_sigma_m,
+        });
     }
     read_critical(&dir.join("critical.csv"), &mut experiments)?;
     let out: Vec<Experiment> = order.into_iter().map(|id| experiments.remove(&id).unwrap()).collect();
@@ -462,12 +485,15 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
         })
         .collect();
     write("inputs.csv", header, rows)?;
-    let header = MEASUREMENT_COLUMNS.map(|(n, _)| n.to_string()).to_vec();
+    // arc_sigma_m only when a point has one: marker data keep their columns.
+    let curves = experiments.iter().flat_map(|e| &e.measurements).any(|m| m.arc_sigma_m > 0.0);
+    let n_columns = if curves { MEASUREMENT_COLUMNS.len() } else { REQUIRED_MEASUREMENT_COLUMNS };
+    let header = MEASUREMENT_COLUMNS[..n_columns].iter().map(|(n, _)| n.to_string()).collect();
     let rows = experiments
         .iter()
         .flat_map(|e| {
-            e.measurements.iter().map(|m| {
-                vec![
+            e.measurements.iter().map(move |m| {
+                let mut row = vec![
                     e.id.clone(),
                     m.arc_m.to_string(),
                     m.offset_body_m.y.to_string(),
@@ -476,7 +502,11 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
                     format!("{:.9}", m.pos_m.y),
                     format!("{:.9}", m.pos_m.z),
                     m.sigma_m.to_string(),
-                ]
+                ];
+                if curves {
+                    row.push(m.arc_sigma_m.to_string());
+                }
+                row
             })
         })
         .collect();

@@ -879,14 +879,18 @@ impl Problem {
             };
             let mut pred = vec![];
             let mut pts = vec![];
+            let mut axes = vec![];
             for (m, &j) in exp.measurements.iter().zip(&em.joints) {
                 let pw = frames.joints[j].transform_point(&m.offset_body_m);
                 let pm = pw + v.translation_m;
+                let axis = frames.joints[j].rot.column(0).into_owned();
+                let r = PointWeight::new(m, axis).whiten(&(pm - m.pos_m));
                 for a in 0..3 {
-                    residual[row + 3 * pred.len() + a] = (pm[a] - m.pos_m[a]) / m.sigma_m;
+                    residual[row + 3 * pred.len() + a] = r[a];
                 }
                 pred.push(pm);
                 pts.push(pw);
+                axes.push(axis);
             }
             let wrench_row = row + 3 * exp.measurements.len();
             if let Some(wm) = &exp.base_wrench {
@@ -917,23 +921,29 @@ impl Problem {
                     }
                 };
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
+                    // The point's and its axis's derivatives in the parameters.
                     let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
-                    let block = pj * &sens / m.sigma_m;
-                    for a in 0..3 {
-                        for c in 0..np {
-                            jac[(row + 3 * k + a, c)] = block[(a, c)];
-                        }
-                    }
+                    let mut d_point = &pj * &sens;
+                    let weight = PointWeight::new(m, axes[k]);
+                    let mut d_axis = if weight.along > 0.0 {
+                        (point_jacobian(&kin.spatial_jacobian[j], &(pts[k] + axes[k])) - pj) * &sens
+                    } else {
+                        nalgebra::Matrix3xX::zeros(np)
+                    };
                     if let Some(it) = self.layout.translation_index() {
                         for a in 0..3 {
-                            jac[(row + 3 * k + a, it + a)] += 1.0 / m.sigma_m;
+                            d_point[(a, it + a)] += 1.0;
                         }
                     }
                     if let Some(ip) = self.layout.pitch_index() {
                         // Rigid rotation of the rod about world y through the base.
-                        let direct = Vec3::y().cross(&(pts[k] - base.pos));
-                        for a in 0..3 {
-                            jac[(row + 3 * k + a, ip)] += direct[a] / m.sigma_m;
+                        d_point.set_column(ip, &(d_point.column(ip) + Vec3::y().cross(&(pts[k] - base.pos))));
+                        d_axis.set_column(ip, &(d_axis.column(ip) + Vec3::y().cross(&axes[k])));
+                    }
+                    let block = weight.whiten_derivative(&(pred[k] - m.pos_m), &d_point, &d_axis);
+                    for a in 0..3 {
+                        for c in 0..np {
+                            jac[(row + 3 * k + a, c)] = block[(a, c)];
                         }
                     }
                 }
@@ -1233,6 +1243,41 @@ impl Problem {
     }
 }
 
+/// How a measured point's residual is weighed: each coordinate by its
+/// sigma, and a point whose arc length is nominal (a digitised curve,
+/// `arc_sigma_m`) with its error along the rod's axis `t` (the section's
+/// x) also spread by the arc's: covariance `sigma^2 I + arc_sigma^2 t t^T`,
+/// whose inverse square root is `(I - along t t^T) / sigma`.
+struct PointWeight {
+    sigma_m: f64,
+    /// `1 - sigma / sqrt(sigma^2 + arc_sigma^2)`: 0 for a marker.
+    along: f64,
+    axis: Vec3,
+}
+
+impl PointWeight {
+    fn new(m: &crate::Measurement, axis: Vec3) -> PointWeight {
+        let along = if m.arc_sigma_m > 0.0 { 1.0 - m.sigma_m / m.sigma_m.hypot(m.arc_sigma_m) } else { 0.0 };
+        PointWeight { sigma_m: m.sigma_m, along, axis }
+    }
+
+    /// The whitened residual of the error `r` (model minus measured) \[m\].
+    fn whiten(&self, r: &Vec3) -> Vec3 {
+        (r - self.axis * (self.along * self.axis.dot(r))) / self.sigma_m
+    }
+
+    /// The whitened residual's derivatives, given the error's (`d_r`) and
+    /// the axis's (`d_axis`) in the parameters.
+    fn whiten_derivative(&self, r: &Vec3, d_r: &nalgebra::Matrix3xX<f64>, d_axis: &nalgebra::Matrix3xX<f64>) -> nalgebra::Matrix3xX<f64> {
+        let t = &self.axis;
+        let mut out = d_r - t * (t.transpose() * d_r) * self.along;
+        if self.along > 0.0 {
+            out -= (d_axis * t.dot(r) + t * (r.transpose() * d_axis)) * self.along;
+        }
+        out / self.sigma_m
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1251,8 +1296,8 @@ mod tests {
             hole: None,
             core: Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0))),
         };
-        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15 });
-        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3 };
+        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15, path_radius: None });
+        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0 };
         let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
         let layout =
             Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0, cable_angle_each: 1 };

@@ -718,7 +718,13 @@ pub fn experiment_from_hold(
         let mean = pts.iter().sum::<Vec3>() / n;
         // Scatter per coordinate (pooled), then the standard error of the mean.
         let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
-        measurements.push(Measurement { arc_m: m.arc_m, offset_body_m: m.offset_body_m, pos_m: mean, sigma_m: (scatter / n.sqrt()).max(o.sigma_floor_m) });
+        measurements.push(Measurement {
+            arc_m: m.arc_m,
+            offset_body_m: m.offset_body_m,
+            pos_m: mean,
+            sigma_m: (scatter / n.sqrt()).max(o.sigma_floor_m),
+            arc_sigma_m: 0.0,
+        });
     }
     // The base: the flange's mean pose over the hold (mean position; mean
     // rotation vector about the middle sample's rotation: a clamp seen by

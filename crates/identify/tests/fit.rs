@@ -54,7 +54,7 @@ fn synthetic_on(rod: &Rod, truth: &Values, noise_m: f64, sigma_m: f64, seed: u64
                 format!("{}", i + 1),
                 t.to_vec(),
                 Vec3::zeros(),
-                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m }).collect(),
+                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 }).collect(),
             );
             let (p, _) = predict(rod, &e, truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
@@ -292,7 +292,7 @@ fn weighed(truth: &Values) -> Vec<Experiment> {
                 Vec3::zeros(),
                 [0.1, 0.15, 0.2]
                     .iter()
-                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::new(0.0, 0.0, 0.004), pos_m: Vec3::zeros(), sigma_m: 3e-4 })
+                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::new(0.0, 0.0, 0.004), pos_m: Vec3::zeros(), sigma_m: 3e-4, arc_sigma_m: 0.0 })
                     .collect(),
             );
             e.base_pose = Some(lie::Pose::from_rpy(r, p, y, Vec3::new(0.1 * i as f64, 0.0, 0.3)));
@@ -389,7 +389,10 @@ fn a_stiff_start_converges_when_g_is_nearly_flat() {
             format!("h{i}"),
             vec![0.0; 4],
             Vec3::zeros(),
-            [0.05, 0.1, 0.15, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5 }).collect(),
+            [0.05, 0.1, 0.15, 0.2]
+                .iter()
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0 })
+                .collect(),
         );
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
         let (pts, _) = predict(&rod, &e, &TRUTH).unwrap();
@@ -431,7 +434,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
             Vec3::zeros(),
             [0.0625, 0.125, 0.1875, 0.25]
                 .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5 })
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0 })
                 .collect(),
         );
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
@@ -754,7 +757,7 @@ fn a_prediction_resting_on_an_unseen_cable_names_it() {
         assert!(f.prior_only.iter().any(|n| n == unseen), "{unseen} not in {:?}", f.prior_only);
     }
     assert!(!f.prior_only.iter().any(|n| n.starts_with("cable_1") || n.starts_with("cable_4") || n.starts_with("ln_")), "{:?}", f.prior_only);
-    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0 };
+    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0 };
     let pull_2 = Experiment::new("cable 2", vec![0.0, 0.98, 0.0, 0.0], Vec3::zeros(), vec![tip.clone()]);
     let p = predict_with_band(&rod, &pull_2, &f.values, &f.uncertainty()).unwrap();
     let named: Vec<&str> = p.prior_only_m[0].iter().map(|(n, _)| n.as_str()).collect();
@@ -827,7 +830,7 @@ fn unseen_cables_borrow_from_the_seen_ones_when_pooled() {
             id,
             t.to_vec(),
             Vec3::zeros(),
-            [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m }).collect(),
+            [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 }).collect(),
         );
         let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
         for (m, p) in e.measurements.iter_mut().zip(p) {
@@ -924,7 +927,10 @@ fn bands_with_the_cv_model_error_cover_a_misspecified_model() {
                     format!("{i}"),
                     t.to_vec(),
                     Vec3::zeros(),
-                    [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m }).collect(),
+                    [0.1, 0.2]
+                        .iter()
+                        .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 })
+                        .collect(),
                 );
                 let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
                 for (m, p) in e.measurements.iter_mut().zip(p) {

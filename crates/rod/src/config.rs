@@ -50,17 +50,61 @@ pub enum StrainBasis {
     Constant,
 }
 
-/// A cable running parallel to the rod's surface, pulled at the base.
+/// A cable along the rod, pulled at the base: parallel to the rod's
+/// surface (at an inset), or in a channel at its own distance from the
+/// centre line (`path_radius`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cable {
     pub name: String,
     /// Angle around the rod axis, from body +y towards +z \[rad\].
     pub angle_rad: f64,
-    /// Distance of the cable from the outer surface, towards the axis \[m\]
-    /// (negative: outside the surface, e.g. on guide rings).
+    /// Distance of the cable from its path towards the axis \[m\]: from
+    /// the outer surface, or from `path_radius` when given (negative:
+    /// outwards, e.g. on guide rings; identification moves cables by it).
     pub inset_m: f64,
     /// Arc length where the cable is anchored \[m\].
     pub anchor_m: f64,
+    /// A channel's distance from the centre line along the arc, independent
+    /// of the section (`path_radius_m`); `None`: the surface's.
+    pub path_radius: Option<PathRadius>,
+}
+
+impl Cable {
+    /// The cable's distance from the centre line at arc length `x_m` and
+    /// its rate along the arc \[m\], \[m/m\], on a rod of section `cs`
+    /// and length `length_m`.
+    pub fn distance_m(&self, cs: &crate::CrossSection, x_m: f64, length_m: f64) -> (f64, f64) {
+        let (d, slope) = match &self.path_radius {
+            Some(p) => p.at(x_m),
+            None => cs.surface_distance_m(x_m, length_m, self.angle_rad),
+        };
+        (d - self.inset_m, slope)
+    }
+}
+
+/// A channel's distance from the centre line, piecewise linear in the arc
+/// length through `[arc_m, radius_m]` points (held constant beyond the
+/// first and the last).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathRadius {
+    pub points: Vec<(f64, f64)>,
+}
+
+impl PathRadius {
+    /// The radius at `x_m` \[m\] and its rate along the arc.
+    pub fn at(&self, x_m: f64) -> (f64, f64) {
+        let p = &self.points;
+        let k = p.partition_point(|q| q.0 <= x_m);
+        if k == 0 {
+            return (p[0].1, 0.0);
+        }
+        if k == p.len() {
+            return (p[k - 1].1, 0.0);
+        }
+        let ((x0, r0), (x1, r1)) = (p[k - 1], p[k]);
+        let slope = (r1 - r0) / (x1 - x0);
+        (r0 + slope * (x_m - x0), slope)
+    }
 }
 
 /// A marker on the rod, identified by its index in the rod file (the
@@ -748,11 +792,46 @@ struct RawCable {
     name: Option<String>,
     /// Angle around the rod axis, from the section's +y towards +z \[deg\].
     angle_deg: f64,
-    /// Distance from the outer surface towards the axis \[m\] (negative: outside the surface, on guide rings).
+    /// Distance from the outer surface towards the axis \[m\] (negative: outside the surface, on guide rings); not with path_radius_m.
     #[serde(default)]
     inset_m: f64,
+    /// A channel's distance from the centre line \[m\], independent of the section (a tapered arm with straight channels): a number, or a table of `[arc_m, radius_m]` pairs (linear between them, constant beyond); default: the surface's, less inset_m.
+    path_radius_m: Option<RawPathRadius>,
     /// Arc length where it is anchored \[m\] (default: the tip).
     anchor_m: Option<f64>,
+}
+
+/// `path_radius_m`: a constant, or `[arc_m, radius_m]` pairs.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum RawPathRadius {
+    Constant(f64),
+    Table(Vec<[f64; 2]>),
+}
+
+impl RawPathRadius {
+    /// Checked against the rod's length; errors name `field`.
+    fn read(&self, file: &str, field: &str, length_m: f64) -> Result<PathRadius, ConfigError> {
+        let points: Vec<(f64, f64)> = match self {
+            RawPathRadius::Constant(r) => vec![(0.0, *r)],
+            RawPathRadius::Table(t) => t.iter().map(|p| (p[0], p[1])).collect(),
+        };
+        if points.is_empty() {
+            return Err(ConfigError::new(file, field, "an empty table: give a radius, or [arc_m, radius_m] pairs"));
+        }
+        for (k, &(x, r)) in points.iter().enumerate() {
+            if !(x.is_finite() && r.is_finite() && r >= 0.0) {
+                return Err(ConfigError::new(file, field, format!("point {k}: [{x}, {r}]: a finite arc and a radius >= 0 [m]")));
+            }
+            if !(0.0..=length_m * (1.0 + 1e-12)).contains(&x) {
+                return Err(ConfigError::new(file, field, format!("point {k}: arc {x} m outside the rod [0, {length_m}]")));
+            }
+            if k > 0 && x <= points[k - 1].0 {
+                return Err(ConfigError::new(file, field, format!("point {k}: the arcs must increase ({} then {x})", points[k - 1].0)));
+            }
+        }
+        Ok(PathRadius { points })
+    }
 }
 
 fn positive(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
@@ -977,17 +1056,29 @@ impl RawRod {
             if !(anchor > 0.0 && anchor <= length * (1.0 + 1e-12)) {
                 return Err(ConfigError::new(file, &format!("{field}.anchor_m"), format!("must lie in (0, length_m], got {anchor}")));
             }
-            for x in [0.0, anchor] {
-                if cross_section.surface_distance_m(x, length, c.angle_deg.to_radians()).0 - inset < 0.0 {
-                    return Err(ConfigError::new(file, &format!("{field}.inset_m"), format!("inset deeper than the radius at X = {x}")));
-                }
+            let path_radius = c.path_radius_m.as_ref().map(|p| p.read(file, &format!("{field}.path_radius_m"), length)).transpose()?;
+            if path_radius.is_some() && inset != 0.0 {
+                return Err(ConfigError::new(
+                    file,
+                    &format!("{field}.inset_m"),
+                    "is for a cable along the surface: with path_radius_m give the channel's radius itself",
+                ));
             }
-            cables.push(Cable {
+            let cable = Cable {
                 name: c.name.clone().unwrap_or_else(|| format!("cable{}", i + 1)),
                 angle_rad: c.angle_deg.to_radians(),
                 inset_m: inset,
                 anchor_m: anchor.min(length),
-            });
+                path_radius,
+            };
+            if cable.path_radius.is_none() {
+                for x in [0.0, anchor] {
+                    if cable.distance_m(&cross_section, x, length).0 < 0.0 {
+                        return Err(ConfigError::new(file, &format!("{field}.inset_m"), format!("inset deeper than the radius at X = {x}")));
+                    }
+                }
+            }
+            cables.push(cable);
         }
         let mut markers = vec![];
         for (i, m) in self.markers.iter().enumerate() {
@@ -1153,6 +1244,32 @@ rho_kg_m3 = 2000
 
     fn err(text: &str) -> String {
         Rod::from_toml_str(text, "bad.toml").unwrap_err().to_string()
+    }
+
+    /// A channel's radius: a number or `[arc_m, radius_m]` pairs, read
+    /// into the distance the cable keeps from the centre line; bad tables
+    /// and an inset beside it are refused naming the field.
+    #[test]
+    fn path_radius_is_read_as_a_number_or_a_table_and_checked() {
+        let cable = |path: &str| format!("{GOOD}\n[[cable]]\nangle_deg = 90\n{path}\n");
+        let rod = Rod::from_toml_str(&cable("path_radius_m = 0.004"), "good.toml").unwrap();
+        assert_eq!(rod.cables[0].distance_m(&rod.cross_section, 0.15, rod.length_m), (0.004, 0.0));
+        let rod = Rod::from_toml_str(&cable("path_radius_m = [[0.0, 0.006], [0.2, 0.004]]"), "good.toml").unwrap();
+        let (d, slope) = rod.cables[0].distance_m(&rod.cross_section, 0.05, rod.length_m);
+        assert!((d - 0.0055).abs() < 1e-15 && (slope + 0.01).abs() < 1e-12, "{d} {slope}");
+        // Without it, the surface's distance less the inset.
+        let rod = Rod::from_toml_str(&cable("inset_m = 0.001"), "good.toml").unwrap();
+        assert!((rod.cables[0].distance_m(&rod.cross_section, 0.2, rod.length_m).0 - 0.004).abs() < 1e-15);
+        for (path, want) in [
+            ("path_radius_m = []", "cable[0].path_radius_m: an empty table"),
+            ("path_radius_m = -0.001", "cable[0].path_radius_m: point 0"),
+            ("path_radius_m = [[0.1, 0.004], [0.05, 0.003]]", "the arcs must increase"),
+            ("path_radius_m = [[0.0, 0.004], [0.3, 0.003]]", "outside the rod"),
+            ("path_radius_m = 0.004\ninset_m = 0.001", "cable[0].inset_m: is for a cable along the surface"),
+        ] {
+            let e = err(&cable(path));
+            assert!(e.contains("bad.toml") && e.contains(want), "{path}: {e}");
+        }
     }
 
     /// Marker clusters: several markers on one section, in any order; one

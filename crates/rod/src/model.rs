@@ -215,8 +215,8 @@ impl Model {
                     .map(|s| {
                         let xm = s.x0_m + 0.5 * s.h_m;
                         (s.x0_m + s.h_m <= c.anchor_m + tol).then(|| {
-                            let (r, dr) = rod.cross_section.surface_distance_m(xm, l, c.angle_rad);
-                            CableSpan { offset_m: dir * (r - c.inset_m), offset_slope: dir * dr }
+                            let (d, slope) = c.distance_m(&rod.cross_section, xm, l);
+                            CableSpan { offset_m: dir * d, offset_slope: dir * slope }
                         })
                     })
                     .collect()

@@ -3,7 +3,7 @@
 
 use lie::{Mat3, Vec3, Vec6};
 use rod::statics::{model_for, solve};
-use rod::{Cable, Loads, Material, Model, NewtonOptions, Rod, StrainModes};
+use rod::{Cable, Loads, Material, Model, NewtonOptions, Profile, Rod, StrainModes};
 use std::f64::consts::PI;
 
 /// Rotation by angle `a` about unit axis `n` (Rodrigues), independent of `lie`.
@@ -95,7 +95,7 @@ fn cable_at_constant_offset_bends_into_arc() {
     let mut rod = Rod::uniform_cylinder(0.3, r, Material { e_pa: e, g_pa: g, rho_kg_m3: 1000.0 }, 2);
     rod.gravity_m_s2 = Vec3::zeros();
     for (angle_deg, tension) in [(0.0, 0.5), (90.0, 1.0), (225.0, 2.0)] {
-        rod.cables = vec![Cable { name: "c".into(), angle_rad: f64::to_radians(angle_deg), inset_m: inset, anchor_m: 0.3 }];
+        rod.cables = vec![Cable { name: "c".into(), angle_rad: f64::to_radians(angle_deg), inset_m: inset, anchor_m: 0.3, path_radius: None }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -114,6 +114,70 @@ fn cable_at_constant_offset_bends_into_arc() {
             assert!(xi[4].abs() < 1e-12 && xi[5].abs() < 1e-12 && xi[0].abs() < 1e-12);
         }
     }
+}
+
+/// Channels in a tapered arm (#45): a cable in a straight channel (a
+/// constant distance d from the centre line) bends the rod by the moment
+/// T d at every section, so the tip turns by T d times the integral of
+/// 1 / (E I(x)), whatever the section does; a cable along the surface
+/// bends it by T (r(x) - inset) instead. Both against that quadrature; and
+/// a channel whose radius table is the surface path gives the same
+/// strains as the surface cable to 1e-9.
+#[test]
+fn a_straight_channel_in_a_tapered_rod_bends_it_by_its_own_moment_arm() {
+    let (l, e, g) = (0.2, 2.0e5, 6.7e4);
+    let (r_base, r_tip, inset, d_channel, tension) = (0.01, 0.005, 0.001, 0.003, 0.05);
+    let mut rod = Rod::uniform_cylinder(l, r_base, Material { e_pa: e, g_pa: g, rho_kg_m3: 1100.0 }, 8);
+    rod.cross_section = rod::CrossSection::round(Profile::Linear { base_m: r_base, tip_m: r_tip }, rod.cross_section.body);
+    rod.subsegments_per_section = 8;
+    rod.gravity_m_s2 = Vec3::zeros();
+    let radius = |x: f64| r_base + (r_tip - r_base) * x / l;
+    let tip_angle = |rod: &Rod| {
+        let loads = Loads::none().with_tensions(&[tension]);
+        let model = model_for(rod, &loads);
+        let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+        let tip = model.frames(&sol.q).joints.last().unwrap().rot;
+        (tip[(2, 0)].atan2(tip[(0, 0)]), model, sol.q)
+    };
+    // The moment arm's integral: T d(x) / (E pi r(x)^4 / 4), Simpson on 2,000 intervals.
+    let quadrature = |arm: &dyn Fn(f64) -> f64| {
+        let n = 2000;
+        let f = |x: f64| tension * arm(x) / (e * PI * radius(x).powi(4) / 4.0);
+        let h = l / n as f64;
+        (0..=n)
+            .map(|k| {
+                f(k as f64 * h) * h / 3.0
+                    * if k == 0 || k == n {
+                        1.0
+                    } else if k % 2 == 1 {
+                        4.0
+                    } else {
+                        2.0
+                    }
+            })
+            .sum::<f64>()
+    };
+    // A cable at -z (angle 270 deg) bends the tip towards -z.
+    let cable = |path: Option<rod::PathRadius>, inset_m: f64| Cable { name: "c".into(), angle_rad: 1.5 * PI, inset_m, anchor_m: l, path_radius: path };
+    rod.cables = vec![cable(Some(rod::PathRadius { points: vec![(0.0, d_channel)] }), 0.0)];
+    let (channel, _, _) = tip_angle(&rod);
+    let channel_exact = quadrature(&|_| d_channel);
+    rod.cables = vec![cable(None, inset)];
+    let (surface, surface_model, surface_q) = tip_angle(&rod);
+    let surface_exact = quadrature(&|x| radius(x) - inset);
+    println!("tip turns {channel:.6} rad in a straight channel ({channel_exact:.6} by quadrature), {surface:.6} along the surface ({surface_exact:.6})");
+    for (found, exact) in [(channel, channel_exact), (surface, surface_exact)] {
+        assert!((found.abs() / exact - 1.0).abs() < 1e-3, "{found} vs {exact}");
+    }
+    assert!((channel.abs() / surface.abs() - 1.0).abs() > 0.2, "the channel's arm is not the surface's");
+    // The surface path as a radius table (linear: two points) gives today's strains.
+    rod.cables = vec![cable(Some(rod::PathRadius { points: vec![(0.0, r_base - inset), (l, r_tip - inset)] }), 0.0)];
+    let (_, table_model, table_q) = tip_angle(&rod);
+    let worst = (0..=20)
+        .map(|k| (table_model.strain_at(l * k as f64 / 20.0, &table_q) - surface_model.strain_at(l * k as f64 / 20.0, &surface_q)).amax())
+        .fold(0.0, f64::max);
+    println!("radius table against the surface path: strains differ by {worst:.1e}");
+    assert!(worst < 1e-9, "{worst}");
 }
 
 #[test]

@@ -24,8 +24,16 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![
-        Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2 },
-        Cable { name: "b".into(), angle_rad: 2.0, inset_m: 0.0, anchor_m: 0.13 },
+        Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None },
+        Cable { name: "b".into(), angle_rad: 2.0, inset_m: 0.0, anchor_m: 0.13, path_radius: None },
+        // A channel whose radius changes along the arc, not with the section.
+        Cable {
+            name: "channel".into(),
+            angle_rad: 4.0,
+            inset_m: 0.0,
+            anchor_m: 0.18,
+            path_radius: Some(rod::PathRadius { points: vec![(0.0, 0.006), (0.1, 0.004), (0.2, 0.0045)] }),
+        },
     ];
     rod
 }
@@ -43,7 +51,7 @@ fn loads(with_moment: bool) -> Loads {
                 follower: false,
             },
         ],
-        cable_tensions_n: vec![0.7, 1.3],
+        cable_tensions_n: vec![0.7, 1.3, 0.9],
     }
 }
 
