@@ -347,8 +347,10 @@ struct ExperimentModel {
     k_e: RadiusScaled,
     k_g: RadiusScaled,
     k_0: RadiusScaled,
-    /// The cables at scale 2 (see [`place_cables`]).
+    /// The cables at scale 2 (see [`place_cables`]): spans along paths,
+    /// holes in guide disks.
     cable_spans_2: CableSpans,
+    cable_guides_2: Vec<Vec<rod::CableHole>>,
     /// Lumped masses at rho = 1 and scale 1 (masses follow s^2).
     mass_body: Vec<f64>,
     mass_0: Vec<f64>,
@@ -448,15 +450,19 @@ pub enum PriorKind {
 /// spans are linear in the scale (the surface moves, the inset stays), so
 /// the models at scale 1 (`at_1`, the rod file's) and 2 (`at_2`) give
 /// them; a turn rotates a span about the rod's axis.
-fn place_cables(model: &mut Model, at_1: &Model, at_2: &CableSpans, scale: f64, v: &Values) {
-    for (c, (spans, cable)) in model.cable_spans.iter_mut().zip(&at_1.rod.cables).enumerate() {
+fn place_cables(model: &mut Model, at_1: &Model, at_2: (&CableSpans, &[Vec<rod::CableHole>]), scale: f64, v: &Values) {
+    for (c, cable) in at_1.rod.cables.iter().enumerate() {
         let dir = Vec3::new(0.0, cable.angle_rad.cos(), cable.angle_rad.sin());
         let turn = nalgebra::Rotation3::from_axis_angle(&Vec3::x_axis(), v.angle_of_cable_rad(c));
-        for ((span, one), two) in spans.iter_mut().zip(&at_1.cable_spans[c]).zip(&at_2[c]) {
+        let place = |one: &Vec3, two: &Vec3| turn * (one + (two - one) * (scale - 1.0) + dir * v.offset_of_cable_m(c));
+        for ((span, one), two) in model.cable_spans[c].iter_mut().zip(&at_1.cable_spans[c]).zip(&at_2.0[c]) {
             if let (Some(s), Some(one), Some(two)) = (span.as_mut(), one, two) {
-                s.offset_m = turn * (one.offset_m + (two.offset_m - one.offset_m) * (scale - 1.0) + dir * v.offset_of_cable_m(c));
+                s.offset_m = place(&one.offset_m, &two.offset_m);
                 s.offset_slope = turn * (one.offset_slope + (two.offset_slope - one.offset_slope) * (scale - 1.0));
             }
+        }
+        for ((hole, one), two) in model.cable_guides[c].iter_mut().zip(&at_1.cable_guides[c]).zip(&at_2.1[c]) {
+            hole.offset_m = place(&one.offset_m, &two.offset_m);
         }
     }
 }
@@ -512,6 +518,7 @@ impl Problem {
                     k_g: RadiusScaled::from_scales_1_2(&m_g.stiffness, &m_g_2.stiffness),
                     k_0: RadiusScaled::from_scales_1_2(&m_0.stiffness, &m_0_2.stiffness),
                     cable_spans_2: m_e_2.cable_spans,
+                    cable_guides_2: m_e_2.cable_guides,
                     mass_body: m_e.joint_mass_kg.clone(),
                     mass_0: m_0.joint_mass_kg.clone(),
                     gravity_model,
@@ -772,7 +779,7 @@ impl Problem {
         let mut model = em.model.clone();
         let s = v.radius_scale;
         if v.moves_cables() {
-            place_cables(&mut model, &em.model, &em.cable_spans_2, s, v);
+            place_cables(&mut model, &em.model, (&em.cable_spans_2, &em.cable_guides_2), s, v);
         }
         if s != 1.0 {
             // For the fibre strains of the validity check.
@@ -1296,9 +1303,11 @@ mod tests {
             hole: None,
             core: Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0))),
         };
-        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15, path_radius: None });
+        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15, path_radius: None, guides_m: vec![] });
+        // A cable through guide disks: its holes move as the spans do.
+        rod.cables.push(rod::Cable { name: "g".into(), angle_rad: 2.1, inset_m: 0.0, anchor_m: 0.2, path_radius: None, guides_m: vec![0.05, 0.1, 0.2] });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0 };
-        let e = Experiment::new("x", vec![1.0], Vec3::zeros(), vec![tip]);
+        let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
         let layout =
             Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0, cable_angle_each: 1 };
         let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));
@@ -1318,6 +1327,10 @@ mod tests {
         assert!(!gs.is_empty());
         for ((go, gsl), (wo, wsl)) in gs.iter().zip(&ws) {
             assert!((go - wo).norm() < 1e-15 && (gsl - wsl).norm() < 1e-15, "{go:?} {gsl:?} vs {wo:?} {wsl:?}");
+        }
+        assert_eq!(got.cable_guides[1].len(), 4);
+        for (g, w) in got.cable_guides[1].iter().zip(&want.cable_guides[1]) {
+            assert!(g.joint == w.joint && (g.offset_m - w.offset_m).norm() < 1e-15, "{g:?} vs {w:?}");
         }
         // The section's radii too (the validity check reads them).
         assert_eq!(got.rod.cross_section.shape, want_rod.cross_section.shape);

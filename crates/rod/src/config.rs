@@ -67,6 +67,12 @@ pub struct Cable {
     /// A channel's distance from the centre line along the arc, independent
     /// of the section (`path_radius_m`); `None`: the surface's.
     pub path_radius: Option<PathRadius>,
+    /// Arc lengths of the guide disks the cable is threaded through
+    /// \[m\], increasing, the last at the anchor (`guides_m`): the cable
+    /// runs straight between consecutive holes (from the base's) in the
+    /// rod's current shape and turns at each. Empty: it follows its path
+    /// continuously.
+    pub guides_m: Vec<f64>,
 }
 
 impl Cable {
@@ -799,6 +805,9 @@ struct RawCable {
     path_radius_m: Option<RawPathRadius>,
     /// Arc length where it is anchored \[m\] (default: the tip).
     anchor_m: Option<f64>,
+    /// The arc lengths of the guide disks (spacer disks, 3D-printed rings) the cable is threaded through \[m\], increasing, in (0, anchor_m]: the cable runs straight from the base's hole to the first disk's and between consecutive disks, in the rod's current shape, and ends at the anchor (added as the last disk when not listed); its hole in each disk lies at the cable's distance (path_radius_m, or the surface less inset_m). Default: none, the cable follows its path continuously.
+    #[serde(default)]
+    guides_m: Vec<f64>,
 }
 
 /// `path_radius_m`: a constant, or `[arc_m, radius_m]` pairs.
@@ -1064,12 +1073,32 @@ impl RawRod {
                     "is for a cable along the surface: with path_radius_m give the channel's radius itself",
                 ));
             }
+            let anchor = anchor.min(length);
+            let mut guides_m = c.guides_m.clone();
+            for (k, &g) in guides_m.iter().enumerate() {
+                if !(g.is_finite() && g > 0.0 && g <= anchor * (1.0 + 1e-12)) {
+                    return Err(ConfigError::new(file, &format!("{field}.guides_m"), format!("disk {k} at {g} m: must lie in (0, anchor_m = {anchor}]")));
+                }
+                if k > 0 && g <= guides_m[k - 1] {
+                    return Err(ConfigError::new(
+                        file,
+                        &format!("{field}.guides_m"),
+                        format!("disk {k}: the arcs must increase ({} then {g})", guides_m[k - 1]),
+                    ));
+                }
+            }
+            match guides_m.last_mut() {
+                Some(last) if (*last - anchor).abs() <= 1e-12 * length => *last = anchor,
+                Some(_) => guides_m.push(anchor),
+                None => {}
+            }
             let cable = Cable {
                 name: c.name.clone().unwrap_or_else(|| format!("cable{}", i + 1)),
                 angle_rad: c.angle_deg.to_radians(),
                 inset_m: inset,
-                anchor_m: anchor.min(length),
+                anchor_m: anchor,
                 path_radius,
+                guides_m,
             };
             if cable.path_radius.is_none() {
                 for x in [0.0, anchor] {

@@ -19,5 +19,5 @@ pub use config::{Cable, ConfigError, Damping, IdentifyPriors, Marker, MaterialRa
 pub use fibre::ElasticLaw;
 pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 pub use held::{solve_held, HeldSolution, TipHold};
-pub use model::{Frames, Kinematics, Model};
+pub use model::{CableHole, Frames, Kinematics, Model};
 pub use statics::{Loads, NewtonOptions, PointLoad, StaticSolution, StaticsError};

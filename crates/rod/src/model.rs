@@ -39,6 +39,14 @@ pub struct CableSpan {
     pub offset_slope: Vec3,
 }
 
+/// A guided cable's hole in a disk (or the base): the joint the disk sits
+/// at and the hole's offset in that joint's frame \[m\].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CableHole {
+    pub joint: usize,
+    pub offset_m: Vec3,
+}
+
 /// Discretised rod: grid, strain basis, stiffness and lumped masses.
 ///
 /// The generalised coordinates are the strain coordinates `q` (nodal strain
@@ -60,8 +68,12 @@ pub struct Model {
     pub joint_mass_kg: Vec<f64>,
     /// `K = int Phi^T Sigma Phi dX`.
     pub stiffness: DMatrix<f64>,
-    /// Per cable, per segment: `Some` where the cable runs.
+    /// Per cable, per segment: `Some` where the cable runs along its path
+    /// (all `None` for a cable through guide disks).
     pub cable_spans: Vec<Vec<Option<CableSpan>>>,
+    /// Per cable: the holes it runs straight between, the base's first
+    /// (empty for a cable along its path).
+    pub cable_guides: Vec<Vec<CableHole>>,
     /// The base is free (6 more coordinates after the strains).
     pub floating_base: bool,
     /// The body's hyperelastic fibres (`None` for the linear law): the
@@ -150,6 +162,7 @@ impl Model {
         cuts.push(l);
         cuts.extend(extra_points_m.iter().copied().filter(|x| *x > 0.0 && *x < l));
         cuts.extend(rod.cables.iter().map(|c| c.anchor_m).filter(|x| *x > 0.0 && *x < l));
+        cuts.extend(rod.cables.iter().flat_map(|c| c.guides_m.iter().copied()).filter(|x| *x > 0.0 && *x < l));
         cuts.extend(rod.cross_section.breakpoints().into_iter().filter(|x| *x > 0.0 && *x < l));
         cuts.sort_by(f64::total_cmp);
         let mut joints: Vec<f64> = vec![];
@@ -214,7 +227,7 @@ impl Model {
                     .iter()
                     .map(|s| {
                         let xm = s.x0_m + 0.5 * s.h_m;
-                        (s.x0_m + s.h_m <= c.anchor_m + tol).then(|| {
+                        (c.guides_m.is_empty() && s.x0_m + s.h_m <= c.anchor_m + tol).then(|| {
                             let (d, slope) = c.distance_m(&rod.cross_section, xm, l);
                             CableSpan { offset_m: dir * d, offset_slope: dir * slope }
                         })
@@ -223,6 +236,21 @@ impl Model {
             })
             .collect();
 
+        let nearest = |x: f64| (0..joints.len()).min_by(|&a, &b| (joints[a] - x).abs().total_cmp(&(joints[b] - x).abs())).unwrap_or(0);
+        let cable_guides = rod
+            .cables
+            .iter()
+            .map(|c| {
+                if c.guides_m.is_empty() {
+                    return vec![];
+                }
+                let dir = Vec3::new(0.0, c.angle_rad.cos(), c.angle_rad.sin());
+                std::iter::once(0.0)
+                    .chain(c.guides_m.iter().copied())
+                    .map(|x| CableHole { joint: nearest(x), offset_m: dir * c.distance_m(&rod.cross_section, x, l).0 })
+                    .collect()
+            })
+            .collect();
         let mut model = Model {
             rod: rod.clone(),
             node_x_m: node_x,
@@ -232,6 +260,7 @@ impl Model {
             joint_mass_kg: joint_mass,
             stiffness,
             cable_spans,
+            cable_guides,
             floating_base: false,
             fibres: None,
         };

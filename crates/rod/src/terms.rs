@@ -16,7 +16,7 @@
 //! Residual convention: `r(q) = grad Pi(q)` for conservative loads, i.e.
 //! internal minus external generalised forces.
 
-use crate::model::{Frames, InteriorPoint, Kinematics, Model};
+use crate::model::{CableHole, Frames, InteriorPoint, Kinematics, Model};
 use lie::{skew, stack, Mat3, Mat6, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x6};
 use std::ops::AddAssign;
@@ -755,13 +755,16 @@ pub struct Cables<'t> {
     pub scale: f64,
 }
 
-/// Cable length `l_c` for every cable.
+/// Cable length `l_c` for every cable: along its path, or straight between
+/// its guide disks' holes.
 pub fn cable_lengths_m(model: &Model, q: &DVector<f64>) -> Vec<f64> {
+    let frames = model.cable_guides.iter().any(|g| !g.is_empty()).then(|| model.frames(q));
     model
         .cable_spans
         .iter()
-        .map(|spans| {
-            spans
+        .zip(&model.cable_guides)
+        .map(|(spans, guides)| {
+            let along: f64 = spans
                 .iter()
                 .enumerate()
                 .filter_map(|(k, s)| s.map(|s| (k, s)))
@@ -770,7 +773,22 @@ pub fn cable_lengths_m(model: &Model, q: &DVector<f64>) -> Vec<f64> {
                     let v = lie::linear(&xi) + lie::angular(&xi).cross(&s.offset_m) + s.offset_slope;
                     model.segments[k].h_m * v.norm()
                 })
-                .sum()
+                .sum();
+            along + frames.as_ref().map_or(0.0, |f| guided_pieces(f, guides).iter().map(|p| p.1).sum())
+        })
+        .collect()
+}
+
+/// A guided cable's holes in the world and its straight pieces between
+/// them: (unit direction from one hole to the next, length \[m\]).
+fn guided_pieces(frames: &Frames, guides: &[CableHole]) -> Vec<(Vec3, f64)> {
+    let holes: Vec<Vec3> = guides.iter().map(|h| frames.joints[h.joint].transform_point(&h.offset_m)).collect();
+    holes
+        .windows(2)
+        .map(|w| {
+            let d = w[1] - w[0];
+            let len = d.norm();
+            (d / len, len)
         })
         .collect()
 }
@@ -789,6 +807,10 @@ impl Term for Cables<'_> {
         for (c, spans) in model.cable_spans.iter().enumerate() {
             let t_n = self.tensions_n.get(c).copied().unwrap_or(0.0) * self.scale;
             if t_n == 0.0 {
+                continue;
+            }
+            if !model.cable_guides[c].is_empty() {
+                guided_cable(s, sink, &model.cable_guides[c], t_n);
                 continue;
             }
             for (k, span) in spans.iter().enumerate() {
@@ -820,6 +842,30 @@ impl Term for Cables<'_> {
                 }
             }
         }
+    }
+}
+
+/// A cable with tension `t_n` straight between its holes (energy
+/// `t_n sum |p_(i+1) - p_i|`): each hole is pulled towards its neighbours,
+/// `F_i = t_n (u_i - u_(i-1))`, a force at a point of its disk's frame; the
+/// pieces' stiffness `t_n (I - u u^T) / len` couples the holes, through
+/// their point Jacobians.
+fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64) {
+    let pieces = guided_pieces(s.frames, guides);
+    let holes: Vec<Vec3> = guides.iter().map(|h| s.frames.joints[h.joint].transform_point(&h.offset_m)).collect();
+    for (i, (h, p)) in guides.iter().zip(&holes).enumerate() {
+        let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0);
+        let towards_base = if i > 0 { pieces[i - 1].0 } else { Vec3::zeros() };
+        sink.point_force(Attach::Joint(h.joint), p, &((towards_tip - towards_base) * t_n), &Vec3::zeros(), None);
+    }
+    let (Some(kin), true) = (s.kinematics, sink.wants_tangent()) else { return };
+    let jacobians: Vec<nalgebra::Matrix3xX<f64>> =
+        guides.iter().zip(&holes).map(|(h, p)| crate::model::point_jacobian(&kin.spatial_jacobian[h.joint], p)).collect();
+    let tangent = sink.tangent_mut().expect("wants a tangent");
+    for (i, (u, len)) in pieces.iter().enumerate() {
+        let d = &jacobians[i + 1] - &jacobians[i];
+        let k = (Matrix3::identity() - u * u.transpose()) * (t_n / len);
+        *tangent += d.transpose() * (k * &d);
     }
 }
 

@@ -95,7 +95,8 @@ fn cable_at_constant_offset_bends_into_arc() {
     let mut rod = Rod::uniform_cylinder(0.3, r, Material { e_pa: e, g_pa: g, rho_kg_m3: 1000.0 }, 2);
     rod.gravity_m_s2 = Vec3::zeros();
     for (angle_deg, tension) in [(0.0, 0.5), (90.0, 1.0), (225.0, 2.0)] {
-        rod.cables = vec![Cable { name: "c".into(), angle_rad: f64::to_radians(angle_deg), inset_m: inset, anchor_m: 0.3, path_radius: None }];
+        rod.cables =
+            vec![Cable { name: "c".into(), angle_rad: f64::to_radians(angle_deg), inset_m: inset, anchor_m: 0.3, path_radius: None, guides_m: vec![] }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -158,7 +159,14 @@ fn a_straight_channel_in_a_tapered_rod_bends_it_by_its_own_moment_arm() {
             .sum::<f64>()
     };
     // A cable at -z (angle 270 deg) bends the tip towards -z.
-    let cable = |path: Option<rod::PathRadius>, inset_m: f64| Cable { name: "c".into(), angle_rad: 1.5 * PI, inset_m, anchor_m: l, path_radius: path };
+    let cable = |path: Option<rod::PathRadius>, inset_m: f64| Cable {
+        name: "c".into(),
+        angle_rad: 1.5 * PI,
+        inset_m,
+        anchor_m: l,
+        path_radius: path,
+        guides_m: vec![],
+    };
     rod.cables = vec![cable(Some(rod::PathRadius { points: vec![(0.0, d_channel)] }), 0.0)];
     let (channel, _, _) = tip_angle(&rod);
     let channel_exact = quadrature(&|_| d_channel);
@@ -178,6 +186,42 @@ fn a_straight_channel_in_a_tapered_rod_bends_it_by_its_own_moment_arm() {
         .fold(0.0, f64::max);
     println!("radius table against the surface path: strains differ by {worst:.1e}");
     assert!(worst < 1e-9, "{worst}");
+}
+
+/// A cable through guide disks (#45) runs straight between them: as the
+/// disks come closer it becomes the continuous channel. A rod bent through
+/// about a radian by a cable 8 mm off its axis: the tip's distance from
+/// the continuous routing's falls as the square of the disks' spacing
+/// (the chord's sag between disks), and with 64 disks it is within 0.1 %
+/// of the tip's deflection.
+#[test]
+fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
+    let (l, r, inset, tension) = (0.2, 0.01, 0.002, 1.0);
+    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: 2.0e5, g_pa: 6.7e4, rho_kg_m3: 1100.0 }, 8);
+    rod.subsegments_per_section = 8;
+    rod.gravity_m_s2 = Vec3::zeros();
+    let tip = |guides_m: Vec<f64>| {
+        let mut rod = rod.clone();
+        rod.cables = vec![Cable { name: "c".into(), angle_rad: 0.5 * PI, inset_m: inset, anchor_m: l, path_radius: None, guides_m }];
+        let loads = Loads::none().with_tensions(&[tension]);
+        let model = model_for(&rod, &loads);
+        let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+        model.frames(&sol.q).joints.last().unwrap().pos
+    };
+    let continuous = tip(vec![]);
+    let deflection_m = (continuous - Vec3::new(l, 0.0, 0.0)).norm();
+    let mut gaps = vec![];
+    for n in [8, 16, 32, 64] {
+        let disks: Vec<f64> = (1..=n).map(|k| l * k as f64 / n as f64).collect();
+        let gap = (tip(disks) - continuous).norm();
+        println!("{n} disks: tip {:.3} mm from the continuous channel's ({:.4} % of the deflection)", gap * 1e3, 100.0 * gap / deflection_m);
+        gaps.push(gap);
+    }
+    for w in gaps.windows(2) {
+        let ratio = w[0] / w[1];
+        assert!((3.5..4.5).contains(&ratio), "halving the spacing divides the gap by {ratio}, not 4");
+    }
+    assert!(gaps[3] < 1e-3 * deflection_m, "{} of {deflection_m}", gaps[3]);
 }
 
 #[test]
