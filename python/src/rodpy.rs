@@ -39,6 +39,7 @@ impl Rod {
             rod: self.rod.clone(),
             params,
             tensions_n: load.tensions_n,
+            cable_slide: Default::default(),
             tip_force_n: load.tip_force_n,
             tip_moment_nm: load.tip_moment_nm,
             tip_force_offset_body_m: load.tip_force_offset_body_m,

@@ -20,6 +20,9 @@ pub struct SolveArgs {
     /// Cable tensions in newtons, one per cable of the rod, comma-separated.
     #[arg(long, allow_hyphen_values = true)]
     pub tension: Option<Numbers>,
+    /// Which way the cables are sliding: being pulled in (load) or let out (unload); a cable with friction_mu loses tension along its channel when pulled in, gains it when let out.
+    #[arg(long, value_enum, default_value = "load")]
+    pub direction: Direction,
     /// Tip force in the world frame [N]: FX,FY,FZ.
     #[arg(long, allow_hyphen_values = true)]
     pub tip_force: Option<Numbers>,
@@ -81,11 +84,24 @@ fn print_followed(f: &lab::solve::Followed, out: Option<&std::path::Path>) -> Re
     Ok(())
 }
 
+/// `--direction`: which way the cables slide.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Direction {
+    /// Pulled in.
+    Load,
+    /// Let out.
+    Unload,
+}
+
 pub fn solve(a: SolveArgs) -> Result<()> {
     let rod = lab::read_rod(&a.rod, a.sections, a.modes.as_deref())?;
     let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
     let req = SolveRequest {
         tensions_n: a.tension.map(|t| t.0).unwrap_or_default(),
+        cable_slide: match a.direction {
+            Direction::Load => rod::statics::CableSlide::PulledIn,
+            Direction::Unload => rod::statics::CableSlide::LetOut,
+        },
         tip_force_n: vec3("tip-force", &a.tip_force)?,
         tip_moment_nm: vec3("tip-moment", &a.tip_moment)?,
         tip_force_offset_body_m: match &a.tip_force_offset {

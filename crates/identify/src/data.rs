@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// `inputs.csv`'s columns: (name, required, meaning). `tension_K_n`
 /// stands for one column per cable of the rod, in the rod file's order.
-pub const INPUT_COLUMNS: [(&str, bool, &str); 13] = [
+pub const INPUT_COLUMNS: [(&str, bool, &str); 14] = [
     ("experiment", true, "the experiment's identifier (text)"),
     ("tension_K_n", true, "tension of cable K [N], K = 1 ... the rod file's cables, in its order (none for a rod without cables)"),
     ("tip_force_x_n", false, "a dead force at the tip, world frame [N] (x; with y and z)"),
@@ -32,6 +32,11 @@ pub const INPUT_COLUMNS: [(&str, bool, &str); 13] = [
     ("tip_rotation_x_rad", false, "a clamped tip's rotation as a rotation vector, world frame [rad] (x; with y and z; zero: the rod's straight orientation)"),
     ("tip_rotation_y_rad", false, "the clamp's rotation vector, y [rad]"),
     ("tip_rotation_z_rad", false, "the clamp's rotation vector, z [rad]"),
+    (
+        "direction",
+        false,
+        "which way the cables were sliding when the shape was taken: \"load\" (being pulled in, the default) or \"unload\" (being let out); a cable with friction (the rod file's friction_mu) loses tension along its channel when pulled in, gains it when let out",
+    ),
 ];
 
 /// The held tip's columns, as the tip's hold's messages name them.
@@ -118,6 +123,9 @@ pub struct Experiment {
     /// Where, moving one end from this experiment's hold, the shape snaps
     /// or buckles (`critical.csv`).
     pub critical: Vec<CriticalValue>,
+    /// Which way the cables slid (`direction`: load or unload): what
+    /// their friction opposes.
+    pub cable_slide: rod::statics::CableSlide,
 }
 
 /// What a critical value measures: the path of holds from the
@@ -148,6 +156,7 @@ impl Experiment {
             tension_sigma_n: vec![],
             tip_position_m: None,
             tip_rotation_rad: None,
+            cable_slide: rod::statics::CableSlide::PulledIn,
             critical: vec![],
         }
     }
@@ -287,6 +296,7 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
     };
     let tip_position_cols = triple("tip_position_", "m")?;
     let tip_rotation_cols = triple("tip_rotation_", "rad")?;
+    let direction_col = inputs.header.iter().position(|h| h == "direction");
     let mut experiments: BTreeMap<String, Experiment> = BTreeMap::new();
     let mut order = vec![];
     for (line, cells) in &inputs.rows {
@@ -330,6 +340,19 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         };
         e.tip_position_m = vector(&tip_position_cols)?;
         e.tip_rotation_rad = vector(&tip_rotation_cols)?;
+        if let Some(c) = direction_col {
+            e.cable_slide = match cells[c].trim() {
+                "load" | "" => rod::statics::CableSlide::PulledIn,
+                "unload" => rod::statics::CableSlide::LetOut,
+                other => {
+                    return Err(err(
+                        &inputs_path,
+                        format!("line {line}, column 'direction'"),
+                        format!("'{other}': \"load\" (pulled in) or \"unload\" (let out)"),
+                    ))
+                }
+            };
+        }
         order.push(id.clone());
         experiments.insert(id, e);
     }
@@ -460,11 +483,13 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
     // The held tip's columns when any experiment holds it (all then do).
     let positions = experiments.iter().any(|e| e.tip_position_m.is_some());
     let rotations = experiments.iter().any(|e| e.tip_rotation_rad.is_some());
+    let directions = experiments.iter().any(|e| e.cable_slide != rod::statics::CableSlide::PulledIn);
     let header = std::iter::once("experiment".to_string())
         .chain((1..=k).map(|i| format!("tension_{i}_n")))
         .chain(["tip_force_x_n", "tip_force_y_n", "tip_force_z_n", "tip_force_offset_y_m", "tip_force_offset_z_m"].map(String::from))
         .chain(["tip_position_x_m", "tip_position_y_m", "tip_position_z_m"].into_iter().filter(|_| positions).map(String::from))
         .chain(["tip_rotation_x_rad", "tip_rotation_y_rad", "tip_rotation_z_rad"].into_iter().filter(|_| rotations).map(String::from))
+        .chain(std::iter::once("direction".to_string()).filter(|_| directions))
         .collect();
     let cells = |v: Option<Vec3>, wanted: bool| -> Vec<String> {
         if wanted {
@@ -481,6 +506,7 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
                 .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z, e.tip_force_offset_body_m.y, e.tip_force_offset_body_m.z].map(|f| f.to_string()))
                 .chain(cells(e.tip_position_m, positions))
                 .chain(cells(e.tip_rotation_rad, rotations))
+                .chain(directions.then(|| if e.cable_slide == rod::statics::CableSlide::LetOut { "unload" } else { "load" }.to_string()))
                 .collect()
         })
         .collect();

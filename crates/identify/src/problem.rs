@@ -485,7 +485,12 @@ impl Problem {
                     moment_nm: Vec3::zeros(),
                     follower: false,
                 };
-                let loads = Loads { gravity_scale: 1.0, point_loads: vec![tip], cable_tensions_n: e.tensions_n.clone() };
+                let loads = Loads {
+                    gravity_scale: 1.0,
+                    point_loads: vec![tip],
+                    cable_tensions_n: e.tensions_n.clone(),
+                    cable_slide: vec![e.cable_slide; e.tensions_n.len()],
+                };
                 let model = Model::new(rod, &points);
                 let part = |body: Material, keep_core: bool, scale: f64| {
                     let mut r = rod.with_material(body);
@@ -1303,9 +1308,17 @@ mod tests {
             hole: None,
             core: Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0))),
         };
-        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15, path_radius: None, guides_m: vec![] });
+        rod.cables.push(rod::Cable { name: "c".into(), angle_rad: 0.7, inset_m: 0.001, anchor_m: 0.15, path_radius: None, guides_m: vec![], friction_mu: 0.0 });
         // A cable through guide disks: its holes move as the spans do.
-        rod.cables.push(rod::Cable { name: "g".into(), angle_rad: 2.1, inset_m: 0.0, anchor_m: 0.2, path_radius: None, guides_m: vec![0.05, 0.1, 0.2] });
+        rod.cables.push(rod::Cable {
+            name: "g".into(),
+            angle_rad: 2.1,
+            inset_m: 0.0,
+            anchor_m: 0.2,
+            path_radius: None,
+            guides_m: vec![0.05, 0.1, 0.2],
+            friction_mu: 0.0,
+        });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0 };
         let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
         let layout =

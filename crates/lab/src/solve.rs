@@ -18,6 +18,8 @@ pub struct SolveRequest {
     pub params: Option<Params>,
     /// One per cable, or empty for none.
     pub tensions_n: Vec<f64>,
+    /// Which way the cables slide (what a cable's friction opposes).
+    pub cable_slide: rod::statics::CableSlide,
     /// In the world frame.
     pub tip_force_n: Vec3,
     /// Where the tip force acts: offset from the tip's centre in the tip
@@ -145,7 +147,8 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         Some(p) => p.rod_with_pitch(&rod),
         None => rod,
     };
-    let mut loads = Loads { gravity_scale: if req.gravity { 1.0 } else { 0.0 }, ..Loads::default() }.with_tensions(&req.tensions_n);
+    let mut loads = Loads { gravity_scale: if req.gravity { 1.0 } else { 0.0 }, cable_slide: vec![req.cable_slide; req.tensions_n.len()], ..Loads::default() }
+        .with_tensions(&req.tensions_n);
     if req.tip_force_n != Vec3::zeros() || req.tip_moment_nm != Vec3::zeros() {
         loads = loads.with_tip(rod.length_m, req.tip_force_n, req.tip_moment_nm);
         loads.point_loads.last_mut().expect("the tip load").offset_body_m = req.tip_force_offset_body_m;

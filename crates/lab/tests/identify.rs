@@ -26,6 +26,7 @@ fn tip_with(rod: rod::Rod, params: Option<Params>, tensions: [f64; 4], gravity: 
         rod,
         params,
         tensions_n: tensions.to_vec(),
+        cable_slide: Default::default(),
         tip_force_n: Vec3::zeros(),
         tip_moment_nm: Vec3::zeros(),
         tip_force_offset_body_m: Vec3::zeros(),

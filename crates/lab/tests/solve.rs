@@ -11,6 +11,7 @@ fn request(rod: rod::Rod) -> SolveRequest {
         rod,
         params: None,
         tensions_n: vec![],
+        cable_slide: Default::default(),
         tip_force_n: Vec3::zeros(),
         tip_moment_nm: Vec3::zeros(),
         tip_force_offset_body_m: Vec3::zeros(),

@@ -73,6 +73,10 @@ pub struct Cable {
     /// rod's current shape and turns at each. Empty: it follows its path
     /// continuously.
     pub guides_m: Vec<f64>,
+    /// Coulomb friction between the cable and its channel (`friction_mu`):
+    /// a sliding cable's tension changes by `exp(-+mu theta)` with the
+    /// angle `theta` it turns through (the capstan law); 0: frictionless.
+    pub friction_mu: f64,
 }
 
 impl Cable {
@@ -808,6 +812,9 @@ struct RawCable {
     /// The arc lengths of the guide disks (spacer disks, 3D-printed rings) the cable is threaded through \[m\], increasing, in (0, anchor_m]: the cable runs straight from the base's hole to the first disk's and between consecutive disks, in the rod's current shape, and ends at the anchor (added as the last disk when not listed); its hole in each disk lies at the cable's distance (path_radius_m, or the surface less inset_m). Default: none, the cable follows its path continuously.
     #[serde(default)]
     guides_m: Vec<f64>,
+    /// Coulomb friction coefficient between the cable and its channel (>= 0, default 0): while the cable slides, its tension falls (pulled in) or rises (let out) by exp(mu theta) with the angle theta it turns through along the channel (the capstan law); a loads file or inputs.csv's direction column says which way it slides.
+    #[serde(default)]
+    friction_mu: f64,
 }
 
 /// `path_radius_m`: a constant, or `[arc_m, radius_m]` pairs.
@@ -1092,6 +1099,16 @@ impl RawRod {
                 Some(_) => guides_m.push(anchor),
                 None => {}
             }
+            if !(c.friction_mu.is_finite() && c.friction_mu >= 0.0) {
+                return Err(ConfigError::new(file, &format!("{field}.friction_mu"), format!("must be >= 0, got {}", c.friction_mu)));
+            }
+            if c.friction_mu > 0.0 && !guides_m.is_empty() {
+                return Err(ConfigError::new(
+                    file,
+                    &format!("{field}.friction_mu"),
+                    "friction at guide disks is not modelled yet: give it for a cable in a channel (no guides_m)",
+                ));
+            }
             let cable = Cable {
                 name: c.name.clone().unwrap_or_else(|| format!("cable{}", i + 1)),
                 angle_rad: c.angle_deg.to_radians(),
@@ -1099,6 +1116,7 @@ impl RawRod {
                 anchor_m: anchor,
                 path_radius,
                 guides_m,
+                friction_mu: c.friction_mu,
             };
             if cable.path_radius.is_none() {
                 for x in [0.0, anchor] {

@@ -26,11 +26,35 @@ pub struct Loads {
     pub point_loads: Vec<PointLoad>,
     /// Tension of each cable of the rod, in its order \[N\].
     pub cable_tensions_n: Vec<f64>,
+    /// Which way each cable slides in its channel (what its friction
+    /// opposes); empty: every cable is being pulled in.
+    pub cable_slide: Vec<CableSlide>,
+}
+
+/// Which way a cable slides through its channel while its tension is
+/// held: friction (the rod file's `friction_mu`) opposes the motion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CableSlide {
+    /// Being pulled in (loading): the tension falls from the base to the tip.
+    #[default]
+    PulledIn,
+    /// Being let out (unloading): the tension rises from the base to the tip.
+    LetOut,
+}
+
+impl CableSlide {
+    /// The sign of `mu theta` in the capstan factor `exp(sign mu theta)`.
+    pub fn capstan_sign(self) -> f64 {
+        match self {
+            CableSlide::PulledIn => -1.0,
+            CableSlide::LetOut => 1.0,
+        }
+    }
 }
 
 impl Default for Loads {
     fn default() -> Self {
-        Self { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: vec![] }
+        Self { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: vec![], cable_slide: vec![] }
     }
 }
 
@@ -165,7 +189,7 @@ impl<'l> StaticTerms<'l> {
         Ok(StaticTerms {
             gravity: Gravity { scale: loads.gravity_scale * lambda },
             points: PointLoads { loads: &loads.point_loads, joints, scale: lambda },
-            cables: Cables { tensions_n: &loads.cable_tensions_n, scale: lambda },
+            cables: Cables { tensions_n: &loads.cable_tensions_n, scale: lambda, slide: &loads.cable_slide },
         })
     }
 

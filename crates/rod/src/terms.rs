@@ -750,9 +750,15 @@ impl Term for Springs {
 
 /// Cables pulled with tensions `T_c` (times `scale`): energy
 /// `sum T_c l_c(q)`, `l_c = sum_k h_k |Q_k + K_k x d + d'|` (strains only).
+/// A cable with friction (`friction_mu`) sliding through its channel the
+/// way `slide` says has the tension `T_c exp(-+mu Theta_k)` on span `k`,
+/// `Theta_k` the angle it turned through from the base to the span's
+/// middle (the capstan law): no energy then.
 pub struct Cables<'t> {
     pub tensions_n: &'t [f64],
     pub scale: f64,
+    /// Per cable (empty or short: pulled in).
+    pub slide: &'t [crate::statics::CableSlide],
 }
 
 /// Cable length `l_c` for every cable: along its path, or straight between
@@ -799,7 +805,8 @@ impl Term for Cables<'_> {
     }
 
     fn energy(&self, s: &State) -> Option<f64> {
-        Some(cable_lengths_m(s.model, s.q).iter().zip(self.tensions_n).map(|(l, t)| l * t * self.scale).sum())
+        let rubs = s.model.rod.cables.iter().zip(self.tensions_n).any(|(c, t)| c.friction_mu > 0.0 && *t != 0.0);
+        (!rubs).then(|| cable_lengths_m(s.model, s.q).iter().zip(self.tensions_n).map(|(l, t)| l * t * self.scale).sum())
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
@@ -811,6 +818,12 @@ impl Term for Cables<'_> {
             }
             if !model.cable_guides[c].is_empty() {
                 guided_cable(s, sink, &model.cable_guides[c], t_n);
+                continue;
+            }
+            let mu = model.rod.cables[c].friction_mu;
+            if mu > 0.0 {
+                let sign = self.slide.get(c).copied().unwrap_or_default().capstan_sign();
+                rubbing_cable(s, sink, spans, t_n, sign * mu);
                 continue;
             }
             for (k, span) in spans.iter().enumerate() {
@@ -842,6 +855,88 @@ impl Term for Cables<'_> {
                 }
             }
         }
+    }
+}
+
+/// The cable's unit direction in span `k`'s body frame and its length
+/// rate `|v|`, `v = Q + K x d + d'`.
+fn cable_direction(xi: &Vec6, span: &crate::model::CableSpan) -> (Vec3, f64) {
+    let v = lie::linear(xi) + lie::angular(xi).cross(&span.offset_m) + span.offset_slope;
+    let nv = v.norm();
+    (v / nv, nv)
+}
+
+/// How fast a cable turns along span `k` \[rad/m\], `|K x t|` (its body
+/// direction is constant over the span, the frame turns at `K`), and the
+/// rate's gradient in the span's strain `[K; Q]`. Smoothed at zero (a
+/// straight cable), where the rate has a kink.
+fn turn_rate(xi: &Vec6, span: &crate::model::CableSpan) -> (f64, Vec6) {
+    const SMOOTH_RAD_M: f64 = 1e-9;
+    let (t, nv) = cable_direction(xi, span);
+    let k = lie::angular(xi);
+    let a = k.cross(&t);
+    let rate = (a.norm_squared() + SMOOTH_RAD_M * SMOOTH_RAD_M).sqrt();
+    // dt/dv = (I - t t^T) / |v|; dv/dK = -d~, dv/dQ = I.
+    let dt_dv = (Matrix3::identity() - t * t.transpose()) / nv;
+    let da_dq = skew(&k) * dt_dv;
+    let da_dk = -skew(&t) - da_dq * skew(&span.offset_m);
+    let g = a / rate;
+    (rate - SMOOTH_RAD_M, stack(&(da_dk.transpose() * g), &(da_dq.transpose() * g)))
+}
+
+/// A span's strain gradient (over the six components) as a gradient in
+/// the coordinates, through the segment's basis weights.
+fn to_coordinates(model: &Model, k: usize, g: &Vec6, out: &mut DVector<f64>, factor: f64) {
+    let seg = &model.segments[k];
+    for (a, wa) in [seg.w_left, seg.w_right].iter().enumerate() {
+        for (j, &cc) in model.free.iter().enumerate() {
+            out[seg.dof[a] + j] += factor * wa * g[cc];
+        }
+    }
+}
+
+/// A cable rubbing on its channel (capstan law): span `k` carries
+/// `t_n exp(signed_mu Theta_k)`, `Theta_k` the turn from the base to the
+/// span's middle. Its generalised force is `sum_k T_k dl_k/dq`; the tangent
+/// adds the spans' own `T_k d2l_k/dq2` and `dl_k/dq dT_k/dq^T` (not
+/// symmetric: friction is not conservative).
+fn rubbing_cable(s: &State, sink: &mut Sink, spans: &[Option<crate::model::CableSpan>], t_n: f64, signed_mu: f64) {
+    let model = s.model;
+    let n = model.n_dof();
+    let want_tangent = sink.wants_tangent();
+    // The turn so far, and its gradient in q (for the tangent).
+    let (mut turned, mut turned_grad) = (0.0, want_tangent.then(|| DVector::zeros(n)));
+    for (k, span) in spans.iter().enumerate() {
+        let Some(span) = span else { continue };
+        let seg = &model.segments[k];
+        let xi = s.frames.psi[k] / seg.h_m;
+        let (t, nv) = cable_direction(&xi, span);
+        let (rate, rate_grad) = turn_rate(&xi, span);
+        let tension = t_n * (signed_mu * (turned + 0.5 * seg.h_m * rate)).exp();
+        let d = span.offset_m;
+        let length_grad = stack(&d.cross(&t), &t) * seg.h_m;
+        let wts = [seg.w_left, seg.w_right];
+        {
+            let r = sink.residual_mut();
+            for (a, wa) in wts.iter().enumerate() {
+                for (j, &cc) in model.free.iter().enumerate() {
+                    r[seg.dof[a] + j] += wa * tension * length_grad[cc];
+                }
+            }
+        }
+        if let (Some(h), Some(turned_grad)) = (sink.tangent_mut(), turned_grad.as_mut()) {
+            let b = point_map(&d);
+            let p = (Matrix3::identity() - t * t.transpose()) / nv;
+            add_segment_block(h, model, seg.dof, &wts, &(b.transpose() * p * b * (tension * seg.h_m)), 1.0);
+            // dT_k/dq = T_k signed_mu (dTheta_before/dq + h/2 drate/dq).
+            let mut d_tension = turned_grad.clone();
+            to_coordinates(model, k, &rate_grad, &mut d_tension, 0.5 * seg.h_m);
+            let mut d_length = DVector::zeros(n);
+            to_coordinates(model, k, &length_grad, &mut d_length, 1.0);
+            h.ger(tension * signed_mu, &d_length, &d_tension, 1.0);
+            to_coordinates(model, k, &rate_grad, turned_grad, seg.h_m);
+        }
+        turned += seg.h_m * rate;
     }
 }
 

@@ -95,8 +95,15 @@ fn cable_at_constant_offset_bends_into_arc() {
     let mut rod = Rod::uniform_cylinder(0.3, r, Material { e_pa: e, g_pa: g, rho_kg_m3: 1000.0 }, 2);
     rod.gravity_m_s2 = Vec3::zeros();
     for (angle_deg, tension) in [(0.0, 0.5), (90.0, 1.0), (225.0, 2.0)] {
-        rod.cables =
-            vec![Cable { name: "c".into(), angle_rad: f64::to_radians(angle_deg), inset_m: inset, anchor_m: 0.3, path_radius: None, guides_m: vec![] }];
+        rod.cables = vec![Cable {
+            name: "c".into(),
+            angle_rad: f64::to_radians(angle_deg),
+            inset_m: inset,
+            anchor_m: 0.3,
+            path_radius: None,
+            guides_m: vec![],
+            friction_mu: 0.0,
+        }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -166,6 +173,7 @@ fn a_straight_channel_in_a_tapered_rod_bends_it_by_its_own_moment_arm() {
         anchor_m: l,
         path_radius: path,
         guides_m: vec![],
+        friction_mu: 0.0,
     };
     rod.cables = vec![cable(Some(rod::PathRadius { points: vec![(0.0, d_channel)] }), 0.0)];
     let (channel, _, _) = tip_angle(&rod);
@@ -202,7 +210,7 @@ fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
     rod.gravity_m_s2 = Vec3::zeros();
     let tip = |guides_m: Vec<f64>| {
         let mut rod = rod.clone();
-        rod.cables = vec![Cable { name: "c".into(), angle_rad: 0.5 * PI, inset_m: inset, anchor_m: l, path_radius: None, guides_m }];
+        rod.cables = vec![Cable { name: "c".into(), angle_rad: 0.5 * PI, inset_m: inset, anchor_m: l, path_radius: None, guides_m, friction_mu: 0.0 }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -222,6 +230,63 @@ fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
         assert!((3.5..4.5).contains(&ratio), "halving the spacing divides the gap by {ratio}, not 4");
     }
     assert!(gaps[3] < 1e-3 * deflection_m, "{} of {deflection_m}", gaps[3]);
+}
+
+/// The capstan law (#45): a stiff rod curved at rest into a quarter
+/// circle, a cable with mu 0.2 in a channel on its inner side. Beyond any
+/// section, the cable's pull is its tension there at the channel's radius
+/// d, so the rod's bending moment is T(s) d, and its curvature beyond rest
+/// gives T(s) = E I (kappa(s) - kappa_0) / d: an independent reading of the
+/// tension. Pulled in, T(s) = T_0 exp(-mu theta(s)), theta the angle the
+/// rod has turned through by s; let out, exp(+mu theta(s)). Within 0.1 %
+/// along the rod (1.5e-4; near the tip theta 1.53 rad, the tension 26 %
+/// below or 36 % above the base's); frictionless, both ways give the same
+/// shape.
+#[test]
+fn a_cable_rubbing_in_a_curved_channel_follows_the_capstan_law() {
+    use rod::statics::CableSlide;
+    let (l, r, e, d, mu, t0) = (0.2, 0.005, 1.0e8, 0.003, 0.2, 1.0);
+    let kappa_0 = 0.5 * PI / l;
+    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: e, g_pa: e / 2.9, rho_kg_m3: 1100.0 }, 16);
+    rod.subsegments_per_section = 4;
+    rod.gravity_m_s2 = Vec3::zeros();
+    // Curved about y: the tangent turns towards -z, the inner side.
+    rod.rest_curvature_per_m = Vec3::new(0.0, kappa_0, 0.0);
+    let ei = e * PI * r.powi(4) / 4.0;
+    let shape = |mu: f64, slide: CableSlide| {
+        let mut rod = rod.clone();
+        let channel = rod::PathRadius { points: vec![(0.0, d)] };
+        rod.cables =
+            vec![Cable { name: "c".into(), angle_rad: 1.5 * PI, inset_m: 0.0, anchor_m: l, path_radius: Some(channel), guides_m: vec![], friction_mu: mu }];
+        let loads = Loads { cable_slide: vec![slide], ..Loads::none().with_tensions(&[t0]) };
+        let model = model_for(&rod, &loads);
+        let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
+        (model, sol.q)
+    };
+    for (slide, sign) in [(CableSlide::PulledIn, -1.0), (CableSlide::LetOut, 1.0)] {
+        let (model, q) = shape(mu, slide);
+        let mut worst: f64 = 0.0;
+        for k in 0..16 {
+            let s = l * (k as f64 + 0.5) / 16.0;
+            let from_strain = ei * (model.strain_at(s, &q)[1] - kappa_0) / d;
+            // The angle turned by s: the frame's x axis against the base's.
+            let frame = model.frames(&q);
+            let (j0, j1) = (model.joint_at(s - l / 32.0), model.joint_at(s + l / 32.0));
+            let angle = |j: usize| -frame.joints[j].rot[(2, 0)].atan2(frame.joints[j].rot[(0, 0)]);
+            let theta = 0.5 * (angle(j0) + angle(j1));
+            let capstan = t0 * (sign * mu * theta).exp();
+            worst = worst.max((from_strain / capstan - 1.0).abs());
+            if k == 15 {
+                println!("{slide:?}: near the tip theta {theta:.4} rad, tension from the curvature {from_strain:.5} N, capstan {capstan:.5} N");
+            }
+        }
+        println!("{slide:?}: worst relative difference along the rod {worst:.2e}");
+        assert!(worst < 1e-3, "{slide:?}: {worst}");
+    }
+    let (m, pulled) = shape(0.0, CableSlide::PulledIn);
+    let (_, let_out) = shape(0.0, CableSlide::LetOut);
+    assert!((&pulled - &let_out).amax() < 1e-9, "frictionless, the two ways agree");
+    assert!(m.rod.cables[0].friction_mu == 0.0);
 }
 
 #[test]

@@ -24,8 +24,8 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![
-        Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None, guides_m: vec![] },
-        Cable { name: "b".into(), angle_rad: 2.0, inset_m: 0.0, anchor_m: 0.13, path_radius: None, guides_m: vec![] },
+        Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None, guides_m: vec![], friction_mu: 0.0 },
+        Cable { name: "b".into(), angle_rad: 2.0, inset_m: 0.0, anchor_m: 0.13, path_radius: None, guides_m: vec![], friction_mu: 0.0 },
         // A channel whose radius changes along the arc, not with the section.
         Cable {
             name: "channel".into(),
@@ -34,9 +34,10 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
             anchor_m: 0.18,
             path_radius: Some(rod::PathRadius { points: vec![(0.0, 0.006), (0.1, 0.004), (0.2, 0.0045)] }),
             guides_m: vec![],
+            friction_mu: 0.0,
         },
         // Through three disks (the anchor the last), straight between them.
-        Cable { name: "guided".into(), angle_rad: 5.2, inset_m: 0.0005, anchor_m: 0.16, path_radius: None, guides_m: vec![0.05, 0.1, 0.16] },
+        Cable { name: "guided".into(), angle_rad: 5.2, inset_m: 0.0005, anchor_m: 0.16, path_radius: None, guides_m: vec![0.05, 0.1, 0.16], friction_mu: 0.0 },
     ];
     rod
 }
@@ -63,6 +64,7 @@ fn loads(with_moment: bool) -> Loads {
             },
         ],
         cable_tensions_n: vec![0.7, 1.3, 0.2, 0.3],
+        cable_slide: vec![],
     }
 }
 
@@ -220,5 +222,37 @@ fn a_nearby_tangent_starts_the_next_solve() {
         let difference = (&warm.q - &plain.q).amax() / plain.q.amax();
         assert!(difference < 1e-9, "case {i}: {difference:.2e}");
         assert!(warm.tangents < plain.tangents, "case {i}: {} tangents against {}", warm.tangents, plain.tangents);
+    }
+}
+
+/// A cable rubbing on its channel (capstan law, mu 0.3), pulled in and let
+/// out: the tangent (not symmetric) is the residual's Jacobian, at bent
+/// states and at rest (the busy rod is curved at rest).
+#[test]
+fn a_rubbing_cables_tangent_is_the_jacobian_of_its_residual() {
+    for slide in [rod::statics::CableSlide::PulledIn, rod::statics::CableSlide::LetOut] {
+        let mut rod = busy_rod(StrainModes::COSSERAT);
+        rod.cables[2].friction_mu = 0.3;
+        rod.cables[0].friction_mu = 0.2;
+        let l = Loads { cable_tensions_n: vec![0.7, 1.3, 0.9, 0.3], cable_slide: vec![slide; 4], ..loads(true) };
+        let model = Model::new(&rod, &l.points_m());
+        for (seed, scale) in [(21, 1.0), (22, 0.3), (23, 0.0)] {
+            let q = random_q(&model, seed, scale);
+            let a = assemble(&model, &l, &q, 1.0, true).unwrap();
+            let h = a.tangent.unwrap();
+            let e = 1e-6;
+            let mut worst: f64 = 0.0;
+            for i in 0..model.n_dof() {
+                let mut qp = q.clone();
+                qp[i] += e;
+                let mut qm = q.clone();
+                qm[i] -= e;
+                let col = (assemble(&model, &l, &qp, 1.0, false).unwrap().residual - assemble(&model, &l, &qm, 1.0, false).unwrap().residual) / (2.0 * e);
+                worst = worst.max((h.column(i) - col).amax());
+            }
+            println!("{slide:?}, seed {seed}: tangent against differences {worst:.2e} of {:.2e}", h.amax());
+            assert!(worst <= 1e-6 * h.amax(), "{slide:?} seed {seed}: {worst} of {}", h.amax());
+            assert!((&h - h.transpose()).amax() > 1e-6 * h.amax(), "friction makes the tangent unsymmetric");
+        }
     }
 }

@@ -17,7 +17,7 @@ fn rod() -> Rod {
     rod.cross_section = rod::CrossSection::round(Profile::Linear { base_m: 0.01, tip_m: 0.005 }, rod.cross_section.body);
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
-    rod.cables = vec![Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None, guides_m: vec![] }];
+    rod.cables = vec![Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None, guides_m: vec![], friction_mu: 0.0 }];
     rod
 }
 
@@ -74,7 +74,7 @@ fn elastic_gravity_cables_point_loads_springs() {
     for (model, base) in models() {
         check(&model, &Elastic, true, &format!("elastic, {base}"));
         check(&model, &Gravity { scale: 1.3 }, true, &format!("gravity, {base}"));
-        check(&model, &Cables { tensions_n: &[0.7], scale: 1.0 }, true, &format!("cables, {base}"));
+        check(&model, &Cables { tensions_n: &[0.7], scale: 1.0, slide: &[] }, true, &format!("cables, {base}"));
         let joints = loads.iter().map(|l| model.joint_at(l.x_m)).collect();
         check(&model, &PointLoads { loads: &loads, joints, scale: 0.8 }, true, &format!("point forces, {base}"));
         let joints = with_moment.iter().map(|l| model.joint_at(l.x_m)).collect();

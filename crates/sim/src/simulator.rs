@@ -502,7 +502,8 @@ impl Simulator {
             }
             return Ok(());
         }
-        let loads = rod::Loads { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: self.scene.cable_tensions_n(&self.model.rod, 0.0) };
+        let loads =
+            rod::Loads { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: self.scene.cable_tensions_n(&self.model.rod, 0.0), cable_slide: vec![] };
         let held = rod::held::solve_held(&self.model, &loads, rows.hold, None, &rod::NewtonOptions::default()).map_err(|e| match e {
             rod::StaticsError::Unreachable { .. } => SimError::Input(format!("[tip] at t = 0: {e}")),
             e => SimError::NoConvergence { step: 0, t_s: 0.0, why: format!("the held equilibrium at t = 0: {e}"), remedy: String::new() },
@@ -832,7 +833,7 @@ impl Simulator {
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
         let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
         // Ramped with gravity while settling the initial equilibrium.
-        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale };
+        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &[] };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
         if tensions.iter().any(|t| *t != 0.0) {
             list.push(&cables);
