@@ -829,3 +829,82 @@ fn a_loop_between_two_clamps_has_pyelasticas_shape() {
     );
     assert!(worst < 0.01 * 1.5, "PyElastica's loop is {worst} m from ours");
 }
+
+/// Hysteresis through the binary (#45): the tapered arm's cables rubbing
+/// with mu 0.15, each pulled up to 0.4 N and let down again, written as
+/// inputs.csv with its direction column (load, unload); `identify
+/// --fit-friction=0.1,0.1` recovers mu and E, prints mu with its interval
+/// and writes it to identified.toml; a direction that is neither is
+/// refused in one line, and the fit of a rod whose cables all run through
+/// guide disks is refused.
+#[test]
+fn identify_fits_the_cables_friction_from_loading_and_unloading() {
+    let rod_file = "configs/rod/tapered-channels-arm.toml";
+    let mut rod = rod::Rod::from_file(&root().join(rod_file)).unwrap();
+    for c in &mut rod.cables {
+        c.friction_mu = 0.15;
+    }
+    let truth = identify::Values::material(2.0e5, 2.0e5 / 2.9, 1.1e3);
+    let mut experiments = vec![];
+    for cable in 0..3 {
+        for t in [0.1, 0.2, 0.3, 0.4] {
+            for slide in [rod::statics::CableSlide::PulledIn, rod::statics::CableSlide::LetOut] {
+                let mut tensions = vec![0.0; 3];
+                tensions[cable] = t;
+                let marks = [0.1, 0.2].map(|a| identify::Measurement {
+                    arc_m: a,
+                    offset_body_m: lie::Vec3::zeros(),
+                    pos_m: lie::Vec3::zeros(),
+                    sigma_m: 1e-4,
+                    arc_sigma_m: 0.0,
+                });
+                let mut e = identify::Experiment::new(format!("c{}-{t}-{slide:?}", cable + 1), tensions, lie::Vec3::zeros(), marks.to_vec());
+                e.cable_slide = slide;
+                let (p, _) = identify::predict(&rod, &e, &truth).unwrap();
+                for (m, p) in e.measurements.iter_mut().zip(p) {
+                    m.pos_m = p;
+                }
+                experiments.push(e);
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("pulls");
+    identify::data::write_experiments(&data, &experiments, "pulls that load and unload").unwrap();
+    let inputs = std::fs::read_to_string(data.join("inputs.csv")).unwrap();
+    assert!(inputs.contains(",direction") && inputs.contains(",unload"), "{inputs}");
+    let out = dir.path().join("fit");
+    let fit = |extra: &[&str]| {
+        let mut args =
+            vec!["identify", "--rod", rod_file, "--experiments", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo", "--tie-g", "0.45"];
+        args.extend(extra);
+        rodlab(&args)
+    };
+    let o = fit(&["--fit-friction=0.1,0.1"]);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("friction mu  ="), "{stdout}");
+    let v: toml::Value = toml::from_str(&std::fs::read_to_string(out.join("identified.toml")).unwrap()).unwrap();
+    let mu = v["parameters"]["friction_mu"].as_float().unwrap();
+    let e_pa = v["parameters"]["e_pa"]["value"].as_float().unwrap();
+    println!("mu {mu:.4} for 0.15, E {e_pa:.4e} for 2e5");
+    assert!((mu / 0.15 - 1.0).abs() < 0.1 && (e_pa / 2.0e5 - 1.0).abs() < 0.01, "mu {mu}, E {e_pa}\n{stdout}");
+
+    std::fs::write(data.join("inputs.csv"), inputs.replacen(",unload", ",sideways", 1)).unwrap();
+    expect_exit_2(fit(&[]), &["inputs.csv", "column 'direction'", "'sideways'"]);
+    std::fs::write(data.join("inputs.csv"), &inputs).unwrap();
+    let guided = dir.path().join("guided.toml");
+    let text = std::fs::read_to_string(root().join(rod_file)).unwrap().replace("path_radius_m = 4.0e-3", "path_radius_m = 4.0e-3\nguides_m = [0.1, 0.2]");
+    std::fs::write(&guided, text).unwrap();
+    let o = rodlab(&[
+        "identify",
+        "--rod",
+        guided.to_str().unwrap(),
+        "--experiments",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--fit-friction=0.1,0.1",
+    ]);
+    expect_exit_2(o, &["--fit-friction", "guide disks"]);
+}

@@ -49,6 +49,9 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
             rod.cables[c].angle_rad.to_degrees()
         );
     }
+    if let (Some(mu), Some(c)) = (p.friction_mu, p.friction_mu_ci95) {
+        println!("  friction mu  = {mu:>9.4}        95 % CI [{:.4}, {:.4}] (every cable in its channel)", c[0], c[1]);
+    }
     if f.layout.radius_scale {
         let c = p.radius_scale_ci95;
         println!("  radius scale = {:>9.4}        95 % CI [{:.4}, {:.4}] (of the rod file's section)", f.values.radius_scale, c[0], c[1]);

@@ -31,6 +31,10 @@ pub struct FitOptions {
     /// Estimate one turn per cable about the rod's axis from the rod
     /// file's angle, each with this prior (mean, sd) \[rad\].
     pub cable_angle_each_prior: Option<(f64, f64)>,
+    /// Estimate the cables' friction coefficient in their channels (one
+    /// for all), with this prior (mean, sd): from pulls that load and
+    /// unload (inputs.csv's direction).
+    pub friction_prior: Option<(f64, f64)>,
     /// Hold E, G, rho at these values (fit only geometry and nuisance): the
     /// question "which geometry makes a published material fit?".
     pub hold_material: Option<[f64; 3]>,
@@ -76,6 +80,7 @@ impl Default for FitOptions {
             radius_scale_prior: None,
             cable_offset_each_prior: None,
             cable_angle_each_prior: None,
+            friction_prior: None,
             hold_material: None,
             tie_g_poisson: None,
             pool_cables: false,
@@ -474,6 +479,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         radius_scale: opts.radius_scale_prior.is_some(),
         cable_offset_each: if opts.cable_offset_each_prior.is_some() { rod.cables.len() } else { 0 },
         cable_angle_each: if opts.cable_angle_each_prior.is_some() { rod.cables.len() } else { 0 },
+        friction: opts.friction_prior.is_some(),
     };
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
     let m = rod.cross_section.body;
@@ -498,6 +504,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
             Geometry::CableOffsetOf(_) | Geometry::CableAngleOf(_) if opts.pool_cables => None,
             Geometry::CableOffsetOf(_) => opts.cable_offset_each_prior,
             Geometry::CableAngleOf(_) => opts.cable_angle_each_prior,
+            Geometry::FrictionMu => opts.friction_prior,
         };
         if let Some((mean, sd)) = prior {
             problem = problem.with_prior(index, mean, sd);
@@ -547,6 +554,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
         radius_scale: scale_mean,
         cable_offsets_m: vec![each_mean_m; layout.cable_offset_each],
         cable_angles_rad: vec![angle_mean_rad; layout.cable_angle_each],
+        friction_mu: opts.friction_prior.map(|p| p.0),
         ..Values::material(e_pa, g_pa, rho_kg_m3)
     };
     let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));

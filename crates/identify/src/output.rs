@@ -463,6 +463,13 @@ pub struct Parameters {
     /// Their 95 % intervals \[rad\].
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
+    /// The cables' fitted friction coefficient in their channels (absent
+    /// when not fitted: the rod file's friction_mu) and its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub friction_mu: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub friction_mu_ci95: Option<[f64; 2]>,
     /// The body's law of this fit, as a rod file spells it (`linear`,
     /// `neo_hookean`, `mooney_rivlin` with `c01_fraction`); absent: the
     /// rod file's.
@@ -495,6 +502,7 @@ impl Parameters {
             radius_scale: self.radius_scale,
             cable_offsets_m: self.cable_offsets_m.clone(),
             cable_angles_rad: self.cable_angles_rad.clone(),
+            friction_mu: self.friction_mu,
         }
     }
 }
@@ -823,6 +831,8 @@ fn parameters(f: &Fit) -> Parameters {
         cable_offsets_ci95_m: (0..f.layout.cable_offset_each).map(|c| interval(f, Geometry::CableOffsetOf(c))).collect(),
         cable_angles_rad: f.values.cable_angles_rad.clone(),
         cable_angles_ci95_rad: (0..f.layout.cable_angle_each).map(|c| interval(f, Geometry::CableAngleOf(c))).collect(),
+        friction_mu: f.layout.friction.then_some(f.values.friction_mu.unwrap_or(0.0)),
+        friction_mu_ci95: f.layout.friction.then(|| interval(f, Geometry::FrictionMu)),
         law: Some(f.elastic_law.key().0.to_string()),
         c01_fraction: f.elastic_law.key().1,
     }
@@ -882,6 +892,8 @@ impl IdentifiedFile {
                 cable_offsets_ci95_m: vec![],
                 cable_angles_rad: vec![],
                 cable_angles_ci95_rad: vec![],
+                friction_mu: None,
+                friction_mu_ci95: None,
                 law: Some(law.into()),
                 c01_fraction,
             },
@@ -1038,7 +1050,7 @@ impl IdentifiedFile {
 
     /// `rod` (the rod file these parameters were identified for) with the
     /// identified material and geometry (cable offsets and angles, radius
-    /// scale).
+    /// scale) and the cables' friction.
     pub fn apply_to(&self, rod: &Rod) -> Rod {
         let p = &self.parameters;
         let mut out = rod
@@ -1052,6 +1064,11 @@ impl IdentifiedFile {
         }
         if let Some(d) = &self.dynamic {
             out.damping = Some(rod::Damping::Ratio(d.damping_ratio));
+        }
+        if let Some(mu) = p.friction_mu {
+            for c in out.cables.iter_mut().filter(|c| c.guides_m.is_empty()) {
+                c.friction_mu = mu;
+            }
         }
         out
     }

@@ -83,6 +83,9 @@ pub struct Layout {
     /// One angle per cable about the rod's axis, for this many cables (0:
     /// none; geometry, needs priors).
     pub cable_angle_each: usize,
+    /// The cables' friction coefficient in their channels, one for all
+    /// (the last parameter; needs a prior).
+    pub friction: bool,
 }
 
 /// A geometry parameter: changes the model, not the material.
@@ -94,6 +97,8 @@ pub enum Geometry {
     CableOffsetOf(usize),
     /// The turn of cable `c` about the rod's axis.
     CableAngleOf(usize),
+    /// The cables' friction coefficient in their channels.
+    FrictionMu,
 }
 
 impl Geometry {
@@ -103,6 +108,7 @@ impl Geometry {
             Geometry::RadiusScale => v.radius_scale,
             Geometry::CableOffsetOf(c) => v.cable_offsets_m.get(c).copied().unwrap_or(0.0),
             Geometry::CableAngleOf(c) => v.cable_angles_rad.get(c).copied().unwrap_or(0.0),
+            Geometry::FrictionMu => v.friction_mu.unwrap_or(0.0),
         }
     }
 
@@ -113,6 +119,7 @@ impl Geometry {
             Geometry::RadiusScale => ("radius scale".into(), "1"),
             Geometry::CableOffsetOf(c) => (format!("cable {} offset", c + 1), "m"),
             Geometry::CableAngleOf(c) => (format!("cable {} angle", c + 1), "rad"),
+            Geometry::FrictionMu => ("cable friction mu".into(), "1"),
         }
     }
 
@@ -124,6 +131,7 @@ impl Geometry {
             Geometry::RadiusScale => v.radius_scale += delta,
             Geometry::CableOffsetOf(c) => add_at(&mut v.cable_offsets_m, c, delta),
             Geometry::CableAngleOf(c) => add_at(&mut v.cable_angles_rad, c, delta),
+            Geometry::FrictionMu => v.friction_mu = Some(v.friction_mu.unwrap_or(0.0) + delta),
         }
         v
     }
@@ -132,7 +140,7 @@ impl Geometry {
     fn step(self) -> f64 {
         match self {
             Geometry::CableOffset | Geometry::CableOffsetOf(_) => 1e-7,
-            Geometry::RadiusScale | Geometry::CableAngleOf(_) => 1e-6,
+            Geometry::RadiusScale | Geometry::CableAngleOf(_) | Geometry::FrictionMu => 1e-6,
         }
     }
 }
@@ -146,8 +154,8 @@ fn add_at(per_cable: &mut Vec<f64>, c: usize, delta: f64) {
 }
 
 impl Layout {
-    /// Every parameter, for a rod with `n_cables` cables: evaluates given
-    /// values as they are.
+    /// Every parameter but friction, for a rod with `n_cables` cables:
+    /// evaluates given values as they are.
     pub fn all(n_cables: usize) -> Layout {
         Layout {
             fit_rho: true,
@@ -157,6 +165,7 @@ impl Layout {
             radius_scale: true,
             cable_offset_each: n_cables,
             cable_angle_each: n_cables,
+            friction: false,
         }
     }
 
@@ -169,16 +178,22 @@ impl Layout {
             + self.radius_scale as usize
             + self.cable_offset_each
             + self.cable_angle_each
+            + self.friction as usize
     }
 
     /// Index of the first per-cable offset.
     pub fn cable_offset_each_index(&self) -> Option<usize> {
-        (self.cable_offset_each > 0).then_some(self.n_params() - self.cable_angle_each - self.cable_offset_each)
+        (self.cable_offset_each > 0).then_some(self.n_params() - self.friction as usize - self.cable_angle_each - self.cable_offset_each)
     }
 
-    /// Index of the first per-cable angle (the last parameters).
+    /// Index of the first per-cable angle.
     pub fn cable_angle_each_index(&self) -> Option<usize> {
-        (self.cable_angle_each > 0).then_some(self.n_params() - self.cable_angle_each)
+        (self.cable_angle_each > 0).then_some(self.n_params() - self.friction as usize - self.cable_angle_each)
+    }
+
+    /// Index of the friction coefficient (the last parameter).
+    pub fn friction_index(&self) -> Option<usize> {
+        self.friction.then_some(self.n_params() - 1)
     }
 
     pub fn radius_scale_index(&self) -> Option<usize> {
@@ -199,6 +214,9 @@ impl Layout {
         }
         if let Some(i) = self.cable_angle_each_index() {
             g.extend((0..self.cable_angle_each).map(|c| (Geometry::CableAngleOf(c), i + c)));
+        }
+        if let Some(i) = self.friction_index() {
+            g.push((Geometry::FrictionMu, i));
         }
         g
     }
@@ -227,6 +245,7 @@ impl Layout {
             radius_scale: has("radius_scale"),
             cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
             cable_angle_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_angle_rad")).count(),
+            friction: has("friction_mu"),
         };
         (layout.names() == names).then_some(layout)
     }
@@ -251,6 +270,9 @@ impl Layout {
         let mut n: Vec<String> = n.into_iter().map(String::from).collect();
         n.extend((1..=self.cable_offset_each).map(|c| format!("cable_{c}_offset_m")));
         n.extend((1..=self.cable_angle_each).map(|c| format!("cable_{c}_angle_rad")));
+        if self.friction {
+            n.push("friction_mu".into());
+        }
         n
     }
 }
@@ -273,6 +295,9 @@ pub struct Values {
     /// Per-cable turns about the rod's axis, added to the rod file's
     /// angles (empty: none) \[rad\].
     pub cable_angles_rad: Vec<f64>,
+    /// The friction coefficient of every cable in its channel (`None`: each
+    /// cable's from the rod file).
+    pub friction_mu: Option<f64>,
 }
 
 impl Values {
@@ -288,6 +313,7 @@ impl Values {
             radius_scale: 1.0,
             cable_offsets_m: vec![],
             cable_angles_rad: vec![],
+            friction_mu: None,
         }
     }
 
@@ -746,6 +772,9 @@ impl Problem {
         }
         p.extend((0..self.layout.cable_offset_each).map(|c| v.cable_offsets_m.get(c).copied().unwrap_or(0.0)));
         p.extend((0..self.layout.cable_angle_each).map(|c| v.angle_of_cable_rad(c)));
+        if self.layout.friction {
+            p.push(v.friction_mu.unwrap_or(0.0));
+        }
         DVector::from_vec(p)
     }
 
@@ -771,6 +800,9 @@ impl Problem {
         if let Some(i) = l.cable_offset_each_index() {
             v.cable_offsets_m = p.rows(i, l.cable_offset_each).iter().copied().collect();
         }
+        if let Some(i) = l.friction_index() {
+            v.friction_mu = Some(p[i]);
+        }
         if let Some(i) = l.cable_angle_each_index() {
             v.cable_angles_rad = p.rows(i, l.cable_angle_each).iter().copied().collect();
         }
@@ -785,6 +817,12 @@ impl Problem {
         let s = v.radius_scale;
         if v.moves_cables() {
             place_cables(&mut model, &em.model, (&em.cable_spans_2, &em.cable_guides_2), s, v);
+        }
+        if let Some(mu) = v.friction_mu {
+            // Friction in channels (guide disks have none yet).
+            for c in model.rod.cables.iter_mut().filter(|c| c.guides_m.is_empty()) {
+                c.friction_mu = mu;
+            }
         }
         if s != 1.0 {
             // For the fibre strains of the validity check.
@@ -1321,8 +1359,16 @@ mod tests {
         });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0 };
         let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
-        let layout =
-            Layout { fit_rho: true, translation: false, pitch: false, cable_offset: true, radius_scale: true, cable_offset_each: 0, cable_angle_each: 1 };
+        let layout = Layout {
+            fit_rho: true,
+            translation: false,
+            pitch: false,
+            cable_offset: true,
+            radius_scale: true,
+            cable_offset_each: 0,
+            cable_angle_each: 1,
+            friction: false,
+        };
         let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));
         let (scale, offset_m, turn_rad) = (1.3, 0.002, -0.05);
         let v = Values { cable_offset_m: offset_m, radius_scale: scale, cable_angles_rad: vec![turn_rad], ..Values::material(4e5, 1.4e5, 1100.0) };

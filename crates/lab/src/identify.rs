@@ -66,6 +66,8 @@ pub struct IdentifyRequest {
     pub radius_scale: Prior,
     /// Each cable's turn about the rod's axis \[deg\].
     pub cable_angle_deg: Prior,
+    /// The cables' friction coefficient in their channels.
+    pub friction: Prior,
     /// Hold E, G, rho at these values and fit the rest.
     pub hold_material: Option<[f64; 3]>,
     /// Tie G to E by this Poisson's ratio (`--tie-g NU`); `None`: the rod
@@ -98,6 +100,7 @@ impl IdentifyRequest {
             pool_cables: false,
             radius_scale: Prior::Off,
             cable_angle_deg: Prior::Off,
+            friction: Prior::Off,
             hold_material: None,
             tie_g_poisson: None,
             compare_variants: false,
@@ -350,6 +353,16 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     if cable_angle_each_prior.is_some() && rod.cables.is_empty() {
         return Err(Error::input(format!("--fit-cable-angle: {} has no [[cable]]", req.rod_path.display())));
     }
+    let friction_prior = prior("fit-friction", req.friction, file_priors.friction_mu, &req.rod_path, "friction_mu = { mean = 0.1, sd = 0.1 }")?;
+    if friction_prior.is_some() && !rod.cables.iter().any(|c| c.guides_m.is_empty()) {
+        return Err(Error::input(format!(
+            "--fit-friction: {} has no [[cable]] in a channel (friction at guide disks is not modelled)",
+            req.rod_path.display()
+        )));
+    }
+    if friction_prior.is_some_and(|(m, _)| m < 0.0) {
+        return Err(Error::input("--fit-friction: the mean must be >= 0"));
+    }
     let (cable_offset_prior, cable_offset_each_prior) = if req.per_cable { (None, cable_offset_prior) } else { (cable_offset_prior, None) };
     let opts = FitOptions {
         translation: req.translation,
@@ -358,6 +371,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         radius_scale_prior,
         cable_offset_each_prior,
         cable_angle_each_prior,
+        friction_prior,
         hold_material: req.hold_material,
         tie_g_poisson,
         pool_cables: req.pool_cables,

@@ -209,6 +209,8 @@ pub struct IdentifyPriors {
     /// Each cable's turn about the rod's axis from its `angle_deg` \[rad\]
     /// (read from `cable_angle_deg`, in degrees).
     pub cable_angle_rad: Option<(f64, f64)>,
+    /// The cables' friction coefficient in their channels (`friction_mu`).
+    pub friction_mu: Option<(f64, f64)>,
     /// The physical ranges identified material values must fall inside
     /// (`[identify] e_pa_range = [min, max]`, ...): a fit at or beyond one
     /// is a failed identification, not a result.
@@ -495,6 +497,8 @@ struct RawIdentify {
     radius_scale: Option<RawPrior>,
     /// Prior of the cables' angular position \[deg\], `{ mean, sd }`: estimated when given.
     cable_angle_deg: Option<RawPrior>,
+    /// Prior of the cables' friction coefficient in their channels, `{ mean, sd }` (mean >= 0): estimated when given (`--fit-friction`), from pulls that load and unload.
+    friction_mu: Option<RawPrior>,
     /// Plausible range of E \[Pa\], `[min, max]`: a fit at or beyond it is flagged.
     e_pa_range: Option<[f64; 2]>,
     /// Plausible range of G \[Pa\], `[min, max]`.
@@ -1169,6 +1173,10 @@ impl RawRod {
         identify_priors.cable_offset_m = cable_prior("cable_offset_m", identify.and_then(|i| i.cable_offset_m.as_ref()))?;
         identify_priors.cable_angle_rad =
             cable_prior("cable_angle_deg", identify.and_then(|i| i.cable_angle_deg.as_ref()))?.map(|(m, sd)| (m.to_radians(), sd.to_radians()));
+        identify_priors.friction_mu = cable_prior("friction_mu", identify.and_then(|i| i.friction_mu.as_ref()))?;
+        if identify_priors.friction_mu.is_some_and(|(m, _)| m < 0.0) {
+            return Err(ConfigError::new(file, "identify.friction_mu.mean", "must be >= 0"));
+        }
         if let Some(RawPrior { mean, sd }) = identify.and_then(|i| i.radius_scale.as_ref()) {
             identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));
         }
