@@ -1066,7 +1066,7 @@ impl IdentifiedFile {
             out.damping = Some(rod::Damping::Ratio(d.damping_ratio));
         }
         if let Some(mu) = p.friction_mu {
-            for c in out.cables.iter_mut().filter(|c| c.guides_m.is_empty()) {
+            for c in &mut out.cables {
                 c.friction_mu = mu;
             }
         }

@@ -819,8 +819,7 @@ impl Problem {
             place_cables(&mut model, &em.model, (&em.cable_spans_2, &em.cable_guides_2), s, v);
         }
         if let Some(mu) = v.friction_mu {
-            // Friction in channels (guide disks have none yet).
-            for c in model.rod.cables.iter_mut().filter(|c| c.guides_m.is_empty()) {
+            for c in &mut model.rod.cables {
                 c.friction_mu = mu;
             }
         }

@@ -787,6 +787,26 @@ pub fn experiment_from_hold(
     Ok(e)
 }
 
+/// Which way the cables slid into hold `now` (what their friction
+/// opposed), from the session's tension history: the most loaded cable
+/// let out since the hold before (its tension lower by more than three of
+/// its standard errors) is `LetOut`; otherwise, and in a session's first
+/// hold, `PulledIn`.
+fn slide_since(before: Option<&Experiment>, now: &Experiment) -> rod::statics::CableSlide {
+    let most = now.tensions_n.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(c, _)| c);
+    match (before, most) {
+        (Some(before), Some(c)) if c < before.tensions_n.len() => {
+            let noise = 3.0 * now.tension_sigma_n.get(c).copied().unwrap_or(0.0).hypot(before.tension_sigma_n.get(c).copied().unwrap_or(0.0));
+            if before.tensions_n[c] - now.tensions_n[c] > noise.max(1e-9) {
+                rod::statics::CableSlide::LetOut
+            } else {
+                rod::statics::CableSlide::PulledIn
+            }
+        }
+        _ => rod::statics::CableSlide::PulledIn,
+    }
+}
+
 /// Finds a session's holds and makes an experiment of every usable one
 /// (ids `<session>/hold<k>`); returns the experiments and every hold with
 /// its status. A flange sensor's bias is found once for the session: a
@@ -800,14 +820,15 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
         None => [0.0; 6],
     };
     let mut holds = find_holds(data, &loads.holds);
-    let mut experiments = vec![];
+    let mut experiments: Vec<Experiment> = vec![];
     for (k, h) in holds.iter_mut().enumerate() {
         if matches!(h.status, HoldStatus::Rejected(_)) {
             continue;
         }
         let id = format!("{}/hold{}", data.name, k + 1);
         h.status = match experiment_from_hold(data, h, &id, rod, loads, sensor_bias) {
-            Ok(e) => {
+            Ok(mut e) => {
+                e.cable_slide = slide_since(experiments.last(), &e);
                 experiments.push(e);
                 HoldStatus::Used(id)
             }

@@ -354,11 +354,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         return Err(Error::input(format!("--fit-cable-angle: {} has no [[cable]]", req.rod_path.display())));
     }
     let friction_prior = prior("fit-friction", req.friction, file_priors.friction_mu, &req.rod_path, "friction_mu = { mean = 0.1, sd = 0.1 }")?;
-    if friction_prior.is_some() && !rod.cables.iter().any(|c| c.guides_m.is_empty()) {
-        return Err(Error::input(format!(
-            "--fit-friction: {} has no [[cable]] in a channel (friction at guide disks is not modelled)",
-            req.rod_path.display()
-        )));
+    if friction_prior.is_some() && rod.cables.is_empty() {
+        return Err(Error::input(format!("--fit-friction: {} has no [[cable]]", req.rod_path.display())));
     }
     if friction_prior.is_some_and(|(m, _)| m < 0.0) {
         return Err(Error::input("--fit-friction: the mean must be >= 0"));

@@ -816,7 +816,7 @@ struct RawCable {
     /// The arc lengths of the guide disks (spacer disks, 3D-printed rings) the cable is threaded through \[m\], increasing, in (0, anchor_m]: the cable runs straight from the base's hole to the first disk's and between consecutive disks, in the rod's current shape, and ends at the anchor (added as the last disk when not listed); its hole in each disk lies at the cable's distance (path_radius_m, or the surface less inset_m). Default: none, the cable follows its path continuously.
     #[serde(default)]
     guides_m: Vec<f64>,
-    /// Coulomb friction coefficient between the cable and its channel (>= 0, default 0): while the cable slides, its tension falls (pulled in) or rises (let out) by exp(mu theta) with the angle theta it turns through along the channel (the capstan law); a loads file or inputs.csv's direction column says which way it slides.
+    /// Coulomb friction coefficient between the cable and its channel or guide disks (>= 0, default 0): while the cable slides, its tension falls (pulled in) or rises (let out) by exp(mu theta) with the angle theta it turns through along the channel or at each disk (the capstan law); inputs.csv's direction column or solve --direction says which way it slides.
     #[serde(default)]
     friction_mu: f64,
 }
@@ -1105,13 +1105,6 @@ impl RawRod {
             }
             if !(c.friction_mu.is_finite() && c.friction_mu >= 0.0) {
                 return Err(ConfigError::new(file, &format!("{field}.friction_mu"), format!("must be >= 0, got {}", c.friction_mu)));
-            }
-            if c.friction_mu > 0.0 && !guides_m.is_empty() {
-                return Err(ConfigError::new(
-                    file,
-                    &format!("{field}.friction_mu"),
-                    "friction at guide disks is not modelled yet: give it for a cable in a channel (no guides_m)",
-                ));
             }
             let cable = Cable {
                 name: c.name.clone().unwrap_or_else(|| format!("cable{}", i + 1)),

@@ -816,14 +816,13 @@ impl Term for Cables<'_> {
             if t_n == 0.0 {
                 continue;
             }
+            let signed_mu = model.rod.cables[c].friction_mu * self.slide.get(c).copied().unwrap_or_default().capstan_sign();
             if !model.cable_guides[c].is_empty() {
-                guided_cable(s, sink, &model.cable_guides[c], t_n);
+                guided_cable(s, sink, &model.cable_guides[c], t_n, signed_mu);
                 continue;
             }
-            let mu = model.rod.cables[c].friction_mu;
-            if mu > 0.0 {
-                let sign = self.slide.get(c).copied().unwrap_or_default().capstan_sign();
-                rubbing_cable(s, sink, spans, t_n, sign * mu);
+            if signed_mu != 0.0 {
+                rubbing_cable(s, sink, spans, t_n, signed_mu);
                 continue;
             }
             for (k, span) in spans.iter().enumerate() {
@@ -941,27 +940,69 @@ fn rubbing_cable(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Cable
 }
 
 /// A cable with tension `t_n` straight between its holes (energy
-/// `t_n sum |p_(i+1) - p_i|`): each hole is pulled towards its neighbours,
-/// `F_i = t_n (u_i - u_(i-1))`, a force at a point of its disk's frame; the
-/// pieces' stiffness `t_n (I - u u^T) / len` couples the holes, through
-/// their point Jacobians.
-fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64) {
+/// `t_n sum |p_(i+1) - p_i|` without friction): each hole is pulled towards
+/// its neighbours, `F_i = T_i u_i - T_(i-1) u_(i-1)`, a force at a point of
+/// its disk's frame; the pieces' stiffness `T_i (I - u u^T) / len` couples
+/// the holes, through their point Jacobians. Rubbing (`signed_mu`, the
+/// capstan law at each disk), piece `i` carries `t_n exp(signed_mu
+/// sum_(j <= i) theta_j)`, `theta_j` the cable's turn at disk `j`, and the
+/// tangent adds `dl_i/dq dT_i/dq^T`.
+fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64, signed_mu: f64) {
     let pieces = guided_pieces(s.frames, guides);
     let holes: Vec<Vec3> = guides.iter().map(|h| s.frames.joints[h.joint].transform_point(&h.offset_m)).collect();
+    // Each piece's tension: the capstan factor of the disks before it.
+    let turns: Vec<f64> = (0..pieces.len()).map(|i| if i == 0 { 0.0 } else { disk_turn(&pieces[i - 1].0, &pieces[i].0).0 }).collect();
+    let mut tensions = Vec::with_capacity(pieces.len());
+    let mut turned = 0.0;
+    for turn in &turns {
+        turned += turn;
+        tensions.push(t_n * (signed_mu * turned).exp());
+    }
     for (i, (h, p)) in guides.iter().zip(&holes).enumerate() {
-        let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0);
-        let towards_base = if i > 0 { pieces[i - 1].0 } else { Vec3::zeros() };
-        sink.point_force(Attach::Joint(h.joint), p, &((towards_tip - towards_base) * t_n), &Vec3::zeros(), None);
+        let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0 * tensions[i]);
+        let towards_base = if i > 0 { pieces[i - 1].0 * tensions[i - 1] } else { Vec3::zeros() };
+        sink.point_force(Attach::Joint(h.joint), p, &(towards_tip - towards_base), &Vec3::zeros(), None);
     }
     let (Some(kin), true) = (s.kinematics, sink.wants_tangent()) else { return };
     let jacobians: Vec<nalgebra::Matrix3xX<f64>> =
         guides.iter().zip(&holes).map(|(h, p)| crate::model::point_jacobian(&kin.spatial_jacobian[h.joint], p)).collect();
+    // Per piece: D = J_(i+1) - J_i, and du/dq = (I - u u^T) / len D.
+    let differences: Vec<nalgebra::Matrix3xX<f64>> = (0..pieces.len()).map(|i| &jacobians[i + 1] - &jacobians[i]).collect();
+    let projectors: Vec<Mat3> = pieces.iter().map(|(u, len)| (Matrix3::identity() - u * u.transpose()) / *len).collect();
+    let n = s.model.n_dof();
     let tangent = sink.tangent_mut().expect("wants a tangent");
-    for (i, (u, len)) in pieces.iter().enumerate() {
-        let d = &jacobians[i + 1] - &jacobians[i];
-        let k = (Matrix3::identity() - u * u.transpose()) * (t_n / len);
-        *tangent += d.transpose() * (k * &d);
+    let mut turned_grad = DVector::zeros(n);
+    for (i, (u, _)) in pieces.iter().enumerate() {
+        let d = &differences[i];
+        *tangent += d.transpose() * (projectors[i] * d) * tensions[i];
+        if signed_mu == 0.0 {
+            continue;
+        }
+        if i > 0 {
+            let (_, by_in, by_out) = disk_turn(&pieces[i - 1].0, u);
+            turned_grad += differences[i - 1].transpose() * (projectors[i - 1] * by_in);
+            turned_grad += d.transpose() * (projectors[i] * by_out);
+        }
+        let length_grad = d.transpose() * u;
+        tangent.ger(tensions[i] * signed_mu, &length_grad, &turned_grad, 1.0);
     }
+}
+
+/// The angle a cable turns through at a disk, from the unit direction `a`
+/// of the piece before it to `b` of the piece after, and its gradients in
+/// `a` and `b`: `atan2(|a x b|, a . b)`, smoothed at zero (a straight
+/// pass), where the angle has a kink.
+fn disk_turn(a: &Vec3, b: &Vec3) -> (f64, Vec3, Vec3) {
+    const SMOOTH_RAD: f64 = 1e-9;
+    let c = a.cross(b);
+    let y = (c.norm_squared() + SMOOTH_RAD * SMOOTH_RAD).sqrt();
+    let x = a.dot(b);
+    let r2 = x * x + y * y;
+    // d(atan2(y, x)) = (x dy - y dx) / (x^2 + y^2); dy = (c / y) . dc.
+    let cy = c / y;
+    let by_a = (-skew(b).transpose() * cy * x - b * y) / r2;
+    let by_b = (skew(a).transpose() * cy * x - a * y) / r2;
+    (y.atan2(x) - SMOOTH_RAD, by_a, by_b)
 }
 
 #[cfg(test)]

@@ -225,8 +225,8 @@ fn a_nearby_tangent_starts_the_next_solve() {
     }
 }
 
-/// A cable rubbing on its channel (capstan law, mu 0.3), pulled in and let
-/// out: the tangent (not symmetric) is the residual's Jacobian, at bent
+/// Cables rubbing on their channels and guide disks (capstan law, mu 0.2
+/// to 0.3), pulled in and let out: the tangent (not symmetric) is the residual's Jacobian, at bent
 /// states and at rest (the busy rod is curved at rest).
 #[test]
 fn a_rubbing_cables_tangent_is_the_jacobian_of_its_residual() {
@@ -234,6 +234,8 @@ fn a_rubbing_cables_tangent_is_the_jacobian_of_its_residual() {
         let mut rod = busy_rod(StrainModes::COSSERAT);
         rod.cables[2].friction_mu = 0.3;
         rod.cables[0].friction_mu = 0.2;
+        // And the cable through guide disks, rubbing at each.
+        rod.cables[3].friction_mu = 0.25;
         let l = Loads { cable_tensions_n: vec![0.7, 1.3, 0.9, 0.3], cable_slide: vec![slide; 4], ..loads(true) };
         let model = Model::new(&rod, &l.points_m());
         for (seed, scale) in [(21, 1.0), (22, 0.3), (23, 0.0)] {

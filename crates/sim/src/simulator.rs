@@ -243,6 +243,10 @@ struct Carry {
     applied_wrench: Vec6,
     /// A held tip's multipliers: its hold's reaction ([`HoldRows`]).
     tip_lambda: Vec<f64>,
+    /// Which way each cable last slid (what its friction opposes): pulled
+    /// in while its tension rose, let out while it fell, unchanged while
+    /// it held (empty: pulled in).
+    cable_slide: Vec<rod::statics::CableSlide>,
 }
 
 /// A simulation of one scene.
@@ -437,6 +441,7 @@ impl Simulator {
                 t_s: 0.0,
                 applied_wrench: Vec6::zeros(),
                 tip_lambda: vec![],
+                cable_slide: vec![],
             },
             damping_tau_s,
             marker_joints,
@@ -832,8 +837,9 @@ impl Simulator {
         let body_force = BodyForce { acceleration_m_s2: body };
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
         let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
+        let slide = self.cable_slide_to(t_end);
         // Ramped with gravity while settling the initial equilibrium.
-        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &[] };
+        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
         if tensions.iter().any(|t| *t != 0.0) {
             list.push(&cables);
@@ -902,7 +908,32 @@ impl Simulator {
     }
 
     /// Makes `x` the new state at `t_end` (after a step of length `h`).
+    /// Which way each cable slides over the step to `t_end`: the way its
+    /// tension moves (the load path's history), or as it last slid.
+    fn cable_slide_to(&self, t_end: f64) -> Vec<rod::statics::CableSlide> {
+        use rod::statics::CableSlide;
+        let rod = &self.model.rod;
+        let (before, now) = (self.scene.cable_tensions_n(rod, self.carry.t_s), self.scene.cable_tensions_n(rod, t_end));
+        before
+            .iter()
+            .zip(&now)
+            .enumerate()
+            .map(|(c, (b, n))| {
+                let held = self.carry.cable_slide.get(c).copied().unwrap_or_default();
+                let tolerance_n = 1e-12 * b.abs().max(n.abs());
+                if n - b > tolerance_n {
+                    CableSlide::PulledIn
+                } else if b - n > tolerance_n {
+                    CableSlide::LetOut
+                } else {
+                    held
+                }
+            })
+            .collect()
+    }
+
     fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
+        self.carry.cable_slide = self.cable_slide_to(t_end);
         self.carry.applied_wrench = applied_wrench;
         let nq = self.model.n_dof();
         let n_rod = self.n_rod();
