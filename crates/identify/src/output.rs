@@ -255,14 +255,59 @@ pub struct GeometryPriors {
     pub radius_scale: Option<(f64, f64)>,
     /// Each cable's turn about the rod's axis \[rad\].
     pub cable_angle_rad: Option<(f64, f64)>,
+    /// The cables' friction coefficient in their channels or guides.
+    pub friction_mu: Option<(f64, f64)>,
 }
 
-/// Fits the variants (none, measurement frame, cable offset, both, and
-/// frame + every geometry parameter with a prior) and
-/// judges each by its cross-validated prediction error (leave-one-out; 5
-/// folds beyond 12 experiments), not its residual (a
-/// model with more parameters always fits better). Returns them and the
-/// index of the one that predicts best.
+/// A model variant: what it fits beyond E, G, rho (priors: mean, sd).
+#[derive(Clone, Copy, Debug, Default)]
+struct Variant {
+    name: &'static str,
+    frame: bool,
+    cable_offset: Option<(f64, f64)>,
+    radius_scale: Option<(f64, f64)>,
+    offset_each: Option<(f64, f64)>,
+    angle_each: Option<(f64, f64)>,
+    friction: Option<(f64, f64)>,
+}
+
+/// The variants worth comparing for `rod` and its data: none, the
+/// measurement frame, and with cables pulled, their offsets, angles and
+/// friction, and the section's scale, each where a prior allows.
+fn variants_for(rod: &Rod, experiments: &[Experiment], priors: GeometryPriors) -> Vec<Variant> {
+    let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
+    let offset = if with_cables { priors.cable_offset_m } else { None };
+    let angle = if with_cables { priors.cable_angle_rad } else { None };
+    let friction = if with_cables { priors.friction_mu } else { None };
+    let mut variants =
+        vec![Variant { name: "no nuisance", ..Variant::default() }, Variant { name: "frame (translation + pitch)", frame: true, ..Variant::default() }];
+    if offset.is_some() {
+        variants.push(Variant { name: "cable offset", cable_offset: offset, ..Variant::default() });
+        variants.push(Variant { name: "frame + cable offset", frame: true, cable_offset: offset, ..Variant::default() });
+        if rod.cables.len() > 1 {
+            variants.push(Variant { name: "frame + offset per cable", frame: true, offset_each: offset, ..Variant::default() });
+        }
+    }
+    if priors.radius_scale.is_some() {
+        variants.push(Variant { name: "frame + geometry", frame: true, cable_offset: offset, radius_scale: priors.radius_scale, ..Variant::default() });
+    }
+    if angle.is_some() {
+        variants.push(Variant { name: "frame + angle per cable", frame: true, angle_each: angle, ..Variant::default() });
+        if offset.is_some() {
+            variants.push(Variant { name: "frame + offset, angle per cable", frame: true, offset_each: offset, angle_each: angle, ..Variant::default() });
+        }
+    }
+    if friction.is_some() {
+        variants.push(Variant { name: "frame + friction in the guides", frame: true, friction, ..Variant::default() });
+    }
+    variants
+}
+
+/// Fits the variants (none, the frame, cable offsets, angles, friction and
+/// the section's scale, each where a prior allows) and judges each by its
+/// cross-validated prediction error (leave-one-out; 5 folds beyond 12
+/// experiments), not its residual (a model with more parameters always
+/// fits better). Returns them and the index of the one that predicts best.
 pub fn compare_variants(
     rod: &Rod,
     experiments: &[Experiment],
@@ -271,27 +316,7 @@ pub fn compare_variants(
     compare_laws: bool,
     mut progress: impl FnMut(&str),
 ) -> (Vec<VariantOut>, Option<usize>) {
-    let with_cables = !rod.cables.is_empty() && experiments.iter().any(|e| e.tensions_n.iter().any(|t| *t != 0.0));
-    let offset = if with_cables { priors.cable_offset_m } else { None };
-    let angle = if with_cables { priors.cable_angle_rad } else { None };
-    // (name, frame, common cable offset, radius scale, per-cable offsets, per-cable angles)
-    let mut variants = vec![("no nuisance", false, None, None, None, None), ("frame (translation + pitch)", true, None, None, None, None)];
-    if offset.is_some() {
-        variants.push(("cable offset", false, offset, None, None, None));
-        variants.push(("frame + cable offset", true, offset, None, None, None));
-        if rod.cables.len() > 1 {
-            variants.push(("frame + offset per cable", true, None, None, offset, None));
-        }
-    }
-    if priors.radius_scale.is_some() {
-        variants.push(("frame + geometry", true, offset, priors.radius_scale, None, None));
-    }
-    if angle.is_some() {
-        variants.push(("frame + angle per cable", true, None, None, None, angle));
-        if offset.is_some() {
-            variants.push(("frame + offset, angle per cable", true, None, None, offset, angle));
-        }
-    }
+    let variants = variants_for(rod, experiments, priors);
     // With `compare_laws`, each variant also under the other law (linear
     // <-> neo-Hookean, same parameters) where the section can be
     // integrated: whether large strains in the data call for it.
@@ -304,20 +329,20 @@ pub fn compare_variants(
     if compare_laws && rod::fibre::section_rule(&rod.cross_section, 0.0, rod.length_m).is_some() {
         laws.push((&twin, format!(" ({})", other_law.name()), true));
     }
-    let variants: Vec<_> =
-        laws.iter().flat_map(|(r, suffix, other)| variants.iter().map(move |v| (*r, format!("{}{suffix}", v.0), *other, v.1, v.2, v.3, v.4, v.5))).collect();
+    let variants: Vec<_> = laws.iter().flat_map(|(r, suffix, other)| variants.iter().map(move |v| (*r, format!("{}{suffix}", v.name), *other, *v))).collect();
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (rod, name, other_law, frame, cable_offset_prior, radius_scale_prior, cable_offset_each_prior, cable_angle_each_prior) in variants {
+    for (rod, name, other_law, v) in variants {
         progress(&format!("variant {name}"));
         let o = FitOptions {
-            translation: frame,
-            pitch: frame,
-            cable_offset_prior,
-            radius_scale_prior,
-            cable_offset_each_prior,
-            cable_angle_each_prior,
+            translation: v.frame,
+            pitch: v.frame,
+            cable_offset_prior: v.cable_offset,
+            radius_scale_prior: v.radius_scale,
+            cable_offset_each_prior: v.offset_each,
+            cable_angle_each_prior: v.angle_each,
+            friction_prior: v.friction,
             ..opts.clone()
         };
         let Ok(f) = fit(rod, experiments, &o, |_| {}) else { continue };

@@ -519,7 +519,7 @@ fn the_cable_offset_is_learnt_with_a_prior() {
         &rod,
         &exps,
         &one_start,
-        identify::output::GeometryPriors { cable_offset_m: Some((0.0, 0.005)), radius_scale: None, cable_angle_rad: None },
+        identify::output::GeometryPriors { cable_offset_m: Some((0.0, 0.005)), radius_scale: None, cable_angle_rad: None, friction_mu: None },
         false,
         |_| {},
     );
@@ -621,7 +621,7 @@ fn cable_angles_are_learnt_per_cable() {
     assert!(held.rms_error_mm > 10.0 * f.rms_error_mm, "{} vs {}", held.rms_error_mm, f.rms_error_mm);
 
     let one_start = FitOptions { starts: vec![[TRUTH.e_pa, TRUTH.g_pa, TRUTH.rho_kg_m3]], ..FitOptions::default() };
-    let priors = identify::output::GeometryPriors { cable_offset_m: None, radius_scale: None, cable_angle_rad: prior };
+    let priors = identify::output::GeometryPriors { cable_offset_m: None, radius_scale: None, cable_angle_rad: prior, friction_mu: None };
     let (variants, best) = identify::output::compare_variants(&rod, &exps, &one_start, priors, false, |_| {});
     for v in &variants {
         println!("{:<28} fit RMS {:.3} mm, LOO RMS {:.3} mm, worst {:.3} mm", v.name, v.rms_error_mm, v.loo_rms_mm, v.loo_worst_mm);
@@ -700,6 +700,7 @@ fn paper_data_held_out_tips_fall_inside_the_recommended_variants_bands() {
         cable_offset_m: Some(p.cable_offset_m.unwrap_or((0.0, 0.005))),
         radius_scale: p.radius_scale,
         cable_angle_rad: p.cable_angle_rad,
+        friction_mu: None,
     };
     let mut outside = vec![];
     for k in 0..exps.len() {

@@ -378,6 +378,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         cable_offset_m: Some(cable_offset_prior.or(cable_offset_each_prior).or(file_priors.cable_offset_m).unwrap_or((0.0, 0.005))),
         radius_scale: radius_scale_prior.or(file_priors.radius_scale),
         cable_angle_rad: cable_angle_each_prior.or(file_priors.cable_angle_rad),
+        // A weak prior: Coulomb coefficients of rubber on plastic guides
+        // lie between about 0.1 and 0.6.
+        friction_mu: Some(friction_prior.or(file_priors.friction_mu).unwrap_or((0.2, 0.2))),
     };
     let task = progress.task("identify", None);
     // The flange sensor's bias: fitted per session, or checked for.
