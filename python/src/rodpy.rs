@@ -39,7 +39,7 @@ impl Rod {
             rod: self.rod.clone(),
             params,
             tensions_n: load.tensions_n,
-            cable_slide: Default::default(),
+            cable_slide: load.cable_slide,
             tip_force_n: load.tip_force_n,
             tip_moment_nm: load.tip_moment_nm,
             tip_force_offset_body_m: load.tip_force_offset_body_m,
@@ -59,6 +59,8 @@ struct Load {
     tip_moment_nm: Vec3,
     tip_force_offset_body_m: Vec3,
     tensions_n: Vec<f64>,
+    /// Which way the cables slide (what their friction opposes).
+    cable_slide: rod::statics::CableSlide,
     /// A held tip (the rod file's `[tip] condition`): where, and a clamp's
     /// rotation vector.
     tip_position_m: Option<Vec3>,
@@ -212,7 +214,12 @@ impl Rod {
     ///     cord = rodlab.Rod.from_file("configs/rod/clamped-clamped-cable.toml")
     ///     loop = cord.solve(tip_position=[0.1, 0, 0], tip_rotation=[0, -1.5707963, 0])
     ///     loop.tip_force_n, loop.stability_eigenvalue
-    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None, tip_position=None, tip_rotation=None))]
+    ///
+    /// Cables with friction in their channels or guides (the rod file's
+    /// `friction_mu`) lose tension along them while pulled in
+    /// (`direction="load"`, the default) and gain it while let out
+    /// (`direction="unload"`): the same tensions give two shapes.
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None, tip_position=None, tip_rotation=None, direction="load"))]
     #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
@@ -225,8 +232,15 @@ impl Rod {
         tip_force_offset: Option<&Bound<'_, PyAny>>,
         tip_position: Option<&Bound<'_, PyAny>>,
         tip_rotation: Option<&Bound<'_, PyAny>>,
+        direction: &str,
     ) -> PyResult<Shape> {
+        let cable_slide = match direction {
+            "load" => rod::statics::CableSlide::PulledIn,
+            "unload" => rod::statics::CableSlide::LetOut,
+            other => return Err(value_error(format!("direction: '{other}': \"load\" (cables pulled in) or \"unload\" (let out)"))),
+        };
         let load = Load {
+            cable_slide,
             tip_force_n: convert::vec3(tip_force, "tip_force")?,
             tip_moment_nm: convert::vec3(tip_moment, "tip_moment")?,
             tip_force_offset_body_m: convert::vec3(tip_force_offset, "tip_force_offset")?,
@@ -278,6 +292,7 @@ impl Rod {
         }
         let loads: Vec<Load> = (0..k)
             .map(|i| Load {
+                cable_slide: rod::statics::CableSlide::PulledIn,
                 tip_force_n: v3(&forces.row(i, 3)),
                 tip_moment_nm: v3(&moments.row(i, 3)),
                 tip_force_offset_body_m: Vec3::zeros(),
@@ -530,6 +545,7 @@ impl Shapes {
 #[pyo3(signature = (rod, n, *, tip_force=None, tensions=None))]
 pub fn solve_time_in_rust_s(py: Python<'_>, rod: &Rod, n: usize, tip_force: Option<&Bound<'_, PyAny>>, tensions: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
     let load = Load {
+        cable_slide: rod::statics::CableSlide::PulledIn,
         tip_force_n: convert::vec3(tip_force, "tip_force")?,
         tip_moment_nm: Vec3::zeros(),
         tip_force_offset_body_m: Vec3::zeros(),

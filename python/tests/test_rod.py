@@ -186,3 +186,25 @@ def test_a_rod_held_at_both_ends_equals_the_command_line_and_carries_its_reactio
         rodlab.Rod.from_file(CANTILEVER).solve(tip_position=[0.1, 0, 0])
     with pytest.raises(rodlab.InputError, match="rod's length"):
         cord.solve(tip_position=[2.0, 0, 0], tip_rotation=UP)
+
+
+def test_rubbing_cables_give_two_shapes_by_direction_as_the_command_line(run, tmp_path):
+    """The tapered arm's cables with friction_mu 0.15 (the capstan law):
+    pulled in and let out at the same tension, two shapes, each equal to
+    `rodlab solve --direction` to 1e-12; a direction that is neither is a
+    ValueError naming it."""
+    text = open(repo("configs/rod/tapered-channels-arm.toml")).read().replace("path_radius_m = 4.0e-3", "path_radius_m = 4.0e-3\nfriction_mu = 0.15")
+    rod_file = tmp_path / "rubbing.toml"
+    rod_file.write_text(text)
+    arm = rodlab.Rod.from_file(rod_file)
+    shapes = {}
+    for direction in ["load", "unload"]:
+        out = tmp_path / f"{direction}.csv"
+        run("solve", "--rod", rod_file, "--tension", "0.3,0,0", "--direction", direction, "--out", out)
+        _, pos, _, _ = read_shape_csv(out)
+        shapes[direction] = arm.solve(tensions=[0.3, 0, 0], direction=direction)
+        assert np.allclose(shapes[direction].position_m, pos, rtol=0, atol=1e-12)
+    # Let out, the cable keeps more of its tension along the arm: the tip higher.
+    assert shapes["unload"].tip_m[2] > shapes["load"].tip_m[2] + 1e-3
+    with pytest.raises(ValueError, match="direction: 'sideways'"):
+        arm.solve(tensions=[0.3, 0, 0], direction="sideways")
