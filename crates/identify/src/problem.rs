@@ -169,6 +169,20 @@ impl Layout {
         }
     }
 
+    /// E, G and rho alone.
+    pub fn material() -> Layout {
+        Layout {
+            fit_rho: true,
+            translation: false,
+            pitch: false,
+            cable_offset: false,
+            radius_scale: false,
+            cable_offset_each: 0,
+            cable_angle_each: 0,
+            friction: false,
+        }
+    }
+
     /// Number of fitted parameters.
     pub fn n_params(&self) -> usize {
         2 + self.fit_rho as usize

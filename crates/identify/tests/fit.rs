@@ -302,21 +302,7 @@ fn weighed(truth: &Values) -> Vec<Experiment> {
             for (m, p) in e.measurements.iter_mut().zip(pts) {
                 m.pos_m = p;
             }
-            let problem = Problem::new(
-                &rod,
-                std::slice::from_ref(&e),
-                Layout {
-                    fit_rho: true,
-                    translation: false,
-                    pitch: false,
-                    cable_offset: false,
-                    radius_scale: false,
-                    cable_offset_each: 0,
-                    cable_angle_each: 0,
-                    friction: false,
-                },
-                truth,
-            );
+            let problem = Problem::new(&rod, std::slice::from_ref(&e), Layout::material(), truth);
             let w = problem.predicted_wrench(0, &q, truth).unwrap();
             e.base_wrench.as_mut().unwrap().wrench = w;
             e
@@ -456,21 +442,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
         for (m, p) in e.measurements.iter_mut().zip(pts) {
             m.pos_m = p;
         }
-        let problem = Problem::new(
-            &rod,
-            std::slice::from_ref(&e),
-            Layout {
-                fit_rho: true,
-                translation: false,
-                pitch: false,
-                cable_offset: false,
-                radius_scale: false,
-                cable_offset_each: 0,
-                cable_angle_each: 0,
-                friction: false,
-            },
-            &truth,
-        );
+        let problem = Problem::new(&rod, std::slice::from_ref(&e), Layout::material(), &truth);
         e.base_wrench.as_mut().unwrap().wrench = problem.predicted_wrench(0, &q, &truth).unwrap();
         exps.push(e);
     }

@@ -232,6 +232,20 @@ fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
     assert!(gaps[3] < 1e-3 * deflection_m, "{} of {deflection_m}", gaps[3]);
 }
 
+/// A stiff rod (5 mm radius, E 1e8 Pa) of length `l` curved at rest into a
+/// quarter circle about its y axis (the tangent turns towards -z, the
+/// inner side), without gravity, in `sections` of `subsegments`: the rod,
+/// its E I and its rest curvature.
+fn quarter_circle(l: f64, sections: usize, subsegments: usize) -> (Rod, f64, f64) {
+    let (r, e) = (0.005, 1.0e8);
+    let kappa_0 = 0.5 * PI / l;
+    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: e, g_pa: e / 2.9, rho_kg_m3: 1100.0 }, sections);
+    rod.subsegments_per_section = subsegments;
+    rod.gravity_m_s2 = Vec3::zeros();
+    rod.rest_curvature_per_m = Vec3::new(0.0, kappa_0, 0.0);
+    (rod, e * PI * r.powi(4) / 4.0, kappa_0)
+}
+
 /// The capstan law (#45): a stiff rod curved at rest into a quarter
 /// circle, a cable with mu 0.2 in a channel on its inner side. Beyond any
 /// section, the cable's pull is its tension there at the channel's radius
@@ -245,14 +259,8 @@ fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
 #[test]
 fn a_cable_rubbing_in_a_curved_channel_follows_the_capstan_law() {
     use rod::statics::CableSlide;
-    let (l, r, e, d, mu, t0) = (0.2, 0.005, 1.0e8, 0.003, 0.2, 1.0);
-    let kappa_0 = 0.5 * PI / l;
-    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: e, g_pa: e / 2.9, rho_kg_m3: 1100.0 }, 16);
-    rod.subsegments_per_section = 4;
-    rod.gravity_m_s2 = Vec3::zeros();
-    // Curved about y: the tangent turns towards -z, the inner side.
-    rod.rest_curvature_per_m = Vec3::new(0.0, kappa_0, 0.0);
-    let ei = e * PI * r.powi(4) / 4.0;
+    let (l, d, mu, t0) = (0.2, 0.003, 0.2, 1.0);
+    let (rod, ei, kappa_0) = quarter_circle(l, 16, 4);
     let shape = |mu: f64, slide: CableSlide| {
         let mut rod = rod.clone();
         let channel = rod::PathRadius { points: vec![(0.0, d)] };
@@ -300,15 +308,10 @@ fn a_cable_rubbing_in_a_curved_channel_follows_the_capstan_law() {
 #[test]
 fn a_cable_rubbing_at_guide_disks_loses_a_capstan_factor_at_each() {
     use rod::statics::CableSlide;
-    let (l, r, e, d, mu, t0) = (0.2, 0.005, 1.0e8, 0.003, 0.2, 1.0);
-    let kappa_0 = 0.5 * PI / l;
+    let (l, d, mu, t0) = (0.2, 0.003, 0.2, 1.0);
     // The moment's arm bulges between disks (the chord's sag): 16 sections
     // a piece resolve it (2 sections a piece read 2 % off).
-    let mut rod = Rod::uniform_cylinder(l, r, Material { e_pa: e, g_pa: e / 2.9, rho_kg_m3: 1100.0 }, 128);
-    rod.subsegments_per_section = 1;
-    rod.gravity_m_s2 = Vec3::zeros();
-    rod.rest_curvature_per_m = Vec3::new(0.0, kappa_0, 0.0);
-    let ei = e * PI * r.powi(4) / 4.0;
+    let (mut rod, ei, kappa_0) = quarter_circle(l, 128, 1);
     let disks: Vec<f64> = (1..=8).map(|k| l * k as f64 / 8.0).collect();
     for (slide, sign, mu) in [(CableSlide::PulledIn, -1.0, 0.0), (CableSlide::PulledIn, -1.0, mu), (CableSlide::LetOut, 1.0, mu)] {
         let channel = rod::PathRadius { points: vec![(0.0, d)] };
