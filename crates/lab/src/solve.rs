@@ -215,8 +215,10 @@ fn follow(model: &rod::Model, loads: &Loads, hold: rod::TipHold, q: &nalgebra::D
         (EndPath::TipTwistRad, rod::TipHold::Pinned { .. }) => {
             return Err(Error::input(format!("{flag}: a pinned tip cannot be twisted (the rod file's [tip] condition)")))
         }
-        (EndPath::ClampDistanceM, _) if !(to > 0.0 && to <= model.rod.length_m) => {
-            return Err(Error::input(format!("{flag}: the clamps' distance lies in (0, {}] m, the rod's length", model.rod.length_m)))
+        // As critical.csv: the rod spans less than its length (stretched
+        // straight only in the limit).
+        (EndPath::ClampDistanceM, _) if !(to > 0.0 && to < model.rod.length_m) => {
+            return Err(Error::input(format!("{flag}: the clamps' distance lies in (0, {}) m, below the rod's length", model.rod.length_m)))
         }
         _ if !to.is_finite() || to == start => return Err(Error::input(format!("{flag}: the path starts at {start}; give another end"))),
         _ => {}
