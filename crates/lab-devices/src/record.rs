@@ -90,11 +90,13 @@ fn summary_on_disk(session: &Path, name: &str, st: &Status) -> DeviceSummary {
     d
 }
 
-/// Joins the device threads; a failed one's error becomes its last error,
-/// and the first failure (with the time a thread ended early, the
-/// recording stopping there) is returned.
+/// Joins the device threads; a failed one's error becomes its last error.
+/// Returned: the failure of the device whose thread ended first (the
+/// recording stopped there, said with its time), else the first failure.
+/// (A full disk fails every device within milliseconds; the one that
+/// stopped the recording is named, whichever thread order they have.)
 fn join_devices(threads: Vec<std::thread::JoinHandle<Result<()>>>, statuses: &[(String, Arc<Status>)], ended_early: Option<(usize, f64)>) -> Option<Error> {
-    let mut failure = None;
+    let mut failures = vec![];
     for (k, (t, (name, st))) in threads.into_iter().zip(statuses).enumerate() {
         let e = match t.join() {
             Ok(Ok(())) => continue,
@@ -106,9 +108,10 @@ fn join_devices(threads: Vec<std::thread::JoinHandle<Result<()>>>, statuses: &[(
             Some((j, t_s)) if j == k => format!(" at {t_s:.1} s: the recording stopped there"),
             _ => String::new(),
         };
-        failure = failure.or(Some(e.context(format!("device {name} failed{when}"))));
+        failures.push((k, e.context(format!("device {name} failed{when}"))));
     }
-    failure
+    let first_to_end = failures.iter().position(|(k, _)| ended_early.is_some_and(|(j, _)| j == *k)).unwrap_or(0);
+    (!failures.is_empty()).then(|| failures.swap_remove(first_to_end).1)
 }
 
 /// Starts a device's recorder thread; `failed` gains its flag, set when
