@@ -234,11 +234,8 @@ impl Rod {
         tip_rotation: Option<&Bound<'_, PyAny>>,
         direction: &str,
     ) -> PyResult<Shape> {
-        let cable_slide = match direction {
-            "load" => rod::statics::CableSlide::PulledIn,
-            "unload" => rod::statics::CableSlide::LetOut,
-            other => return Err(value_error(format!("direction: '{other}': \"load\" (cables pulled in) or \"unload\" (let out)"))),
-        };
+        let cable_slide = rod::statics::CableSlide::from_key(direction)
+            .ok_or_else(|| value_error(format!("direction: '{direction}': {}", rod::statics::CableSlide::KEYS)))?;
         let load = Load {
             cable_slide,
             tip_force_n: convert::vec3(tip_force, "tip_force")?,

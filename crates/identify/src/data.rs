@@ -341,15 +341,12 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         e.tip_position_m = vector(&tip_position_cols)?;
         e.tip_rotation_rad = vector(&tip_rotation_cols)?;
         if let Some(c) = direction_col {
-            e.cable_slide = match cells[c].trim() {
-                "load" | "" => rod::statics::CableSlide::PulledIn,
-                "unload" => rod::statics::CableSlide::LetOut,
-                other => {
-                    return Err(err(
-                        &inputs_path,
-                        format!("line {line}, column 'direction'"),
-                        format!("'{other}': \"load\" (pulled in) or \"unload\" (let out)"),
-                    ))
+            let word = cells[c].trim();
+            e.cable_slide = match (word, rod::statics::CableSlide::from_key(word)) {
+                ("", _) => rod::statics::CableSlide::PulledIn,
+                (_, Some(slide)) => slide,
+                (other, None) => {
+                    return Err(err(&inputs_path, format!("line {line}, column 'direction'"), format!("'{other}': {}", rod::statics::CableSlide::KEYS)))
                 }
             };
         }
@@ -506,7 +503,7 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
                 .chain([e.tip_force_n.x, e.tip_force_n.y, e.tip_force_n.z, e.tip_force_offset_body_m.y, e.tip_force_offset_body_m.z].map(|f| f.to_string()))
                 .chain(cells(e.tip_position_m, positions))
                 .chain(cells(e.tip_rotation_rad, rotations))
-                .chain(directions.then(|| if e.cable_slide == rod::statics::CableSlide::LetOut { "unload" } else { "load" }.to_string()))
+                .chain(directions.then(|| e.cable_slide.key().to_string()))
                 .collect()
         })
         .collect();

@@ -322,7 +322,6 @@ fn rotation_matrix(r: [[f64; 3]; 3]) -> std::result::Result<Mat3, String> {
 /// are (field, message).
 fn base_source(b: &RawClamp, markers: &BTreeMap<String, usize>, table: &str) -> std::result::Result<BaseSource, (String, String)> {
     let bad = |f: &str, m: String| (if f.is_empty() { table.to_string() } else { format!("{table}.{f}") }, m);
-    let frame = if table == "tip" { "tip" } else { "base" };
     match (&b.labels, &b.positions_m, b.position_m, b.rpy_deg) {
         (Some(labels), Some(pos), None, None) => {
             if labels.len() != pos.len() {
@@ -349,7 +348,7 @@ fn base_source(b: &RawClamp, markers: &BTreeMap<String, usize>, table: &str) -> 
             let mut e: Vec<f64> = spread.symmetric_eigen().eigenvalues.iter().copied().collect();
             e.sort_by(f64::total_cmp);
             if e[1] < 1e-10 * e[2].max(1e-30) || e[2] <= 0.0 {
-                return Err(bad("positions_m", format!("the cluster's markers lie on a line: they cannot give the {frame}'s rotation")));
+                return Err(bad("positions_m", format!("the cluster's markers lie on a line: they cannot give the {table}'s rotation")));
             }
             Ok(BaseSource::Cluster { labels: labels.clone(), positions_m, still: b.still })
         }
@@ -365,7 +364,7 @@ fn base_source(b: &RawClamp, markers: &BTreeMap<String, usize>, table: &str) -> 
         }
         _ => Err(bad(
             "",
-            format!("give a clamp cluster (labels and positions_m in the rod's {frame} frame) or a fixed pose in the world (position_m, optional rpy_deg), not both"),
+            format!("give a clamp cluster (labels and positions_m in the rod's {table} frame) or a fixed pose in the world (position_m, optional rpy_deg), not both"),
         )),
     }
 }

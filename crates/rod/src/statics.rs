@@ -43,6 +43,23 @@ pub enum CableSlide {
 }
 
 impl CableSlide {
+    /// As inputs.csv, `--direction` and Python spell it: "load" (pulled
+    /// in) or "unload" (let out).
+    pub fn key(self) -> &'static str {
+        match self {
+            CableSlide::PulledIn => "load",
+            CableSlide::LetOut => "unload",
+        }
+    }
+
+    /// The slide a [`CableSlide::key`] names; `None` for any other word.
+    pub fn from_key(key: &str) -> Option<CableSlide> {
+        [CableSlide::PulledIn, CableSlide::LetOut].into_iter().find(|s| s.key() == key)
+    }
+
+    /// What a word that is not a key should have been, for messages.
+    pub const KEYS: &'static str = "\"load\" (pulled in) or \"unload\" (let out)";
+
     /// The sign of `mu theta` in the capstan factor `exp(sign mu theta)`.
     pub fn capstan_sign(self) -> f64 {
         match self {

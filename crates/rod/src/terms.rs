@@ -774,21 +774,21 @@ pub fn cable_lengths_m(model: &Model, q: &DVector<f64>) -> Vec<f64> {
                 .iter()
                 .enumerate()
                 .filter_map(|(k, s)| s.map(|s| (k, s)))
-                .map(|(k, s)| {
-                    let xi = model.segment_strain(k, q);
-                    let v = lie::linear(&xi) + lie::angular(&xi).cross(&s.offset_m) + s.offset_slope;
-                    model.segments[k].h_m * v.norm()
-                })
+                .map(|(k, s)| model.segments[k].h_m * cable_direction(&model.segment_strain(k, q), &s).1)
                 .sum();
-            along + frames.as_ref().map_or(0.0, |f| guided_pieces(f, guides).iter().map(|p| p.1).sum())
+            along + frames.as_ref().map_or(0.0, |f| pieces_between(&hole_positions(f, guides)).iter().map(|p| p.1).sum())
         })
         .collect()
 }
 
-/// A guided cable's holes in the world and its straight pieces between
-/// them: (unit direction from one hole to the next, length \[m\]).
-fn guided_pieces(frames: &Frames, guides: &[CableHole]) -> Vec<(Vec3, f64)> {
-    let holes: Vec<Vec3> = guides.iter().map(|h| frames.joints[h.joint].transform_point(&h.offset_m)).collect();
+/// A guided cable's holes in the world.
+fn hole_positions(frames: &Frames, guides: &[CableHole]) -> Vec<Vec3> {
+    guides.iter().map(|h| frames.joints[h.joint].transform_point(&h.offset_m)).collect()
+}
+
+/// The straight pieces between consecutive holes: (unit direction from
+/// one hole to the next, length \[m\]).
+fn pieces_between(holes: &[Vec3]) -> Vec<(Vec3, f64)> {
     holes
         .windows(2)
         .map(|w| {
@@ -821,38 +821,7 @@ impl Term for Cables<'_> {
                 guided_cable(s, sink, &model.cable_guides[c], t_n, signed_mu);
                 continue;
             }
-            if signed_mu != 0.0 {
-                rubbing_cable(s, sink, spans, t_n, signed_mu);
-                continue;
-            }
-            for (k, span) in spans.iter().enumerate() {
-                let Some(span) = span else { continue };
-                let seg = &model.segments[k];
-                let dof = seg.dof;
-                // The segment's strain, from the twist the frames hold.
-                let xi = s.frames.psi[k] / seg.h_m;
-                let d = span.offset_m;
-                let v = lie::linear(&xi) + lie::angular(&xi).cross(&d) + span.offset_slope;
-                let nv = v.norm();
-                let t = v / nv;
-                let grad = stack(&d.cross(&t), &t) * (t_n * seg.h_m);
-                let wts = [seg.w_left, seg.w_right];
-                {
-                    let r = sink.residual_mut();
-                    for (a, wa) in wts.iter().enumerate() {
-                        for (j, &cc) in model.free.iter().enumerate() {
-                            r[dof[a] + j] += wa * grad[cc];
-                        }
-                    }
-                }
-                if let Some(h) = sink.tangent_mut() {
-                    // B = [-d~ | I], Hxi = T h B^T (I - t t^T) B / |v|.
-                    let b = point_map(&d);
-                    let p = (Matrix3::identity() - t * t.transpose()) / nv;
-                    let hxi = b.transpose() * p * b * (t_n * seg.h_m);
-                    add_segment_block(h, model, dof, &wts, &hxi, 1.0);
-                }
-            }
+            cable_along_path(s, sink, spans, t_n, signed_mu);
         }
     }
 }
@@ -894,24 +863,26 @@ fn to_coordinates(model: &Model, k: usize, g: &Vec6, out: &mut DVector<f64>, fac
     }
 }
 
-/// A cable rubbing on its channel (capstan law): span `k` carries
-/// `t_n exp(signed_mu Theta_k)`, `Theta_k` the turn from the base to the
-/// span's middle. Its generalised force is `sum_k T_k dl_k/dq`; the tangent
-/// adds the spans' own `T_k d2l_k/dq2` and `dl_k/dq dT_k/dq^T` (not
-/// symmetric: friction is not conservative).
-fn rubbing_cable(s: &State, sink: &mut Sink, spans: &[Option<crate::model::CableSpan>], t_n: f64, signed_mu: f64) {
+/// A cable along its path (its spans), generalised force `sum_k T_k
+/// dl_k/dq`, tangent the spans' own `T_k d2l_k/dq2` (B = [-d~ | I]:
+/// `T h B^T (I - t t^T) B / |v|`). Without friction every span carries
+/// `t_n` (the energy `t_n l`). Rubbing on its channel (capstan law), span
+/// `k` carries `t_n exp(signed_mu Theta_k)`, `Theta_k` the turn from the
+/// base to the span's middle, and the tangent adds `dl_k/dq dT_k/dq^T`
+/// (not symmetric: friction is not conservative).
+fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::CableSpan>], t_n: f64, signed_mu: f64) {
     let model = s.model;
-    let n = model.n_dof();
-    let want_tangent = sink.wants_tangent();
-    // The turn so far, and its gradient in q (for the tangent).
-    let (mut turned, mut turned_grad) = (0.0, want_tangent.then(|| DVector::zeros(n)));
+    let rubs = signed_mu != 0.0;
+    // The turn so far, and its gradient in q (for a rubbing cable's tangent).
+    let (mut turned, mut turned_grad) = (0.0, (rubs && sink.wants_tangent()).then(|| DVector::zeros(model.n_dof())));
     for (k, span) in spans.iter().enumerate() {
         let Some(span) = span else { continue };
         let seg = &model.segments[k];
+        // The segment's strain, from the twist the frames hold.
         let xi = s.frames.psi[k] / seg.h_m;
         let (t, nv) = cable_direction(&xi, span);
-        let (rate, rate_grad) = turn_rate(&xi, span);
-        let tension = t_n * (signed_mu * (turned + 0.5 * seg.h_m * rate)).exp();
+        let (rate, rate_grad) = if rubs { turn_rate(&xi, span) } else { (0.0, Vec6::zeros()) };
+        let tension = if rubs { t_n * (signed_mu * (turned + 0.5 * seg.h_m * rate)).exp() } else { t_n };
         let d = span.offset_m;
         let length_grad = stack(&d.cross(&t), &t) * seg.h_m;
         let wts = [seg.w_left, seg.w_right];
@@ -923,19 +894,20 @@ fn rubbing_cable(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Cable
                 }
             }
         }
-        if let (Some(h), Some(turned_grad)) = (sink.tangent_mut(), turned_grad.as_mut()) {
-            let b = point_map(&d);
-            let p = (Matrix3::identity() - t * t.transpose()) / nv;
-            add_segment_block(h, model, seg.dof, &wts, &(b.transpose() * p * b * (tension * seg.h_m)), 1.0);
+        turned += seg.h_m * rate;
+        let Some(h) = sink.tangent_mut() else { continue };
+        let b = point_map(&d);
+        let p = (Matrix3::identity() - t * t.transpose()) / nv;
+        add_segment_block(h, model, seg.dof, &wts, &(b.transpose() * p * b * (tension * seg.h_m)), 1.0);
+        if let Some(turned_grad) = turned_grad.as_mut() {
             // dT_k/dq = T_k signed_mu (dTheta_before/dq + h/2 drate/dq).
             let mut d_tension = turned_grad.clone();
             to_coordinates(model, k, &rate_grad, &mut d_tension, 0.5 * seg.h_m);
-            let mut d_length = DVector::zeros(n);
+            let mut d_length = DVector::zeros(model.n_dof());
             to_coordinates(model, k, &length_grad, &mut d_length, 1.0);
             h.ger(tension * signed_mu, &d_length, &d_tension, 1.0);
             to_coordinates(model, k, &rate_grad, turned_grad, seg.h_m);
         }
-        turned += seg.h_m * rate;
     }
 }
 
@@ -948,8 +920,8 @@ fn rubbing_cable(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Cable
 /// sum_(j <= i) theta_j)`, `theta_j` the cable's turn at disk `j`, and the
 /// tangent adds `dl_i/dq dT_i/dq^T`.
 fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64, signed_mu: f64) {
-    let pieces = guided_pieces(s.frames, guides);
-    let holes: Vec<Vec3> = guides.iter().map(|h| s.frames.joints[h.joint].transform_point(&h.offset_m)).collect();
+    let holes = hole_positions(s.frames, guides);
+    let pieces = pieces_between(&holes);
     // Each piece's tension: the capstan factor of the disks before it.
     let turns: Vec<f64> = (0..pieces.len()).map(|i| if i == 0 { 0.0 } else { disk_turn(&pieces[i - 1].0, &pieces[i].0).0 }).collect();
     let mut tensions = Vec::with_capacity(pieces.len());

@@ -837,7 +837,7 @@ impl Simulator {
         let body_force = BodyForce { acceleration_m_s2: body };
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
         let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
-        let slide = self.cable_slide_to(t_end);
+        let slide = self.cable_slide_to(&tensions);
         // Ramped with gravity while settling the initial equilibrium.
         let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
@@ -908,15 +908,15 @@ impl Simulator {
     }
 
     /// Makes `x` the new state at `t_end` (after a step of length `h`).
-    /// Which way each cable slides over the step to `t_end`: the way its
-    /// tension moves (the load path's history), or as it last slid.
-    fn cable_slide_to(&self, t_end: f64) -> Vec<rod::statics::CableSlide> {
+    /// Which way each cable slides over the step to tensions `now` (the
+    /// step's end): the way its tension moves from the last state's (the
+    /// load path's history), or as it last slid.
+    fn cable_slide_to(&self, now: &[f64]) -> Vec<rod::statics::CableSlide> {
         use rod::statics::CableSlide;
-        let rod = &self.model.rod;
-        let (before, now) = (self.scene.cable_tensions_n(rod, self.carry.t_s), self.scene.cable_tensions_n(rod, t_end));
+        let before = self.scene.cable_tensions_n(&self.model.rod, self.carry.t_s);
         before
             .iter()
-            .zip(&now)
+            .zip(now)
             .enumerate()
             .map(|(c, (b, n))| {
                 let held = self.carry.cable_slide.get(c).copied().unwrap_or_default();
@@ -933,7 +933,7 @@ impl Simulator {
     }
 
     fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
-        self.carry.cable_slide = self.cable_slide_to(t_end);
+        self.carry.cable_slide = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
         self.carry.applied_wrench = applied_wrench;
         let nq = self.model.n_dof();
         let n_rod = self.n_rod();
