@@ -108,7 +108,7 @@ fn the_experiments_page_lists_the_readers_columns_and_its_examples_read() {
 #[test]
 fn every_reference_example_parses() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["rod", "rig", "scene", "loads", "map", "markers", "camera"] {
+    for name in ["rod", "rig", "scene", "loads", "map", "markers", "camera", "cameras"] {
         let text = std::fs::read_to_string(page(name)).unwrap();
         let examples = blocks(&text, "toml");
         assert!(!examples.is_empty(), "{name}.md has no TOML example");
@@ -119,7 +119,7 @@ fn every_reference_example_parses() {
                 "rod" => rod::Rod::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "rig" => session::Rig::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
                 "scene" => sim::Scene::from_file(&file).map(|_| ()).map_err(|e| e.to_string()),
-                "map" | "markers" | "camera" => lab_devices::reference::check_file(name, &file).map(|_| ()).map_err(|e| e.to_string()),
+                "map" | "markers" | "camera" | "cameras" => lab_devices::reference::check_file(name, &file).map(|_| ()).map_err(|e| e.to_string()),
                 _ => toml::from_str::<identify::sessions::LoadsFile>(toml).map(|_| ()).map_err(|e| e.to_string()),
             };
             assert!(parsed.is_ok(), "docs/reference/{name}.md example {k}: {}", parsed.unwrap_err());

@@ -338,12 +338,18 @@ pub fn print_check(report: &lab::info::CheckReport, dir: &std::path::Path) -> Re
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab synth board --out /tmp/board\n  rodlab calibrate --images /tmp/board/views --board 9x6 --square-m 0.016 --plane-image /tmp/board/plane.png --out camera.toml"
+    after_help = "Examples:\n  rodlab synth board --out /tmp/board\n  rodlab calibrate --images /tmp/board/views --board 9x6 --square-m 0.016 --plane-image /tmp/board/plane.png --out camera.toml\n\nTwo or more cameras (markers in 3-D): one folder of board images per camera, images of the same name taken at the same time; the world is the board in the plane view:\n  rodlab synth board --cameras 2 --out /tmp/pair\n  rodlab calibrate --camera-images left=/tmp/pair/left --camera-images right=/tmp/pair/right --board 9x6 --square-m 0.016 --plane-view plane --out cameras.toml\n\nEach camera's intrinsics start from its own views; then the intrinsics and the cameras' poses come from one joint fit of every view (a bundle adjustment). Refused (exit 2) when a camera shares no view with the others; refused (exit 1) when a camera's RMS reprojection error exceeds --max-rms-px or a view's twice that, naming the worst views."
 )]
 pub struct CalibrateArgs {
     /// Directory of checkerboard images (png, jpg, bmp, tif).
-    #[arg(long)]
-    pub images: PathBuf,
+    #[arg(long, required_unless_present = "camera_images", conflicts_with = "camera_images")]
+    pub images: Option<PathBuf>,
+    /// A camera set: NAME=DIR per camera (repeat; two or more), images of one name taken at the same time.
+    #[arg(long, value_name = "NAME=DIR")]
+    pub camera_images: Vec<String>,
+    /// With --camera-images: the view (file stem) whose board is the world (default: plane, else the first view every camera sees).
+    #[arg(long, requires = "camera_images")]
+    pub plane_view: Option<String>,
     /// Inner corners, COLSxROWS (a board of 10x7 squares has 9x6).
     #[arg(long)]
     pub board: String,
@@ -351,25 +357,33 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub square_m: f64,
     /// An image of the board lying in the plane of motion (default: the first image).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "camera_images")]
     pub plane_image: Option<PathBuf>,
     /// Reject the calibration above this RMS reprojection error [px].
     #[arg(long, default_value_t = 1.0)]
     pub max_rms_px: f64,
-    #[arg(long, default_value = "camera.toml")]
-    pub out: PathBuf,
+    /// camera.toml, or with --camera-images cameras.toml.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab track sessions/s1/camera.mkv --camera camera.toml --markers configs/markers.toml --out markers.parquet\n  rodlab track frames/ --camera camera.toml --fps 100 --out markers.parquet --overlay /tmp/overlay"
+    after_help = "Examples:\n  rodlab track sessions/s1/camera.mkv --camera camera.toml --markers configs/markers.toml --out markers.parquet\n  rodlab track frames/ --camera camera.toml --fps 100 --out markers.parquet --overlay /tmp/overlay\n  rodlab track sessions/s1/left.mkv sessions/s1/right.mkv --cameras cameras.toml --out sessions/s1/markers.parquet\n\nWith a camera set (--cameras, from rodlab calibrate --camera-images) give one video per camera: a video whose file stem is a camera's name is that camera's, else they go in the set's order. Frames are matched on the host clock (each video's frames table in a session, else its rate); a pair further apart than half a frame period is not triangulated, it is counted. Markers seen by two or more cameras are triangulated (x_m, y_m, z_m, reprojection_px, cameras); a marker seen by one camera alone keeps its ray (flag 8: x, y, z is the camera's centre, ray_x, ray_y, ray_z its direction)."
 )]
 pub struct TrackArgs {
-    /// A video file or a directory of images (one frame per image).
-    pub input: PathBuf,
+    /// A video file or a directory of images (one frame per image); with --cameras, one per camera.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
     /// camera.toml from `rodlab calibrate` (intrinsics and the plane of motion).
+    #[arg(long, required_unless_present = "cameras", conflicts_with = "cameras")]
+    pub camera: Option<PathBuf>,
+    /// cameras.toml from `rodlab calibrate --camera-images`: markers in 3-D from several videos.
     #[arg(long)]
-    pub camera: PathBuf,
+    pub cameras: Option<PathBuf>,
+    /// With --cameras: views farther than this from each other's epipolar lines are not one marker [px].
+    #[arg(long, default_value_t = 3.0, requires = "cameras")]
+    pub epipolar_gate_px: f64,
     /// markers.toml: colour, size and tracking parameters (default: red markers).
     #[arg(long)]
     pub markers: Option<PathBuf>,
@@ -406,6 +420,15 @@ pub enum SynthCommand {
         /// Sensor noise [grey levels].
         #[arg(long, default_value_t = 2.0)]
         noise: f64,
+        /// A camera set of this many cameras (2 to 4): out/<camera>/view_NN.png and plane.png, and true-cameras.toml.
+        #[arg(long)]
+        cameras: Option<usize>,
+        /// With --cameras: each camera's distance from the board [m].
+        #[arg(long, default_value_t = 0.6)]
+        distance_m: f64,
+        /// With --cameras: the angle between the outermost cameras [deg].
+        #[arg(long, default_value_t = 30.0)]
+        spread_deg: f64,
     },
     /// A video of a bending rod with red markers, and its truth (truth.csv).
     Video {

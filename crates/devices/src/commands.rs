@@ -204,7 +204,9 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
 }
 
 pub fn calibrate(a: CalibrateArgs) -> Result<()> {
-    let c = lab_devices::track::calibrate(&a.images, &a.board, a.square_m, a.plane_image.as_deref(), a.max_rms_px, &a.out)?;
+    let Some(images) = &a.images else { return calibrate_set(a) };
+    let out = a.out.clone().unwrap_or_else(|| "camera.toml".into());
+    let c = lab_devices::track::calibrate(images, &a.board, a.square_m, a.plane_image.as_deref(), a.max_rms_px, &out)?;
     let (cam, s) = (&c.camera, &c.summary);
     println!("board found in {} of {} images", s.used.len(), s.images);
     for r in &s.rejected {
@@ -215,14 +217,39 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
         cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px, cam.distortion[0], cam.distortion[1], s.rms_px
     );
     println!("plane of motion from {}", s.plane_image.display());
-    println!("wrote {}", a.out.display());
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// `calibrate --camera-images`: a camera set.
+fn calibrate_set(a: CalibrateArgs) -> Result<()> {
+    let out = a.out.clone().unwrap_or_else(|| "cameras.toml".into());
+    let c = lab_devices::track::calibrate_set(&a.camera_images, &a.board, a.square_m, a.plane_view.as_deref(), a.max_rms_px, &out)?;
+    for (name, images, used, rms) in &c.summary.cameras {
+        println!("camera {name}: board found in {used} of {images} images; RMS reprojection {rms:.3} px after the joint fit");
+    }
+    for (cam, centre) in c.set.cameras.iter().zip(&c.centres_m) {
+        let m = &cam.model;
+        println!(
+            "  {}: fx {:.2} px, fy {:.2} px, cx {:.2} px, cy {:.2} px, k1 {:.4}; centre ({:.4}, {:.4}, {:.4}) m in the world",
+            cam.name, m.fx_px, m.fy_px, m.cx_px, m.cy_px, m.distortion[0], centre[0], centre[1], centre[2]
+        );
+    }
+    println!(
+        "{} views shared by two or more cameras; the world is the board in view {}; joint fit in {} iterations",
+        c.summary.shared_views, c.summary.plane_view, c.summary.iterations
+    );
+    println!("wrote {}", out.display());
     Ok(())
 }
 
 pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
+    let Some(camera) = a.camera.clone() else { return track_set(a, progress) };
+    let [input] = <[std::path::PathBuf; 1]>::try_from(a.inputs)
+        .map_err(|v| Error::input(format!("{} videos with --camera: give one (or a camera set with --cameras)", v.len())))?;
     let req = lab_devices::track::TrackRequest {
-        input: a.input,
-        camera: a.camera,
+        input,
+        camera,
         markers: a.markers,
         frames: a.frames,
         fps: a.fps,
@@ -245,6 +272,43 @@ pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
     Ok(())
 }
 
+/// `track --cameras`: one video per camera of a set, markers in 3-D.
+fn track_set(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
+    if a.overlay.is_some() || a.frames.is_some() || a.marker_height_m.is_some() {
+        return Err(Error::input(
+            "--overlay, --frames and --marker-height-m are for one camera; with --cameras each video's frames table is the one beside it in its session",
+        ));
+    }
+    let req = lab_devices::track::SetTrackRequest {
+        inputs: a.inputs,
+        cameras: a.cameras.expect("clap: --camera or --cameras"),
+        markers: a.markers,
+        fps: a.fps,
+        out: a.out.clone(),
+        epipolar_gate_px: a.epipolar_gate_px,
+    };
+    let t = lab_devices::track::track_set(&req, progress)?;
+    for (name, video) in &t.videos {
+        println!("camera {name}: {}", video.display());
+    }
+    match &t.world_from {
+        Some(meta) => println!("positions in the world frame of {}", meta.display()),
+        None => println!("positions in the camera set's world (the board in its plane view; no session.toml beside the videos)"),
+    }
+    for w in &t.warnings {
+        eprintln!("rodlab: warning: {w}");
+    }
+    println!(
+        "{} frames, {} markers: {} marker-frames triangulated, {} kept as rays (one camera), {} refused by the epipolar constraint",
+        t.frames, t.markers, t.points, t.rays, t.disagreements
+    );
+    for (name, n) in t.unmatched_frames.iter().filter(|(_, n)| *n > 0) {
+        println!("  camera {name}: no frame within half a period for {n} frames");
+    }
+    println!("wrote {}", a.out.display());
+    Ok(())
+}
+
 /// `synth session --live`: the virtual lab played through the emulators.
 pub fn synth_live(a: SynthSessionArgs, progress: &dyn Progress) -> Result<()> {
     let req = synth_request(&a)?;
@@ -258,7 +322,13 @@ pub fn synth(cmd: SynthCommand, progress: &dyn Progress) -> Result<()> {
     match cmd {
         SynthCommand::Session(a) if a.live => synth_live(*a, progress),
         SynthCommand::Session(_) => rodlab_cli::cmd_lab::synth(cmd, progress),
-        SynthCommand::Board { out, board, square_m, noise } => {
+        SynthCommand::Board { out, board, square_m, noise, cameras: Some(n), distance_m, spread_deg } => {
+            let folders = lab_devices::track::synth_board_set(&out, &board, square_m, noise, n, distance_m, spread_deg)?;
+            let names: Vec<String> = folders.iter().map(|(n, _)| n.clone()).collect();
+            println!("wrote the views of cameras {} and true-cameras.toml to {}", names.join(", "), out.display());
+            Ok(())
+        }
+        SynthCommand::Board { out, board, square_m, noise, .. } => {
             let views = lab_devices::track::synth_board(&out, &board, square_m, noise)?;
             println!("wrote {views} views, plane.png and true-camera.toml to {}", out.display());
             Ok(())

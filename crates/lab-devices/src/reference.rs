@@ -1,4 +1,4 @@
-//! The tracker's config files (`markers`, `camera`) beside `lab`'s: their
+//! The tracker's config files (`markers`, `camera`, `cameras`) beside `lab`'s: their
 //! schemas and checks come from the `track` crate's parsers.
 
 use lab::Result;
@@ -8,6 +8,7 @@ pub fn schema(name: &str) -> Option<schemars::Schema> {
     match name {
         "markers" => lab::reference::finish_schema(schemars::schema_for!(track::detect::MarkerParams)),
         "camera" => lab::reference::finish_schema(schemars::schema_for!(track::camera::CameraModel)),
+        "cameras" => lab::reference::finish_schema(schemars::schema_for!(track::stereo::CameraSet)),
         _ => lab::reference::schema(name),
     }
 }
@@ -22,6 +23,10 @@ pub fn check_file(name: &str, path: &std::path::Path) -> Result<String> {
         "camera" => {
             let c = track::camera::CameraModel::load(path)?;
             Ok(format!("a camera file: {} x {} px", c.width_px, c.height_px))
+        }
+        "cameras" => {
+            let s = track::stereo::CameraSet::load(path)?;
+            Ok(format!("a camera set: {}", s.names().join(", ")))
         }
         _ => lab::reference::check_file(name, path),
     }

@@ -8,12 +8,16 @@ use std::path::{Path, PathBuf};
 use track::calibrate::{self, BoardSpec};
 use track::camera::CameraModel;
 use track::detect::MarkerParams;
+use track::multiview;
 use track::pipeline::{self, FrameTimes, PlaneToWorld};
 pub use track::sequence::Occlusion;
 use track::sequence::{Sequence, SequenceConfig};
 use track::source::{write_image, FrameSource, VideoSink};
+use track::stereo::{self, SetSummary};
+pub use track::stereo::{CameraSet, SetCamera};
 use track::synth;
 use track::tracker::Tracker;
+pub use track::triangulate::PlacedCamera;
 
 /// A calibration's outcome.
 #[derive(Clone, Debug)]
@@ -33,6 +37,34 @@ pub fn calibrate(images: &Path, board: &str, square_m: f64, plane_image: Option<
     let (camera, summary) = calibrate::calibrate(&files, &spec, plane_image, max_rms_px)?;
     camera.save(out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
     Ok(Calibrated { camera, summary })
+}
+
+/// A camera set's calibration: the set written, and what it did.
+#[derive(Clone, Debug)]
+pub struct CalibratedSet {
+    pub set: CameraSet,
+    pub summary: SetSummary,
+    /// Each camera's centre in the world \[m\].
+    pub centres_m: Vec<[f64; 3]>,
+}
+
+/// Calibrates a camera set from one folder of board images per camera
+/// (`NAME=DIR`; images of one name were taken at the same time), the world
+/// from the board in `plane_view`; writes `out` only when it succeeds.
+pub fn calibrate_set(cameras: &[String], board: &str, square_m: f64, plane_view: Option<&str>, max_rms_px: f64, out: &Path) -> Result<CalibratedSet> {
+    let (cols, rows) = BoardSpec::parse_size(board)?;
+    lab::error::positive("--square-m", square_m)?;
+    let named: Vec<(String, PathBuf)> = cameras
+        .iter()
+        .map(|c| match c.split_once('=') {
+            Some((n, d)) if !n.trim().is_empty() && !d.is_empty() => Ok((n.trim().to_string(), PathBuf::from(d))),
+            _ => Err(Error::input(format!("--camera-images {c:?}: expected NAME=DIR, e.g. left=board/left"))),
+        })
+        .collect::<Result<_>>()?;
+    let (set, summary) = stereo::calibrate_set(&named, &BoardSpec { cols, rows, square_m }, plane_view, max_rms_px)?;
+    set.save(out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
+    let centres_m = set.cameras.iter().map(|c| PlacedCamera::new(&c.model).map_or([f64::NAN; 3], |p| p.centre_m().into())).collect();
+    Ok(CalibratedSet { set, summary, centres_m })
 }
 
 /// What to track.
@@ -92,16 +124,18 @@ pub struct Tracked {
     pub warnings: Vec<String>,
 }
 
-fn frame_times(req: &TrackRequest, source: &FrameSource) -> Result<FrameTimes> {
+/// A video's frame times: its frames table (`frames`, else the session's
+/// `streams/<stem>` beside it), else `fps` or the video's own rate.
+fn frame_times(input: &Path, frames: Option<&Path>, fps: Option<f64>, source: &FrameSource) -> Result<FrameTimes> {
     // A session keeps the video beside `streams/<name>` (frame index, t_host_ns).
-    let beside = req.input.parent().zip(req.input.file_stem()).map(|(dir, stem)| dir.join("streams").join(stem)).filter(|p| p.is_dir());
-    if let Some(dir) = req.frames.clone().or(beside) {
+    let beside = input.parent().zip(input.file_stem()).map(|(dir, stem)| dir.join("streams").join(stem)).filter(|p| p.is_dir());
+    if let Some(dir) = frames.map(Path::to_path_buf).or(beside) {
         let t = session::Table::read_chunks(&dir)?;
         return Ok(FrameTimes::Table(t.i64("t_host_ns")?));
     }
-    let fps = req.fps.unwrap_or(source.fps());
+    let fps = fps.unwrap_or(source.fps());
     if !(fps.is_finite() && fps > 0.0) {
-        return Err(Error::input(format!("{}: no frame rate: give --fps or --frames (a session's frames table)", req.input.display())));
+        return Err(Error::input(format!("{}: no frame rate: give --fps or --frames (a session's frames table)", input.display())));
     }
     Ok(FrameTimes::Rate(fps))
 }
@@ -118,7 +152,7 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
         None => MarkerParams::default(),
     };
     let mut source = FrameSource::open(&req.input)?;
-    let times = frame_times(req, &source)?;
+    let times = frame_times(&req.input, req.frames.as_deref(), req.fps, &source)?;
     // The world: the session's rig frames when the video sits in a session.
     let session_dir = session::SessionDir::new(req.input.parent().map(|p| p.to_path_buf()).unwrap_or_default());
     let frames_w = session_dir.meta()?.map(|m| m.frames);
@@ -169,6 +203,114 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
     })
 }
 
+/// What to track with a camera set: one video per camera.
+#[derive(Clone, Debug)]
+pub struct SetTrackRequest {
+    /// The videos (or image folders); a video whose file stem is a camera's
+    /// name is that camera's, else they are taken in the set's order.
+    pub inputs: Vec<PathBuf>,
+    /// cameras.toml from `rodlab calibrate --camera-images`.
+    pub cameras: PathBuf,
+    pub markers: Option<PathBuf>,
+    /// Frame rate of videos without a frames table (default: each video's).
+    pub fps: Option<f64>,
+    pub out: PathBuf,
+    /// Views farther than this from each other's epipolar lines are not one
+    /// marker \[px\].
+    pub epipolar_gate_px: f64,
+}
+
+/// A camera set's videos tracked into 3-D markers.
+#[derive(Clone, Debug)]
+pub struct SetTracked {
+    /// Each camera and the video it was given.
+    pub videos: Vec<(String, PathBuf)>,
+    /// Frames of the reference (first) camera: the table's frames.
+    pub frames: usize,
+    pub markers: usize,
+    pub points: usize,
+    pub rays: usize,
+    pub disagreements: usize,
+    /// Per camera: the reference frames it had no frame within half a period of.
+    pub unmatched_frames: Vec<(String, usize)>,
+    pub world_from: Option<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+/// The videos of `req` paired with the set's cameras: by file stem when
+/// every stem names a camera, else in order.
+fn pair_videos(set: &CameraSet, inputs: &[PathBuf], cameras_path: &Path) -> Result<Vec<(usize, PathBuf)>> {
+    if inputs.len() != set.cameras.len() {
+        return Err(Error::input(format!(
+            "{} videos for the {} cameras of {}: give one video per camera",
+            inputs.len(),
+            set.cameras.len(),
+            cameras_path.display()
+        )));
+    }
+    let stem = |p: &PathBuf| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let by_name: Option<Vec<(usize, PathBuf)>> = inputs.iter().map(|p| set.cameras.iter().position(|c| c.name == stem(p)).map(|k| (k, p.clone()))).collect();
+    let mut pairs = match by_name {
+        Some(p) if (0..set.cameras.len()).all(|k| p.iter().any(|(j, _)| *j == k)) => p,
+        _ => inputs.iter().cloned().enumerate().collect(),
+    };
+    pairs.sort_by_key(|(k, _)| *k);
+    Ok(pairs)
+}
+
+/// Tracks one video per camera of a set and triangulates the markers into
+/// a marker table in the rig's world (the session's, when the videos sit in
+/// one), with each row's cameras, reprojection error and view time spread.
+pub fn track_set(req: &SetTrackRequest, progress: &dyn Progress) -> Result<SetTracked> {
+    let set = CameraSet::load(&req.cameras)?;
+    let pairs = pair_videos(&set, &req.inputs, &req.cameras)?;
+    lab::error::positive("--epipolar-gate-px", req.epipolar_gate_px)?;
+    let params = match &req.markers {
+        Some(p) => MarkerParams::load(p)?,
+        None => MarkerParams::default(),
+    };
+    let first = &pairs[0].1;
+    let session_dir = session::SessionDir::new(first.parent().map(|p| p.to_path_buf()).unwrap_or_default());
+    let frames_w = session_dir.meta()?.map(|m| m.frames);
+    let world_from_set = frames_w.map(|f| f.world_from_board()).unwrap_or_else(lie::Pose::identity);
+    let mut per_camera = vec![];
+    let mut warnings = vec![];
+    let mut markers = 0;
+    for (k, video) in &pairs {
+        let camera = &set.cameras[*k];
+        let mut source = FrameSource::open(video)?;
+        let times = frame_times(video, None, req.fps, &source)?;
+        let mut tracker = Tracker::new(params.clone())?;
+        let task = progress.task(&format!("track {}", camera.name), source.len_hint().map(|n| n as u64));
+        let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera.model, &PlaneToWorld::default(), &times, None, |n| {
+            if n % 16 == 0 {
+                task.set(n as u64)
+            }
+        })?;
+        drop(task);
+        if timing.untimed_frames > 0 {
+            warnings.push(format!("{}: {} frames beyond its frames table have no time: not tracked", video.display(), timing.untimed_frames));
+        }
+        markers = markers.max(tracker.count());
+        per_camera.push(rows);
+    }
+    let placed: Vec<PlacedCamera> = set.cameras.iter().map(|c| PlacedCamera::new(&c.model).expect("checked on load")).collect();
+    let names = set.names();
+    let merged = multiview::merge(&placed, &per_camera, &names, &world_from_set, req.epipolar_gate_px)?;
+    session::write_markers_with_views(&req.out, &merged.rows, &merged.views, &names)?;
+    Ok(SetTracked {
+        videos: pairs.iter().map(|(k, p)| (names[*k].clone(), p.clone())).collect(),
+        frames: merged.rows.len() / markers.max(1),
+        markers,
+        points: merged.points,
+        rays: merged.rays,
+        disagreements: merged.disagreements,
+        unmatched_frames: names.iter().cloned().zip(merged.unmatched_frames.iter().copied()).collect(),
+        world_from: frames_w.map(|_| session_dir.meta_path()),
+        warnings,
+    })
+}
+
 /// Writes checkerboard views (and one of the board in the plane of
 /// motion) of the demo camera into `out`, with the true camera.
 pub fn synth_board(out: &Path, board: &str, square_m: f64, noise: f64) -> Result<usize> {
@@ -177,6 +319,55 @@ pub fn synth_board(out: &Path, board: &str, square_m: f64, noise: f64) -> Result
     let (views, _) = synth::write_board_images(out, &camera, &plane, &BoardSpec { cols, rows, square_m }, noise)?;
     CameraModel { plane: Some(plane), ..camera }.save(&out.join("true-camera.toml")).map_err(|e| Error::io(e.to_string()))?;
     Ok(views.len())
+}
+
+/// Board images for a camera set of `cameras` cameras `distance_m` from the
+/// board and `spread_deg` apart: `out/<camera>/view_NN.png`, `plane.png`,
+/// and the true set, `out/true-cameras.toml`. Returns the cameras' folders.
+pub fn synth_board_set(out: &Path, board: &str, square_m: f64, noise: f64, cameras: usize, distance_m: f64, spread_deg: f64) -> Result<Vec<(String, PathBuf)>> {
+    let (cols, rows) = BoardSpec::parse_size(board)?;
+    lab::error::positive("--square-m", square_m)?;
+    lab::error::positive("--distance-m", distance_m)?;
+    if !((2..=4).contains(&cameras) && spread_deg.is_finite() && spread_deg.abs() <= 90.0) {
+        return Err(Error::input(format!("--cameras {cameras} --spread-deg {spread_deg}: a set is 2 to 4 cameras spread at most 90 degrees")));
+    }
+    let spec = BoardSpec { cols, rows, square_m };
+    let set = synth::camera_set(cameras, distance_m, spread_deg, &spec);
+    let folders = synth::write_set_board_images(out, &set, &spec, noise)?;
+    let truth =
+        CameraSet { world: "the board in view plane".into(), cameras: set.into_iter().map(|(name, model)| SetCamera { name, model }).collect(), views: vec![] };
+    truth.save(&out.join("true-cameras.toml")).map_err(|e| Error::io(e.to_string()))?;
+    Ok(folders)
+}
+
+/// Renders markers moving anywhere in 3-D, seen by every camera of a set
+/// (each from its own pose): `positions[frame][marker]` in the set's world;
+/// `visible(camera, frame, marker)` hides a marker from one camera. Writes
+/// `out/<camera>.mkv` at `fps`; returns the videos.
+pub fn render_set_video(
+    set: &CameraSet,
+    positions: &[Vec<[f64; 3]>],
+    visible: impl Fn(usize, usize, usize) -> bool,
+    out: &Path,
+    fps: f64,
+    noise: f64,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
+    let mut videos = vec![];
+    for (k, camera) in set.cameras.iter().enumerate() {
+        let look = synth::Look { noise_sigma: noise, seed: 7 + k as u64, ..synth::Look::default() };
+        let plane = camera.model.plane.clone().ok_or_else(|| Error::input(format!("camera {}: no pose", camera.name)))?;
+        let mut renderer = synth::Renderer::new(camera.model.clone(), plane, look);
+        let path = out.join(format!("{}.mkv", camera.name));
+        let mut sink = VideoSink::create(&path, fps, camera.model.width_px as i32, camera.model.height_px as i32)?;
+        for (f, frame) in positions.iter().enumerate() {
+            let shown: Vec<bool> = (0..frame.len()).map(|m| visible(k, f, m)).collect();
+            sink.write(&renderer.render_3d(std::slice::from_ref(frame), &shown, &[], 0.0).to_mat()?)?;
+        }
+        sink.finish()?;
+        videos.push(path);
+    }
+    Ok(videos)
 }
 
 /// A synthetic marker video to make.

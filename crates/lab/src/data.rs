@@ -157,7 +157,7 @@ pub fn frames_of(rows: &[MarkerRow], n_markers: usize, path: &std::path::Path, t
         }
         let e = by_frame.entry(r.frame).or_insert_with(|| (t_of_row(r), vec![None; n_markers]));
         let p = Vec3::new(r.x_m, r.y_m, r.z_m);
-        if r.flags & (flags::MISSING | flags::MERGED) == 0 && p.iter().all(|v| v.is_finite()) {
+        if r.flags & flags::NO_POSITION == 0 && p.iter().all(|v| v.is_finite()) {
             e.1[r.marker as usize] = Some(p);
         }
     }

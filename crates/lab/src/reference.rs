@@ -8,11 +8,11 @@ use serde_json::Value;
 /// The files with a schema, by the name `rodlab schema` takes. `markers`
 /// and `camera` are the tracker's: their schemas and checks are
 /// `lab_devices::reference`'s (this crate does not link the tracker).
-pub const FILES: [&str; 9] = ["rod", "rig", "scene", "loads", "identified", "session", "map", "markers", "camera"];
+pub const FILES: [&str; 10] = ["rod", "rig", "scene", "loads", "identified", "session", "map", "markers", "camera", "cameras"];
 
 /// The files of [`FILES`] that the tracker parses (the device build reads
 /// them: `rodlab schema markers` loads it).
-pub const TRACKER_FILES: [&str; 2] = ["markers", "camera"];
+pub const TRACKER_FILES: [&str; 3] = ["markers", "camera", "cameras"];
 
 /// Reads `path` as a file of kind `name` (one of [`FILES`]) with the very
 /// parser the commands use, checking every value; what the file is, or the
@@ -52,7 +52,9 @@ pub fn check_file(name: &str, path: &std::path::Path) -> crate::Result<String> {
             let m = crate::c3d::MocapMap::read(path, usize::MAX)?;
             format!("a motion-capture map: {} markers", m.markers.len())
         }
-        "markers" | "camera" => return Err(Error::input(format!("{name}: the tracker's file, checked by the device build (lab_devices::reference)"))),
+        "markers" | "camera" | "cameras" => {
+            return Err(Error::input(format!("{name}: the tracker's file, checked by the device build (lab_devices::reference)")))
+        }
         other => return Err(Error::input(format!("{other}: no such file kind (one of {})", FILES.join(", ")))),
     };
     Ok(what)

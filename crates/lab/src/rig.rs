@@ -58,7 +58,7 @@ pub fn calibrate(req: &RigCalibrationRequest) -> Result<RigCalibration> {
     };
     let mut pairs = vec![];
     let mut pair_times_s = vec![];
-    for r in rows.iter().filter(|r| r.marker as usize == req.marker && r.flags & (flags::MISSING | flags::MERGED) == 0) {
+    for r in rows.iter().filter(|r| r.marker as usize == req.marker && r.flags & flags::NO_POSITION == 0) {
         let Some(t) = r.t_host_ns else {
             return Err(Error::input(format!("{}: no t_host_ns column: track the session's video with its frames table", markers_path.display())));
         };

@@ -88,6 +88,15 @@ pub mod flags {
     pub const MERGED: u32 = 2;
     /// Found outside the predicted search window (re-acquired).
     pub const REACQUIRED: u32 = 4;
+    /// Seen by one camera of a set: x, y, z is that camera's centre and
+    /// `ray_x`, `ray_y`, `ray_z` the direction the marker lies in; not a
+    /// position.
+    pub const RAY: u32 = 8;
+    /// Views of a camera set that the epipolar constraint says are not one
+    /// marker (a swapped order, a reflection): no position (with MISSING).
+    pub const DISAGREE: u32 = 16;
+    /// A row whose x, y, z is not the marker's position.
+    pub const NO_POSITION: u32 = MISSING | MERGED | RAY | DISAGREE;
 }
 
 /// One row of the marker table: a marker in a frame.
@@ -110,8 +119,65 @@ pub struct MarkerRow {
 
 pub const MARKER_COLUMNS: [&str; 10] = ["frame", "t_s", "marker", "u_px", "v_px", "x_m", "y_m", "z_m", "area_px", "flags"];
 
+/// How a camera set saw one row of the marker table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MarkerViews {
+    /// The cameras that saw the marker (bit i: the set's camera i).
+    pub cameras: u32,
+    /// RMS reprojection error of the triangulated point \[px\] (NaN for
+    /// a ray or no position).
+    pub reprojection_px: f64,
+    /// The largest time between the views used \[s\] (the cameras run
+    /// on their own clocks; frames are matched on the host clock).
+    pub view_dt_s: f64,
+    /// A one-camera marker's ray direction (unit, world); NaN otherwise.
+    pub ray: [f64; 3],
+}
+
+/// Metadata key of a camera set's marker table: its cameras' names,
+/// comma-separated, in the order of [`MarkerViews::cameras`]' bits.
+pub const CAMERAS_KEY: &str = "cameras";
+
 /// Writes the marker table (Parquet).
 pub fn write_markers(path: &Path, rows: &[MarkerRow]) -> Result<(), TableError> {
+    markers_table(rows).write(path)
+}
+
+/// Writes the marker table of a camera set: the rows and, per row, how
+/// the cameras saw it (`cameras`, `reprojection_px`, `view_dt_s`, `ray_*`).
+pub fn write_markers_with_views(path: &Path, rows: &[MarkerRow], views: &[MarkerViews], camera_names: &[String]) -> Result<(), TableError> {
+    let mut t = markers_table(rows);
+    t.push_u32("cameras", views.iter().map(|v| v.cameras).collect());
+    t.push_f64("reprojection_px", views.iter().map(|v| v.reprojection_px).collect());
+    t.push_f64("view_dt_s", views.iter().map(|v| v.view_dt_s).collect());
+    for (k, axis) in ["ray_x", "ray_y", "ray_z"].iter().enumerate() {
+        t.push_f64(axis, views.iter().map(|v| v.ray[k]).collect());
+    }
+    t.set_meta(CAMERAS_KEY, &camera_names.join(","));
+    t.write(path)
+}
+
+/// A camera set's columns of a marker table: each row's views, and the
+/// cameras' names in the order of [`MarkerViews::cameras`]' bits.
+pub type SetColumns = (Vec<MarkerViews>, Vec<String>);
+
+/// The camera set's columns of a marker table, with its cameras' names;
+/// None for a one-camera or motion-capture table.
+pub fn read_marker_views(path: &Path) -> Result<Option<SetColumns>, TableError> {
+    let t = Table::read(path)?;
+    if !t.has("cameras") {
+        return Ok(None);
+    }
+    let (cameras, reprojection, dt) = (t.u32("cameras")?, t.f64("reprojection_px")?, t.f64("view_dt_s")?);
+    let (rx, ry, rz) = (t.f64("ray_x")?, t.f64("ray_y")?, t.f64("ray_z")?);
+    let names = t.meta(CAMERAS_KEY).map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default();
+    let views = (0..cameras.len())
+        .map(|i| MarkerViews { cameras: cameras[i], reprojection_px: reprojection[i], view_dt_s: dt[i], ray: [rx[i], ry[i], rz[i]] })
+        .collect();
+    Ok(Some((views, names)))
+}
+
+fn markers_table(rows: &[MarkerRow]) -> Table {
     let mut t = Table::new();
     t.push_i64("frame", rows.iter().map(|r| r.frame).collect());
     t.push_f64("t_s", rows.iter().map(|r| r.t_s).collect());
@@ -127,7 +193,7 @@ pub fn write_markers(path: &Path, rows: &[MarkerRow]) -> Result<(), TableError> 
     t.push_f64("area_px", rows.iter().map(|r| r.area_px).collect());
     t.push_u32("flags", rows.iter().map(|r| r.flags).collect());
     t.set_meta(FRAME_KEY, WORLD_FRAME);
-    t.write(path)
+    t
 }
 
 /// Reads a marker table, checking its columns.

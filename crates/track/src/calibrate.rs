@@ -35,7 +35,7 @@ impl BoardSpec {
         Ok((c, r))
     }
 
-    fn object_points(&self) -> Vector<Point3f> {
+    pub fn object_points(&self) -> Vector<Point3f> {
         let mut v = Vector::new();
         for i in 0..self.rows {
             for j in 0..self.cols {
@@ -88,73 +88,97 @@ pub fn find_corners(grey: &Mat, board: &BoardSpec) -> Result<Option<Vector<Point
     Ok(Some(corners))
 }
 
+/// Board corners found in a set of images of one size.
+pub struct BoardViews {
+    pub size: Size,
+    /// Each image with its corners, or None where no board was found.
+    pub views: Vec<(PathBuf, Option<Vector<Point2f>>)>,
+}
+
+impl BoardViews {
+    /// Reads `images` (one size) and finds the board in each.
+    pub fn find(images: &[PathBuf], board: &BoardSpec) -> Result<BoardViews, TrackError> {
+        if images.is_empty() {
+            return Err(TrackError::Input("no images to calibrate from".into()));
+        }
+        let mut size: Option<Size> = None;
+        let mut views = vec![];
+        for path in images {
+            let grey = read_grey(path)?;
+            let s = grey.size()?;
+            if let Some(z) = size.filter(|z| *z != s) {
+                return Err(TrackError::Input(format!("{}: {}x{} px, but earlier images are {}x{}", path.display(), s.width, s.height, z.width, z.height)));
+            }
+            size = Some(s);
+            views.push((path.clone(), find_corners(&grey, board)?));
+        }
+        Ok(BoardViews { size: size.expect("at least one image"), views })
+    }
+
+    /// The images where the board was found.
+    pub fn used(&self) -> impl Iterator<Item = (&PathBuf, &Vector<Point2f>)> {
+        self.views.iter().filter_map(|(p, c)| c.as_ref().map(|c| (p, c)))
+    }
+
+    /// Intrinsics by OpenCV's calibrateCamera over the views with a board;
+    /// refuses too few views. Returns the camera (no plane yet), K and the
+    /// distortion as OpenCV matrices.
+    pub fn intrinsics(&self, board: &BoardSpec, what: &str) -> Result<(CameraModel, Mat, Mat), TrackError> {
+        let mut object_points: Vector<Vector<Point3f>> = Vector::new();
+        let mut image_points: Vector<Vector<Point2f>> = Vector::new();
+        for (_, c) in self.used() {
+            image_points.push(c.clone());
+            object_points.push(board.object_points());
+        }
+        let used = image_points.len();
+        if used == 0 {
+            return Err(TrackError::Input(format!(
+                "{what}no image shows a {}x{} board (inner corners); check --board (inner corners, not squares) and the images",
+                board.cols, board.rows
+            )));
+        }
+        if used < MIN_VIEWS {
+            return Err(TrackError::Input(format!(
+                "{what}too few views: the board was found in {used} of {} images, need at least {MIN_VIEWS}",
+                self.views.len()
+            )));
+        }
+        let mut k = Mat::default();
+        let mut dist = Mat::default();
+        let mut rvecs: Vector<Mat> = Vector::new();
+        let mut tvecs: Vector<Mat> = Vector::new();
+        let criteria = TermCriteria::new(core::TermCriteria_COUNT + core::TermCriteria_EPS, 100, 1e-10)?;
+        let rms = calib3d::calibrate_camera(&object_points, &image_points, self.size, &mut k, &mut dist, &mut rvecs, &mut tvecs, 0, criteria)?;
+        let kf = |r: i32, c: i32| -> Result<f64, TrackError> { Ok(*k.at_2d::<f64>(r, c)?) };
+        let d: Vec<f64> = (0..5).map(|i| dist.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
+        let camera = CameraModel {
+            width_px: self.size.width as u32,
+            height_px: self.size.height as u32,
+            fx_px: kf(0, 0)?,
+            fy_px: kf(1, 1)?,
+            cx_px: kf(0, 2)?,
+            cy_px: kf(1, 2)?,
+            distortion: [d[0], d[1], d[2], d[3], d[4]],
+            rms_reprojection_px: rms,
+            views: used,
+            plane: None,
+            plane_offset_m: None,
+        };
+        Ok((camera, k, dist))
+    }
+}
+
 /// Calibrates from `images`; the plane pose comes from `plane_image` (default:
 /// the first usable image). Rejects too few views and an RMS above `max_rms_px`.
 pub fn calibrate(images: &[PathBuf], board: &BoardSpec, plane_image: Option<&Path>, max_rms_px: f64) -> Result<(CameraModel, CalibrationSummary), TrackError> {
-    if images.is_empty() {
-        return Err(TrackError::Input("no images to calibrate from".into()));
-    }
-    let mut object_points: Vector<Vector<Point3f>> = Vector::new();
-    let mut image_points: Vector<Vector<Point2f>> = Vector::new();
-    let (mut used, mut rejected) = (vec![], vec![]);
-    let mut size: Option<Size> = None;
-    for path in images {
-        let grey = read_grey(path)?;
-        let s = grey.size()?;
-        if size.is_some_and(|z| z != s) {
-            return Err(TrackError::Input(format!(
-                "{}: {}x{} px, but earlier images are {}x{}",
-                path.display(),
-                s.width,
-                s.height,
-                size.unwrap_or(s).width,
-                size.unwrap_or(s).height
-            )));
-        }
-        size = Some(s);
-        match find_corners(&grey, board)? {
-            Some(c) => {
-                image_points.push(c);
-                object_points.push(board.object_points());
-                used.push(path.clone());
-            }
-            None => rejected.push(path.clone()),
-        }
-    }
-    let size = size.expect("at least one image");
-    if used.is_empty() {
-        return Err(TrackError::Input(format!(
-            "no image shows a {}x{} board (inner corners); check --board (inner corners, not squares) and the images",
-            board.cols, board.rows
-        )));
-    }
-    if used.len() < MIN_VIEWS {
-        return Err(TrackError::Input(format!("too few views: the board was found in {} of {} images, need at least {MIN_VIEWS}", used.len(), images.len())));
-    }
-    let mut k = Mat::default();
-    let mut dist = Mat::default();
-    let mut rvecs: Vector<Mat> = Vector::new();
-    let mut tvecs: Vector<Mat> = Vector::new();
-    let criteria = TermCriteria::new(core::TermCriteria_COUNT + core::TermCriteria_EPS, 100, 1e-10)?;
-    let rms = calib3d::calibrate_camera(&object_points, &image_points, size, &mut k, &mut dist, &mut rvecs, &mut tvecs, 0, criteria)?;
+    let found = BoardViews::find(images, board)?;
+    let (mut camera, k, dist) = found.intrinsics(board, "")?;
+    let rms = camera.rms_reprojection_px;
     if rms.is_nan() || rms > max_rms_px {
         return Err(TrackError::Input(format!("calibration rejected: RMS reprojection error {rms:.3} px > {max_rms_px} px (blurred or mis-detected views?)")));
     }
-    let kf = |r: i32, c: i32| -> Result<f64, TrackError> { Ok(*k.at_2d::<f64>(r, c)?) };
-    let d: Vec<f64> = (0..5).map(|i| dist.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
-    let mut camera = CameraModel {
-        width_px: size.width as u32,
-        height_px: size.height as u32,
-        fx_px: kf(0, 0)?,
-        fy_px: kf(1, 1)?,
-        cx_px: kf(0, 2)?,
-        cy_px: kf(1, 2)?,
-        distortion: [d[0], d[1], d[2], d[3], d[4]],
-        rms_reprojection_px: rms,
-        views: used.len(),
-        plane: None,
-        plane_offset_m: None,
-    };
+    let used: Vec<PathBuf> = found.used().map(|(p, _)| p.clone()).collect();
+    let rejected: Vec<PathBuf> = found.views.iter().filter(|(_, c)| c.is_none()).map(|(p, _)| p.clone()).collect();
     let plane_path = plane_image.map(Path::to_path_buf).unwrap_or_else(|| used[0].clone());
     camera.plane = Some(plane_pose(&camera, &k, &dist, &plane_path, board)?);
     Ok((camera, CalibrationSummary { images: images.len(), used, rejected, rms_px: rms, plane_image: plane_path }))
@@ -169,14 +193,20 @@ fn plane_pose(camera: &CameraModel, k: &Mat, dist: &Mat, path: &Path, board: &Bo
     }
     let corners = find_corners(&grey, board)?
         .ok_or_else(|| TrackError::Input(format!("{}: no {}x{} board found in the plane image", path.display(), board.cols, board.rows)))?;
+    board_pose(&corners, k, dist, board)?.ok_or_else(|| TrackError::Input(format!("{}: cannot estimate the plane pose", path.display())))
+}
+
+/// The board's pose in the camera from its corners (solvePnP with the
+/// calibrated intrinsics); None where OpenCV finds none.
+pub fn board_pose(corners: &Vector<Point2f>, k: &Mat, dist: &Mat, board: &BoardSpec) -> Result<Option<PlanePose>, TrackError> {
     let mut rvec = Mat::default();
     let mut tvec = Mat::default();
-    if !calib3d::solve_pnp(&board.object_points(), &corners, k, dist, &mut rvec, &mut tvec, false, calib3d::SOLVEPNP_ITERATIVE)? {
-        return Err(TrackError::Input(format!("{}: cannot estimate the plane pose", path.display())));
+    if !calib3d::solve_pnp(&board.object_points(), corners, k, dist, &mut rvec, &mut tvec, false, calib3d::SOLVEPNP_ITERATIVE)? {
+        return Ok(None);
     }
     let r: Vec<f64> = (0..3).map(|i| rvec.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
     let t: Vec<f64> = (0..3).map(|i| tvec.at::<f64>(i).copied()).collect::<Result<_, _>>()?;
-    Ok(PlanePose { rotation_rad: [r[0], r[1], r[2]], translation_m: [t[0], t[1], t[2]] })
+    Ok(Some(PlanePose { rotation_rad: [r[0], r[1], r[2]], translation_m: [t[0], t[1], t[2]] }))
 }
 
 /// Image files of a directory (png, jpg, jpeg, bmp, tif, tiff), sorted by name.

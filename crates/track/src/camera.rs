@@ -85,17 +85,23 @@ pub use session::ConfigFileError as CameraFileError;
 impl CameraModel {
     pub fn load(path: &Path) -> Result<CameraModel, CameraFileError> {
         let (cam, _): (CameraModel, _) = session::read_toml(path, "camera file")?;
-        let err = |message: &str| CameraFileError::new(path, message);
-        if !(cam.fx_px > 0.0 && cam.fy_px > 0.0 && cam.fx_px.is_finite() && cam.fy_px.is_finite()) {
-            return Err(err("fx_px, fy_px: must be positive"));
-        }
-        if cam.width_px == 0 || cam.height_px == 0 {
-            return Err(err("width_px, height_px: must be positive"));
-        }
-        if cam.distortion.iter().any(|d| !d.is_finite()) || !cam.cx_px.is_finite() || !cam.cy_px.is_finite() {
-            return Err(err("cx_px, cy_px, distortion: must be finite"));
-        }
+        cam.check().map_err(|m| CameraFileError::new(path, m))?;
         Ok(cam)
+    }
+
+    /// The checks of a camera file: positive focal lengths and size, finite
+    /// principal point and distortion.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.fx_px > 0.0 && self.fy_px > 0.0 && self.fx_px.is_finite() && self.fy_px.is_finite()) {
+            return Err("fx_px, fy_px: must be positive".into());
+        }
+        if self.width_px == 0 || self.height_px == 0 {
+            return Err("width_px, height_px: must be positive".into());
+        }
+        if self.distortion.iter().any(|d| !d.is_finite()) || !self.cx_px.is_finite() || !self.cy_px.is_finite() {
+            return Err("cx_px, cy_px, distortion: must be finite".into());
+        }
+        Ok(())
     }
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {

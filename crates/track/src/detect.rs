@@ -69,12 +69,17 @@ pub enum TrackError {
     OpenCv(#[from] opencv::Error),
     #[error("{0}")]
     Input(String),
+    /// A computation that did not succeed on valid input (a calibration
+    /// that fails its checks).
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl fault::Fault for TrackError {
     fn kind(&self) -> fault::Kind {
         match self {
             TrackError::OpenCv(_) => fault::Kind::Io,
+            TrackError::Failed(_) => fault::Kind::Computation,
             _ => fault::Kind::Input,
         }
     }

@@ -13,7 +13,7 @@ use crate::calibrate::BoardSpec;
 use crate::camera::{CameraModel, PlanePose};
 use crate::detect::{mat_from_bgr, TrackError};
 use crate::source::write_image;
-use nalgebra::{Matrix2, Vector2};
+use nalgebra::{Isometry3, Matrix2, Translation3, UnitQuaternion, Vector2, Vector3};
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 
@@ -111,13 +111,19 @@ impl Renderer {
 
     /// Image position of a plane point.
     pub fn pixel(&self, p_plane: [f64; 2]) -> [f64; 2] {
-        self.camera.plane_to_pixel(&self.plane, [p_plane[0], p_plane[1], 0.0])
+        self.pixel_3d([p_plane[0], p_plane[1], 0.0])
     }
 
-    /// Local affine map plane -> image at `p` (central differences).
-    fn jacobian(&self, p: [f64; 2]) -> Matrix2<f64> {
+    /// Image position of a point of the plane's frame (z off the plane).
+    pub fn pixel_3d(&self, p: [f64; 3]) -> [f64; 2] {
+        self.camera.plane_to_pixel(&self.plane, p)
+    }
+
+    /// Local affine map plane -> image at `p` (central differences), for a
+    /// disc parallel to the plane at `p`'s height.
+    fn jacobian(&self, p: [f64; 3]) -> Matrix2<f64> {
         let h = 1e-5;
-        let d = |dx: f64, dy: f64| Vector2::from(self.pixel([p[0] + dx, p[1] + dy]));
+        let d = |dx: f64, dy: f64| Vector2::from(self.pixel_3d([p[0] + dx, p[1] + dy, p[2]]));
         let cx = (d(h, 0.0) - d(-h, 0.0)) / (2.0 * h);
         let cy = (d(0.0, h) - d(0.0, -h)) / (2.0 * h);
         Matrix2::from_columns(&[cx, cy])
@@ -146,11 +152,12 @@ impl Renderer {
         }
     }
 
-    /// Adds the coverage of a disc of radius `r_m` at plane point `p` to
-    /// `coverage` (4x4 samples per pixel), times `weight`.
-    fn add_disc(&self, coverage: &mut [f32], p: [f64; 2], r_m: f64, weight: f32) {
+    /// Adds the coverage of a disc of radius `r_m` parallel to the plane,
+    /// centred at `p` (the plane's frame), to `coverage` (4x4 samples per
+    /// pixel), times `weight`.
+    fn add_disc(&self, coverage: &mut [f32], p: [f64; 3], r_m: f64, weight: f32) {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
-        let c = self.pixel(p);
+        let c = self.pixel_3d(p);
         let j = self.jacobian(p);
         let Some(jinv) = j.try_inverse() else { return };
         let extent = j.norm() * r_m + 2.0;
@@ -179,6 +186,16 @@ impl Renderer {
     /// radius `body_radius_m` at the plane points `body` (spaced well below
     /// the radius), in the look's body colour. Markers come on top.
     pub fn render_with_body(&mut self, positions: &[Vec<[f64; 2]>], visible: &[bool], body: &[[f64; 2]], body_radius_m: f64) -> Image {
+        let lift = |p: &[f64; 2]| [p[0], p[1], 0.0];
+        let positions: Vec<Vec<[f64; 3]>> = positions.iter().map(|step| step.iter().map(lift).collect()).collect();
+        let body: Vec<[f64; 3]> = body.iter().map(lift).collect();
+        self.render_3d(&positions, visible, &body, body_radius_m)
+    }
+
+    /// One frame of markers (and a body) anywhere in the plane's frame, not
+    /// only on the plane: each disc parallel to the plane at its point's
+    /// height. For a rod bending out of the plane seen by a camera set.
+    pub fn render_3d(&mut self, positions: &[Vec<[f64; 3]>], visible: &[bool], body: &[[f64; 3]], body_radius_m: f64) -> Image {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let mut coverage = vec![0f32; w * h];
         let mut body_coverage = vec![0f32; if body.is_empty() { 0 } else { w * h }];
@@ -374,4 +391,83 @@ pub fn calibration_poses(cols: usize, rows: usize, square_m: f64) -> Vec<PlanePo
             PlanePose { rotation_rad: *r, translation_m: [s[0] - centre.x, s[1] - centre.y, 0.58 - centre.z] }
         })
         .collect()
+}
+
+/// A camera set looking at the board lying in the plane (the world): each
+/// camera `distance_m` from the board's centre, the set spread `spread_deg`
+/// about the board's y axis, with slightly different lenses. Each camera's
+/// `plane` is the world's pose in it.
+pub fn camera_set(count: usize, distance_m: f64, spread_deg: f64, board: &BoardSpec) -> Vec<(String, CameraModel)> {
+    let (base, _) = demo_camera();
+    let centre = Vector3::new(board.cols as f64 * board.square_m / 2.0, board.rows as f64 * board.square_m / 2.0, 0.0);
+    (0..count)
+        .map(|k| {
+            let f = if count > 1 { k as f64 / (count - 1) as f64 - 0.5 } else { 0.0 };
+            let yaw = (f * spread_deg).to_radians();
+            // The camera's axes in the world: its z (optical axis) towards +z,
+            // turned about y; its centre on the axis through the board's centre.
+            let world_from_camera_rot = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), yaw);
+            let centre_m = centre - world_from_camera_rot * Vector3::new(0.0, 0.0, distance_m);
+            let world_from_camera = Isometry3::from_parts(Translation3::from(centre_m), world_from_camera_rot);
+            let mut model = base.clone();
+            model.fx_px += 15.0 * k as f64;
+            model.fy_px += 15.0 * k as f64;
+            model.cx_px -= 3.0 * k as f64;
+            model.distortion[0] += 0.02 * k as f64;
+            model.plane = Some(crate::stereo::plane_pose(&world_from_camera.inverse()));
+            (["left", "right", "top", "fourth"].get(k).map_or(format!("camera{k}"), |s| s.to_string()), model)
+        })
+        .collect()
+}
+
+/// Board poses in the world for a camera set's calibration: the board
+/// turned about its centre by up to ~31 degrees each way and shifted out to
+/// the images' corners; every camera of [`camera_set`] sees most of them.
+pub fn set_calibration_poses(board: &BoardSpec) -> Vec<Isometry3<f64>> {
+    let centre = Vector3::new(board.cols as f64 * board.square_m / 2.0, board.rows as f64 * board.square_m / 2.0, 0.0);
+    // 24 views: eight directions of tilt at three magnitudes (up to 31
+    // degrees, which fixes the focal length), the board shifted out to the
+    // image's corners (the field of view at 0.6 m is 0.33 x 0.18 m: the
+    // edges fix distortion and the principal point).
+    let corners = [[-0.06, -0.03], [0.06, 0.03], [-0.06, 0.03], [0.06, -0.03], [0.0, 0.0], [0.0, 0.035], [-0.065, 0.0], [0.065, 0.0]];
+    (0..24)
+        .map(|i| {
+            let direction = i as f64 * std::f64::consts::FRAC_PI_4 + 0.3 * (i / 8) as f64;
+            let magnitude = [0.25, 0.45, 0.55][i / 8];
+            let r = Vector3::new(magnitude * direction.cos(), magnitude * direction.sin(), 0.15 * (3.0 * i as f64).sin());
+            let s = corners[(i * 3) % corners.len()];
+            let depth = 0.03 * (i as f64 * 1.7).sin();
+            let turn = Isometry3::new(Vector3::zeros(), r);
+            Isometry3::translation(centre.x + s[0], centre.y + s[1], centre.z + depth) * turn * Isometry3::translation(-centre.x, -centre.y, -centre.z)
+        })
+        .collect()
+}
+
+/// A camera set's calibration images on disk: `dir/<camera>/view_NN.png`
+/// (the board at [`set_calibration_poses`], taken by every camera at the
+/// same time) and `dir/<camera>/plane.png` (the board lying in the plane,
+/// the world). Returns each camera's folder.
+pub fn write_set_board_images(
+    dir: &Path,
+    cameras: &[(String, CameraModel)],
+    board: &BoardSpec,
+    noise_sigma: f64,
+) -> Result<Vec<(String, PathBuf)>, TrackError> {
+    let poses = set_calibration_poses(board);
+    let mut out = vec![];
+    for (k, (name, camera)) in cameras.iter().enumerate() {
+        let folder = dir.join(name);
+        std::fs::create_dir_all(&folder).map_err(|e| TrackError::Input(format!("{}: {e}", folder.display())))?;
+        let camera_from_world = crate::stereo::isometry(camera.plane.as_ref().expect("a set camera has a pose"));
+        let seed = 1000 * k as u64;
+        for (i, world_from_board) in poses.iter().enumerate() {
+            let pose = crate::stereo::plane_pose(&(camera_from_world * world_from_board));
+            let image = checkerboard(camera, &pose, board.cols, board.rows, board.square_m, noise_sigma, seed + i as u64);
+            write_png(&folder.join(format!("view_{i:02}.png")), &image)?;
+        }
+        let plane = crate::stereo::plane_pose(&camera_from_world);
+        write_png(&folder.join("plane.png"), &checkerboard(camera, &plane, board.cols, board.rows, board.square_m, noise_sigma, seed + 99))?;
+        out.push((name.clone(), folder));
+    }
+    Ok(out)
 }
