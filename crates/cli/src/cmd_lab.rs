@@ -420,7 +420,7 @@ pub enum SynthCommand {
         /// Sensor noise [grey levels].
         #[arg(long, default_value_t = 2.0)]
         noise: f64,
-        /// A camera set of this many cameras (2 to 4): out/<camera>/view_NN.png and plane.png, and true-cameras.toml.
+        /// A camera set of this many cameras (2 to 4): OUT/CAMERA/view_NN.png and plane.png, and true-cameras.toml.
         #[arg(long)]
         cameras: Option<usize>,
         /// With --cameras: each camera's distance from the board [m].
