@@ -175,3 +175,78 @@ fn locate_row(
     }
     (row, views)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::BoardSpec;
+    use crate::synth::camera_set;
+
+    /// Camera rows of `points` seen at times `t_s` (one frame each).
+    fn rows(camera: &PlacedCamera, frames: &[(f64, Vec<Vector3<f64>>)]) -> Vec<MarkerRow> {
+        let mut out = vec![];
+        for (k, (t_s, points)) in frames.iter().enumerate() {
+            for (i, p) in points.iter().enumerate() {
+                let px = camera.project(p).unwrap();
+                out.push(MarkerRow {
+                    frame: k as i64,
+                    t_s: *t_s,
+                    t_host_ns: Some((t_s * 1e9) as i64),
+                    marker: i as u32,
+                    u_px: px[0],
+                    v_px: px[1],
+                    x_m: f64::NAN,
+                    y_m: f64::NAN,
+                    z_m: f64::NAN,
+                    area_px: 100.0,
+                    flags: 0,
+                });
+            }
+        }
+        out
+    }
+
+    fn pair() -> Vec<PlacedCamera> {
+        camera_set(2, 0.6, 30.0, &BoardSpec { cols: 9, rows: 6, square_m: 0.016 }).iter().map(|(_, m)| PlacedCamera::new(m).unwrap()).collect()
+    }
+
+    fn still(t_s: f64) -> (f64, Vec<Vector3<f64>>) {
+        (t_s, vec![Vector3::new(0.05, 0.04, -0.01), Vector3::new(0.09, 0.05, -0.02)])
+    }
+
+    /// Frames 30 ms apart at 10 ms offsets are matched and their time spread
+    /// recorded; a frame with no partner within half a period is counted,
+    /// and its markers kept as rays; the set's world is placed in the rig's.
+    #[test]
+    fn frames_are_matched_on_the_host_clock_within_half_a_period() {
+        let cams = pair();
+        let left: Vec<_> = (0..5).map(|k| still(0.03 * k as f64)).collect();
+        // The right camera 10 ms late, and its frame 3 lost.
+        let right: Vec<_> = (0..5).filter(|k| *k != 3).map(|k| still(0.03 * k as f64 + 0.01)).collect();
+        let names = vec!["left".to_string(), "right".to_string()];
+        let shift = lie::Pose { rot: lie::Mat3::identity(), pos: lie::Vec3::new(1.0, 2.0, 3.0) };
+        let m = merge(&cams, &[rows(&cams[0], &left), rows(&cams[1], &right)], &names, &shift, 3.0).unwrap();
+        assert_eq!((m.points, m.rays, m.disagreements, m.unmatched_frames.clone()), (8, 2, 0, vec![0, 1]));
+        for (r, v) in m.rows.iter().zip(&m.views) {
+            if r.frame == 3 {
+                assert_eq!((r.flags, v.cameras), (flags::RAY, 0b01));
+                continue;
+            }
+            let truth = still(0.0).1[r.marker as usize] + Vector3::new(1.0, 2.0, 3.0);
+            assert!((Vector3::new(r.x_m, r.y_m, r.z_m) - truth).norm() < 1e-9, "{r:?}");
+            assert!((v.view_dt_s - 0.01).abs() < 1e-12 && v.cameras == 0b11, "{v:?}");
+        }
+    }
+
+    /// Videos whose clocks do not overlap (another session's video, a
+    /// frames table of another day): refused naming both spans.
+    #[test]
+    fn videos_whose_clocks_do_not_overlap_are_refused() {
+        let cams = pair();
+        let left: Vec<_> = (0..5).map(|k| still(0.03 * k as f64)).collect();
+        let right: Vec<_> = (0..5).map(|k| still(100.0 + 0.03 * k as f64)).collect();
+        let names = vec!["left".to_string(), "right".to_string()];
+        let e = merge(&cams, &[rows(&cams[0], &left), rows(&cams[1], &right)], &names, &lie::Pose::identity(), 3.0).unwrap_err().to_string();
+        assert!(e.contains("clocks do not overlap") && e.contains("camera right 100.000 s to 100.120 s"), "{e}");
+    }
+}
