@@ -536,6 +536,9 @@ pub struct SynthSessionArgs {
     /// With --live: the flange wrench comes from the robot's controller (`actual_TCP_force` on the RTDE stream, robot base frame; its loads file says `[flange_sensor] stream = "robot"`, `columns = ["actual_TCP_force_0", ...]`, `frame = "robot_base"`).
     #[arg(long, requires = "live", conflicts_with = "netft")]
     pub wrench_from_robot: bool,
+    /// With --live: this many cameras render the experiment, each from its own pose (2 or more: a set 30 degrees apart, markers triangulated in 3-D, so the motion may leave the plane).
+    #[arg(long, requires = "live", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4))]
+    pub cameras: u64,
     /// Frame rate of the rendered camera (--live) [frames/s].
     #[arg(long, default_value_t = 30.0)]
     pub camera_fps: f64,
@@ -580,6 +583,7 @@ pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
         mounted_at_s: a.mounted_at_s,
         seed: a.seed,
         tip_robot: a.tip_robot.clone(),
+        cameras: a.cameras as usize,
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
     Ok(req)

@@ -12,6 +12,7 @@
 pub mod camera;
 pub mod emulate;
 pub mod live;
+mod live_set;
 pub mod record;
 pub mod reference;
 pub mod track;

@@ -28,14 +28,14 @@ use track::camera::{CameraModel, PlanePose};
 use track::synth::{Look, Renderer};
 
 /// Seconds of the initial state the camera shows before t = 0.
-const VIDEO_LEAD_S: f64 = 1.0;
+pub(crate) const VIDEO_LEAD_S: f64 = 1.0;
 /// Seconds from starting the recorder to the experiment's t = 0: the
 /// recorder connects, opens the ports and the video meanwhile.
 const START_MARGIN_S: f64 = 2.0;
 /// Seconds recorded after the experiment's end.
-const TAIL_S: f64 = 0.5;
+pub(crate) const TAIL_S: f64 = 0.5;
 /// Marker centres above the board (rod radius and the board's offset).
-const MARKER_HEIGHT_M: f64 = 0.01;
+pub(crate) const MARKER_HEIGHT_M: f64 = 0.01;
 
 /// A camera looking square at the plane the markers move in.
 struct View {
@@ -45,7 +45,7 @@ struct View {
     marker_plane: PlanePose,
 }
 
-fn plane_pose(g: &Pose) -> PlanePose {
+pub(crate) fn plane_pose(g: &Pose) -> PlanePose {
     // Through a quaternion: a half-turn (a camera facing the board) has no
     // axis in the rotation matrix's skew part.
     let r = nalgebra::UnitQuaternion::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(g.rot)).scaled_axis();
@@ -57,10 +57,18 @@ fn outline(r: &StepRecord) -> Vec<Vec3> {
     std::iter::once(r.base_pose.pos).chain(r.markers_m.iter().copied()).chain(std::iter::once(r.tip_m)).collect()
 }
 
-/// Places the camera: the plane of motion is the best plane through every
-/// marker of every record (the motion must be planar: one camera measures
-/// a plane), image "down" along gravity, the whole motion in view.
-fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
+/// Where an experiment's markers move: the centre of every outline point
+/// of every record, the normal of their best plane, image "down" (gravity
+/// in that plane), and how far the points leave the plane.
+pub(crate) struct Motion {
+    pub points: Vec<Vec3>,
+    pub centre: Vec3,
+    pub normal: Vec3,
+    pub down: Vec3,
+    pub off_plane_m: f64,
+}
+
+pub(crate) fn motion_of(records: &[StepRecord], gravity: Vec3) -> Motion {
     let points: Vec<Vec3> = records.iter().flat_map(outline).collect();
     let n_pts = points.len() as f64;
     let centre = points.iter().fold(Vec3::zeros(), |a, p| a + p) / n_pts;
@@ -69,12 +77,6 @@ fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
     let i_min = (0..3).min_by(|a, b| eig.eigenvalues[*a].total_cmp(&eig.eigenvalues[*b])).expect("three");
     let n: Vec3 = eig.eigenvectors.column(i_min).into_owned();
     let off_plane_m = points.iter().map(|p| (p - centre).dot(&n).abs()).fold(0.0, f64::max);
-    if off_plane_m > 2e-3 {
-        return Err(Error::input(format!(
-            "--live: the markers leave their best plane by {:.1} mm: one camera measures motion in a plane (use the direct mode for this scene)",
-            1e3 * off_plane_m
-        )));
-    }
     let down = {
         let g = gravity - n * gravity.dot(&n);
         if g.norm() > 1e-9 {
@@ -83,22 +85,54 @@ fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
             n.cross(&Vec3::x()).try_normalize(1e-9).unwrap_or_else(|| n.cross(&Vec3::y()).normalize())
         }
     };
-    let (x_c, y_c, z_c) = (down.cross(&n), down, n);
-    let (mut a_min, mut a_max, mut b_min, mut b_max) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for p in &points {
-        let (a, b) = ((p - centre).dot(&x_c), (p - centre).dot(&y_c));
-        (a_min, a_max, b_min, b_max) = (a_min.min(a), a_max.max(a), b_min.min(b), b_max.max(b));
+    Motion { points, centre, normal: n, down, off_plane_m }
+}
+
+impl Motion {
+    /// The camera's axes (x right, y down, z along the normal) and the
+    /// extent of the motion along x and y: (axes, look-at point, spans \[m\]).
+    pub fn framing(&self, margin_m: f64) -> ([Vec3; 3], Vec3, [f64; 2]) {
+        let (x_c, y_c, z_c) = (self.down.cross(&self.normal), self.down, self.normal);
+        let (mut a_min, mut a_max, mut b_min, mut b_max) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for p in &self.points {
+            let (a, b) = ((p - self.centre).dot(&x_c), (p - self.centre).dot(&y_c));
+            (a_min, a_max, b_min, b_max) = (a_min.min(a), a_max.max(a), b_min.min(b), b_max.max(b));
+        }
+        let look_at = self.centre + x_c * 0.5 * (a_min + a_max) + y_c * 0.5 * (b_min + b_max);
+        ([x_c, y_c, z_c], look_at, [a_max - a_min + 2.0 * margin_m, b_max - b_min + 2.0 * margin_m])
     }
-    let margin_m = 0.03;
-    let (span_a, span_b) = (a_max - a_min + 2.0 * margin_m, b_max - b_min + 2.0 * margin_m);
+
+    /// The board behind the markers (the world's board for the rig), its z
+    /// towards the cameras.
+    pub fn board(&self) -> Pose {
+        let x_c = self.down.cross(&self.normal);
+        let z_b = -self.normal;
+        Pose { rot: lie::Mat3::from_columns(&[x_c, z_b.cross(&x_c), z_b]), pos: self.centre + self.normal * MARKER_HEIGHT_M }
+    }
+}
+
+/// The virtual lab's lens: the demo camera's, at 960 x 720.
+pub(crate) fn lab_camera() -> CameraModel {
     let (demo, _) = track::synth::demo_camera();
-    let camera = CameraModel { width_px: 960, height_px: 720, fx_px: 1750.0, fy_px: 1750.0, cx_px: 483.5, cy_px: 356.0, ..demo };
+    CameraModel { width_px: 960, height_px: 720, fx_px: 1750.0, fy_px: 1750.0, cx_px: 483.5, cy_px: 356.0, ..demo }
+}
+
+/// Places the camera: the plane of motion is the best plane through every
+/// marker of every record (the motion must be planar: one camera measures
+/// a plane), image "down" along gravity, the whole motion in view.
+fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
+    let motion = motion_of(records, gravity);
+    if motion.off_plane_m > 2e-3 {
+        return Err(Error::input(format!(
+            "--live: the markers leave their best plane by {:.1} mm: one camera measures motion in a plane (record it with --cameras 2, or use the direct mode)",
+            1e3 * motion.off_plane_m
+        )));
+    }
+    let ([x_c, y_c, z_c], look_at, [span_a, span_b]) = motion.framing(0.03);
+    let camera = lab_camera();
     let distance_m = (span_a * camera.fx_px / camera.width_px as f64).max(span_b * camera.fy_px / camera.height_px as f64).max(0.2);
-    let look_at = centre + x_c * 0.5 * (a_min + a_max) + y_c * 0.5 * (b_min + b_max);
-    let world_from_camera = Pose { rot: lie::Mat3::from_columns(&[x_c, y_c, z_c]), pos: look_at - n * distance_m };
-    // The board lies behind the markers, its z towards the camera.
-    let z_b = -n;
-    let world_from_board = Pose { rot: lie::Mat3::from_columns(&[x_c, z_b.cross(&x_c), z_b]), pos: centre + n * MARKER_HEIGHT_M };
+    let world_from_camera = Pose { rot: lie::Mat3::from_columns(&[x_c, y_c, z_c]), pos: look_at - z_c * distance_m };
+    let world_from_board = motion.board();
     let camera_from_board = world_from_camera.inverse().compose(&world_from_board);
     let board = plane_pose(&camera_from_board);
     let marker_plane = board.offset(MARKER_HEIGHT_M);
@@ -106,10 +140,46 @@ fn place_camera(records: &[StepRecord], gravity: Vec3) -> Result<View> {
 }
 
 /// Interpolated centre-line outline at simulation time `t_s` (held outside the run).
-fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
+pub(crate) fn outline_at(t_rec: &[f64], records: &[StepRecord], t_s: f64) -> Vec<Vec3> {
     let t = t_s.clamp(t_rec[0], *t_rec.last().expect("records"));
     let n = outline(&records[0]).len();
     (0..n).map(|i| at_records(t_rec, records, t, |r| outline(r)[i]).expect("inside the run")).collect()
+}
+
+/// The rod's body radius, and how its markers look, for rendering.
+pub(crate) fn rod_look(rod: &rod::Rod, seed: u64) -> (f64, Look) {
+    let (half_w_m, half_h_m) = rod.cross_section.half_extents_m(0.5 * rod.length_m, rod.length_m);
+    let radius_m: f64 = half_w_m.min(half_h_m);
+    (radius_m, Look { marker_radius_m: (0.6 * radius_m).min(0.003), seed, ..Look::default() })
+}
+
+/// Paints the rig's table (where it is) behind the rod, as `camera` sees
+/// it through `marker_plane` (the board raised to the markers, in the
+/// camera), the board at `world_from_board`.
+pub(crate) fn paint_table(renderer: &mut Renderer, frames: &RigFrames, marker_plane: &PlanePose, world_from_board: &Pose, radius_m: f64) {
+    let Some(table) = frames.table else { return };
+    let (point, normal) = (Vec3::from(table.point_m), Vec3::from(table.normal).normalize());
+    let camera = renderer.camera.clone();
+    renderer.paint_background(
+        |u, v| {
+            camera.pixel_to_plane(marker_plane, u as f64, v as f64).is_some_and(|q| {
+                let w = world_from_board.transform_point(&Vec3::new(q[0], q[1], MARKER_HEIGHT_M));
+                (w - point).dot(&normal) < -radius_m
+            })
+        },
+        [70.0, 95.0, 125.0],
+    );
+}
+
+/// The body's discs (every third of a radius along the centre line `line`)
+/// and the markers (the line without its base and tip), in the world.
+pub(crate) fn body_and_markers(line: &[Vec3], radius_m: f64) -> (Vec<Vec3>, Vec<Vec3>) {
+    let mut body = vec![];
+    for w in line.windows(2) {
+        let steps = ((w[1] - w[0]).norm() / (radius_m / 3.0)).ceil().max(1.0) as usize;
+        body.extend((0..steps).map(|s| w[0] + (w[1] - w[0]) * (s as f64 / steps as f64)));
+    }
+    (body, line[1..line.len() - 1].to_vec())
 }
 
 /// Renders the experiment to `video` (lossless), `VIDEO_LEAD_S` of the
@@ -125,41 +195,21 @@ fn render_video(
 ) -> Result<String> {
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let end_s = *t_rec.last().expect("records");
-    let (half_w_m, half_h_m) = rod.cross_section.half_extents_m(0.5 * rod.length_m, rod.length_m);
-    let radius_m: f64 = half_w_m.min(half_h_m);
-    let look = Look { marker_radius_m: (0.6 * radius_m).min(0.003), seed, ..Look::default() };
+    let (radius_m, look) = rod_look(rod, seed);
     let mut renderer = Renderer::new(view.camera.clone(), view.marker_plane.clone(), look);
     let board_from_world = view.world_from_board.inverse();
     let to_plane = |x: &Vec3| {
         let b = board_from_world.transform_point(x);
         [b.x, b.y]
     };
-    if let Some(table) = frames.table {
-        let (point, normal) = (Vec3::from(table.point_m), Vec3::from(table.normal).normalize());
-        let (camera, plane, board) = (&view.camera, &view.marker_plane, &view.world_from_board);
-        renderer.paint_background(
-            |u, v| {
-                camera.pixel_to_plane(plane, u as f64, v as f64).is_some_and(|q| {
-                    let w = board.transform_point(&Vec3::new(q[0], q[1], MARKER_HEIGHT_M));
-                    (w - point).dot(&normal) < -radius_m
-                })
-            },
-            [70.0, 95.0, 125.0],
-        );
-    }
+    paint_table(&mut renderer, frames, &view.marker_plane, &view.world_from_board, radius_m);
     let mut sink = track::source::VideoSink::create(video, camera_fps, view.camera.width_px as i32, view.camera.height_px as i32).context(video.display())?;
     let n_frames = ((VIDEO_LEAD_S + end_s + TAIL_S) * camera_fps).ceil() as usize;
     let task = progress.task("render", Some(n_frames as u64));
     for j in 0..n_frames {
         let t_s = j as f64 / camera_fps - VIDEO_LEAD_S;
-        let line = outline_at(&t_rec, records, t_s);
-        // The body: discs every third of a radius along the centre line.
-        let mut body = vec![];
-        for w in line.windows(2) {
-            let steps = ((w[1] - w[0]).norm() / (radius_m / 3.0)).ceil().max(1.0) as usize;
-            body.extend((0..steps).map(|s| to_plane(&(w[0] + (w[1] - w[0]) * (s as f64 / steps as f64)))));
-        }
-        let markers: Vec<[f64; 2]> = line[1..line.len() - 1].iter().map(to_plane).collect();
+        let (body, markers) = body_and_markers(&outline_at(&t_rec, records, t_s), radius_m);
+        let (body, markers): (Vec<[f64; 2]>, Vec<[f64; 2]>) = (body.iter().map(to_plane).collect(), markers.iter().map(to_plane).collect());
         let image = renderer.render_with_body(&[markers], &[], &body, radius_m);
         sink.write(&image.to_mat()?).context(video.display())?;
         task.set(j as u64 + 1);
@@ -203,7 +253,51 @@ impl Drop for Devices {
 pub struct Live {
     pub made: Synthesised,
     pub recording: crate::record::Recording,
-    pub tracked: crate::track::Tracked,
+    pub tracked: Tracking,
+}
+
+/// How the virtual lab's video was tracked: one camera, or a set.
+pub enum Tracking {
+    One(crate::track::Tracked),
+    Set(crate::track::SetTracked),
+}
+
+/// The virtual lab's cameras, rendered: the rig's frames (the board the
+/// cameras were placed by), each camera's name and video, its calibration
+/// (camera.toml, or cameras.toml for a set) and markers file.
+struct Rendered {
+    frames: RigFrames,
+    videos: Vec<(String, std::path::PathBuf)>,
+    calibration: std::path::PathBuf,
+    markers_file: std::path::PathBuf,
+    set: bool,
+}
+
+/// Places and renders the request's cameras (one square to the plane of
+/// motion, or a set around the motion) into `work`.
+fn render_cameras(req: &SynthRequest, records: &[StepRecord], frames: &RigFrames, camera_fps: f64, work: &Path, progress: &dyn Progress) -> Result<Rendered> {
+    let write = |path: &Path, text: &str| std::fs::write(path, text).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())));
+    let markers_file = work.join("markers.toml");
+    if req.cameras >= 2 {
+        let view = crate::live_set::place_camera_set(records, frames.gravity(), req.cameras);
+        let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..*frames };
+        progress.note(&format!("rendering {} cameras' videos into {}", req.cameras, work.display()));
+        let (videos, markers_toml) = crate::live_set::render_set_videos(records, &req.rod, (camera_fps, req.seed), &frames, &view, work, progress)?;
+        let calibration = work.join("cameras.toml");
+        view.set.save(&calibration).map_err(|e| Error::io(format!("{}: cannot write: {e}", calibration.display())))?;
+        write(&markers_file, &markers_toml)?;
+        let videos = view.set.names().into_iter().zip(videos).collect();
+        return Ok(Rendered { frames, videos, calibration, markers_file, set: true });
+    }
+    let view = place_camera(records, frames.gravity())?;
+    let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..*frames };
+    let video = work.join("scene.mkv");
+    progress.note(&format!("rendering the camera's video into {}", video.display()));
+    let markers_toml = render_video(records, &req.rod, (camera_fps, req.seed), &frames, &view, &video, progress)?;
+    let calibration = work.join("camera.toml");
+    view.camera.save(&calibration).map_err(|e| Error::io(format!("{}: cannot write: {e}", calibration.display())))?;
+    write(&markers_file, &markers_toml)?;
+    Ok(Rendered { frames, videos: vec![("camera".into(), video)], calibration, markers_file, set: false })
 }
 
 /// What a flange sensor reads of the simulated wrench (force then moment,
@@ -297,15 +391,7 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     let mut stages = vec![("simulate".to_string(), truth.simulate_wall_s)];
 
     let t = Instant::now();
-    let view = place_camera(records, truth.frames.gravity())?;
-    let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..truth.frames };
-    let video = work.join("scene.mkv");
-    progress.note(&format!("rendering the camera's video into {}", video.display()));
-    let markers_toml = render_video(records, &req.rod, (camera_fps, req.seed), &frames, &view, &video, progress)?;
-    let camera_toml = work.join("camera.toml");
-    view.camera.save(&camera_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", camera_toml.display())))?;
-    let markers_file = work.join("markers.toml");
-    std::fs::write(&markers_file, markers_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", markers_file.display())))?;
+    let rendered = render_cameras(req, records, &truth.frames, camera_fps, &work, progress)?;
     // Wrenches are [moment; force]; the sensor sends force first.
     let wrench: Vec<(f64, [f64; 6])> = records
         .iter()
@@ -328,7 +414,7 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     let mut devices = Devices { stop: stop.clone(), threads: vec![], _robot: robot, _tip_robot: None, _lines: vec![], _netft: None };
     let mut rig = Rig {
         session: SessionInfo { operator_notes: "virtual lab (rodlab synth session --live): emulators playing a simulated experiment".into() },
-        frames,
+        frames: rendered.frames,
         robots: vec![RobotDevice {
             name: "robot".into(),
             address: devices._robot.addr.to_string(),
@@ -342,11 +428,16 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
         ft300s: vec![],
         ascii_sensors: vec![],
         netfts: vec![],
-        cameras: vec![CameraDevice {
-            file: Some(video.display().to_string()),
-            file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S),
-            ..CameraDevice::default()
-        }],
+        cameras: rendered
+            .videos
+            .iter()
+            .map(|(name, video)| CameraDevice {
+                name: name.clone(),
+                file: Some(video.display().to_string()),
+                file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S),
+                ..CameraDevice::default()
+            })
+            .collect(),
     };
     if let Some(name) = &req.tip_robot {
         let (device, emu) = tip_robot(req, name, end_s, start_unix_s)?;
@@ -416,9 +507,13 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
             append: false,
             stop: Arc::new(AtomicBool::new(false)),
             view: match view_addr {
-                Some(addr) => {
-                    Some(crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&markers_file), Some(&camera_toml), None)?.with_rod(req.rod.clone()))
-                }
+                // A camera set's markers are triangulated after the recording:
+                // the live view shows its cameras without the strain.
+                Some(addr) if rendered.set => Some(crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&rendered.markers_file), None, None)?),
+                Some(addr) => Some(
+                    crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&rendered.markers_file), Some(&rendered.calibration), None)?
+                        .with_rod(req.rod.clone()),
+                ),
                 None => None,
             },
         },
@@ -427,17 +522,32 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     .context("recording the virtual lab")?;
     drop(devices);
     stages.push(("record".into(), t.elapsed().as_secs_f64()));
-    // The rendered video is now the session's camera.mkv: no second copy.
-    let _ = std::fs::remove_file(&video);
+    // The rendered videos are now the session's: no second copy.
+    for (_, video) in &rendered.videos {
+        let _ = std::fs::remove_file(video);
+    }
 
     let t = Instant::now();
-    let tracked = crate::track::track(
-        &crate::track::TrackRequest {
-            markers: Some(markers_file),
-            ..crate::track::TrackRequest::new(&req.out.video("camera", "mkv"), &camera_toml, &req.out.markers())
-        },
-        progress,
-    )?;
+    let names: Vec<&String> = rendered.videos.iter().map(|(n, _)| n).collect();
+    let tracked = if rendered.set {
+        let req_set = crate::track::SetTrackRequest {
+            inputs: names.iter().map(|n| req.out.video(n, "mkv")).collect(),
+            cameras: rendered.calibration.clone(),
+            markers: Some(rendered.markers_file.clone()),
+            fps: None,
+            out: req.out.markers(),
+            epipolar_gate_px: 3.0,
+        };
+        Tracking::Set(crate::track::track_set(&req_set, progress)?)
+    } else {
+        Tracking::One(crate::track::track(
+            &crate::track::TrackRequest {
+                markers: Some(rendered.markers_file.clone()),
+                ..crate::track::TrackRequest::new(&req.out.video(names[0], "mkv"), &rendered.calibration, &req.out.markers())
+            },
+            progress,
+        )?)
+    };
     stages.push(("track".into(), t.elapsed().as_secs_f64()));
 
     let meta = req.out.meta()?.ok_or_else(|| Error::computation(format!("{}: no session.toml", req.out.path().display())))?;
@@ -445,6 +555,10 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     let robot_samples = session::Table::read_chunks(&req.out.stream("robot")).map(|t| t.height()).unwrap_or(0);
     let tf = truth_file(req, &truth, t0_host_ns, true, stages);
     write_truth(req, &tf)?;
-    let made = Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: tf, end_s, robot_samples, camera_frames: tracked.frames };
+    let camera_frames = match &tracked {
+        Tracking::One(t) => t.frames,
+        Tracking::Set(t) => t.frames,
+    };
+    let made = Synthesised { session: req.out.clone(), truth_dir: req.truth.clone(), truth: tf, end_s, robot_samples, camera_frames };
     Ok(Live { made, recording, tracked })
 }

@@ -280,7 +280,7 @@ pub fn track_set(req: &SetTrackRequest, progress: &dyn Progress) -> Result<SetTr
         let camera = &set.cameras[*k];
         let mut source = FrameSource::open(video)?;
         let times = frame_times(video, None, req.fps, &source)?;
-        let mut tracker = Tracker::new(params.clone())?;
+        let mut tracker = Tracker::new(params.for_camera(&camera.name))?;
         let task = progress.task(&format!("track {}", camera.name), source.len_hint().map(|n| n as u64));
         let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera.model, &PlaneToWorld::default(), &times, None, |n| {
             if n % 16 == 0 {

@@ -79,6 +79,11 @@ pub struct SynthRequest {
     /// at the world's origin: `[tip_hold] robot = "<name>"` reads it);
     /// live, a second RTDE emulator plays it.
     pub tip_robot: Option<String>,
+    /// Live only: cameras rendering the experiment, each from its own pose
+    /// (1: one camera square to the plane of motion; 2 or more: a set
+    /// spread 30 degrees about the image's vertical, markers triangulated in
+    /// 3-D, so the motion may leave the plane).
+    pub cameras: usize,
 }
 
 impl SynthRequest {
@@ -109,6 +114,7 @@ impl SynthRequest {
             mounted_at_s: 0.0,
             seed: 1,
             tip_robot: None,
+            cameras: 1,
         }
     }
 

@@ -33,6 +33,10 @@ pub struct MarkerParams {
     /// The base of the rod in the image \[px\]: the chain starts at the marker
     /// nearest to it (default: the middle of the left edge).
     pub base_px: Option<[f64; 2]>,
+    /// With a camera set: the base's pixel in each camera, by the camera's
+    /// name (`[base_px_by_camera] left = [u, v]`); a camera not named takes
+    /// `base_px`.
+    pub base_px_by_camera: std::collections::BTreeMap<String, [f64; 2]>,
     /// Search radius around a marker's predicted position \[px\].
     pub gate_px: f64,
     /// Extra search radius per frame a marker has been missing \[px\].
@@ -54,6 +58,7 @@ impl Default for MarkerParams {
             // Low enough for motion-blurred and merged markers.
             min_circularity: 0.4,
             base_px: None,
+            base_px_by_camera: Default::default(),
             gate_px: 30.0,
             gate_growth_px: 20.0,
             roi_tracking: true,
@@ -86,6 +91,11 @@ impl fault::Fault for TrackError {
 }
 
 impl MarkerParams {
+    /// These parameters for the set's camera `name` (its own base pixel).
+    pub fn for_camera(&self, name: &str) -> MarkerParams {
+        MarkerParams { base_px: self.base_px_by_camera.get(name).copied().or(self.base_px), ..self.clone() }
+    }
+
     pub fn load(path: &Path) -> Result<MarkerParams, TrackError> {
         let (p, _): (MarkerParams, _) = session::read_toml(path, "markers file")?;
         p.validate().map_err(|e| TrackError::Config(session::ConfigFileError::new(path, e.to_string())))?;

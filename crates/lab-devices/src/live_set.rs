@@ -1,0 +1,102 @@
+//! The virtual lab with a camera set: two or more cameras around the
+//! experiment, each rendering it from its own pose (markers anywhere in
+//! 3-D), their calibration as `rodlab calibrate --camera-images` would
+//! write it, and the markers file that starts each camera's chain at the
+//! rod's base.
+
+use crate::live::{body_and_markers, lab_camera, motion_of, outline_at, paint_table, plane_pose, rod_look, MARKER_HEIGHT_M, TAIL_S, VIDEO_LEAD_S};
+use lab::error::{Context, Result};
+use lab::progress::Progress;
+use lie::{Pose, Vec3};
+use session::RigFrames;
+use sim::StepRecord;
+use std::path::{Path, PathBuf};
+use track::stereo::{CameraSet, SetCamera};
+use track::synth::Renderer;
+
+/// Angle between the outermost cameras \[deg\].
+const SPREAD_DEG: f64 = 30.0;
+
+/// A camera set around an experiment, and the board (the set's world) in
+/// the rig's world.
+pub(crate) struct SetView {
+    pub set: CameraSet,
+    pub world_from_board: Pose,
+}
+
+/// `count` cameras looking at the motion's centre from its best plane's
+/// side, spread about the image's vertical, far enough back that the whole
+/// motion, with its depth, stays in view of each.
+pub(crate) fn place_camera_set(records: &[StepRecord], gravity: Vec3, count: usize) -> SetView {
+    let motion = motion_of(records, gravity);
+    let ([x_c, y_c, z_c], look_at, [span_a, span_b]) = motion.framing(0.03 + motion.off_plane_m);
+    let lens = lab_camera();
+    // Turned cameras see the depth of the motion across the image too.
+    let slack = 1.0 / (SPREAD_DEG / 2.0).to_radians().cos();
+    let distance_m = (span_a * slack * lens.fx_px / lens.width_px as f64).max(span_b * lens.fy_px / lens.height_px as f64).max(0.2);
+    let world_from_board = motion.board();
+    let axis = nalgebra::Unit::new_normalize(y_c);
+    let names = ["left", "right", "top", "fourth"];
+    let cameras = (0..count)
+        .map(|k| {
+            let f = k as f64 / (count - 1).max(1) as f64 - 0.5;
+            let turn = *nalgebra::Rotation3::from_axis_angle(&axis, (f * SPREAD_DEG).to_radians()).matrix();
+            let rot = turn * lie::Mat3::from_columns(&[x_c, y_c, z_c]);
+            let world_from_camera = Pose { rot, pos: look_at - rot.column(2) * distance_m };
+            let camera_from_board = world_from_camera.inverse().compose(&world_from_board);
+            let model = track::camera::CameraModel { plane: Some(plane_pose(&camera_from_board)), plane_offset_m: None, ..lens.clone() };
+            SetCamera { name: names.get(k).map_or(format!("camera{k}"), |s| s.to_string()), model }
+        })
+        .collect();
+    SetView { set: CameraSet { world: "the board behind the markers (the rig's [frames] board)".into(), cameras, views: vec![] }, world_from_board }
+}
+
+/// Renders the experiment through every camera of `view` into
+/// `dir/<camera>.mkv` (lossless), `VIDEO_LEAD_S` of the initial state first.
+/// Returns the videos and the markers.toml text (each camera's base pixel).
+pub(crate) fn render_set_videos(
+    records: &[StepRecord],
+    rod: &rod::Rod,
+    (camera_fps, seed): (f64, u64),
+    frames: &RigFrames,
+    view: &SetView,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<(Vec<PathBuf>, String)> {
+    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
+    let end_s = *t_rec.last().expect("records");
+    let board_from_world = view.world_from_board.inverse();
+    let in_board = |x: &Vec3| -> [f64; 3] { board_from_world.transform_point(x).into() };
+    let n_frames = ((VIDEO_LEAD_S + end_s + TAIL_S) * camera_fps).ceil() as usize;
+    let mut videos = vec![];
+    let mut base_lines = vec![];
+    for (k, camera) in view.set.cameras.iter().enumerate() {
+        let (radius_m, look) = rod_look(rod, seed + 101 * k as u64);
+        let plane = camera.model.plane.clone().expect("placed");
+        let mut renderer = Renderer::new(camera.model.clone(), plane.clone(), look);
+        paint_table(&mut renderer, frames, &plane.offset(MARKER_HEIGHT_M), &view.world_from_board, radius_m);
+        let video = dir.join(format!("{}.mkv", camera.name));
+        let mut sink =
+            track::source::VideoSink::create(&video, camera_fps, camera.model.width_px as i32, camera.model.height_px as i32).context(video.display())?;
+        let task = progress.task(&format!("render {}", camera.name), Some(n_frames as u64));
+        for j in 0..n_frames {
+            let t_s = j as f64 / camera_fps - VIDEO_LEAD_S;
+            let (body, markers) = body_and_markers(&outline_at(&t_rec, records, t_s), radius_m);
+            let (body, markers): (Vec<[f64; 3]>, Vec<[f64; 3]>) = (body.iter().map(in_board).collect(), markers.iter().map(in_board).collect());
+            let image = renderer.render_3d(&[markers], &[], &body, radius_m);
+            sink.write(&image.to_mat()?).context(video.display())?;
+            task.set(j as u64 + 1);
+        }
+        drop(task);
+        sink.finish().context(video.display())?;
+        let base_px = renderer.pixel_3d(in_board(&records[0].base_pose.pos));
+        base_lines.push(format!("{} = [{:.1}, {:.1}]", camera.name, base_px[0], base_px[1]));
+        videos.push(video);
+    }
+    let markers_toml = format!(
+        "# Markers of the virtual lab's rod seen by a camera set (written by rodlab synth session --live --cameras).\ncount = {}\n\n[base_px_by_camera]\n{}\n",
+        rod.markers.len(),
+        base_lines.join("\n")
+    );
+    Ok((videos, markers_toml))
+}
