@@ -313,7 +313,7 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
     // The live view observed the same strain from its own look at the
     // frames: compared with the table's at the nearest frame.
     let table: Vec<session::StrainRow> = session::read_strain(&s.join("strain.parquet")).unwrap();
-    let (mut compared, mut worst) = (0, 0.0f64);
+    let (mut compared, mut skipped, mut worst) = (0, 0, 0.0f64);
     for sample in live["samples"].as_array().unwrap() {
         // At the strain's own frame time (it waits for the robot's samples,
         // so it may lag the camera's newest frame).
@@ -324,6 +324,13 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
         let nearest = frames.iter().enumerate().min_by_key(|(_, f)| (**f - (t * 1e9) as i64).abs()).map(|(i, _)| i as i64).unwrap();
         let rows: Vec<&session::StrainRow> = table.iter().filter(|r| r.frame == nearest).collect();
         assert_eq!(rows.len(), nodes.len());
+        // A frame the offline observer failed on keeps the last good
+        // frame's strain in the table (seen: "another equilibrium" in some
+        // runs during the push, 2.7-3.4 s): nothing to compare with.
+        if rows.iter().any(|r| r.status != "ok") {
+            skipped += 1;
+            continue;
+        }
         // The tip's node is left out: no marker holds its curvature, which
         // follows each observer's regularisation (the springs' scale).
         for (n, r) in nodes.iter().zip(&rows).take(rows.len() - 1) {
@@ -334,7 +341,7 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
         }
         compared += 1;
     }
-    println!("live strain compared on {compared} updates: largest difference {worst:.3} 1/m");
+    println!("live strain compared on {compared} updates ({skipped} on frames the offline observer failed): largest difference {worst:.3} 1/m");
     assert!(compared >= 10, "{compared}");
     println!("screenshot: {}", shot.display());
 }

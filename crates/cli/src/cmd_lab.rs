@@ -32,7 +32,7 @@ pub struct RecordArgs {
     /// The view's marker detection settings, markers.toml (default: red markers).
     #[arg(long, requires = "view")]
     pub markers: Option<PathBuf>,
-    /// The camera's calibration, camera.toml (rodlab calibrate): the view places the markers in the world.
+    /// The camera's calibration, camera.toml (rodlab calibrate), or a camera set's, cameras.toml (rodlab calibrate --camera-images; its cameras are the rig's of the same names, their markers triangulated): the view places the markers in the world.
     #[arg(long, requires = "view")]
     pub calibration: Option<PathBuf>,
     /// A rod file: with --calibration, the view observes the rod's strain live.

@@ -507,9 +507,6 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
             append: false,
             stop: Arc::new(AtomicBool::new(false)),
             view: match view_addr {
-                // A camera set's markers are triangulated after the recording:
-                // the live view shows its cameras without the strain.
-                Some(addr) if rendered.set => Some(crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&rendered.markers_file), None, None)?),
                 Some(addr) => Some(
                     crate::view::live::LiveOptions::from_files(addr, 20.0, Some(&rendered.markers_file), Some(&rendered.calibration), None)?
                         .with_rod(req.rod.clone()),

@@ -25,6 +25,8 @@ use track::camera::CameraModel;
 use track::detect::MarkerParams;
 use track::pipeline::PlaneToWorld;
 use track::preview::{jpeg_with_markers, Previewer};
+use track::stereo::CameraSet;
+use track::triangulate::{locate, Located, PlacedCamera};
 
 /// How often the devices are read, and the page updated.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -47,6 +49,9 @@ pub struct LiveOptions {
     pub markers: MarkerParams,
     /// A calibrated camera (with its plane): markers located in the world.
     pub camera: Option<CameraModel>,
+    /// A calibrated camera set: markers triangulated from its cameras'
+    /// latest frames (the rig's cameras of the same names).
+    pub cameras: Option<CameraSet>,
     /// With a calibrated camera: the strain observed live.
     pub rod: Option<Rod>,
 }
@@ -65,15 +70,18 @@ impl LiveOptions {
             Some(p) => MarkerParams::load(p)?,
             None => MarkerParams::default(),
         };
-        let camera = match calibration {
-            Some(p) => Some(CameraModel::load(p).map_err(|e| Error::input(e.to_string()))?),
-            None => None,
+        // A camera set's file lists its cameras as [[camera]] tables.
+        let is_set = |p: &std::path::Path| std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.trim() == "[[camera]]"));
+        let (camera, cameras) = match calibration {
+            Some(p) if is_set(p) => (None, Some(CameraSet::load(p)?)),
+            Some(p) => (Some(CameraModel::load(p).map_err(|e| Error::input(e.to_string()))?), None),
+            None => (None, None),
         };
         let rod = match rod {
             Some(p) => Some(Rod::from_file(p)?),
             None => None,
         };
-        Ok(LiveOptions { addr: addr.to_string(), window_s, markers, camera, rod })
+        Ok(LiveOptions { addr: addr.to_string(), window_s, markers, camera, cameras, rod })
     }
 
     pub fn with_rod(self, rod: Rod) -> LiveOptions {
@@ -181,16 +189,20 @@ pub fn bind(opts: LiveOptions) -> Result<BoundView> {
 pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>, frames: RigFrames, clock: Clock) -> Result<LiveView> {
     let BoundView { opts, listener } = bound;
     let mut previewer = Previewer::new(opts.markers.clone())?;
+    let mut stereo = opts.cameras.as_ref().map(|set| LiveStereo::new(set, &opts.markers)).transpose()?;
     // The strain needs a rod and the markers in the world; else a note says why not.
+    let located = opts.camera.as_ref().is_some_and(|c| c.plane.is_some()) || stereo.is_some();
     let (mut observer, notes) = match (&opts.rod, &opts.camera) {
-        (Some(rod), Some(cam)) if cam.plane.is_some() => {
+        (Some(rod), _) if located => {
             let mut rod = rod.clone();
             rod.gravity_m_s2 = frames.gravity();
             let obs = Observer::new(&rod, Mode::Weighted { energy_scale_j: None }).map_err(|e| Error::input(format!("--rod: {e}")))?;
             (Some(LiveObserver { obs, mount: rod.base, chosen_on_m: 0.0 }), vec![])
         }
         (Some(_), Some(_)) => (None, vec!["the camera file has no plane of motion: no strain".to_string()]),
-        (Some(_), None) => (None, vec!["--rod without --calibration: the strain needs the markers in the world (a calibrated camera)".to_string()]),
+        (Some(_), None) => {
+            (None, vec!["--rod without --calibration: the strain needs the markers in the world (a calibrated camera or camera set)".to_string()])
+        }
         (None, _) => (None, vec!["no --rod: the strain is not observed live".to_string()]),
     };
     for (_, st) in &devices {
@@ -239,14 +251,23 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                         camera_names.push(d.name.clone());
                         camera_names.len() - 1
                     });
-                    let look = look_at(&mut previewer, &tapped.image, opts.camera.as_ref(), &world);
-                    let (json, jpeg, points) = match look {
-                        Ok(l) => l,
-                        Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![]),
+                    let preview = match stereo.as_mut().and_then(|s| s.previewer(&d.name)) {
+                        Some(p) => p,
+                        None => &mut previewer,
                     };
-                    // The strain from the first camera's markers (one frame
-                    // at a time: a newer one waits until this one is done).
-                    if k == 0 && observer.is_some() && strain_pending.is_none() {
+                    let look = look_at(preview, &tapped.image, opts.camera.as_ref(), &world);
+                    let (json, jpeg, points, pixels) = match look {
+                        Ok(l) => l,
+                        Err(e) => (json!({"warnings": [format!("preview: {e}")], "markers": [], "expected": 0}), vec![], vec![], vec![]),
+                    };
+                    // The strain from the first camera's markers, or the
+                    // set's triangulated ones (one frame at a time: a newer
+                    // one waits until this one is done).
+                    let points = match stereo.as_mut() {
+                        Some(s) => s.seen(&d.name, tapped.t_ns, pixels, &world.world_from_board),
+                        None => (k == 0).then_some(points),
+                    };
+                    if let Some(points) = points.filter(|_| observer.is_some() && strain_pending.is_none()) {
                         strain_pending = Some((tapped.t_ns, points));
                     }
                     if let Ok(mut shots) = site2.shots.lock() {
@@ -372,7 +393,9 @@ fn robot_flange_at(devices: &[Device], t_s: f64) -> Option<Pose> {
     trajectory.at(t_s.clamp(first_s, last_s)).ok()
 }
 
-type LookResult = (Value, Vec<u8>, Vec<Option<Vec3>>);
+/// The page's camera part, its JPEG, the world positions and the pixels by
+/// marker index.
+type LookResult = (Value, Vec<u8>, Vec<Option<Vec3>>, Vec<Option<[f64; 2]>>);
 
 /// Detects, numbers and (with a calibrated camera) locates the markers of
 /// one frame; the page's camera part, its JPEG, and the world positions by
@@ -381,10 +404,14 @@ fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Optio
     let look = previewer.look(image)?;
     let jpeg = jpeg_with_markers(image, &look.markers)?;
     let mut points: Vec<Option<Vec3>> = vec![None; look.expected];
+    let mut pixels: Vec<Option<[f64; 2]>> = vec![None; look.expected];
     let markers: Vec<Value> = look
         .markers
         .iter()
         .map(|m| {
+            if let Some(slot) = pixels.get_mut(m.index) {
+                *slot = Some([m.u_px, m.v_px]);
+            }
             let w = camera.and_then(|c| world.locate(c, m.u_px, m.v_px));
             if let (Some(p), Some(slot)) = (w, points.get_mut(m.index)) {
                 *slot = Some(Vec3::new(p[0], p[1], p[2]));
@@ -393,7 +420,68 @@ fn look_at(previewer: &mut Previewer, image: &track::preview::Mat, camera: Optio
             json!({"index": m.index, "u_px": m.u_px, "v_px": m.v_px, "x_m": finite(x), "y_m": finite(y), "z_m": finite(z)})
         })
         .collect();
-    Ok((json!({"markers": markers, "expected": look.expected, "warnings": look.warnings}), jpeg, points))
+    Ok((json!({"markers": markers, "expected": look.expected, "warnings": look.warnings}), jpeg, points, pixels))
+}
+
+/// One camera frame's markers: host time \[ns\], pixels by marker index.
+type Pixels = (i64, Vec<Option<[f64; 2]>>);
+
+/// A camera set in the live view: each camera's previewer (its own base
+/// pixel), its latest markers in pixels, and the markers triangulated when
+/// the set's first camera sends a frame and the others' latest are within
+/// half its frame period.
+struct LiveStereo {
+    names: Vec<String>,
+    cameras: Vec<PlacedCamera>,
+    previewers: Vec<Previewer>,
+    /// Per camera: its latest frame.
+    latest: Vec<Option<Pixels>>,
+    /// The first camera's frame period \[ns\], from its last two frames.
+    period_ns: Option<i64>,
+}
+
+impl LiveStereo {
+    /// The set's cameras, each previewed with `markers` as for it (its base pixel).
+    fn new(set: &CameraSet, markers: &MarkerParams) -> Result<LiveStereo> {
+        let cameras = set.cameras.iter().map(|c| PlacedCamera::new(&c.model).expect("a loaded set has poses")).collect();
+        let previewers = set.names().iter().map(|n| Previewer::new(markers.for_camera(n))).collect::<std::result::Result<_, _>>()?;
+        Ok(LiveStereo { names: set.names(), cameras, previewers, latest: vec![None; set.cameras.len()], period_ns: None })
+    }
+
+    fn previewer(&mut self, name: &str) -> Option<&mut Previewer> {
+        let k = self.names.iter().position(|n| n == name)?;
+        self.previewers.get_mut(k)
+    }
+
+    /// Camera `name`'s frame at `t_ns`; the set's first camera's returns the
+    /// markers triangulated (None where not) in the rig's world.
+    fn seen(&mut self, name: &str, t_ns: i64, pixels: Vec<Option<[f64; 2]>>, world_from_set: &Pose) -> Option<Vec<Option<Vec3>>> {
+        let k = self.names.iter().position(|n| n == name)?;
+        if k == 0 {
+            if let Some((t0, _)) = &self.latest[0] {
+                self.period_ns = Some(t_ns - t0).filter(|p| *p > 0);
+            }
+        }
+        self.latest[k] = Some((t_ns, pixels));
+        if k != 0 {
+            return None;
+        }
+        let half_ns = self.period_ns? / 2;
+        let views: Vec<Option<&Vec<Option<[f64; 2]>>>> =
+            self.latest.iter().map(|l| l.as_ref().filter(|(t, _)| (t - t_ns).abs() <= half_ns).map(|(_, p)| p)).collect();
+        let n = views.iter().flatten().map(|p| p.len()).max().unwrap_or(0);
+        Some(
+            (0..n)
+                .map(|i| {
+                    let px: Vec<Option<[f64; 2]>> = views.iter().map(|v| v.and_then(|p| p.get(i).copied().flatten())).collect();
+                    match locate(&self.cameras, &px, 3.0) {
+                        Located::Point { at, .. } => Some(world_from_set.transform_point(&Vec3::new(at.position_m.x, at.position_m.y, at.position_m.z))),
+                        _ => None,
+                    }
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The live observer: the offline observer's weighted mode on one frame
@@ -448,5 +536,35 @@ impl LiveObserver {
             }
             Err(e) => json!({"t_s": finite(frame_t_s), "svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use track::calibrate::BoardSpec;
+    use track::stereo::SetCamera;
+
+    /// The set's first camera's frame triangulates its markers with the
+    /// other camera's latest frame when that is within half a frame period,
+    /// in the rig's world; a stale frame of the other camera is not used.
+    #[test]
+    fn the_live_view_triangulates_a_camera_sets_latest_frames() {
+        let pair = track::synth::camera_set(2, 0.6, 30.0, &BoardSpec { cols: 9, rows: 6, square_m: 0.016 });
+        let set = CameraSet { world: "board".into(), cameras: pair.into_iter().map(|(name, model)| SetCamera { name, model }).collect(), views: vec![] };
+        let mut stereo = LiveStereo::new(&set, &MarkerParams::default()).unwrap();
+        let points = [Vec3::new(0.05, 0.04, -0.01), Vec3::new(0.1, 0.05, -0.03)];
+        let seen = |k: usize| -> Vec<Option<[f64; 2]>> { points.iter().map(|p| stereo.cameras[k].project(&nalgebra::Vector3::new(p.x, p.y, p.z))).collect() };
+        let (left, right) = (seen(0), seen(1));
+        let world_from_set = Pose { rot: lie::Mat3::identity(), pos: Vec3::new(0.0, 0.0, 1.0) };
+        assert!(stereo.seen("left", 0, left.clone(), &world_from_set).is_none(), "no period yet");
+        assert!(stereo.seen("right", 30_000_000, right.clone(), &world_from_set).is_none(), "the second camera waits for the first");
+        let got = stereo.seen("left", 40_000_000, left.clone(), &world_from_set).unwrap();
+        for (g, p) in got.iter().zip(&points) {
+            assert!((g.unwrap() - (p + Vec3::new(0.0, 0.0, 1.0))).norm() < 1e-9, "{g:?} vs {p:?}");
+        }
+        // 60 ms later the right camera's frame is 70 ms old: more than half a period.
+        let stale = stereo.seen("left", 100_000_000, left, &world_from_set).unwrap();
+        assert!(stale.iter().all(Option::is_none), "{stale:?}");
     }
 }
