@@ -224,10 +224,11 @@ fn angle_between_deg(a: &lie::Mat3, b: &lie::Mat3) -> f64 {
 
 /// #46: a board seen by two rendered cameras 0.6 m away, 30 degrees apart,
 /// 1280x720: each camera's pose in the world within 0.5 mm and 0.1 degree;
-/// the same views through OpenCV-Python's stereoCalibrate give the same
-/// relative pose within three times that fit's own spread (a grouped
-/// jackknife over the views; the two read the corners with different
-/// OpenCV versions, 4.6 and 4.13).
+/// the same views through OpenCV-Python's stereoCalibrate (intrinsics
+/// refined, OpenCV 4.13 beside our 4.6) side by side: the relative
+/// translations agree within three of its grouped-jackknife standard
+/// errors, and both relative poses, ours and its, lie within 0.5 mm and 0.1
+/// degree of the truth and of each other.
 #[test]
 fn a_camera_pair_is_calibrated_within_half_a_millimetre_as_opencv_python_does() {
     use lab_devices::track::{CameraSet, PlacedCamera};
@@ -270,28 +271,32 @@ fn a_camera_pair_is_calibrated_within_half_a_millimetre_as_opencv_python_does() 
     let peer: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let r_peer = lie::Mat3::from_fn(|i, j| peer["R"][i][j].as_f64().unwrap());
     let t_peer = lie::Vec3::from_fn(|i, _| peer["T"][i].as_f64().unwrap());
-    let (r0, r1) = (rotation(&fitted.cameras[0]), rotation(&fitted.cameras[1]));
-    let (t0, t1) = (
-        lie::Vec3::from(fitted.cameras[0].model.plane.as_ref().unwrap().translation_m),
-        lie::Vec3::from(fitted.cameras[1].model.plane.as_ref().unwrap().translation_m),
-    );
-    let r_ours = r1 * r0.transpose();
-    let t_ours = t1 - r_ours * t0;
-    let (dt_m, dr_deg) = ((t_ours - t_peer).norm(), angle_between_deg(&r_ours, &r_peer));
-    let (spread_t_m, spread_deg) = (peer["T_spread_m"].as_f64().unwrap(), peer["angle_spread_deg"].as_f64().unwrap());
+    // right <- left of a set: x_right = R x_left + T.
+    let relative = |s: &CameraSet| {
+        let pose = |k: usize| (rotation(&s.cameras[k]), lie::Vec3::from(s.cameras[k].model.plane.as_ref().unwrap().translation_m));
+        let ((r0, t0), (r1, t1)) = (pose(0), pose(1));
+        let r = r1 * r0.transpose();
+        (r, t1 - r * t0)
+    };
+    let ((r_ours, t_ours), (r_true, t_true)) = (relative(&fitted), relative(&truth));
+    let apart = |(ra, ta): (&lie::Mat3, &lie::Vec3), (rb, tb): (&lie::Mat3, &lie::Vec3)| ((ta - tb).norm() * 1e3, angle_between_deg(ra, rb));
+    let (ours_peer, ours_truth, peer_truth) =
+        (apart((&r_ours, &t_ours), (&r_peer, &t_peer)), apart((&r_ours, &t_ours), (&r_true, &t_true)), apart((&r_peer, &t_peer), (&r_true, &t_true)));
+    let (spread_mm, spread_deg) = (peer["T_spread_m"].as_f64().unwrap() * 1e3, peer["angle_spread_deg"].as_f64().unwrap());
     eprintln!(
-        "right <- left: ours and OpenCV-Python {:.4} mm and {:.5} deg apart; its jackknife spread {:.4} mm and {:.5} deg over {} views (its RMS {:.3} px)",
-        dt_m * 1e3,
-        dr_deg,
-        spread_t_m * 1e3,
-        spread_deg,
-        peer["shared_views"],
-        peer["rms_px"].as_f64().unwrap()
+        "right <- left: ours and OpenCV-Python {:.4} mm and {:.4} deg apart (its jackknife spread {spread_mm:.4} mm, {spread_deg:.4} deg over {} views, its RMS {:.4} px); from the truth: ours {:.4} mm {:.4} deg, OpenCV-Python {:.4} mm {:.4} deg",
+        ours_peer.0, ours_peer.1, peer["shared_views"], peer["rms_px"].as_f64().unwrap(), ours_truth.0, ours_truth.1, peer_truth.0, peer_truth.1
     );
-    assert!(
-        dt_m <= 3.0 * spread_t_m && dr_deg <= 3.0 * spread_deg,
-        "ours {t_ours:?} peer {t_peer:?}: {dt_m} m, {dr_deg} deg; spread {spread_t_m} m, {spread_deg} deg"
-    );
+    // The translations agree within the peer's spread (three of its
+    // standard errors); the rotations within the bound both meet against
+    // the truth: OpenCV's Levenberg-Marquardt with free intrinsics is
+    // still moving after 1000 iterations (its RMS 0.08878, 0.08872, 0.08858
+    // px at 100, 300, 1000; ours 0.0884), so its spread understates its
+    // distance from its own optimum in rotation.
+    assert!(ours_peer.0 <= 3.0 * spread_mm, "{ours_peer:?} vs spread {spread_mm} mm");
+    for (what, (mm, deg)) in [("ours and OpenCV-Python", ours_peer), ("ours from the truth", ours_truth), ("OpenCV-Python from the truth", peer_truth)] {
+        assert!(mm < 0.5 && deg < 0.1, "{what}: {mm} mm, {deg} deg");
+    }
 }
 
 /// #46 bad input: cameras that share no board view (exit 2), a view whose
@@ -435,4 +440,33 @@ fn a_cable_arm_bending_out_of_the_plane_is_tracked_in_3d_by_two_cameras() {
     eprintln!("{n} triangulated marker-frames: {rms_mm:.3} mm RMS from the truth; the hidden marker's rays pass {:.3} mm from it at worst", worst_ray_m * 1e3);
     assert!(rms_mm < 0.3, "{rms_mm} mm RMS");
     assert!(worst_ray_m < 5e-4, "{worst_ray_m} m");
+}
+
+/// #46: three cameras (left, centre, right; 30 degrees between the outer ones) calibrated by
+/// one joint fit, no pair privileged: every camera's centre within 0.5 mm
+/// and its rotation within 0.1 degree of the truth.
+#[test]
+fn three_cameras_are_calibrated_by_one_joint_fit() {
+    use lab_devices::track::{CameraSet, PlacedCamera};
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("set");
+    let o = rodlab(&["synth", "board", "--cameras", "3", "--out", set.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("cameras.toml");
+    let args: Vec<String> =
+        ["left", "centre", "right"].iter().flat_map(|n| ["--camera-images".to_string(), format!("{n}={}", set.join(n).display())]).collect();
+    let mut all: Vec<&str> = vec!["calibrate"];
+    all.extend(args.iter().map(String::as_str));
+    all.extend(["--board", "9x6", "--square-m", "0.016", "--out", out.to_str().unwrap()]);
+    let o = rodlab(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (fitted, truth) = (CameraSet::load(&out).unwrap(), CameraSet::load(&set.join("true-cameras.toml")).unwrap());
+    assert_eq!(fitted.names(), ["left", "centre", "right"]);
+    for (f, t) in fitted.cameras.iter().zip(&truth.cameras) {
+        let (pf, pt) = (PlacedCamera::new(&f.model).unwrap(), PlacedCamera::new(&t.model).unwrap());
+        let centre_mm = (pf.centre_m() - pt.centre_m()).norm() * 1e3;
+        let turn_deg = angle_between_deg(&f.model.plane.as_ref().unwrap().rotation(), &t.model.plane.as_ref().unwrap().rotation());
+        eprintln!("camera {}: centre {centre_mm:.3} mm, rotation {turn_deg:.4} deg from the truth", f.name);
+        assert!(centre_mm < 0.5 && turn_deg < 0.1, "camera {}: {centre_mm} mm, {turn_deg} deg", f.name);
+    }
 }

@@ -36,16 +36,16 @@ pub(crate) fn place_camera_set(records: &[StepRecord], gravity: Vec3, count: usi
     let distance_m = (span_a * slack * lens.fx_px / lens.width_px as f64).max(span_b * lens.fy_px / lens.height_px as f64).max(0.2);
     let world_from_board = motion.board();
     let axis = nalgebra::Unit::new_normalize(y_c);
-    let names = ["left", "right", "top", "fourth"];
     let cameras = (0..count)
         .map(|k| {
-            let f = k as f64 / (count - 1).max(1) as f64 - 0.5;
+            // A turn of +f about "down" moves the camera to -x: camera 0 on the left.
+            let f = 0.5 - k as f64 / (count - 1).max(1) as f64;
             let turn = *nalgebra::Rotation3::from_axis_angle(&axis, (f * SPREAD_DEG).to_radians()).matrix();
             let rot = turn * lie::Mat3::from_columns(&[x_c, y_c, z_c]);
             let world_from_camera = Pose { rot, pos: look_at - rot.column(2) * distance_m };
             let camera_from_board = world_from_camera.inverse().compose(&world_from_board);
             let model = track::camera::CameraModel { plane: Some(plane_pose(&camera_from_board)), plane_offset_m: None, ..lens.clone() };
-            SetCamera { name: names.get(k).map_or(format!("camera{k}"), |s| s.to_string()), model }
+            SetCamera { name: track::synth::set_camera_name(k, count), model }
         })
         .collect();
     SetView { set: CameraSet { world: "the board behind the markers (the rig's [frames] board)".into(), cameras, views: vec![] }, world_from_board }

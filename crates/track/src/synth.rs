@@ -402,7 +402,8 @@ pub fn camera_set(count: usize, distance_m: f64, spread_deg: f64, board: &BoardS
     let centre = Vector3::new(board.cols as f64 * board.square_m / 2.0, board.rows as f64 * board.square_m / 2.0, 0.0);
     (0..count)
         .map(|k| {
-            let f = if count > 1 { k as f64 / (count - 1) as f64 - 0.5 } else { 0.0 };
+            // Camera 0 on the left of the board (-x), the last on its right.
+            let f = if count > 1 { 0.5 - k as f64 / (count - 1) as f64 } else { 0.0 };
             let yaw = (f * spread_deg).to_radians();
             // The camera's axes in the world: its z (optical axis) towards +z,
             // turned about y; its centre on the axis through the board's centre.
@@ -415,9 +416,20 @@ pub fn camera_set(count: usize, distance_m: f64, spread_deg: f64, board: &BoardS
             model.cx_px -= 3.0 * k as f64;
             model.distortion[0] += 0.02 * k as f64;
             model.plane = Some(crate::stereo::plane_pose(&world_from_camera.inverse()));
-            (["left", "right", "top", "fourth"].get(k).map_or(format!("camera{k}"), |s| s.to_string()), model)
+            (set_camera_name(k, count), model)
         })
         .collect()
+}
+
+/// The name of camera `k` of `count` placed left to right: `left`, `right`
+/// (and `centre` between them for three), else `camera<k>`.
+pub fn set_camera_name(k: usize, count: usize) -> String {
+    match (count, k) {
+        (2, 0) | (3, 0) => "left".into(),
+        (2, 1) | (3, 2) => "right".into(),
+        (3, 1) => "centre".into(),
+        _ => format!("camera{k}"),
+    }
 }
 
 /// Board poses in the world for a camera set's calibration: the board
