@@ -332,16 +332,23 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
             continue;
         }
         // The tip's node is left out: no marker holds its curvature, which
-        // follows each observer's regularisation (the springs' scale).
-        for (n, r) in nodes.iter().zip(&rows).take(rows.len() - 1) {
-            let live_kappa = n["kappa_y"].as_f64().unwrap();
-            worst = worst.max((live_kappa - r.strain[1]).abs());
-            // 0.04 1/m at most in runs on an idle and a busy machine.
-            assert!(close(live_kappa, r.strain[1], 0.04, 0.01), "node {} at t {t}: live kappa_y {live_kappa}, table {}", r.node, r.strain[1]);
-        }
+        // follows each observer's regularisation (the springs' scale). So
+        // does the split of curvature between neighbouring nodes: the live
+        // view chooses the scale on the frames it has seen so far, the
+        // offline observer on the most deformed frame, and node by node
+        // they differed by up to 0.2 1/m on ok frames of a busy push (on
+        // one machine in 3 runs of 3). Their sum, which the markers pin,
+        // agreed within 0.095 1/m of about 9.3 in those runs.
+        let sum = |k: &dyn Fn(usize) -> f64| (0..rows.len() - 1).map(k).sum::<f64>();
+        let live_sum = sum(&|i| nodes[i]["kappa_y"].as_f64().unwrap());
+        let table_sum = sum(&|i| rows[i].strain[1]);
+        worst = worst.max((live_sum - table_sum).abs());
+        assert!(close(live_sum, table_sum, 0.04, 0.01), "at t {t}: live sum of kappa_y {live_sum}, table {table_sum}");
         compared += 1;
     }
-    println!("live strain compared on {compared} updates ({skipped} on frames the offline observer failed): largest difference {worst:.3} 1/m");
+    println!(
+        "live strain compared on {compared} updates ({skipped} on frames the offline observer failed): largest difference of the summed kappa_y {worst:.3} 1/m"
+    );
     assert!(compared >= 10, "{compared}");
     println!("screenshot: {}", shot.display());
 }
