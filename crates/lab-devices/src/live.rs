@@ -182,6 +182,44 @@ pub(crate) fn body_and_markers(line: &[Vec3], radius_m: f64) -> (Vec<Vec3>, Vec<
     (body, line[1..line.len() - 1].to_vec())
 }
 
+/// What a rendered camera films: the records, their times, the run's end,
+/// the frame rate and the rod's body radius.
+pub(crate) struct Shot<'a> {
+    pub records: &'a [StepRecord],
+    pub t_rec: &'a [f64],
+    pub end_s: f64,
+    pub camera_fps: f64,
+    pub radius_m: f64,
+}
+
+/// Renders every frame of `shot` through `renderer` into `video`
+/// (lossless), `VIDEO_LEAD_S` of the initial state first; `in_renderer`
+/// takes a world point to the renderer's plane frame.
+pub(crate) fn render_frames(
+    renderer: &mut Renderer,
+    shot: &Shot,
+    in_renderer: impl Fn(&Vec3) -> [f64; 3],
+    video: &Path,
+    task_name: &str,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let camera = &renderer.camera;
+    let mut sink = track::source::VideoSink::create(video, shot.camera_fps, camera.width_px as i32, camera.height_px as i32).context(video.display())?;
+    let n_frames = ((VIDEO_LEAD_S + shot.end_s + TAIL_S) * shot.camera_fps).ceil() as usize;
+    let task = progress.task(task_name, Some(n_frames as u64));
+    for j in 0..n_frames {
+        let t_s = j as f64 / shot.camera_fps - VIDEO_LEAD_S;
+        let (body, markers) = body_and_markers(&outline_at(shot.t_rec, shot.records, t_s), shot.radius_m);
+        let (body, markers): (Vec<[f64; 3]>, Vec<[f64; 3]>) = (body.iter().map(&in_renderer).collect(), markers.iter().map(&in_renderer).collect());
+        let image = renderer.render_3d(&[markers], &[], &body, shot.radius_m);
+        sink.write(&image.to_mat()?).context(video.display())?;
+        task.set(j as u64 + 1);
+    }
+    drop(task);
+    sink.finish().context(video.display())?;
+    Ok(())
+}
+
 /// Renders the experiment to `video` (lossless), `VIDEO_LEAD_S` of the
 /// initial state first. Returns the markers.toml text for the tracker.
 fn render_video(
@@ -203,19 +241,13 @@ fn render_video(
         [b.x, b.y]
     };
     paint_table(&mut renderer, frames, &view.marker_plane, &view.world_from_board, radius_m);
-    let mut sink = track::source::VideoSink::create(video, camera_fps, view.camera.width_px as i32, view.camera.height_px as i32).context(video.display())?;
-    let n_frames = ((VIDEO_LEAD_S + end_s + TAIL_S) * camera_fps).ceil() as usize;
-    let task = progress.task("render", Some(n_frames as u64));
-    for j in 0..n_frames {
-        let t_s = j as f64 / camera_fps - VIDEO_LEAD_S;
-        let (body, markers) = body_and_markers(&outline_at(&t_rec, records, t_s), radius_m);
-        let (body, markers): (Vec<[f64; 2]>, Vec<[f64; 2]>) = (body.iter().map(to_plane).collect(), markers.iter().map(to_plane).collect());
-        let image = renderer.render_with_body(&[markers], &[], &body, radius_m);
-        sink.write(&image.to_mat()?).context(video.display())?;
-        task.set(j as u64 + 1);
-    }
-    drop(task);
-    sink.finish().context(video.display())?;
+    // The markers' plane is the renderer's: points at z = 0 on it.
+    let on_plane = |x: &Vec3| {
+        let [u, v] = to_plane(x);
+        [u, v, 0.0]
+    };
+    let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m };
+    render_frames(&mut renderer, &shot, on_plane, video, "render", progress)?;
     let base_px = view.camera.plane_to_pixel(&view.marker_plane, {
         let b = to_plane(&records[0].base_pose.pos);
         [b[0], b[1], 0.0]

@@ -4,8 +4,8 @@
 //! write it, and the markers file that starts each camera's chain at the
 //! rod's base.
 
-use crate::live::{body_and_markers, lab_camera, motion_of, outline_at, paint_table, plane_pose, rod_look, MARKER_HEIGHT_M, TAIL_S, VIDEO_LEAD_S};
-use lab::error::{Context, Result};
+use crate::live::{lab_camera, motion_of, paint_table, plane_pose, render_frames, rod_look, Shot, MARKER_HEIGHT_M};
+use lab::error::Result;
 use lab::progress::Progress;
 use lie::{Pose, Vec3};
 use session::RigFrames;
@@ -67,7 +67,6 @@ pub(crate) fn render_set_videos(
     let end_s = *t_rec.last().expect("records");
     let board_from_world = view.world_from_board.inverse();
     let in_board = |x: &Vec3| -> [f64; 3] { board_from_world.transform_point(x).into() };
-    let n_frames = ((VIDEO_LEAD_S + end_s + TAIL_S) * camera_fps).ceil() as usize;
     let mut videos = vec![];
     let mut base_lines = vec![];
     for (k, camera) in view.set.cameras.iter().enumerate() {
@@ -76,19 +75,8 @@ pub(crate) fn render_set_videos(
         let mut renderer = Renderer::new(camera.model.clone(), plane.clone(), look);
         paint_table(&mut renderer, frames, &plane.offset(MARKER_HEIGHT_M), &view.world_from_board, radius_m);
         let video = dir.join(format!("{}.mkv", camera.name));
-        let mut sink =
-            track::source::VideoSink::create(&video, camera_fps, camera.model.width_px as i32, camera.model.height_px as i32).context(video.display())?;
-        let task = progress.task(&format!("render {}", camera.name), Some(n_frames as u64));
-        for j in 0..n_frames {
-            let t_s = j as f64 / camera_fps - VIDEO_LEAD_S;
-            let (body, markers) = body_and_markers(&outline_at(&t_rec, records, t_s), radius_m);
-            let (body, markers): (Vec<[f64; 3]>, Vec<[f64; 3]>) = (body.iter().map(in_board).collect(), markers.iter().map(in_board).collect());
-            let image = renderer.render_3d(&[markers], &[], &body, radius_m);
-            sink.write(&image.to_mat()?).context(video.display())?;
-            task.set(j as u64 + 1);
-        }
-        drop(task);
-        sink.finish().context(video.display())?;
+        let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m };
+        render_frames(&mut renderer, &shot, in_board, &video, &format!("render {}", camera.name), progress)?;
         let base_px = renderer.pixel_3d(in_board(&records[0].base_pose.pos));
         base_lines.push(format!("{} = [{:.1}, {:.1}]", camera.name, base_px[0], base_px[1]));
         videos.push(video);

@@ -300,7 +300,7 @@ pub fn track_set(req: &SetTrackRequest, progress: &dyn Progress) -> Result<SetTr
     session::write_markers_with_views(&req.out, &merged.rows, &merged.views, &names)?;
     Ok(SetTracked {
         videos: pairs.iter().map(|(k, p)| (names[*k].clone(), p.clone())).collect(),
-        frames: merged.rows.len() / markers.max(1),
+        frames: merged.frames,
         markers,
         points: merged.points,
         rays: merged.rays,

@@ -44,6 +44,8 @@ fn frame_period_s(frames: &[ViewFrame]) -> Option<f64> {
 /// What merging did.
 #[derive(Clone, Debug, Default)]
 pub struct Merged {
+    /// The reference camera's frames: the table's.
+    pub frames: usize,
     pub rows: Vec<MarkerRow>,
     pub views: Vec<MarkerViews>,
     /// Per camera: the reference camera's frames it had no frame within half
@@ -87,7 +89,7 @@ pub fn merge(
         }
     }
     let n_markers = frames.iter().flat_map(|f| f.iter().map(|v| v.markers.len())).max().unwrap_or(0);
-    let mut out = Merged { unmatched_frames: vec![0; cameras.len()], ..Merged::default() };
+    let mut out = Merged { frames: frames[0].len(), unmatched_frames: vec![0; cameras.len()], ..Merged::default() };
     for reference in &frames[0] {
         // Each camera's frame nearest in time, if within half a period.
         let matched: Vec<Option<(&ViewFrame, f64)>> = frames
