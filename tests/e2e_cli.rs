@@ -695,6 +695,7 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
                 pos_m: lie::Vec3::zeros(),
                 sigma_m: 5e-4,
                 arc_sigma_m: 0.0,
+                ray: None,
             });
             let mut e = identify::Experiment::new(format!("{}", i + 1), vec![], lie::Vec3::zeros(), marks.to_vec());
             e.tip_position_m = Some(lie::Vec3::new(*gap, 0.0, 0.0));
@@ -859,6 +860,7 @@ fn identify_fits_the_cables_friction_from_loading_and_unloading() {
                     pos_m: lie::Vec3::zeros(),
                     sigma_m: 1e-4,
                     arc_sigma_m: 0.0,
+                    ray: None,
                 });
                 let mut e = identify::Experiment::new(format!("c{}-{t}-{slide:?}", cable + 1), tensions, lie::Vec3::zeros(), marks.to_vec());
                 e.cable_slide = slide;

@@ -470,3 +470,39 @@ fn three_cameras_are_calibrated_by_one_joint_fit() {
         assert!(centre_mm < 0.5 && turn_deg < 0.1, "camera {}: {centre_mm} mm, {turn_deg} deg", f.name);
     }
 }
+
+/// #46: the virtual lab's occluder (`--hide-marker C:M`) is refused, in
+/// one line with exit 2 and nothing recorded, without a camera set, for a
+/// camera or marker the set or rod does not have, and when misspelt.
+#[test]
+fn a_hidden_marker_needs_a_camera_set_that_has_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s");
+    let session = |extra: &[&str]| {
+        let mut args = vec![
+            "synth",
+            "session",
+            "--live",
+            "--scene",
+            "configs/scene/cable-arm-tensions.toml",
+            "--rod",
+            "configs/rod/pls-cable-arm.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        rodlab(&args)
+    };
+    for (extra, says) in [
+        (&["--hide-marker", "1:2"][..], "--cameras"),
+        (&["--cameras", "1", "--hide-marker", "0:2"][..], "needs a camera set"),
+        (&["--cameras", "2", "--hide-marker", "2:0"][..], "camera 2 (of 2)"),
+        (&["--cameras", "2", "--hide-marker", "1:9"][..], "the rod has 4"),
+        (&["--cameras", "2", "--hide-marker", "right"][..], "expected CAMERA:MARKER"),
+    ] {
+        let o = session(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{extra:?}: nothing recorded");
+    }
+}

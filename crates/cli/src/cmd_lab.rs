@@ -539,6 +539,9 @@ pub struct SynthSessionArgs {
     /// With --live: this many cameras render the experiment, each from its own pose (2 or more: a set 30 degrees apart, markers triangulated in 3-D, so the motion may leave the plane).
     #[arg(long, requires = "live", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4))]
     pub cameras: u64,
+    /// With --cameras 2 or more: hide marker M from camera C (0 = the leftmost) from the experiment's start (the video's first second shows it), CAMERA:MARKER, repeatable; the other cameras see it, and it is kept as their ray where one alone does.
+    #[arg(long = "hide-marker", value_name = "C:M", requires = "cameras", value_parser = camera_and_marker)]
+    pub hide_marker: Vec<(usize, usize)>,
     /// Frame rate of the rendered camera (--live) [frames/s].
     #[arg(long, default_value_t = 30.0)]
     pub camera_fps: f64,
@@ -584,6 +587,7 @@ pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
         seed: a.seed,
         tip_robot: a.tip_robot.clone(),
         cameras: a.cameras as usize,
+        hidden_markers: a.hide_marker.clone(),
         ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
     };
     Ok(req)
@@ -726,4 +730,11 @@ pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `C:M`: a camera's index and a marker's.
+fn camera_and_marker(text: &str) -> Result<(usize, usize), String> {
+    let (c, m) = text.split_once(':').ok_or_else(|| format!("'{text}': expected CAMERA:MARKER, e.g. 1:3"))?;
+    let index = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("'{text}': expected CAMERA:MARKER (two indices), e.g. 1:3"));
+    Ok((index(c)?, index(m)?))
 }

@@ -47,8 +47,8 @@ const TIP_COLUMNS: rod::held::HoldFields = rod::held::HoldFields {
     both: "the tip_position and tip_rotation columns",
 };
 
-/// `measurements.csv`'s columns (all required): (name, meaning).
-pub const MEASUREMENT_COLUMNS: [(&str, &str); 9] = [
+/// `measurements.csv`'s columns (the first eight required): (name, meaning).
+pub const MEASUREMENT_COLUMNS: [(&str, &str); 12] = [
     ("experiment", "which experiment (one of inputs.csv's)"),
     ("arc_m", "arc length of the point on the rod [m], in [0, L]"),
     ("offset_y_m", "the point's offset from the centre line along the section's body y [m] (a marker on the surface)"),
@@ -61,9 +61,18 @@ pub const MEASUREMENT_COLUMNS: [(&str, &str); 9] = [
         "arc_sigma_m",
         "optional: standard deviation of the point's arc length [m] (>= 0, default 0): a point digitised from a curve, whose arc length is nominal; its error along the rod's axis counts that much less",
     ),
+    (
+        "ray_x",
+        "optional, with ray_y and ray_z: a marker one camera alone saw is a ray, x_m, y_m, z_m a point on it (the camera's centre) and ray_* its direction in the world; the model's point is measured only across the ray. Empty cells: a point",
+    ),
+    ("ray_y", "optional: the ray's direction, y"),
+    ("ray_z", "optional: the ray's direction, z"),
 ];
 
-/// The columns of [`MEASUREMENT_COLUMNS`] every file must have (the last is optional).
+/// The ray's columns in [`MEASUREMENT_COLUMNS`].
+const RAY_COLUMNS: std::ops::Range<usize> = 9..12;
+
+/// The columns of [`MEASUREMENT_COLUMNS`] every file must have (the others are optional).
 const REQUIRED_MEASUREMENT_COLUMNS: usize = 8;
 
 /// A measured point of the rod.
@@ -78,6 +87,18 @@ pub struct Measurement {
     /// the rod is known, a marker; > 0: a point of a digitised curve, whose
     /// position along the rod's axis is uncertain by this much more).
     pub arc_sigma_m: f64,
+    /// Seen by one camera alone: the ray's unit direction in the
+    /// measurement frame, `pos_m` a point on it (the camera's centre). The
+    /// point is then measured only across the ray.
+    pub ray: Option<Vec3>,
+}
+
+impl Measurement {
+    /// How far the model's point `p` is from what was measured: `p - pos`
+    /// for a point, its distance across the ray for a ray.
+    pub fn miss(&self, p: &Vec3) -> Vec3 {
+        rod::Sighting { at_m: self.pos_m, ray: self.ray }.miss(p)
+    }
 }
 
 /// The wrench a force/torque sensor between the flange and the rod
@@ -356,6 +377,11 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
     let meas = read_csv(&meas_path)?;
     let cols: Vec<usize> = MEASUREMENT_COLUMNS[..REQUIRED_MEASUREMENT_COLUMNS].iter().map(|(n, _)| meas.column(&meas_path, n)).collect::<Result<_, _>>()?;
     let arc_sigma_col = meas.header.iter().position(|h| h == MEASUREMENT_COLUMNS[REQUIRED_MEASUREMENT_COLUMNS].0);
+    let ray_cols: Option<Vec<usize>> = if meas.header.iter().any(|h| h == MEASUREMENT_COLUMNS[RAY_COLUMNS.start].0) {
+        Some(MEASUREMENT_COLUMNS[RAY_COLUMNS].iter().map(|(n, _)| meas.column(&meas_path, n)).collect::<Result<_, _>>()?)
+    } else {
+        None
+    };
     for (line, cells) in &meas.rows {
         if cells.len() != meas.header.len() {
             return Err(err(&meas_path, format!("line {line}"), format!("{} values, header has {}", cells.len(), meas.header.len())));
@@ -370,12 +396,28 @@ pub fn read_experiments(dir: &Path, n_cables: usize) -> Result<Vec<Experiment>, 
         if arc_sigma_m < 0.0 {
             return Err(err(&meas_path, format!("line {line}, column 'arc_sigma_m'"), "must be >= 0"));
         }
+        let ray = match &ray_cols {
+            Some(c) if c.iter().any(|&k| !cells[k].trim().is_empty()) => {
+                let d = Vec3::new(
+                    meas.number(&meas_path, *line, cells, c[0])?,
+                    meas.number(&meas_path, *line, cells, c[1])?,
+                    meas.number(&meas_path, *line, cells, c[2])?,
+                );
+                let n = d.norm();
+                if !(n > 0.0 && n.is_finite()) {
+                    return Err(err(&meas_path, format!("line {line}, columns 'ray_x', 'ray_y', 'ray_z'"), "a ray's direction must be finite and not zero"));
+                }
+                Some(d / n)
+            }
+            _ => None,
+        };
         e.measurements.push(Measurement {
             arc_m: v[0],
             offset_body_m: Vec3::new(0.0, v[1], v[2]),
             pos_m: Vec3::new(v[3], v[4], v[5]),
             sigma_m: v[6],
             arc_sigma_m,
+            ray,
         });
     }
     read_critical(&dir.join("critical.csv"), &mut experiments)?;
@@ -510,7 +552,14 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
     write("inputs.csv", header, rows)?;
     // arc_sigma_m only when a point has one: marker data keep their columns.
     let curves = experiments.iter().flat_map(|e| &e.measurements).any(|m| m.arc_sigma_m > 0.0);
-    let n_columns = if curves { MEASUREMENT_COLUMNS.len() } else { REQUIRED_MEASUREMENT_COLUMNS };
+    let rays = experiments.iter().flat_map(|e| &e.measurements).any(|m| m.ray.is_some());
+    let n_columns = if rays {
+        MEASUREMENT_COLUMNS.len()
+    } else if curves {
+        RAY_COLUMNS.start
+    } else {
+        REQUIRED_MEASUREMENT_COLUMNS
+    };
     let header = MEASUREMENT_COLUMNS[..n_columns].iter().map(|(n, _)| n.to_string()).collect();
     let rows = experiments
         .iter()
@@ -526,8 +575,11 @@ pub fn write_experiments(dir: &Path, experiments: &[Experiment], comment: &str) 
                     format!("{:.9}", m.pos_m.z),
                     m.sigma_m.to_string(),
                 ];
-                if curves {
+                if curves || rays {
                     row.push(m.arc_sigma_m.to_string());
+                }
+                if rays {
+                    row.extend((0..3).map(|a| m.ray.map_or(String::new(), |d| format!("{:.12}", d[a]))));
                 }
                 row
             })

@@ -738,7 +738,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progre
     let sigmas: Vec<f64> = experiments.iter().flat_map(|e| e.measurements.iter().map(|m| m.sigma_m)).collect();
     let measurement_sigma_m = rms(&sigmas);
     let errors_mm: Vec<Vec<f64>> =
-        experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect()).collect();
+        experiments.iter().zip(&ev.predicted).map(|(e, p)| e.measurements.iter().zip(p).map(|(m, p)| m.miss(p).norm() * 1e3).collect()).collect();
     let all: Vec<f64> = errors_mm.iter().flatten().cloned().collect();
     let rms = (all.iter().map(|e| e * e).sum::<f64>() / all.len() as f64).sqrt();
     let critical = critical_fits(experiments, &ev.residual);
@@ -1053,7 +1053,7 @@ pub fn cross_validate(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &
         let Ok(f) = fit(rod, &rest, &o, |_| {}) else { continue };
         for &i in &test {
             if let Ok((p, _)) = predict(rod, &experiments[i], &f.values) {
-                errors[i] = experiments[i].measurements.iter().zip(&p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect();
+                errors[i] = experiments[i].measurements.iter().zip(&p).map(|(m, p)| m.miss(p).norm() * 1e3).collect();
             }
         }
     }
@@ -1086,7 +1086,7 @@ pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &F
             continue;
         };
         let errors = match predict(rod, left_out, &f.values) {
-            Ok((p, _)) => left_out.measurements.iter().zip(&p).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect(),
+            Ok((p, _)) => left_out.measurements.iter().zip(&p).map(|(m, p)| m.miss(p).norm() * 1e3).collect(),
             Err(_) => vec![f64::NAN],
         };
         out.push(LooResult { experiment: left_out.id.clone(), e_pa: f.values.e_pa, g_pa: f.values.g_pa, rho_kg_m3: f.values.rho_kg_m3, errors_mm: errors });

@@ -93,7 +93,7 @@ pub fn evaluate_values(rod: &Rod, experiments: &[Experiment], values: &Values) -
         let problem = Problem::new(rod, std::slice::from_ref(e), layout, values);
         match problem.evaluate(&problem.params(values), false) {
             Ok(ev) => {
-                errors_mm.push(e.measurements.iter().zip(&ev.predicted[0]).map(|(m, p)| (p - m.pos_m).norm() * 1e3).collect());
+                errors_mm.push(e.measurements.iter().zip(&ev.predicted[0]).map(|(m, p)| m.miss(p).norm() * 1e3).collect());
                 shapes.push(problem.shape(0, &ev.q[0], values));
                 predicted.push(ev.predicted[0].clone());
             }

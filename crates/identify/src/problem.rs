@@ -1310,32 +1310,40 @@ impl Problem {
 /// sigma, and a point whose arc length is nominal (a digitised curve,
 /// `arc_sigma_m`) with its error along the rod's axis `t` (the section's
 /// x) also spread by the arc's: covariance `sigma^2 I + arc_sigma^2 t t^T`,
-/// whose inverse square root is `(I - along t t^T) / sigma`.
+/// whose inverse square root is `(I - along t t^T) / sigma`. A marker seen
+/// as a ray along `d` is measured only across it: the error is projected
+/// by `I - d d^T` first (the covariance's limit as its variance along `d`
+/// grows without bound).
 struct PointWeight {
     sigma_m: f64,
     /// `1 - sigma / sqrt(sigma^2 + arc_sigma^2)`: 0 for a marker.
     along: f64,
     axis: Vec3,
+    /// The sighting's projector (the identity for a point).
+    across: lie::Mat3,
 }
 
 impl PointWeight {
     fn new(m: &crate::Measurement, axis: Vec3) -> PointWeight {
         let along = if m.arc_sigma_m > 0.0 { 1.0 - m.sigma_m / m.sigma_m.hypot(m.arc_sigma_m) } else { 0.0 };
-        PointWeight { sigma_m: m.sigma_m, along, axis }
+        let across = rod::Sighting { at_m: m.pos_m, ray: m.ray }.projector();
+        PointWeight { sigma_m: m.sigma_m, along, axis, across }
     }
 
     /// The whitened residual of the error `r` (model minus measured) \[m\].
     fn whiten(&self, r: &Vec3) -> Vec3 {
-        (r - self.axis * (self.along * self.axis.dot(r))) / self.sigma_m
+        let r = self.across * r;
+        (r - self.axis * (self.along * self.axis.dot(&r))) / self.sigma_m
     }
 
     /// The whitened residual's derivatives, given the error's (`d_r`) and
     /// the axis's (`d_axis`) in the parameters.
     fn whiten_derivative(&self, r: &Vec3, d_r: &nalgebra::Matrix3xX<f64>, d_axis: &nalgebra::Matrix3xX<f64>) -> nalgebra::Matrix3xX<f64> {
         let t = &self.axis;
-        let mut out = d_r - t * (t.transpose() * d_r) * self.along;
+        let (r, d_r) = (self.across * r, self.across * d_r);
+        let mut out = &d_r - t * (t.transpose() * &d_r) * self.along;
         if self.along > 0.0 {
-            out -= (d_axis * t.dot(r) + t * (r.transpose() * d_axis)) * self.along;
+            out -= (d_axis * t.dot(&r) + t * (r.transpose() * d_axis)) * self.along;
         }
         out / self.sigma_m
     }
@@ -1370,7 +1378,7 @@ mod tests {
             guides_m: vec![0.05, 0.1, 0.2],
             friction_mu: 0.0,
         });
-        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0 };
+        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0, ray: None };
         let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
         let layout = Layout {
             fit_rho: true,

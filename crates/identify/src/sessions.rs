@@ -542,7 +542,7 @@ pub struct SessionData {
     /// time-sorted; empty for a free tip.
     pub tip_clamp: Vec<(f64, Pose)>,
     /// Tracked frames: time and each marker's position (`None`: missing).
-    pub markers: Vec<(f64, Vec<Option<Vec3>>)>,
+    pub markers: Vec<(f64, Vec<Option<rod::Sighting>>)>,
     pub streams: BTreeMap<String, Stream>,
     pub gravity_m_s2: Vec3,
     /// What reading it left out (damaged chunks), one line each.
@@ -598,7 +598,7 @@ fn robot_still(flange: &[(f64, Pose)], o: &HoldOptions) -> Vec<bool> {
 }
 
 /// Per tracked frame: the largest marker speed (line fits over the window).
-fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f64> {
+fn marker_speeds(markers: &[(f64, Vec<Option<rod::Sighting>>)], o: &HoldOptions) -> Vec<f64> {
     let t: Vec<f64> = markers.iter().map(|f| f.0).collect();
     let n_markers = markers.iter().map(|f| f.1.len()).max().unwrap_or(0);
     (0..markers.len())
@@ -607,7 +607,9 @@ fn marker_speeds(markers: &[(f64, Vec<Option<Vec3>>)], o: &HoldOptions) -> Vec<f
             let mut fastest: f64 = 0.0;
             let mut seen = false;
             for m in 0..n_markers {
-                let pts: Vec<(f64, Vec3)> = markers[w.clone()].iter().filter_map(|(tf, ps)| ps.get(m).copied().flatten().map(|p| (*tf, p))).collect();
+                // Points only: a ray's origin is its camera's, which does not move.
+                let pts: Vec<(f64, Vec3)> =
+                    markers[w.clone()].iter().filter_map(|(tf, ps)| ps.get(m).copied().flatten().and_then(|p| p.as_point()).map(|p| (*tf, p))).collect();
                 if pts.len() < 3 {
                     continue;
                 }
@@ -680,6 +682,41 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
     holds
 }
 
+/// A marker over a hold: its mean point and the standard error of the
+/// mean, or (when too few frames saw it as a point, one camera alone
+/// seeing it in the others) its mean ray.
+struct HoldSighting {
+    at_m: Vec3,
+    ray: Option<Vec3>,
+    sigma_m: f64,
+}
+
+/// The hold's sighting of one marker from its frames' sightings `seen`:
+/// the mean of its points when they cover the hold (at most
+/// `max_missing` of `frames` without one); else its mean ray, its spread
+/// across the ray the rays' angular scatter at the distance of the hold's
+/// other markers (their points' mean).
+fn hold_sighting(seen: &[rod::Sighting], max_missing: f64, frames: &[&Vec<Option<rod::Sighting>>]) -> HoldSighting {
+    let pts: Vec<Vec3> = seen.iter().filter_map(|s| s.as_point()).collect();
+    let rays: Vec<(Vec3, Vec3)> = seen.iter().filter_map(|s| s.ray.map(|d| (s.at_m, d))).collect();
+    let covered = pts.len() as f64 >= (1.0 - max_missing) * frames.len() as f64;
+    if covered || rays.is_empty() {
+        let n = pts.len() as f64;
+        let mean = pts.iter().sum::<Vec3>() / n;
+        // Scatter per coordinate (pooled), then the standard error of the mean.
+        let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
+        return HoldSighting { at_m: mean, ray: None, sigma_m: scatter / n.sqrt() };
+    }
+    let n = rays.len() as f64;
+    let origin = rays.iter().map(|r| r.0).sum::<Vec3>() / n;
+    let direction = (rays.iter().map(|r| r.1).sum::<Vec3>() / n).normalize();
+    // Angular scatter per coordinate across the ray (two of them).
+    let scatter_rad = if rays.len() > 1 { (rays.iter().map(|r| (r.1 - direction).norm_squared()).sum::<f64>() / (2.0 * (n - 1.0))).sqrt() } else { 0.0 };
+    let others: Vec<Vec3> = frames.iter().flat_map(|f| f.iter().flatten().filter_map(|s| s.as_point())).collect();
+    let depth_m = if others.is_empty() { 1.0 } else { (others.iter().sum::<Vec3>() / others.len() as f64 - origin).norm() };
+    HoldSighting { at_m: origin, ray: Some(direction), sigma_m: scatter_rad * depth_m / n.sqrt() }
+}
+
 /// What an experiment needs from the rod file.
 pub struct RodMarkers<'a> {
     pub markers: &'a [rod::Marker],
@@ -699,14 +736,14 @@ pub fn experiment_from_hold(
 ) -> Result<Experiment, Unusable> {
     let o = &loads.holds;
     let (a, b) = (hold.start_s, hold.end_s);
-    let frames: Vec<&Vec<Option<Vec3>>> = data.markers.iter().filter(|f| f.0 >= a && f.0 <= b).map(|f| &f.1).collect();
+    let frames: Vec<&Vec<Option<rod::Sighting>>> = data.markers.iter().filter(|f| f.0 >= a && f.0 <= b).map(|f| &f.1).collect();
     if frames.is_empty() {
         return Err(Unusable("no tracked frame".into()));
     }
     let mut measurements = vec![];
     for (k, m) in rod.markers.iter().enumerate() {
-        let pts: Vec<Vec3> = frames.iter().filter_map(|f| f.get(k).copied().flatten()).collect();
-        let missing = 1.0 - pts.len() as f64 / frames.len() as f64;
+        let seen: Vec<rod::Sighting> = frames.iter().filter_map(|f| f.get(k).copied().flatten()).collect();
+        let missing = 1.0 - seen.len() as f64 / frames.len() as f64;
         if missing > o.max_missing_fraction {
             return Err(Unusable(format!(
                 "marker {k} missing in {:.0} % of the hold's frames (holds.max_missing_fraction = {})",
@@ -714,16 +751,14 @@ pub fn experiment_from_hold(
                 o.max_missing_fraction
             )));
         }
-        let n = pts.len() as f64;
-        let mean = pts.iter().sum::<Vec3>() / n;
-        // Scatter per coordinate (pooled), then the standard error of the mean.
-        let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
+        let sighting = hold_sighting(&seen, o.max_missing_fraction, &frames);
         measurements.push(Measurement {
             arc_m: m.arc_m,
             offset_body_m: m.offset_body_m,
-            pos_m: mean,
-            sigma_m: (scatter / n.sqrt()).max(o.sigma_floor_m),
+            pos_m: sighting.at_m,
+            sigma_m: sighting.sigma_m.max(o.sigma_floor_m),
             arc_sigma_m: 0.0,
+            ray: sighting.ray,
         });
     }
     // The base: the flange's mean pose over the hold (mean position; mean
@@ -869,7 +904,8 @@ mod tests {
         let markers = (0..=300)
             .map(|k| k as f64 * 0.02)
             .map(|t| {
-                (t, vec![Some(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())), if t > 2.0 && t < 2.6 { None } else { Some(pos(t)) }])
+                let tip = Some(rod::Sighting::point(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())));
+                (t, vec![tip, if t > 2.0 && t < 2.6 { None } else { Some(rod::Sighting::point(pos(t))) }])
             })
             .collect();
         let ft = Stream {

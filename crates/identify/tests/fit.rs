@@ -55,7 +55,10 @@ fn synthetic_on(rod: &Rod, truth: &Values, noise_m: f64, sigma_m: f64, seed: u64
                 format!("{}", i + 1),
                 t.to_vec(),
                 Vec3::zeros(),
-                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 }).collect(),
+                [0.1, 0.2]
+                    .iter()
+                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
+                    .collect(),
             );
             let (p, _) = predict(rod, &e, truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
@@ -293,7 +296,14 @@ fn weighed(truth: &Values) -> Vec<Experiment> {
                 Vec3::zeros(),
                 [0.1, 0.15, 0.2]
                     .iter()
-                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::new(0.0, 0.0, 0.004), pos_m: Vec3::zeros(), sigma_m: 3e-4, arc_sigma_m: 0.0 })
+                    .map(|&x| Measurement {
+                        arc_m: x,
+                        offset_body_m: Vec3::new(0.0, 0.0, 0.004),
+                        pos_m: Vec3::zeros(),
+                        sigma_m: 3e-4,
+                        arc_sigma_m: 0.0,
+                        ray: None,
+                    })
                     .collect(),
             );
             e.base_pose = Some(lie::Pose::from_rpy(r, p, y, Vec3::new(0.1 * i as f64, 0.0, 0.3)));
@@ -388,7 +398,7 @@ fn a_stiff_start_converges_when_g_is_nearly_flat() {
             Vec3::zeros(),
             [0.05, 0.1, 0.15, 0.2]
                 .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0 })
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0, ray: None })
                 .collect(),
         );
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
@@ -432,7 +442,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
             Vec3::zeros(),
             [0.0625, 0.125, 0.1875, 0.25]
                 .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0 })
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0, ray: None })
                 .collect(),
         );
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
@@ -751,7 +761,7 @@ fn a_prediction_resting_on_an_unseen_cable_names_it() {
         assert!(f.prior_only.iter().any(|n| n == unseen), "{unseen} not in {:?}", f.prior_only);
     }
     assert!(!f.prior_only.iter().any(|n| n.starts_with("cable_1") || n.starts_with("cable_4") || n.starts_with("ln_")), "{:?}", f.prior_only);
-    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0 };
+    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0, ray: None };
     let pull_2 = Experiment::new("cable 2", vec![0.0, 0.98, 0.0, 0.0], Vec3::zeros(), vec![tip.clone()]);
     let p = predict_with_band(&rod, &pull_2, &f.values, &f.uncertainty()).unwrap();
     let named: Vec<&str> = p.prior_only_m[0].iter().map(|(n, _)| n.as_str()).collect();
@@ -824,7 +834,10 @@ fn unseen_cables_borrow_from_the_seen_ones_when_pooled() {
             id,
             t.to_vec(),
             Vec3::zeros(),
-            [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 }).collect(),
+            [0.1, 0.2]
+                .iter()
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
+                .collect(),
         );
         let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
         for (m, p) in e.measurements.iter_mut().zip(p) {
@@ -923,7 +936,7 @@ fn bands_with_the_cv_model_error_cover_a_misspecified_model() {
                     Vec3::zeros(),
                     [0.1, 0.2]
                         .iter()
-                        .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0 })
+                        .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
                         .collect(),
                 );
                 let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
@@ -989,6 +1002,7 @@ fn pulls_that_load_and_unload_give_the_friction_coefficient_and_e() {
                         pos_m: Vec3::zeros(),
                         sigma_m: 1e-4,
                         arc_sigma_m: 0.0,
+                        ray: None,
                     });
                     let mut e = Experiment::new(format!("c{}-{k}-{slide:?}", cable + 1), tensions, Vec3::zeros(), marks.collect());
                     e.cable_slide = slide;
@@ -1047,8 +1061,14 @@ fn each_cables_channel_radius_is_identified_with_a_prior() {
         for t in [0.1, 0.2, 0.3] {
             let mut tensions = vec![0.0; 3];
             tensions[cable] = t;
-            let marks =
-                [0.1, 0.2].iter().map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-4, arc_sigma_m: 0.0 });
+            let marks = [0.1, 0.2].iter().map(|&x| Measurement {
+                arc_m: x,
+                offset_body_m: Vec3::zeros(),
+                pos_m: Vec3::zeros(),
+                sigma_m: 1e-4,
+                arc_sigma_m: 0.0,
+                ray: None,
+            });
             let mut e = Experiment::new(format!("c{}-{t}", cable + 1), tensions, Vec3::zeros(), marks.collect());
             let (p, _) = predict(&truth_rod, &e, &truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
@@ -1075,4 +1095,41 @@ fn each_cables_channel_radius_is_identified_with_a_prior() {
         assert!((4.0e-3 + o - r).abs() < 1e-4, "channel {} mm for {} mm", (4.0e-3 + o) * 1e3, r * 1e3);
     }
     assert!((f.e_pa.value / truth.e_pa - 1.0).abs() < 0.01, "E {}", f.e_pa.value);
+}
+
+/// #46: the synthetic experiments with each tip measured as a ray from a
+/// camera (one camera alone saw it): the residual's Jacobian matches
+/// finite differences, the experiment files keep the rays, and noise-free
+/// rays recover the truth as the points do.
+#[test]
+fn tips_seen_as_rays_fit_with_exact_sensitivities_and_round_trip() {
+    let rod = arm();
+    let camera = Vec3::new(0.3, -0.5, 0.1);
+    let mut exps = synthetic(&TRUTH, 0.0, 1);
+    for e in &mut exps {
+        let tip = e.measurements.last_mut().unwrap();
+        tip.ray = Some((tip.pos_m - camera).normalize());
+        tip.pos_m = camera;
+    }
+    let problem = Problem::new(&rod, &exps, Layout::all(rod.cables.len()), &TRUTH);
+    let v = Values { translation_m: Vec3::new(0.001, -0.002, 0.003), pitch_rad: 0.05, cable_offset_m: 0.003, radius_scale: 1.1, ..TRUTH };
+    let p = problem.params(&v);
+    let ev = problem.evaluate(&p, true).unwrap();
+    for (c, err, scale) in jacobian_errors(&problem, &p, ev.jacobian.unwrap()) {
+        assert!(err <= 1e-5 * scale.max(1e-3), "column {c}: {err} of {scale}");
+    }
+    let dir = std::env::temp_dir().join(format!("rodlab-rays-{}", std::process::id()));
+    write_experiments(&dir, &exps, "rays").unwrap();
+    let back = read_experiments(&dir, 4).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    for (a, b) in back.iter().zip(&exps) {
+        assert_eq!(a.measurements[0].ray, None);
+        assert!((a.measurements[1].ray.unwrap() - b.measurements[1].ray.unwrap()).norm() < 1e-11);
+    }
+    let start = FitOptions { starts: vec![[TRUTH.e_pa * 1.5, TRUTH.g_pa * 0.7, TRUTH.rho_kg_m3 * 0.8]], ..FitOptions::default() };
+    let f = fit(&rod, &exps, &start, |_| {}).unwrap();
+    for (got, want) in [(f.e_pa.value, TRUTH.e_pa), (f.g_pa.value, TRUTH.g_pa), (f.rho_kg_m3.value, TRUTH.rho_kg_m3)] {
+        assert!((got / want - 1.0).abs() < 1e-6, "{got} vs {want}");
+    }
+    assert!(f.errors_mm.iter().flatten().all(|e| *e < 1e-6), "a ray's error is its distance across the ray: {:?}", f.errors_mm);
 }

@@ -32,6 +32,7 @@ fn loops(rod: &Rod, tips: &[(Vec3, Option<Vec3>)], noise_m: f64, seed: u64) -> V
                 pos_m: Vec3::zeros(),
                 sigma_m: noise_m.max(1e-4),
                 arc_sigma_m: 0.0,
+                ray: None,
             });
             let mut e = Experiment::new(format!("loop {}", i + 1), vec![], Vec3::zeros(), marks.to_vec());
             e.tip_position_m = Some(*position);
@@ -218,8 +219,10 @@ fn the_critical_rows_jacobian_matches_differences() {
 /// rod's length: nominal, off by millimetres.
 fn digitised(rod: &Rod, tip: &(Vec3, Option<Vec3>), id: &str, n: usize, noise_m: f64, rng: &mut StdRng) -> Experiment {
     let arcs: Vec<f64> = (1..=n).map(|k| rod.length_m * k as f64 / (n + 1) as f64).collect();
-    let marks =
-        arcs.iter().map(|&a| Measurement { arc_m: a, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m, arc_sigma_m: 0.0 }).collect();
+    let marks = arcs
+        .iter()
+        .map(|&a| Measurement { arc_m: a, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: noise_m, arc_sigma_m: 0.0, ray: None })
+        .collect();
     let mut e = Experiment::new(id, vec![], Vec3::zeros(), marks);
     e.tip_position_m = Some(tip.0);
     e.tip_rotation_rad = tip.1;

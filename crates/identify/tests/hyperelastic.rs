@@ -40,7 +40,7 @@ fn experiments(rod: &Rod, noise_m: f64, seed: u64) -> Vec<Experiment> {
         .map(|(i, t)| {
             let marks = [0.1, 0.2]
                 .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-4, arc_sigma_m: 0.0 })
+                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-4, arc_sigma_m: 0.0, ray: None })
                 .collect();
             let mut e = Experiment::new(format!("{}", i + 1), t.to_vec(), Vec3::zeros(), marks);
             let (p, _) = predict(rod, &e, &truth()).unwrap();

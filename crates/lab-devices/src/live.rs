@@ -190,6 +190,10 @@ pub(crate) struct Shot<'a> {
     pub end_s: f64,
     pub camera_fps: f64,
     pub radius_m: f64,
+    /// Which markers this camera sees once the experiment starts (empty:
+    /// all of them; the lead shows every marker, as a tracker needs them
+    /// all in a camera's first frame).
+    pub shown: Vec<bool>,
 }
 
 /// Renders every frame of `shot` through `renderer` into `video`
@@ -211,7 +215,8 @@ pub(crate) fn render_frames(
         let t_s = j as f64 / shot.camera_fps - VIDEO_LEAD_S;
         let (body, markers) = body_and_markers(&outline_at(shot.t_rec, shot.records, t_s), shot.radius_m);
         let (body, markers): (Vec<[f64; 3]>, Vec<[f64; 3]>) = (body.iter().map(&in_renderer).collect(), markers.iter().map(&in_renderer).collect());
-        let image = renderer.render_3d(&[markers], &[], &body, shot.radius_m);
+        let shown: &[bool] = if t_s < 0.0 { &[] } else { &shot.shown };
+        let image = renderer.render_3d(&[markers], shown, &body, shot.radius_m);
         sink.write(&image.to_mat()?).context(video.display())?;
         task.set(j as u64 + 1);
     }
@@ -246,7 +251,7 @@ fn render_video(
         let [u, v] = to_plane(x);
         [u, v, 0.0]
     };
-    let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m };
+    let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m, shown: vec![] };
     render_frames(&mut renderer, &shot, on_plane, video, "render", progress)?;
     let base_px = view.camera.plane_to_pixel(&view.marker_plane, {
         let b = to_plane(&records[0].base_pose.pos);
@@ -314,7 +319,7 @@ fn render_cameras(req: &SynthRequest, records: &[StepRecord], frames: &RigFrames
         let view = crate::live_set::place_camera_set(records, frames.gravity(), req.cameras);
         let frames = RigFrames { board: lie::FramePose::from_pose(&view.world_from_board), marker_height_m: MARKER_HEIGHT_M, ..*frames };
         progress.note(&format!("rendering {} cameras' videos into {}", req.cameras, work.display()));
-        let (videos, markers_toml) = crate::live_set::render_set_videos(records, &req.rod, (camera_fps, req.seed), &frames, &view, work, progress)?;
+        let (videos, markers_toml) = crate::live_set::render_set_videos(records, req, camera_fps, &frames, &view, work, progress)?;
         let calibration = work.join("cameras.toml");
         view.set.save(&calibration).map_err(|e| Error::io(format!("{}: cannot write: {e}", calibration.display())))?;
         write(&markers_file, &markers_toml)?;

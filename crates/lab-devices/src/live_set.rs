@@ -56,8 +56,8 @@ pub(crate) fn place_camera_set(records: &[StepRecord], gravity: Vec3, count: usi
 /// Returns the videos and the markers.toml text (each camera's base pixel).
 pub(crate) fn render_set_videos(
     records: &[StepRecord],
-    rod: &rod::Rod,
-    (camera_fps, seed): (f64, u64),
+    req: &lab::synth::SynthRequest,
+    camera_fps: f64,
     frames: &RigFrames,
     view: &SetView,
     dir: &Path,
@@ -69,13 +69,15 @@ pub(crate) fn render_set_videos(
     let in_board = |x: &Vec3| -> [f64; 3] { board_from_world.transform_point(x).into() };
     let mut videos = vec![];
     let mut base_lines = vec![];
+    let rod = &req.rod;
     for (k, camera) in view.set.cameras.iter().enumerate() {
-        let (radius_m, look) = rod_look(rod, seed + 101 * k as u64);
+        let (radius_m, look) = rod_look(rod, req.seed + 101 * k as u64);
+        let shown = (0..rod.markers.len()).map(|m| !req.hidden_markers.contains(&(k, m))).collect();
         let plane = camera.model.plane.clone().expect("placed");
         let mut renderer = Renderer::new(camera.model.clone(), plane.clone(), look);
         paint_table(&mut renderer, frames, &plane.offset(MARKER_HEIGHT_M), &view.world_from_board, radius_m);
         let video = dir.join(format!("{}.mkv", camera.name));
-        let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m };
+        let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m, shown };
         render_frames(&mut renderer, &shot, in_board, &video, &format!("render {}", camera.name), progress)?;
         let base_px = renderer.pixel_3d(in_board(&records[0].base_pose.pos));
         base_lines.push(format!("{} = [{:.1}, {:.1}]", camera.name, base_px[0], base_px[1]));

@@ -421,6 +421,9 @@ fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated(
 /// hold, left out of the fit, lies inside the 95 % prediction band of the
 /// fit on the others. (Measured: E -0.05 %, rho -0.06 %; the side holds
 /// missed by at most 0.05 mm, their bands 0.13 mm; 43 s at 15 frames/s.)
+/// One marker is hidden from the right camera all day: it is kept as the
+/// left camera's ray, and identification, the observer and validation use
+/// it as a ray.
 #[test]
 fn a_two_camera_day_recorded_live_sees_the_side_cables_one_camera_cannot() {
     let dir = tempfile::tempdir().unwrap();
@@ -435,14 +438,20 @@ fn a_two_camera_day_recorded_live_sees_the_side_cables_one_camera_cannot() {
     assert!(e.to_string().contains("leave their best plane") && e.to_string().contains("--cameras 2"), "{e}");
 
     // 15 frames/s: holds of 2.5 s need no more, and each camera's frames are rendered.
+    const HIDDEN: usize = 2;
     let live = live_at_fps(dir.path(), "pulls-3d", (arm, scene_rel), 15.0, |r| {
         edit(r);
         r.cameras = 2;
+        r.hidden_markers = vec![(1, HIDDEN)];
     });
     let markers = live.made.session.markers();
     let (views, names) = session::read_marker_views(&markers).unwrap().expect("a camera set's columns");
     assert_eq!(names, ["left", "right"]);
-    assert!(views.iter().filter(|v| v.cameras == 0b11).count() > views.len() * 9 / 10, "most markers seen by both cameras");
+    let rows = session::read_markers(&markers).unwrap();
+    let (hidden, seen): (Vec<_>, Vec<_>) = rows.iter().zip(&views).partition(|(r, _)| r.marker as usize == HIDDEN);
+    assert!(seen.iter().filter(|(_, v)| v.cameras == 0b11).count() > seen.len() * 9 / 10, "most markers seen by both cameras");
+    let rays = hidden.iter().filter(|(r, v)| r.flags == session::flags::RAY && v.cameras == 0b01).count();
+    assert!(rays > hidden.len() * 9 / 10, "the hidden marker is the left camera's ray: {rays} of {}", hidden.len());
     let source = lab::identify::Source::Sessions {
         dirs: vec![live.made.session.clone()],
         loads: lab::loads::Loads::read(Some(&at("configs/loads-cable-cells.toml")), 4).unwrap(),
@@ -450,6 +459,7 @@ fn a_two_camera_day_recorded_live_sees_the_side_cables_one_camera_cannot() {
     let id = lab::identify::identify(&lab::identify::IdentifyRequest::new(&at(arm), rod(arm), source, &dir.path().join("fit")), &lab::Silent).unwrap();
     let f = &id.study.fit;
     println!("two cameras, live: E {:.4e} Pa, rho {:.1} kg/m3 from {} holds", f.e_pa.value, f.rho_kg_m3.value, id.experiments.len());
+    assert!(id.experiments.iter().all(|e| e.measurements[HIDDEN].ray.is_some()), "each hold measures the hidden marker as a ray");
     for (name, got, truth) in [("E", f.e_pa.value, 2.5e5), ("rho", f.rho_kg_m3.value, 1.3e3)] {
         assert!((got / truth - 1.0).abs() < 0.01, "{name}: {got} vs {truth}");
     }
@@ -467,9 +477,41 @@ fn a_two_camera_day_recorded_live_sees_the_side_cables_one_camera_cannot() {
         let without = identify::fit(&id.rod, &rest, &opts, |_| {}).unwrap();
         let pred = identify::predict_with_band(&id.rod, held_out, &without.values, &without.uncertainty()).unwrap();
         for (m, (p, w)) in held_out.measurements.iter().zip(pred.points_m.iter().zip(&pred.half_width_m)) {
-            let miss = (m.pos_m - p).abs();
+            let miss = m.miss(p).abs();
             println!("{} at {:.3} m: missed by {:.3?} mm, band {:.3?} mm", held_out.id, m.arc_m, miss * 1e3, w * 1e3);
             assert!((0..3).all(|i| miss[i] <= w[i]), "{} at {} m: {miss:?} outside {w:?}", held_out.id, m.arc_m);
         }
     }
+    // Validation observes every frame with the hidden marker as its ray and
+    // compares it, across the ray, with the simulated marker.
+    let mut options = ValidateOptions::default();
+    options.observer.sigma_m = 2e-5;
+    let loads = lab::loads::Loads::read(Some(&at("configs/loads-cable-cells.toml")), 4).unwrap();
+    let req = ValidateRequest {
+        sessions: vec![live.made.session.clone()],
+        rod_path: at(arm),
+        rod: {
+            // The day's material (the truth's), as the fit found it.
+            let mut r = rod(arm);
+            r.cross_section.body = rod::Material { e_pa: 2.5e5, rho_kg_m3: 1.3e3, ..r.cross_section.body };
+            r
+        },
+        params: None,
+        scene_path: at(scene_rel),
+        scene: scene(scene_rel),
+        loads,
+        out: dir.path().join("validate"),
+        options,
+    };
+    let v = validate(&req, &lab::Silent).unwrap();
+    let s = &v.sessions[0];
+    println!(
+        "two cameras, validated {} frames, observer failed on {}; markers RMS {:?} mm; {:?}",
+        s.frames_compared,
+        s.observer_failed_frames,
+        s.markers.iter().map(|m| m.errors_mm.rms).collect::<Vec<_>>(),
+        s.checks
+    );
+    assert_eq!(s.observer_failed_frames, 0);
+    assert!(s.markers[HIDDEN].errors_mm.rms < 0.5, "the ray misses the simulated marker by {} mm RMS", s.markers[HIDDEN].errors_mm.rms);
 }

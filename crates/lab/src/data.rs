@@ -7,6 +7,7 @@ use crate::error::{Context, Error, Result};
 use crate::loads::StreamRequest;
 use identify::sessions::{SessionData, Stream};
 use lie::{Pose, Vec3};
+use rod::Sighting;
 use session::{flags, Damaged, MarkerRow, SessionDir, Table};
 use std::collections::BTreeMap;
 
@@ -143,22 +144,52 @@ pub fn no_base(dir: &SessionDir) -> String {
     )
 }
 
-/// Tracked frames: `(frame, t_host_ns, marker positions)`, time-sorted;
-/// a marker missing, merged or not finite is `None`.
-pub type Frames = Vec<(i64, i64, Vec<Option<Vec3>>)>;
+/// Tracked frames: `(frame, t_host_ns, marker sightings)`, time-sorted;
+/// a marker missing, merged, disagreeing or not finite is `None`; one a
+/// camera set's single camera saw is its ray.
+pub type Frames = Vec<(i64, i64, Vec<Option<Sighting>>)>;
+
+/// A marker table's rows and, for a camera set's, how each row was seen
+/// (its rays).
+pub struct Tracked {
+    pub rows: Vec<MarkerRow>,
+    pub views: Option<Vec<session::MarkerViews>>,
+}
+
+/// Reads a marker table with its camera set's columns, if it has them.
+pub fn read_tracked(path: &std::path::Path) -> Result<Tracked> {
+    let rows = session::read_markers(path).input(path.display())?;
+    let views = session::read_marker_views(path).input(path.display())?.map(|(v, _)| v);
+    Ok(Tracked { rows, views })
+}
+
+/// A row's sighting: its point, its ray (flag RAY with the table's ray
+/// columns), or none.
+fn sighting_of(r: &MarkerRow, views: Option<&session::MarkerViews>) -> Option<Sighting> {
+    let p = Vec3::new(r.x_m, r.y_m, r.z_m);
+    if !p.iter().all(|v| v.is_finite()) {
+        return None;
+    }
+    if r.flags & flags::NO_POSITION == 0 {
+        return Some(Sighting::point(p));
+    }
+    if r.flags & (flags::NO_POSITION & !flags::RAY) == 0 {
+        return Sighting::ray(p, Vec3::from(views?.ray));
+    }
+    None
+}
 
 /// Groups marker rows by frame for a rod with `n_markers` markers;
 /// `t_of_row` gives a row's host time. Errors (input) name `path`.
-pub fn frames_of(rows: &[MarkerRow], n_markers: usize, path: &std::path::Path, t_of_row: impl Fn(&MarkerRow) -> i64) -> Result<Frames> {
-    let mut by_frame: BTreeMap<i64, (i64, Vec<Option<Vec3>>)> = BTreeMap::new();
-    for r in rows {
+pub fn frames_of(tracked: &Tracked, n_markers: usize, path: &std::path::Path, t_of_row: impl Fn(&MarkerRow) -> i64) -> Result<Frames> {
+    let mut by_frame: BTreeMap<i64, (i64, Vec<Option<Sighting>>)> = BTreeMap::new();
+    for (k, r) in tracked.rows.iter().enumerate() {
         if r.marker as usize >= n_markers {
             return Err(Error::input(format!("{}: frame {}: marker {} but the rod file has {n_markers} markers", path.display(), r.frame, r.marker)));
         }
         let e = by_frame.entry(r.frame).or_insert_with(|| (t_of_row(r), vec![None; n_markers]));
-        let p = Vec3::new(r.x_m, r.y_m, r.z_m);
-        if r.flags & flags::NO_POSITION == 0 && p.iter().all(|v| v.is_finite()) {
-            e.1[r.marker as usize] = Some(p);
+        if let Some(seen) = sighting_of(r, tracked.views.as_ref().and_then(|v| v.get(k))) {
+            e.1[r.marker as usize] = Some(seen);
         }
     }
     if by_frame.is_empty() {
@@ -196,7 +227,8 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
             markers_path.display()
         )));
     }
-    let rows = session::read_markers(&markers_path).input(markers_path.display())?;
+    let tracked = read_tracked(&markers_path)?;
+    let rows = &tracked.rows;
     if rows.is_empty() {
         return Err(Error::input(format!("{}: no rows", markers_path.display())));
     }
@@ -206,7 +238,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
             markers_path.display()
         )));
     }
-    let tracked = frames_of(&rows, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
+    let tracked = frames_of(&tracked, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
     // The base: a robot's flange, or (a motion-capture session) the pose
     // of the clamp in the world.
     let world_from_robot = frames_w.world_from_robot();

@@ -107,7 +107,8 @@ struct SessionCase {
     rod: Rod,
     prepared: Prepared,
     /// (simulation time \[s\], marker, tracked position \[m\]).
-    observed: Vec<(f64, usize, Vec3)>,
+    /// (session time, marker, its sighting: a point or a ray).
+    observed: Vec<(f64, usize, rod::Sighting)>,
     sigma_m: f64,
     force: Option<ForceReadings>,
 }
@@ -217,8 +218,8 @@ fn session_rows(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
     let mut out = Vec::with_capacity(3 * case.observed.len());
     for (t, m, p) in &case.observed {
         // Observations were kept inside the simulated span.
-        let q = at_records(&t_rec, records, *t, |r| r.markers_m[*m]).unwrap_or(*p);
-        out.extend((q - p).iter().map(|d| d / case.sigma_m));
+        let miss = at_records(&t_rec, records, *t, |r| r.markers_m[*m]).map_or(Vec3::zeros(), |q| p.miss(&q));
+        out.extend(miss.iter().map(|d| d / case.sigma_m));
     }
     if let Some(f) = &case.force {
         let d: Vec<Vec3> = f.samples.iter().map(|(t, m)| at_records(&t_rec, records, *t, |r| lie::linear(&r.base_wrench_flange)).unwrap_or(*m) - m).collect();
@@ -349,7 +350,7 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
         let s = crate::data::load(dir, rod.markers.len(), &requests, session::Damaged::Skip)?;
         let noise = crate::observe::marker_noise_m(s.markers.iter().map(|m| m.1.as_slice())).unwrap_or(0.0);
         let end = prepared.scene.duration_s;
-        let observed: Vec<(f64, usize, Vec3)> = s
+        let observed: Vec<(f64, usize, rod::Sighting)> = s
             .markers
             .iter()
             .flat_map(|(t_host, ms)| {
@@ -779,7 +780,7 @@ fn write_report(
             at.iter().filter_map(|t| at_records(&times[run], &runs[run], *t, f).map(|v| (*t, v))).collect()
         };
         // The tip marker's distance from where it was first tracked.
-        let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).map(|o| (o.0, o.2)).collect();
+        let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).filter_map(|o| Some((o.0, o.2.as_point()?))).collect();
         let Some(origin) = tracked.first().map(|t| t.1) else { continue };
         let tracked_t: Vec<f64> = tracked.iter().map(|p| p.0).collect();
         let distance_mm = |points: Vec<(f64, Vec3)>| points.into_iter().map(|(t, p)| (t, (p - origin).norm() * 1e3)).collect();

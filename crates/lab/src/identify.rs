@@ -687,7 +687,8 @@ fn report(
                     e.base_pose.map(|b| format!(", base at {:.4?} m", p3(&b.pos))).unwrap_or_default(),
                     if e.base_wrench.is_some() { ", base wrench measured" } else { "" }
                 ),
-                measured_m: e.measurements.iter().map(|m| p3(&m.pos_m)).collect(),
+                // A ray is drawn at its point nearest the prediction.
+                measured_m: e.measurements.iter().zip(&f.predicted[i]).map(|(m, p)| p3(&(p - m.miss(p)))).collect(),
                 predicted_m: f.predicted[i].iter().map(p3).collect(),
                 predicted_reference_m: study.reference.as_ref().map(|r| r.predicted[i].iter().map(p3).collect()).unwrap_or_default(),
                 shape_m: study.shapes[i].iter().map(p3).collect(),

@@ -73,8 +73,8 @@ pub struct Observed {
 /// absolute value (x 1.4826) ignores the frames where the rod moves
 /// abruptly. None for fewer than 30 frames (a second of video: fewer are
 /// snapshots, not a sequence to estimate noise from).
-pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<Vec3>]>) -> Option<f64> {
-    let frames: Vec<&[Option<Vec3>]> = frames.collect();
+pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<rod::Sighting>]>) -> Option<f64> {
+    let frames: Vec<Vec<Option<Vec3>>> = frames.map(|f| f.iter().map(|s| s.and_then(|s| s.as_point())).collect()).collect();
     if frames.len() < 30 {
         return None;
     }
@@ -160,7 +160,8 @@ pub fn observe_held(
         ObserverMode::Weighted => Mode::Weighted { energy_scale_j: o.energy_scale_j },
     };
     let mut obs = Observer::new(&rod, mode)?;
-    let rows = session::read_markers(markers_path).input(markers_path.display())?;
+    let tracked = crate::data::read_tracked(markers_path)?;
+    let rows = &tracked.rows;
     let n_markers = rod.markers.len();
     // The base log (a robot's flange or a mocap clamp) and what places it
     // in the world.
@@ -178,7 +179,7 @@ pub fn observe_held(
             session_dir.path().display()
         )));
     }
-    let frames = frames_of(&rows, n_markers, markers_path, |r| r.t_host_ns.unwrap_or((r.t_s * 1e9).round() as i64))?;
+    let frames = frames_of(&tracked, n_markers, markers_path, |r| r.t_host_ns.unwrap_or((r.t_s * 1e9).round() as i64))?;
     // With a robot log, the base follows the flange: base = T_WB * TCP *
     // mount (the rod file's [base] is the mount on the flange).
     let log = match &tcp {

@@ -196,12 +196,59 @@ pub fn prepare(job: &SimulateJob) -> Result<Prepared> {
         // Session time: t_host_ns counts from the session's start.
         let (from_s, duration_s) = (t0 as f64 * 1e-9, scene.duration_s);
         warnings.extend(add_hung_mass(&mut scene, job.rod, loads, &dir.name(), from_s, from_s + duration_s)?);
+        warnings.extend(replay_cable_tensions(&mut scene, job.rod, loads, dir, from_s, job.damaged)?);
         if let Some(tip) = &loads.file.tip_hold {
             let clamp = crate::data::tip_clamp_log(dir, tip, &loads.name(), job.damaged, &mut warnings)?;
             scene.tip = Some(tip_waypoints(&clamp, from_s));
         }
     }
     Ok(Prepared { scene, motion, t0_host_ns, frames_from, warnings })
+}
+
+/// The session's recorded cable tensions (its loads file's `[[cable]]`
+/// channels, one per cable of the rod in order) in place of the scene's:
+/// each cable's readings as its tension waypoints, in replay seconds from
+/// `from_s`, a reading below zero taken as slack. Notes: one saying so
+/// (none when the loads file reads no cable), and damaged chunks left out.
+fn replay_cable_tensions(
+    scene: &mut Scene,
+    rod: &Rod,
+    loads: &crate::loads::Loads,
+    dir: &SessionDir,
+    from_s: f64,
+    damaged: session::Damaged,
+) -> Result<Vec<String>> {
+    let (mut replayed, mut notes) = (vec![], vec![]);
+    for (channel, cable) in loads.file.cables.iter().zip(&rod.cables) {
+        let path = dir.stream(&channel.stream);
+        let (t, w) = session::Table::read_chunks_or_skip(&path, damaged)?;
+        notes.extend(w);
+        let th = t.i64("t_host_ns").input(path.display())?;
+        let v = t.f64(&channel.column).map_err(|e| Error::input(format!("{}: [[cable]] column '{}': {e}", loads.name(), channel.column)))?;
+        let mut waypoints: Vec<[f64; 2]> =
+            th.iter().zip(&v).filter(|(_, x)| x.is_finite()).map(|(t, x)| [*t as f64 * 1e-9 - from_s, (channel.scale * x + channel.offset).max(0.0)]).collect();
+        waypoints.sort_by(|a, b| a[0].total_cmp(&b[0]));
+        waypoints.dedup_by(|b, a| b[0] <= a[0]);
+        if waypoints.is_empty() {
+            return Err(Error::input(format!(
+                "{}: stream '{}' has no reading of '{}' for cable {}",
+                path.display(),
+                channel.stream,
+                channel.column,
+                cable.name
+            )));
+        }
+        scene.loads.retain(|l| !matches!(l, sim::LoadSpec::Cable { cable: c, .. } if *c == cable.name));
+        scene.loads.push(sim::LoadSpec::Cable { cable: cable.name.clone(), waypoints });
+        replayed.push(cable.name.clone());
+    }
+    if !replayed.is_empty() {
+        notes.insert(
+            0,
+            format!("{}: the cables' tensions replayed from the session's readings ({}), in place of the scene's", loads.name(), replayed.join(", ")),
+        );
+    }
+    Ok(notes)
 }
 
 /// The tip's hold over a replay: the recorded clamp poses (world, session

@@ -287,7 +287,7 @@ fn band(p: &Params, req: &SolveRequest) -> Band {
     }
     // The band's model applies the pitch itself: the rod before it.
     let rod = &mounted(&req.rod, req.flange.as_ref());
-    let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0 };
+    let tip = identify::Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0, ray: None };
     let tensions = if req.tensions_n.is_empty() { vec![0.0; rod.cables.len()] } else { req.tensions_n.clone() };
     let mut e = identify::Experiment::new("prediction", tensions, req.tip_force_n, vec![tip]);
     e.tip_force_offset_body_m = req.tip_force_offset_body_m;

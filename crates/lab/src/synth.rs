@@ -84,6 +84,11 @@ pub struct SynthRequest {
     /// spread 30 degrees about the image's vertical, markers triangulated in
     /// 3-D, so the motion may leave the plane).
     pub cameras: usize,
+    /// Live with a camera set: (camera index, marker) pairs hidden from
+    /// that camera from the experiment's start (an occluder; the video's
+    /// lead shows it, as a tracker needs every marker in its first frame),
+    /// so that one camera alone sees the marker: it is kept as its ray.
+    pub hidden_markers: Vec<(usize, usize)>,
 }
 
 impl SynthRequest {
@@ -115,6 +120,7 @@ impl SynthRequest {
             seed: 1,
             tip_robot: None,
             cameras: 1,
+            hidden_markers: vec![],
         }
     }
 
@@ -134,6 +140,15 @@ impl SynthRequest {
         non_negative("--mounted-at-s", self.mounted_at_s)?;
         if !self.ft_bias.iter().all(|b| b.is_finite()) {
             return Err(Error::input("--ft-bias: expected six finite numbers fx,fy,fz,mx,my,mz"));
+        }
+        for &(camera, marker) in &self.hidden_markers {
+            if self.cameras < 2 || camera >= self.cameras || marker >= self.rod.markers.len() {
+                return Err(Error::input(format!(
+                    "--hide-marker {camera}:{marker}: needs a camera set (--cameras 2 or more) with camera {camera} (of {}) and marker {marker} (the rod has {})",
+                    self.cameras,
+                    self.rod.markers.len()
+                )));
+            }
         }
         Ok(())
     }

@@ -433,8 +433,11 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     for (t_host, ms) in &s.markers {
         let t = t_of(*t_host);
         for (m, p) in ms.iter().enumerate() {
-            let (Some(p), Some(q)) = (p, at_records(&t_rec, records, t, |x| x.markers_m[m])) else { continue };
-            tracked[m].push(*p);
+            let (Some(seen), Some(q)) = (p, at_records(&t_rec, records, t, |x| x.markers_m[m])) else { continue };
+            // A ray (one camera of a set saw the marker) at its point
+            // nearest the simulated marker: the error it measures.
+            let p = q - seen.miss(&q);
+            tracked[m].push(p);
             sim_markers[m].push(q);
             plots.marker_err[m].push((t, (p - q).norm() * 1e3));
         }
@@ -532,8 +535,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
 /// The share of marker positions tracked (not missing) in the frames
 /// whose session time (`t_of`) lies in `[t0, t1]` \[%\]: what every
 /// figure of the comparison rests on.
-fn marker_coverage_pct(markers: &[(f64, Vec<Option<Vec3>>)], t_of: &dyn Fn(f64) -> f64, t0: f64, t1: f64) -> f64 {
-    let inside: Vec<&Vec<Option<Vec3>>> = markers.iter().filter(|(t, _)| (t0..=t1).contains(&t_of(*t))).map(|(_, m)| m).collect();
+fn marker_coverage_pct(markers: &[(f64, Vec<Option<rod::Sighting>>)], t_of: &dyn Fn(f64) -> f64, t0: f64, t1: f64) -> f64 {
+    let inside: Vec<&Vec<Option<rod::Sighting>>> = markers.iter().filter(|(t, _)| (t0..=t1).contains(&t_of(*t))).map(|(_, m)| m).collect();
     let slots: usize = inside.iter().map(|m| m.len()).sum();
     let seen: usize = inside.iter().map(|m| m.iter().filter(|p| p.is_some()).count()).sum();
     if slots == 0 {
@@ -620,8 +623,10 @@ fn observer_floor(
     // The springs' sigma as the session's observer takes it.
     let sigma = vec![observer.sigma_m.max(noise_m); n_markers];
     if matches!(mode, observe::Mode::Weighted { energy_scale_j: None }) {
-        let candidates: Vec<observe::FrameInput> =
-            frames.iter().map(|(t, b, m)| observe::FrameInput { base: *b, tip: tip_at(*t), markers: m.clone() }).collect();
+        let candidates: Vec<observe::FrameInput> = frames
+            .iter()
+            .map(|(t, b, m)| observe::FrameInput { base: *b, tip: tip_at(*t), markers: m.iter().map(|p| p.map(rod::Sighting::point)).collect() })
+            .collect();
         obs.choose_energy_scale(&candidates, &sigma);
     }
     let (mut sq, mut n) = ([0.0; 6], [0usize; 6]);
@@ -769,7 +774,7 @@ fn compare_force(
 fn compare_contact(
     o: &ValidateOptions,
     rod: &rod::Rod,
-    markers: &[(f64, Vec<Option<Vec3>>)],
+    markers: &[(f64, Vec<Option<rod::Sighting>>)],
     t_rec: &[f64],
     records: &[StepRecord],
     t_of: &dyn Fn(f64) -> f64,
@@ -797,7 +802,8 @@ fn compare_contact(
         if bracket(t_rec, tt).is_none() {
             continue;
         }
-        let (Some(Some(p)), Some(Some(q))) = (tip_marker.and_then(|k| ms.get(k)), before_tip.and_then(|k| ms.get(k))) else { continue };
+        let point = |k: Option<usize>| k.and_then(|k| ms.get(k).copied().flatten()?.as_point());
+        let (Some(p), Some(q)) = (point(tip_marker), point(before_tip)) else { continue };
         let tangent = (p - q).normalize();
         let c = p + tangent * (rod.length_m - tip_arc);
         t.push(tt);

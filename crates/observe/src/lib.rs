@@ -16,6 +16,10 @@
 //!   on the first frame otherwise), with a warning when it hits a bound of
 //!   its search. Missing markers simply drop out.
 //!
+//! A marker is measured at a point, or on a ray (seen by one camera of a
+//! set): a ray constrains, or pulls, only across itself (the miss
+//! `P (p - at)` of [`Sighting`], its force `P lambda`, its spring `k P`).
+//!
 //! Each frame warm-starts from the previous one.
 
 use lie::{Vec3, Vec6};
@@ -25,7 +29,7 @@ use rod::model::point_jacobian;
 use rod::newton::{self, Failure, Linearisation, Newton, Residual, System};
 use rod::statics::Factors;
 use rod::terms::{self, Elastic, Gravity, PointLoad, PointLoads, Springs, Term};
-use rod::{Marker, Model, Rod};
+use rod::{Marker, Model, Rod, Sighting};
 
 /// How markers constrain the rod.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -170,8 +174,8 @@ fn kkt_step(h: &DMatrix<f64>, jc: &DMatrix<f64>, r: &DVector<f64>, c: &DVector<f
     Some(d)
 }
 
-/// A measured marker: (marker index, position, sigma).
-type Target = (usize, Vec3, f64);
+/// A measured marker: (marker index, its sighting, sigma).
+type Target = (usize, Sighting, f64);
 
 /// Hard mode as a [`System`] over `x = [q; forces at the targets]`:
 /// residual `[K q + P(q) - J^T F; p(q) - target]`.
@@ -206,10 +210,10 @@ impl HardSystem<'_> {
         self.targets
             .iter()
             .enumerate()
-            .map(|(k, (i, _, _))| PointLoad {
+            .map(|(k, (i, seen, _))| PointLoad {
                 x_m: self.markers[*i].arc_m,
                 offset_body_m: self.markers[*i].offset_body_m,
-                force_n: Vec3::new(x[n + 3 * k], x[n + 3 * k + 1], x[n + 3 * k + 2]),
+                force_n: seen.projector() * Vec3::new(x[n + 3 * k], x[n + 3 * k + 1], x[n + 3 * k + 2]),
                 moment_nm: Vec3::zeros(),
                 follower: false,
             })
@@ -236,7 +240,8 @@ impl HardSystem<'_> {
         let own = kin.is_none().then(|| self.model.frames(&q));
         let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
         let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
-        let markers = self.targets.iter().flat_map(|(i, p, _)| (frames.joints[self.joints[*i]].transform_point(&self.markers[*i].offset_body_m) - p).data.0[0]);
+        let markers =
+            self.targets.iter().flat_map(|(i, seen, _)| seen.miss(&frames.joints[self.joints[*i]].transform_point(&self.markers[*i].offset_body_m)).data.0[0]);
         let hold = self.hold.map(|h| h.residual(frames.joints.last().expect("joints"))).unwrap_or_else(|| DVector::zeros(0));
         let c = DVector::from_iterator(3 * self.targets.len() + hold.len(), markers.chain(hold.iter().copied()));
         (asm, kin, c, own)
@@ -275,10 +280,12 @@ impl System for HardSystem<'_> {
         let frames = &kin.frames;
         let h = asm.tangent?;
         let mut jc = DMatrix::zeros(nc, n);
-        for (k, (i, _, _)) in self.targets.iter().enumerate() {
+        for (k, (i, seen, _)) in self.targets.iter().enumerate() {
             let j = self.joints[*i];
             let p = frames.joints[j].transform_point(&self.markers[*i].offset_body_m);
-            jc.view_mut((3 * k, 0), (3, n)).copy_from(&point_jacobian(&kin.spatial_jacobian[j], &p));
+            // A ray's row along itself is zero: the Schur step's pseudo-
+            // inverse (and the compliant step) give it no force.
+            jc.view_mut((3 * k, 0), (3, n)).copy_from(&(seen.projector() * point_jacobian(&kin.spatial_jacobian[j], &p)));
         }
         if let Some(hold) = &self.hold {
             // The reaction enters as -J^T mu exactly at the hold (where the
@@ -544,9 +551,10 @@ impl Observer {
         self.markers.iter().zip(&self.joints).map(|(m, &j)| frames.joints[j].transform_point(&m.offset_body_m)).collect()
     }
 
-    /// Observes one frame. `measured[m]` is marker m's position (None if
-    /// missing), `sigma_m[m]` its standard deviation (weighted mode).
-    pub fn observe(&mut self, measured: &[Option<Vec3>], sigma_m: &[f64]) -> Result<Observation, ObserveError> {
+    /// Observes one frame. `measured[m]` is marker m's position or ray
+    /// (a [`Sighting`]; a `Vec3` is a point; None if missing), `sigma_m[m]`
+    /// its standard deviation (weighted mode).
+    pub fn observe<M: Copy + Into<Sighting>>(&mut self, measured: &[Option<M>], sigma_m: &[f64]) -> Result<Observation, ObserveError> {
         if measured.len() != self.markers.len() || sigma_m.len() != self.markers.len() {
             return Err(ObserveError::MarkerCount { given: measured.len(), markers: self.markers.len() });
         }
@@ -554,7 +562,7 @@ impl Observer {
             return Err(ObserveError::TipHeld(self.model.rod.tip_condition.key()));
         }
         self.seat_on_hold();
-        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
+        let targets = targets_of(measured, sigma_m);
         let missing = self.markers.len() - targets.len();
         let q_warm = self.q.clone();
         let f_warm = self.forces.clone();
@@ -580,7 +588,7 @@ impl Observer {
         };
         let residual_of = |obs: &Self| {
             let pos = obs.marker_positions(&obs.q);
-            let sq: f64 = targets.iter().map(|(i, p, _)| (pos[*i] - p).norm_squared()).sum();
+            let sq: f64 = targets.iter().map(|(i, seen, _)| seen.miss(&pos[*i]).norm_squared()).sum();
             if targets.is_empty() {
                 f64::NAN
             } else {
@@ -631,8 +639,8 @@ impl Observer {
             if let Ok(it) = self.solve_weighted_with_continuation(&t) {
                 total += it;
                 let pos = self.marker_positions(&self.q);
-                for (i, p, _) in &t {
-                    self.forces[*i] = -(pos[*i] - p) * self.spring(sigma);
+                for (i, seen, _) in &t {
+                    self.forces[*i] = -seen.miss(&pos[*i]) * self.spring(sigma);
                 }
             }
         }
@@ -692,7 +700,8 @@ impl Observer {
 
     /// Newton on q with spring forces `-k (p - target)` at the markers.
     fn solve_weighted(&mut self, targets: &[Target]) -> Result<usize, Failure> {
-        let springs = Springs { springs: targets.iter().map(|(i, p, s)| (self.joints[*i], self.markers[*i].offset_body_m, *p, self.spring(*s))).collect() };
+        let springs =
+            Springs { springs: targets.iter().map(|(i, seen, s)| (self.joints[*i], self.markers[*i].offset_body_m, *seen, self.spring(*s))).collect() };
         if self.hold.is_some() {
             // The hold is a constraint: the springs' energy is minimised on
             // the shapes that meet it, by the KKT Newton.
@@ -789,7 +798,7 @@ impl Observer {
         let start = self.marker_positions(&self.q);
         let mut total = 0;
         newton::continuation(0.25, 1.0 / 256.0, |_, lam| {
-            let t: Vec<Target> = targets.iter().map(|(i, p, s)| (*i, start[*i] + (p - start[*i]) * lam, *s)).collect();
+            let t: Vec<Target> = targets.iter().map(|(i, seen, s)| (*i, seen.from_towards(&start[*i], lam), *s)).collect();
             let (q0, f0) = (self.q.clone(), self.forces.clone());
             solve(self, &t).map(|it| total += it).inspect_err(|_| {
                 self.q = q0;
@@ -803,12 +812,12 @@ impl Observer {
     /// Discrepancy principle: the energy scale for which the normalised
     /// misfit chi^2 equals the number of measured coordinates.
     fn calibrate(&mut self, targets: &[Target]) -> ScaleChoice {
-        let goal = 3.0 * targets.len() as f64;
+        let goal = targets.iter().map(|(_, seen, _)| seen.coordinates() as f64).sum::<f64>();
         let chi2 = |obs: &mut Observer, log_c: f64| -> Option<f64> {
             obs.energy_scale_j = Some(10f64.powf(log_c));
             obs.solve_weighted_with_continuation(targets).ok()?;
             let pos = obs.marker_positions(&obs.q);
-            Some(targets.iter().map(|(i, p, s)| (pos[*i] - p).norm_squared() / (s * s)).sum())
+            Some(targets.iter().map(|(i, seen, s)| seen.miss(&pos[*i]).norm_squared() / (s * s)).sum())
         };
         // chi^2 falls as c grows (stiffer springs). Bisection in log10(c),
         // walking up from soft springs so that warm starts stay close.
@@ -889,9 +898,9 @@ impl Observer {
     /// measured markers), as [`Observer::choose_energy_scale`] does on the
     /// most deformed of many. Leaves the observer at rest with the chosen
     /// scale.
-    pub fn choose_energy_scale_on(&mut self, base: &lie::Pose, measured: &[Option<Vec3>], sigma_m: &[f64]) -> ScaleChoice {
+    pub fn choose_energy_scale_on<M: Copy + Into<Sighting>>(&mut self, base: &lie::Pose, measured: &[Option<M>], sigma_m: &[f64]) -> ScaleChoice {
         self.set_base(base);
-        let targets: Vec<Target> = measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p, sigma_m[i]))).collect();
+        let targets = targets_of(measured, sigma_m);
         let choice = self.calibrate(&targets);
         self.last_choice = Some(choice);
         self.q = DVector::zeros(self.model.n_dof());
@@ -903,13 +912,14 @@ impl Observer {
     /// markers from the shape the rod takes under gravity alone at `base`
     /// (the measure [`Observer::choose_energy_scale`] picks its frame by);
     /// `None` without markers. Sets the base.
-    pub fn deformation_rms_m(&mut self, base: &lie::Pose, measured: &[Option<Vec3>]) -> Option<f64> {
-        self.distance_from_unloaded(base, measured, None).1
+    pub fn deformation_rms_m<M: Copy + Into<Sighting>>(&mut self, base: &lie::Pose, measured: &[Option<M>]) -> Option<f64> {
+        let seen: Vec<Option<Sighting>> = measured.iter().map(|m| m.map(Into::into)).collect();
+        self.distance_from_unloaded(base, &seen, None).1
     }
 
     /// The unloaded (gravity only) state at `base`, warm-started from
     /// `warm`, and the measured markers' RMS distance from it.
-    fn distance_from_unloaded(&mut self, base: &lie::Pose, measured: &[Option<Vec3>], warm: Option<&DVector<f64>>) -> (DVector<f64>, Option<f64>) {
+    fn distance_from_unloaded(&mut self, base: &lie::Pose, measured: &[Option<Sighting>], warm: Option<&DVector<f64>>) -> (DVector<f64>, Option<f64>) {
         self.set_base(base);
         let opts = rod::NewtonOptions::default();
         let unloaded = match self.hold {
@@ -919,7 +929,7 @@ impl Observer {
         }
         .unwrap_or_else(|_| DVector::zeros(self.model.n_dof()));
         let shape = self.marker_positions(&unloaded);
-        let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| (m - r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
+        let (sum, n) = measured.iter().zip(&shape).filter_map(|(m, r)| m.map(|m| m.miss(r).norm_squared())).fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
         (unloaded, (n > 0).then(|| (sum / n as f64).sqrt()))
     }
 }
@@ -930,7 +940,12 @@ impl Observer {
 pub struct FrameInput {
     pub base: lie::Pose,
     pub tip: Option<TipHold>,
-    pub markers: Vec<Option<Vec3>>,
+    pub markers: Vec<Option<Sighting>>,
+}
+
+/// The measured markers as targets (missing ones left out).
+fn targets_of<M: Copy + Into<Sighting>>(measured: &[Option<M>], sigma_m: &[f64]) -> Vec<Target> {
+    measured.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p.into(), sigma_m[i]))).collect()
 }
 
 /// Bounds of the weighted mode's energy scale search, log10 of joules.

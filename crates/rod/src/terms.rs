@@ -726,8 +726,9 @@ impl Term for PointLoads<'_> {
 /// Linear springs from material points to fixed targets (the observer's
 /// weighted markers): force `-k (p - target)` at joint `j`, body offset `d`.
 pub struct Springs {
-    /// (joint, body offset, target, stiffness \[N/m\]).
-    pub springs: Vec<(usize, Vec3, Vec3, f64)>,
+    /// (joint, body offset, target, stiffness \[N/m\]): a target ray
+    /// pulls only across itself (stiffness `k (I - d d^T)`).
+    pub springs: Vec<(usize, Vec3, crate::Sighting, f64)>,
 }
 
 impl Term for Springs {
@@ -736,14 +737,14 @@ impl Term for Springs {
     }
 
     fn energy(&self, s: &State) -> Option<f64> {
-        Some(self.springs.iter().map(|(j, d, t, k)| 0.5 * k * (s.frames.joints[*j].transform_point(d) - t).norm_squared()).sum())
+        Some(self.springs.iter().map(|(j, d, t, k)| 0.5 * k * t.miss(&s.frames.joints[*j].transform_point(d)).norm_squared()).sum())
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         for (j, d, t, k) in &self.springs {
             let p = s.frames.joints[*j].transform_point(d);
-            let stiff = Mat3::identity() * *k;
-            sink.point_force(Attach::Joint(*j), &p, &(-(p - t) * *k), &Vec3::zeros(), Some(&stiff));
+            let stiff = t.projector() * *k;
+            sink.point_force(Attach::Joint(*j), &p, &(-t.miss(&p) * *k), &Vec3::zeros(), Some(&stiff));
         }
     }
 }

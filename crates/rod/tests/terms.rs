@@ -85,8 +85,15 @@ fn elastic_gravity_cables_point_loads_springs() {
             vec![PointLoad { follower: true, moment_nm: Vec3::new(0.002, -0.01, 0.004), ..loads[1].clone() }, PointLoad { follower: true, ..loads[0].clone() }];
         let joints = follower.iter().map(|l| model.joint_at(l.x_m)).collect();
         check(&model, &PointLoads { loads: &follower, joints, scale: 0.9 }, false, &format!("follower loads, {base}"));
-        let springs = Springs { springs: vec![(model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02), 40.0)] };
-        check(&model, &springs, true, &format!("springs, {base}"));
+        // A spring to a point, and one to a ray (a marker one camera saw).
+        let ray = rod::Sighting::ray(Vec3::new(0.05, 0.3, 0.4), Vec3::new(0.1, -0.6, -0.9)).unwrap();
+        let springs = Springs {
+            springs: vec![
+                (model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02).into(), 40.0),
+                (model.joint_at(0.2), Vec3::new(0.0, 0.0, 0.004), ray, 25.0),
+            ],
+        };
+        check(&model, &springs, true, &format!("springs to a point and a ray, {base}"));
     }
 }
 
@@ -222,7 +229,7 @@ fn joint_wrench_tangents_on_a_long_rod() {
         check(&model, &Gravity { scale: 1.3 }, true, &format!("gravity, long rod, {base}"));
         let joints = loads.iter().map(|l| model.joint_at(l.x_m)).collect();
         check(&model, &PointLoads { loads: &loads, joints, scale: 0.8 }, false, &format!("dead and follower forces, long rod, {base}"));
-        let springs = Springs { springs: vec![(model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02), 40.0)] };
+        let springs = Springs { springs: vec![(model.joint_at(0.11), Vec3::new(0.0, 0.003, 0.0), Vec3::new(0.1, 0.05, -0.02).into(), 40.0)] };
         check(&model, &springs, true, &format!("springs, long rod, {base}"));
     }
 }

@@ -13,7 +13,7 @@ use lab::error::{Error, Result};
 use lie::{Pose, Vec3};
 use observe::{Mode, Observer};
 use record::robot::{Clock, Status};
-use rod::Rod;
+use rod::{Rod, Sighting};
 use serde_json::{json, Value};
 use session::RigFrames;
 use std::collections::VecDeque;
@@ -236,7 +236,7 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
         let mut strain = Value::Null;
         // The first camera's frame whose strain waits for the robot's
         // samples: (host time [ns], its markers in the world).
-        let mut strain_pending: Option<(i64, Vec<Option<Vec3>>)> = None;
+        let mut strain_pending: Option<(i64, Vec<Option<Sighting>>)> = None;
         while !s.load(Ordering::Relaxed) {
             let now_ns = clock.now_ns();
             let now_s = now_ns as f64 * 1e-9;
@@ -265,7 +265,7 @@ pub fn start(bound: BoundView, title: &str, devices: Vec<(String, Arc<Status>)>,
                     // one waits until this one is done).
                     let points = match stereo.as_mut() {
                         Some(s) => s.seen(&d.name, tapped.t_ns, pixels, &world.world_from_board),
-                        None => (k == 0).then_some(points),
+                        None => (k == 0).then(|| points.into_iter().map(|p| p.map(Sighting::point)).collect()),
                     };
                     if let Some(points) = points.filter(|_| observer.is_some() && strain_pending.is_none()) {
                         strain_pending = Some((tapped.t_ns, points));
@@ -454,8 +454,9 @@ impl LiveStereo {
     }
 
     /// Camera `name`'s frame at `t_ns`; the set's first camera's returns the
-    /// markers triangulated (None where not) in the rig's world.
-    fn seen(&mut self, name: &str, t_ns: i64, pixels: Vec<Option<[f64; 2]>>, world_from_set: &Pose) -> Option<Vec<Option<Vec3>>> {
+    /// markers in the rig's world: triangulated, the ray of the one camera
+    /// that saw one, or None.
+    fn seen(&mut self, name: &str, t_ns: i64, pixels: Vec<Option<[f64; 2]>>, world_from_set: &Pose) -> Option<Vec<Option<Sighting>>> {
         let k = self.names.iter().position(|n| n == name)?;
         if k == 0 {
             if let Some((t0, _)) = &self.latest[0] {
@@ -474,8 +475,13 @@ impl LiveStereo {
             (0..n)
                 .map(|i| {
                     let px: Vec<Option<[f64; 2]>> = views.iter().map(|v| v.and_then(|p| p.get(i).copied().flatten())).collect();
+                    let world = |p: &nalgebra::Vector3<f64>| world_from_set.transform_point(&Vec3::new(p.x, p.y, p.z));
                     match locate(&self.cameras, &px, 3.0) {
-                        Located::Point { at, .. } => Some(world_from_set.transform_point(&Vec3::new(at.position_m.x, at.position_m.y, at.position_m.z))),
+                        Located::Point { at, .. } => Some(Sighting::point(world(&at.position_m))),
+                        Located::Ray { ray, .. } => {
+                            let d = ray.direction;
+                            Sighting::ray(world(&ray.origin_m), world_from_set.rot * Vec3::new(d.x, d.y, d.z))
+                        }
                         _ => None,
                     }
                 })
@@ -504,7 +510,7 @@ impl LiveObserver {
     /// on the most deformed frame) as far as the frames so far tell: chosen
     /// on the first frame, again on a frame much more deformed than that one
     /// and on a frame it fails.
-    fn observe(&mut self, frame_t_s: f64, base: &Pose, points: &[Option<Vec3>]) -> Value {
+    fn observe(&mut self, frame_t_s: f64, base: &Pose, points: &[Option<Sighting>]) -> Value {
         let obs = &mut self.obs;
         let n = obs.model.rod.markers.len();
         let mut measured = points.to_vec();
@@ -531,7 +537,8 @@ impl LiveObserver {
         match result {
             Ok(ob) => {
                 let nodes: Vec<(f64, [f64; 3])> = obs.model.node_x_m.iter().zip(&ob.nodal_strain).map(|(s, k)| (*s, [k[0], k[1], k[2]])).collect();
-                let shape: Vec<[f64; 3]> = std::iter::once(base.pos).chain(measured.iter().flatten().copied()).map(|p| [p.x, p.y, p.z]).collect();
+                let shape: Vec<[f64; 3]> =
+                    std::iter::once(base.pos).chain(measured.iter().flatten().filter_map(|s| s.as_point())).map(|p| [p.x, p.y, p.z]).collect();
                 strain_json(frame_t_s, &nodes, &shape, ob.marker_residual_m, &ob.status.label())
             }
             Err(e) => json!({"t_s": finite(frame_t_s), "svg": "", "shape_svg": "", "nodes": [], "residual_m": null, "status": format!("not observed: {e}")}),
@@ -561,10 +568,14 @@ mod tests {
         assert!(stereo.seen("right", 30_000_000, right.clone(), &world_from_set).is_none(), "the second camera waits for the first");
         let got = stereo.seen("left", 40_000_000, left.clone(), &world_from_set).unwrap();
         for (g, p) in got.iter().zip(&points) {
-            assert!((g.unwrap() - (p + Vec3::new(0.0, 0.0, 1.0))).norm() < 1e-9, "{g:?} vs {p:?}");
+            assert!((g.unwrap().as_point().unwrap() - (p + Vec3::new(0.0, 0.0, 1.0))).norm() < 1e-9, "{g:?} vs {p:?}");
         }
-        // 60 ms later the right camera's frame is 70 ms old: more than half a period.
+        // 60 ms later the right camera's frame is 70 ms old: more than half
+        // a period. The left camera's rays alone, through the markers.
         let stale = stereo.seen("left", 100_000_000, left, &world_from_set).unwrap();
-        assert!(stale.iter().all(Option::is_none), "{stale:?}");
+        for (g, p) in stale.iter().zip(&points) {
+            let ray = g.expect("a ray");
+            assert!(ray.ray.is_some() && ray.miss(&(p + Vec3::new(0.0, 0.0, 1.0))).norm() < 1e-9, "{g:?} vs {p:?}");
+        }
     }
 }
