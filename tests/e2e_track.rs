@@ -288,11 +288,13 @@ fn a_camera_pair_is_calibrated_within_half_a_millimetre_as_opencv_python_does() 
         ours_peer.0, ours_peer.1, peer["shared_views"], peer["rms_px"].as_f64().unwrap(), ours_truth.0, ours_truth.1, peer_truth.0, peer_truth.1
     );
     // The translations agree within the peer's spread (three of its
-    // standard errors); the rotations within the bound both meet against
-    // the truth: OpenCV's Levenberg-Marquardt with free intrinsics is
-    // still moving after 1000 iterations (its RMS 0.08878, 0.08872, 0.08858
-    // px at 100, 300, 1000; ours 0.0884), so its spread understates its
-    // distance from its own optimum in rotation.
+    // standard errors); the rotations only within the bound both meet
+    // against the truth. Run to convergence (1000 iterations and more: RMS
+    // 0.08858 px, 150 s; the script stops at 100, 0.08878 px) OpenCV's
+    // rotation is still 0.053 deg from ours, beyond three of its jackknife
+    // standard errors (0.015 deg): the jackknife measures the views'
+    // sampling, not what differs between the two fits (the corners found by
+    // OpenCV 4.6 in Rust and 4.13 in Python, the distortion model).
     assert!(ours_peer.0 <= 3.0 * spread_mm, "{ours_peer:?} vs spread {spread_mm} mm");
     for (what, (mm, deg)) in [("ours and OpenCV-Python", ours_peer), ("ours from the truth", ours_truth), ("OpenCV-Python from the truth", peer_truth)] {
         assert!(mm < 0.5 && deg < 0.1, "{what}: {mm} mm, {deg} deg");

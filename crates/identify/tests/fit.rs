@@ -31,6 +31,12 @@ const TRUTH: Values = Values {
     friction_mu: None,
 };
 
+/// A marker on the centre line at `arc_m`, measured with `sigma_m` (its
+/// position filled in by the caller).
+fn marker(arc_m: f64, sigma_m: f64) -> Measurement {
+    Measurement { arc_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None }
+}
+
 /// A standard normal sample.
 fn gauss(rng: &mut StdRng) -> f64 {
     rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng)
@@ -51,15 +57,7 @@ fn synthetic_on(rod: &Rod, truth: &Values, noise_m: f64, sigma_m: f64, seed: u64
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let mut e = Experiment::new(
-                format!("{}", i + 1),
-                t.to_vec(),
-                Vec3::zeros(),
-                [0.1, 0.2]
-                    .iter()
-                    .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
-                    .collect(),
-            );
+            let mut e = Experiment::new(format!("{}", i + 1), t.to_vec(), Vec3::zeros(), [0.1, 0.2].iter().map(|&x| marker(x, sigma_m)).collect());
             let (p, _) = predict(rod, &e, truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
                 m.pos_m = p + Vec3::new(gauss(&mut rng), gauss(&mut rng), gauss(&mut rng)) * noise_m;
@@ -392,15 +390,7 @@ fn a_stiff_start_converges_when_g_is_nearly_flat() {
     let mut exps = vec![];
     use std::f64::consts::{FRAC_PI_3, FRAC_PI_6};
     for (i, p) in [0.0, FRAC_PI_6, FRAC_PI_3, -FRAC_PI_6].iter().enumerate() {
-        let mut e = Experiment::new(
-            format!("h{i}"),
-            vec![0.0; 4],
-            Vec3::zeros(),
-            [0.05, 0.1, 0.15, 0.2]
-                .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0, ray: None })
-                .collect(),
-        );
+        let mut e = Experiment::new(format!("h{i}"), vec![0.0; 4], Vec3::zeros(), [0.05, 0.1, 0.15, 0.2].iter().map(|&x| marker(x, 3e-5)).collect());
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
         let (pts, _) = predict(&rod, &e, &TRUTH).unwrap();
         for (m, p) in e.measurements.iter_mut().zip(pts) {
@@ -436,15 +426,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
     };
     let mut exps = vec![];
     for (i, p) in [0.0, 0.5, 1.0, -0.5].iter().enumerate() {
-        let mut e = Experiment::new(
-            format!("h{i}"),
-            vec![],
-            Vec3::zeros(),
-            [0.0625, 0.125, 0.1875, 0.25]
-                .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 3e-5, arc_sigma_m: 0.0, ray: None })
-                .collect(),
-        );
+        let mut e = Experiment::new(format!("h{i}"), vec![], Vec3::zeros(), [0.0625, 0.125, 0.1875, 0.25].iter().map(|&x| marker(x, 3e-5)).collect());
         e.base_pose = Some(lie::Pose::from_rpy(0.0, *p, 0.0, Vec3::new(0.0, 0.0, 0.3)));
         e.base_wrench =
             Some(identify::WrenchMeasurement { sensor_in_base: lie::Pose::identity(), wrench: lie::Vec6::zeros(), sigma: lie::Vec6::from_element(1e-3) });
@@ -761,7 +743,7 @@ fn a_prediction_resting_on_an_unseen_cable_names_it() {
         assert!(f.prior_only.iter().any(|n| n == unseen), "{unseen} not in {:?}", f.prior_only);
     }
     assert!(!f.prior_only.iter().any(|n| n.starts_with("cable_1") || n.starts_with("cable_4") || n.starts_with("ln_")), "{:?}", f.prior_only);
-    let tip = Measurement { arc_m: rod.length_m, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1.0, arc_sigma_m: 0.0, ray: None };
+    let tip = marker(rod.length_m, 1.0);
     let pull_2 = Experiment::new("cable 2", vec![0.0, 0.98, 0.0, 0.0], Vec3::zeros(), vec![tip.clone()]);
     let p = predict_with_band(&rod, &pull_2, &f.values, &f.uncertainty()).unwrap();
     let named: Vec<&str> = p.prior_only_m[0].iter().map(|(n, _)| n.as_str()).collect();
@@ -830,15 +812,7 @@ fn unseen_cables_borrow_from_the_seen_ones_when_pooled() {
     let mut rng = StdRng::seed_from_u64(3);
     let sigma_m = 2e-4;
     let make = |id: String, t: &[f64; 4], rng: &mut StdRng| {
-        let mut e = Experiment::new(
-            id,
-            t.to_vec(),
-            Vec3::zeros(),
-            [0.1, 0.2]
-                .iter()
-                .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
-                .collect(),
-        );
+        let mut e = Experiment::new(id, t.to_vec(), Vec3::zeros(), [0.1, 0.2].iter().map(|&x| marker(x, sigma_m)).collect());
         let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
         for (m, p) in e.measurements.iter_mut().zip(p) {
             m.pos_m = p + Vec3::new(gauss(rng), gauss(rng), gauss(rng)) * sigma_m;
@@ -930,15 +904,7 @@ fn bands_with_the_cv_model_error_cover_a_misspecified_model() {
                     let c = (rand::Rng::gen_range(&mut rng, 0..4)) as usize;
                     t[c] += rand::Rng::gen_range(&mut rng, 0.3..2.0);
                 }
-                let mut e = Experiment::new(
-                    format!("{i}"),
-                    t.to_vec(),
-                    Vec3::zeros(),
-                    [0.1, 0.2]
-                        .iter()
-                        .map(|&x| Measurement { arc_m: x, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m, arc_sigma_m: 0.0, ray: None })
-                        .collect(),
-                );
+                let mut e = Experiment::new(format!("{i}"), t.to_vec(), Vec3::zeros(), [0.1, 0.2].iter().map(|&x| marker(x, sigma_m)).collect());
                 let (p, _) = predict(&truth_rod, &e, &TRUTH).unwrap();
                 for (m, p) in e.measurements.iter_mut().zip(p) {
                     m.pos_m = p + Vec3::new(gauss(&mut rng), gauss(&mut rng), gauss(&mut rng)) * sigma_m;
@@ -996,14 +962,7 @@ fn pulls_that_load_and_unload_give_the_friction_coefficient_and_e() {
                 for slide in [rod::statics::CableSlide::PulledIn, rod::statics::CableSlide::LetOut] {
                     let mut tensions = vec![0.0; 3];
                     tensions[cable] = *t;
-                    let marks = [0.1, 0.2].iter().map(|&x| Measurement {
-                        arc_m: x,
-                        offset_body_m: Vec3::zeros(),
-                        pos_m: Vec3::zeros(),
-                        sigma_m: 1e-4,
-                        arc_sigma_m: 0.0,
-                        ray: None,
-                    });
+                    let marks = [0.1, 0.2].iter().map(|&x| marker(x, 1e-4));
                     let mut e = Experiment::new(format!("c{}-{k}-{slide:?}", cable + 1), tensions, Vec3::zeros(), marks.collect());
                     e.cable_slide = slide;
                     let (p, _) = predict(rod, &e, &truth).unwrap();
@@ -1061,14 +1020,7 @@ fn each_cables_channel_radius_is_identified_with_a_prior() {
         for t in [0.1, 0.2, 0.3] {
             let mut tensions = vec![0.0; 3];
             tensions[cable] = t;
-            let marks = [0.1, 0.2].iter().map(|&x| Measurement {
-                arc_m: x,
-                offset_body_m: Vec3::zeros(),
-                pos_m: Vec3::zeros(),
-                sigma_m: 1e-4,
-                arc_sigma_m: 0.0,
-                ray: None,
-            });
+            let marks = [0.1, 0.2].iter().map(|&x| marker(x, 1e-4));
             let mut e = Experiment::new(format!("c{}-{t}", cable + 1), tensions, Vec3::zeros(), marks.collect());
             let (p, _) = predict(&truth_rod, &e, &truth).unwrap();
             for (m, p) in e.measurements.iter_mut().zip(p) {
