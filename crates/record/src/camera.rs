@@ -74,12 +74,8 @@ pub struct CameraConfig {
 /// What one grab gave.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Grabbed {
-    /// A frame, with the device's timestamp \[ms\] (NaN: none) and, when
-    /// the source knows it, the instant it was exposed (a file played as a
-    /// camera: when its frame was due), which then stamps it instead of the
-    /// grab's end: a loaded machine decoding late does not shift the frame
-    /// against the other devices' samples.
-    Frame { device_ms: f64, exposed_at: Option<Instant> },
+    /// A frame, with the device's timestamp \[ms\] (NaN: none).
+    Frame { device_ms: f64 },
     /// Nothing this time (a device that stalls, or went away).
     Nothing,
     /// A file played to its end.
@@ -207,7 +203,6 @@ impl OpenCvSource {
 
 impl FrameSource for OpenCvSource {
     fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError> {
-        let mut due_at = None;
         if let Some(f) = self.file_fps {
             // A file plays at its own rate, like a live camera; frames shown
             // before the recording started are passed over.
@@ -218,7 +213,6 @@ impl FrameSource for OpenCvSource {
                     if let Some(wait) = due.checked_duration_since(Instant::now()) {
                         std::thread::sleep(wait);
                     }
-                    due_at = Some(due);
                     break;
                 }
                 if !self.capture.grab()? {
@@ -234,7 +228,7 @@ impl FrameSource for OpenCvSource {
         if !self.capture.retrieve(frame, 0)? || frame.empty() {
             return Ok(Grabbed::Nothing);
         }
-        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN), exposed_at: due_at })
+        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN) })
     }
 
     fn reopen(&mut self) -> Result<(), CameraError> {
@@ -362,12 +356,9 @@ pub fn record(
         let mut frame = Mat::default();
         while !stop.load(Ordering::Relaxed) {
             let grabbed = source.grab(&mut frame);
-            let t = match grabbed {
-                Ok(Grabbed::Frame { exposed_at: Some(at), .. }) => clock.ns_at(at),
-                _ => clock.now_ns(),
-            };
+            let t = clock.now_ns();
             match grabbed {
-                Ok(Grabbed::Frame { device_ms, .. }) => {
+                Ok(Grabbed::Frame { device_ms }) => {
                     // The device's clock says how many frames it dropped.
                     let continuity = match last_device_ms {
                         Some(last) if device_ms.is_finite() && device_ms > last => {

@@ -25,11 +25,6 @@ impl Clock {
     pub fn now_ns(&self) -> i64 {
         self.anchor.elapsed().as_nanos() as i64
     }
-
-    /// The session's nanoseconds at `at` (0 before it started).
-    pub fn ns_at(&self, at: std::time::Instant) -> i64 {
-        at.saturating_duration_since(self.anchor).as_nanos() as i64
-    }
 }
 
 /// Delay between attempts to reach a device that went away: 50 ms after a

@@ -75,7 +75,7 @@ impl FrameSource for Script {
         }
         self.delivered += 1;
         self.device_frame += 1;
-        Ok(Grabbed::Frame { device_ms, exposed_at: None })
+        Ok(Grabbed::Frame { device_ms })
     }
 
     fn reopen(&mut self) -> Result<(), CameraError> {
