@@ -693,7 +693,8 @@ struct HoldSighting {
 
 /// The hold's sighting of one marker from its frames' sightings `seen`:
 /// the mean of its points when they cover the hold (at most
-/// `max_missing` of `frames` without one); else its mean ray, its spread
+/// `max_missing` of `frames` without one); else the mean ray of the camera
+/// that saw it alone most often, its spread
 /// across the ray the rays' angular scatter at the distance of the hold's
 /// other markers (their points' mean).
 fn hold_sighting(seen: &[rod::Sighting], max_missing: f64, frames: &[&Vec<Option<rod::Sighting>>]) -> HoldSighting {
@@ -707,6 +708,11 @@ fn hold_sighting(seen: &[rod::Sighting], max_missing: f64, frames: &[&Vec<Option
         let scatter = if pts.len() > 1 { (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / (3.0 * (n - 1.0))).sqrt() } else { 0.0 };
         return HoldSighting { at_m: mean, ray: None, sigma_m: scatter / n.sqrt() };
     }
+    // One camera's rays (the one that saw it alone most often): two
+    // cameras' rays share no origin to average.
+    let same_camera = |a: &Vec3, b: &Vec3| (a - b).norm() < 1e-3;
+    let camera = rays.iter().max_by_key(|r| rays.iter().filter(|o| same_camera(&o.0, &r.0)).count()).map(|r| r.0).expect("rays");
+    let rays: Vec<(Vec3, Vec3)> = rays.into_iter().filter(|r| same_camera(&r.0, &camera)).collect();
     let n = rays.len() as f64;
     let origin = rays.iter().map(|r| r.0).sum::<Vec3>() / n;
     let direction = (rays.iter().map(|r| r.1).sum::<Vec3>() / n).normalize();
@@ -999,5 +1005,28 @@ mod tests {
         let (exps, holds) = experiments_from_session(&data, &rod_markers, &strict).unwrap();
         assert!(exps.is_empty());
         assert!(matches!(&holds[0].status, HoldStatus::Rejected(w) if w.contains("marker 1")), "{:?}", holds[0]);
+    }
+
+    /// A hold's marker seen as points in most frames is their mean; seen by
+    /// one camera alone in most (the left seven times, the right three) it
+    /// is the left camera's mean ray, through the marker.
+    #[test]
+    fn a_hold_of_rays_is_one_cameras_mean_ray() {
+        let marker = Vec3::new(0.1, 0.02, 0.3);
+        let (left, right) = (Vec3::new(-0.15, -0.5, 0.3), Vec3::new(0.35, -0.5, 0.3));
+        let ray = |camera: Vec3, k: usize| rod::Sighting::ray(camera, marker + Vec3::new(1e-4 * k as f64 - 4e-4, 0.0, 0.0) - camera).unwrap();
+        let other = Some(rod::Sighting::point(Vec3::new(0.15, 0.0, 0.3)));
+        let seen: Vec<rod::Sighting> = (0..10).map(|k| if k < 7 { ray(left, k) } else { ray(right, k) }).collect();
+        let frames: Vec<Vec<Option<rod::Sighting>>> = seen.iter().map(|s| vec![Some(*s), other]).collect();
+        let refs: Vec<&Vec<Option<rod::Sighting>>> = frames.iter().collect();
+        let h = hold_sighting(&seen, 0.1, &refs);
+        assert!((h.at_m - left).norm() < 1e-12, "{:?}", h.at_m);
+        let miss = rod::Sighting { at_m: h.at_m, ray: h.ray }.miss(&marker).norm();
+        assert!(miss < 2e-4, "the mean ray passes {miss} m from the marker");
+        assert!(h.sigma_m > 0.0 && h.sigma_m < 1e-4, "{}", h.sigma_m);
+        // Points in 9 of 10 frames: their mean.
+        let mixed: Vec<rod::Sighting> = (0..10).map(|k| if k < 9 { rod::Sighting::point(marker) } else { ray(left, k) }).collect();
+        let h = hold_sighting(&mixed, 0.1, &refs);
+        assert!(h.ray.is_none() && (h.at_m - marker).norm() < 1e-12);
     }
 }
