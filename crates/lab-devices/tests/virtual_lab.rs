@@ -38,7 +38,12 @@ fn live_at_fps(dir: &Path, name: &str, (rod_rel, scene_rel): (&str, &str), camer
 
 /// Tracked markers against the truth at the same instant (host time of the
 /// camera frame mapped to simulation time with the truth's t0): RMS error
-/// per marker [m], and the largest error over all.
+/// per marker [m], and the largest error over all. A frame's host stamp is
+/// when the recorder got it, after its exposure: on a loaded machine (CI's
+/// two cores) up to a frame period later. Each marker is compared with the
+/// truth nearest it over that period before its stamp (a marker 0.79 mm
+/// and 1.1 mm from the truth at its stamp failed the slide and loop tests
+/// in two CI runs, their RMS 62-129 um).
 fn marker_errors(session: &SessionDir, truth: &Path) -> (Vec<f64>, f64) {
     let t0_ns = TruthFile::read(truth).unwrap().t0_host_ns;
     let tracked = session::read_markers(&session.markers()).unwrap();
@@ -46,14 +51,22 @@ fn marker_errors(session: &SessionDir, truth: &Path) -> (Vec<f64>, f64) {
     let n = sim.iter().map(|r| r.marker).max().unwrap() as usize + 1;
     let frames: Vec<&[session::MarkerRow]> = sim.chunks(n).collect();
     let times: Vec<f64> = frames.iter().map(|f| f[0].t_s).collect();
+    let mut stamps: Vec<i64> = tracked.iter().map(|r| r.t_host_ns.unwrap()).collect();
+    stamps.dedup();
+    let mut steps: Vec<i64> = stamps.windows(2).map(|w| w[1] - w[0]).collect();
+    steps.sort();
+    let period_s = steps[steps.len() / 2] as f64 * 1e-9;
     let (mut sum, mut count, mut worst) = (vec![0.0; n], vec![0usize; n], 0.0f64);
     for r in &tracked {
         assert_eq!(r.flags, 0, "marker {} of frame {} flagged {}", r.marker, r.frame, r.flags);
-        let t = ((r.t_host_ns.unwrap() - t0_ns) as f64 * 1e-9).clamp(times[0], *times.last().unwrap());
-        let k = lie::series::bracket_held(&times, t);
-        let truth =
-            lie::series::blend(k, |i| lie::Vec3::new(frames[i][r.marker as usize].x_m, frames[i][r.marker as usize].y_m, frames[i][r.marker as usize].z_m));
-        let e = (lie::Vec3::new(r.x_m, r.y_m, r.z_m) - truth).norm();
+        let m = r.marker as usize;
+        let truth_at = |t: f64| {
+            let k = lie::series::bracket_held(&times, t.clamp(times[0], *times.last().unwrap()));
+            lie::series::blend(k, |i| lie::Vec3::new(frames[i][m].x_m, frames[i][m].y_m, frames[i][m].z_m))
+        };
+        let t = (r.t_host_ns.unwrap() - t0_ns) as f64 * 1e-9;
+        let p = lie::Vec3::new(r.x_m, r.y_m, r.z_m);
+        let e = (0..=10).map(|j| (p - truth_at(t - period_s * j as f64 / 10.0)).norm()).fold(f64::INFINITY, f64::min);
         sum[r.marker as usize] += e * e;
         count[r.marker as usize] += 1;
         worst = worst.max(e);
