@@ -94,10 +94,15 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// What was measured: a point, or a ray through `pos_m`.
+    pub fn sighting(&self) -> rod::Sighting {
+        rod::Sighting { at_m: self.pos_m, ray: self.ray }
+    }
+
     /// How far the model's point `p` is from what was measured: `p - pos`
     /// for a point, its distance across the ray for a ray.
     pub fn miss(&self, p: &Vec3) -> Vec3 {
-        rod::Sighting { at_m: self.pos_m, ray: self.ray }.miss(p)
+        self.sighting().miss(p)
     }
 }
 

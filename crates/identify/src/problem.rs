@@ -1326,7 +1326,7 @@ struct PointWeight {
 impl PointWeight {
     fn new(m: &crate::Measurement, axis: Vec3) -> PointWeight {
         let along = if m.arc_sigma_m > 0.0 { 1.0 - m.sigma_m / m.sigma_m.hypot(m.arc_sigma_m) } else { 0.0 };
-        let across = rod::Sighting { at_m: m.pos_m, ray: m.ray }.projector();
+        let across = m.sighting().projector();
         PointWeight { sigma_m: m.sigma_m, along, axis, across }
     }
 

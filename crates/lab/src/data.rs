@@ -227,8 +227,8 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
             markers_path.display()
         )));
     }
-    let tracked = read_tracked(&markers_path)?;
-    let rows = &tracked.rows;
+    let table = read_tracked(&markers_path)?;
+    let rows = &table.rows;
     if rows.is_empty() {
         return Err(Error::input(format!("{}: no rows", markers_path.display())));
     }
@@ -238,7 +238,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
             markers_path.display()
         )));
     }
-    let tracked = frames_of(&tracked, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
+    let tracked = frames_of(&table, n_markers, &markers_path, |r| r.t_host_ns.unwrap_or(0))?;
     // The base: a robot's flange, or (a motion-capture session) the pose
     // of the clamp in the world.
     let world_from_robot = frames_w.world_from_robot();
@@ -253,24 +253,10 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
         if !dir.has_stream(&req.stream) {
             return Err(Error::input(format!("{}: no stream '{}' in session {} ({})", req.asked_by, req.stream, root.display(), dir.describe_streams())));
         }
-        let sdir = dir.stream(&req.stream);
-        let (t, w) = Table::read_chunks_or_skip(&sdir, damaged)?;
-        warnings.extend(w);
-        let th = t.i64("t_host_ns")?;
-        let mut columns = BTreeMap::new();
-        for c in requests.iter().filter(|r| r.stream == req.stream).flat_map(|r| r.columns.iter()) {
-            if !t.has(c) {
-                return Err(Error::input(format!("{}: stream '{}' of session {} has no column '{c}'", req.asked_by, req.stream, root.display())));
-            }
-            columns.insert(c.to_string(), t.f64(c)?);
-        }
-        // Sorted by time (chunks are in order; a restart may repeat times).
-        let mut order: Vec<usize> = (0..th.len()).collect();
-        order.sort_by_key(|&i| th[i]);
-        let mut stream = Stream {
-            t_s: order.iter().map(|&i| th[i] as f64 * 1e-9).collect(),
-            columns: columns.into_iter().map(|(k, v)| (k, order.iter().map(|&i| v[i]).collect())).collect(),
-        };
+        let columns: Vec<&str> = requests.iter().filter(|r| r.stream == req.stream).flat_map(|r| r.columns.iter().map(String::as_str)).collect();
+        let mut stream = read_stream(dir, &req.stream, &columns, damaged, &mut warnings, |c| {
+            Error::input(format!("{}: stream '{}' of session {} has no column '{c}'", req.asked_by, req.stream, root.display()))
+        })?;
         if let Some(w) = requests.iter().filter(|r| r.stream == req.stream).find_map(|r| r.robot_base_wrench.as_ref()) {
             into_sensor_frame(&mut stream, w, &flange, &world_from_robot);
         }
@@ -284,6 +270,36 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
         streams,
         gravity_m_s2: frames_w.gravity(),
         warnings,
+    })
+}
+
+/// Stream `name` of `dir` with `columns`, sorted by host time (chunks are
+/// in order; a restart may repeat times); damaged chunks refused or left
+/// out with a warning each into `warnings`. A missing column is
+/// `no_column`'s error.
+pub fn read_stream(
+    dir: &SessionDir,
+    name: &str,
+    columns: &[&str],
+    damaged: Damaged,
+    warnings: &mut Vec<String>,
+    no_column: impl Fn(&str) -> Error,
+) -> Result<Stream> {
+    let (t, w) = Table::read_chunks_or_skip(&dir.stream(name), damaged)?;
+    warnings.extend(w);
+    let th = t.i64("t_host_ns")?;
+    let mut read = BTreeMap::new();
+    for c in columns {
+        if !t.has(c) {
+            return Err(no_column(c));
+        }
+        read.insert(c.to_string(), t.f64(c)?);
+    }
+    let mut order: Vec<usize> = (0..th.len()).collect();
+    order.sort_by_key(|&i| th[i]);
+    Ok(Stream {
+        t_s: order.iter().map(|&i| th[i] as f64 * 1e-9).collect(),
+        columns: read.into_iter().map(|(k, v)| (k, order.iter().map(|&i| v[i]).collect())).collect(),
     })
 }
 

@@ -106,8 +106,8 @@ struct SessionCase {
     /// the body (a reference window), else the rod file's.
     rod: Rod,
     prepared: Prepared,
-    /// (simulation time \[s\], marker, tracked position \[m\]).
-    /// (session time, marker, its sighting: a point or a ray).
+    /// (simulation time \[s\], marker, its sighting: a tracked point or a
+    /// one-camera ray \[m\]).
     observed: Vec<(f64, usize, rod::Sighting)>,
     sigma_m: f64,
     force: Option<ForceReadings>,

@@ -7,7 +7,6 @@
 use crate::data::frames_of;
 use crate::error::{Context, Error, Result};
 use crate::progress::Progress;
-use lie::Vec3;
 use observe::{Mode, Observer, Status};
 use rod::Rod;
 use session::{write_strain, StrainRow};
@@ -74,14 +73,16 @@ pub struct Observed {
 /// abruptly. None for fewer than 30 frames (a second of video: fewer are
 /// snapshots, not a sequence to estimate noise from).
 pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<rod::Sighting>]>) -> Option<f64> {
-    let frames: Vec<Vec<Option<Vec3>>> = frames.map(|f| f.iter().map(|s| s.and_then(|s| s.as_point())).collect()).collect();
+    let frames: Vec<&[Option<rod::Sighting>]> = frames.collect();
     if frames.len() < 30 {
         return None;
     }
     let mut d3: Vec<f64> = vec![];
+    // Points only: a ray (one camera of a set) has no position to difference.
+    let point = |f: &[Option<rod::Sighting>], m: usize| f.get(m).copied().flatten().and_then(|s| s.as_point());
     for w in frames.windows(4) {
         for m in 0..w[0].len() {
-            if let (Some(Some(a)), Some(Some(b)), Some(Some(c)), Some(Some(d))) = (w[0].get(m), w[1].get(m), w[2].get(m), w[3].get(m)) {
+            if let (Some(a), Some(b), Some(c), Some(d)) = (point(w[0], m), point(w[1], m), point(w[2], m), point(w[3], m)) {
                 d3.extend((d - 3.0 * c + 3.0 * b - a).iter().map(|v| v.abs()));
             }
         }

@@ -221,13 +221,13 @@ fn replay_cable_tensions(
     let (mut replayed, mut notes) = (vec![], vec![]);
     for (channel, cable) in loads.file.cables.iter().zip(&rod.cables) {
         let path = dir.stream(&channel.stream);
-        let (t, w) = session::Table::read_chunks_or_skip(&path, damaged)?;
-        notes.extend(w);
-        let th = t.i64("t_host_ns").input(path.display())?;
-        let v = t.f64(&channel.column).map_err(|e| Error::input(format!("{}: [[cable]] column '{}': {e}", loads.name(), channel.column)))?;
+        let stream = crate::data::read_stream(dir, &channel.stream, &[&channel.column], damaged, &mut notes, |c| {
+            Error::input(format!("{}: [[cable]] column '{c}': stream {} has no such column", loads.name(), path.display()))
+        })?;
+        let v = &stream.columns[&channel.column];
         let mut waypoints: Vec<[f64; 2]> =
-            th.iter().zip(&v).filter(|(_, x)| x.is_finite()).map(|(t, x)| [*t as f64 * 1e-9 - from_s, (channel.scale * x + channel.offset).max(0.0)]).collect();
-        waypoints.sort_by(|a, b| a[0].total_cmp(&b[0]));
+            stream.t_s.iter().zip(v).filter(|(_, x)| x.is_finite()).map(|(t, x)| [t - from_s, (channel.scale * x + channel.offset).max(0.0)]).collect();
+        // Waypoints strictly increase in time: a repeated time keeps its first reading.
         waypoints.dedup_by(|b, a| b[0] <= a[0]);
         if waypoints.is_empty() {
             return Err(Error::input(format!(
