@@ -365,6 +365,9 @@ pub struct CalibrateArgs {
     /// camera.toml, or with --camera-images cameras.toml.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With --camera-images: also write the board corners each camera found in each view, as CSV (camera,view,corner,u_px,v_px), to check the fit with another tool.
+    #[arg(long, requires = "camera_images")]
+    pub corners_out: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -224,7 +224,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
 /// `calibrate --camera-images`: a camera set.
 fn calibrate_set(a: CalibrateArgs) -> Result<()> {
     let out = a.out.clone().unwrap_or_else(|| "cameras.toml".into());
-    let c = lab_devices::track::calibrate_set(&a.camera_images, &a.board, a.square_m, a.plane_view.as_deref(), a.max_rms_px, &out)?;
+    let c = lab_devices::track::calibrate_set(&a.camera_images, &a.board, a.square_m, a.plane_view.as_deref(), a.max_rms_px, &out, a.corners_out.as_deref())?;
     for (name, images, used, rms) in &c.summary.cameras {
         println!("camera {name}: board found in {used} of {images} images; RMS reprojection {rms:.3} px after the joint fit");
     }
@@ -240,6 +240,9 @@ fn calibrate_set(a: CalibrateArgs) -> Result<()> {
         c.summary.shared_views, c.summary.plane_view, c.summary.iterations
     );
     println!("wrote {}", out.display());
+    if let Some(path) = &a.corners_out {
+        println!("wrote {} (the corners the fit used)", path.display());
+    }
     Ok(())
 }
 

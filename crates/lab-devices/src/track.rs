@@ -51,7 +51,15 @@ pub struct CalibratedSet {
 /// Calibrates a camera set from one folder of board images per camera
 /// (`NAME=DIR`; images of one name were taken at the same time), the world
 /// from the board in `plane_view`; writes `out` only when it succeeds.
-pub fn calibrate_set(cameras: &[String], board: &str, square_m: f64, plane_view: Option<&str>, max_rms_px: f64, out: &Path) -> Result<CalibratedSet> {
+pub fn calibrate_set(
+    cameras: &[String],
+    board: &str,
+    square_m: f64,
+    plane_view: Option<&str>,
+    max_rms_px: f64,
+    out: &Path,
+    corners_out: Option<&Path>,
+) -> Result<CalibratedSet> {
     let (cols, rows) = BoardSpec::parse_size(board)?;
     lab::error::positive("--square-m", square_m)?;
     let named: Vec<(String, PathBuf)> = cameras
@@ -63,6 +71,9 @@ pub fn calibrate_set(cameras: &[String], board: &str, square_m: f64, plane_view:
         .collect::<Result<_>>()?;
     let (set, summary) = stereo::calibrate_set(&named, &BoardSpec { cols, rows, square_m }, plane_view, max_rms_px)?;
     set.save(out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
+    if let Some(path) = corners_out {
+        stereo::write_corners_csv(&summary.corners, path).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
+    }
     let centres_m = set.cameras.iter().map(|c| PlacedCamera::new(&c.model).map_or([f64::NAN; 3], |p| p.centre_m().into())).collect();
     Ok(CalibratedSet { set, summary, centres_m })
 }

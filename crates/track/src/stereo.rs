@@ -66,6 +66,30 @@ pub struct SetSummary {
     pub plane_view: String,
     /// Iterations of the joint fit.
     pub iterations: usize,
+    /// The board corners each camera found in each view, as the fit used them.
+    pub corners: Vec<ViewCorners>,
+}
+
+/// The board corners one camera found in one view \[px\], in the board's
+/// order (row by row, the first corner nearer the image's top-left).
+#[derive(Clone, Debug)]
+pub struct ViewCorners {
+    pub camera: String,
+    pub view: String,
+    pub corners_px: Vec<[f64; 2]>,
+}
+
+/// Writes corners as CSV (`camera,view,corner,u_px,v_px`), for a peer
+/// calibration tool to fit the same data.
+pub fn write_corners_csv(corners: &[ViewCorners], path: &Path) -> std::io::Result<()> {
+    use std::fmt::Write as _;
+    let mut text = String::from("camera,view,corner,u_px,v_px\n");
+    for v in corners {
+        for (k, [u, w]) in v.corners_px.iter().enumerate() {
+            let _ = writeln!(text, "{},{},{k},{u},{w}", v.camera, v.view);
+        }
+    }
+    std::fs::write(path, text)
 }
 
 /// A rigid transform as an isometry.
@@ -173,7 +197,11 @@ pub fn calibrate_set(
     let world_from_plane = fit.world_from_board[&plane];
     let rms = fit.rms_by_view();
     let mut set = CameraSet { world: format!("the board in view {plane}"), cameras: vec![], views: vec![] };
-    let mut summary = SetSummary { cameras: vec![], shared_views: 0, plane_view: plane.clone(), iterations };
+    let corners = views
+        .iter()
+        .flat_map(|v| v.seen.iter().map(|(view, (px, _))| ViewCorners { camera: v.name.clone(), view: view.clone(), corners_px: px.clone() }))
+        .collect();
+    let mut summary = SetSummary { cameras: vec![], shared_views: 0, plane_view: plane.clone(), iterations, corners };
     for (i, v) in views.iter().enumerate() {
         let mut model = fit.models[i].clone();
         let (sum, n) = rms.iter().filter(|((c, _), _)| *c == i).fold((0.0, 0usize), |(s, n), (_, (e2, k))| (s + e2, n + k));
