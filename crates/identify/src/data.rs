@@ -152,6 +152,9 @@ pub struct Experiment {
     /// Which way the cables slid (`direction`: load or unload): what
     /// their friction opposes.
     pub cable_slide: rod::statics::CableSlide,
+    /// Per cable, its tension where the slide last reversed (from a
+    /// session's tension history; empty: they slid all along).
+    pub cable_reversal_n: Vec<Option<f64>>,
 }
 
 /// What a critical value measures: the path of holds from the
@@ -183,6 +186,7 @@ impl Experiment {
             tip_position_m: None,
             tip_rotation_rad: None,
             cable_slide: rod::statics::CableSlide::PulledIn,
+            cable_reversal_n: vec![],
             critical: vec![],
         }
     }

@@ -832,20 +832,27 @@ pub fn experiment_from_hold(
 /// opposed), from the session's tension history: the most loaded cable
 /// let out since the hold before (its tension lower by more than three of
 /// its standard errors) is `LetOut`; otherwise, and in a session's first
-/// hold, `PulledIn`.
-fn slide_since(before: Option<&Experiment>, now: &Experiment) -> rod::statics::CableSlide {
+/// hold, `PulledIn`. Where the way changed since the hold before, the
+/// cables reversed at that hold's tensions; otherwise they keep the
+/// reversal they had (friction holds the profile they stopped with beyond
+/// where the new slide reaches).
+fn slide_since(before: Option<&Experiment>, now: &Experiment) -> (rod::statics::CableSlide, Vec<Option<f64>>) {
+    use rod::statics::CableSlide;
     let most = now.tensions_n.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(c, _)| c);
-    match (before, most) {
-        (Some(before), Some(c)) if c < before.tensions_n.len() => {
+    let Some(before) = before else { return (CableSlide::PulledIn, vec![]) };
+    let slide = match most {
+        Some(c) if c < before.tensions_n.len() => {
             let noise = 3.0 * now.tension_sigma_n.get(c).copied().unwrap_or(0.0).hypot(before.tension_sigma_n.get(c).copied().unwrap_or(0.0));
             if before.tensions_n[c] - now.tensions_n[c] > noise.max(1e-9) {
-                rod::statics::CableSlide::LetOut
+                CableSlide::LetOut
             } else {
-                rod::statics::CableSlide::PulledIn
+                CableSlide::PulledIn
             }
         }
-        _ => rod::statics::CableSlide::PulledIn,
-    }
+        _ => CableSlide::PulledIn,
+    };
+    let reversal_n = if slide != before.cable_slide { before.tensions_n.iter().map(|t| Some(*t)).collect() } else { before.cable_reversal_n.clone() };
+    (slide, reversal_n)
 }
 
 /// Finds a session's holds and makes an experiment of every usable one
@@ -869,7 +876,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
         let id = format!("{}/hold{}", data.name, k + 1);
         h.status = match experiment_from_hold(data, h, &id, rod, loads, sensor_bias) {
             Ok(mut e) => {
-                e.cable_slide = slide_since(experiments.last(), &e);
+                (e.cable_slide, e.cable_reversal_n) = slide_since(experiments.last(), &e);
                 experiments.push(e);
                 HoldStatus::Used(id)
             }
@@ -882,6 +889,23 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Holds at 0.2, 0.4, 0.3, 0.1 and 0.3 N of one cable: pulled in, pulled
+    /// in, let out (reversed at 0.4 N), let out (still reversed at 0.4 N),
+    /// pulled in (reversed at 0.1 N).
+    #[test]
+    fn a_change_of_direction_is_a_reversal_at_the_hold_before() {
+        use rod::statics::CableSlide::{LetOut, PulledIn};
+        let mut holds: Vec<Experiment> = vec![];
+        let mut seen = vec![];
+        for t in [0.2, 0.4, 0.3, 0.1, 0.3] {
+            let mut e = Experiment::new("h", vec![t, 0.0], Vec3::zeros(), vec![]);
+            (e.cable_slide, e.cable_reversal_n) = slide_since(holds.last(), &e);
+            seen.push((e.cable_slide, e.cable_reversal_n.first().copied().flatten()));
+            holds.push(e);
+        }
+        assert_eq!(seen, [(PulledIn, None), (PulledIn, None), (LetOut, Some(0.4)), (LetOut, Some(0.4)), (PulledIn, Some(0.1))]);
+    }
 
     /// A session whose robot holds still in \[1, 3.5\] s and \[4.5, 5.7\] s and
     /// moves otherwise; one marker follows the flange.

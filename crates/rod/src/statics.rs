@@ -29,6 +29,12 @@ pub struct Loads {
     /// Which way each cable slides in its channel (what its friction
     /// opposes); empty: every cable is being pulled in.
     pub cable_slide: Vec<CableSlide>,
+    /// Per cable, the base tension at which it last reversed (from the
+    /// other slide) \[N\]; `None` or empty: it slides all along. A rubbing
+    /// cable that reversed slides only near the base: beyond where its new
+    /// capstan profile meets the one it stopped with, friction holds it
+    /// and that profile stays (stick within the friction cone).
+    pub cable_reversal_n: Vec<Option<f64>>,
 }
 
 /// Which way a cable slides through its channel while its tension is
@@ -71,7 +77,7 @@ impl CableSlide {
 
 impl Default for Loads {
     fn default() -> Self {
-        Self { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: vec![], cable_slide: vec![] }
+        Self { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: vec![], cable_slide: vec![], cable_reversal_n: vec![] }
     }
 }
 
@@ -206,7 +212,7 @@ impl<'l> StaticTerms<'l> {
         Ok(StaticTerms {
             gravity: Gravity { scale: loads.gravity_scale * lambda },
             points: PointLoads { loads: &loads.point_loads, joints, scale: lambda },
-            cables: Cables { tensions_n: &loads.cable_tensions_n, scale: lambda, slide: &loads.cable_slide },
+            cables: Cables { tensions_n: &loads.cable_tensions_n, scale: lambda, slide: &loads.cable_slide, reversal_n: &loads.cable_reversal_n },
         })
     }
 

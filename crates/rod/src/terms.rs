@@ -760,6 +760,40 @@ pub struct Cables<'t> {
     pub scale: f64,
     /// Per cable (empty or short: pulled in).
     pub slide: &'t [crate::statics::CableSlide],
+    /// Per cable, the base tension of its last reversal (empty or short:
+    /// none; see [`crate::statics::Loads::cable_reversal_n`]).
+    pub reversal_n: &'t [Option<f64>],
+}
+
+/// A rubbing cable's tension along its run by the capstan law: `t_n
+/// exp(signed_mu theta)` at the turn `theta` from the base while it slides
+/// all along. After a reversal from base tension `T_r` the profile it
+/// stopped with, `T_r exp(-signed_mu theta)`, stays where friction holds
+/// it: let out, the tension is the smaller of the two; pulled in, the
+/// larger (they meet where the sliding part ends).
+#[derive(Clone, Copy, Debug)]
+struct Capstan {
+    t_n: f64,
+    signed_mu: f64,
+    reversal_n: Option<f64>,
+}
+
+impl Capstan {
+    /// The tension at turn `theta_rad` and its rate `dT/dtheta`.
+    fn at(&self, theta_rad: f64) -> (f64, f64) {
+        if self.signed_mu == 0.0 {
+            return (self.t_n, 0.0);
+        }
+        let sliding = self.t_n * (self.signed_mu * theta_rad).exp();
+        let Some(t_r) = self.reversal_n else { return (sliding, sliding * self.signed_mu) };
+        let held = t_r * (-self.signed_mu * theta_rad).exp();
+        let slides_here = if self.signed_mu > 0.0 { sliding <= held } else { sliding >= held };
+        if slides_here {
+            (sliding, sliding * self.signed_mu)
+        } else {
+            (held, -held * self.signed_mu)
+        }
+    }
 }
 
 /// Cable length `l_c` for every cable: along its path, or straight between
@@ -818,11 +852,13 @@ impl Term for Cables<'_> {
                 continue;
             }
             let signed_mu = model.rod.cables[c].friction_mu * self.slide.get(c).copied().unwrap_or_default().capstan_sign();
+            let reversal_n = self.reversal_n.get(c).copied().flatten().map(|t| t * self.scale);
+            let capstan = Capstan { t_n, signed_mu, reversal_n };
             if !model.cable_guides[c].is_empty() {
-                guided_cable(s, sink, &model.cable_guides[c], t_n, signed_mu);
+                guided_cable(s, sink, &model.cable_guides[c], &capstan);
                 continue;
             }
-            cable_along_path(s, sink, spans, t_n, signed_mu);
+            cable_along_path(s, sink, spans, &capstan);
         }
     }
 }
@@ -868,12 +904,12 @@ fn to_coordinates(model: &Model, k: usize, g: &Vec6, out: &mut DVector<f64>, fac
 /// dl_k/dq`, tangent the spans' own `T_k d2l_k/dq2` (B = [-d~ | I]:
 /// `T h B^T (I - t t^T) B / |v|`). Without friction every span carries
 /// `t_n` (the energy `t_n l`). Rubbing on its channel (capstan law), span
-/// `k` carries `t_n exp(signed_mu Theta_k)`, `Theta_k` the turn from the
+/// `k` carries the [`Capstan`] tension at `Theta_k`, the turn from the
 /// base to the span's middle, and the tangent adds `dl_k/dq dT_k/dq^T`
 /// (not symmetric: friction is not conservative).
-fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::CableSpan>], t_n: f64, signed_mu: f64) {
+fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::CableSpan>], capstan: &Capstan) {
     let model = s.model;
-    let rubs = signed_mu != 0.0;
+    let rubs = capstan.signed_mu != 0.0;
     // The turn so far, and its gradient in q (for a rubbing cable's tangent).
     let (mut turned, mut turned_grad) = (0.0, (rubs && sink.wants_tangent()).then(|| DVector::zeros(model.n_dof())));
     for (k, span) in spans.iter().enumerate() {
@@ -883,7 +919,7 @@ fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Ca
         let xi = s.frames.psi[k] / seg.h_m;
         let (t, nv) = cable_direction(&xi, span);
         let (rate, rate_grad) = if rubs { turn_rate(&xi, span) } else { (0.0, Vec6::zeros()) };
-        let tension = if rubs { t_n * (signed_mu * (turned + 0.5 * seg.h_m * rate)).exp() } else { t_n };
+        let (tension, tension_rate) = capstan.at(turned + 0.5 * seg.h_m * rate);
         let d = span.offset_m;
         let length_grad = stack(&d.cross(&t), &t) * seg.h_m;
         let wts = [seg.w_left, seg.w_right];
@@ -901,12 +937,12 @@ fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Ca
         let p = (Matrix3::identity() - t * t.transpose()) / nv;
         add_segment_block(h, model, seg.dof, &wts, &(b.transpose() * p * b * (tension * seg.h_m)), 1.0);
         if let Some(turned_grad) = turned_grad.as_mut() {
-            // dT_k/dq = T_k signed_mu (dTheta_before/dq + h/2 drate/dq).
+            // dT_k/dq = dT/dTheta (dTheta_before/dq + h/2 drate/dq).
             let mut d_tension = turned_grad.clone();
             to_coordinates(model, k, &rate_grad, &mut d_tension, 0.5 * seg.h_m);
             let mut d_length = DVector::zeros(model.n_dof());
             to_coordinates(model, k, &length_grad, &mut d_length, 1.0);
-            h.ger(tension * signed_mu, &d_length, &d_tension, 1.0);
+            h.ger(tension_rate, &d_length, &d_tension, 1.0);
             to_coordinates(model, k, &rate_grad, turned_grad, seg.h_m);
         }
     }
@@ -917,20 +953,22 @@ fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Ca
 /// its neighbours, `F_i = T_i u_i - T_(i-1) u_(i-1)`, a force at a point of
 /// its disk's frame; the pieces' stiffness `T_i (I - u u^T) / len` couples
 /// the holes, through their point Jacobians. Rubbing (`signed_mu`, the
-/// capstan law at each disk), piece `i` carries `t_n exp(signed_mu
-/// sum_(j <= i) theta_j)`, `theta_j` the cable's turn at disk `j`, and the
+/// capstan law at each disk), piece `i` carries the [`Capstan`] tension at
+/// `sum_(j <= i) theta_j`, `theta_j` the cable's turn at disk `j`, and the
 /// tangent adds `dl_i/dq dT_i/dq^T`.
-fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64, signed_mu: f64) {
+fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Capstan) {
     let holes = hole_positions(s.frames, guides);
     let pieces = pieces_between(&holes);
     // Each piece's tension: the capstan factor of the disks before it.
     let turns: Vec<f64> = (0..pieces.len()).map(|i| if i == 0 { 0.0 } else { disk_turn(&pieces[i - 1].0, &pieces[i].0).0 }).collect();
-    let mut tensions = Vec::with_capacity(pieces.len());
     let mut turned = 0.0;
-    for turn in &turns {
-        turned += turn;
-        tensions.push(t_n * (signed_mu * turned).exp());
-    }
+    let (tensions, tension_rates): (Vec<f64>, Vec<f64>) = turns
+        .iter()
+        .map(|turn| {
+            turned += turn;
+            capstan.at(turned)
+        })
+        .unzip();
     for (i, (h, p)) in guides.iter().zip(&holes).enumerate() {
         let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0 * tensions[i]);
         let towards_base = if i > 0 { pieces[i - 1].0 * tensions[i - 1] } else { Vec3::zeros() };
@@ -948,7 +986,7 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64, sign
     for (i, (u, _)) in pieces.iter().enumerate() {
         let d = &differences[i];
         *tangent += d.transpose() * (projectors[i] * d) * tensions[i];
-        if signed_mu == 0.0 {
+        if capstan.signed_mu == 0.0 {
             continue;
         }
         if i > 0 {
@@ -957,7 +995,7 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], t_n: f64, sign
             turned_grad += d.transpose() * (projectors[i] * by_out);
         }
         let length_grad = d.transpose() * u;
-        tangent.ger(tensions[i] * signed_mu, &length_grad, &turned_grad, 1.0);
+        tangent.ger(tension_rates[i], &length_grad, &turned_grad, 1.0);
     }
 }
 

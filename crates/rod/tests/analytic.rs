@@ -379,6 +379,65 @@ fn a_cable_rubbing_in_a_curved_channel_follows_the_capstan_law() {
     assert!(m.rod.cables[0].friction_mu == 0.0);
 }
 
+/// Stick within the friction cone (#45): the quarter circle's cable (mu
+/// 0.2, continuous channel) pulled in to 1 N, then let out to 0.8 N. It
+/// slides back only near the base, where the let-out profile 0.8
+/// exp(+mu theta) lies below the one it stopped with, exp(-mu theta);
+/// beyond theta* = ln(1.25) / (2 mu) = 0.558 rad friction holds the old
+/// profile. The tension read from the curvature follows the smaller of the
+/// two within 0.1 % along the rod, with both parts present, but in the
+/// sections where they meet (within 5 % of each other: the tension's kink
+/// there is more than a section's linear strain can follow) within 0.5 %;
+/// pulled in again from 0.6 N to 0.7 N, the larger of 0.7 exp(-mu theta)
+/// and 0.6 exp(+mu theta). Let out all the way (0.3 N, the meeting point
+/// beyond the tip) it is the plain let-out profile.
+#[test]
+fn a_cable_let_out_after_a_pull_slides_only_near_the_base() {
+    use rod::statics::CableSlide;
+    let (l, d, mu) = (0.2, 0.003, 0.2);
+    let (rod, ei, kappa_0) = quarter_circle(l, 16, 4);
+    for (slide, t_n, reversal_n, sign) in [(CableSlide::LetOut, 0.8, 1.0, 1.0), (CableSlide::PulledIn, 0.7, 0.6, -1.0), (CableSlide::LetOut, 0.3, 1.0, 1.0)] {
+        let mut rod = rod.clone();
+        let channel = rod::PathRadius { points: vec![(0.0, d)] };
+        rod.cables =
+            vec![Cable { name: "c".into(), angle_rad: 1.5 * PI, inset_m: 0.0, anchor_m: l, path_radius: Some(channel), guides_m: vec![], friction_mu: mu }];
+        let loads = Loads { cable_slide: vec![slide], cable_reversal_n: vec![Some(reversal_n)], ..Loads::none().with_tensions(&[t_n]) };
+        let model = model_for(&rod, &loads);
+        let q = solve(&model, &loads, None, &NewtonOptions::default()).unwrap().q;
+        let frame = model.frames(&q);
+        let (mut worst, mut worst_where_they_meet, mut sliding, mut held) = (0.0f64, 0.0f64, 0, 0);
+        for k in 0..16 {
+            let s = l * (k as f64 + 0.5) / 16.0;
+            let from_strain = ei * (model.strain_at(s, &q)[1] - kappa_0) / d;
+            let (j0, j1) = (model.joint_at(s - l / 32.0), model.joint_at(s + l / 32.0));
+            let angle = |j: usize| -frame.joints[j].rot[(2, 0)].atan2(frame.joints[j].rot[(0, 0)]);
+            let theta = 0.5 * (angle(j0) + angle(j1));
+            let (slides, stays) = (t_n * (sign * mu * theta).exp(), reversal_n * (-sign * mu * theta).exp());
+            let expected = if sign > 0.0 { slides.min(stays) } else { slides.max(stays) };
+            let error = (from_strain / expected - 1.0).abs();
+            if (slides - stays).abs() < 0.05 * expected {
+                worst_where_they_meet = worst_where_they_meet.max(error);
+                continue;
+            }
+            if expected == slides {
+                sliding += 1;
+            } else {
+                held += 1;
+            }
+            worst = worst.max(error);
+        }
+        println!(
+            "{slide:?} to {t_n} N after a reversal at {reversal_n} N: {sliding} sections sliding, {held} held; tension from the curvature within {worst:.2e} (where they meet {worst_where_they_meet:.2e})"
+        );
+        assert!(worst < 1e-3 && worst_where_they_meet < 5e-3, "{slide:?} {t_n}: {worst}, {worst_where_they_meet}");
+        if t_n == 0.3 {
+            assert!(held == 0 && sliding > 12, "let out all the way: {sliding} sliding, {held} held");
+        } else {
+            assert!(sliding >= 2 && held >= 2, "{slide:?} {t_n}: {sliding} sliding, {held} held");
+        }
+    }
+}
+
 /// The capstan law at guide disks (#45): the stiff quarter circle of the
 /// test above, its cable through eight disks on the inner side, mu 0.2.
 /// Across each straight piece the rod's bending moment is the piece's

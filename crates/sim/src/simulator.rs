@@ -247,6 +247,9 @@ struct Carry {
     /// in while its tension rose, let out while it fell, unchanged while
     /// it held (empty: pulled in).
     cable_slide: Vec<rod::statics::CableSlide>,
+    /// Each cable's tension where it last reversed (None: never): beyond
+    /// where the slide since then reaches, friction holds its old profile.
+    cable_reversal_n: Vec<Option<f64>>,
 }
 
 /// A simulation of one scene.
@@ -442,6 +445,7 @@ impl Simulator {
                 applied_wrench: Vec6::zeros(),
                 tip_lambda: vec![],
                 cable_slide: vec![],
+                cable_reversal_n: vec![],
             },
             damping_tau_s,
             marker_joints,
@@ -507,8 +511,12 @@ impl Simulator {
             }
             return Ok(());
         }
-        let loads =
-            rod::Loads { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: self.scene.cable_tensions_n(&self.model.rod, 0.0), cable_slide: vec![] };
+        let loads = rod::Loads {
+            gravity_scale: 1.0,
+            point_loads: vec![],
+            cable_tensions_n: self.scene.cable_tensions_n(&self.model.rod, 0.0),
+            ..rod::Loads::default()
+        };
         let held = rod::held::solve_held(&self.model, &loads, rows.hold, None, &rod::NewtonOptions::default()).map_err(|e| match e {
             rod::StaticsError::Unreachable { .. } => SimError::Input(format!("[tip] at t = 0: {e}")),
             e => SimError::NoConvergence { step: 0, t_s: 0.0, why: format!("the held equilibrium at t = 0: {e}"), remedy: String::new() },
@@ -837,9 +845,9 @@ impl Simulator {
         let body_force = BodyForce { acceleration_m_s2: body };
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
         let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
-        let slide = self.cable_slide_to(&tensions);
+        let (slide, reversal_n) = self.cable_slide_to(&tensions);
         // Ramped with gravity while settling the initial equilibrium.
-        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide };
+        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide, reversal_n: &reversal_n };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
         if tensions.iter().any(|t| *t != 0.0) {
             list.push(&cables);
@@ -910,8 +918,9 @@ impl Simulator {
     /// Makes `x` the new state at `t_end` (after a step of length `h`).
     /// Which way each cable slides over the step to tensions `now` (the
     /// step's end): the way its tension moves from the last state's (the
-    /// load path's history), or as it last slid.
-    fn cable_slide_to(&self, now: &[f64]) -> Vec<rod::statics::CableSlide> {
+    /// load path's history), or as it last slid; and the tension of its
+    /// last reversal (the last state's, where the way changes now).
+    fn cable_slide_to(&self, now: &[f64]) -> (Vec<rod::statics::CableSlide>, Vec<Option<f64>>) {
         use rod::statics::CableSlide;
         let before = self.scene.cable_tensions_n(&self.model.rod, self.carry.t_s);
         before
@@ -920,20 +929,24 @@ impl Simulator {
             .enumerate()
             .map(|(c, (b, n))| {
                 let held = self.carry.cable_slide.get(c).copied().unwrap_or_default();
+                let reversal_n = self.carry.cable_reversal_n.get(c).copied().flatten();
                 let tolerance_n = 1e-12 * b.abs().max(n.abs());
-                if n - b > tolerance_n {
+                let slide = if n - b > tolerance_n {
                     CableSlide::PulledIn
                 } else if b - n > tolerance_n {
                     CableSlide::LetOut
                 } else {
                     held
-                }
+                };
+                // The first slide of a run (no history) is no reversal.
+                let reversed = slide != held && self.carry.t_s > 0.0;
+                (slide, if reversed { Some(*b) } else { reversal_n })
             })
-            .collect()
+            .unzip()
     }
 
     fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
-        self.carry.cable_slide = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
+        (self.carry.cable_slide, self.carry.cable_reversal_n) = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
         self.carry.applied_wrench = applied_wrench;
         let nq = self.model.n_dof();
         let n_rod = self.n_rod();
