@@ -144,6 +144,32 @@ def test_a_sessions_tables_as_dataframes_equal_the_export(run, stick_session, tm
         rodlab.Session(tmp_path / "nothing")
 
 
+def test_stream_chunks_another_tool_wrote_are_read_and_a_null_is_named(stick_session, tmp_path):
+    """A chunk written by polars (zstd, nullable columns, several row
+    groups): rodlab's reader takes it as its own, and refuses a chunk with
+    a null, naming the column, instead of reading a number."""
+    copy = tmp_path / "stick"
+    shutil.copytree(stick_session, copy)
+    ft = rodlab.Session(copy).stream("ft300")
+    chunks = sorted((copy / "streams" / "ft300").glob("*.parquet"))
+    first = chunks[0]
+    # The first chunk rewritten by polars, in row groups of 30 rows.
+    head = pl.read_parquet(first)
+    assert head.height >= 100
+    head.write_parquet(first, row_group_size=30)
+    again = rodlab.Session(copy).stream("ft300")
+    assert again.columns == ft.columns and again.height == ft.height
+    assert np.array_equal(again["t_host_ns"].to_numpy(), ft["t_host_ns"].to_numpy())
+    assert np.array_equal(again.drop("t_host_ns").to_numpy(), ft.drop("t_host_ns").to_numpy())
+    # A null in a chunk: refused by the strict reader, naming the column;
+    # the lenient one leaves the chunk's 100 rows out.
+    with_null = head.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col("fx_n")).alias("fx_n"))
+    with_null.write_parquet(first)
+    with pytest.raises(rodlab.InputError, match="fx_n.*null"):
+        rodlab.Session(copy).stream("ft300", strict=True)
+    assert rodlab.Session(copy).stream("ft300").height == ft.height - head.height
+
+
 def test_a_progress_callback_sees_the_work_and_its_exception_stops_it(tmp_path):
     rod = rodlab.Rod.from_file(STEEL)
     seen = []

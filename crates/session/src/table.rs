@@ -1,9 +1,22 @@
-//! A thin typed layer over polars for the project's tables: build columns,
-//! write Parquet atomically, read with errors that name file and column.
+//! A thin typed layer over Parquet for the project's tables: build
+//! columns, write Parquet atomically, read (any writer's flat table:
+//! polars', pyarrow's, ours) with errors that name file and column.
+//!
+//! The `parquet` crate's column API, not a data-frame library: a table
+//! here is a few named columns of numbers or text, and a data frame's
+//! build (polars: about 1,000 s of CPU, most of a cold build) bought
+//! nothing the sessions use.
 
-use polars::io::parquet::write::KeyValueMetadata;
-use polars::prelude::*;
+use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as PhysicalType};
+use parquet::column::reader::ColumnReader;
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnDescriptor, Type};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
@@ -26,11 +39,130 @@ impl fault::Fault for TableError {
     }
 }
 
+/// One column's values, in the type its file holds (narrower integers
+/// widened to 32 bits); a null is its type's default, counted in `nulls`.
+#[derive(Clone, Debug, PartialEq)]
+enum Values {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    Bool(Vec<bool>),
+    Str(Vec<String>),
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::F64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::U32(v) => v.len(),
+            Values::U64(v) => v.len(),
+            Values::Bool(v) => v.len(),
+            Values::Str(v) => v.len(),
+        }
+    }
+
+    /// The type's name as messages and `session info` spell it.
+    fn dtype(&self) -> &'static str {
+        match self {
+            Values::F64(_) => "f64",
+            Values::F32(_) => "f32",
+            Values::I64(_) => "i64",
+            Values::I32(_) => "i32",
+            Values::U32(_) => "u32",
+            Values::U64(_) => "u64",
+            Values::Bool(_) => "bool",
+            Values::Str(_) => "str",
+        }
+    }
+
+    fn is_number(&self) -> bool {
+        !matches!(self, Values::Bool(_) | Values::Str(_))
+    }
+
+    /// Appends `other` (of the same type).
+    fn extend(&mut self, other: Values) {
+        match (self, other) {
+            (Values::F64(a), Values::F64(b)) => a.extend(b),
+            (Values::F32(a), Values::F32(b)) => a.extend(b),
+            (Values::I64(a), Values::I64(b)) => a.extend(b),
+            (Values::I32(a), Values::I32(b)) => a.extend(b),
+            (Values::U32(a), Values::U32(b)) => a.extend(b),
+            (Values::U64(a), Values::U64(b)) => a.extend(b),
+            (Values::Bool(a), Values::Bool(b)) => a.extend(b),
+            (Values::Str(a), Values::Str(b)) => a.extend(b),
+            _ => unreachable!("columns of one type"),
+        }
+    }
+
+    /// Every value as a float (text parsed), `None` where one is not a number.
+    fn to_f64(&self) -> Option<Vec<f64>> {
+        Some(match self {
+            Values::F64(v) => v.clone(),
+            Values::F32(v) => v.iter().map(|x| *x as f64).collect(),
+            Values::I64(v) => v.iter().map(|x| *x as f64).collect(),
+            Values::I32(v) => v.iter().map(|x| *x as f64).collect(),
+            Values::U32(v) => v.iter().map(|x| *x as f64).collect(),
+            Values::U64(v) => v.iter().map(|x| *x as f64).collect(),
+            Values::Bool(v) => v.iter().map(|x| f64::from(u8::from(*x))).collect(),
+            Values::Str(v) => return v.iter().map(|s| s.trim().parse().ok()).collect(),
+        })
+    }
+
+    /// Every value as an integer: floats truncated towards zero, `None`
+    /// where one does not fit (or is not finite, or text not a number).
+    fn to_i128(&self) -> Option<Vec<i128>> {
+        let float = |x: f64| (x.is_finite() && x.abs() < 1.7e38).then(|| x.trunc() as i128);
+        match self {
+            Values::F64(v) => v.iter().map(|x| float(*x)).collect(),
+            Values::F32(v) => v.iter().map(|x| float(*x as f64)).collect(),
+            Values::I64(v) => Some(v.iter().map(|x| *x as i128).collect()),
+            Values::I32(v) => Some(v.iter().map(|x| *x as i128).collect()),
+            Values::U32(v) => Some(v.iter().map(|x| *x as i128).collect()),
+            Values::U64(v) => Some(v.iter().map(|x| *x as i128).collect()),
+            Values::Bool(v) => Some(v.iter().map(|x| i128::from(*x)).collect()),
+            Values::Str(v) => v.iter().map(|s| s.trim().parse().ok()).collect(),
+        }
+    }
+
+    /// Every value as text: integers as integers, floats in their
+    /// shortest exact form (what a CSV export writes).
+    fn to_text(&self) -> Vec<String> {
+        fn text<T: ToString>(v: &[T]) -> Vec<String> {
+            v.iter().map(T::to_string).collect()
+        }
+        match self {
+            Values::F64(v) => text(v),
+            Values::F32(v) => text(v),
+            Values::I64(v) => text(v),
+            Values::I32(v) => text(v),
+            Values::U32(v) => text(v),
+            Values::U64(v) => text(v),
+            Values::Bool(v) => text(v),
+            Values::Str(v) => v.clone(),
+        }
+    }
+}
+
+/// A named column.
+#[derive(Clone, Debug, PartialEq)]
+struct Column {
+    name: String,
+    values: Values,
+    nulls: usize,
+}
+
 /// Columns under construction, or a table read from disk.
 #[derive(Default)]
 pub struct Table {
     columns: Vec<Column>,
-    df: Option<DataFrame>,
+    /// The columns read from disk (`None`: a table under construction).
+    read: Option<Vec<Column>>,
     path: PathBuf,
     /// File-level key/value metadata (e.g. `frame = world`).
     metadata: Vec<(String, String)>,
@@ -50,17 +182,16 @@ pub enum Damaged {
 /// numbers only), no `t_host_ns`, or a device clock (`timestamp`) that is
 /// not a number.
 pub fn chunk_problem(t: &Table) -> Option<String> {
-    let df = t.df.as_ref()?;
+    let columns = t.read.as_ref()?;
     if !t.has("t_host_ns") {
         return Some("no t_host_ns column".into());
     }
-    for c in df.columns() {
-        let name = c.name().to_string();
-        if c.null_count() > 0 {
-            return Some(format!("column '{name}' has {} null values", c.null_count()));
+    for c in columns {
+        if c.nulls > 0 {
+            return Some(format!("column '{}' has {} null values", c.name, c.nulls));
         }
-        if !c.dtype().is_primitive_numeric() {
-            return Some(format!("column '{name}' holds {}, not numbers", c.dtype()));
+        if !c.values.is_number() {
+            return Some(format!("column '{}' holds {}, not numbers", c.name, c.values.dtype()));
         }
     }
     if t.has("timestamp") {
@@ -72,25 +203,48 @@ pub fn chunk_problem(t: &Table) -> Option<String> {
     None
 }
 
+/// The file's columns: names and types, in file order.
+fn schema_of(columns: &[Column]) -> String {
+    columns.iter().map(|c| format!("{}: {}", c.name, c.values.dtype())).collect::<Vec<_>>().join(", ")
+}
+
+/// Appends `more` (another chunk of the same stream) to `to`; an error
+/// where their columns differ.
+fn stack(to: &mut [Column], more: Vec<Column>) -> Result<(), String> {
+    let same = to.len() == more.len() && to.iter().zip(&more).all(|(a, b)| a.name == b.name && a.values.dtype() == b.values.dtype());
+    if !same {
+        return Err(format!("[{}] against [{}]", schema_of(&more), schema_of(to)));
+    }
+    for (a, b) in to.iter_mut().zip(more) {
+        a.values.extend(b.values);
+        a.nulls += b.nulls;
+    }
+    Ok(())
+}
+
 impl Table {
     pub fn new() -> Self {
         Self::default()
     }
 
+    fn push(&mut self, name: &str, values: Values) {
+        self.columns.push(Column { name: name.into(), values, nulls: 0 });
+    }
+
     pub fn push_f64(&mut self, name: &str, v: Vec<f64>) {
-        self.columns.push(Column::new(name.into(), v));
+        self.push(name, Values::F64(v));
     }
 
     pub fn push_i64(&mut self, name: &str, v: Vec<i64>) {
-        self.columns.push(Column::new(name.into(), v));
+        self.push(name, Values::I64(v));
     }
 
     pub fn push_u32(&mut self, name: &str, v: Vec<u32>) {
-        self.columns.push(Column::new(name.into(), v));
+        self.push(name, Values::U32(v));
     }
 
     pub fn push_str(&mut self, name: &str, v: Vec<String>) {
-        self.columns.push(Column::new(name.into(), v));
+        self.push(name, Values::Str(v));
     }
 
     /// Adds file-level metadata (written into the Parquet footer).
@@ -108,14 +262,15 @@ impl Table {
     /// reader never sees half a file.
     pub fn write(self, path: &Path) -> Result<(), TableError> {
         let werr = |e: String| TableError::Write(path.to_path_buf(), e);
-        let height = self.columns.first().map_or(0, |c| c.len());
-        let mut df = DataFrame::new(height, self.columns).map_err(|e| werr(e.to_string()))?;
+        let height = self.height_pending();
+        if let Some(c) = self.columns.iter().find(|c| c.values.len() != height) {
+            return Err(werr(format!("column '{}' has {} rows, the first column {height}", c.name, c.values.len())));
+        }
         let tmp = path.with_extension("parquet.tmp");
         let file = std::fs::File::create(&tmp).map_err(|e| werr(e.to_string()))?;
-        let kv = (!self.metadata.is_empty()).then(|| KeyValueMetadata::from_static(self.metadata.clone()));
         // A write that fails (a full disk) leaves no half file behind to
         // fill what space is left.
-        let written = ParquetWriter::new(file).with_key_value_metadata(kv).finish(&mut df).map_err(|e| werr(e.to_string())).map(drop);
+        let written = self.write_to(file).map_err(werr);
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -123,55 +278,114 @@ impl Table {
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
     }
 
+    /// One row group, every column required (no nulls), zstd-compressed.
+    fn write_to(&self, file: std::fs::File) -> Result<(), String> {
+        let e = |e: parquet::errors::ParquetError| e.to_string();
+        let fields = self
+            .columns
+            .iter()
+            .map(|c| {
+                let (physical, logical) = match c.values {
+                    Values::F64(_) => (PhysicalType::DOUBLE, None),
+                    Values::I64(_) => (PhysicalType::INT64, None),
+                    Values::U32(_) => (PhysicalType::INT32, Some(LogicalType::Integer(parquet::basic::IntType { bit_width: 32, is_signed: false }))),
+                    Values::Str(_) => (PhysicalType::BYTE_ARRAY, Some(LogicalType::String)),
+                    _ => unreachable!("tables are built from f64, i64, u32 and text columns"),
+                };
+                let field = Type::primitive_type_builder(&c.name, physical).with_repetition(Repetition::REQUIRED).with_logical_type(logical).build();
+                field.map(Arc::new).map_err(e)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let schema = Arc::new(Type::group_type_builder("schema").with_fields(fields).build().map_err(e)?);
+        let metadata = self.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect::<Vec<_>>();
+        let properties = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .set_key_value_metadata((!metadata.is_empty()).then_some(metadata))
+            .build();
+        let mut writer = SerializedFileWriter::new(file, schema, Arc::new(properties)).map_err(e)?;
+        let mut group = writer.next_row_group().map_err(e)?;
+        for c in &self.columns {
+            let mut column = group.next_column().map_err(e)?.ok_or("the writer ran out of columns")?;
+            match &c.values {
+                Values::F64(v) => column.typed::<DoubleType>().write_batch(v, None, None),
+                Values::I64(v) => column.typed::<Int64Type>().write_batch(v, None, None),
+                Values::U32(v) => column.typed::<Int32Type>().write_batch(&v.iter().map(|x| *x as i32).collect::<Vec<_>>(), None, None),
+                Values::Str(v) => column.typed::<ByteArrayType>().write_batch(&v.iter().map(|s| ByteArray::from(s.as_str())).collect::<Vec<_>>(), None, None),
+                _ => unreachable!("checked above"),
+            }
+            .map_err(e)?;
+            column.close().map_err(e)?;
+        }
+        group.close().map_err(e)?;
+        writer.close().map_err(e)?;
+        Ok(())
+    }
+
     /// Rows of the Parquet file at `path`, from its footer (nothing else read).
     pub fn rows_in_file(path: &Path) -> Result<usize, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        fault::guard(|| ParquetReader::new(file).num_rows()).map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))
+        let rows = fault::guard(|| SerializedFileReader::new(file).map(|r| r.metadata().file_metadata().num_rows()));
+        let rows = rows.map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))?;
+        usize::try_from(rows).map_err(|_| rerr(format!("a footer that counts {rows} rows")))
     }
 
     pub fn read(path: &Path) -> Result<Table, TableError> {
-        // The Parquet reader panics on some damaged footers ("thrift bool
-        // field"): a damaged file is an error naming it, not a crash.
+        // A Parquet reader may panic on a damaged footer: a damaged file
+        // is an error naming it, not a crash.
         fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))))
     }
 
     fn read_unguarded(path: &Path) -> Result<Table, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        let mut reader = ParquetReader::new(file);
-        let metadata = reader
-            .get_metadata()
-            .map_err(|e| rerr(e.to_string()))?
-            .key_value_metadata()
-            .as_ref()
-            .map(|kv| kv.iter().filter_map(|k| k.value.clone().map(|v| (k.key.clone(), v))).collect())
-            .unwrap_or_default();
-        let df = reader.finish().map_err(|e| rerr(e.to_string()))?;
-        Ok(Table { columns: vec![], df: Some(df), path: path.to_path_buf(), metadata })
+        let reader = SerializedFileReader::new(file).map_err(|e| rerr(e.to_string()))?;
+        let file_metadata = reader.metadata().file_metadata();
+        let metadata = file_metadata.key_value_metadata().map(|kv| kv.iter().filter_map(|k| k.value.clone().map(|v| (k.key.clone(), v))).collect());
+        let descriptors = file_metadata.schema_descr().columns().to_vec();
+        let mut columns: Vec<Column> = vec![];
+        for (g, group) in (0..reader.num_row_groups()).map(|g| (g, reader.get_row_group(g))) {
+            let group = group.map_err(|e| rerr(e.to_string()))?;
+            let rows = usize::try_from(group.metadata().num_rows()).unwrap_or(0);
+            let mut read = vec![];
+            for (k, d) in descriptors.iter().enumerate() {
+                let column_reader = group.get_column_reader(k).map_err(|e| rerr(e.to_string()))?;
+                read.push(read_column(column_reader, d, rows).map_err(|e| rerr(format!("column '{}': {e}", d.name())))?);
+            }
+            if g == 0 {
+                columns = read;
+            } else {
+                stack(&mut columns, read).map_err(rerr)?;
+            }
+        }
+        if reader.num_row_groups() == 0 {
+            columns = descriptors.iter().map(|d| empty_column(d).map_err(|e| rerr(format!("column '{}': {e}", d.name())))).collect::<Result<_, _>>()?;
+        }
+        Ok(Table { columns: vec![], read: Some(columns), path: path.to_path_buf(), metadata: metadata.unwrap_or_default() })
     }
 
-    /// Reads every `*.parquet` chunk of a stream directory, in name order.
-    pub fn read_chunks(dir: &Path) -> Result<Table, TableError> {
-        let rerr = |e: String| TableError::Read(dir.to_path_buf(), e);
+    /// Every `*.parquet` chunk of a stream directory, in name order.
+    fn chunk_files(dir: &Path) -> Result<Vec<PathBuf>, TableError> {
         let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| rerr(e.to_string()))?
+            .map_err(|e| TableError::Read(dir.to_path_buf(), e.to_string()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
             .collect();
         names.sort();
-        let mut out: Option<DataFrame> = None;
-        for n in &names {
-            let t = Table::read(n)?;
-            let df = t.df.expect("read");
+        Ok(names)
+    }
+
+    /// Reads every `*.parquet` chunk of a stream directory, in name order.
+    pub fn read_chunks(dir: &Path) -> Result<Table, TableError> {
+        let mut out: Option<Vec<Column>> = None;
+        for n in &Table::chunk_files(dir)? {
+            let columns = Table::read(n)?.read.expect("read");
             match out.as_mut() {
-                None => out = Some(df),
-                Some(o) => {
-                    o.vstack_mut(&df).map_err(|e| TableError::Read(n.clone(), e.to_string()))?;
-                }
+                None => out = Some(columns),
+                Some(o) => stack(o, columns).map_err(|e| TableError::Read(n.clone(), format!("its columns differ from the stream's first chunk's ({e})")))?,
             }
         }
-        Ok(Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
+        Ok(Table { columns: vec![], read: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
     }
 
     /// Reads every `*.parquet` chunk of a stream directory, in name order,
@@ -183,16 +397,9 @@ impl Table {
         if damaged == Damaged::Refuse {
             return Ok((Table::read_chunks(dir)?, vec![]));
         }
-        let rerr = |e: String| TableError::Read(dir.to_path_buf(), e);
-        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| rerr(e.to_string()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-            .collect();
-        names.sort();
-        let mut out: Option<DataFrame> = None;
+        let mut out: Option<Vec<Column>> = None;
         let mut warnings = vec![];
-        for n in &names {
+        for n in &Table::chunk_files(dir)? {
             let skipped = |why: String| {
                 let rows = Table::rows_in_file(n).map_or("its rows".to_string(), |r| format!("{r} rows"));
                 format!("{}: left out ({rows} lost): {why}", n.display())
@@ -208,86 +415,183 @@ impl Table {
                 warnings.push(skipped(why));
                 continue;
             }
-            let df = t.df.expect("read");
+            let columns = t.read.expect("read");
             match out.as_mut() {
-                None => out = Some(df),
+                None => out = Some(columns),
                 Some(o) => {
-                    if let Err(e) = o.vstack_mut(&df) {
+                    if let Err(e) = stack(o, columns) {
                         warnings.push(skipped(format!("its columns differ from the stream's first chunk's ({e})")));
                     }
                 }
             }
         }
-        Ok((Table { columns: vec![], df: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] }, warnings))
+        Ok((Table { columns: vec![], read: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] }, warnings))
     }
 
     /// Rows of a table under construction.
     pub fn height_pending(&self) -> usize {
-        self.columns.first().map_or(0, |c| c.len())
+        self.columns.first().map_or(0, |c| c.values.len())
     }
 
     pub fn height(&self) -> usize {
-        self.df.as_ref().map_or(0, |d| d.height())
+        self.read.as_ref().and_then(|c| c.first()).map_or(0, |c| c.values.len())
     }
 
     /// Column names and types of a table read from disk, in file order.
     pub fn schema(&self) -> Vec<(String, String)> {
-        self.df.as_ref().map_or(vec![], |d| d.schema().iter().map(|(n, t)| (n.to_string(), t.to_string())).collect())
+        self.read.as_ref().map_or(vec![], |columns| columns.iter().map(|c| (c.name.clone(), c.values.dtype().to_string())).collect())
     }
 
     /// Every column of a table read from disk as text, in file order:
     /// integers as integers, floats in their shortest exact form (what a
     /// CSV export writes).
     pub fn text_columns(&self) -> Result<Vec<(String, Vec<String>)>, TableError> {
-        let mut out = vec![];
-        for (name, dtype) in self.schema() {
-            let text: Vec<String> = if dtype.starts_with('i') || dtype.starts_with('u') {
-                self.i64(&name)?.iter().map(|v| v.to_string()).collect()
-            } else if dtype.starts_with('f') {
-                self.f64(&name)?.iter().map(|v| v.to_string()).collect()
-            } else {
-                self.str(&name)?
-            };
-            out.push((name, text));
-        }
-        Ok(out)
+        let columns = self.read.as_deref().unwrap_or_default();
+        columns.iter().map(|c| self.checked(&c.name).map(|c| (c.name.clone(), c.values.to_text()))).collect()
     }
 
     pub fn has(&self, name: &str) -> bool {
-        self.df.as_ref().is_some_and(|d| d.column(name).is_ok())
+        self.read.as_ref().is_some_and(|c| c.iter().any(|c| c.name == name))
     }
 
-    fn column(&self, name: &str, dtype: &DataType) -> Result<Series, TableError> {
-        let df = self.df.as_ref().ok_or_else(|| TableError::MissingColumn(self.path.clone(), name.into()))?;
-        let c = df.column(name).map_err(|_| TableError::MissingColumn(self.path.clone(), name.into()))?;
-        if c.null_count() > 0 {
-            return Err(TableError::BadColumn(self.path.clone(), name.into(), format!("{} null values", c.null_count())));
+    /// The column `name` of a table read from disk, refused with nulls.
+    fn checked(&self, name: &str) -> Result<&Column, TableError> {
+        let missing = || TableError::MissingColumn(self.path.clone(), name.into());
+        let c = self.read.as_ref().ok_or_else(missing)?.iter().find(|c| c.name == name).ok_or_else(missing)?;
+        if c.nulls > 0 {
+            return Err(TableError::BadColumn(self.path.clone(), name.into(), format!("{} null values", c.nulls)));
         }
-        let s = c.as_materialized_series().cast(dtype).map_err(|e| TableError::BadColumn(self.path.clone(), name.into(), e.to_string()))?;
-        if s.null_count() > 0 {
-            return Err(TableError::BadColumn(self.path.clone(), name.into(), format!("values not representable as {dtype}")));
-        }
-        Ok(s)
+        Ok(c)
+    }
+
+    fn not_representable(&self, name: &str, dtype: &str) -> TableError {
+        TableError::BadColumn(self.path.clone(), name.into(), format!("values not representable as {dtype}"))
     }
 
     pub fn f64(&self, name: &str) -> Result<Vec<f64>, TableError> {
-        let s = self.column(name, &DataType::Float64)?;
-        Ok(s.f64().expect("cast").into_no_null_iter().collect())
+        self.checked(name)?.values.to_f64().ok_or_else(|| self.not_representable(name, "f64"))
     }
 
     pub fn i64(&self, name: &str) -> Result<Vec<i64>, TableError> {
-        let s = self.column(name, &DataType::Int64)?;
-        Ok(s.i64().expect("cast").into_no_null_iter().collect())
+        let v = self.checked(name)?.values.to_i128();
+        v.and_then(|v| v.into_iter().map(|x| i64::try_from(x).ok()).collect()).ok_or_else(|| self.not_representable(name, "i64"))
     }
 
     pub fn u32(&self, name: &str) -> Result<Vec<u32>, TableError> {
-        let s = self.column(name, &DataType::UInt32)?;
-        Ok(s.u32().expect("cast").into_no_null_iter().collect())
+        let v = self.checked(name)?.values.to_i128();
+        v.and_then(|v| v.into_iter().map(|x| u32::try_from(x).ok()).collect()).ok_or_else(|| self.not_representable(name, "u32"))
     }
 
     pub fn str(&self, name: &str) -> Result<Vec<String>, TableError> {
-        let s = self.column(name, &DataType::String)?;
-        let ca = s.str().expect("cast");
-        Ok((0..ca.len()).map(|i| ca.get(i).unwrap_or_default().to_string()).collect())
+        Ok(self.checked(name)?.values.to_text())
     }
+}
+
+/// Which of [`Values`] a flat column of the file holds.
+fn kind_of(d: &ColumnDescriptor) -> Result<Values, String> {
+    if d.max_rep_level() > 0 || d.path().parts().len() > 1 {
+        return Err("a nested column (lists, structs): a table here is flat".into());
+    }
+    let unsigned = matches!(d.logical_type_ref(), Some(LogicalType::Integer(parquet::basic::IntType { is_signed: false, .. })))
+        || matches!(d.converted_type(), ConvertedType::UINT_8 | ConvertedType::UINT_16 | ConvertedType::UINT_32 | ConvertedType::UINT_64);
+    Ok(match d.physical_type() {
+        PhysicalType::DOUBLE => Values::F64(vec![]),
+        PhysicalType::FLOAT => Values::F32(vec![]),
+        PhysicalType::INT64 if unsigned => Values::U64(vec![]),
+        PhysicalType::INT64 => Values::I64(vec![]),
+        PhysicalType::INT32 if unsigned => Values::U32(vec![]),
+        PhysicalType::INT32 => Values::I32(vec![]),
+        PhysicalType::BOOLEAN => Values::Bool(vec![]),
+        PhysicalType::BYTE_ARRAY => Values::Str(vec![]),
+        other => return Err(format!("Parquet type {other} is not read here (numbers and text are)")),
+    })
+}
+
+fn empty_column(d: &ColumnDescriptor) -> Result<Column, String> {
+    Ok(Column { name: d.name().to_string(), values: kind_of(d)?, nulls: 0 })
+}
+
+/// Reads one column chunk of `rows` rows; a null becomes its type's
+/// default and is counted.
+fn read_column(reader: ColumnReader, d: &ColumnDescriptor, rows: usize) -> Result<Column, String> {
+    let kind = kind_of(d)?;
+    let present = d.max_def_level();
+    let optional = present > 0;
+    let mut levels: Vec<i16> = Vec::with_capacity(if optional { rows } else { 0 });
+    /// Reads every record, then spreads the values over the rows the
+    /// definition levels say are present.
+    macro_rules! read_all {
+        ($r:expr, $fill:expr) => {{
+            let mut r = $r;
+            let mut values = Vec::with_capacity(rows);
+            let mut total = 0;
+            loop {
+                let (records, _, _) = r.read_records(rows - total, optional.then_some(&mut levels), None, &mut values).map_err(|e| e.to_string())?;
+                total += records;
+                if records == 0 || total >= rows {
+                    break;
+                }
+            }
+            if total != rows {
+                return Err(format!("{total} of {rows} rows read"));
+            }
+            spread(values, &levels, optional, present, $fill)
+        }};
+    }
+    let (values, nulls) = match (reader, kind) {
+        (ColumnReader::DoubleColumnReader(r), _) => {
+            let (v, n) = read_all!(r, 0.0);
+            (Values::F64(v), n)
+        }
+        (ColumnReader::FloatColumnReader(r), _) => {
+            let (v, n) = read_all!(r, 0.0f32);
+            (Values::F32(v), n)
+        }
+        (ColumnReader::Int64ColumnReader(r), Values::U64(_)) => {
+            let (v, n) = read_all!(r, 0i64);
+            (Values::U64(v.into_iter().map(|x| x as u64).collect()), n)
+        }
+        (ColumnReader::Int64ColumnReader(r), _) => {
+            let (v, n) = read_all!(r, 0i64);
+            (Values::I64(v), n)
+        }
+        (ColumnReader::Int32ColumnReader(r), Values::U32(_)) => {
+            let (v, n) = read_all!(r, 0i32);
+            (Values::U32(v.into_iter().map(|x| x as u32).collect()), n)
+        }
+        (ColumnReader::Int32ColumnReader(r), _) => {
+            let (v, n) = read_all!(r, 0i32);
+            (Values::I32(v), n)
+        }
+        (ColumnReader::BoolColumnReader(r), _) => {
+            let (v, n) = read_all!(r, false);
+            (Values::Bool(v), n)
+        }
+        (ColumnReader::ByteArrayColumnReader(r), _) => {
+            let (v, n) = read_all!(r, ByteArray::from(""));
+            (Values::Str(v.iter().map(|b| String::from_utf8_lossy(b.data()).into_owned()).collect()), n)
+        }
+        (_, kind) => return Err(format!("a column of {} this reader does not take", kind.dtype())),
+    };
+    Ok(Column { name: d.name().to_string(), values, nulls })
+}
+
+/// The values of a column whose definition levels say which rows hold
+/// one (level `present`); each other row gets `fill` and is counted.
+fn spread<T: Clone>(values: Vec<T>, levels: &[i16], optional: bool, present: i16, fill: T) -> (Vec<T>, usize) {
+    if !optional {
+        return (values, 0);
+    }
+    let (mut out, mut nulls) = (Vec::with_capacity(levels.len()), 0);
+    let mut given = values.into_iter();
+    for level in levels {
+        match (*level == present).then(|| given.next()).flatten() {
+            Some(v) => out.push(v),
+            None => {
+                out.push(fill.clone());
+                nulls += 1;
+            }
+        }
+    }
+    (out, nulls)
 }

@@ -100,7 +100,6 @@ fn robot_stream_chunks_are_concatenated_and_interpolated() {
 /// rows it held.
 #[test]
 fn a_chunk_with_nulls_is_named_and_left_out() {
-    use polars::prelude::*;
     let dir = tempfile::tempdir().unwrap();
     let stream = session::stream_dir(dir.path(), "cell");
     std::fs::create_dir_all(&stream).unwrap();
@@ -108,8 +107,7 @@ fn a_chunk_with_nulls_is_named_and_left_out() {
     good.push_i64("t_host_ns", vec![1, 2, 3]);
     good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
     good.write(&stream.join("000000.parquet")).unwrap();
-    let mut df = df!("t_host_ns" => [4i64, 5, 6], "force_n" => [Some(0.4), None, Some(0.6)]).unwrap();
-    ParquetWriter::new(std::fs::File::create(stream.join("000001.parquet")).unwrap()).finish(&mut df).unwrap();
+    write_with_a_null(&stream.join("000001.parquet"));
     let reports = session::check_session(dir.path()).unwrap();
     let bad = reports.iter().find(|r| r.path.ends_with("000001.parquet")).unwrap();
     assert_eq!(bad.problem.as_deref(), Some("column 'force_n' has 1 null values"));
@@ -117,4 +115,28 @@ fn a_chunk_with_nulls_is_named_and_left_out() {
     assert_eq!(t.height(), 3);
     assert!(warnings.len() == 1 && warnings[0].contains("000001.parquet: left out (3 rows lost): column 'force_n' has 1 null values"), "{warnings:?}");
     assert!(Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).unwrap().0.f64("force_n").is_err());
+}
+
+/// A chunk as a writer that allows nulls leaves it (polars and pyarrow
+/// write columns as optional): `t_host_ns` 4, 5, 6 and `force_n` 0.4,
+/// null, 0.6.
+fn write_with_a_null(path: &std::path::Path) {
+    use parquet::basic::{Repetition, Type as PhysicalType};
+    use parquet::data_type::{DoubleType, Int64Type};
+    use parquet::schema::types::Type;
+    use std::sync::Arc;
+    let field = |name: &str, t| Arc::new(Type::primitive_type_builder(name, t).with_repetition(Repetition::OPTIONAL).build().unwrap());
+    let schema =
+        Type::group_type_builder("schema").with_fields(vec![field("t_host_ns", PhysicalType::INT64), field("force_n", PhysicalType::DOUBLE)]).build().unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = parquet::file::writer::SerializedFileWriter::new(file, Arc::new(schema), Default::default()).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut column = group.next_column().unwrap().unwrap();
+    column.typed::<Int64Type>().write_batch(&[4, 5, 6], Some(&[1, 1, 1]), None).unwrap();
+    column.close().unwrap();
+    let mut column = group.next_column().unwrap().unwrap();
+    column.typed::<DoubleType>().write_batch(&[0.4, 0.6], Some(&[1, 0, 1]), None).unwrap();
+    column.close().unwrap();
+    group.close().unwrap();
+    writer.close().unwrap();
 }
