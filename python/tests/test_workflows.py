@@ -145,7 +145,7 @@ def test_a_sessions_tables_as_dataframes_equal_the_export(run, stick_session, tm
 
 
 def test_stream_chunks_another_tool_wrote_are_read_and_a_null_is_named(stick_session, tmp_path):
-    """A chunk written by polars (zstd, nullable columns, several row
+    """A chunk written by polars (snappy or zstd, nullable columns, several row
     groups): rodlab's reader takes it as its own, and refuses a chunk with
     a null, naming the column, instead of reading a number."""
     copy = tmp_path / "stick"
@@ -153,10 +153,10 @@ def test_stream_chunks_another_tool_wrote_are_read_and_a_null_is_named(stick_ses
     ft = rodlab.Session(copy).stream("ft300")
     chunks = sorted((copy / "streams" / "ft300").glob("*.parquet"))
     first = chunks[0]
-    # The first chunk rewritten by polars, in row groups of 30 rows.
+    # The first chunk rewritten by polars, in row groups of 30 rows, snappy-compressed.
     head = pl.read_parquet(first)
     assert head.height >= 100
-    head.write_parquet(first, row_group_size=30)
+    head.write_parquet(first, row_group_size=30, compression="snappy")
     again = rodlab.Session(copy).stream("ft300")
     assert again.columns == ft.columns and again.height == ft.height
     assert np.array_equal(again["t_host_ns"].to_numpy(), ft["t_host_ns"].to_numpy())
