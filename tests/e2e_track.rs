@@ -243,23 +243,7 @@ fn a_camera_pair_is_calibrated_within_half_a_millimetre_as_opencv_python_does() 
     let o = rodlab(&["synth", "board", "--cameras", "2", "--distance-m", "0.6", "--spread-deg", "30", "--out", pair.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (out, corners) = (dir.path().join("cameras.toml"), dir.path().join("corners.csv"));
-    let left = format!("left={}", pair.join("left").display());
-    let right = format!("right={}", pair.join("right").display());
-    let o = rodlab(&[
-        "calibrate",
-        "--camera-images",
-        &left,
-        "--camera-images",
-        &right,
-        "--board",
-        "9x6",
-        "--square-m",
-        "0.016",
-        "--out",
-        out.to_str().unwrap(),
-        "--corners-out",
-        corners.to_str().unwrap(),
-    ]);
+    let o = calibrate_pair(&pair.join("left"), &pair.join("right"), &out, &["--corners-out", corners.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("camera left: board found in") && said.contains("the world is the board in view plane"), "{said}");
@@ -356,21 +340,7 @@ fn a_camera_set_without_shared_views_or_with_disagreeing_views_is_refused() {
     let o = rodlab(&["synth", "board", "--cameras", "2", "--out", pair.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = dir.path().join("cameras.toml");
-    let calibrate = |left: &std::path::Path, right: &std::path::Path| {
-        rodlab(&[
-            "calibrate",
-            "--camera-images",
-            &format!("left={}", left.display()),
-            "--camera-images",
-            &format!("right={}", right.display()),
-            "--board",
-            "9x6",
-            "--square-m",
-            "0.016",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-    };
+    let calibrate = |left: &std::path::Path, right: &std::path::Path| calibrate_pair(left, right, &out, &[]);
     // No shared view: the right camera's images renamed.
     let renamed = dir.path().join("renamed");
     std::fs::create_dir_all(&renamed).unwrap();
@@ -404,11 +374,20 @@ fn calibrated_pair(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pat
     let o = rodlab(&["synth", "board", "--cameras", "2", "--out", pair.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = dir.join("cameras.toml");
-    let (left, right) = (format!("left={}", pair.join("left").display()), format!("right={}", pair.join("right").display()));
-    let o =
-        rodlab(&["calibrate", "--camera-images", &left, "--camera-images", &right, "--board", "9x6", "--square-m", "0.016", "--out", out.to_str().unwrap()]);
+    let o = calibrate_pair(&pair.join("left"), &pair.join("right"), &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     (pair.join("true-cameras.toml"), out)
+}
+
+/// `rodlab calibrate` of a camera pair (the synthetic board, 9x6 inner
+/// corners of 16 mm) from its two image folders into `out`, with `extra`
+/// arguments.
+fn calibrate_pair(left: &std::path::Path, right: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let (left, right) = (format!("left={}", left.display()), format!("right={}", right.display()));
+    let mut args =
+        vec!["calibrate", "--camera-images", &left, "--camera-images", &right, "--board", "9x6", "--square-m", "0.016", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    rodlab(&args)
 }
 
 /// #46: the markers of a cable arm pulled by a cable out of the cameras'
