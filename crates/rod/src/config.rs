@@ -77,6 +77,26 @@ pub struct Cable {
     /// a sliding cable's tension changes by `exp(-+mu theta)` with the
     /// angle `theta` it turns through (the capstan law); 0: frictionless.
     pub friction_mu: f64,
+    /// What an intermediate guide disk takes of the cable's pull
+    /// (`guide_reaction`).
+    pub guide_reaction: GuideReaction,
+}
+
+/// What a guide disk the cable passes through takes of its pull.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GuideReaction {
+    /// The whole pull `T (u_after - u_before)`: a hole's rim, which a
+    /// frictionless cable presses along the bisector of its turn; the
+    /// gradient of tension x length (conservative).
+    #[default]
+    Full,
+    /// Only the pull's part in the disk's plane (a frictionless bore
+    /// pushes across its axis only), the part along the disk's normal
+    /// dropped, as the Continuum Robotics Lab's subsegment Cosserat model
+    /// does; not the gradient of an energy. The anchor disk takes the
+    /// whole pull either way.
+    DiskPlane,
 }
 
 impl Cable {
@@ -819,6 +839,9 @@ struct RawCable {
     /// Coulomb friction coefficient between the cable and its channel or guide disks (>= 0, default 0): while the cable slides, its tension falls (pulled in) or rises (let out) by exp(mu theta) with the angle theta it turns through along the channel or at each disk (the capstan law); inputs.csv's direction column or solve --direction says which way it slides.
     #[serde(default)]
     friction_mu: f64,
+    /// What each guide disk the cable passes through (not its anchor) takes of its pull: "full" (default; the whole pull, as a hole's rim takes it from a frictionless cable: the gradient of tension x length) or "disk_plane" (only the part in the disk's plane, the part along its normal dropped, as the Continuum Robotics Lab's subsegment Cosserat model of tendon robots does). Only with guides_m.
+    #[serde(default)]
+    guide_reaction: GuideReaction,
 }
 
 /// `path_radius_m`: a constant, or `[arc_m, radius_m]` pairs.
@@ -1103,6 +1126,9 @@ impl RawRod {
                 Some(_) => guides_m.push(anchor),
                 None => {}
             }
+            if c.guide_reaction != GuideReaction::Full && guides_m.is_empty() {
+                return Err(ConfigError::new(file, &format!("{field}.guide_reaction"), "is for a cable through guide disks: give guides_m"));
+            }
             if !(c.friction_mu.is_finite() && c.friction_mu >= 0.0) {
                 return Err(ConfigError::new(file, &format!("{field}.friction_mu"), format!("must be >= 0, got {}", c.friction_mu)));
             }
@@ -1114,6 +1140,7 @@ impl RawRod {
                 path_radius,
                 guides_m,
                 friction_mu: c.friction_mu,
+                guide_reaction: c.guide_reaction,
             };
             if cable.path_radius.is_none() {
                 for x in [0.0, anchor] {
@@ -1318,6 +1345,21 @@ rho_kg_m3 = 2000
             let e = err(&cable(path));
             assert!(e.contains("bad.toml") && e.contains(want), "{path}: {e}");
         }
+    }
+
+    /// What guide disks take of a cable's pull: the whole by default, the
+    /// disk plane's part when asked, and only for a cable through disks.
+    #[test]
+    fn guide_reaction_is_read_and_needs_guide_disks() {
+        let cable = |extra: &str| format!("{GOOD}\n[[cable]]\nangle_deg = 90\ninset_m = 0.001\n{extra}\n");
+        let rod = Rod::from_toml_str(&cable("guides_m = [0.05, 0.1]"), "good.toml").unwrap();
+        assert_eq!(rod.cables[0].guide_reaction, GuideReaction::Full);
+        let rod = Rod::from_toml_str(&cable("guides_m = [0.05, 0.1]\nguide_reaction = \"disk_plane\""), "good.toml").unwrap();
+        assert_eq!(rod.cables[0].guide_reaction, GuideReaction::DiskPlane);
+        let e = err(&cable("guide_reaction = \"disk_plane\""));
+        assert!(e.contains("bad.toml") && e.contains("cable[0].guide_reaction: is for a cable through guide disks"), "{e}");
+        let e = err(&cable("guides_m = [0.05]\nguide_reaction = \"tilted\""));
+        assert!(e.contains("bad.toml") && e.contains("expected `full` or `disk_plane`"), "{e}");
     }
 
     /// Marker clusters: several markers on one section, in any order; one

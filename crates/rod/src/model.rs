@@ -45,6 +45,9 @@ pub struct CableSpan {
 pub struct CableHole {
     pub joint: usize,
     pub offset_m: Vec3,
+    /// The disk takes only the pull's part in its plane (the cable's
+    /// `guide_reaction`; never at the base or the anchor).
+    pub disk_plane: bool,
 }
 
 /// Discretised rod: grid, strain basis, stiffness and lumped masses.
@@ -245,9 +248,15 @@ impl Model {
                     return vec![];
                 }
                 let dir = Vec3::new(0.0, c.angle_rad.cos(), c.angle_rad.sin());
+                let n_holes = c.guides_m.len() + 1;
                 std::iter::once(0.0)
                     .chain(c.guides_m.iter().copied())
-                    .map(|x| CableHole { joint: nearest(x), offset_m: dir * c.distance_m(&rod.cross_section, x, l).0 })
+                    .enumerate()
+                    .map(|(i, x)| CableHole {
+                        joint: nearest(x),
+                        offset_m: dir * c.distance_m(&rod.cross_section, x, l).0,
+                        disk_plane: c.guide_reaction == crate::GuideReaction::DiskPlane && i > 0 && i + 1 < n_holes,
+                    })
                     .collect()
             })
             .collect();

@@ -840,7 +840,9 @@ impl Term for Cables<'_> {
     }
 
     fn energy(&self, s: &State) -> Option<f64> {
-        let rubs = s.model.rod.cables.iter().zip(self.tensions_n).any(|(c, t)| c.friction_mu > 0.0 && *t != 0.0);
+        // Friction, or disks that drop part of the pull: no potential.
+        let rubs =
+            s.model.rod.cables.iter().zip(self.tensions_n).any(|(c, t)| (c.friction_mu > 0.0 || c.guide_reaction != crate::GuideReaction::Full) && *t != 0.0);
         (!rubs).then(|| cable_lengths_m(s.model, s.q).iter().zip(self.tensions_n).map(|(l, t)| l * t * self.scale).sum())
     }
 
@@ -955,7 +957,9 @@ fn cable_along_path(s: &State, sink: &mut Sink, spans: &[Option<crate::model::Ca
 /// the holes, through their point Jacobians. Rubbing (`signed_mu`, the
 /// capstan law at each disk), piece `i` carries the [`Capstan`] tension at
 /// `sum_(j <= i) theta_j`, `theta_j` the cable's turn at disk `j`, and the
-/// tangent adds `dl_i/dq dT_i/dq^T`.
+/// tangent adds `dl_i/dq dT_i/dq^T`. A disk that takes only the pull's
+/// part in its plane ([`CableHole::disk_plane`]) gets `(I - n n^T) F_i`,
+/// `n` its normal, and the tangent the change of that projection.
 fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Capstan) {
     let holes = hole_positions(s.frames, guides);
     let pieces = pieces_between(&holes);
@@ -969,10 +973,21 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
             capstan.at(turned)
         })
         .unzip();
-    for (i, (h, p)) in guides.iter().zip(&holes).enumerate() {
-        let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0 * tensions[i]);
-        let towards_base = if i > 0 { pieces[i - 1].0 * tensions[i - 1] } else { Vec3::zeros() };
-        sink.point_force(Attach::Joint(h.joint), p, &(towards_tip - towards_base), &Vec3::zeros(), None);
+    let pulls: Vec<Vec3> = (0..holes.len())
+        .map(|i| {
+            let towards_tip = pieces.get(i).map_or(Vec3::zeros(), |q| q.0 * tensions[i]);
+            let towards_base = if i > 0 { pieces[i - 1].0 * tensions[i - 1] } else { Vec3::zeros() };
+            towards_tip - towards_base
+        })
+        .collect();
+    for ((h, p), pull) in guides.iter().zip(&holes).zip(&pulls) {
+        let f = if h.disk_plane {
+            let n = disk_normal(s.frames, h);
+            pull - n * n.dot(pull)
+        } else {
+            *pull
+        };
+        sink.point_force(Attach::Joint(h.joint), p, &f, &Vec3::zeros(), None);
     }
     let (Some(kin), true) = (s.kinematics, sink.wants_tangent()) else { return };
     let jacobians: Vec<nalgebra::Matrix3xX<f64>> =
@@ -981,12 +996,16 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
     let differences: Vec<nalgebra::Matrix3xX<f64>> = (0..pieces.len()).map(|i| &jacobians[i + 1] - &jacobians[i]).collect();
     let projectors: Vec<Mat3> = pieces.iter().map(|(u, len)| (Matrix3::identity() - u * u.transpose()) / *len).collect();
     let n = s.model.n_dof();
+    let any_disk_plane = guides.iter().any(|h| h.disk_plane);
     let tangent = sink.tangent_mut().expect("wants a tangent");
     let mut turned_grad = DVector::zeros(n);
+    // dT_i/dq per piece, for the disks that project the pull (rubbing only).
+    let mut tension_grads: Vec<Option<DVector<f64>>> = vec![];
     for (i, (u, _)) in pieces.iter().enumerate() {
         let d = &differences[i];
         *tangent += d.transpose() * (projectors[i] * d) * tensions[i];
         if capstan.signed_mu == 0.0 {
+            tension_grads.push(None);
             continue;
         }
         if i > 0 {
@@ -996,6 +1015,58 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
         }
         let length_grad = d.transpose() * u;
         tangent.ger(tension_rates[i], &length_grad, &turned_grad, 1.0);
+        tension_grads.push(any_disk_plane.then(|| &turned_grad * tension_rates[i]));
+    }
+    if any_disk_plane {
+        let guided = GuidedPieces { pieces: &pieces, tensions: &tensions, tension_grads: &tension_grads, differences: &differences, projectors: &projectors };
+        disk_plane_tangent(tangent, s.frames, kin, guides, &jacobians, &pulls, &guided);
+    }
+}
+
+/// A guided cable's pieces between holes and what the tangent needs of
+/// them: unit directions and lengths, tensions and their gradients (when
+/// rubbing), `D_i = J_(i+1) - J_i` and `(I - u u^T) / len`.
+struct GuidedPieces<'a> {
+    pieces: &'a [(Vec3, f64)],
+    tensions: &'a [f64],
+    tension_grads: &'a [Option<DVector<f64>>],
+    differences: &'a [nalgebra::Matrix3xX<f64>],
+    projectors: &'a [Mat3],
+}
+
+/// A guide disk's normal in the world: its joint frame's axis (x).
+fn disk_normal(frames: &Frames, h: &CableHole) -> Vec3 {
+    frames.joints[h.joint].rot * Vec3::x()
+}
+
+/// The tangent's change where a disk takes only the part of the pull
+/// `F_i` in its plane: the dropped force `C = -n (n . F)` at the hole
+/// adds `-J_i^T dC/dq = J_i^T n (n^T dF/dq) + J_i^T ((n . F) I + n F^T)
+/// dn/dq`, with `dn/dq = -n~ J_omega` (the disk turns with its joint).
+fn disk_plane_tangent(
+    tangent: &mut DMatrix<f64>,
+    frames: &Frames,
+    kin: &crate::Kinematics,
+    guides: &[CableHole],
+    jacobians: &[nalgebra::Matrix3xX<f64>],
+    pulls: &[Vec3],
+    g: &GuidedPieces,
+) {
+    for (i, h) in guides.iter().enumerate().filter(|(_, h)| h.disk_plane) {
+        let nrm = disk_normal(frames, h);
+        // n^T dF_i/dq, F_i = T_i u_i - T_(i-1) u_(i-1).
+        let mut normal_rate = g.differences[i].transpose() * (g.projectors[i] * nrm) * g.tensions[i];
+        normal_rate -= g.differences[i - 1].transpose() * (g.projectors[i - 1] * nrm) * g.tensions[i - 1];
+        if let (Some(after), Some(before)) = (&g.tension_grads[i], &g.tension_grads[i - 1]) {
+            normal_rate.axpy(nrm.dot(&g.pieces[i].0), after, 1.0);
+            normal_rate.axpy(-nrm.dot(&g.pieces[i - 1].0), before, 1.0);
+        }
+        let jt_n = jacobians[i].transpose() * nrm;
+        tangent.ger(1.0, &jt_n, &normal_rate, 1.0);
+        let f = pulls[i];
+        let m = Matrix3::identity() * nrm.dot(&f) + nrm * f.transpose();
+        let jw = kin.spatial_jacobian[h.joint].fixed_rows::<3>(0);
+        *tangent -= jacobians[i].transpose() * (m * skew(&nrm) * jw);
     }
 }
 

@@ -24,8 +24,26 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![
-        Cable { name: "a".into(), angle_rad: 0.3, inset_m: 0.001, anchor_m: 0.2, path_radius: None, guides_m: vec![], friction_mu: 0.0 },
-        Cable { name: "b".into(), angle_rad: 2.0, inset_m: 0.0, anchor_m: 0.13, path_radius: None, guides_m: vec![], friction_mu: 0.0 },
+        Cable {
+            name: "a".into(),
+            angle_rad: 0.3,
+            inset_m: 0.001,
+            anchor_m: 0.2,
+            path_radius: None,
+            guides_m: vec![],
+            friction_mu: 0.0,
+            guide_reaction: Default::default(),
+        },
+        Cable {
+            name: "b".into(),
+            angle_rad: 2.0,
+            inset_m: 0.0,
+            anchor_m: 0.13,
+            path_radius: None,
+            guides_m: vec![],
+            friction_mu: 0.0,
+            guide_reaction: Default::default(),
+        },
         // A channel whose radius changes along the arc, not with the section.
         Cable {
             name: "channel".into(),
@@ -35,9 +53,19 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
             path_radius: Some(rod::PathRadius { points: vec![(0.0, 0.006), (0.1, 0.004), (0.2, 0.0045)] }),
             guides_m: vec![],
             friction_mu: 0.0,
+            guide_reaction: Default::default(),
         },
         // Through three disks (the anchor the last), straight between them.
-        Cable { name: "guided".into(), angle_rad: 5.2, inset_m: 0.0005, anchor_m: 0.16, path_radius: None, guides_m: vec![0.05, 0.1, 0.16], friction_mu: 0.0 },
+        Cable {
+            name: "guided".into(),
+            angle_rad: 5.2,
+            inset_m: 0.0005,
+            anchor_m: 0.16,
+            path_radius: None,
+            guides_m: vec![0.05, 0.1, 0.16],
+            friction_mu: 0.0,
+            guide_reaction: Default::default(),
+        },
     ];
     rod
 }
@@ -228,6 +256,32 @@ fn a_nearby_tangent_starts_the_next_solve() {
         let difference = (&warm.q - &plain.q).amax() / plain.q.amax();
         assert!(difference < 1e-9, "case {i}: {difference:.2e}");
         assert!(warm.tangents < plain.tangents, "case {i}: {} tangents against {}", warm.tangents, plain.tangents);
+    }
+}
+
+/// A cable whose guide disks take only the part of its pull in their
+/// planes (`guide_reaction = "disk_plane"`, the Continuum Robotics Lab's
+/// convention): the disks' normals turn with the rod, so the tangent (not
+/// symmetric) gains their rotation; frictionless and rubbing, pulled in
+/// and let out after a reversal.
+#[test]
+fn a_cable_whose_disks_take_their_planes_part_has_the_jacobian_of_its_residual() {
+    use rod::statics::CableSlide::{LetOut, PulledIn};
+    for (mu, slide, reversal_n) in [(0.0, PulledIn, vec![]), (0.25, PulledIn, vec![]), (0.25, LetOut, vec![None, None, None, Some(0.39)])] {
+        let mut rod = busy_rod(StrainModes::COSSERAT);
+        rod.cables[3].guide_reaction = rod::GuideReaction::DiskPlane;
+        rod.cables[3].friction_mu = mu;
+        let l = Loads { cable_tensions_n: vec![0.0, 0.0, 0.0, 0.8], cable_slide: vec![slide; 4], cable_reversal_n: reversal_n, ..loads(true) };
+        let model = Model::new(&rod, &l.points_m());
+        assert!(model.cable_guides[3].iter().filter(|h| h.disk_plane).count() == 2, "the two disks before the anchor");
+        for (seed, scale) in [(31, 1.0), (32, 0.3)] {
+            let q = random_q(&model, seed, scale);
+            let h = assemble(&model, &l, &q, 1.0, true).unwrap().tangent.unwrap();
+            let worst = (&h - tangent_by_differences(&model, &l, &q)).amax();
+            println!("mu {mu}, {slide:?}, seed {seed}: tangent against differences {worst:.2e} of {:.2e}", h.amax());
+            assert!(worst <= 1e-6 * h.amax(), "mu {mu} {slide:?} seed {seed}: {worst} of {}", h.amax());
+            assert!((&h - h.transpose()).amax() > 1e-6 * h.amax(), "dropping part of the pull makes the tangent unsymmetric");
+        }
     }
 }
 
