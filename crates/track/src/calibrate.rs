@@ -88,6 +88,19 @@ pub fn find_corners(grey: &Mat, board: &BoardSpec) -> Result<Option<Vector<Point
     Ok(Some(corners))
 }
 
+/// Whether OpenCV's sector-based detector (findChessboardCornersSB) sees
+/// a board of this size: 0.15-0.3 s on a 1280x720 image, found or not.
+/// The classic detector, whose corners (with cornerSubPix) calibrate, takes
+/// milliseconds where the size is right but 40-48 s on an image showing a
+/// larger board than the one asked for (OpenCV 4.6 grouping its extra
+/// squares), so a wrong `--board` cost minutes per image before its error.
+/// Once one image of a set confirms the size, the rest go to the classic
+/// detector directly.
+fn board_seen(grey: &Mat, board: &BoardSpec) -> Result<bool, TrackError> {
+    let mut corners: Vector<Point2f> = Vector::new();
+    Ok(calib3d::find_chessboard_corners_sb(grey, Size::new(board.cols as i32, board.rows as i32), &mut corners, calib3d::CALIB_CB_NORMALIZE_IMAGE)?)
+}
+
 /// Board corners found in a set of images of one size.
 pub struct BoardViews {
     pub size: Size,
@@ -103,6 +116,10 @@ impl BoardViews {
         }
         let mut size: Option<Size> = None;
         let mut views = vec![];
+        // Until one image confirms the board's size, images wait (index,
+        // pixels) for the corner search: see [`board_seen`].
+        let mut confirmed = false;
+        let mut waiting: Vec<(usize, Mat)> = vec![];
         for path in images {
             let grey = read_grey(path)?;
             let s = grey.size()?;
@@ -110,7 +127,16 @@ impl BoardViews {
                 return Err(TrackError::Input(format!("{}: {}x{} px, but earlier images are {}x{}", path.display(), s.width, s.height, z.width, z.height)));
             }
             size = Some(s);
+            if !confirmed && !board_seen(&grey, board)? {
+                waiting.push((views.len(), grey));
+                views.push((path.clone(), None));
+                continue;
+            }
+            confirmed = true;
             views.push((path.clone(), find_corners(&grey, board)?));
+            for (i, grey) in waiting.drain(..) {
+                views[i].1 = find_corners(&grey, board)?;
+            }
         }
         Ok(BoardViews { size: size.expect("at least one image"), views })
     }
