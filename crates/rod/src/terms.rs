@@ -408,9 +408,13 @@ fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMat
 }
 
 /// Up to this many coordinates `sum_j J_j^T T_j J_j` is one dense product
-/// (fewer operations than the pass at this size, and a tuned kernel): Table
-/// II's solve 44 us against 47 us; beyond, the backward pass.
-const STACKED_MAX_DOF: usize = 128;
+/// (fewer operations than the pass at this size, and a tuned kernel); beyond,
+/// the backward pass. Static solves of a uniform rod under its weight, the
+/// two side by side (release, best of 11 rounds): within noise of each
+/// other from 24 to 48 coordinates (44 / 47 us at 24, 77 / 79 at 36), the
+/// pass 1.3x faster at 54 and 1.8x at 102 (the product grows as n^2 per
+/// joint; it was used up to 128).
+const STACKED_MAX_DOF: usize = 48;
 
 /// `sum_j J_j^T T_j J_j` as one product: the rows of each joint's Jacobian
 /// that T uses (3, the moment rows, for dead forces; else 6) stacked into
