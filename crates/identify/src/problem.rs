@@ -1368,27 +1368,9 @@ mod tests {
             hole: None,
             core: Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0))),
         };
-        rod.cables.push(rod::Cable {
-            name: "c".into(),
-            angle_rad: 0.7,
-            inset_m: 0.001,
-            anchor_m: 0.15,
-            path_radius: None,
-            guides_m: vec![],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        });
+        rod.cables.push(rod::Cable { inset_m: 0.001, ..rod::Cable::new("c", 0.7, 0.15) });
         // A cable through guide disks: its holes move as the spans do.
-        rod.cables.push(rod::Cable {
-            name: "g".into(),
-            angle_rad: 2.1,
-            inset_m: 0.0,
-            anchor_m: 0.2,
-            path_radius: None,
-            guides_m: vec![0.05, 0.1, 0.2],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        });
+        rod.cables.push(rod::Cable { guides_m: vec![0.05, 0.1, 0.2], ..rod::Cable::new("g", 2.1, 0.2) });
         let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0, ray: None };
         let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
         let layout = Layout {

@@ -16,16 +16,7 @@ fn rod_with(n_markers: usize, sections: usize, modes: rod::StrainModes, alternat
     let mut rod = Rod::uniform_cylinder(0.25, 0.007, Material::from_poisson(2.56e5, 0.45, 1.41e3), sections).with_modes(modes);
     rod.cross_section = rod::CrossSection::round(rod::Profile::Linear { base_m: 0.0085, tip_m: 0.005 }, rod.cross_section.body);
     rod.subsegments_per_section = 6;
-    rod.cables = vec![Cable {
-        name: "c".into(),
-        angle_rad: 1.2,
-        inset_m: 0.001,
-        anchor_m: 0.25,
-        path_radius: None,
-        guides_m: vec![],
-        friction_mu: 0.0,
-        guide_reaction: Default::default(),
-    }];
+    rod.cables = vec![Cable { inset_m: 0.001, ..Cable::new("c", 1.2, 0.25) }];
     rod.markers = (1..=n_markers)
         .map(|i| {
             let offset = if !alternate_offsets {

@@ -100,6 +100,23 @@ pub enum GuideReaction {
 }
 
 impl Cable {
+    /// A frictionless cable on the surface (no inset, no channel, no guide
+    /// disks) at `angle_rad` around the axis, anchored at `anchor_m`; the
+    /// other fields by struct update: `Cable { friction_mu: 0.2,
+    /// ..Cable::new("c", 0.0, 0.2) }`.
+    pub fn new(name: impl Into<String>, angle_rad: f64, anchor_m: f64) -> Cable {
+        Cable {
+            name: name.into(),
+            angle_rad,
+            inset_m: 0.0,
+            anchor_m,
+            path_radius: None,
+            guides_m: vec![],
+            friction_mu: 0.0,
+            guide_reaction: GuideReaction::Full,
+        }
+    }
+
     /// The cable's distance from the centre line at arc length `x_m` and
     /// its rate along the arc \[m\], \[m/m\], on a rod of section `cs`
     /// and length `length_m`.

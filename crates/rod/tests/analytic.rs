@@ -95,16 +95,7 @@ fn cable_at_constant_offset_bends_into_arc() {
     let mut rod = Rod::uniform_cylinder(0.3, r, Material { e_pa: e, g_pa: g, rho_kg_m3: 1000.0 }, 2);
     rod.gravity_m_s2 = Vec3::zeros();
     for (angle_deg, tension) in [(0.0, 0.5), (90.0, 1.0), (225.0, 2.0)] {
-        rod.cables = vec![Cable {
-            name: "c".into(),
-            angle_rad: f64::to_radians(angle_deg),
-            inset_m: inset,
-            anchor_m: 0.3,
-            path_radius: None,
-            guides_m: vec![],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        }];
+        rod.cables = vec![Cable { inset_m: inset, ..Cable::new("c", f64::to_radians(angle_deg), 0.3) }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -167,16 +158,7 @@ fn a_straight_channel_in_a_tapered_rod_bends_it_by_its_own_moment_arm() {
             .sum::<f64>()
     };
     // A cable at -z (angle 270 deg) bends the tip towards -z.
-    let cable = |path: Option<rod::PathRadius>, inset_m: f64| Cable {
-        name: "c".into(),
-        angle_rad: 1.5 * PI,
-        inset_m,
-        anchor_m: l,
-        path_radius: path,
-        guides_m: vec![],
-        friction_mu: 0.0,
-        guide_reaction: Default::default(),
-    };
+    let cable = |path: Option<rod::PathRadius>, inset_m: f64| Cable { inset_m, path_radius: path, ..Cable::new("c", 1.5 * PI, l) };
     rod.cables = vec![cable(Some(rod::PathRadius { points: vec![(0.0, d_channel)] }), 0.0)];
     let (channel, _, _) = tip_angle(&rod);
     let channel_exact = quadrature(&|_| d_channel);
@@ -212,16 +194,7 @@ fn a_cable_through_closer_and_closer_disks_becomes_the_continuous_channel() {
     rod.gravity_m_s2 = Vec3::zeros();
     let tip = |guides_m: Vec<f64>| {
         let mut rod = rod.clone();
-        rod.cables = vec![Cable {
-            name: "c".into(),
-            angle_rad: 0.5 * PI,
-            inset_m: inset,
-            anchor_m: l,
-            path_radius: None,
-            guides_m,
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        }];
+        rod.cables = vec![Cable { inset_m: inset, guides_m, ..Cable::new("c", 0.5 * PI, l) }];
         let loads = Loads::none().with_tensions(&[tension]);
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -282,14 +255,9 @@ fn a_tendon_robot_through_guide_disks_puts_its_disks_where_the_continuum_robotic
         .map(|k| {
             let end = if k < 3 { 10 } else { 20 };
             Cable {
-                name: format!("t{}", k + 1),
-                angle_rad: f64::to_radians([90.0, -30.0, 210.0][k % 3]),
-                inset_m: 0.0,
-                anchor_m: spacing_m * end as f64,
                 path_radius: Some(channel.clone()),
                 guides_m: (1..=end).map(|d| spacing_m * d as f64).collect(),
-                friction_mu: 0.0,
-                guide_reaction: Default::default(),
+                ..Cable::new(format!("t{}", k + 1), f64::to_radians([90.0, -30.0, 210.0][k % 3]), spacing_m * end as f64)
             }
         })
         .collect();
@@ -377,16 +345,7 @@ fn a_cable_rubbing_in_a_curved_channel_follows_the_capstan_law() {
     let shape = |mu: f64, slide: CableSlide| {
         let mut rod = rod.clone();
         let channel = rod::PathRadius { points: vec![(0.0, d)] };
-        rod.cables = vec![Cable {
-            name: "c".into(),
-            angle_rad: 1.5 * PI,
-            inset_m: 0.0,
-            anchor_m: l,
-            path_radius: Some(channel),
-            guides_m: vec![],
-            friction_mu: mu,
-            guide_reaction: Default::default(),
-        }];
+        rod.cables = vec![Cable { path_radius: Some(channel), friction_mu: mu, ..Cable::new("c", 1.5 * PI, l) }];
         let loads = Loads { cable_slide: vec![slide], ..Loads::none().with_tensions(&[t0]) };
         let model = model_for(&rod, &loads);
         let sol = solve(&model, &loads, None, &NewtonOptions::default()).unwrap();
@@ -438,16 +397,7 @@ fn a_cable_let_out_after_a_pull_slides_only_near_the_base() {
     for (slide, t_n, reversal_n, sign) in [(CableSlide::LetOut, 0.8, 1.0, 1.0), (CableSlide::PulledIn, 0.7, 0.6, -1.0), (CableSlide::LetOut, 0.3, 1.0, 1.0)] {
         let mut rod = rod.clone();
         let channel = rod::PathRadius { points: vec![(0.0, d)] };
-        rod.cables = vec![Cable {
-            name: "c".into(),
-            angle_rad: 1.5 * PI,
-            inset_m: 0.0,
-            anchor_m: l,
-            path_radius: Some(channel),
-            guides_m: vec![],
-            friction_mu: mu,
-            guide_reaction: Default::default(),
-        }];
+        rod.cables = vec![Cable { path_radius: Some(channel), friction_mu: mu, ..Cable::new("c", 1.5 * PI, l) }];
         let loads = Loads { cable_slide: vec![slide], cable_reversal_n: vec![Some(reversal_n)], ..Loads::none().with_tensions(&[t_n]) };
         let model = model_for(&rod, &loads);
         let q = solve(&model, &loads, None, &NewtonOptions::default()).unwrap().q;
@@ -503,16 +453,7 @@ fn a_cable_rubbing_at_guide_disks_loses_a_capstan_factor_at_each() {
     let disks: Vec<f64> = (1..=8).map(|k| l * k as f64 / 8.0).collect();
     for (slide, sign, mu) in [(CableSlide::PulledIn, -1.0, 0.0), (CableSlide::PulledIn, -1.0, mu), (CableSlide::LetOut, 1.0, mu)] {
         let channel = rod::PathRadius { points: vec![(0.0, d)] };
-        rod.cables = vec![Cable {
-            name: "c".into(),
-            angle_rad: 1.5 * PI,
-            inset_m: 0.0,
-            anchor_m: l,
-            path_radius: Some(channel),
-            guides_m: disks.clone(),
-            friction_mu: mu,
-            guide_reaction: Default::default(),
-        }];
+        rod.cables = vec![Cable { path_radius: Some(channel), guides_m: disks.clone(), friction_mu: mu, ..Cable::new("c", 1.5 * PI, l) }];
         let loads = Loads { cable_slide: vec![slide], ..Loads::none().with_tensions(&[t0]) };
         let model = model_for(&rod, &loads);
         let q = solve(&model, &loads, None, &NewtonOptions::default()).unwrap().q;

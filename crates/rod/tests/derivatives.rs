@@ -24,48 +24,12 @@ fn busy_rod_basis(modes: StrainModes, basis: rod::StrainBasis) -> Rod {
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
     rod.cables = vec![
-        Cable {
-            name: "a".into(),
-            angle_rad: 0.3,
-            inset_m: 0.001,
-            anchor_m: 0.2,
-            path_radius: None,
-            guides_m: vec![],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        },
-        Cable {
-            name: "b".into(),
-            angle_rad: 2.0,
-            inset_m: 0.0,
-            anchor_m: 0.13,
-            path_radius: None,
-            guides_m: vec![],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        },
+        Cable { inset_m: 0.001, ..Cable::new("a", 0.3, 0.2) },
+        Cable::new("b", 2.0, 0.13),
         // A channel whose radius changes along the arc, not with the section.
-        Cable {
-            name: "channel".into(),
-            angle_rad: 4.0,
-            inset_m: 0.0,
-            anchor_m: 0.18,
-            path_radius: Some(rod::PathRadius { points: vec![(0.0, 0.006), (0.1, 0.004), (0.2, 0.0045)] }),
-            guides_m: vec![],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        },
+        Cable { path_radius: Some(rod::PathRadius { points: vec![(0.0, 0.006), (0.1, 0.004), (0.2, 0.0045)] }), ..Cable::new("channel", 4.0, 0.18) },
         // Through three disks (the anchor the last), straight between them.
-        Cable {
-            name: "guided".into(),
-            angle_rad: 5.2,
-            inset_m: 0.0005,
-            anchor_m: 0.16,
-            path_radius: None,
-            guides_m: vec![0.05, 0.1, 0.16],
-            friction_mu: 0.0,
-            guide_reaction: Default::default(),
-        },
+        Cable { inset_m: 0.0005, guides_m: vec![0.05, 0.1, 0.16], ..Cable::new("guided", 5.2, 0.16) },
     ];
     rod
 }

@@ -17,16 +17,7 @@ fn rod() -> Rod {
     rod.cross_section = rod::CrossSection::round(Profile::Linear { base_m: 0.01, tip_m: 0.005 }, rod.cross_section.body);
     rod.rest_curvature_per_m = Vec3::new(0.3, -0.5, 1.0);
     rod.base = lie::Pose::from_rpy(0.1, -0.2, 0.3, Vec3::new(0.01, 0.02, 0.03));
-    rod.cables = vec![Cable {
-        name: "a".into(),
-        angle_rad: 0.3,
-        inset_m: 0.001,
-        anchor_m: 0.2,
-        path_radius: None,
-        guides_m: vec![],
-        friction_mu: 0.0,
-        guide_reaction: Default::default(),
-    }];
+    rod.cables = vec![Cable { inset_m: 0.001, ..Cable::new("a", 0.3, 0.2) }];
     rod
 }
 
