@@ -116,10 +116,12 @@ impl BoardViews {
         }
         let mut size: Option<Size> = None;
         let mut views = vec![];
-        // Until one image confirms the board's size, images wait (index,
-        // pixels) for the corner search: see [`board_seen`].
+        // Until one image confirms the board's size, images wait (their
+        // index; read again once confirmed, so a set of images that never
+        // confirm it is not held in memory) for the corner search: see
+        // [`board_seen`].
         let mut confirmed = false;
-        let mut waiting: Vec<(usize, Mat)> = vec![];
+        let mut waiting: Vec<usize> = vec![];
         for path in images {
             let grey = read_grey(path)?;
             let s = grey.size()?;
@@ -128,14 +130,14 @@ impl BoardViews {
             }
             size = Some(s);
             if !confirmed && !board_seen(&grey, board)? {
-                waiting.push((views.len(), grey));
+                waiting.push(views.len());
                 views.push((path.clone(), None));
                 continue;
             }
             confirmed = true;
             views.push((path.clone(), find_corners(&grey, board)?));
-            for (i, grey) in waiting.drain(..) {
-                views[i].1 = find_corners(&grey, board)?;
+            for i in waiting.drain(..) {
+                views[i].1 = find_corners(&read_grey(&views[i].0)?, board)?;
             }
         }
         Ok(BoardViews { size: size.expect("at least one image"), views })
