@@ -155,9 +155,11 @@ pub fn coad_bar(w: &Vec6) -> Mat6 {
 fn so3_coeffs(theta: f64) -> (f64, f64, f64) {
     if theta < 0.1 {
         let t = theta * theta;
-        let a = 1.0 - t / 6.0 * (1.0 - t / 20.0 * (1.0 - t / 42.0 * (1.0 - t / 72.0)));
-        let b = 0.5 * (1.0 - t / 12.0 * (1.0 - t / 30.0 * (1.0 - t / 56.0 * (1.0 - t / 90.0))));
-        let c = (1.0 - t / 20.0 * (1.0 - t / 42.0 * (1.0 - t / 72.0 * (1.0 - t / 110.0)))) / 6.0;
+        // Reciprocals, not divisions: the series is in every exponential.
+        let r = |d: f64| t * (1.0 / d);
+        let a = 1.0 - r(6.0) * (1.0 - r(20.0) * (1.0 - r(42.0) * (1.0 - r(72.0))));
+        let b = 0.5 * (1.0 - r(12.0) * (1.0 - r(30.0) * (1.0 - r(56.0) * (1.0 - r(90.0)))));
+        let c = (1.0 - r(20.0) * (1.0 - r(42.0) * (1.0 - r(72.0) * (1.0 - r(110.0))))) * (1.0 / 6.0);
         (a, b, c)
     } else {
         let (s, co) = theta.sin_cos();
@@ -200,13 +202,20 @@ impl FramePose {
 pub fn exp(psi: &Vec6) -> Pose {
     let k = angular(psi);
     let q = linear(psi);
-    let theta = k.norm();
-    let (a, b, c) = so3_coeffs(theta);
-    let kx = skew(&k);
-    let kx2 = kx * kx;
-    let rot = Mat3::identity() + a * kx + b * kx2;
-    let v = Mat3::identity() + b * kx + c * kx2;
-    Pose { rot, pos: v * q }
+    let t = k.norm_squared();
+    let (a, b, c) = so3_coeffs(t.sqrt());
+    // R = I + a K~ + b K~^2 and p = (I + b K~ + c K~^2) q, with
+    // K~^2 = k k^T - t I: no 3x3 products.
+    let (ak, bkk) = (k * a, k * k.transpose() * b);
+    let diagonal = 1.0 - b * t;
+    #[rustfmt::skip]
+    let rot = Mat3::new(
+        diagonal + bkk[(0, 0)], bkk[(0, 1)] - ak.z, bkk[(0, 2)] + ak.y,
+        bkk[(1, 0)] + ak.z, diagonal + bkk[(1, 1)], bkk[(1, 2)] - ak.x,
+        bkk[(2, 0)] - ak.y, bkk[(2, 1)] + ak.x, diagonal + bkk[(2, 2)],
+    );
+    let kq = k.cross(&q);
+    Pose { rot, pos: q + kq * b + k.cross(&kq) * c }
 }
 
 /// Rotation vector of a rotation (angle in \[0, pi\]): accurate for small
@@ -381,17 +390,17 @@ pub fn dexp_coeffs<S: Real>(t: S) -> [S; 4] {
 /// corresponding sums of the mixed products.
 pub fn dexp(psi: &Vec6) -> Mat6 {
     let k = angular(psi);
-    let [a1, a2, a3, a4] = dexp_coeffs(k.norm_squared());
+    let t = k.norm_squared();
+    let [a1, a2, a3, a4] = dexp_coeffs(t);
     let kx = skew(&k);
     let qx = skew(&linear(psi));
     let k2 = kx * kx;
     let kq = kx * qx;
     let qk = qx * kx;
     let kqk = kq * kx;
-    let k2q = kx * kq;
-    let qk2 = qk * kx;
-    let d = Mat3::identity() + kx * a1 + k2 * a2 + k2 * kx * a3 + k2 * k2 * a4;
-    let c = qx * a1 + (kq + qk) * a2 + (k2q + kqk + qk2) * a3 + (kx * k2q + kx * kqk + kqk * kx + qk2 * kx) * a4;
+    // K~^3 = -t K~ folds the fourth powers into lower ones.
+    let d = Mat3::identity() + kx * (a1 - t * a3) + k2 * (a2 - t * a4);
+    let c = qx * a1 + (kq + qk) * (a2 - t * a4) + (kx * kq + kqk + qk * kx) * a3 + (kx * kqk + kqk * kx) * a4;
     let mut m = Mat6::zeros();
     m.fixed_view_mut::<3, 3>(0, 0).copy_from(&d);
     m.fixed_view_mut::<3, 3>(3, 3).copy_from(&d);
@@ -497,14 +506,14 @@ pub fn dexp_transpose_jacobian(psi: &Vec6, w: &Vec6) -> Mat6 {
     for c in 0..3 {
         z.set_column(c, &(dv * (2.0 * k[c])));
     }
-    // Horner: C_0 + A^T (C_1 + A^T (C_2 + A^T C_3)), A^T applied by columns.
-    let b: [Mat6; 4] = std::array::from_fn(|m| coad_bar(&v[m]));
+    // Horner: C_0 + A^T (C_1 + A^T (C_2 + A^T C_3)), A^T applied by
+    // columns; B is linear, so C_j = B(sum_m a_{m+1+j} v_m).
     let c_j = |j: usize| -> Mat6 {
-        let mut acc = Mat6::zeros();
+        let mut u = Vec6::zeros();
         for m in 0..=(3 - j) {
-            acc += b[m] * a[m + 1 + j];
+            u.axpy(a[m + 1 + j], &v[m], 1.0);
         }
-        acc
+        coad_bar(&u)
     };
     let mut h = c_j(3);
     for j in (0..3).rev() {

@@ -344,8 +344,9 @@ impl Model {
         let s = &self.segments[k];
         let [dl, dr] = s.dof;
         let mut xi = s.rest_strain;
-        for (j, &c) in self.free.iter().enumerate() {
-            xi[c] += s.w_left * q[dl + j] + s.w_right * q[dr + j];
+        let (left, right) = (&q.as_slice()[dl..dl + self.free.len()], &q.as_slice()[dr..dr + self.free.len()]);
+        for ((&c, l), r) in self.free.iter().zip(left).zip(right) {
+            xi[c] += s.w_left * l + s.w_right * r;
         }
         xi
     }

@@ -82,10 +82,9 @@ pub struct Sink<'a> {
     /// Totals over all terms, for the tangent.
     tangent: Option<DMatrix<f64>>,
     total_wrench: Vec<Vec6>,
-    /// Per joint `T` and whether its force rows are non-zero (dead forces
-    /// only change the moment rows: 3-row products suffice). Allocated on
-    /// first use.
-    joint_t: Vec<Option<(Mat6, bool)>>,
+    /// Per joint `T` (the sum of the wrenches' there). Allocated on first
+    /// use.
+    joint_t: Vec<Option<Mat6>>,
     interior: Vec<Option<InteriorBlocks>>,
 }
 
@@ -201,10 +200,7 @@ impl<'a> Sink<'a> {
         if self.joint_t.is_empty() {
             self.joint_t = vec![None; self.model.n_joints()];
         }
-        let force_rows = t.fixed_rows::<3>(3).iter().any(|v| *v != 0.0);
-        let e = self.joint_t[j].get_or_insert_with(|| (Mat6::zeros(), false));
-        e.0 += t;
-        e.1 |= force_rows;
+        *self.joint_t[j].get_or_insert_with(Mat6::zeros) += t;
     }
 
     /// A force `f` and moment `m` (world) at the world point `p` attached at
@@ -335,101 +331,147 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
 }
 
 /// The tangent of `-J^T W`: frame change of `Ad_{g_k}` and derivative of
-/// `dexp` for every segment under the wrench beyond it, `J^T T J` per
-/// joint, and the interior points' own-segment parts.
-///
-/// Joint j's Jacobian can be non-zero only on the strain coordinates of the
-/// segments before it and on the base: two contiguous column ranges, and
-/// the products are formed on those only (about half the columns on
-/// average), as fixed-size 6x6 products on raw columns: the tangent is most
-/// of a Newton iteration's cost.
+/// `dexp` for every segment under the wrench beyond it, `J^T T J` over the
+/// joints, and the interior points' own-segment parts.
 fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
-    let frames = &kin.frames;
-    let m = model.free.len();
-    let mut reach = vec![0usize; model.n_joints()];
-    for (k, seg) in model.segments.iter().enumerate() {
-        reach[k + 1] = reach[k].max(seg.dof[0] + m).max(seg.dof[1] + m);
+    let stacked = !sink.joint_t.is_empty() && model.n_dof() <= STACKED_MAX_DOF;
+    add_segment_rows(model, kin, sink, h, !stacked);
+    if stacked {
+        add_joint_stiffness_stacked(model, kin, sink, h);
     }
-    let base = model.base_dof().map(|o| (o, 6));
-    // (first column, count) of each range of joint j.
-    let ranges = |j: usize| [(0, reach[j])].into_iter().chain(base).filter(|r| r.1 > 0);
-    let mut w_beyond = Vec6::zeros();
-    for k in (0..model.segments.len()).rev() {
-        w_beyond += sink.total_wrench[k + 1];
-        if w_beyond == Vec6::zeros() {
-            continue;
+    add_interior_blocks(model, kin, sink, h);
+}
+
+/// Up to this many coordinates the loads' stiffness `sum_j J_j^T T_j J_j`
+/// is one dense product (matrixmultiply's kernel); beyond, it joins the
+/// backward pass of [`add_segment_rows`]. Side by side in one process
+/// (Table II's rod, and a uniform rod of 16 and 32 sections): the product
+/// 2 % faster at 24 coordinates, the pass 1.19x at 102 and 1.23x at 198.
+const STACKED_MAX_DOF: usize = 48;
+
+/// Joint j's columns in the tangent: `J_j` is non-zero only on the strain
+/// coordinates of the segments before it and on the base.
+struct JointColumns {
+    reach: Vec<usize>,
+    base: Option<(usize, usize)>,
+}
+
+impl JointColumns {
+    fn new(model: &Model) -> JointColumns {
+        let m = model.free.len();
+        let mut reach = vec![0usize; model.n_joints()];
+        for (k, seg) in model.segments.iter().enumerate() {
+            reach[k + 1] = reach[k].max(seg.dof[0] + m).max(seg.dof[1] + m);
         }
-        let seg = &model.segments[k];
-        let psi = &frames.psi[k];
-        let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
-        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
-        let js = &kin.spatial_jacobian[k];
-        // Frame change of Ad_{g_k}: A_k^T ad_{eta_k}^T W = A_k^T B(W) J_k.
-        let ab = kin.segment_map[k].transpose() * lie::coad_bar(&w_beyond);
-        for (c0, nc) in ranges(k) {
-            scatter_rows(h, model, seg.dof, &wts, &ab, js, c0, nc, -1.0);
-        }
-        // Derivative of dexp at psi_k.
-        let z = lie::dexp_transpose_jacobian(psi, &w_body);
-        add_segment_block(h, model, seg.dof, &wts, &z, -1.0);
+        JointColumns { reach, base: model.base_dof().map(|o| (o, 6)) }
     }
-    if let Some(o) = model.base_dof() {
-        w_beyond += sink.total_wrench[0];
-        // The reference frame is fixed: only the derivative of dexp(zeta).
-        let w_ref = model.rod.base.coadjoint_apply(&w_beyond);
-        let z = lie::dexp_transpose_jacobian(&frames.base_twist, &w_ref);
-        let mut block = h.view_mut((o, o), (6, 6));
-        block -= z;
-    }
-    add_joint_stiffness(model, kin, sink, h);
-    // Interior points: the segment's own rows and columns.
-    for (k, blocks) in sink.interior.iter().enumerate() {
-        let Some(b) = blocks else { continue };
-        let seg = &model.segments[k];
-        let js = &kin.spatial_jacobian[k];
-        let wts = [seg.w_left, seg.w_right];
-        // Rows of the segment: frame change (sum s map^T B(W)) J_k and the
-        // cross term sum B^T T J_k; its columns: J_k^T sum T B.
-        let row_map = b.geometric - b.bt_t;
-        let col_map = b.t_b.transpose();
-        for (c0, nc) in ranges(k) {
-            scatter_rows(h, model, seg.dof, &wts, &row_map, js, c0, nc, -1.0);
-            for i in 0..nc {
-                let y = col_map * js.fixed_view::<6, 1>(0, c0 + i);
-                for (j, &c) in model.free.iter().enumerate() {
-                    for (a, wa) in wts.iter().enumerate() {
-                        h[(c0 + i, seg.dof[a] + j)] += wa * y[c];
-                    }
-                }
-            }
-        }
-        add_segment_block(h, model, seg.dof, &wts, &(b.bt_t_b - b.dexp), 1.0);
+
+    /// Joint j's column ranges (first column, count).
+    fn of(&self, j: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        std::iter::once((0, self.reach[j])).chain(self.base)
     }
 }
 
-/// Up to this many coordinates `sum_j J_j^T T_j J_j` is one dense product
-/// (fewer operations than the pass at this size, and a tuned kernel); beyond,
-/// the backward pass. Static solves of a uniform rod under its weight, the
-/// two side by side (release, best of 11 rounds): within noise of each
-/// other from 24 to 48 coordinates (44 / 47 us at 24, 77 / 79 at 36), the
-/// pass 1.3x faster at 54 and 1.8x at 102 (the product grows as n^2 per
-/// joint; it was used up to 128).
-const STACKED_MAX_DOF: usize = 48;
+/// The rows of every segment in one backward pass (O(segments x n)).
+///
+/// Joint j's Jacobian is `J_j = sum_{k<j} A_k B_k` (`A_k = Ad_{g_k}
+/// dexp(psi_k)`, `B_k` the segment's strain coordinates times its length
+/// and hat weights), so the rows of segment k are
+/// `B_k^T A_k^T [(C_k - B(W_k)) J_k + R_k + C_k A_k B_k]` minus the
+/// derivative of `dexp`, where `W_k` is the wrench beyond the segment,
+/// `C_k = sum_{j>k} T_j` and `R_k = sum_{l>k} C_l A_l B_l` are suffix sums:
+/// the frame change and the loads' stiffness share one 6x6 product per
+/// column (`J_k` is non-zero only before the segment, `R_k` only after).
+/// Without `with_load_stiffness` C and R are left out (the stacked product
+/// adds them). A floating base is the segment before the first.
+fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, with_load_stiffness: bool) {
+    let frames = &kin.frames;
+    let columns = JointColumns::new(model);
+    let n_strain = model.n_strain_dof();
+    let stiff = with_load_stiffness && !sink.joint_t.is_empty();
+    let joint_t = |j: usize| if stiff { sink.joint_t[j].as_ref() } else { None };
+    // Suffix sums C_k and R_k (R's columns from `r_first` to the strains' end).
+    let mut c = Mat6::zeros();
+    let mut c_started = false;
+    let mut r = nalgebra::Matrix6xX::<f64>::zeros(if stiff { model.n_dof() } else { 0 });
+    let mut r_first = n_strain;
+    let mut w_beyond = Vec6::zeros();
+    for k in (0..model.segments.len()).rev() {
+        w_beyond += sink.total_wrench[k + 1];
+        if let Some(t) = joint_t(k + 1) {
+            c += t;
+            c_started = true;
+        }
+        if w_beyond == Vec6::zeros() && !c_started {
+            continue;
+        }
+        let seg = &model.segments[k];
+        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
+        let a = &kin.segment_map[k];
+        let at = a.transpose();
+        let x = at * (c - lie::coad_bar(&w_beyond));
+        for (c0, nc) in columns.of(k) {
+            scatter_rows(h, model, seg.dof, &wts, &x, &kin.spatial_jacobian[k], c0, nc, 1.0);
+        }
+        if r_first < n_strain {
+            scatter_rows(h, model, seg.dof, &wts, &at, &r, r_first, n_strain - r_first, 1.0);
+        }
+        // Own block: A^T C A minus the derivative of dexp at psi_k.
+        let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
+        let mut own = -lie::dexp_transpose_jacobian(&frames.psi[k], &w_body);
+        if c_started {
+            let ca = c * a;
+            own += at * ca;
+            for (side, w) in wts.iter().enumerate() {
+                for (j, &cc) in model.free.iter().enumerate() {
+                    let mut column = r.fixed_view_mut::<6, 1>(0, seg.dof[side] + j);
+                    column.axpy(*w, &ca.fixed_view::<6, 1>(0, cc), 1.0);
+                }
+            }
+            r_first = r_first.min(seg.dof[0]);
+        }
+        add_segment_block(h, model, seg.dof, &wts, &own, 1.0);
+    }
+    let Some(o) = model.base_dof() else { return };
+    w_beyond += sink.total_wrench[0];
+    // The reference frame is fixed: only the derivative of dexp(zeta)
+    // under the wrench, and the loads' stiffness `root^T (C J_0 + R)`.
+    let w_ref = model.rod.base.coadjoint_apply(&w_beyond);
+    let z = lie::dexp_transpose_jacobian(&frames.base_twist, &w_ref);
+    let mut block = h.view_mut((o, o), (6, 6));
+    block -= z;
+    if let Some(t) = joint_t(0) {
+        c += t;
+        c_started = true;
+    }
+    if let (true, Some(root)) = (c_started, &kin.root_map) {
+        let js = &kin.spatial_jacobian[0];
+        let rt = root.transpose();
+        for col in 0..model.n_dof() {
+            let y = rt * (c * js.fixed_view::<6, 1>(0, col) + r.fixed_view::<6, 1>(0, col));
+            for i in 0..6 {
+                h[(o + i, col)] += y[i];
+            }
+        }
+    }
+}
 
 /// `sum_j J_j^T T_j J_j` as one product: the rows of each joint's Jacobian
 /// that T uses (3, the moment rows, for dead forces; else 6) stacked into
 /// `rows_t` (n x R, one column per row) and T J's rows into `tj` (R x n);
 /// then h += rows_t tj (matrixmultiply's kernel).
 fn add_joint_stiffness_stacked(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
-    let stacked: usize = sink.joint_t.iter().flatten().map(|(_, force)| if *force { 6 } else { 3 }).sum();
+    // Dead forces only change the moment rows: 3-row products suffice.
+    let row_count = |t: &Mat6| if t.fixed_rows::<3>(3).iter().any(|v| *v != 0.0) { 6 } else { 3 };
+    let stacked: usize = sink.joint_t.iter().flatten().map(row_count).sum();
     let n = model.n_dof();
     let mut rows_t = DMatrix::<f64>::zeros(n, stacked);
     let mut tj = DMatrix::<f64>::zeros(stacked, n);
     let mut at = 0;
     for (j, t) in sink.joint_t.iter().enumerate() {
-        let Some((t, force_rows)) = t else { continue };
+        let Some(t) = t else { continue };
         let js = &kin.spatial_jacobian[j];
-        let rows = if *force_rows { 6 } else { 3 };
+        let rows = row_count(t);
         for col in 0..n {
             let jcol = js.fixed_view::<6, 1>(0, col);
             if jcol == nalgebra::Vector6::zeros() {
@@ -446,64 +488,30 @@ fn add_joint_stiffness_stacked(model: &Model, kin: &Kinematics, sink: &Sink, h: 
     h.gemm(1.0, &rows_t, &tj, 1.0);
 }
 
-/// `sum_j J_j^T T_j J_j` over the joints, in one backward pass over the
-/// segments (O(segments x n), not O(joints x n^2)). With `J_j = sum_{k<j}
-/// A_k B_k` (`B_k` the segment's strain coordinates times its length and
-/// hat weights), the rows of segment k are `(A_k B_k)^T (C_k J_{k+1} + R_k)`,
-/// where `C_k = sum_{j>k} T_j` and `R_k = sum_{l>k} C_l A_l B_l` are
-/// suffix sums; a floating base is the segment before the first.
-fn add_joint_stiffness(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
-    if sink.joint_t.is_empty() {
-        return;
-    }
-    let n = model.n_dof();
-    if n <= STACKED_MAX_DOF {
-        return add_joint_stiffness_stacked(model, kin, sink, h);
-    }
-    let mut c = Mat6::zeros();
-    let mut r = nalgebra::Matrix6xX::<f64>::zeros(n);
-    let mut m = nalgebra::Matrix6xX::<f64>::zeros(n);
-    let mut started = false;
-    // M = C J + R, column by column.
-    let combine = |m: &mut nalgebra::Matrix6xX<f64>, c: &Mat6, js: &nalgebra::Matrix6xX<f64>, r: &nalgebra::Matrix6xX<f64>| {
-        for col in 0..n {
-            let v = c * js.fixed_view::<6, 1>(0, col) + r.fixed_view::<6, 1>(0, col);
-            m.fixed_view_mut::<6, 1>(0, col).copy_from(&v);
-        }
-    };
-    for k in (0..model.segments.len()).rev() {
-        if let Some((t, _)) = &sink.joint_t[k + 1] {
-            c += t;
-            started = true;
-        }
-        if !started {
-            continue;
-        }
+/// Interior points: the rows and columns of the segment they lie in.
+fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+    let columns = JointColumns::new(model);
+    for (k, blocks) in sink.interior.iter().enumerate() {
+        let Some(b) = blocks else { continue };
         let seg = &model.segments[k];
-        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
-        let a = &kin.segment_map[k];
-        combine(&mut m, &c, &kin.spatial_jacobian[k + 1], &r);
-        scatter_rows(h, model, seg.dof, &wts, &a.transpose(), &m, 0, n, 1.0);
-        let ca = c * a;
-        for (side, w) in wts.iter().enumerate() {
-            for (j, &cc) in model.free.iter().enumerate() {
-                let mut column = r.fixed_view_mut::<6, 1>(0, seg.dof[side] + j);
-                column.axpy(*w, &ca.fixed_view::<6, 1>(0, cc), 1.0);
+        let js = &kin.spatial_jacobian[k];
+        let wts = [seg.w_left, seg.w_right];
+        // Rows of the segment: frame change (sum s map^T B(W)) J_k and the
+        // cross term sum B^T T J_k; its columns: J_k^T sum T B.
+        let row_map = b.geometric - b.bt_t;
+        let col_map = b.t_b.transpose();
+        for (c0, nc) in columns.of(k) {
+            scatter_rows(h, model, seg.dof, &wts, &row_map, js, c0, nc, -1.0);
+            for i in 0..nc {
+                let y = col_map * js.fixed_view::<6, 1>(0, c0 + i);
+                for (j, &c) in model.free.iter().enumerate() {
+                    for (a, wa) in wts.iter().enumerate() {
+                        h[(c0 + i, seg.dof[a] + j)] += wa * y[c];
+                    }
+                }
             }
         }
-    }
-    if let (Some(o), Some(root)) = (model.base_dof(), &kin.root_map) {
-        if let Some((t, _)) = &sink.joint_t[0] {
-            c += t;
-        }
-        combine(&mut m, &c, &kin.spatial_jacobian[0], &r);
-        let rt = root.transpose();
-        for col in 0..n {
-            let y = rt * m.fixed_view::<6, 1>(0, col);
-            for i in 0..6 {
-                h[(o + i, col)] += y[i];
-            }
-        }
+        add_segment_block(h, model, seg.dof, &wts, &(b.bt_t_b - b.dexp), 1.0);
     }
 }
 
@@ -524,13 +532,27 @@ fn scatter_rows(
 ) {
     let n = h.nrows();
     let data = h.as_mut_slice();
-    for col in c0..c0 + nc {
-        let y = m * js.fixed_view::<6, 1>(0, col);
+    let jacobian = &js.as_slice()[6 * c0..6 * (c0 + nc)];
+    // Cosserat rods (all six components free): each block of rows is y
+    // itself, a contiguous add.
+    let all_free = model.free.len() == 6;
+    let scales = wts.map(|w| sign * w);
+    for (col, j) in (c0..c0 + nc).zip(jacobian.chunks_exact(6)) {
+        let y = m * nalgebra::Vector6::from_column_slice(j);
         let column = &mut data[col * n..(col + 1) * n];
-        for (a, wa) in wts.iter().enumerate() {
+        for (a, &s) in scales.iter().enumerate() {
+            if s == 0.0 {
+                continue;
+            }
+            if all_free {
+                for (r, v) in column[dof[a]..dof[a] + 6].iter_mut().zip(y.iter()) {
+                    *r += s * v;
+                }
+                continue;
+            }
             let rows = &mut column[dof[a]..dof[a] + model.free.len()];
             for (r, &c) in rows.iter_mut().zip(&model.free) {
-                *r += sign * wa * y[c];
+                *r += s * y[c];
             }
         }
     }
