@@ -298,7 +298,6 @@ pub struct Factors {
     pivots: Vec<usize>,
     /// A zero pivot: the tangent is singular.
     singular: bool,
-    n: usize,
 }
 
 impl Factors {
@@ -343,7 +342,7 @@ impl Factors {
                 }
             }
         }
-        Factors { packed, pivots, singular, n }
+        Factors { packed, pivots, singular }
     }
 
     /// `x` with `H x = b`; `None` for a singular tangent.
@@ -355,7 +354,7 @@ impl Factors {
     /// `X` with `H X = B`, column by column.
     pub fn solve_columns(&self, b: &DMatrix<f64>) -> Option<DMatrix<f64>> {
         let mut x = b.clone();
-        for column in x.as_mut_slice().chunks_exact_mut(self.n) {
+        for column in x.as_mut_slice().chunks_exact_mut(self.packed.nrows()) {
             if !self.solve_in_place(column) {
                 return None;
             }
@@ -367,7 +366,7 @@ impl Factors {
         if self.singular {
             return false;
         }
-        let (n, a) = (self.n, self.packed.as_slice());
+        let (n, a) = (self.packed.nrows(), self.packed.as_slice());
         for (k, &p) in self.pivots.iter().enumerate() {
             x.swap(k, p);
         }
@@ -404,7 +403,7 @@ pub fn solve_with_factors(
     if model.rod.tip_condition != crate::TipCondition::Free {
         return Err(StaticsError::TipHeld(model.rod.tip_condition.key()));
     }
-    let factors = factors.filter(|f| f.n == model.n_dof()).cloned();
+    let factors = factors.filter(|f| f.packed.nrows() == model.n_dof()).cloned();
     let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
     let q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));

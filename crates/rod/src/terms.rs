@@ -334,12 +334,13 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
 /// `dexp` for every segment under the wrench beyond it, `J^T T J` over the
 /// joints, and the interior points' own-segment parts.
 fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+    let columns = JointColumns::new(model);
     let stacked = !sink.joint_t.is_empty() && model.n_dof() <= STACKED_MAX_DOF;
-    add_segment_rows(model, kin, sink, h, !stacked);
+    add_segment_rows(model, kin, sink, h, &columns, !stacked);
     if stacked {
         add_joint_stiffness_stacked(model, kin, sink, h);
     }
-    add_interior_blocks(model, kin, sink, h);
+    add_interior_blocks(model, kin, sink, h, &columns);
 }
 
 /// Up to this many coordinates the loads' stiffness `sum_j J_j^T T_j J_j`
@@ -384,9 +385,8 @@ impl JointColumns {
 /// column (`J_k` is non-zero only before the segment, `R_k` only after).
 /// Without `with_load_stiffness` C and R are left out (the stacked product
 /// adds them). A floating base is the segment before the first.
-fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, with_load_stiffness: bool) {
+fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, columns: &JointColumns, with_load_stiffness: bool) {
     let frames = &kin.frames;
-    let columns = JointColumns::new(model);
     let n_strain = model.n_strain_dof();
     let stiff = with_load_stiffness && !sink.joint_t.is_empty();
     let joint_t = |j: usize| if stiff { sink.joint_t[j].as_ref() } else { None };
@@ -489,8 +489,7 @@ fn add_joint_stiffness_stacked(model: &Model, kin: &Kinematics, sink: &Sink, h: 
 }
 
 /// Interior points: the rows and columns of the segment they lie in.
-fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
-    let columns = JointColumns::new(model);
+fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, columns: &JointColumns) {
     for (k, blocks) in sink.interior.iter().enumerate() {
         let Some(b) = blocks else { continue };
         let seg = &model.segments[k];
