@@ -98,6 +98,9 @@ pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<rod::Sighting
 pub const KEY: &str = "observer_key";
 /// Metadata key of a strain table: the same, readable.
 pub const DESCRIPTION: &str = "observer";
+/// Metadata key of a strain table: the weighted observer's energy scale [J]
+/// as used (given or chosen), so a later reader can observe as this table was.
+pub const ENERGY_SCALE: &str = "energy_scale_j";
 
 /// What makes a strain table: the rod as observed (shape, material,
 /// markers, sections, mount), the observer's settings and the marker
@@ -117,6 +120,13 @@ pub fn key(rod: &Rod, o: &ObserveOptions, markers_path: &Path) -> (String, Strin
 pub fn recorded_key(strain_path: &Path) -> Option<String> {
     let t = session::Table::read(strain_path).ok()?;
     t.meta(KEY).map(str::to_string)
+}
+
+/// The weighted observer's energy scale a strain table was made with
+/// (`None`: hard mode, a table from before it was recorded, or no table).
+pub fn recorded_energy_scale_j(strain_path: &Path) -> Option<f64> {
+    let t = session::Table::read(strain_path).ok()?;
+    t.meta(ENERGY_SCALE)?.parse().ok().filter(|c: &f64| c.is_finite() && *c > 0.0)
 }
 
 /// Observes the marker table `markers_path` (in a session directory, or
@@ -300,7 +310,12 @@ pub fn observe_held(
     }
     drop(task);
     let wall_time_s = started.elapsed().as_secs_f64();
-    write_strain(out, &out_rows, &[(KEY, &key), (DESCRIPTION, &description)])?;
+    let scale_text = obs.energy_scale_j().map(|c| format!("{c:e}")).unwrap_or_default();
+    let mut meta = vec![(KEY, key.as_str()), (DESCRIPTION, description.as_str())];
+    if !scale_text.is_empty() {
+        meta.push((ENERGY_SCALE, scale_text.as_str()));
+    }
+    write_strain(out, &out_rows, &meta)?;
     let mut warnings = sigma_warnings;
     warnings.extend(validity.as_ref().map(|v| v.warnings(&obs.model.rod.cables)).unwrap_or_default());
     Ok(Observed {

@@ -340,8 +340,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let observer = ObserveOptions { energy_scale_j: None, ..o.observer };
     let (key, _) = crate::observe::key(rod, &observer, &dir.markers());
     let observer_reused = dir.strain().is_file() && crate::observe::recorded_key(&dir.strain()).as_deref() == Some(key.as_str());
-    let (strain_path, observer_failed) = if observer_reused {
-        (dir.strain(), 0)
+    let (strain_path, observer_failed, session_scale_j) = if observer_reused {
+        (dir.strain(), 0, crate::observe::recorded_energy_scale_j(&dir.strain()))
     } else {
         let ob = crate::observe::observe_held(&dir.markers(), rod, &observer, req.loads.file.tip_hold.as_ref(), &out.join("strain.parquet"), progress)?;
         warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());
@@ -349,7 +349,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
             warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", ob.failed, ob.frames));
         }
-        (ob.out, ob.failed)
+        (ob.out, ob.failed, ob.energy_scale_j)
     };
     let strain_rows = session::read_strain(&strain_path).input(strain_path.display())?;
 
@@ -400,7 +400,12 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let sim_base = lie::trajectory::PoseTrajectory::new(records.iter().map(|r| (r.t_s, r.base_pose)).collect::<Vec<_>>())
         .map_err(|e| Error::computation(format!("the simulation's base poses: {e}")))?;
     let tip_at = |t: f64| rod::TipHold::at(rod.tip_condition, &done.scene.tip_pose_at(t)?);
-    let floor = observer_floor(rod, &observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
+    // Observed as the session's markers were: with the energy scale the
+    // session's observation used. A scale chosen afresh on the simulated
+    // markers may suit that motion worse than the session's suits its own
+    // (a floor above the error it bounds let a wrong model pass).
+    let floor_observer = ObserveOptions { energy_scale_j: session_scale_j, ..observer };
+    let floor = observer_floor(rod, &floor_observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
     // Curvatures scaled by the length, strains as they are: comparable.
     let scaled: Vec<f64> = (0..6).map(|c| range(&simulated[c]) * if c < 3 { rod.length_m } else { 1.0 }).collect();
     let largest = scaled.iter().cloned().fold(0.0, f64::max);

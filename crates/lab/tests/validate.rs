@@ -122,7 +122,10 @@ fn a_strain_table_is_reused_only_when_the_same_rod_parameters_and_observer_made_
     let req = request(&[&s], &dir.path().join("a"));
     // The session's own strain table, made by the rod file's material and
     // the default observer: reused.
-    lab::observe::observe(&s.markers(), &rod(ROD), &req.options.observer, &s.strain(), &lab::Silent).unwrap();
+    let observed = lab::observe::observe(&s.markers(), &rod(ROD), &req.options.observer, &s.strain(), &lab::Silent).unwrap();
+    // The table records the energy scale its observer chose.
+    assert!(observed.energy_scale_j.is_some());
+    assert_eq!(lab::observe::recorded_energy_scale_j(&s.strain()), observed.energy_scale_j);
     let first = one(&req);
     assert!(first.observer_reused);
     // Other parameters (E +20 %): fresh strain, observed with them.
@@ -139,7 +142,13 @@ fn a_strain_table_is_reused_only_when_the_same_rod_parameters_and_observer_made_
     assert!(!third.observer_reused);
     // A table without a key (an older rodlab's): not trusted.
     session::write_strain(&s.strain(), &session::read_strain(&s.strain()).unwrap(), &[]).unwrap();
-    assert!(!one(&ValidateRequest { out: dir.path().join("d"), ..req }).observer_reused);
+    let fresh = one(&ValidateRequest { out: dir.path().join("d"), ..req });
+    assert!(!fresh.observer_reused);
+    // The observer's floor is measured with the scale the session's
+    // observation used: the same whether its table was reused or made again.
+    for (reused, again) in first.strain.iter().zip(&fresh.strain) {
+        assert!(reused.floor_rms > 0.0 && reused.floor_rms == again.floor_rms, "{}: {} vs {}", reused.component, reused.floor_rms, again.floor_rms);
+    }
 }
 
 #[test]
