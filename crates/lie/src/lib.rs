@@ -202,17 +202,20 @@ impl FramePose {
 pub fn exp(psi: &Vec6) -> Pose {
     let k = angular(psi);
     let q = linear(psi);
-    let theta = k.norm();
-    let (a, b, c) = so3_coeffs(theta);
-    // The 3x3 products stay: a form without them (K~^2 = k k^T - t I) was
-    // faster but moved round-off enough to flip two results that sit on a
-    // knife's edge (a smoothed contact law's stall on a lying rod, the
-    // observer's floor on a flopping soft beam; docs/results.md, Speed).
-    let kx = skew(&k);
-    let kx2 = kx * kx;
-    let rot = Mat3::identity() + a * kx + b * kx2;
-    let v = Mat3::identity() + b * kx + c * kx2;
-    Pose { rot, pos: v * q }
+    let t = k.norm_squared();
+    let (a, b, c) = so3_coeffs(t.sqrt());
+    // R = I + a K~ + b K~^2 and p = (I + b K~ + c K~^2) q, with
+    // K~^2 = k k^T - t I: no 3x3 products.
+    let (ak, bkk) = (k * a, k * k.transpose() * b);
+    let diagonal = 1.0 - b * t;
+    #[rustfmt::skip]
+    let rot = Mat3::new(
+        diagonal + bkk[(0, 0)], bkk[(0, 1)] - ak.z, bkk[(0, 2)] + ak.y,
+        bkk[(1, 0)] + ak.z, diagonal + bkk[(1, 1)], bkk[(1, 2)] - ak.x,
+        bkk[(2, 0)] - ak.y, bkk[(2, 1)] + ak.x, diagonal + bkk[(2, 2)],
+    );
+    let kq = k.cross(&q);
+    Pose { rot, pos: q + kq * b + k.cross(&kq) * c }
 }
 
 /// Rotation vector of a rotation (angle in \[0, pi\]): accurate for small
@@ -387,17 +390,17 @@ pub fn dexp_coeffs<S: Real>(t: S) -> [S; 4] {
 /// corresponding sums of the mixed products.
 pub fn dexp(psi: &Vec6) -> Mat6 {
     let k = angular(psi);
-    let [a1, a2, a3, a4] = dexp_coeffs(k.norm_squared());
+    let t = k.norm_squared();
+    let [a1, a2, a3, a4] = dexp_coeffs(t);
     let kx = skew(&k);
     let qx = skew(&linear(psi));
     let k2 = kx * kx;
     let kq = kx * qx;
     let qk = qx * kx;
     let kqk = kq * kx;
-    let k2q = kx * kq;
-    let qk2 = qk * kx;
-    let d = Mat3::identity() + kx * a1 + k2 * a2 + k2 * kx * a3 + k2 * k2 * a4;
-    let c = qx * a1 + (kq + qk) * a2 + (k2q + kqk + qk2) * a3 + (kx * k2q + kx * kqk + kqk * kx + qk2 * kx) * a4;
+    // K~^3 = -t K~ folds the fourth powers into lower ones.
+    let d = Mat3::identity() + kx * (a1 - t * a3) + k2 * (a2 - t * a4);
+    let c = qx * a1 + (kq + qk) * (a2 - t * a4) + (kx * kq + kqk + qk * kx) * a3 + (kx * kqk + kqk * kx) * a4;
     let mut m = Mat6::zeros();
     m.fixed_view_mut::<3, 3>(0, 0).copy_from(&d);
     m.fixed_view_mut::<3, 3>(3, 3).copy_from(&d);

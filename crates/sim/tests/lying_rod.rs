@@ -216,11 +216,14 @@ fn a_rod_dragged_sideways_by_its_base_meets_mu_m_g() {
 }
 
 /// The contact paper's smoothed laws stall on a rod lying along the table,
-/// and the error says what to use instead.
+/// and the error says what to use instead. A width of 0.1 mN (each of the
+/// 65 points carries about 11 mN) stalls with 5 to 40 iterations, under
+/// either round-off of `lie::exp`; at 1 mN the settling sat on the edge
+/// (it converged with 20 iterations after a change of round-off alone).
 #[test]
 fn a_smoothed_law_on_a_lying_rod_fails_saying_to_use_the_exact_law() {
     let rod = silicone_rod();
-    let text = LYING_ROD_PULL_TOML.replace("law = \"exact\"", "law = \"sigmoid\"\nwidth_n = 0.001");
+    let text = LYING_ROD_PULL_TOML.replace("law = \"exact\"", "law = \"sigmoid\"\nwidth_n = 0.0001");
     let scene = Scene::from_toml_str(&text, "sigmoid.toml").unwrap();
     let motion = BaseMotion::from_scene(&scene, &rod).unwrap().unwrap();
     let e = Simulator::new(&rod, &scene, motion).err().expect("the settling stalls").to_string();
