@@ -74,12 +74,8 @@ pub struct CameraConfig {
 /// What one grab gave.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Grabbed {
-    /// A frame, with the device's timestamp \[ms\] (NaN: none) and, for a
-    /// file played at its rate, when it was due on screen: its stamp, as a
-    /// camera's own timestamp would be (a busy host decodes late, and a
-    /// stamp taken then put frames up to 0.4 s off the robot's samples).
-    /// `None`: the frame is stamped when grabbed.
-    Frame { device_ms: f64, shown_at: Option<Instant> },
+    /// A frame, with the device's timestamp \[ms\] (NaN: none).
+    Frame { device_ms: f64 },
     /// Nothing this time (a device that stalls, or went away).
     Nothing,
     /// A file played to its end.
@@ -207,7 +203,6 @@ impl OpenCvSource {
 
 impl FrameSource for OpenCvSource {
     fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError> {
-        let mut shown_at = None;
         if let Some(f) = self.file_fps {
             // A file plays at its own rate, like a live camera; frames shown
             // before the recording started are passed over.
@@ -218,7 +213,6 @@ impl FrameSource for OpenCvSource {
                     if let Some(wait) = due.checked_duration_since(Instant::now()) {
                         std::thread::sleep(wait);
                     }
-                    shown_at = f.is_finite().then_some(due);
                     break;
                 }
                 if !self.capture.grab()? {
@@ -234,7 +228,7 @@ impl FrameSource for OpenCvSource {
         if !self.capture.retrieve(frame, 0)? || frame.empty() {
             return Ok(Grabbed::Nothing);
         }
-        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN), shown_at })
+        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN) })
     }
 
     fn reopen(&mut self) -> Result<(), CameraError> {
@@ -362,12 +356,9 @@ pub fn record(
         let mut frame = Mat::default();
         while !stop.load(Ordering::Relaxed) {
             let grabbed = source.grab(&mut frame);
-            let t = match &grabbed {
-                Ok(Grabbed::Frame { shown_at: Some(at), .. }) => clock.at_ns(*at),
-                _ => clock.now_ns(),
-            };
+            let t = clock.now_ns();
             match grabbed {
-                Ok(Grabbed::Frame { device_ms, .. }) => {
+                Ok(Grabbed::Frame { device_ms }) => {
                     // The device's clock says how many frames it dropped.
                     let continuity = match last_device_ms {
                         Some(last) if device_ms.is_finite() && device_ms > last => {

@@ -25,11 +25,6 @@ impl Clock {
     pub fn now_ns(&self) -> i64 {
         self.anchor.elapsed().as_nanos() as i64
     }
-
-    /// The instant `t` on the session's clock (0 before the session).
-    pub fn at_ns(&self, t: Instant) -> i64 {
-        t.saturating_duration_since(self.anchor).as_nanos() as i64
-    }
 }
 
 /// Delay between attempts to reach a device that went away: 50 ms after a

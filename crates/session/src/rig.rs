@@ -143,9 +143,7 @@ pub struct CameraDevice {
     /// Device index (/dev/videoN).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<i32>,
-    /// A video file played at its own frame rate (dry runs); each frame is
-    /// stamped when it is due, as a camera's own clock would stamp it, however
-    /// late a busy host decodes it.
+    /// A video file played at its own frame rate (dry runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// For a file: the wall-clock time \[s since 1970, UTC\] at which its
