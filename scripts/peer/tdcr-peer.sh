@@ -12,8 +12,16 @@
 # the tests read the stored table and never run this.
 #
 # Usage: scripts/peer/tdcr-peer.sh [OUT_DIR]   (TDCR_REPO: a local clone instead)
+#        scripts/peer/tdcr-peer.sh --time [ROUNDS]   their solve times per
+#        case (CSV, seconds: cold, and warm from the previous case's
+#        solution), to set beside `cargo bench -p rod --bench statics --
+#        tdcr_peer_cases` (docs/results.md, Speed)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+time_rounds=""
+if [ "${1:-}" = "--time" ]; then
+  time_rounds="${2:-3}"
+fi
 out="${1:-$here/../../datasets/tdcr-disks}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -25,6 +33,11 @@ build() {
   "$work/cases" > "$2"
   echo "wrote $2"
 }
+if [ -n "$time_rounds" ]; then
+  g++ -O2 -std=c++17 -I "$src/include" -I /usr/include/eigen3 "$here/tdcr_cases.cpp" "$src/src/subsegmentcosseratrodmodel.cpp" -lgsl -lgslcblas -o "$work/cases"
+  "$work/cases" --time "$time_rounds"
+  exit 0
+fi
 build "$src/src/subsegmentcosseratrodmodel.cpp" "$out/disk-positions.csv"
 grep -v -E '^\s*force[12] -= zi\.dot' "$src/src/subsegmentcosseratrodmodel.cpp" > "$work/full-reaction.cpp"
 [ "$(grep -c 'zi.dot' "$work/full-reaction.cpp")" = 0 ] || { echo "their code changed: the disks' normal projection not found" >&2; exit 1; }

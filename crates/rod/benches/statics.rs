@@ -48,5 +48,49 @@ fn bench_scaling(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_table_ii, bench_scaling);
+/// The Continuum Robotics Lab's two-segment tendon-driven robot under the
+/// four load cases of `scripts/peer/tdcr_cases.cpp`, 40 sections (two
+/// between disks) of 16 sub-segments as rodlab's test of it has them
+/// (every disk within 4.5 um of their model with the full disk reaction)
+/// and of 8 (within 5.2 um), each solve from straight. From the previous
+/// case's solution it is no faster (case 3: 27.6 ms instead of 12.0).
+/// Their times: `scripts/peer/tdcr-peer.sh --time`.
+fn bench_tendon_robot(c: &mut Criterion) {
+    let (e_pa, radius_m, pitch_m, spacing_m) = (54e9, 0.7e-3, 0.01, 0.02);
+    let mut rod = Rod::uniform_cylinder(0.4, radius_m, rod::Material { e_pa, g_pa: e_pa / 2.6, rho_kg_m3: 6450.0 }, 40);
+    rod.gravity_m_s2 = lie::Vec3::zeros();
+    let channel = rod::PathRadius { points: vec![(0.0, pitch_m)] };
+    rod.cables = (0..6)
+        .map(|k| {
+            let end = if k < 3 { 10 } else { 20 };
+            rod::Cable {
+                path_radius: Some(channel.clone()),
+                guides_m: (1..=end).map(|d| spacing_m * d as f64).collect(),
+                ..rod::Cable::new(format!("t{}", k + 1), f64::to_radians([90.0, -30.0, 210.0][k % 3]), spacing_m * end as f64)
+            }
+        })
+        .collect();
+    // (tensions [N], tip force [N] in their frame: backbone along z).
+    let cases: [([f64; 6], [f64; 3]); 4] = [
+        ([4.0, 0.0, 0.0, 0.0, 2.0, 0.0], [0.0; 3]),
+        ([0.0, 3.0, 0.0, 0.0, 0.0, 0.0], [0.0; 3]),
+        ([0.0, 0.0, 0.0, 0.0, 0.0, 3.0], [0.0; 3]),
+        ([2.0, 0.0, 1.0, 0.0, 1.5, 0.0], [0.0, 0.1, 0.0]),
+    ];
+    let opts = NewtonOptions::default();
+    let mut g = c.benchmark_group("tdcr_peer_cases");
+    g.sample_size(10);
+    for sub in [16, 8] {
+        rod.subsegments_per_section = sub;
+        let model = Model::new(&rod, &[]);
+        for (case, (tensions, f)) in cases.iter().enumerate() {
+            // rodlab's frame has the backbone along x.
+            let loads = Loads::none().with_tensions(tensions).with_tip(0.4, lie::Vec3::new(f[2], f[0], f[1]), lie::Vec3::zeros());
+            g.bench_function(format!("{sub}_subsegments_case_{case}"), |b| b.iter(|| solve(black_box(&model), &loads, None, &opts).unwrap()));
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_table_ii, bench_scaling, bench_tendon_robot);
 criterion_main!(benches);
