@@ -98,7 +98,7 @@ pub fn marker_noise_m<'a>(frames: impl Iterator<Item = &'a [Option<rod::Sighting
 pub const KEY: &str = "observer_key";
 /// Metadata key of a strain table: the same, readable.
 pub const DESCRIPTION: &str = "observer";
-/// Metadata key of a strain table: the weighted observer's energy scale [J]
+/// Metadata key of a strain table: the weighted observer's energy scale \[J\]
 /// as used (given or chosen), so a later reader can observe as this table was.
 pub const ENERGY_SCALE: &str = "energy_scale_j";
 
