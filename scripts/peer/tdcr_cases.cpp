@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -41,10 +42,14 @@ int main(int argc, char** argv) {
         {{0, 0, 0, 0, 0, 3}, {0, 0, 0}},   // the second segment alone
         {{2, 0, 1, 0, 1.5, 0}, {0, 0.1, 0}},  // two tendons and a tip force
     };
-    auto solve = [&](size_t c, Eigen::MatrixXd& frames) {
+    // Case c's tendon tensions and tip force.
+    auto inputs = [&](size_t c) {
         Eigen::MatrixXd q(6, 1);
         for (int k = 0; k < 6; k++) q(k, 0) = cases[c].q[k];
-        Eigen::Vector3d f(cases[c].f[0], cases[c].f[1], cases[c].f[2]);
+        return std::make_pair(q, Eigen::Vector3d(cases[c].f[0], cases[c].f[1], cases[c].f[2]));
+    };
+    auto solve = [&](size_t c, Eigen::MatrixXd& frames) {
+        auto [q, f] = inputs(c);
         return model.forwardKinematics(frames, q, f, Eigen::Vector3d::Zero());
     };
     if (rounds > 0) {
@@ -71,9 +76,7 @@ int main(int argc, char** argv) {
     for (size_t c = 0; c < cases.size(); c++) {
         Eigen::MatrixXd frames;
         bool ok = solve(c, frames);
-        Eigen::MatrixXd q(6, 1);
-        for (int k = 0; k < 6; k++) q(k, 0) = cases[c].q[k];
-        Eigen::Vector3d f(cases[c].f[0], cases[c].f[1], cases[c].f[2]);
+        auto [q, f] = inputs(c);
         if (!ok) {
             std::fprintf(stderr, "case %zu: not converged (residual %g)\n", c, model.getFinalResudial());
             return 1;

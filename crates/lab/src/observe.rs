@@ -116,17 +116,29 @@ pub fn key(rod: &Rod, o: &ObserveOptions, markers_path: &Path) -> (String, Strin
     (crate::provenance::sha256_text(&format!("{rod:?}|{description}")), description)
 }
 
-/// The key a strain table was written with (`None`: none recorded, or no table).
-pub fn recorded_key(strain_path: &Path) -> Option<String> {
-    let t = session::Table::read(strain_path).ok()?;
-    t.meta(KEY).map(str::to_string)
+/// What a strain table says made it (both `None`: no table, or one that
+/// cannot be read).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// The key it was written with (`None`: none recorded).
+    pub key: Option<String>,
+    /// The weighted observer's energy scale \[J\] (`None`: hard mode, or a
+    /// table from before it was recorded).
+    pub energy_scale_j: Option<f64>,
 }
 
-/// The weighted observer's energy scale a strain table was made with
-/// (`None`: hard mode, a table from before it was recorded, or no table).
-pub fn recorded_energy_scale_j(strain_path: &Path) -> Option<f64> {
-    let t = session::Table::read(strain_path).ok()?;
-    t.meta(ENERGY_SCALE)?.parse().ok().filter(|c: &f64| c.is_finite() && *c > 0.0)
+/// What made a strain table, from one read of it.
+pub fn recorded(strain_path: &Path) -> Recorded {
+    let Ok(t) = session::Table::read(strain_path) else { return Recorded::default() };
+    Recorded {
+        key: t.meta(KEY).map(str::to_string),
+        energy_scale_j: t.meta(ENERGY_SCALE).and_then(|v| v.parse().ok()).filter(|c: &f64| c.is_finite() && *c > 0.0),
+    }
+}
+
+/// The key a strain table was written with (`None`: none recorded, or no table).
+pub fn recorded_key(strain_path: &Path) -> Option<String> {
+    recorded(strain_path).key
 }
 
 /// Observes the marker table `markers_path` (in a session directory, or
@@ -310,10 +322,10 @@ pub fn observe_held(
     }
     drop(task);
     let wall_time_s = started.elapsed().as_secs_f64();
-    let scale_text = obs.energy_scale_j().map(|c| format!("{c:e}")).unwrap_or_default();
+    let scale_text = obs.energy_scale_j().map(|c| format!("{c:e}"));
     let mut meta = vec![(KEY, key.as_str()), (DESCRIPTION, description.as_str())];
-    if !scale_text.is_empty() {
-        meta.push((ENERGY_SCALE, scale_text.as_str()));
+    if let Some(scale) = &scale_text {
+        meta.push((ENERGY_SCALE, scale.as_str()));
     }
     write_strain(out, &out_rows, &meta)?;
     let mut warnings = sigma_warnings;

@@ -339,9 +339,10 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     // this rod, these parameters and this observer; else the observer now.
     let observer = ObserveOptions { energy_scale_j: None, ..o.observer };
     let (key, _) = crate::observe::key(rod, &observer, &dir.markers());
-    let observer_reused = dir.strain().is_file() && crate::observe::recorded_key(&dir.strain()).as_deref() == Some(key.as_str());
+    let recorded = if dir.strain().is_file() { crate::observe::recorded(&dir.strain()) } else { Default::default() };
+    let observer_reused = recorded.key.as_deref() == Some(key.as_str());
     let (strain_path, observer_failed, session_scale_j) = if observer_reused {
-        (dir.strain(), 0, crate::observe::recorded_energy_scale_j(&dir.strain()))
+        (dir.strain(), 0, recorded.energy_scale_j)
     } else {
         let ob = crate::observe::observe_held(&dir.markers(), rod, &observer, req.loads.file.tip_hold.as_ref(), &out.join("strain.parquet"), progress)?;
         warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());

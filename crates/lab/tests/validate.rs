@@ -125,7 +125,7 @@ fn a_strain_table_is_reused_only_when_the_same_rod_parameters_and_observer_made_
     let observed = lab::observe::observe(&s.markers(), &rod(ROD), &req.options.observer, &s.strain(), &lab::Silent).unwrap();
     // The table records the energy scale its observer chose.
     assert!(observed.energy_scale_j.is_some());
-    assert_eq!(lab::observe::recorded_energy_scale_j(&s.strain()), observed.energy_scale_j);
+    assert_eq!(lab::observe::recorded(&s.strain()).energy_scale_j, observed.energy_scale_j);
     let first = one(&req);
     assert!(first.observer_reused);
     // Other parameters (E +20 %): fresh strain, observed with them.

@@ -6,6 +6,9 @@ use rod::statics::solve;
 use rod::{Loads, Model, NewtonOptions, Rod};
 use std::path::PathBuf;
 
+#[path = "../tests/support/tendon_robot.rs"]
+mod tendon_robot;
+
 fn bench_table_ii(c: &mut Criterion) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/pls-paper-cantilever.toml");
     let rod = Rod::from_file(&path).unwrap();
@@ -56,20 +59,6 @@ fn bench_scaling(c: &mut Criterion) {
 /// case's solution it is no faster (case 3: 27.6 ms instead of 12.0).
 /// Their times: `scripts/peer/tdcr-peer.sh --time`.
 fn bench_tendon_robot(c: &mut Criterion) {
-    let (e_pa, radius_m, pitch_m, spacing_m) = (54e9, 0.7e-3, 0.01, 0.02);
-    let mut rod = Rod::uniform_cylinder(0.4, radius_m, rod::Material { e_pa, g_pa: e_pa / 2.6, rho_kg_m3: 6450.0 }, 40);
-    rod.gravity_m_s2 = lie::Vec3::zeros();
-    let channel = rod::PathRadius { points: vec![(0.0, pitch_m)] };
-    rod.cables = (0..6)
-        .map(|k| {
-            let end = if k < 3 { 10 } else { 20 };
-            rod::Cable {
-                path_radius: Some(channel.clone()),
-                guides_m: (1..=end).map(|d| spacing_m * d as f64).collect(),
-                ..rod::Cable::new(format!("t{}", k + 1), f64::to_radians([90.0, -30.0, 210.0][k % 3]), spacing_m * end as f64)
-            }
-        })
-        .collect();
     // (tensions [N], tip force [N] in their frame: backbone along z).
     let cases: [([f64; 6], [f64; 3]); 4] = [
         ([4.0, 0.0, 0.0, 0.0, 2.0, 0.0], [0.0; 3]),
@@ -81,8 +70,7 @@ fn bench_tendon_robot(c: &mut Criterion) {
     let mut g = c.benchmark_group("tdcr_peer_cases");
     g.sample_size(10);
     for sub in [16, 8] {
-        rod.subsegments_per_section = sub;
-        let model = Model::new(&rod, &[]);
+        let model = Model::new(&tendon_robot::tendon_robot(sub), &[]);
         for (case, (tensions, f)) in cases.iter().enumerate() {
             // rodlab's frame has the backbone along x.
             let loads = Loads::none().with_tensions(tensions).with_tip(0.4, lie::Vec3::new(f[2], f[0], f[1]), lie::Vec3::zeros());

@@ -6,6 +6,9 @@ use rod::statics::{model_for, solve};
 use rod::{Cable, Loads, Material, Model, NewtonOptions, Profile, Rod, StrainModes};
 use std::f64::consts::PI;
 
+#[path = "support/tendon_robot.rs"]
+mod tendon_robot;
+
 /// Rotation by angle `a` about unit axis `n` (Rodrigues), independent of `lie`.
 fn rodrigues(n: &Vec3, a: f64) -> Mat3 {
     let k = Mat3::new(0.0, -n.z, n.y, n.z, 0.0, -n.x, -n.y, n.x, 0.0);
@@ -245,22 +248,8 @@ fn a_tendon_robot_through_guide_disks_puts_its_disks_where_the_continuum_robotic
         table.lines().skip(1).map(|l| l.split(',').map(|v| v.parse().unwrap()).collect()).collect()
     };
     let (published, full_reaction) = (read("disk-positions.csv"), read("disk-positions-full-reaction.csv"));
-    let (e_pa, radius_m, pitch_m, spacing_m) = (54e9, 0.7e-3, 0.01, 0.02);
-    // Two sections between disks: 1.7 um from the converged shape (one: 20 um).
-    let mut rod = Rod::uniform_cylinder(0.4, radius_m, Material { e_pa, g_pa: e_pa / 2.6, rho_kg_m3: 6450.0 }, 40);
-    rod.subsegments_per_section = 16;
-    rod.gravity_m_s2 = Vec3::zeros();
-    let channel = rod::PathRadius { points: vec![(0.0, pitch_m)] };
-    rod.cables = (0..6)
-        .map(|k| {
-            let end = if k < 3 { 10 } else { 20 };
-            Cable {
-                path_radius: Some(channel.clone()),
-                guides_m: (1..=end).map(|d| spacing_m * d as f64).collect(),
-                ..Cable::new(format!("t{}", k + 1), f64::to_radians([90.0, -30.0, 210.0][k % 3]), spacing_m * end as f64)
-            }
-        })
-        .collect();
+    let spacing_m = tendon_robot::DISK_SPACING_M;
+    let rod = tendon_robot::tendon_robot(16);
     let ours = |w: Vec3| Vec3::new(w.z, w.x, w.y);
     let disk = |r: &Vec<f64>| ours(Vec3::new(r[11], r[12], r[13]));
     for case in 0..4 {
