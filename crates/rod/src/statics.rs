@@ -300,6 +300,12 @@ pub struct Factors {
     singular: bool,
 }
 
+/// Tangents from this size on factor in panels (below, the plain
+/// elimination is as fast: the Table II rod's 24x24).
+const BLOCKED_FROM: usize = 96;
+/// Columns per panel of the blocked factorisation.
+const PANEL: usize = 32;
+
 impl Factors {
     pub fn of(tangent: DMatrix<f64>) -> Factors {
         let n = tangent.nrows();
@@ -307,39 +313,12 @@ impl Factors {
         let mut packed = tangent;
         let mut pivots = vec![0; n];
         let mut singular = false;
-        let a = packed.as_mut_slice();
-        for k in 0..n {
-            let mut p = k;
-            for i in k + 1..n {
-                if a[k * n + i].abs() > a[k * n + p].abs() {
-                    p = i;
-                }
-            }
-            pivots[k] = p;
-            if p != k {
-                for j in 0..n {
-                    a.swap(j * n + k, j * n + p);
-                }
-            }
-            let d = a[k * n + k];
-            if d == 0.0 {
-                singular = true;
-                continue;
-            }
-            let inverse = 1.0 / d;
-            for v in &mut a[k * n + k + 1..(k + 1) * n] {
-                *v *= inverse;
-            }
-            // Columns right of k: minus l_k times their row-k entry.
-            let (left, right) = a.split_at_mut((k + 1) * n);
-            let l = &left[k * n + k + 1..(k + 1) * n];
-            for column in right.chunks_exact_mut(n) {
-                let f = column[k];
-                if f != 0.0 {
-                    for (x, li) in column[k + 1..].iter_mut().zip(l) {
-                        *x -= f * li;
-                    }
-                }
+        let panel = if n < BLOCKED_FROM { n } else { PANEL };
+        for k0 in (0..n).step_by(panel) {
+            let k1 = (k0 + panel).min(n);
+            singular |= eliminate_panel(packed.as_mut_slice(), n, k0..k1, &mut pivots);
+            if k1 < n {
+                update_trailing(&mut packed, k0, k1);
             }
         }
         Factors { packed, pivots, singular }
@@ -389,6 +368,73 @@ impl Factors {
     }
 }
 
+/// Eliminates the columns `panel` of the column-major `a` (n x n): pivot
+/// search down each column, the rows exchanged across the whole matrix,
+/// the multipliers stored below the diagonal and the update applied to the
+/// panel's own columns. True when a pivot is zero (a singular tangent).
+fn eliminate_panel(a: &mut [f64], n: usize, panel: std::ops::Range<usize>, pivots: &mut [usize]) -> bool {
+    let mut singular = false;
+    let end = panel.end;
+    for k in panel {
+        let mut p = k;
+        for i in k + 1..n {
+            if a[k * n + i].abs() > a[k * n + p].abs() {
+                p = i;
+            }
+        }
+        pivots[k] = p;
+        if p != k {
+            for j in 0..n {
+                a.swap(j * n + k, j * n + p);
+            }
+        }
+        let d = a[k * n + k];
+        if d == 0.0 {
+            singular = true;
+            continue;
+        }
+        let inverse = 1.0 / d;
+        for v in &mut a[k * n + k + 1..(k + 1) * n] {
+            *v *= inverse;
+        }
+        // The panel's columns right of k: minus l_k times their row-k entry.
+        let (left, right) = a.split_at_mut((k + 1) * n);
+        let l = &left[k * n + k + 1..(k + 1) * n];
+        for column in right[..(end - k - 1) * n].chunks_exact_mut(n) {
+            let f = column[k];
+            if f != 0.0 {
+                for (x, li) in column[k + 1..].iter_mut().zip(l) {
+                    *x -= f * li;
+                }
+            }
+        }
+    }
+    singular
+}
+
+/// After the panel `k0..k1`: the rows `k0..k1` right of it become U's
+/// (`L11^-1 A12`, a unit lower solve) and the trailing block loses
+/// `L21 U12`, one matrix product (matrixmultiply's kernel, the bulk of
+/// the work for a long rod's tangent).
+fn update_trailing(packed: &mut DMatrix<f64>, k0: usize, k1: usize) {
+    let n = packed.nrows();
+    let a = packed.as_mut_slice();
+    let (left, right) = a.split_at_mut(k1 * n);
+    for column in right.chunks_exact_mut(n) {
+        for k in k0..k1 {
+            let f = column[k];
+            if f != 0.0 {
+                for (x, l) in column[k + 1..k1].iter_mut().zip(&left[k * n + k + 1..k * n + k1]) {
+                    *x -= f * l;
+                }
+            }
+        }
+    }
+    let l21 = packed.view((k1, k0), (n - k1, k1 - k0)).into_owned();
+    let u12 = packed.view((k0, k1), (k1 - k0, n - k1)).into_owned();
+    packed.view_mut((k1, k1), (n - k1, n - k1)).gemm(-1.0, &l21, &u12, 1.0);
+}
+
 /// [`solve`] from `q_start` with the factorisation of a tangent near it
 /// (the same rod at nearby parameters or loads: a fit's last step): Broyden
 /// steps from it come first and the first tangent only if they stall. The
@@ -429,10 +475,16 @@ mod factor_tests {
 
     /// The written-out LU against nalgebra's on a random unsymmetric matrix
     /// that needs pivoting (a zero on the diagonal), for a vector and for
-    /// columns; a singular matrix has no solution.
+    /// columns; a singular matrix has no solution. Sizes below and above
+    /// the blocked factorisation's threshold (150: four panels and a part).
     #[test]
     fn factors_solve_as_nalgebra_does_and_refuse_a_singular_matrix() {
-        let n = 24;
+        for n in [24, 150] {
+            factors_match_nalgebra(n);
+        }
+    }
+
+    fn factors_match_nalgebra(n: usize) {
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut random = || {
             state ^= state << 13;

@@ -373,7 +373,7 @@ impl JointColumns {
     }
 }
 
-/// The rows of every segment in one backward pass (O(segments x n)).
+/// The rows of every segment in one backward pass (O(sections x n)).
 ///
 /// Joint j's Jacobian is `J_j = sum_{k<j} A_k B_k` (`A_k = Ad_{g_k}
 /// dexp(psi_k)`, `B_k` the segment's strain coordinates times its length
@@ -385,6 +385,11 @@ impl JointColumns {
 /// column (`J_k` is non-zero only before the segment, `R_k` only after).
 /// Without `with_load_stiffness` C and R are left out (the stacked product
 /// adds them). A floating base is the segment before the first.
+///
+/// The sub-segments of a section share its coordinates, and their `J_k`
+/// and `R_k` differ only on those: the rest of the columns take the
+/// section's summed 6x6 maps once ([`SectionRows`]), so a section of
+/// eight sub-segments costs about one segment's product.
 fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, columns: &JointColumns, with_load_stiffness: bool) {
     let frames = &kin.frames;
     let n_strain = model.n_strain_dof();
@@ -396,6 +401,7 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
     let mut r = nalgebra::Matrix6xX::<f64>::zeros(if stiff { model.n_dof() } else { 0 });
     let mut r_first = n_strain;
     let mut w_beyond = Vec6::zeros();
+    let mut section: Option<SectionRows> = None;
     for k in (0..model.segments.len()).rev() {
         w_beyond += sink.total_wrench[k + 1];
         if let Some(t) = joint_t(k + 1) {
@@ -406,15 +412,23 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
             continue;
         }
         let seg = &model.segments[k];
+        if section.as_ref().is_some_and(|g| g.dof != seg.dof) {
+            section.take().expect("a section").flush(h, model, kin, columns, &r, r_first);
+        }
+        let rows = section.get_or_insert_with(|| SectionRows::new(seg.dof, k));
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
         let a = &kin.segment_map[k];
         let at = a.transpose();
         let x = at * (c - lie::coad_bar(&w_beyond));
-        for (c0, nc) in columns.of(k) {
+        rows.add(&wts, &x, &at, stiff);
+        // Its own coordinates' columns: this segment's J_k and R_k.
+        for (c0, nc) in own_columns(seg.dof, model.free.len(), 0, columns.reach[k]) {
             scatter_rows(h, model, seg.dof, &wts, &x, &kin.spatial_jacobian[k], c0, nc, 1.0);
         }
         if r_first < n_strain {
-            scatter_rows(h, model, seg.dof, &wts, &at, &r, r_first, n_strain - r_first, 1.0);
+            for (c0, nc) in own_columns(seg.dof, model.free.len(), r_first, n_strain) {
+                scatter_rows(h, model, seg.dof, &wts, &at, &r, c0, nc, 1.0);
+            }
         }
         // Own block: A^T C A minus the derivative of dexp at psi_k.
         let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
@@ -431,6 +445,9 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
             r_first = r_first.min(seg.dof[0]);
         }
         add_segment_block(h, model, seg.dof, &wts, &own, 1.0);
+    }
+    if let Some(rows) = section {
+        rows.flush(h, model, kin, columns, &r, r_first);
     }
     let Some(o) = model.base_dof() else { return };
     w_beyond += sink.total_wrench[0];
@@ -454,6 +471,84 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
             }
         }
     }
+}
+
+/// One section's segments in [`add_segment_rows`]: their rows' maps summed
+/// per nodal side, `sum_k w_k A_k^T (C_k - B(W_k))` for `J` and
+/// `sum_k w_k A_k^T` for `R`, applied at flush to every column but the
+/// section's own (where the segments' `J_k` and `R_k` are all alike).
+struct SectionRows {
+    dof: [usize; 2],
+    /// The first segment met (the backward pass meets the last first): the
+    /// widest reach.
+    last_segment: usize,
+    jacobian_map: [Mat6; 2],
+    r_map: [Mat6; 2],
+}
+
+impl SectionRows {
+    fn new(dof: [usize; 2], last_segment: usize) -> SectionRows {
+        SectionRows { dof, last_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2] }
+    }
+
+    fn add(&mut self, wts: &[f64; 2], x: &Mat6, at: &Mat6, stiff: bool) {
+        for ((jacobian_map, r_map), w) in self.jacobian_map.iter_mut().zip(&mut self.r_map).zip(wts) {
+            *jacobian_map += x * *w;
+            if stiff {
+                *r_map += at * *w;
+            }
+        }
+    }
+
+    fn flush(self, h: &mut DMatrix<f64>, model: &Model, kin: &Kinematics, columns: &JointColumns, r: &nalgebra::Matrix6xX<f64>, r_first: usize) {
+        let m = model.free.len();
+        let js = &kin.spatial_jacobian[self.last_segment];
+        for side in 0..2 {
+            let wts = if side == 0 { [1.0, 0.0] } else { [0.0, 1.0] };
+            if self.jacobian_map[side] == Mat6::zeros() {
+                continue;
+            }
+            let strains = other_columns(self.dof, m, 0, columns.reach[self.last_segment]);
+            for (c0, nc) in strains.chain(columns.base) {
+                scatter_rows(h, model, self.dof, &wts, &self.jacobian_map[side], js, c0, nc, 1.0);
+            }
+            if r_first < model.n_strain_dof() && self.r_map[side] != Mat6::zeros() {
+                for (c0, nc) in other_columns(self.dof, m, r_first, model.n_strain_dof()) {
+                    scatter_rows(h, model, self.dof, &wts, &self.r_map[side], r, c0, nc, 1.0);
+                }
+            }
+        }
+    }
+}
+
+/// A section's own columns (its two nodal blocks of `m`, one for a
+/// constant strain; adjacent blocks as one) within `from..to`, as (first,
+/// count).
+fn own_columns(dof: [usize; 2], m: usize, from: usize, to: usize) -> impl Iterator<Item = (usize, usize)> {
+    own_blocks(dof, m).into_iter().flatten().filter_map(move |(b, count)| clip(b, b + count, from, to))
+}
+
+fn own_blocks(dof: [usize; 2], m: usize) -> [Option<(usize, usize)>; 2] {
+    let (lo, hi) = (dof[0].min(dof[1]), dof[0].max(dof[1]));
+    if hi <= lo + m {
+        [Some((lo, hi + m - lo)), None]
+    } else {
+        [Some((lo, m)), Some((hi, m))]
+    }
+}
+
+/// The columns `from..to` but a section's own, as (first, count).
+fn other_columns(dof: [usize; 2], m: usize, from: usize, to: usize) -> impl Iterator<Item = (usize, usize)> {
+    let [first, second] = own_blocks(dof, m);
+    let (b0, n0) = first.expect("a block");
+    let (b1, n1) = second.unwrap_or((b0 + n0, 0));
+    [clip(from, b0, from, to), clip(b0 + n0, b1, from, to), clip(b1 + n1, to, from, to)].into_iter().flatten()
+}
+
+/// `a..b` within `from..to`, as (first, count), when not empty.
+fn clip(a: usize, b: usize, from: usize, to: usize) -> Option<(usize, usize)> {
+    let (lo, hi) = (a.max(from), b.min(to));
+    (lo < hi).then(|| (lo, hi - lo))
 }
 
 /// `sum_j J_j^T T_j J_j` as one product: the rows of each joint's Jacobian
@@ -1022,13 +1117,15 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
     let projectors: Vec<Mat3> = pieces.iter().map(|(u, len)| (Matrix3::identity() - u * u.transpose()) / *len).collect();
     let n = s.model.n_dof();
     let any_disk_plane = guides.iter().any(|h| h.disk_plane);
+    let columns = JointColumns::new(s.model);
     let tangent = sink.tangent_mut().expect("wants a tangent");
     let mut turned_grad = DVector::zeros(n);
     // dT_i/dq per piece, for the disks that project the pull (rubbing only).
     let mut tension_grads: Vec<Option<DVector<f64>>> = vec![];
     for (i, (u, _)) in pieces.iter().enumerate() {
         let d = &differences[i];
-        *tangent += d.transpose() * (projectors[i] * d) * tensions[i];
+        let reach = columns.reach[guides[i].joint].max(columns.reach[guides[i + 1].joint]);
+        add_sandwich(tangent, d, &(projectors[i] * tensions[i]), reach, columns.base);
         if capstan.signed_mu == 0.0 {
             tension_grads.push(None);
             continue;
@@ -1045,6 +1142,30 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
     if any_disk_plane {
         let guided = GuidedPieces { pieces: &pieces, tensions: &tensions, tension_grads: &tension_grads, differences: &differences, projectors: &projectors };
         disk_plane_tangent(tangent, s.frames, kin, guides, &jacobians, &pulls, &guided);
+    }
+}
+
+/// `h += D^T W D` for a 3-row `D` whose columns are zero past `reach` but
+/// for the floating base's: a rank-3 update over those columns only (a
+/// hole near the base touches few coordinates; the dense product cost a
+/// tendon robot a quarter of its solve).
+fn add_sandwich(h: &mut DMatrix<f64>, d: &nalgebra::Matrix3xX<f64>, w: &Mat3, reach: usize, base: Option<(usize, usize)>) {
+    let n = h.nrows();
+    let ranges: Vec<std::ops::Range<usize>> = std::iter::once(0..reach).chain(base.map(|(o, m)| o..o + m)).collect();
+    let data = h.as_mut_slice();
+    let d_columns = d.as_slice();
+    for col in ranges.iter().flat_map(|r| r.clone()) {
+        let wd = w * d.fixed_view::<3, 1>(0, col);
+        if wd == Vec3::zeros() {
+            continue;
+        }
+        let column = &mut data[col * n..(col + 1) * n];
+        for rows in &ranges {
+            let dr = &d_columns[3 * rows.start..3 * rows.end];
+            for (entry, dc) in column[rows.clone()].iter_mut().zip(dr.chunks_exact(3)) {
+                *entry += dc[0] * wd[0] + dc[1] * wd[1] + dc[2] * wd[2];
+            }
+        }
     }
 }
 
