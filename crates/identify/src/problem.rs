@@ -986,14 +986,12 @@ impl Problem {
                 };
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     // The point's and its axis's derivatives in the parameters.
-                    let pj = point_jacobian(&kin.spatial_jacobian[j], &pts[k]);
+                    let joint_jacobian = model.joint_jacobian(&kin, j);
+                    let pj = point_jacobian(&joint_jacobian, &pts[k]);
                     let mut d_point = &pj * &sens;
                     let weight = PointWeight::new(m, axes[k]);
-                    let mut d_axis = if weight.along > 0.0 {
-                        (point_jacobian(&kin.spatial_jacobian[j], &(pts[k] + axes[k])) - pj) * &sens
-                    } else {
-                        nalgebra::Matrix3xX::zeros(np)
-                    };
+                    let mut d_axis =
+                        if weight.along > 0.0 { (point_jacobian(&joint_jacobian, &(pts[k] + axes[k])) - pj) * &sens } else { nalgebra::Matrix3xX::zeros(np) };
                     if let Some(it) = self.layout.translation_index() {
                         for a in 0..3 {
                             d_point[(a, it + a)] += 1.0;

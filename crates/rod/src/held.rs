@@ -311,7 +311,7 @@ impl<'m, 'l> HeldSystem<'m, 'l> {
         residual.rows_mut(n, c).copy_from(&self.rows.residual(g_tip));
         let tangent = a.tangent.map(|k_q| {
             let kin = a.kinematics.as_ref().expect("kinematics with the tangent");
-            let j_tip = &kin.spatial_jacobian[tip];
+            let j_tip = &model.joint_jacobian(kin, tip);
             let mut h = DMatrix::zeros(n + c, n + c);
             h.view_mut((0, 0), (n, n)).copy_from(&k_q);
             self.rows.add_to_tangent(&mut h, n, j_tip, g_tip);
@@ -441,7 +441,7 @@ pub fn constrained_hessian(model: &Model, loads: &Loads, hold: TipHold, held: &H
     if c == 6 {
         let moment = held.tip_reaction.fixed_rows::<3>(0).into_owned();
         let kin = model.kinematics(&held.solution.q);
-        let omega = kin.spatial_jacobian[model.n_joints() - 1].fixed_rows::<3>(0).into_owned();
+        let omega = model.joint_jacobian(&kin, model.n_joints() - 1).fixed_rows::<3>(0).into_owned();
         k += omega.transpose() * (skew(&moment) * 0.5) * &omega;
         hold_rows.view_mut((0, 0), (3, n)).scale_mut(1.0 / scale_rotation);
         hold_rows.view_mut((3, 0), (3, n)).scale_mut(1.0 / scale_position);

@@ -94,17 +94,41 @@ pub struct Frames {
     pub base_twist: Vec6,
 }
 
-/// Frames plus spatial Jacobians of every joint (`eta_s = J_s qdot`).
+/// Up to this many coordinates [`Kinematics`] keeps every joint's
+/// Jacobian (Table II's rod: 24, 13 joints of 1.2 kB).
+const KEEP_EVERY_JACOBIAN_UP_TO_DOF: usize = 48;
+
+/// Frames plus spatial Jacobians of the joints (`eta_s = J_s qdot`).
+///
+/// A joint's Jacobian differs from that of the first joint of its section
+/// (the run of segments on the same coordinates) only on the section's
+/// own coordinates, so only those first joints' are kept
+/// ([`Kinematics::anchor`]; every joint's on a short rod) and any other
+/// is made on demand ([`Model::joint_jacobian`]): a rod of eight sub-segments keeps an eighth
+/// of the memory (a 64-section rod's 4.8 MB of Jacobians, freed and
+/// faulted in again at every tangent, cost its solve 40 %).
 #[derive(Clone, Debug)]
 pub struct Kinematics {
     pub frames: Frames,
-    /// Spatial Jacobian of each joint frame, 6 x n.
-    pub spatial_jacobian: Vec<Matrix6xX<f64>>,
+    /// Spatial Jacobians (6 x n) of the sections' first joints.
+    anchors: Vec<Matrix6xX<f64>>,
+    /// For each joint: its anchor's index in `anchors` and joint.
+    anchor_of: Vec<(usize, usize)>,
     /// `A_k = Ad_{g_k} dexp(psi_k)` (6x6): spatial twist per unit `psi_k`.
     pub segment_map: Vec<Mat6>,
     /// Floating base: `Ad_{base_ref} dexp(zeta)`, the spatial twist of the
     /// base per unit change of `zeta`.
     pub root_map: Option<Mat6>,
+}
+
+impl Kinematics {
+    /// Joint `j`'s anchor: the spatial Jacobian of its section's first
+    /// joint and that joint's index. On every column but the section's own
+    /// coordinates it is joint `j`'s Jacobian.
+    pub fn anchor(&self, j: usize) -> (&Matrix6xX<f64>, usize) {
+        let (index, joint) = self.anchor_of[j];
+        (&self.anchors[index], joint)
+    }
 }
 
 /// A material point inside a segment, at `s_m` from the segment's start
@@ -399,7 +423,8 @@ impl Model {
     pub fn kinematics(&self, q: &DVector<f64>) -> Kinematics {
         let frames = self.frames(q);
         let n = self.n_dof();
-        let mut jac = Vec::with_capacity(self.n_joints());
+        let mut anchors = Vec::new();
+        let mut anchor_of = Vec::with_capacity(self.n_joints());
         let mut maps = Vec::with_capacity(self.segments.len());
         let mut js = Matrix6xX::zeros(n);
         let root_map = self.base_dof().map(|o| {
@@ -407,21 +432,59 @@ impl Model {
             js.columns_mut(o, 6).copy_from(&a);
             a
         });
-        jac.push(js.clone());
+        // A short rod's Jacobians are few kilobytes: keep every joint's.
+        let every_joint = n <= KEEP_EVERY_JACOBIAN_UP_TO_DOF;
         for (k, seg) in self.segments.iter().enumerate() {
-            let a = lie::adjoint_times_lower(&frames.joints[k], &lie::dexp(&frames.psi[k]));
-            let [dl, dr] = seg.dof;
-            for (j, &c) in self.free.iter().enumerate() {
-                let col = a.column(c) * seg.h_m;
-                let mut left = js.column_mut(dl + j);
-                left.axpy(seg.w_left, &col, 1.0);
-                let mut right = js.column_mut(dr + j);
-                right.axpy(seg.w_right, &col, 1.0);
+            if every_joint || k == 0 || self.segments[k - 1].dof != seg.dof {
+                anchors.push(js.clone());
+                anchor_of.push((anchors.len() - 1, k));
+            } else {
+                anchor_of.push(*anchor_of.last().expect("joint 0 is an anchor"));
             }
-            jac.push(js.clone());
+            let a = lie::adjoint_times_lower(&frames.joints[k], &lie::dexp(&frames.psi[k]));
+            self.add_segment_columns(k, &a, &mut js);
             maps.push(a);
         }
-        Kinematics { frames, spatial_jacobian: jac, segment_map: maps, root_map }
+        match anchor_of.last().copied() {
+            Some(last) if !every_joint => anchor_of.push(last),
+            _ => {
+                anchors.push(js);
+                anchor_of.push((anchors.len() - 1, self.segments.len()));
+            }
+        }
+        Kinematics { frames, anchors, anchor_of, segment_map: maps, root_map }
+    }
+
+    /// `J += A_k B_k`: segment k's twist per unit of its coordinates (its
+    /// map `a` times its length and hat weights) into a 6 x n Jacobian.
+    #[inline]
+    pub fn add_segment_columns(&self, k: usize, a: &Mat6, js: &mut Matrix6xX<f64>) {
+        let seg = &self.segments[k];
+        let [dl, dr] = seg.dof;
+        for (j, &c) in self.free.iter().enumerate() {
+            let col = a.column(c) * seg.h_m;
+            js.column_mut(dl + j).axpy(seg.w_left, &col, 1.0);
+            js.column_mut(dr + j).axpy(seg.w_right, &col, 1.0);
+        }
+    }
+
+    /// Spatial Jacobian (6 x n) of joint `j`: its section's first joint's,
+    /// plus the segments between.
+    pub fn joint_jacobian(&self, kin: &Kinematics, j: usize) -> Matrix6xX<f64> {
+        self.joint_jacobian_cow(kin, j).into_owned()
+    }
+
+    /// [`Model::joint_jacobian`], borrowed when it is kept.
+    pub fn joint_jacobian_cow<'k>(&self, kin: &'k Kinematics, j: usize) -> std::borrow::Cow<'k, Matrix6xX<f64>> {
+        let (js, first) = kin.anchor(j);
+        if first == j {
+            return std::borrow::Cow::Borrowed(js);
+        }
+        let mut js = js.clone();
+        for k in first..j {
+            self.add_segment_columns(k, &kin.segment_map[k], &mut js);
+        }
+        std::borrow::Cow::Owned(js)
     }
 
     /// The material point at `s_m` inside segment `k` (0 <= s_m <= h_k),
@@ -436,7 +499,7 @@ impl Model {
 
     /// Spatial Jacobian (6 x n) of an interior point's frame.
     pub fn interior_jacobian(&self, kin: &Kinematics, p: &InteriorPoint) -> Matrix6xX<f64> {
-        let mut js = kin.spatial_jacobian[p.segment].clone();
+        let mut js = self.joint_jacobian(kin, p.segment);
         let seg = &self.segments[p.segment];
         let [dl, dr] = seg.dof;
         let map = p.map.unwrap_or_else(|| lie::adjoint_times_lower(&kin.frames.joints[p.segment], &lie::dexp(&p.local)));

@@ -415,19 +415,17 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
         if section.as_ref().is_some_and(|g| g.dof != seg.dof) {
             section.take().expect("a section").flush(h, model, kin, columns, &r, r_first);
         }
-        let rows = section.get_or_insert_with(|| SectionRows::new(seg.dof, k));
+        let rows = section.get_or_insert_with(|| SectionRows::new(model, kin, k));
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
         let a = &kin.segment_map[k];
         let at = a.transpose();
         let x = at * (c - lie::coad_bar(&w_beyond));
         rows.add(&wts, &x, &at, stiff);
         // Its own coordinates' columns: this segment's J_k and R_k.
-        for (c0, nc) in own_columns(seg.dof, model.free.len(), 0, columns.reach[k]) {
-            scatter_rows(h, model, seg.dof, &wts, &x, &kin.spatial_jacobian[k], c0, nc, 1.0);
-        }
+        rows.scatter_own(h, model, kin, k, &wts, &x, columns.reach[k]);
         if r_first < n_strain {
             for (c0, nc) in own_columns(seg.dof, model.free.len(), r_first, n_strain) {
-                scatter_rows(h, model, seg.dof, &wts, &at, &r, c0, nc, 1.0);
+                scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, c0, nc), c0, 1.0);
             }
         }
         // Own block: A^T C A minus the derivative of dexp at psi_k.
@@ -462,7 +460,7 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
         c_started = true;
     }
     if let (true, Some(root)) = (c_started, &kin.root_map) {
-        let js = &kin.spatial_jacobian[0];
+        let (js, _) = kin.anchor(0);
         let rt = root.transpose();
         for col in 0..model.n_dof() {
             let y = rt * (c * js.fixed_view::<6, 1>(0, col) + r.fixed_view::<6, 1>(0, col));
@@ -476,19 +474,70 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
 /// One section's segments in [`add_segment_rows`]: their rows' maps summed
 /// per nodal side, `sum_k w_k A_k^T (C_k - B(W_k))` for `J` and
 /// `sum_k w_k A_k^T` for `R`, applied at flush to every column but the
-/// section's own (where the segments' `J_k` and `R_k` are all alike).
+/// section's own (where the segments' `J_k` and `R_k` are all alike), and
+/// each segment's `J_k` on the section's own columns.
 struct SectionRows {
     dof: [usize; 2],
     /// The first segment met (the backward pass meets the last first): the
     /// widest reach.
     last_segment: usize,
+    /// The section's first segment.
+    first_segment: usize,
     jacobian_map: [Mat6; 2],
     r_map: [Mat6; 2],
+    /// The own columns (first, count), and `J_k` on them for each segment
+    /// from the first to the last (6 rows, column-major, one after another).
+    own: Vec<(usize, usize)>,
+    own_jacobians: Vec<f64>,
 }
 
 impl SectionRows {
-    fn new(dof: [usize; 2], last_segment: usize) -> SectionRows {
-        SectionRows { dof, last_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2] }
+    fn new(model: &Model, kin: &Kinematics, last_segment: usize) -> SectionRows {
+        let dof = model.segments[last_segment].dof;
+        let first_segment = (0..=last_segment).rev().take_while(|&k| model.segments[k].dof == dof).last().expect("the last segment");
+        let (anchor, anchor_joint) = kin.anchor(first_segment);
+        debug_assert_eq!(anchor_joint, first_segment, "a section's first joint is kept");
+        let own: Vec<(usize, usize)> = own_columns(dof, model.free.len(), 0, model.n_strain_dof()).collect();
+        let mut rows =
+            SectionRows { dof, last_segment, first_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2], own, own_jacobians: vec![] };
+        if kin.anchor(last_segment).1 == last_segment {
+            // Every joint's Jacobian is kept (a short rod).
+            return rows;
+        }
+        let own = &rows.own;
+        let width: usize = own.iter().map(|(_, nc)| nc).sum();
+        // J on the own columns at the first joint, then each segment's
+        // A_k B_k added (they touch no other column).
+        let mut local = nalgebra::Matrix6xX::<f64>::zeros(width);
+        let mut at = 0;
+        for &(c0, nc) in own {
+            local.columns_mut(at, nc).copy_from(&anchor.columns(c0, nc));
+            at += nc;
+        }
+        // Where each nodal block starts among the own columns.
+        let block_at = dof.map(|d| {
+            let mut before = 0;
+            for &(c0, nc) in own {
+                if (c0..c0 + nc).contains(&d) {
+                    return before + d - c0;
+                }
+                before += nc;
+            }
+            unreachable!("a segment's coordinates are its section's own columns")
+        });
+        let mut own_jacobians = Vec::with_capacity((last_segment + 1 - first_segment) * 6 * width);
+        for k in first_segment..=last_segment {
+            own_jacobians.extend_from_slice(local.as_slice());
+            let seg = &model.segments[k];
+            let a = &kin.segment_map[k];
+            for (j, &c) in model.free.iter().enumerate() {
+                let col = a.column(c) * seg.h_m;
+                local.column_mut(block_at[0] + j).axpy(seg.w_left, &col, 1.0);
+                local.column_mut(block_at[1] + j).axpy(seg.w_right, &col, 1.0);
+            }
+        }
+        rows.own_jacobians = own_jacobians;
+        rows
     }
 
     fn add(&mut self, wts: &[f64; 2], x: &Mat6, at: &Mat6, stiff: bool) {
@@ -500,9 +549,31 @@ impl SectionRows {
         }
     }
 
+    /// Segment k's rows on the section's own columns before `reach` (J_k
+    /// is zero beyond): `x J_k`.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_own(&self, h: &mut DMatrix<f64>, model: &Model, kin: &Kinematics, k: usize, wts: &[f64; 2], x: &Mat6, reach: usize) {
+        let width: usize = self.own.iter().map(|(_, nc)| nc).sum();
+        let kept = self.own_jacobians.is_empty();
+        let mut jacobian = if kept { &[][..] } else { &self.own_jacobians[6 * width * (k - self.first_segment)..6 * width * (k + 1 - self.first_segment)] };
+        for &(c0, nc) in &self.own {
+            let used = nc.min(reach.saturating_sub(c0));
+            let these = if kept {
+                columns_of(kin.anchor(k).0, c0, used)
+            } else {
+                let (these, rest) = jacobian.split_at(6 * nc);
+                jacobian = rest;
+                &these[..6 * used]
+            };
+            if used > 0 {
+                scatter_rows(h, model, self.dof, wts, x, these, c0, 1.0);
+            }
+        }
+    }
+
     fn flush(self, h: &mut DMatrix<f64>, model: &Model, kin: &Kinematics, columns: &JointColumns, r: &nalgebra::Matrix6xX<f64>, r_first: usize) {
         let m = model.free.len();
-        let js = &kin.spatial_jacobian[self.last_segment];
+        let (js, _) = kin.anchor(self.last_segment);
         for side in 0..2 {
             let wts = if side == 0 { [1.0, 0.0] } else { [0.0, 1.0] };
             if self.jacobian_map[side] == Mat6::zeros() {
@@ -510,11 +581,11 @@ impl SectionRows {
             }
             let strains = other_columns(self.dof, m, 0, columns.reach[self.last_segment]);
             for (c0, nc) in strains.chain(columns.base) {
-                scatter_rows(h, model, self.dof, &wts, &self.jacobian_map[side], js, c0, nc, 1.0);
+                scatter_rows(h, model, self.dof, &wts, &self.jacobian_map[side], columns_of(js, c0, nc), c0, 1.0);
             }
             if r_first < model.n_strain_dof() && self.r_map[side] != Mat6::zeros() {
                 for (c0, nc) in other_columns(self.dof, m, r_first, model.n_strain_dof()) {
-                    scatter_rows(h, model, self.dof, &wts, &self.r_map[side], r, c0, nc, 1.0);
+                    scatter_rows(h, model, self.dof, &wts, &self.r_map[side], columns_of(r, c0, nc), c0, 1.0);
                 }
             }
         }
@@ -565,7 +636,7 @@ fn add_joint_stiffness_stacked(model: &Model, kin: &Kinematics, sink: &Sink, h: 
     let mut at = 0;
     for (j, t) in sink.joint_t.iter().enumerate() {
         let Some(t) = t else { continue };
-        let js = &kin.spatial_jacobian[j];
+        let js = model.joint_jacobian_cow(kin, j);
         let rows = row_count(t);
         for col in 0..n {
             let jcol = js.fixed_view::<6, 1>(0, col);
@@ -588,14 +659,14 @@ fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMa
     for (k, blocks) in sink.interior.iter().enumerate() {
         let Some(b) = blocks else { continue };
         let seg = &model.segments[k];
-        let js = &kin.spatial_jacobian[k];
+        let js = model.joint_jacobian(kin, k);
         let wts = [seg.w_left, seg.w_right];
         // Rows of the segment: frame change (sum s map^T B(W)) J_k and the
         // cross term sum B^T T J_k; its columns: J_k^T sum T B.
         let row_map = b.geometric - b.bt_t;
         let col_map = b.t_b.transpose();
         for (c0, nc) in columns.of(k) {
-            scatter_rows(h, model, seg.dof, &wts, &row_map, js, c0, nc, -1.0);
+            scatter_rows(h, model, seg.dof, &wts, &row_map, columns_of(&js, c0, nc), c0, -1.0);
             for i in 0..nc {
                 let y = col_map * js.fixed_view::<6, 1>(0, c0 + i);
                 for (j, &c) in model.free.iter().enumerate() {
@@ -609,24 +680,20 @@ fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMa
     }
 }
 
-/// `h[dof[a] + j, c0 + i] += sign * w_a * (m J)[free_j, c0 + i]` for
-/// `i < nc`: a 6-row product onto a segment's rows (its two nodal blocks,
-/// free components only), column by column (each a fixed-size product).
+/// Columns `c0..c0 + nc` of a 6-row matrix, as [`scatter_rows`] takes them.
+fn columns_of(js: &nalgebra::Matrix6xX<f64>, c0: usize, nc: usize) -> &[f64] {
+    &js.as_slice()[6 * c0..6 * (c0 + nc)]
+}
+
+/// `h[dof[a] + j, c0 + i] += sign * w_a * (m J)[free_j, i]` for the
+/// columns `J` of `jacobian` (6 rows each, column-major): a 6-row product
+/// onto a segment's rows (its two nodal blocks, free components only),
+/// column by column (each a fixed-size product).
 #[allow(clippy::too_many_arguments)]
-fn scatter_rows(
-    h: &mut DMatrix<f64>,
-    model: &Model,
-    dof: [usize; 2],
-    wts: &[f64; 2],
-    m: &Mat6,
-    js: &nalgebra::Matrix6xX<f64>,
-    c0: usize,
-    nc: usize,
-    sign: f64,
-) {
+fn scatter_rows(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64; 2], m: &Mat6, jacobian: &[f64], c0: usize, sign: f64) {
+    let nc = jacobian.len() / 6;
     let n = h.nrows();
     let data = h.as_mut_slice();
-    let jacobian = &js.as_slice()[6 * c0..6 * (c0 + nc)];
     // Cosserat rods (all six components free): each block of rows is y
     // itself, a contiguous add.
     let all_free = model.free.len() == 6;
@@ -1111,7 +1178,7 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
     }
     let (Some(kin), true) = (s.kinematics, sink.wants_tangent()) else { return };
     let jacobians: Vec<nalgebra::Matrix3xX<f64>> =
-        guides.iter().zip(&holes).map(|(h, p)| crate::model::point_jacobian(&kin.spatial_jacobian[h.joint], p)).collect();
+        guides.iter().zip(&holes).map(|(h, p)| crate::model::point_jacobian(&s.model.joint_jacobian(kin, h.joint), p)).collect();
     // Per piece: D = J_(i+1) - J_i, and du/dq = (I - u u^T) / len D.
     let differences: Vec<nalgebra::Matrix3xX<f64>> = (0..pieces.len()).map(|i| &jacobians[i + 1] - &jacobians[i]).collect();
     let projectors: Vec<Mat3> = pieces.iter().map(|(u, len)| (Matrix3::identity() - u * u.transpose()) / *len).collect();
@@ -1141,7 +1208,7 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
     }
     if any_disk_plane {
         let guided = GuidedPieces { pieces: &pieces, tensions: &tensions, tension_grads: &tension_grads, differences: &differences, projectors: &projectors };
-        disk_plane_tangent(tangent, s.frames, kin, guides, &jacobians, &pulls, &guided);
+        disk_plane_tangent(tangent, s, kin, guides, &jacobians, &pulls, &guided);
     }
 }
 
@@ -1191,13 +1258,14 @@ fn disk_normal(frames: &Frames, h: &CableHole) -> Vec3 {
 /// dn/dq`, with `dn/dq = -n~ J_omega` (the disk turns with its joint).
 fn disk_plane_tangent(
     tangent: &mut DMatrix<f64>,
-    frames: &Frames,
+    s: &State,
     kin: &crate::Kinematics,
     guides: &[CableHole],
     jacobians: &[nalgebra::Matrix3xX<f64>],
     pulls: &[Vec3],
     g: &GuidedPieces,
 ) {
+    let (model, frames) = (s.model, s.frames);
     for (i, h) in guides.iter().enumerate().filter(|(_, h)| h.disk_plane) {
         let nrm = disk_normal(frames, h);
         // n^T dF_i/dq, F_i = T_i u_i - T_(i-1) u_(i-1).
@@ -1211,7 +1279,8 @@ fn disk_plane_tangent(
         tangent.ger(1.0, &jt_n, &normal_rate, 1.0);
         let f = pulls[i];
         let m = Matrix3::identity() * nrm.dot(&f) + nrm * f.transpose();
-        let jw = kin.spatial_jacobian[h.joint].fixed_rows::<3>(0);
+        let joint_jacobian = model.joint_jacobian(kin, h.joint);
+        let jw = joint_jacobian.fixed_rows::<3>(0);
         *tangent -= jacobians[i].transpose() * (m * skew(&nrm) * jw);
     }
 }
