@@ -318,7 +318,7 @@ impl Factors {
             let k1 = (k0 + panel).min(n);
             singular |= eliminate_panel(packed.as_mut_slice(), n, k0..k1, &mut pivots);
             if k1 < n {
-                update_trailing(&mut packed, k0, k1);
+                update_columns(&mut packed, k0..k1, k1..n);
             }
         }
         Factors { packed, pivots, singular }
@@ -412,15 +412,15 @@ fn eliminate_panel(a: &mut [f64], n: usize, panel: std::ops::Range<usize>, pivot
     singular
 }
 
-/// After the panel `k0..k1`: the rows `k0..k1` right of it become U's
-/// (`L11^-1 A12`, a unit lower solve) and the trailing block loses
-/// `L21 U12`, one matrix product (matrixmultiply's kernel, the bulk of
-/// the work for a long rod's tangent).
-fn update_trailing(packed: &mut DMatrix<f64>, k0: usize, k1: usize) {
+/// After the columns `done` are factored: the rows `done` of the columns
+/// `right` become U's (`L11^-1 A12`, a unit lower solve) and the rows
+/// below lose `L21 U12`, one matrix product (matrixmultiply's kernel).
+fn update_columns(packed: &mut DMatrix<f64>, done: std::ops::Range<usize>, right: std::ops::Range<usize>) {
     let n = packed.nrows();
+    let (k0, k1) = (done.start, done.end);
     let a = packed.as_mut_slice();
-    let (left, right) = a.split_at_mut(k1 * n);
-    for column in right.chunks_exact_mut(n) {
+    let (left, rest) = a.split_at_mut(right.start * n);
+    for column in rest[..right.len() * n].chunks_exact_mut(n) {
         for k in k0..k1 {
             let f = column[k];
             if f != 0.0 {
@@ -430,9 +430,24 @@ fn update_trailing(packed: &mut DMatrix<f64>, k0: usize, k1: usize) {
             }
         }
     }
-    let l21 = packed.view((k1, k0), (n - k1, k1 - k0)).into_owned();
-    let u12 = packed.view((k0, k1), (k1 - k0, n - k1)).into_owned();
-    packed.view_mut((k1, k1), (n - k1, n - k1)).gemm(-1.0, &l21, &u12, 1.0);
+    if k1 < n {
+        let l21 = block(packed, k1..n, done.clone());
+        let u12 = block(packed, done, right.clone());
+        packed.view_mut((k1, right.start), (n - k1, right.len())).gemm(-1.0, &l21, &u12, 1.0);
+    }
+}
+
+/// A copy of the block `rows` x `columns` of a column-major matrix,
+/// column slice by column slice (nalgebra's generic copy of a view checks
+/// every index: it cost as much as the product).
+fn block(a: &DMatrix<f64>, rows: std::ops::Range<usize>, columns: std::ops::Range<usize>) -> DMatrix<f64> {
+    let n = a.nrows();
+    let data = a.as_slice();
+    let mut out = Vec::with_capacity(rows.len() * columns.len());
+    for c in columns.clone() {
+        out.extend_from_slice(&data[c * n + rows.start..c * n + rows.end]);
+    }
+    DMatrix::from_vec(rows.len(), columns.len(), out)
 }
 
 /// [`solve`] from `q_start` with the factorisation of a tangent near it

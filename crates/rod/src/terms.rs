@@ -772,12 +772,12 @@ impl Term for Elastic {
         let ns = s.model.n_strain_dof();
         let q = s.q.rows(0, ns);
         let fibres = s.model.fibres.as_ref().map_or(0.0, |f| f.modulus_pa * f.correction_unit(s.q, false).0);
-        Some(0.5 * q.dot(&(&s.model.stiffness * q)) + fibres)
+        Some(0.5 * q.dot(&s.model.stiffness_times(&s.q.as_slice()[..ns])) + fibres)
     }
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         let ns = s.model.n_strain_dof();
-        let mut kq = &s.model.stiffness * s.q.rows(0, ns);
+        let mut kq = s.model.stiffness_times(&s.q.as_slice()[..ns]);
         let with_tangent = sink.wants_tangent();
         let correction = s.model.fibres.as_ref().map(|f| (f.modulus_pa, f.correction_unit(s.q, with_tangent)));
         if let Some((e, (_, force, _))) = &correction {
@@ -785,10 +785,9 @@ impl Term for Elastic {
         }
         sink.residual_mut().rows_mut(0, ns).add_assign(&kq);
         if let Some(h) = sink.tangent_mut() {
-            let mut block = h.view_mut((0, 0), (ns, ns));
-            block.add_assign(&s.model.stiffness);
+            s.model.add_stiffness(h, 1.0);
             if let Some((e, (_, _, Some(t)))) = &correction {
-                block.add_assign(t * *e);
+                h.view_mut((0, 0), (ns, ns)).add_assign(t * *e);
             }
         }
     }

@@ -27,12 +27,11 @@ impl Term for Damping<'_> {
         let ns = s.model.n_strain_dof();
         let c = self.tau_s / self.h_s;
         let dq = s.q.rows(0, ns) - self.q_prev.rows(0, ns);
-        let f = &s.model.stiffness * dq * c;
+        let f = s.model.stiffness_times(dq.as_slice()) * c;
         let mut r = sink.residual_mut().rows_mut(0, ns);
         r += f;
         if let Some(h) = sink.tangent_mut() {
-            let mut block = h.view_mut((0, 0), (ns, ns));
-            block += &s.model.stiffness * c;
+            s.model.add_stiffness(h, c);
         }
     }
 }
