@@ -413,28 +413,40 @@ fn eliminate_panel(a: &mut [f64], n: usize, panel: std::ops::Range<usize>, pivot
 }
 
 /// After the columns `done` are factored: the rows `done` of the columns
-/// `right` become U's (`L11^-1 A12`, a unit lower solve) and the rows
-/// below lose `L21 U12`, one matrix product (matrixmultiply's kernel).
+/// `right` become U's (`L11^-1 A12`) and the rows below lose `L21 U12`.
+/// Both are matrix products (matrixmultiply's kernel): `L11^-1` of the
+/// panel's unit lower factor is formed once (its entries are at most 1 in
+/// size, partial pivoting's), as the column-by-column triangular solve on
+/// short columns cost more than the products.
 fn update_columns(packed: &mut DMatrix<f64>, done: std::ops::Range<usize>, right: std::ops::Range<usize>) {
     let n = packed.nrows();
-    let (k0, k1) = (done.start, done.end);
-    let a = packed.as_mut_slice();
-    let (left, rest) = a.split_at_mut(right.start * n);
-    for column in rest[..right.len() * n].chunks_exact_mut(n) {
-        for k in k0..k1 {
-            let f = column[k];
-            if f != 0.0 {
-                for (x, l) in column[k + 1..k1].iter_mut().zip(&left[k * n + k + 1..k * n + k1]) {
-                    *x -= f * l;
+    let k1 = done.end;
+    let l11_inverse = unit_lower_inverse(&block(packed, done.clone(), done.clone()));
+    let u12 = &l11_inverse * block(packed, done.clone(), right.clone());
+    packed.view_mut((done.start, right.start), (done.len(), right.len())).copy_from(&u12);
+    if k1 < n {
+        let l21 = block(packed, k1..n, done);
+        packed.view_mut((k1, right.start), (n - k1, right.len())).gemm(-1.0, &l21, &u12, 1.0);
+    }
+}
+
+/// The inverse of the unit lower triangle of `packed` (its diagonal taken
+/// as ones), column by column.
+fn unit_lower_inverse(packed: &DMatrix<f64>) -> DMatrix<f64> {
+    let m = packed.nrows();
+    let mut x = DMatrix::identity(m, m);
+    let l = packed.as_slice();
+    for (j, column) in x.as_mut_slice().chunks_exact_mut(m).enumerate() {
+        for k in j..m {
+            let xk = column[k];
+            if xk != 0.0 {
+                for (xi, li) in column[k + 1..].iter_mut().zip(&l[k * m + k + 1..(k + 1) * m]) {
+                    *xi -= li * xk;
                 }
             }
         }
     }
-    if k1 < n {
-        let l21 = block(packed, k1..n, done.clone());
-        let u12 = block(packed, done, right.clone());
-        packed.view_mut((k1, right.start), (n - k1, right.len())).gemm(-1.0, &l21, &u12, 1.0);
-    }
+    x
 }
 
 /// A copy of the block `rows` x `columns` of a column-major matrix,

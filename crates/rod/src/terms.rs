@@ -1176,14 +1176,13 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
         sink.point_force(Attach::Joint(h.joint), p, &f, &Vec3::zeros(), None);
     }
     let (Some(kin), true) = (s.kinematics, sink.wants_tangent()) else { return };
-    let jacobians: Vec<nalgebra::Matrix3xX<f64>> =
-        guides.iter().zip(&holes).map(|(h, p)| crate::model::point_jacobian(&s.model.joint_jacobian(kin, h.joint), p)).collect();
+    let columns = JointColumns::new(s.model);
+    let jacobians: Vec<nalgebra::Matrix3xX<f64>> = guides.iter().zip(&holes).map(|(h, p)| hole_jacobian(s.model, kin, &columns, h.joint, p)).collect();
     // Per piece: D = J_(i+1) - J_i, and du/dq = (I - u u^T) / len D.
     let differences: Vec<nalgebra::Matrix3xX<f64>> = (0..pieces.len()).map(|i| &jacobians[i + 1] - &jacobians[i]).collect();
     let projectors: Vec<Mat3> = pieces.iter().map(|(u, len)| (Matrix3::identity() - u * u.transpose()) / *len).collect();
     let n = s.model.n_dof();
     let any_disk_plane = guides.iter().any(|h| h.disk_plane);
-    let columns = JointColumns::new(s.model);
     let tangent = sink.tangent_mut().expect("wants a tangent");
     let mut turned_grad = DVector::zeros(n);
     // dT_i/dq per piece, for the disks that project the pull (rubbing only).
@@ -1209,6 +1208,24 @@ fn guided_cable(s: &State, sink: &mut Sink, guides: &[CableHole], capstan: &Caps
         let guided = GuidedPieces { pieces: &pieces, tensions: &tensions, tension_grads: &tension_grads, differences: &differences, projectors: &projectors };
         disk_plane_tangent(tangent, s, kin, guides, &jacobians, &pulls, &guided);
     }
+}
+
+/// [`crate::model::point_jacobian`] of a hole at `p` on joint `joint`'s
+/// frame, `J_v - p~ J_w`, on the columns the joint reaches (and the
+/// base's) only: the rest are zero. Each entry sums as nalgebra's product
+/// does.
+fn hole_jacobian(model: &Model, kin: &Kinematics, columns: &JointColumns, joint: usize, p: &Vec3) -> nalgebra::Matrix3xX<f64> {
+    let js = model.joint_jacobian_cow(kin, joint);
+    let mut out = nalgebra::Matrix3xX::zeros(model.n_dof());
+    for (c0, nc) in columns.of(joint) {
+        for c in c0..c0 + nc {
+            let (w, v) = (js.fixed_view::<3, 1>(0, c), js.fixed_view::<3, 1>(3, c));
+            out[(0, c)] = v[0] - (-p.z * w[1] + p.y * w[2]);
+            out[(1, c)] = v[1] - (p.z * w[0] + -p.x * w[2]);
+            out[(2, c)] = v[2] - (-p.y * w[0] + p.x * w[1]);
+        }
+    }
+    out
 }
 
 /// `h += D^T W D` for a 3-row `D` whose columns are zero past `reach` but
