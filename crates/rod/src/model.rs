@@ -130,6 +130,12 @@ pub struct Kinematics {
 }
 
 impl Kinematics {
+    /// Every joint's Jacobian is kept (a short rod): [`Kinematics::anchor`]
+    /// of joint `j` is joint `j`'s own.
+    pub fn keeps_every_joint(&self) -> bool {
+        self.anchors.len() == self.anchor_of.len()
+    }
+
     /// Joint `j`'s anchor: the spatial Jacobian of its section's first
     /// joint and that joint's index. On every column but the section's own
     /// coordinates it is joint `j`'s Jacobian.
@@ -491,12 +497,11 @@ impl Model {
     /// Each row sums its columns in the same order as the dense product.
     pub fn stiffness_times(&self, q: &[f64]) -> DVector<f64> {
         let ns = self.n_strain_dof();
-        let k = self.stiffness.as_slice();
         let mut y = DVector::zeros(ns);
-        for (c, &qc) in q.iter().enumerate().take(ns) {
-            for &offset in self.stiffness_offsets() {
-                let Some(r) = c.checked_add_signed(offset).filter(|&r| r < ns) else { continue };
-                y[r] += k[c * ns + r] * qc;
+        let out = y.as_mut_slice();
+        for (c, (column, &qc)) in self.stiffness.as_slice().chunks_exact(ns).zip(q).enumerate() {
+            for r in self.stiffness_rows(c) {
+                out[r] += column[r] * qc;
             }
         }
         y
@@ -504,13 +509,19 @@ impl Model {
 
     /// `h[..ns, ..ns] += scale K` on K's pattern.
     pub fn add_stiffness(&self, h: &mut DMatrix<f64>, scale: f64) {
-        let ns = self.n_strain_dof();
-        for c in 0..ns {
-            for &offset in self.stiffness_offsets() {
-                let Some(r) = c.checked_add_signed(offset).filter(|&r| r < ns) else { continue };
-                h[(r, c)] += self.stiffness[(r, c)] * scale;
+        let (ns, n) = (self.n_strain_dof(), h.nrows());
+        let target = h.as_mut_slice();
+        for (c, column) in self.stiffness.as_slice().chunks_exact(ns).enumerate() {
+            for r in self.stiffness_rows(c) {
+                target[c * n + r] += column[r] * scale;
             }
         }
+    }
+
+    /// The rows of column `c`'s non-zeros, ascending.
+    fn stiffness_rows(&self, c: usize) -> impl Iterator<Item = usize> + use<> {
+        let ns = self.n_strain_dof() as isize;
+        self.stiffness_offsets().iter().map(move |o| c as isize + o).filter(move |r| (0..ns).contains(r)).map(|r| r as usize)
     }
 
     /// Spatial Jacobian (6 x n) of joint `j`: its section's first joint's,

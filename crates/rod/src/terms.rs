@@ -402,6 +402,7 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
     let mut r_first = n_strain;
     let mut w_beyond = Vec6::zeros();
     let mut section: Option<SectionRows> = None;
+    let every_joint = kin.keeps_every_joint();
     for k in (0..model.segments.len()).rev() {
         w_beyond += sink.total_wrench[k + 1];
         if let Some(t) = joint_t(k + 1) {
@@ -412,20 +413,31 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
             continue;
         }
         let seg = &model.segments[k];
-        if section.as_ref().is_some_and(|g| g.dof != seg.dof) {
-            section.take().expect("a section").flush(h, model, kin, columns, &r, r_first);
-        }
-        let rows = section.get_or_insert_with(|| SectionRows::new(model, kin, k));
         let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
         let a = &kin.segment_map[k];
         let at = a.transpose();
         let x = at * (c - lie::coad_bar(&w_beyond));
-        rows.add(&wts, &x, &at, stiff);
-        // Its own coordinates' columns: this segment's J_k and R_k.
-        rows.scatter_own(h, model, kin, k, &wts, &x, columns.reach[k]);
-        if r_first < n_strain {
-            for (c0, nc) in own_columns(seg.dof, model.free.len(), r_first, n_strain) {
-                scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, c0, nc), c0, 1.0);
+        if every_joint {
+            // A short rod: each segment's rows on every column it reaches.
+            let js = kin.anchor(k).0;
+            for (c0, nc) in columns.of(k) {
+                scatter_rows(h, model, seg.dof, &wts, &x, columns_of(js, c0, nc), c0, 1.0);
+            }
+            if r_first < n_strain {
+                scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, r_first, n_strain - r_first), r_first, 1.0);
+            }
+        } else {
+            if section.as_ref().is_some_and(|g| g.dof != seg.dof) {
+                section.take().expect("a section").flush(h, model, kin, columns, &r, r_first);
+            }
+            let rows = section.get_or_insert_with(|| SectionRows::new(model, kin, k));
+            rows.add(&wts, &x, &at, stiff);
+            // Its own coordinates' columns: this segment's J_k and R_k.
+            rows.scatter_own(h, model, k, &wts, &x, columns.reach[k]);
+            if r_first < n_strain {
+                for (c0, nc) in own_columns(seg.dof, model.free.len(), r_first, n_strain) {
+                    scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, c0, nc), c0, 1.0);
+                }
             }
         }
         // Own block: A^T C A minus the derivative of dexp at psi_k.
@@ -500,10 +512,6 @@ impl SectionRows {
         let own: Vec<(usize, usize)> = own_columns(dof, model.free.len(), 0, model.n_strain_dof()).collect();
         let mut rows =
             SectionRows { dof, last_segment, first_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2], own, own_jacobians: vec![] };
-        if kin.anchor(last_segment).1 == last_segment {
-            // Every joint's Jacobian is kept (a short rod).
-            return rows;
-        }
         let own = &rows.own;
         let width: usize = own.iter().map(|(_, nc)| nc).sum();
         // J on the own columns at the first joint, then each segment's
@@ -551,22 +559,15 @@ impl SectionRows {
 
     /// Segment k's rows on the section's own columns before `reach` (J_k
     /// is zero beyond): `x J_k`.
-    #[allow(clippy::too_many_arguments)]
-    fn scatter_own(&self, h: &mut DMatrix<f64>, model: &Model, kin: &Kinematics, k: usize, wts: &[f64; 2], x: &Mat6, reach: usize) {
+    fn scatter_own(&self, h: &mut DMatrix<f64>, model: &Model, k: usize, wts: &[f64; 2], x: &Mat6, reach: usize) {
         let width: usize = self.own.iter().map(|(_, nc)| nc).sum();
-        let kept = self.own_jacobians.is_empty();
-        let mut jacobian = if kept { &[][..] } else { &self.own_jacobians[6 * width * (k - self.first_segment)..6 * width * (k + 1 - self.first_segment)] };
+        let mut jacobian = &self.own_jacobians[6 * width * (k - self.first_segment)..6 * width * (k + 1 - self.first_segment)];
         for &(c0, nc) in &self.own {
             let used = nc.min(reach.saturating_sub(c0));
-            let these = if kept {
-                columns_of(kin.anchor(k).0, c0, used)
-            } else {
-                let (these, rest) = jacobian.split_at(6 * nc);
-                jacobian = rest;
-                &these[..6 * used]
-            };
+            let (these, rest) = jacobian.split_at(6 * nc);
+            jacobian = rest;
             if used > 0 {
-                scatter_rows(h, model, self.dof, wts, x, these, c0, 1.0);
+                scatter_rows(h, model, self.dof, wts, x, &these[..6 * used], c0, 1.0);
             }
         }
     }
