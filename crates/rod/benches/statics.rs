@@ -56,7 +56,7 @@ fn bench_scaling(c: &mut Criterion) {
 /// between disks) of 16 sub-segments as rodlab's test of it has them
 /// (every disk within 4.5 um of their model with the full disk reaction)
 /// and of 8 (within 5.2 um), each solve from straight. From the previous
-/// case's solution it is no faster (case 3: 27.6 ms instead of 12.0).
+/// case's solution it is no faster (case 3 took 2.3x longer when tried).
 /// Their times: `scripts/peer/tdcr-peer.sh --time`.
 fn bench_tendon_robot(c: &mut Criterion) {
     // (tensions [N], tip force [N] in their frame: backbone along z).
