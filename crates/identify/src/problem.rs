@@ -986,7 +986,7 @@ impl Problem {
                 };
                 for (k, (m, &j)) in exp.measurements.iter().zip(&em.joints).enumerate() {
                     // The point's and its axis's derivatives in the parameters.
-                    let joint_jacobian = model.joint_jacobian(&kin, j);
+                    let joint_jacobian = model.joint_jacobian_cow(&kin, j);
                     let pj = point_jacobian(&joint_jacobian, &pts[k]);
                     let mut d_point = &pj * &sens;
                     let weight = PointWeight::new(m, axes[k]);

@@ -285,13 +285,13 @@ impl System for HardSystem<'_> {
             let p = frames.joints[j].transform_point(&self.markers[*i].offset_body_m);
             // A ray's row along itself is zero: the Schur step's pseudo-
             // inverse (and the compliant step) give it no force.
-            jc.view_mut((3 * k, 0), (3, n)).copy_from(&(seen.projector() * point_jacobian(&self.model.joint_jacobian(&kin, j), &p)));
+            jc.view_mut((3 * k, 0), (3, n)).copy_from(&(seen.projector() * point_jacobian(&self.model.joint_jacobian_cow(&kin, j), &p)));
         }
         if let Some(hold) = &self.hold {
             // The reaction enters as -J^T mu exactly at the hold (where the
             // rotation error's Jacobian Jl^-1 J_w is J_w).
             let tip = frames.joints.len() - 1;
-            let rows = hold.jacobian(&self.model.joint_jacobian(&kin, tip), &frames.joints[tip]);
+            let rows = hold.jacobian(&self.model.joint_jacobian_cow(&kin, tip), &frames.joints[tip]);
             jc.view_mut((3 * self.targets.len(), 0), (hold.count(), n)).copy_from(&rows);
         }
         let mut t = DMatrix::zeros(n + nc, n + nc);

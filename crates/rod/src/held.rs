@@ -311,7 +311,7 @@ impl<'m, 'l> HeldSystem<'m, 'l> {
         residual.rows_mut(n, c).copy_from(&self.rows.residual(g_tip));
         let tangent = a.tangent.map(|k_q| {
             let kin = a.kinematics.as_ref().expect("kinematics with the tangent");
-            let j_tip = &model.joint_jacobian(kin, tip);
+            let j_tip = &model.joint_jacobian_cow(kin, tip);
             let mut h = DMatrix::zeros(n + c, n + c);
             h.view_mut((0, 0), (n, n)).copy_from(&k_q);
             self.rows.add_to_tangent(&mut h, n, j_tip, g_tip);

@@ -98,10 +98,6 @@ pub struct Frames {
     pub base_twist: Vec6,
 }
 
-/// [`Model::stiffness_offsets`] for linear strains, by the number of free
-/// components.
-const STIFFNESS_OFFSETS: [&[isize]; 6] = [&[-1, 0, 1], &[-2, 0, 2], &[-3, 0, 3], &[-4, 0, 4], &[-5, 0, 5], &[-6, 0, 6]];
-
 /// Up to this many coordinates [`Kinematics`] keeps every joint's
 /// Jacobian (Table II's rod: 24, 13 joints of 1.2 kB).
 const KEEP_EVERY_JACOBIAN_UP_TO_DOF: usize = 48;
@@ -112,9 +108,9 @@ const KEEP_EVERY_JACOBIAN_UP_TO_DOF: usize = 48;
 /// (the run of segments on the same coordinates) only on the section's
 /// own coordinates, so only those first joints' are kept
 /// ([`Kinematics::anchor`]; every joint's on a short rod) and any other
-/// is made on demand ([`Model::joint_jacobian`]): a rod of eight sub-segments keeps an eighth
-/// of the memory (a 64-section rod's 4.8 MB of Jacobians, freed and
-/// faulted in again at every tangent, cost its solve 40 %).
+/// is made on demand ([`Model::joint_jacobian`]): a rod of eight
+/// sub-segments keeps an eighth of the memory (a 64-section rod of four,
+/// 1.2 MB instead of 4.8 MB per tangent).
 #[derive(Clone, Debug)]
 pub struct Kinematics {
     pub frames: Frames,
@@ -482,15 +478,6 @@ impl Model {
         }
     }
 
-    /// The row offsets of the stiffness's non-zeros in each column: the
-    /// same component at the node before, at, and after.
-    fn stiffness_offsets(&self) -> &'static [isize] {
-        match (self.rod.strain_basis, self.free.len()) {
-            (StrainBasis::Constant, _) => &[0],
-            (StrainBasis::Linear, m) => STIFFNESS_OFFSETS[m - 1],
-        }
-    }
-
     /// `K q` for the strain coordinates `q` (length [`Model::n_strain_dof`]),
     /// on K's pattern: three products a column instead of n (a dense
     /// product cost the 246-coordinate tendon robot 7 % of its solve).
@@ -518,10 +505,15 @@ impl Model {
         }
     }
 
-    /// The rows of column `c`'s non-zeros, ascending.
+    /// The rows of column `c`'s non-zeros, ascending: the same component
+    /// at the node before, at, and after (at only, for constant strains).
     fn stiffness_rows(&self, c: usize) -> impl Iterator<Item = usize> + use<> {
-        let ns = self.n_strain_dof() as isize;
-        self.stiffness_offsets().iter().map(move |o| c as isize + o).filter(move |r| (0..ns).contains(r)).map(|r| r as usize)
+        let (ns, m) = (self.n_strain_dof() as isize, self.free.len() as isize);
+        let (offsets, count) = match self.rod.strain_basis {
+            StrainBasis::Constant => ([0, 0, 0], 1),
+            StrainBasis::Linear => ([-m, 0, m], 3),
+        };
+        offsets.into_iter().take(count).map(move |o| c as isize + o).filter(move |r| (0..ns).contains(r)).map(|r| r as usize)
     }
 
     /// Spatial Jacobian (6 x n) of joint `j`: its section's first joint's,

@@ -1296,7 +1296,7 @@ fn disk_plane_tangent(
         tangent.ger(1.0, &jt_n, &normal_rate, 1.0);
         let f = pulls[i];
         let m = Matrix3::identity() * nrm.dot(&f) + nrm * f.transpose();
-        let joint_jacobian = model.joint_jacobian(kin, h.joint);
+        let joint_jacobian = model.joint_jacobian_cow(kin, h.joint);
         let jw = joint_jacobian.fixed_rows::<3>(0);
         *tangent -= jacobians[i].transpose() * (m * skew(&nrm) * jw);
     }

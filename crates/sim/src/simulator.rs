@@ -1365,7 +1365,7 @@ impl StepSystem<'_> {
         let mut h = DMatrix::zeros(n, n);
         h.view_mut((0, 0), (nq, nq)).copy_from(&asm.tangent.expect("tangent"));
         if let Some(hold) = &self.hold {
-            hold.add_to_tangent(&mut h, nq, &self.model.joint_jacobian(kin, tip), &kin.frames.joints[tip]);
+            hold.add_to_tangent(&mut h, nq, &self.model.joint_jacobian_cow(kin, tip), &kin.frames.joints[tip]);
         }
         let c = match self.contact {
             Some(c) => c,
@@ -1381,7 +1381,7 @@ impl StepSystem<'_> {
             .zip(&geo)
             .map(|(&j, g)| {
                 let mut m = nalgebra::Matrix3xX::zeros(n);
-                m.columns_mut(0, nq).copy_from(&(c.basis * point_jacobian(&self.model.joint_jacobian(kin, j), &g.point)));
+                m.columns_mut(0, nq).copy_from(&(c.basis * point_jacobian(&self.model.joint_jacobian_cow(kin, j), &g.point)));
                 m
             })
             .collect();
