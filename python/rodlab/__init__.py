@@ -219,7 +219,7 @@ def identify_dynamic(
     """Fit friction (mu) and damping from recorded motion by simulating the
     ``sessions`` in ``scene``, E, G, rho held at ``params`` (identified.toml
     or ``Identified``). Options: ``loads``, ``mu_start``, ``damping_start``,
-    ``hold_damping``, ``fit_stiffness``, ``sigma_m``. Returns a dictionary
+    ``hold_damping``, ``hold_marker_delay``, ``fit_stiffness``, ``sigma_m``. Returns a dictionary
     with "dynamic" (the fitted values), "identified_toml" and "report"."""
     return _rodlab.identify_dynamic(
         rod, sessions=_session_paths(sessions), scene=scene, params=params, out=out, progress=_progress(progress), **options

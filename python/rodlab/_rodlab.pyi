@@ -186,6 +186,7 @@ def identify_dynamic(
     mu_start: Optional[float] = None,
     damping_start: Optional[float] = None,
     hold_damping: bool = False,
+    hold_marker_delay: bool = False,
     fit_stiffness: bool = False,
     sigma_m: float = 2e-5,
 ) -> Dict[str, Any]: ...

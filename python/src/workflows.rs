@@ -172,7 +172,7 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// "identified_toml", "report", "warnings".
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, fit_stiffness=false, sigma_m=2e-5))]
+    hold_damping=false, hold_marker_delay=false, fit_stiffness=false, sigma_m=2e-5))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -186,6 +186,7 @@ pub fn identify_dynamic<'py>(
     mu_start: Option<f64>,
     damping_start: Option<f64>,
     hold_damping: bool,
+    hold_marker_delay: bool,
     fit_stiffness: bool,
     sigma_m: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -196,6 +197,7 @@ pub fn identify_dynamic<'py>(
     req.mu_start = mu_start;
     req.damping_start = damping_start;
     req.hold_damping = hold_damping;
+    req.hold_marker_delay = hold_marker_delay;
     req.fit_stiffness = fit_stiffness;
     req.sigma_m = sigma_m;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;

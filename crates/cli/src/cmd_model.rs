@@ -342,6 +342,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: hold the damping ratio at its start and fit mu alone.
     #[arg(long, requires = "dynamic")]
     pub hold_damping: bool,
+    /// With --dynamic: take the markers' stamps as on the robot's clock. By default each session's delay of its markers behind the robot (a camera's exposure, transfer and decoding, a motion-capture system's latency) is fitted with mu: at a drag's speed, 1 ms of delay moves mu by about 2 %.
+    #[arg(long, requires = "dynamic")]
+    pub hold_marker_delay: bool,
     /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.
     #[arg(long, requires = "dynamic")]
     pub fit_stiffness: bool,
@@ -404,6 +407,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.mu_start = a.mu_start;
     req.damping_start = a.damping_start;
     req.hold_damping = a.hold_damping;
+    req.hold_marker_delay = a.hold_marker_delay;
     req.fit_stiffness = a.fit_stiffness;
     req.sigma_m = a.sigma_m;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;

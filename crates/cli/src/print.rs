@@ -184,6 +184,9 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     if o.correlation_mu_damping.is_finite() {
         println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);
     }
+    if !o.marker_delay_s.is_empty() {
+        println!("  markers' delay behind the robot [ms]: {} (per session)", o.delays_text());
+    }
     let force = o.force_rms_n.map_or(String::new(), |f| format!(", flange force RMS {f:.3} N (bias left out; {})", o.force_streams.join(", ")));
     println!(
         "  markers RMS {:.3} mm at the start, {:.3} mm fitted{force}; {} iterations, {} simulations, {:.1} s",

@@ -748,6 +748,14 @@ pub struct DynamicOut {
     pub damping_ratio_ci95: [f64; 2],
     /// Correlation of the two estimates (log scale; NaN when one is held).
     pub correlation_mu_damping: f64,
+    /// Per session (in `sessions`' order): how long after the robot's
+    /// clock its markers' stamps were taken, fitted \[s\] (0 where held:
+    /// `--hold-marker-delay`, or markers that do not move).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub marker_delay_s: Vec<f64>,
+    /// The delays' 95 % intervals \[s\] (NaN where held).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub marker_delay_ci95_s: Vec<[f64; 2]>,
     /// The body's E when fitted with the motion (`--fit-stiffness`: E and
     /// G scaled together; `[parameters]` then carry them), and its 95 %
     /// interval; absent when held.
@@ -788,10 +796,11 @@ impl DynamicOut {
             None => format!("mu {:.4} {}", self.mu, ci(self.mu_ci95)),
         };
         format!(
-            "{mu}, damping ratio {:.4} {}, correlation {:+.3}, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
+            "{mu}, damping ratio {:.4} {}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
             self.damping_ratio,
             ci(self.damping_ratio_ci95),
             self.correlation_mu_damping,
+            self.delays_text(),
             self.marker_rms_start_m * 1e3,
             self.marker_rms_m * 1e3,
             self.force_rms_n.unwrap_or(f64::NAN),
@@ -799,6 +808,18 @@ impl DynamicOut {
             self.simulations,
             self.wall_time_s
         )
+    }
+
+    /// Each session's marker delay \[ms\], with its interval where fitted.
+    pub fn delays_text(&self) -> String {
+        let one = |(d, c): (&f64, Option<&[f64; 2]>)| match c {
+            Some(c) if c[0].is_finite() => format!("{:.2} [{:.2}, {:.2}]", d * 1e3, c[0] * 1e3, c[1] * 1e3),
+            _ => format!("{:.2} (held)", d * 1e3),
+        };
+        if self.marker_delay_s.is_empty() {
+            return "-".into();
+        }
+        self.marker_delay_s.iter().enumerate().map(|(i, d)| one((d, self.marker_delay_ci95_s.get(i)))).collect::<Vec<_>>().join(", ")
     }
 
     /// The friction coefficient a simulation of `scene_mu`'s scene should

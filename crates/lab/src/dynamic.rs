@@ -54,6 +54,8 @@ pub struct DynamicRequest {
     pub damping_start: Option<f64>,
     /// Keep the damping ratio at its start and fit mu alone.
     pub hold_damping: bool,
+    /// Take the markers' stamps as on the robot's clock (no delay fitted).
+    pub hold_marker_delay: bool,
     /// Also fit the body's stiffness: E and G scaled together (their ratio,
     /// rho and geometry stay `--params'`), for motion that sees stiffness.
     pub fit_stiffness: bool,
@@ -78,6 +80,7 @@ impl DynamicRequest {
             mu_start: None,
             damping_start: None,
             hold_damping: false,
+            hold_marker_delay: false,
             fit_stiffness: false,
             sigma_m: 2e-5,
             loads: Default::default(),
@@ -113,6 +116,23 @@ struct SessionCase {
     force: Option<ForceReadings>,
 }
 
+impl SessionCase {
+    /// Its residual rows: three per sighting, three per force reading.
+    fn rows(&self) -> usize {
+        3 * (self.observed.len() + self.force.as_ref().map_or(0, |f| f.samples.len()))
+    }
+
+    /// Whether a tracked marker moves by more than `MOVES_M` (a delay in
+    /// time shows only in motion: a session at rest does not determine one).
+    fn markers_move(&self) -> bool {
+        let mut first: std::collections::HashMap<usize, Vec3> = Default::default();
+        self.observed.iter().filter_map(|(_, m, s)| Some((*m, s.as_point()?))).any(|(m, p)| (p - *first.entry(m).or_insert(p)).norm() > MOVES_M)
+    }
+}
+
+/// How far a marker must move for its session's delay to be fitted \[m\].
+const MOVES_M: f64 = 1e-3;
+
 /// A flange force sensor's readings, in the flange frame.
 struct ForceReadings {
     stream: String,
@@ -122,8 +142,37 @@ struct ForceReadings {
     sigma_n: f64,
 }
 
-/// A session's rows by (session, mu, zeta, stiffness scale) (the values' bits).
-type RowsKey = (usize, u64, u64, u64);
+/// A session's replay by (session, mu, zeta, stiffness scale) (the values' bits).
+type TrackKey = (usize, u64, u64, u64);
+
+/// What the residual reads of one replay: the markers and the flange
+/// force at every recorded step (a few hundred kB for a session, where the
+/// step records hold every node).
+struct Track {
+    t_s: Vec<f64>,
+    markers_m: Vec<Vec<Vec3>>,
+    flange_force_n: Vec<Vec3>,
+}
+
+impl Track {
+    fn of(records: &[StepRecord]) -> Track {
+        Track {
+            t_s: records.iter().map(|r| r.t_s).collect(),
+            markers_m: records.iter().map(|r| r.markers_m.clone()).collect(),
+            flange_force_n: records.iter().map(|r| lie::linear(&r.base_wrench_flange)).collect(),
+        }
+    }
+
+    /// Marker `m` at `t_s`, held at the replay's ends.
+    fn marker_at(&self, m: usize, t_s: f64) -> Vec3 {
+        lie::series::blend(lie::series::bracket_held(&self.t_s, t_s), |i| self.markers_m[i][m])
+    }
+
+    /// The flange force at `t_s`, when inside the replay.
+    fn force_at(&self, t_s: f64) -> Option<Vec3> {
+        lie::series::bracket(&self.t_s, t_s).map(|k| lie::series::blend(k, |i| self.flange_force_n[i]))
+    }
+}
 
 /// The values a replay runs with: the table's friction, the damping
 /// ratio, and a scale of the body's E and G (1: `--params`').
@@ -141,8 +190,9 @@ impl Point {
 }
 
 /// The simulations behind the residual, for any (mu, zeta); each
-/// session's rows are kept per value pair, and a session whose rod never
-/// touches the table does not depend on mu (one replay serves every mu).
+/// session's replay is kept per value pair (its track: the residual at
+/// any marker delay reads it), and a session whose rod never touches the
+/// table does not depend on mu (one replay serves every mu).
 struct Replay<'a> {
     rod: Rod,
     scene_path: &'a Path,
@@ -150,13 +200,13 @@ struct Replay<'a> {
     simulations: AtomicUsize,
     /// Per session: does the rod touch the table (in the replay that sticks)?
     touches: Vec<bool>,
-    rows: Mutex<std::collections::HashMap<RowsKey, Arc<Vec<f64>>>>,
+    tracks: Mutex<std::collections::HashMap<TrackKey, Arc<Track>>>,
 }
 
 impl<'a> Replay<'a> {
     fn new(rod: Rod, scene_path: &'a Path, cases: Vec<SessionCase>) -> Replay<'a> {
         let touches = vec![true; cases.len()];
-        Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, rows: Mutex::new(Default::default()) }
+        Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, tracks: Mutex::new(Default::default()) }
     }
 
     fn records(&self, case: &SessionCase, at: Point) -> Result<Vec<StepRecord>> {
@@ -176,53 +226,64 @@ impl<'a> Replay<'a> {
     }
 
     /// The point session `i` is replayed at for `at` (a session in the
-    /// air: one mu for all) and the key of its rows.
-    fn point_for(&self, i: usize, at: Point) -> (Point, RowsKey) {
+    /// air: one mu for all) and the key of its track.
+    fn point_for(&self, i: usize, at: Point) -> (Point, TrackKey) {
         let at = Point { mu: if self.touches[i] { at.mu } else { MU_STICKS }, ..at };
         (at, (i, at.mu.to_bits(), at.zeta.to_bits(), at.stiffness.to_bits()))
     }
 
-    /// Keeps session `i`'s rows of a replay at `at` already run.
+    /// Keeps session `i`'s track of a replay at `at` already run.
     fn keep(&self, i: usize, at: Point, records: &[StepRecord]) {
-        self.rows.lock().expect("rows").insert(self.point_for(i, at).1, Arc::new(session_rows(&self.cases[i], records)));
+        self.tracks.lock().expect("tracks").insert(self.point_for(i, at).1, Arc::new(Track::of(records)));
     }
 
-    /// Session `i`'s rows at `at`, replayed once per distinct point.
-    fn rows_of(&self, i: usize, at: Point) -> Result<Arc<Vec<f64>>> {
+    /// Session `i`'s track at `at`, replayed once per distinct point.
+    fn track_of(&self, i: usize, at: Point) -> Result<Arc<Track>> {
         let (at, key) = self.point_for(i, at);
-        if let Some(r) = self.rows.lock().expect("rows").get(&key) {
-            return Ok(r.clone());
+        if let Some(t) = self.tracks.lock().expect("tracks").get(&key) {
+            return Ok(t.clone());
         }
-        let r = Arc::new(session_rows(&self.cases[i], &self.records(&self.cases[i], at)?));
-        self.rows.lock().expect("rows").insert(key, r.clone());
-        Ok(r)
+        let t = Arc::new(Track::of(&self.records(&self.cases[i], at)?));
+        self.tracks.lock().expect("tracks").insert(key, t.clone());
+        Ok(t)
     }
 
     /// (simulated - tracked) / sigma over every session's tracked markers
-    /// (and flange forces).
-    fn residual(&self, at: Point) -> Result<DVector<f64>> {
-        let parts: Vec<Result<Arc<Vec<f64>>>> = (0..self.cases.len()).into_par_iter().map(|i| self.rows_of(i, at)).collect();
+    /// (and flange forces), each session's markers seen `delays_s[i]`
+    /// behind the robot's clock.
+    fn residual(&self, at: Point, delays_s: &[f64]) -> Result<DVector<f64>> {
+        let parts: Vec<Result<Vec<f64>>> =
+            (0..self.cases.len()).into_par_iter().map(|i| self.track_of(i, at).map(|t| session_rows(&self.cases[i], &t, delays_s[i]))).collect();
         let mut all = vec![];
         for p in parts {
-            all.extend(p?.iter());
+            all.extend(p?);
         }
         Ok(DVector::from_vec(all))
     }
+
+    /// No marker delay in any session.
+    fn no_delays(&self) -> Vec<f64> {
+        vec![0.0; self.cases.len()]
+    }
+
+    /// Where each session's rows start in the residual.
+    fn row_starts(&self) -> Vec<usize> {
+        self.cases.iter().scan(0, |row, c| Some(std::mem::replace(row, *row + c.rows()))).collect()
+    }
 }
 
-/// Rows of a session: the markers, then the flange force with the
-/// sensor's constant bias profiled out (each component's mean difference
-/// removed: the bias's least-squares value for any mu and zeta).
-fn session_rows(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
-    let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
-    let mut out = Vec::with_capacity(3 * case.observed.len());
+/// Rows of a session: the markers (a marker tracked at `t` compared with
+/// the replay at `t - delay_s`), then the flange force with the sensor's
+/// constant bias profiled out (each component's mean difference removed:
+/// the bias's least-squares value for any mu and zeta).
+fn session_rows(case: &SessionCase, track: &Track, delay_s: f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(case.rows());
     for (t, m, p) in &case.observed {
-        // Observations were kept inside the simulated span.
-        let miss = at_records(&t_rec, records, *t, |r| r.markers_m[*m]).map_or(Vec3::zeros(), |q| p.miss(&q));
+        let miss = p.miss(&track.marker_at(*m, t - delay_s));
         out.extend(miss.iter().map(|d| d / case.sigma_m));
     }
     if let Some(f) = &case.force {
-        let d: Vec<Vec3> = f.samples.iter().map(|(t, m)| at_records(&t_rec, records, *t, |r| lie::linear(&r.base_wrench_flange)).unwrap_or(*m) - m).collect();
+        let d: Vec<Vec3> = f.samples.iter().map(|(t, m)| track.force_at(*t).unwrap_or(*m) - m).collect();
         let mean = d.iter().sum::<Vec3>() / d.len() as f64;
         out.extend(d.iter().flat_map(|x| (x - mean).iter().map(|v| v / f.sigma_n).collect::<Vec<_>>()));
     }
@@ -231,12 +292,23 @@ fn session_rows(case: &SessionCase, records: &[StepRecord]) -> Vec<f64> {
 
 /// The least-squares problem for `identify`'s Levenberg-Marquardt: the
 /// free log-parameters in, the weighted marker residual out.
+///
+/// The parameters are the free ones of (ln mu, ln zeta, ln stiffness),
+/// then each session's marker delay \[ms\] where it is free: how long
+/// after the robot's clock the markers' stamps say (a camera's exposure,
+/// transfer and decoding; a motion-capture system's latency). A drag's
+/// markers move with the base, so a delay of 1 ms shows as the base's
+/// speed times 1 ms along the path, where mu changes the rod's shape by
+/// less: fitted, the delay keeps the markers from pulling mu (a live drag
+/// whose camera lagged 1 ms fitted mu 2 % high with the delay held).
 struct DynamicProblem<'a> {
     replay: &'a Replay<'a>,
     /// Held values (used where a parameter is not free).
     held: Point,
     /// Which of (ln mu, ln zeta, ln stiffness) are free, in that order.
     free: [bool; 3],
+    /// Per session: is its marker delay free (else 0).
+    delays_free: Vec<bool>,
     /// Difference step in the log-parameters.
     log_step: f64,
 }
@@ -245,7 +317,36 @@ struct DynamicProblem<'a> {
 /// the few time steps a stick/slide switch moves by do not dominate.
 const LOG_STEP: f64 = 0.01;
 
+/// Difference step of a marker delay \[ms\] (the replay is linear between
+/// its steps; a central difference over 2 ms spans a time step of 1-5 ms).
+const DELAY_STEP_MS: f64 = 1.0;
+
 impl DynamicProblem<'_> {
+    /// How many of the parameters are the log-parameters (before the delays).
+    fn log_count(&self) -> usize {
+        self.free.iter().filter(|f| **f).count()
+    }
+
+    /// Each session's marker delay \[s\] at `p`.
+    fn delays_s(&self, p: &DVector<f64>) -> Vec<f64> {
+        let mut k = self.log_count();
+        self.delays_free
+            .iter()
+            .map(|free| {
+                if !*free {
+                    return 0.0;
+                }
+                k += 1;
+                p[k - 1] * 1e-3
+            })
+            .collect()
+    }
+
+    /// Where session `i`'s delay sits in `p`.
+    fn delay_index(&self, i: usize) -> Option<usize> {
+        self.delays_free[i].then(|| self.log_count() + self.delays_free[..i].iter().filter(|f| **f).count())
+    }
+
     fn values(&self, p: &DVector<f64>) -> Point {
         let mut v = [self.held.mu, self.held.zeta, self.held.stiffness];
         for (k, i) in (0..3).filter(|i| self.free[*i]).enumerate() {
@@ -261,14 +362,35 @@ impl DynamicProblem<'_> {
 
     /// The residual at `p` (each session's rows replayed once per point, see [`Replay`]).
     fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
-        self.replay.residual(self.values(p))
+        self.replay.residual(self.values(p), &self.delays_s(p))
     }
 
     fn jacobian_fd(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
-        let points: Vec<DVector<f64>> = (0..p.len()).flat_map(|i| [1.0, -1.0].map(|s| self.shifted(p, i, s))).collect();
+        let logs = self.log_count();
+        let points: Vec<DVector<f64>> = (0..logs).flat_map(|i| [1.0, -1.0].map(|s| self.shifted(p, i, s))).collect();
         let rs = self.residuals(&points)?;
-        let n = rs[0].len();
-        Ok(DMatrix::from_fn(n, p.len(), |row, i| (rs[2 * i][row] - rs[2 * i + 1][row]) / (2.0 * self.log_step)))
+        let n = self.replay.cases.iter().map(|c| c.rows()).sum();
+        let mut j = DMatrix::from_fn(n, p.len(), |row, i| if i < logs { (rs[2 * i][row] - rs[2 * i + 1][row]) / (2.0 * self.log_step) } else { 0.0 });
+        self.delay_columns(p, &mut j)?;
+        Ok(j)
+    }
+
+    /// The delays' columns of the Jacobian at `p`: central differences of
+    /// the markers' rows along their replays (no new simulation), each
+    /// session's delay moving its own rows only.
+    fn delay_columns(&self, p: &DVector<f64>, j: &mut DMatrix<f64>) -> Result<()> {
+        let (at, delays_s) = (self.values(p), self.delays_s(p));
+        let starts = self.replay.row_starts();
+        for (i, case) in self.replay.cases.iter().enumerate() {
+            let Some(col) = self.delay_index(i) else { continue };
+            let track = self.replay.track_of(i, at)?;
+            let h_s = DELAY_STEP_MS * 1e-3;
+            let (later, earlier) = (session_rows(case, &track, delays_s[i] + h_s), session_rows(case, &track, delays_s[i] - h_s));
+            for (k, (a, b)) in later.iter().zip(&earlier).enumerate() {
+                j[(starts[i] + k, col)] = (a - b) / (2.0 * DELAY_STEP_MS);
+            }
+        }
+        Ok(())
     }
 
     /// The Levenberg-Marquardt iterations' Jacobian: forward differences
@@ -277,10 +399,13 @@ impl DynamicProblem<'_> {
     /// only steer; where they stop is the residual's minimum, and the
     /// intervals use the central differences of [`Self::jacobian_fd`].
     fn jacobian_forward(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
-        let points: Vec<DVector<f64>> = std::iter::once(p.clone()).chain((0..p.len()).map(|i| self.shifted(p, i, 1.0))).collect();
+        let logs = self.log_count();
+        let points: Vec<DVector<f64>> = std::iter::once(p.clone()).chain((0..logs).map(|i| self.shifted(p, i, 1.0))).collect();
         let rs = self.residuals(&points)?;
         let n = rs[0].len();
-        Ok(DMatrix::from_fn(n, p.len(), |row, i| (rs[i + 1][row] - rs[0][row]) / self.log_step))
+        let mut j = DMatrix::from_fn(n, p.len(), |row, i| if i < logs { (rs[i + 1][row] - rs[0][row]) / self.log_step } else { 0.0 });
+        self.delay_columns(p, &mut j)?;
+        Ok(j)
     }
 
     /// `p` with parameter `i` moved by `sign` difference steps.
@@ -468,7 +593,8 @@ fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let problem = DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], log_step };
+    let problem =
+        DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], delays_free: vec![false; replay.cases.len()], log_step };
     problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
 }
 
@@ -530,7 +656,8 @@ fn scan_friction(replay: &mut Replay, mu0: f64, zeta0: f64, task: &dyn crate::pr
     let mut grid = mu_grid();
     grid.push(mu0);
     grid.push(MU_STICKS);
-    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0)).map(|r| 0.5 * r.norm_squared())).collect();
+    let no_delays = replay.no_delays();
+    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0), &no_delays).map(|r| 0.5 * r.norm_squared())).collect();
     let mut scan = vec![];
     for (mu, c) in grid.iter().zip(costs) {
         // A simulation that fails at a trial value is no candidate.
@@ -604,9 +731,16 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         )));
     }
     let held = Point { mu: if friction.fit_mu() { best_mu } else { MU_STICKS }, zeta: zeta0, stiffness: 1.0 };
-    let problem = DynamicProblem { replay: &replay, held, free, log_step: LOG_STEP };
-    let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0].into_iter().zip(free).filter(|(_, f)| *f).map(|(v, _)| v).collect();
-    let start_r = replay.residual(Point::new(mu0, zeta0))?;
+    let delays_free: Vec<bool> = replay.cases.iter().map(|c| !req.hold_marker_delay && c.markers_move()).collect();
+    let problem = DynamicProblem { replay: &replay, held, free, delays_free: delays_free.clone(), log_step: LOG_STEP };
+    let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0]
+        .into_iter()
+        .zip(free)
+        .filter(|(_, f)| *f)
+        .map(|(v, _)| v)
+        .chain(delays_free.iter().filter(|f| **f).map(|_| 0.0))
+        .collect();
+    let start_r = replay.residual(Point::new(mu0, zeta0), &replay.no_delays())?;
     let (p, history) = if p0.is_empty() {
         (DVector::zeros(0), vec![])
     } else {
@@ -622,6 +756,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     };
     let iterations = history.len().saturating_sub(1);
     let fitted = problem.values(&p);
+    let delays_s = problem.delays_s(&p);
     let (mu, zeta) = (fitted.mu, fitted.zeta);
     let r = problem.residual(&p)?;
 
@@ -631,6 +766,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // white noise leaves the Gauss-Newton covariance as it is; a misfit
     // that lasts (a sensor's latency, a model error) widens it.
     let (mut ci_mu, mut ci_zeta, mut ci_stiffness, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], [f64::NAN; 2], f64::NAN);
+    let mut ci_delays_s = vec![[f64::NAN; 2]; replay.cases.len()];
     if !p.is_empty() {
         let j = problem.jacobian_fd(&p)?;
         match (j.transpose() * &j).try_inverse() {
@@ -643,6 +779,11 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
                 let cov = &inv * meat * &inv;
                 let ci = |i: Option<usize>| i.map_or([f64::NAN; 2], |i| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()]);
                 (ci_mu, ci_zeta, ci_stiffness) = (ci(problem.index(0)), ci(problem.index(1)), ci(problem.index(2)));
+                for (i, c) in ci_delays_s.iter_mut().enumerate() {
+                    if let Some(k) = problem.delay_index(i) {
+                        *c = [(p[k] - 1.96 * cov[(k, k)].sqrt()) * 1e-3, (p[k] + 1.96 * cov[(k, k)].sqrt()) * 1e-3];
+                    }
+                }
                 if let (Some(a), Some(b)) = (problem.index(0), problem.index(1)) {
                     correlation = cov[(a, b)] / (cov[(a, a)] * cov[(b, b)]).sqrt();
                 }
@@ -667,6 +808,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         damping_ratio: zeta,
         damping_ratio_ci95: ci_zeta,
         correlation_mu_damping: correlation,
+        marker_delay_s: delays_s.clone(),
+        marker_delay_ci95_s: ci_delays_s,
         e_pa: req.fit_stiffness.then_some(rod.cross_section.body.e_pa * fitted.stiffness),
         e_pa_ci95: req.fit_stiffness.then(|| ci_stiffness.map(|s| rod.cross_section.body.e_pa * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
@@ -696,7 +839,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
 
     // The report: the scan, and per session the tip's path at the start and at the fit.
-    let report = write_report(req, &replay, &out, &scan, &history, (Point::new(mu0, zeta0), fitted), &warnings, &identified_toml)?;
+    let report = write_report(req, &replay, &out, &scan, &history, (Point::new(mu0, zeta0), fitted), &delays_s, &warnings, &identified_toml)?;
     Ok(DynamicFit { out, scan, history, identified_toml, report, warnings })
 }
 
@@ -708,6 +851,7 @@ fn write_report(
     scan: &[(f64, f64)],
     history: &[f64],
     (start, fitted): (Point, Point),
+    delays_s: &[f64],
     warnings: &[String],
     identified_toml: &Path,
 ) -> Result<PathBuf> {
@@ -742,6 +886,7 @@ fn write_report(
                 format!("{:.4e}", replay.rod.cross_section.body.e_pa),
             ],
             vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()],
+            vec!["markers' delay behind the robot [ms]".into(), out.delays_text(), "0".into()],
             vec!["marker RMS error".into(), format!("{:.3} mm", out.marker_rms_m * 1e3), format!("{:.3} mm", out.marker_rms_start_m * 1e3)],
             vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()],
         ],
@@ -782,7 +927,9 @@ fn write_report(
         // The tip marker's distance from where it was first tracked.
         let tracked: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).filter_map(|o| Some((o.0, o.2.as_point()?))).collect();
         let Some(origin) = tracked.first().map(|t| t.1) else { continue };
+        // The replays at the tracked times, the fitted one at the fitted delay.
         let tracked_t: Vec<f64> = tracked.iter().map(|p| p.0).collect();
+        let delayed_t: Vec<f64> = tracked_t.iter().map(|t| t - delays_s[k]).collect();
         let distance_mm = |points: Vec<(f64, Vec3)>| points.into_iter().map(|(t, p)| (t, (p - origin).norm() * 1e3)).collect();
         let marker = |r: &StepRecord| r.markers_m[tip];
         blocks.push(Block::Chart(Chart {
@@ -793,7 +940,11 @@ fn write_report(
             series: vec![
                 Series::line("tracked", distance_mm(tracked.clone()), 0),
                 Series::line(format!("replayed, start (mu {:.3}, zeta {:.3})", start.mu, start.zeta), distance_mm(sampled(0, &tracked_t, &marker)), 1),
-                Series::line(format!("replayed, fitted (mu {:.3}, zeta {:.3})", replayed.mu, replayed.zeta), distance_mm(sampled(1, &tracked_t, &marker)), 2),
+                Series::line(
+                    format!("replayed, fitted (mu {:.3}, zeta {:.3})", replayed.mu, replayed.zeta),
+                    distance_mm(sampled(1, &delayed_t, &marker).into_iter().map(|(t, p)| (t + delays_s[k], p)).collect()),
+                    2,
+                ),
             ],
             diagonal: false,
         }));

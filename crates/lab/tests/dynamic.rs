@@ -163,3 +163,42 @@ fn a_wrong_static_stiffness_is_fitted_when_asked() {
     let p = lab::params::Params::read(&fit.identified_toml, &rod(ROD), &at(ROD)).unwrap();
     assert!((p.file.parameters.e_pa.value / e - 1.0).abs() < 1e-12);
 }
+
+/// A camera whose stamps run 4 ms behind the robot's clock (its exposure,
+/// transfer and decoding): the markers' delay is fitted per session to
+/// within 0.5 ms, inside its interval, and mu and the damping ratio come
+/// back as from the same sessions stamped on time (to 0.5 %). Held at 0
+/// (`hold_marker_delay`), the markers lag the replay along the drag and
+/// pull mu high.
+#[test]
+fn a_camera_late_by_a_known_delay_is_fitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, zeta, delay_s) = (0.8, 0.1, 4e-3);
+    let sessions = day(dir.path(), "late", mu, zeta, 31);
+    let on_time = identify_dynamic(&request(dir.path(), sessions.clone(), DRAG, "on-time"), &lab::Silent).unwrap().out;
+    println!("stamped on time: {}", on_time.summary());
+    assert!(on_time.marker_delay_s.iter().all(|d| d.abs() < 5e-4), "{:?}", on_time.marker_delay_s);
+    for s in &sessions {
+        let mut rows = session::read_markers(&s.markers()).unwrap();
+        for r in rows.iter_mut() {
+            r.t_host_ns = r.t_host_ns.map(|t| t + (delay_s * 1e9) as i64);
+            r.t_s += delay_s;
+        }
+        session::write_markers(&s.markers(), &rows).unwrap();
+    }
+    let o = identify_dynamic(&request(dir.path(), sessions.clone(), DRAG, "late"), &lab::Silent).unwrap().out;
+    println!("camera 4 ms late: {}", o.summary());
+    assert!((o.mu / on_time.mu - 1.0).abs() < 5e-3 && (o.damping_ratio / on_time.damping_ratio - 1.0).abs() < 5e-3, "{o:?}");
+    assert!((o.mu / mu - 1.0).abs() < 0.03 && (o.damping_ratio / zeta - 1.0).abs() < 0.1, "{o:?}");
+    assert_eq!(o.marker_delay_s.len(), 3);
+    for (d, c) in o.marker_delay_s.iter().zip(&o.marker_delay_ci95_s) {
+        assert!((d - delay_s).abs() < 5e-4 && c[0] <= delay_s && delay_s <= c[1], "{:?} {:?}", o.marker_delay_s, o.marker_delay_ci95_s);
+    }
+    let mut held = request(dir.path(), sessions, DRAG, "held");
+    held.hold_marker_delay = true;
+    let h = identify_dynamic(&held, &lab::Silent).unwrap().out;
+    println!("delay held at 0: {}", h.summary());
+    assert!(h.marker_delay_s.iter().all(|d| *d == 0.0) && h.marker_delay_ci95_s.iter().all(|c| c[0].is_nan()));
+    // Measured: mu 2.8 % high, markers 0.185 mm against 0.173 (their noise).
+    assert!(h.mu / on_time.mu - 1.0 > 0.015 && h.marker_rms_m > o.marker_rms_m, "{h:?}");
+}
