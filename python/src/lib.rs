@@ -28,6 +28,8 @@ mod workflows;
 
 #[pymodule]
 fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // As the `rodlab` binary: freed megabytes kept for the next solve (rod::memory).
+    rod::memory::retain_freed_memory();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("HAS_DEVICES", cfg!(feature = "devices"))?;
     m.add_class::<rodpy::Rod>()?;

@@ -65,5 +65,8 @@ impl Devices for Plugin {
 }
 
 fn main() -> ExitCode {
+    // A long rod's solves reuse their freed megabytes instead of faulting
+    // in fresh pages (64 sections: 5.2 -> 3.0 ms a solve; rod::memory).
+    rod::memory::retain_freed_memory();
     ExitCode::from(rodlab_cli::main_with(std::env::args_os().collect(), &Plugin))
 }

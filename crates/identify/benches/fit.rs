@@ -1,7 +1,7 @@
 //! The 6-experiment fit of the shipped PLS-paper data (one start from the
 //! rod file's material, no nuisance parameters).
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use identify::{fit, read_experiments, FitOptions};
 use rod::Rod;
 use std::path::PathBuf;
@@ -20,4 +20,10 @@ fn bench_fit(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_fit);
-criterion_main!(benches);
+// As the `rodlab` binary and the Python module: the allocator keeps freed
+// megabytes for the next solve (`rod::memory`).
+fn main() {
+    rod::memory::retain_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -4,7 +4,7 @@
 //! Levenberg-Marquardt with forward differences of whole replays, two at
 //! a time on two cores).
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use lab::dynamic::{identify_dynamic, DynamicRequest};
 use std::path::PathBuf;
 
@@ -34,4 +34,10 @@ fn bench_dynamic(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_dynamic);
-criterion_main!(benches);
+// As the `rodlab` binary and the Python module: the allocator keeps freed
+// megabytes for the next solve (`rod::memory`).
+fn main() {
+    rod::memory::retain_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,7 +1,7 @@
 //! Frames per second of the observer: 10 markers, 5 sections, a slowly
 //! moving rod (warm starts from frame to frame).
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use lie::Vec3;
 use observe::{Mode, Observer};
 use rod::statics::solve;
@@ -89,4 +89,10 @@ fn bench_sigma_below_the_noise(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_observer, bench_sigma_below_the_noise);
-criterion_main!(benches);
+// As the `rodlab` binary and the Python module: the allocator keeps freed
+// megabytes for the next solve (`rod::memory`).
+fn main() {
+    rod::memory::retain_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,7 +1,7 @@
 //! Static solve of the PLS paper's Table II rod from the straight
 //! configuration (all 6 strain modes, the paper's 3 sections).
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, Criterion};
 use rod::statics::solve;
 use rod::{Loads, Model, NewtonOptions, Rod};
 use std::path::PathBuf;
@@ -81,4 +81,10 @@ fn bench_tendon_robot(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_table_ii, bench_scaling, bench_tendon_robot);
-criterion_main!(benches);
+// As the `rodlab` binary and the Python module: the allocator keeps freed
+// megabytes for the next solve (`rod::memory`).
+fn main() {
+    rod::memory::retain_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -8,6 +8,7 @@ pub mod config;
 pub mod fibre;
 pub mod geometry;
 pub mod held;
+pub mod memory;
 pub mod model;
 pub mod newton;
 pub mod shape;

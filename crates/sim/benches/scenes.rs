@@ -2,7 +2,7 @@
 //! and slide scenes (configs/scene) at their 5 ms step, one core; DisMech's
 //! axial slip onset, the case compared with PyElastica.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use rod::Rod;
 use sim::{BaseMotion, Scene, Simulator};
 use std::path::PathBuf;
@@ -71,4 +71,10 @@ fn bench_slip_onset(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_scenes, bench_slip_onset);
-criterion_main!(benches);
+// As the `rodlab` binary and the Python module: the allocator keeps freed
+// megabytes for the next solve (`rod::memory`).
+fn main() {
+    rod::memory::retain_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
