@@ -200,13 +200,47 @@ struct Replay<'a> {
     simulations: AtomicUsize,
     /// Per session: does the rod touch the table (in the replay that sticks)?
     touches: Vec<bool>,
-    tracks: Mutex<std::collections::HashMap<TrackKey, Arc<Track>>>,
+    tracks: Mutex<Tracks>,
+}
+
+/// The replays kept, the least recently used of a session dropped past
+/// `KEEP_TRACKS` (a long session's track is megabytes; a fit reuses only
+/// its last few points').
+#[derive(Default)]
+struct Tracks {
+    /// Each track with when it was last used.
+    by_key: std::collections::HashMap<TrackKey, (u64, Arc<Track>)>,
+    clock: u64,
+}
+
+/// Tracks kept per session (the scan's points, then a few per iteration).
+const KEEP_TRACKS: usize = 16;
+
+impl Tracks {
+    fn get(&mut self, key: &TrackKey) -> Option<Arc<Track>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.by_key.get_mut(key).map(|(used, t)| {
+            *used = clock;
+            t.clone()
+        })
+    }
+
+    fn insert(&mut self, key: TrackKey, track: Arc<Track>) {
+        self.clock += 1;
+        self.by_key.insert(key, (self.clock, track));
+        let same_session: Vec<(TrackKey, u64)> = self.by_key.iter().filter(|(k, _)| k.0 == key.0).map(|(k, (used, _))| (*k, *used)).collect();
+        if same_session.len() > KEEP_TRACKS {
+            let oldest = same_session.iter().min_by_key(|(_, used)| *used).map(|(k, _)| *k);
+            oldest.map(|k| self.by_key.remove(&k));
+        }
+    }
 }
 
 impl<'a> Replay<'a> {
     fn new(rod: Rod, scene_path: &'a Path, cases: Vec<SessionCase>) -> Replay<'a> {
         let touches = vec![true; cases.len()];
-        Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, tracks: Mutex::new(Default::default()) }
+        Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, tracks: Mutex::default() }
     }
 
     fn records(&self, case: &SessionCase, at: Point) -> Result<Vec<StepRecord>> {
