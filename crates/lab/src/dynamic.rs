@@ -231,8 +231,9 @@ impl Tracks {
         self.by_key.insert(key, (self.clock, track));
         let same_session: Vec<(TrackKey, u64)> = self.by_key.iter().filter(|(k, _)| k.0 == key.0).map(|(k, (used, _))| (*k, *used)).collect();
         if same_session.len() > KEEP_TRACKS {
-            let oldest = same_session.iter().min_by_key(|(_, used)| *used).map(|(k, _)| *k);
-            oldest.map(|k| self.by_key.remove(&k));
+            if let Some((oldest, _)) = same_session.iter().min_by_key(|(_, used)| *used) {
+                self.by_key.remove(oldest);
+            }
         }
     }
 }
@@ -312,16 +313,22 @@ impl<'a> Replay<'a> {
 /// the bias's least-squares value for any mu and zeta).
 fn session_rows(case: &SessionCase, track: &Track, delay_s: f64) -> Vec<f64> {
     let mut out = Vec::with_capacity(case.rows());
-    for (t, m, p) in &case.observed {
-        let miss = p.miss(&track.marker_at(*m, t - delay_s));
-        out.extend(miss.iter().map(|d| d / case.sigma_m));
-    }
+    out.extend(marker_rows(case, track, delay_s));
     if let Some(f) = &case.force {
         let d: Vec<Vec3> = f.samples.iter().map(|(t, m)| track.force_at(*t).unwrap_or(*m) - m).collect();
         let mean = d.iter().sum::<Vec3>() / d.len() as f64;
         out.extend(d.iter().flat_map(|x| (x - mean).iter().map(|v| v / f.sigma_n).collect::<Vec<_>>()));
     }
     out
+}
+
+/// The markers' rows of a session (the first of its rows), a marker
+/// tracked at `t` compared with the replay at `t - delay_s`.
+fn marker_rows<'c>(case: &'c SessionCase, track: &'c Track, delay_s: f64) -> impl Iterator<Item = f64> + 'c {
+    case.observed.iter().flat_map(move |(t, m, p)| {
+        let miss = p.miss(&track.marker_at(*m, t - delay_s));
+        [miss.x, miss.y, miss.z].map(|d| d / case.sigma_m)
+    })
 }
 
 /// The least-squares problem for `identify`'s Levenberg-Marquardt: the
@@ -363,17 +370,7 @@ impl DynamicProblem<'_> {
 
     /// Each session's marker delay \[s\] at `p`.
     fn delays_s(&self, p: &DVector<f64>) -> Vec<f64> {
-        let mut k = self.log_count();
-        self.delays_free
-            .iter()
-            .map(|free| {
-                if !*free {
-                    return 0.0;
-                }
-                k += 1;
-                p[k - 1] * 1e-3
-            })
-            .collect()
+        (0..self.delays_free.len()).map(|i| self.delay_index(i).map_or(0.0, |k| p[k] * 1e-3)).collect()
     }
 
     /// Where session `i`'s delay sits in `p`.
@@ -411,7 +408,7 @@ impl DynamicProblem<'_> {
 
     /// The delays' columns of the Jacobian at `p`: central differences of
     /// the markers' rows along their replays (no new simulation), each
-    /// session's delay moving its own rows only.
+    /// session's delay moving its own markers' rows only.
     fn delay_columns(&self, p: &DVector<f64>, j: &mut DMatrix<f64>) -> Result<()> {
         let (at, delays_s) = (self.values(p), self.delays_s(p));
         let starts = self.replay.row_starts();
@@ -419,8 +416,8 @@ impl DynamicProblem<'_> {
             let Some(col) = self.delay_index(i) else { continue };
             let track = self.replay.track_of(i, at)?;
             let h_s = DELAY_STEP_MS * 1e-3;
-            let (later, earlier) = (session_rows(case, &track, delays_s[i] + h_s), session_rows(case, &track, delays_s[i] - h_s));
-            for (k, (a, b)) in later.iter().zip(&earlier).enumerate() {
+            let (later, earlier) = (marker_rows(case, &track, delays_s[i] + h_s), marker_rows(case, &track, delays_s[i] - h_s));
+            for (k, (a, b)) in later.zip(earlier).enumerate() {
                 j[(starts[i] + k, col)] = (a - b) / (2.0 * DELAY_STEP_MS);
             }
         }
