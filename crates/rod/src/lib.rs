@@ -5,6 +5,7 @@
 
 pub mod branch;
 pub mod config;
+pub mod factors;
 pub mod fibre;
 pub mod geometry;
 pub mod held;

@@ -14,8 +14,9 @@ use crate::model::Model;
 use crate::newton::{self, Linearisation, Newton, Residual, System};
 use crate::terms::{self, Cables, Elastic, Gravity, PointLoads, Term};
 use lie::Vec3;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
+pub use crate::factors::Factors;
 pub use crate::terms::{cable_lengths_m, Assembly, PointLoad};
 
 /// Static loads. Continuation scales all of them together.
@@ -282,186 +283,6 @@ pub fn solve(model: &Model, loads: &Loads, q_start: Option<&DVector<f64>>, opts:
     solve_with_factors(model, loads, q_start, None, opts)
 }
 
-/// The LU factorisation of a tangent (partial pivoting: `P H = L U`, the
-/// unit lower and the upper factor packed in one matrix), for Newton and
-/// Broyden steps.
-///
-/// Written out rather than nalgebra's `LU` for speed: on column slices the
-/// elimination vectorises, and the Table II rod's 24x24 tangent factors in
-/// a fifth of the instructions (it was 8 % of a static solve). The pivots
-/// are nalgebra's (the first largest magnitude of each column), and a test
-/// compares the two.
-#[derive(Clone, Debug)]
-pub struct Factors {
-    packed: DMatrix<f64>,
-    /// Row exchanged with row k at step k.
-    pivots: Vec<usize>,
-    /// A zero pivot: the tangent is singular.
-    singular: bool,
-}
-
-/// Tangents from this size on factor in panels (below, the plain
-/// elimination is as fast: the Table II rod's 24x24).
-const BLOCKED_FROM: usize = 96;
-/// Columns per panel of the blocked factorisation.
-const PANEL: usize = 32;
-
-impl Factors {
-    pub fn of(tangent: DMatrix<f64>) -> Factors {
-        let n = tangent.nrows();
-        assert_eq!(n, tangent.ncols(), "a square tangent");
-        let mut packed = tangent;
-        let mut pivots = vec![0; n];
-        let mut singular = false;
-        let panel = if n < BLOCKED_FROM { n } else { PANEL };
-        for k0 in (0..n).step_by(panel) {
-            let k1 = (k0 + panel).min(n);
-            singular |= eliminate_panel(packed.as_mut_slice(), n, k0..k1, &mut pivots);
-            if k1 < n {
-                update_columns(&mut packed, k0..k1, k1..n);
-            }
-        }
-        Factors { packed, pivots, singular }
-    }
-
-    /// `x` with `H x = b`; `None` for a singular tangent.
-    pub fn solve(&self, b: &DVector<f64>) -> Option<DVector<f64>> {
-        let mut x = b.clone();
-        self.solve_in_place(x.as_mut_slice()).then_some(x)
-    }
-
-    /// `X` with `H X = B`, column by column.
-    pub fn solve_columns(&self, b: &DMatrix<f64>) -> Option<DMatrix<f64>> {
-        let mut x = b.clone();
-        for column in x.as_mut_slice().chunks_exact_mut(self.packed.nrows()) {
-            if !self.solve_in_place(column) {
-                return None;
-            }
-        }
-        Some(x)
-    }
-
-    fn solve_in_place(&self, x: &mut [f64]) -> bool {
-        if self.singular {
-            return false;
-        }
-        let (n, a) = (self.packed.nrows(), self.packed.as_slice());
-        for (k, &p) in self.pivots.iter().enumerate() {
-            x.swap(k, p);
-        }
-        for k in 0..n {
-            let xk = x[k];
-            if xk != 0.0 {
-                for (xi, l) in x[k + 1..].iter_mut().zip(&a[k * n + k + 1..(k + 1) * n]) {
-                    *xi -= l * xk;
-                }
-            }
-        }
-        for k in (0..n).rev() {
-            x[k] /= a[k * n + k];
-            let xk = x[k];
-            for (xi, u) in x[..k].iter_mut().zip(&a[k * n..k * n + k]) {
-                *xi -= u * xk;
-            }
-        }
-        true
-    }
-}
-
-/// Eliminates the columns `panel` of the column-major `a` (n x n): pivot
-/// search down each column, the rows exchanged across the whole matrix,
-/// the multipliers stored below the diagonal and the update applied to the
-/// panel's own columns. True when a pivot is zero (a singular tangent).
-fn eliminate_panel(a: &mut [f64], n: usize, panel: std::ops::Range<usize>, pivots: &mut [usize]) -> bool {
-    let mut singular = false;
-    let end = panel.end;
-    for k in panel {
-        let mut p = k;
-        for i in k + 1..n {
-            if a[k * n + i].abs() > a[k * n + p].abs() {
-                p = i;
-            }
-        }
-        pivots[k] = p;
-        if p != k {
-            for j in 0..n {
-                a.swap(j * n + k, j * n + p);
-            }
-        }
-        let d = a[k * n + k];
-        if d == 0.0 {
-            singular = true;
-            continue;
-        }
-        let inverse = 1.0 / d;
-        for v in &mut a[k * n + k + 1..(k + 1) * n] {
-            *v *= inverse;
-        }
-        // The panel's columns right of k: minus l_k times their row-k entry.
-        let (left, right) = a.split_at_mut((k + 1) * n);
-        let l = &left[k * n + k + 1..(k + 1) * n];
-        for column in right[..(end - k - 1) * n].chunks_exact_mut(n) {
-            let f = column[k];
-            if f != 0.0 {
-                for (x, li) in column[k + 1..].iter_mut().zip(l) {
-                    *x -= f * li;
-                }
-            }
-        }
-    }
-    singular
-}
-
-/// After the columns `done` are factored: the rows `done` of the columns
-/// `right` become U's (`L11^-1 A12`) and the rows below lose `L21 U12`.
-/// Both are matrix products (matrixmultiply's kernel): `L11^-1` of the
-/// panel's unit lower factor is formed once (its entries are at most 1 in
-/// size, partial pivoting's), as the column-by-column triangular solve on
-/// short columns cost more than the products.
-fn update_columns(packed: &mut DMatrix<f64>, done: std::ops::Range<usize>, right: std::ops::Range<usize>) {
-    let n = packed.nrows();
-    let k1 = done.end;
-    let l11_inverse = unit_lower_inverse(&block(packed, done.clone(), done.clone()));
-    let u12 = &l11_inverse * block(packed, done.clone(), right.clone());
-    packed.view_mut((done.start, right.start), (done.len(), right.len())).copy_from(&u12);
-    if k1 < n {
-        let l21 = block(packed, k1..n, done);
-        packed.view_mut((k1, right.start), (n - k1, right.len())).gemm(-1.0, &l21, &u12, 1.0);
-    }
-}
-
-/// The inverse of the unit lower triangle of `packed` (its diagonal taken
-/// as ones), column by column.
-fn unit_lower_inverse(packed: &DMatrix<f64>) -> DMatrix<f64> {
-    let m = packed.nrows();
-    let mut x = DMatrix::identity(m, m);
-    let l = packed.as_slice();
-    for (j, column) in x.as_mut_slice().chunks_exact_mut(m).enumerate() {
-        for k in j..m {
-            let xk = column[k];
-            if xk != 0.0 {
-                for (xi, li) in column[k + 1..].iter_mut().zip(&l[k * m + k + 1..(k + 1) * m]) {
-                    *xi -= li * xk;
-                }
-            }
-        }
-    }
-    x
-}
-
-/// A copy of the block `rows` x `columns` of a column-major matrix,
-/// column slice by column slice (nalgebra's generic copy of a view checks
-/// every index: it cost as much as the product).
-fn block(a: &DMatrix<f64>, rows: std::ops::Range<usize>, columns: std::ops::Range<usize>) -> DMatrix<f64> {
-    let n = a.nrows();
-    let data = a.as_slice();
-    let mut out = Vec::with_capacity(rows.len() * columns.len());
-    for c in columns.clone() {
-        out.extend_from_slice(&data[c * n + rows.start..c * n + rows.end]);
-    }
-    DMatrix::from_vec(rows.len(), columns.len(), out)
-}
-
 /// [`solve`] from `q_start` with the factorisation of a tangent near it
 /// (the same rod at nearby parameters or loads: a fit's last step): Broyden
 /// steps from it come first and the first tangent only if they stall. The
@@ -476,7 +297,7 @@ pub fn solve_with_factors(
     if model.rod.tip_condition != crate::TipCondition::Free {
         return Err(StaticsError::TipHeld(model.rod.tip_condition.key()));
     }
-    let factors = factors.filter(|f| f.packed.nrows() == model.n_dof()).cloned();
+    let factors = factors.filter(|f| f.dimension() == model.n_dof()).cloned();
     let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
     let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
     let q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
@@ -493,47 +314,5 @@ pub fn solve_with_factors(
             let at_reached = if warnings.is_empty() { format!("; at that load: {}", v.summary()) } else { format!("; at that load {}", warnings.join("; ")) };
             Err(StaticsError::NoConvergence { reached, residual: last_failure, at_reached })
         }
-    }
-}
-
-#[cfg(test)]
-mod factor_tests {
-    use super::*;
-
-    /// The written-out LU against nalgebra's on a random unsymmetric matrix
-    /// that needs pivoting (a zero on the diagonal), for a vector and for
-    /// columns; a singular matrix has no solution. Sizes below and above
-    /// the blocked factorisation's threshold (150: four panels and a part).
-    #[test]
-    fn factors_solve_as_nalgebra_does_and_refuse_a_singular_matrix() {
-        for n in [24, 150] {
-            factors_match_nalgebra(n);
-        }
-    }
-
-    fn factors_match_nalgebra(n: usize) {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut random = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
-        let mut h = DMatrix::from_fn(n, n, |_, _| random());
-        h[(0, 0)] = 0.0;
-        let b = DVector::from_fn(n, |_, _| random());
-        let columns = DMatrix::from_fn(n, 3, |_, _| random());
-        let ours = Factors::of(h.clone());
-        let theirs = h.clone().lu();
-        let x = ours.solve(&b).unwrap();
-        let reference = theirs.solve(&b).unwrap();
-        assert!((&x - &reference).amax() < 1e-12 * reference.amax(), "{}", (&x - &reference).amax());
-        assert!((&h * &x - &b).amax() < 1e-12);
-        let xs = ours.solve_columns(&columns).unwrap();
-        assert!((&h * &xs - &columns).amax() < 1e-12);
-        assert_ne!(ours.pivots[0], 0, "the zero on the diagonal is pivoted away");
-        let mut singular = h.clone();
-        singular.column_mut(7).fill(0.0);
-        assert!(Factors::of(singular).solve(&b).is_none());
     }
 }
