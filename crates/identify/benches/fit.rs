@@ -21,9 +21,5 @@ fn bench_fit(c: &mut Criterion) {
 
 criterion_group!(benches, bench_fit);
 // As the `rodlab` binary and the Python module: the allocator keeps freed
-// megabytes for the next solve (`rod::memory`).
-fn main() {
-    rod::memory::retain_freed_memory();
-    benches();
-    Criterion::default().configure_from_args().final_summary();
-}
+// megabytes for the next solve.
+rod::criterion_main_retaining_memory!(benches);

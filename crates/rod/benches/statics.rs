@@ -82,9 +82,5 @@ fn bench_tendon_robot(c: &mut Criterion) {
 
 criterion_group!(benches, bench_table_ii, bench_scaling, bench_tendon_robot);
 // As the `rodlab` binary and the Python module: the allocator keeps freed
-// megabytes for the next solve (`rod::memory`).
-fn main() {
-    rod::memory::retain_freed_memory();
-    benches();
-    Criterion::default().configure_from_args().final_summary();
-}
+// megabytes for the next solve.
+rod::criterion_main_retaining_memory!(benches);

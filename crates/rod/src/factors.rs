@@ -13,7 +13,7 @@
 //! kept as products of two thin matrices, and Woodbury's identity joins
 //! the halves (Ambikasaran and Darve's HODLR factorisation, 2013).
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, DVectorViewMut};
 use std::sync::OnceLock;
 
 /// The factorisation of a square tangent, with solves for vectors and
@@ -62,7 +62,7 @@ impl Factors {
         if n >= HIERARCHICAL_FROM {
             let norm_inf = norm_inf(&tangent);
             let tolerance = COMPRESSION * norm_inf;
-            if let Some(root) = Node::of(&tangent, 0..n, tolerance).filter(|_| tolerance.is_finite()) {
+            if let Some(root) = tolerance.is_finite().then(|| Node::of(&tangent, 0..n, tolerance)).flatten() {
                 return Factors { kind: Kind::Hierarchical(Box::new(Hierarchical { tangent, norm_inf, root, dense: OnceLock::new() })) };
             }
         }
@@ -90,13 +90,7 @@ impl Factors {
 
     /// `X` with `H X = B`, column by column.
     pub fn solve_columns(&self, b: &DMatrix<f64>) -> Option<DMatrix<f64>> {
-        let mut x = b.clone();
-        for column in x.as_mut_slice().chunks_exact_mut(self.dimension()) {
-            if !self.solve_in_place(column) {
-                return None;
-            }
-        }
-        Some(x)
+        solved_columns(b.clone(), |column| self.solve_in_place(column))
     }
 
     fn solve_in_place(&self, x: &mut [f64]) -> bool {
@@ -194,8 +188,8 @@ impl Node {
         let (u2, v1) = low_rank(tangent, lower.clone(), upper.clone(), tolerance)?;
         let first = Node::of(tangent, upper.clone(), tolerance)?;
         let second = Node::of(tangent, lower, tolerance)?;
-        let p1 = first.solve_columns(u1)?;
-        let p2 = second.solve_columns(u2)?;
+        let p1 = solved_columns(u1, |column| first.solve_in_place(column))?;
+        let p2 = solved_columns(u2, |column| second.solve_in_place(column))?;
         let (r1, r2) = (v2.ncols(), v1.ncols());
         let mut s = DMatrix::identity(r1 + r2, r1 + r2);
         s.view_mut((0, r1), (r1, r2)).copy_from(&(v2.transpose() * &p2));
@@ -207,16 +201,6 @@ impl Node {
         Some(Node::Split(Box::new(Split { first, second, n1: upper.len(), p1, v2, p2, v1, coupling })))
     }
 
-    fn solve_columns(&self, mut b: DMatrix<f64>) -> Option<DMatrix<f64>> {
-        let n = b.nrows();
-        for column in b.as_mut_slice().chunks_exact_mut(n) {
-            if !self.solve_in_place(column) {
-                return None;
-            }
-        }
-        Some(b)
-    }
-
     fn solve_in_place(&self, x: &mut [f64]) -> bool {
         let s = match self {
             Node::Leaf(lu) => return lu.solve_in_place(x),
@@ -226,17 +210,16 @@ impl Node {
         if !s.first.solve_in_place(x1) || !s.second.solve_in_place(x2) {
             return false;
         }
-        let r1 = s.v2.ncols();
-        let mut y: Vec<f64> = s.v2.column_iter().map(|v| dot(v.as_slice(), x2)).chain(s.v1.column_iter().map(|v| dot(v.as_slice(), x1))).collect();
-        if !s.coupling.solve_in_place(&mut y) {
+        let (r1, r2) = (s.v2.ncols(), s.v1.ncols());
+        let (mut x1, mut x2) = (DVectorViewMut::from_slice(x1, s.n1), DVectorViewMut::from_slice(x2, s.p2.nrows()));
+        let mut y = DVector::zeros(r1 + r2);
+        y.rows_mut(0, r1).gemv_tr(1.0, &s.v2, &x2, 0.0);
+        y.rows_mut(r1, r2).gemv_tr(1.0, &s.v1, &x1, 0.0);
+        if !s.coupling.solve_in_place(y.as_mut_slice()) {
             return false;
         }
-        for (p, &yc) in s.p1.column_iter().zip(&y[..r1]) {
-            axpy(-yc, p.as_slice(), x1);
-        }
-        for (p, &yc) in s.p2.column_iter().zip(&y[r1..]) {
-            axpy(-yc, p.as_slice(), x2);
-        }
+        x1.gemv(-1.0, &s.p1, &y.rows(0, r1), 1.0);
+        x2.gemv(-1.0, &s.p2, &y.rows(r1, r2), 1.0);
         true
     }
 }
@@ -252,14 +235,11 @@ fn norm_inf(a: &DMatrix<f64>) -> f64 {
     sums.into_iter().fold(0.0, f64::max)
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += alpha * xi;
-    }
+/// `b` with each column replaced by `solve`'s answer; `None` when a solve
+/// fails (a singular factor).
+fn solved_columns(mut b: DMatrix<f64>, solve: impl Fn(&mut [f64]) -> bool) -> Option<DMatrix<f64>> {
+    let n = b.nrows();
+    b.as_mut_slice().chunks_exact_mut(n.max(1)).all(solve).then_some(b)
 }
 
 /// `U V^T` equal to the block `rows` x `columns` of `tangent` to

@@ -37,6 +37,20 @@ pub fn retain_freed_memory() -> bool {
     }
 }
 
+/// `criterion_main!` for the benchmarks of code that solves rods: sets
+/// [`retain_freed_memory`] first, as the binary and the Python module do.
+/// A macro, so that `rod` needs no criterion: the bench crate's resolves.
+#[macro_export]
+macro_rules! criterion_main_retaining_memory {
+    ($($group:path),+ $(,)?) => {
+        fn main() {
+            $crate::memory::retain_freed_memory();
+            $($group();)+
+            criterion::Criterion::default().configure_from_args().final_summary();
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

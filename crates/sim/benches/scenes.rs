@@ -72,9 +72,5 @@ fn bench_slip_onset(c: &mut Criterion) {
 
 criterion_group!(benches, bench_scenes, bench_slip_onset);
 // As the `rodlab` binary and the Python module: the allocator keeps freed
-// megabytes for the next solve (`rod::memory`).
-fn main() {
-    rod::memory::retain_freed_memory();
-    benches();
-    Criterion::default().configure_from_args().final_summary();
-}
+// megabytes for the next solve.
+rod::criterion_main_retaining_memory!(benches);
