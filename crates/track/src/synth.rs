@@ -63,6 +63,17 @@ impl Image {
     pub fn to_mat(&self) -> Result<opencv::core::Mat, TrackError> {
         mat_from_bgr(self.width, self.height, &self.bgr)
     }
+
+    /// One channel of a grey image (its blue), as an 8-bit Mat.
+    fn grey_mat(&self) -> Result<opencv::core::Mat, TrackError> {
+        use opencv::prelude::*;
+        let mut m =
+            opencv::core::Mat::new_rows_cols_with_default(self.height as i32, self.width as i32, opencv::core::CV_8UC1, opencv::core::Scalar::all(0.0))?;
+        for (out, bgr) in m.data_bytes_mut()?.iter_mut().zip(self.bgr.chunks_exact(3)) {
+            *out = bgr[0];
+        }
+        Ok(m)
+    }
 }
 
 /// Renders frames of markers moving in the camera's plane.
@@ -237,43 +248,31 @@ impl Renderer {
 /// board pose `board` (board frame -> camera). Corner (0, 0) is the board
 /// frame's origin; x runs along the `cols` direction.
 pub fn checkerboard(camera: &CameraModel, board: &PlanePose, cols: usize, rows: usize, square_m: f64, noise_sigma: f64, seed: u64) -> Image {
-    let (w, h) = (camera.width_px as usize, camera.height_px as usize);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    // The exact pixel -> board map on a coarse grid, bilinearly interpolated
-    // (the map is smooth: interpolation error << 0.01 px).
-    const STEP: usize = 8;
-    let (gw, gh) = (w / STEP + 2, h / STEP + 2);
-    let mut grid = vec![[f64::NAN; 2]; gw * gh];
-    for gy in 0..gh {
-        for gx in 0..gw {
-            if let Some(p) = camera.pixel_to_plane(board, (gx * STEP) as f64, (gy * STEP) as f64) {
-                grid[gy * gw + gx] = [p[0], p[1]];
-            }
-        }
-    }
-    let lookup = |u: f64, v: f64| -> [f64; 2] {
-        let (fx, fy) = (u / STEP as f64, v / STEP as f64);
-        let (gx, gy) = ((fx.floor().max(0.0) as usize).min(gw - 2), (fy.floor().max(0.0) as usize).min(gh - 2));
-        let (tx, ty) = (fx - gx as f64, fy - gy as f64);
-        let g = |x: usize, y: usize| grid[y * gw + x];
-        let mut out = [0.0; 2];
-        for (d, o) in out.iter_mut().enumerate() {
-            *o = g(gx, gy)[d] * (1.0 - tx) * (1.0 - ty)
-                + g(gx + 1, gy)[d] * tx * (1.0 - ty)
-                + g(gx, gy + 1)[d] * (1.0 - tx) * ty
-                + g(gx + 1, gy + 1)[d] * tx * ty;
-        }
-        out
-    };
-    // Squares span [-1, cols] x [-1, rows] (in squares), plus a white margin.
-    let shade = |p: [f64; 2]| -> f64 {
-        let (x, y) = (p[0] / square_m, p[1] / square_m);
+    render_checkerboard(camera, board, &BoardLook { cols, rows, square_m }, noise_sigma, seed, true)
+}
+
+/// The board's squares and margin, in squares.
+struct BoardLook {
+    cols: usize,
+    rows: usize,
+    square_m: f64,
+}
+
+impl BoardLook {
+    /// White margin around the outer squares, in squares.
+    const MARGIN: f64 = 0.8;
+
+    /// Grey level at board point `p` (metres). Squares span [-1, cols] x
+    /// [-1, rows] (in squares), then the white margin, then the table.
+    fn shade(&self, p: [f64; 2]) -> f64 {
+        let (x, y) = (p[0] / self.square_m, p[1] / self.square_m);
         if !(x.is_finite() && y.is_finite()) {
             return 90.0;
         }
-        if x < -1.0 || y < -1.0 || x > cols as f64 || y > rows as f64 {
-            let margin = 0.8;
-            if x >= -1.0 - margin && y >= -1.0 - margin && x <= cols as f64 + margin && y <= rows as f64 + margin {
+        let (cols, rows) = (self.cols as f64, self.rows as f64);
+        if x < -1.0 || y < -1.0 || x > cols || y > rows {
+            let m = Self::MARGIN;
+            if x >= -1.0 - m && y >= -1.0 - m && x <= cols + m && y <= rows + m {
                 return 225.0;
             }
             return 110.0;
@@ -283,16 +282,136 @@ pub fn checkerboard(camera: &CameraModel, board: &PlanePose, cols: usize, rows: 
         } else {
             225.0
         }
-    };
+    }
+
+    /// Whether every point within `half_m` (per axis) of `p` has `p`'s
+    /// shade: the box lies inside one open square-sized cell of the board's
+    /// grid and crosses no margin edge.
+    fn uniform_around(&self, p: [f64; 2], half_m: [f64; 2]) -> bool {
+        let edges = [[-1.0 - Self::MARGIN, self.cols as f64 + Self::MARGIN], [-1.0 - Self::MARGIN, self.rows as f64 + Self::MARGIN]];
+        (0..2).all(|d| {
+            let (lo, hi) = ((p[d] - half_m[d]) / self.square_m, (p[d] + half_m[d]) / self.square_m);
+            let cell = lo.floor();
+            lo.is_finite() && hi.is_finite() && lo > cell && hi < cell + 1.0 && edges[d].iter().all(|e| !(lo <= *e && *e <= hi))
+        })
+    }
+}
+
+/// The exact pixel -> board map on a coarse grid, bilinearly interpolated
+/// (the map is smooth: interpolation error << 0.01 px).
+struct BoardGrid {
+    points: Vec<[f64; 2]>,
+    width: usize,
+    height: usize,
+    /// Per board axis, the most the interpolated point moves per pixel
+    /// along u and along v (the largest difference between neighbouring
+    /// finite grid points over the step).
+    per_px_u: [f64; 2],
+    per_px_v: [f64; 2],
+    /// Every grid point is finite (the board's plane fills the view).
+    all_finite: bool,
+}
+
+impl BoardGrid {
+    const STEP: usize = 8;
+
+    fn new(camera: &CameraModel, board: &PlanePose) -> BoardGrid {
+        let (w, h) = (camera.width_px as usize, camera.height_px as usize);
+        let (width, height) = (w / Self::STEP + 2, h / Self::STEP + 2);
+        let mut points = vec![[f64::NAN; 2]; width * height];
+        for gy in 0..height {
+            for gx in 0..width {
+                if let Some(p) = camera.pixel_to_plane(board, (gx * Self::STEP) as f64, (gy * Self::STEP) as f64) {
+                    points[gy * width + gx] = [p[0], p[1]];
+                }
+            }
+        }
+        let (mut per_px_u, mut per_px_v) = ([0.0f64; 2], [0.0f64; 2]);
+        for gy in 0..height {
+            for gx in 0..width {
+                let here = points[gy * width + gx];
+                for d in 0..2 {
+                    if gx + 1 < width {
+                        let step = (points[gy * width + gx + 1][d] - here[d]).abs();
+                        if step.is_finite() {
+                            per_px_u[d] = per_px_u[d].max(step / Self::STEP as f64);
+                        }
+                    }
+                    if gy + 1 < height {
+                        let step = (points[(gy + 1) * width + gx][d] - here[d]).abs();
+                        if step.is_finite() {
+                            per_px_v[d] = per_px_v[d].max(step / Self::STEP as f64);
+                        }
+                    }
+                }
+            }
+        }
+        let all_finite = points.iter().all(|p| p.iter().all(|c| c.is_finite()));
+        BoardGrid { points, width, height, per_px_u, per_px_v, all_finite }
+    }
+
+    /// The grid cell that pixel (u, v) is interpolated in, and where in it.
+    fn cell(&self, u: f64, v: f64) -> (usize, usize, f64, f64) {
+        let (fx, fy) = (u / Self::STEP as f64, v / Self::STEP as f64);
+        // `as usize` saturates below 0 (and maps NaN to 0): the floor,
+        // clamped at 0, without a call to libm's floor.
+        let (gx, gy) = ((fx as usize).min(self.width - 2), (fy as usize).min(self.height - 2));
+        (gx, gy, fx - gx as f64, fy - gy as f64)
+    }
+
+    fn lookup(&self, u: f64, v: f64) -> [f64; 2] {
+        let (gx, gy, tx, ty) = self.cell(u, v);
+        let g = |x: usize, y: usize| self.points[y * self.width + x];
+        let mut out = [0.0; 2];
+        for (d, o) in out.iter_mut().enumerate() {
+            *o = g(gx, gy)[d] * (1.0 - tx) * (1.0 - ty)
+                + g(gx + 1, gy)[d] * tx * (1.0 - ty)
+                + g(gx, gy + 1)[d] * (1.0 - tx) * ty
+                + g(gx + 1, gy + 1)[d] * tx * ty;
+        }
+        out
+    }
+
+    /// Whether every grid point of the cells that (u, v) +- `reach_px`
+    /// interpolates in is finite (the per-pixel bounds hold there).
+    fn finite_around(&self, u: f64, v: f64, reach_px: f64) -> bool {
+        if self.all_finite {
+            return true;
+        }
+        let (x0, y0, ..) = self.cell(u - reach_px, v - reach_px);
+        let (x1, y1, ..) = self.cell(u + reach_px, v + reach_px);
+        (y0..=y1 + 1).all(|y| (x0..=x1 + 1).all(|x| self.points[y * self.width + x].iter().all(|c| c.is_finite())))
+    }
+}
+
+/// [`checkerboard`], supersampled 3x3 per pixel. With `skip_uniform`, a
+/// pixel whose whole footprint lies in one square (by the grid's
+/// per-pixel bounds) takes its centre's shade: the same value the nine
+/// samples sum to, exactly, since every shade is a small integer.
+fn render_checkerboard(camera: &CameraModel, board: &PlanePose, look: &BoardLook, noise_sigma: f64, seed: u64, skip_uniform: bool) -> Image {
+    let (w, h) = (camera.width_px as usize, camera.height_px as usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let grid = BoardGrid::new(camera, board);
+    // The samples lie within 1/3 px of the centre one, per axis (a little
+    // more for round-off).
+    const REACH_PX: f64 = 0.34;
+    let half_m = [0, 1].map(|d| REACH_PX * (grid.per_px_u[d] + grid.per_px_v[d]));
     let mut bgr = vec![0u8; w * h * 3];
     for v in 0..h {
         for u in 0..w {
-            let mut acc = 0.0;
-            for sy in 0..3 {
-                for sx in 0..3 {
-                    acc += shade(lookup(u as f64 - 1.0 / 3.0 + sx as f64 / 3.0, v as f64 - 1.0 / 3.0 + sy as f64 / 3.0));
+            let sample = |sx: usize, sy: usize| grid.lookup(u as f64 - 1.0 / 3.0 + sx as f64 / 3.0, v as f64 - 1.0 / 3.0 + sy as f64 / 3.0);
+            let centre = sample(1, 1);
+            let acc = if skip_uniform && look.uniform_around(centre, half_m) && grid.finite_around(u as f64, v as f64, REACH_PX) {
+                9.0 * look.shade(centre)
+            } else {
+                let mut acc = 0.0;
+                for sy in 0..3 {
+                    for sx in 0..3 {
+                        acc += look.shade(sample(sx, sy));
+                    }
                 }
-            }
+                acc
+            };
             let val = (acc / 9.0 + gaussian(&mut rng) * noise_sigma).round().clamp(0.0, 255.0) as u8;
             bgr[(v * w + u) * 3..(v * w + u) * 3 + 3].copy_from_slice(&[val, val, val]);
         }
@@ -325,6 +444,13 @@ pub fn write_png(path: &Path, img: &Image) -> Result<(), TrackError> {
     write_image(path, &img.to_mat()?)
 }
 
+/// Writes a grey image (a [`checkerboard`]) as a one-channel PNG: a third
+/// of the bytes to compress, and read back as the same grey levels (a grey
+/// BGR pixel converts to its own level exactly).
+fn write_grey_png(path: &Path, img: &Image) -> Result<(), TrackError> {
+    write_image(path, &img.grey_mat()?)
+}
+
 /// A calibration set on disk: `dir/views/view_NN.png` (the poses of
 /// [`calibration_poses`]) and `dir/plane.png` (the board lying in the plane
 /// of motion). Returns (views, plane image).
@@ -341,11 +467,11 @@ pub fn write_board_images(
     let mut views = vec![];
     for (i, pose) in calibration_poses(cols, rows, square_m).iter().enumerate() {
         let path = views_dir.join(format!("view_{i:02}.png"));
-        write_png(&path, &checkerboard(camera, pose, cols, rows, square_m, noise_sigma, i as u64))?;
+        write_grey_png(&path, &checkerboard(camera, pose, cols, rows, square_m, noise_sigma, i as u64))?;
         views.push(path);
     }
     let plane_image = dir.join("plane.png");
-    write_png(&plane_image, &checkerboard(camera, plane, cols, rows, square_m, noise_sigma, 99))?;
+    write_grey_png(&plane_image, &checkerboard(camera, plane, cols, rows, square_m, noise_sigma, 99))?;
     Ok((views, plane_image))
 }
 
@@ -475,11 +601,41 @@ pub fn write_set_board_images(
         for (i, world_from_board) in poses.iter().enumerate() {
             let pose = crate::stereo::plane_pose(&(camera_from_world * world_from_board));
             let image = checkerboard(camera, &pose, board.cols, board.rows, board.square_m, noise_sigma, seed + i as u64);
-            write_png(&folder.join(format!("view_{i:02}.png")), &image)?;
+            write_grey_png(&folder.join(format!("view_{i:02}.png")), &image)?;
         }
         let plane = crate::stereo::plane_pose(&camera_from_world);
-        write_png(&folder.join("plane.png"), &checkerboard(camera, &plane, board.cols, board.rows, board.square_m, noise_sigma, seed + 99))?;
+        write_grey_png(&folder.join("plane.png"), &checkerboard(camera, &plane, board.cols, board.rows, board.square_m, noise_sigma, seed + 99))?;
         out.push((name.clone(), folder));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Skipping the supersampling of pixels inside one square changes no
+    /// byte: every calibration view of the demo camera (tilted, near the
+    /// image's edges, the board partly out of view) and its plane view.
+    #[test]
+    fn a_board_rendered_with_uniform_pixels_skipped_is_the_same_image() {
+        let (camera, plane) = demo_camera();
+        let look = BoardLook { cols: 9, rows: 6, square_m: 0.016 };
+        let mut poses = calibration_poses(look.cols, look.rows, look.square_m);
+        poses.push(plane);
+        let mut skipped_share = vec![];
+        for (i, pose) in poses.iter().enumerate().step_by(3) {
+            let fast = render_checkerboard(&camera, pose, &look, 2.0, i as u64, true);
+            let full = render_checkerboard(&camera, pose, &look, 2.0, i as u64, false);
+            assert!(fast.bgr == full.bgr, "view {i}: the images differ");
+            let grid = BoardGrid::new(&camera, pose);
+            let half_m = [0, 1].map(|d| 0.34 * (grid.per_px_u[d] + grid.per_px_v[d]));
+            let (w, h) = (camera.width_px as usize, camera.height_px as usize);
+            let uniform =
+                (0..h).flat_map(|v| (0..w).map(move |u| (u, v))).filter(|&(u, v)| look.uniform_around(grid.lookup(u as f64, v as f64), half_m)).count();
+            skipped_share.push(uniform as f64 / (w * h) as f64);
+        }
+        // The shortcut must actually be taken for most pixels.
+        assert!(skipped_share.iter().all(|s| *s > 0.5), "share of uniform pixels: {skipped_share:?}");
+    }
 }
