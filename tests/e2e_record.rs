@@ -20,6 +20,13 @@ fn rig(dir: &Path, port: u16) -> PathBuf {
     p
 }
 
+/// Ends an emulator whose count is not needed now, rather than waiting out
+/// its `--duration` (up to 25 s of a test's time).
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn sent_by(mut child: Child) -> u64 {
     child.wait().unwrap();
     let mut s = String::new();
@@ -183,7 +190,7 @@ fn stale_serial_bytes_are_not_recorded_and_an_unread_sensor_keeps_sending() {
     // The emulator did not give up without a reader (it ran its 10 s).
     let sent = sent_by(ascii_emu);
     assert!(sent > 2000, "{sent}");
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 #[test]
@@ -234,7 +241,7 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     assert_eq!(device(&out, "ft300").errors, 0);
     let _ = streaming_emu.kill();
     let _ = streaming_emu.wait();
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 /// An ASCII sensor whose lines have three fields where the rig names four
@@ -272,7 +279,7 @@ fn a_device_whose_every_sample_is_rejected_fails_the_recording_saying_why() {
     assert!(text.contains("device load_cell: recorded nothing: it sent") && text.contains("every one rejected") && !text.contains("sent nothing"), "{text}");
     let _ = ascii_emu.kill();
     let _ = ascii_emu.wait();
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 #[test]
@@ -339,7 +346,7 @@ fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(text.contains("problem: device ft300: disconnected for"), "{text}");
     drop(ft_emu);
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 #[test]
@@ -497,7 +504,7 @@ fn sigterm_and_sighup_finalise_the_session() {
         assert!(robot.rows > 300, "{robot:?}");
         assert!(!out.join(".recording.lock").exists(), "the lock goes with the recorder");
     }
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 #[test]
@@ -543,7 +550,7 @@ fn a_used_directory_is_refused_a_second_recorder_too_and_append_makes_a_segment(
     assert!(robot_table(&segment).height() > 200);
     let o = rodlab().args(["session", "info", out.to_str().unwrap()]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("segment segment-02"), "{}", String::from_utf8_lossy(&o.stdout));
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 #[test]
@@ -576,7 +583,7 @@ fn recorder_killed_loses_at_most_one_second() {
     std::thread::sleep(Duration::from_millis(3300));
     rec.kill().unwrap(); // SIGKILL
     rec.wait().unwrap();
-    let _ = sent_by(emu);
+    stop(emu);
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     let t = robot_table(&out);
@@ -814,7 +821,7 @@ fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
     assert!(text.contains("No space left on device"), "session check says what failed: {text}");
     let _ = ascii_emu.kill();
     let _ = ascii_emu.wait();
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 /// A controller that never confirms the pause (it goes on streaming): a
@@ -858,7 +865,7 @@ fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_
     // Either the clean stop won the race (exit 0), or the second signal
     // ended the recorder (exit 130, saying so).
     assert!(o.status.code() == Some(0) || (o.status.code() == Some(130) && err.contains("second signal")), "{:?}: {err}", o.status);
-    let _ = sent_by(emu);
+    stop(emu);
 }
 
 /// `--append` adds a segment to a session: into a directory that holds
