@@ -228,7 +228,7 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     drop(ft_emu);
     // A sensor that streams from power-up, before anyone asks.
     let ft = PtyPair::new(dir.path(), "ft300-streaming");
-    let mut streaming_emu = serial_emulator("ft300", &ft.a, &["--duration", "12", "--streaming-at-start"]);
+    let streaming_emu = serial_emulator("ft300", &ft.a, &["--duration", "12", "--streaming-at-start"]);
     let mut text = std::fs::read_to_string(&rig_path).unwrap();
     text = text.replace(&format!("{}", dir.path().join("ft300-b").display()), &ft.b.display().to_string());
     std::fs::write(&rig_path, text).unwrap();
@@ -239,8 +239,7 @@ fn an_ft300_left_streaming_by_a_killed_recorder_is_not_replayed() {
     let f = session::Table::read_chunks(&session::stream_dir(&out, "ft300")).unwrap();
     assert!(f.height() > 150 && f.height() < 230, "{} frames in 2 s at 100 Hz", f.height());
     assert_eq!(device(&out, "ft300").errors, 0);
-    let _ = streaming_emu.kill();
-    let _ = streaming_emu.wait();
+    stop(streaming_emu);
     stop(emu);
 }
 
@@ -255,7 +254,7 @@ fn a_device_whose_every_sample_is_rejected_fails_the_recording_saying_why() {
     let port = free_port();
     let emu = robot_emulator(port, 6.0, &[]);
     let line = PtyPair::new(dir.path(), "ascii4");
-    let mut ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "10", "--rate-hz", "200"]);
+    let ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "10", "--rate-hz", "200"]);
     let rig_path = ascii_rig(dir.path(), port, &line.b);
     let text = std::fs::read_to_string(&rig_path).unwrap().replace(
         "columns = [\"seq\", \"t_device_s\", \"force_n\"]\nscales = [1, 1e-6, 1e-3]",
@@ -277,8 +276,7 @@ fn a_device_whose_every_sample_is_rejected_fails_the_recording_saying_why() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(text.contains("device load_cell: recorded nothing: it sent") && text.contains("every one rejected") && !text.contains("sent nothing"), "{text}");
-    let _ = ascii_emu.kill();
-    let _ = ascii_emu.wait();
+    stop(ascii_emu);
     stop(emu);
 }
 
@@ -600,7 +598,7 @@ fn recorder_killed_loses_at_most_one_second() {
 fn unknown_variable_and_unreachable_host_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = robot_emulator(port, 5.0, &[]);
+    let emu = robot_emulator(port, 5.0, &[]);
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, format!("[[robot]]\naddress = \"127.0.0.1:{port}\"\nvariables = [\"actual_TCP_pose\", \"actual_banana\"]\n")).unwrap();
     let o = rodlab().args(["record", "--rig", bad.to_str().unwrap(), "--out", dir.path().join("x").to_str().unwrap(), "--duration", "1"]).output().unwrap();
@@ -614,8 +612,7 @@ fn unknown_variable_and_unreachable_host_exit_2() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
     let o = rodlab().args(["record", "--rig", "configs/rig/missing.toml", "--out", dir.path().join("z").to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let _ = emu.kill();
-    let _ = emu.wait();
+    stop(emu);
 }
 
 /// A CB3 controller (URControl 3.15, 125 Hz) whose robot makes a protective
@@ -627,7 +624,7 @@ fn unknown_variable_and_unreachable_host_exit_2() {
 fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = robot_emulator(port, 20.0, &["--controller", "cb3", "--quirk", "exception-after=150"]);
+    let emu = robot_emulator(port, 20.0, &["--controller", "cb3", "--quirk", "exception-after=150"]);
     let rig_at = |name: &str, rate: &str| {
         let p = dir.path().join(name);
         std::fs::write(&p, format!("[[robot]]\nname = \"robot\"\naddress = \"127.0.0.1:{port}\"\n{rate}variables = [\"actual_TCP_pose\"]\n")).unwrap();
@@ -661,8 +658,7 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     let info = String::from_utf8_lossy(&o.stdout);
     assert!(info.contains("URControl 3.15.7.106331") && info.contains("EXCEPTION at ") && info.contains("C153A0: protective stop (emulated)"), "{info}");
     assert!(info.contains("measured_rate_hz 12") && info.contains("requested_rate_hz 125"), "{info}");
-    let _ = emu.kill();
-    let _ = emu.wait();
+    stop(emu);
 }
 
 /// An ATI Net F/T in the rig ([[netft]]): the recorder reads its
@@ -674,7 +670,7 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
 fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut emu = rodlab()
+    let emu = rodlab()
         .args(["emulate", "netft", "--bind", &format!("127.0.0.1:{port}"), "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "20"])
         .stdout(Stdio::piped())
         .spawn()
@@ -698,8 +694,7 @@ fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() 
     let d = device(&session, "ati");
     assert_eq!((d.settings.get("counts_per_n"), d.settings.get("counts_per_nm")), (Some(&1e6), Some(&1e6)));
     assert!(d.settings.contains_key("tare_sent_at_s"), "{d:?}");
-    let _ = emu.kill();
-    let _ = emu.wait();
+    stop(emu);
 
     let silent = free_port();
     std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{silent}\"\ncounts_per_force = 1e6\ncounts_per_torque = 1e6\n")).unwrap();
@@ -795,7 +790,7 @@ fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
     let port = free_port();
     let emu = robot_emulator(port, 25.0, &[]);
     let line = PtyPair::new(dir.path(), "ascii");
-    let mut ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "25", "--rate-hz", "1000"]);
+    let ascii_emu = serial_emulator("ascii-sensor", &line.a, &["--duration", "25", "--rate-hz", "1000"]);
     let out = disk.0.join("s");
     let started = Instant::now();
     let o = rodlab()
@@ -819,8 +814,7 @@ fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("No space left on device"), "session check says what failed: {text}");
-    let _ = ascii_emu.kill();
-    let _ = ascii_emu.wait();
+    stop(ascii_emu);
     stop(emu);
 }
 
