@@ -93,6 +93,32 @@ fn lighting(gradient: f64, u: usize, width: usize) -> f64 {
     1.0 - gradient / 2.0 + gradient * u as f64 / width as f64
 }
 
+/// How many of pixel `(u, v)`'s 4x4 samples lie inside the disc of radius
+/// `r_m` whose centre images at `c`, through the inverse `jinv` of its
+/// local map plane -> image.
+fn disc_samples_inside(jinv: &Matrix2<f64>, c: [f64; 2], u: usize, v: usize, r_m: f64) -> u32 {
+    let mut inside = 0;
+    for sy in 0..4 {
+        for sx in 0..4 {
+            let q = Vector2::new(u as f64 - 0.375 + 0.25 * sx as f64 - c[0], v as f64 - 0.375 + 0.25 * sy as f64 - c[1]);
+            if (jinv * q).norm_squared() <= r_m * r_m {
+                inside += 1;
+            }
+        }
+    }
+    inside
+}
+
+/// `val.round().clamp(0.0, 255.0) as u8` without libm's `roundf`: in
+/// [0, 255] the fraction `x - trunc(x)` is exact, so rounding half away
+/// from zero is `trunc(x) + (fraction >= 0.5)`; NaN gives 0 as before.
+fn round_to_u8(val: f32) -> u8 {
+    let x = val.clamp(0.0, 255.0);
+    let t = x as u8;
+    // No branch and no overflow check: the pass over a frame vectorises.
+    (u32::from(t) + u32::from(x - f32::from(t) >= 0.5)) as u8
+}
+
 /// A standard normal sample.
 pub fn gaussian(rng: &mut impl Rng) -> f64 {
     rand_distr::Distribution::sample(&rand_distr::StandardNormal, rng)
@@ -165,8 +191,11 @@ impl Renderer {
 
     /// Adds the coverage of a disc of radius `r_m` parallel to the plane,
     /// centred at `p` (the plane's frame), to `coverage` (4x4 samples per
-    /// pixel), times `weight`.
-    fn add_disc(&self, coverage: &mut [f32], p: [f64; 3], r_m: f64, weight: f32) {
+    /// pixel), times `weight`. `bound_whole_pixels`: a pixel whose 16 samples
+    /// all lie well inside (or well outside) the disc counts them without
+    /// testing each (the same coverage: the bound keeps a margin far above
+    /// round-off, and the rest are sampled as before).
+    fn add_disc_with(&self, coverage: &mut [f32], p: [f64; 3], r_m: f64, weight: f32, bound_whole_pixels: bool) {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let c = self.pixel_3d(p);
         let j = self.jacobian(p);
@@ -177,17 +206,27 @@ impl Renderer {
         }
         let (u0, u1) = ((c[0] - extent).floor().max(0.0) as usize, ((c[0] + extent).ceil() as usize).min(w - 1));
         let (v0, v1) = ((c[1] - extent).floor().max(0.0) as usize, ((c[1] + extent).ceil() as usize).min(h - 1));
+        // The samples lie within 0.375 px per axis of the pixel's centre:
+        // in the disc's plane within `reach_m` of the centre's image.
+        let reach_m = jinv.norm() * 0.375 * std::f64::consts::SQRT_2;
+        let margin_m = 1e-9 * r_m;
         for v in v0..=v1 {
             for u in u0..=u1 {
-                let mut inside = 0;
-                for sy in 0..4 {
-                    for sx in 0..4 {
-                        let q = Vector2::new(u as f64 - 0.375 + 0.25 * sx as f64 - c[0], v as f64 - 0.375 + 0.25 * sy as f64 - c[1]);
-                        if (jinv * q).norm_squared() <= r_m * r_m {
-                            inside += 1;
-                        }
+                let whole = bound_whole_pixels.then(|| {
+                    let centre_m = (jinv * Vector2::new(u as f64 - c[0], v as f64 - c[1])).norm();
+                    if centre_m + reach_m < r_m - margin_m {
+                        Some(16)
+                    } else if centre_m - reach_m > r_m + margin_m {
+                        Some(0)
+                    } else {
+                        None
                     }
-                }
+                });
+                let inside = match whole.flatten() {
+                    Some(0) => continue,
+                    Some(n) => n,
+                    None => disc_samples_inside(&jinv, c, u, v, r_m),
+                };
                 coverage[v * w + u] += weight * inside as f32 / 16.0;
             }
         }
@@ -207,36 +246,62 @@ impl Renderer {
     /// only on the plane: each disc parallel to the plane at its point's
     /// height. For a rod bending out of the plane seen by a camera set.
     pub fn render_3d(&mut self, positions: &[Vec<[f64; 3]>], visible: &[bool], body: &[[f64; 3]], body_radius_m: f64) -> Image {
+        self.render_3d_with(positions, visible, body, body_radius_m, true)
+    }
+
+    /// [`Self::render_3d`]; `shortcuts` off: every pixel of a disc sampled
+    /// and blended in full (what the shortcuts are tested against).
+    fn render_3d_with(&mut self, positions: &[Vec<[f64; 3]>], visible: &[bool], body: &[[f64; 3]], body_radius_m: f64, shortcuts: bool) -> Image {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let mut coverage = vec![0f32; w * h];
         let mut body_coverage = vec![0f32; if body.is_empty() { 0 } else { w * h }];
         for p in body {
-            self.add_disc(&mut body_coverage, *p, body_radius_m, 1.0);
+            self.add_disc_with(&mut body_coverage, *p, body_radius_m, 1.0, shortcuts);
         }
         let substeps = positions.len().max(1);
         for step in positions {
             for (i, p) in step.iter().enumerate() {
                 if visible.get(i).copied().unwrap_or(true) {
-                    self.add_disc(&mut coverage, *p, self.look.marker_radius_m, 1.0 / substeps as f32);
+                    self.add_disc_with(&mut coverage, *p, self.look.marker_radius_m, 1.0 / substeps as f32, shortcuts);
                 }
             }
         }
+        self.compose(&coverage, &body_coverage, shortcuts)
+    }
+
+    /// The frame from the markers' and the body's coverage: the background
+    /// under the body under the markers, lit, with the frame's noise.
+    /// `shortcuts`: a pixel neither covers is the background plus noise
+    /// (the same sum the blend makes with zero weights), and the rounding
+    /// is [`round_to_u8`] (libm's `roundf` was a third of a frame).
+    fn compose(&mut self, coverage: &[f32], body_coverage: &[f32], shortcuts: bool) -> Image {
+        let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let offset = self.rng.gen_range(0..65_536);
         let noise = &self.noise[offset..offset + w * h * 3];
         let mut bgr = vec![0u8; w * h * 3];
         let mc = self.look.marker_bgr;
         let bc = self.look.body_bgr;
-        let grad = self.look.lighting_gradient;
+        let light_of_column: Vec<f32> = (0..w).map(|u| lighting(self.look.lighting_gradient, u, w) as f32).collect();
+        let round = |val: f32| if shortcuts { round_to_u8(val) } else { val.round().clamp(0.0, 255.0) as u8 };
+        if shortcuts {
+            // Uncovered first, in one pass the compiler can vectorise; the
+            // covered pixels are blended over it below.
+            for ((out, bg), n) in bgr.iter_mut().zip(&self.background).zip(noise) {
+                *out = round_to_u8(bg + *n as f32);
+            }
+        }
         for v in 0..h {
-            for u in 0..w {
+            for (u, &light) in light_of_column.iter().enumerate() {
                 let k = v * w + u;
                 let a = coverage[k].min(1.0);
                 let ab = body_coverage.get(k).map_or(0.0, |c| c.min(1.0));
-                let light = lighting(grad, u, w) as f32;
+                if shortcuts && a == 0.0 && ab == 0.0 {
+                    continue;
+                }
                 for ch in 0..3 {
                     let under = self.background[k * 3 + ch] * (1.0 - ab) + bc[ch] as f32 * light * ab;
                     let val = under * (1.0 - a) + mc[ch] as f32 * light * a + noise[k * 3 + ch] as f32;
-                    bgr[k * 3 + ch] = val.round().clamp(0.0, 255.0) as u8;
+                    bgr[k * 3 + ch] = round(val);
                 }
             }
         }
@@ -644,5 +709,60 @@ mod tests {
         }
         // The shortcut must actually be taken for most pixels.
         assert!(skipped_share.iter().all(|s| *s > 0.5), "share of uniform pixels: {skipped_share:?}");
+    }
+
+    /// The renderer's shortcuts (whole pixels inside or outside a disc,
+    /// uncovered pixels, rounding without libm) change no byte: frames of a
+    /// rod's body under markers, in and off the plane, with motion blur,
+    /// near the image's edges and partly outside it.
+    #[test]
+    fn frames_rendered_with_shortcuts_are_the_same_images() {
+        let (camera, plane) = demo_camera();
+        let look = Look { seed: 7, ..Look::default() };
+        let (mut fast, mut full) = (Renderer::new(camera.clone(), plane.clone(), look.clone()), Renderer::new(camera, plane, look));
+        let mut counted = [0usize; 3];
+        for frame in 0..4 {
+            let shift_m = 0.02 * frame as f64;
+            // A rod from the image's middle out past its left edge, dipping out of the plane.
+            let body: Vec<[f64; 3]> = (0..300).map(|i| [0.05 - 0.001 * i as f64 - shift_m, 0.01 + 0.0004 * i as f64, -0.0001 * i as f64]).collect();
+            let markers =
+                |dt: f64| -> Vec<[f64; 3]> { (0..6).map(|i| [0.04 - 0.05 * i as f64 - shift_m + dt, 0.012 + 0.02 * i as f64, 0.002 * i as f64]).collect() };
+            let positions = vec![markers(0.0), markers(0.0005), markers(0.001)];
+            let visible = [true, true, false, true, true, true];
+            let a = fast.render_3d_with(&positions, &visible, &body, 0.004, true);
+            let b = full.render_3d_with(&positions, &visible, &body, 0.004, false);
+            assert!(a.bgr == b.bgr, "frame {frame}: the images differ");
+            // Every kind of pixel is met: uncovered, fully and partly covered.
+            for (x, y) in a.bgr.iter().zip(&fast.background) {
+                counted[usize::from(*x as f32 != y.round())] += 1;
+            }
+            counted[2] += b.bgr.len();
+        }
+        assert!(counted[0] > 0 && counted[1] > 0, "{counted:?}");
+        let mut body_coverage = vec![0f32; 1280 * 720];
+        fast.add_disc_with(&mut body_coverage, [0.0, 0.0, 0.0], 0.004, 1.0, true);
+        let (whole, part) = (body_coverage.iter().filter(|c| **c == 1.0).count(), body_coverage.iter().filter(|c| **c > 0.0 && **c < 1.0).count());
+        assert!(whole > 4 * part, "a disc of 4 mm: {whole} whole pixels, {part} partly covered");
+    }
+
+    /// [`round_to_u8`] is `round().clamp(0, 255) as u8`: the 4,001 floats
+    /// around every integer and every half from -2 to 258, every 97th
+    /// float between, and the edge cases.
+    #[test]
+    fn rounding_without_libm_is_rounding() {
+        let near = |x: f32| {
+            let b = x.to_bits() as i64;
+            (b - 2000..=b + 2000).map(|b| f32::from_bits(b as u32))
+        };
+        let halves = (-4..=516).flat_map(|k| near(k as f32 * 0.5));
+        let (lo, hi) = ((-2.0f32).to_bits(), 258.0f32.to_bits());
+        let strided = (0.0f32.to_bits()..=lo).step_by(97).chain((0..=hi).step_by(97)).map(f32::from_bits);
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, -0.0, 1e30, -1e30];
+        let mut checked = 0u64;
+        for x in halves.chain(strided).chain(specials) {
+            assert_eq!(round_to_u8(x), x.round().clamp(0.0, 255.0) as u8, "{x:e}");
+            checked += 1;
+        }
+        assert!(checked > 20_000_000, "{checked}");
     }
 }
