@@ -202,26 +202,23 @@ pub(crate) struct Shot<'a> {
 pub(crate) fn render_frames(
     renderer: &mut Renderer,
     shot: &Shot,
-    in_renderer: impl Fn(&Vec3) -> [f64; 3],
+    in_renderer: impl Fn(&Vec3) -> [f64; 3] + Sync,
     video: &Path,
     task_name: &str,
     progress: &dyn Progress,
 ) -> Result<()> {
     let camera = &renderer.camera;
-    let mut sink = track::source::VideoSink::create(video, shot.camera_fps, camera.width_px as i32, camera.height_px as i32).context(video.display())?;
+    let sink = track::source::VideoSink::create(video, shot.camera_fps, camera.width_px as i32, camera.height_px as i32).context(video.display())?;
     let n_frames = ((VIDEO_LEAD_S + shot.end_s + TAIL_S) * shot.camera_fps).ceil() as usize;
     let task = progress.task(task_name, Some(n_frames as u64));
-    for j in 0..n_frames {
+    let frame = |j: usize| {
         let t_s = j as f64 / shot.camera_fps - VIDEO_LEAD_S;
         let (body, markers) = body_and_markers(&outline_at(shot.t_rec, shot.records, t_s), shot.radius_m);
         let (body, markers): (Vec<[f64; 3]>, Vec<[f64; 3]>) = (body.iter().map(&in_renderer).collect(), markers.iter().map(&in_renderer).collect());
         let shown: &[bool] = if t_s < 0.0 { &[] } else { &shot.shown };
-        let image = renderer.render_3d(&[markers], shown, &body, shot.radius_m);
-        sink.write(&image.to_mat()?).context(video.display())?;
-        task.set(j as u64 + 1);
-    }
-    drop(task);
-    sink.finish().context(video.display())?;
+        renderer.render_3d(&[markers], shown, &body, shot.radius_m).to_mat()
+    };
+    sink.write_frames(n_frames, frame, |j| task.set(j as u64 + 1)).context(video.display())?;
     Ok(())
 }
 

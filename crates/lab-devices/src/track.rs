@@ -358,7 +358,7 @@ pub fn synth_board_set(out: &Path, board: &str, square_m: f64, noise: f64, camer
 pub fn render_set_video(
     set: &CameraSet,
     positions: &[Vec<[f64; 3]>],
-    visible: impl Fn(usize, usize, usize) -> bool,
+    visible: impl Fn(usize, usize, usize) -> bool + Sync,
     out: &Path,
     fps: f64,
     noise: f64,
@@ -370,12 +370,12 @@ pub fn render_set_video(
         let plane = camera.model.plane.clone().ok_or_else(|| Error::input(format!("camera {}: no pose", camera.name)))?;
         let mut renderer = synth::Renderer::new(camera.model.clone(), plane, look);
         let path = out.join(format!("{}.mkv", camera.name));
-        let mut sink = VideoSink::create(&path, fps, camera.model.width_px as i32, camera.model.height_px as i32)?;
-        for (f, frame) in positions.iter().enumerate() {
-            let shown: Vec<bool> = (0..frame.len()).map(|m| visible(k, f, m)).collect();
-            sink.write(&renderer.render_3d(std::slice::from_ref(frame), &shown, &[], 0.0).to_mat()?)?;
-        }
-        sink.finish()?;
+        let sink = VideoSink::create(&path, fps, camera.model.width_px as i32, camera.model.height_px as i32)?;
+        let frame = |f: usize| {
+            let shown: Vec<bool> = (0..positions[f].len()).map(|m| visible(k, f, m)).collect();
+            renderer.render_3d(std::slice::from_ref(&positions[f]), &shown, &[], 0.0).to_mat()
+        };
+        sink.write_frames(positions.len(), frame, |_| {})?;
         videos.push(path);
     }
     Ok(videos)
@@ -420,7 +420,7 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
     let fps = cfg.fps;
     let mut seq = Sequence::new(camera.clone(), plane.clone(), cfg);
     let (w, h) = (camera.width_px as i32, camera.height_px as i32);
-    let mut sink = match req.format.as_str() {
+    let sink = match req.format.as_str() {
         "mkv" | "avi" => Some(VideoSink::create(&out.join(format!("video.{}", req.format)), fps, w, h)?),
         "png" => {
             std::fs::create_dir_all(out.join("frames")).map_err(io)?;
@@ -433,12 +433,17 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
     let mut truth = csv::Writer::from_path(&truth_path).map_err(fail)?;
     truth.write_record(["frame", "marker", "u_px", "v_px", "x_m", "y_m", "visible"]).map_err(fail)?;
     let task = progress.task("render", Some(req.frames as u64));
-    for k in 0..req.frames {
-        let mat = seq.render(k).to_mat()?;
-        match sink.as_mut() {
-            Some(s) => s.write(&mat)?,
-            None => write_image(&out.join("frames").join(format!("{k:06}.png")), &mat)?,
+    match sink {
+        Some(sink) => sink.write_frames(req.frames, |k| seq.render(k).to_mat(), |k| task.set(k as u64 + 1))?,
+        None => {
+            for k in 0..req.frames {
+                write_image(&out.join("frames").join(format!("{k:06}.png")), &seq.render(k).to_mat()?)?;
+                task.set(k as u64 + 1);
+            }
         }
+    }
+    drop(task);
+    for k in 0..req.frames {
         for t in seq.truth(k) {
             let row = [
                 t.frame.to_string(),
@@ -451,13 +456,8 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
             ];
             truth.write_record(&row).map_err(fail)?;
         }
-        task.set(k as u64 + 1);
     }
-    drop(task);
     truth.flush().map_err(io)?;
-    if let Some(s) = sink {
-        s.finish()?;
-    }
     CameraModel { plane: Some(plane), ..camera }.save(&out.join("true-camera.toml")).map_err(|e| Error::io(e.to_string()))?;
     std::fs::write(out.join("markers.toml"), format!("# Red markers on the synthetic rod.\ncount = {}\n", req.markers)).map_err(io)?;
     Ok(())
