@@ -40,6 +40,24 @@ def run(rodlab_bin: Path):
 
 
 @pytest.fixture(scope="session")
+def start(rodlab_bin: Path):
+    """Starts the command line beside the Python call it is compared with
+    (each takes a core); returns a function that waits for it (checked)."""
+
+    def start(*args: object):
+        p = subprocess.Popen([str(rodlab_bin), *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def wait() -> None:
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise AssertionError(f"rodlab {' '.join(map(str, args))} exited {p.returncode}: {err}")
+
+        return wait
+
+    return start
+
+
+@pytest.fixture(scope="session")
 def stick_session(run, tmp_path_factory) -> Path:
     """The contact paper's stick experiment as a session (synthesised, 4 s)."""
     d = tmp_path_factory.mktemp("sessions") / "stick"
