@@ -165,3 +165,42 @@ pub fn write_image(path: &Path, image: &Mat) -> Result<(), TrackError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Image;
+
+    fn grey_frame(level: u8) -> Mat {
+        Image { width: 64, height: 48, bgr: vec![level; 64 * 48 * 3] }.to_mat().unwrap()
+    }
+
+    /// Frames made ahead on their own thread reach the file in order, each
+    /// reported once written; a frame that cannot be made ends the video
+    /// with its error, after the frames before it.
+    #[test]
+    fn frames_made_ahead_are_written_in_order_and_a_failure_stops_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("levels.mkv");
+        let mut written = vec![];
+        VideoSink::create(&path, 25.0, 64, 48).unwrap().write_frames(12, |k| Ok(grey_frame(20 * k as u8)), |k| written.push(k)).unwrap();
+        assert_eq!(written, (0..12).collect::<Vec<_>>());
+        let mut video = videoio::VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY).unwrap();
+        let mut frame = Mat::default();
+        let mut levels = vec![];
+        while video.read(&mut frame).unwrap() && !frame.empty() {
+            levels.push(*frame.at_2d::<opencv::core::Vec3b>(24, 32).unwrap());
+        }
+        // Lossless: every frame's level as made, in order.
+        assert_eq!(levels.iter().map(|p| p[0]).collect::<Vec<_>>(), (0..12).map(|k| 20 * k as u8).collect::<Vec<_>>());
+
+        let mut written = vec![];
+        let failed = VideoSink::create(&dir.path().join("cut.mkv"), 25.0, 64, 48).unwrap().write_frames(
+            12,
+            |k| if k == 5 { Err(TrackError::Failed("frame 5 cannot be made".into())) } else { Ok(grey_frame(100)) },
+            |k| written.push(k),
+        );
+        assert!(matches!(failed, Err(TrackError::Failed(m)) if m == "frame 5 cannot be made"));
+        assert_eq!(written, (0..5).collect::<Vec<_>>());
+    }
+}
