@@ -273,7 +273,7 @@ impl Renderer {
     /// under the body under the markers, lit, with the frame's noise.
     /// `shortcuts`: a pixel neither covers is the background plus noise
     /// (the same sum the blend makes with zero weights), and the rounding
-    /// is [`round_to_u8`] (libm's `roundf` was a third of a frame).
+    /// is [`round_to_u8`] (libm's `roundf` was a quarter of a frame's time).
     fn compose(&mut self, coverage: &[f32], body_coverage: &[f32], shortcuts: bool) -> Image {
         let (w, h) = (self.camera.width_px as usize, self.camera.height_px as usize);
         let offset = self.rng.gen_range(0..65_536);
