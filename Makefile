@@ -81,10 +81,13 @@ demo: setup
 ## Every test of the workspace (unit, integration, end-to-end, and the
 ## Python package's pytest suite): with
 ## cargo-nextest where it is installed (every test its own process, two at a
-## time across all test binaries; .config/nextest.toml), else cargo test.
+## time across all test binaries, then the recordings six at a time;
+## .config/nextest.toml), else cargo test.
 test: setup
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
-		set -x; cargo nextest run --workspace --locked && cargo test --workspace --locked --doc; \
+		set -x; cargo nextest run --workspace --locked --profile computing; computing=$$?; \
+		cargo nextest run --workspace --locked --profile recordings; recordings=$$?; \
+		[ $$computing = 0 ] && [ $$recordings = 0 ] && cargo test --workspace --locked --doc; \
 	else \
 		set -x; cargo test --workspace --locked -- --nocapture; \
 	fi
