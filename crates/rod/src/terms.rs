@@ -86,6 +86,12 @@ pub struct Sink<'a> {
     /// use.
     joint_t: Vec<Option<Mat6>>,
     interior: Vec<Option<InteriorBlocks>>,
+    /// Every wrench so far was a point force without a moment and with a
+    /// symmetric stiffness (gravity, dead loads, springs, frictionless
+    /// cables' pulls): its `T - T^T` is `B(W)`, so the loads' stiffness of
+    /// a pair of segments is the mirror image of the pair's other half
+    /// ([`LoadStiffness::Mirrored`]).
+    point_forces_only: bool,
 }
 
 /// `P = [-p~ | I]`: velocity of the point `p` for a spatial twist.
@@ -122,6 +128,7 @@ impl<'a> Sink<'a> {
             total_wrench: vec![Vec6::zeros(); nj],
             joint_t: vec![],
             interior: vec![],
+            point_forces_only: true,
         }
     }
 
@@ -147,6 +154,11 @@ impl<'a> Sink<'a> {
     /// `at`, with `t = -dW/deta` for its dependence on the motion of the
     /// point's frame (`None`: a dead wrench, fixed in space).
     pub fn wrench(&mut self, at: Attach, w: Vec6, t: Option<Mat6>) {
+        self.point_forces_only = false;
+        self.add_wrench(at, w, t);
+    }
+
+    fn add_wrench(&mut self, at: Attach, w: Vec6, t: Option<Mat6>) {
         self.touched = true;
         match at {
             Attach::Joint(j) => {
@@ -208,7 +220,10 @@ impl<'a> Sink<'a> {
     pub fn point_force(&mut self, at: Attach, p: &Vec3, f: &Vec3, m: &Vec3, stiffness: Option<&Mat3>) {
         let w = stack(&(p.cross(f) + m), f);
         let t = self.tangent.is_some().then(|| point_force_tangent(p, f, stiffness));
-        self.wrench(at, w, t);
+        // A moment's T leaves out its B(W) part; a non-symmetric stiffness
+        // (friction) is not the Hessian of a potential.
+        self.point_forces_only &= *m == Vec3::zeros() && stiffness.is_none_or(|k| *k == k.transpose());
+        self.add_wrench(at, w, t);
     }
 
     /// Ends a term: its wrenches become generalised forces. Returns the norm
@@ -310,6 +325,20 @@ pub fn residual_jacobian_by_differences(model: &Model, q: &DVector<f64>, terms: 
 
 /// [`assemble`] on frames (and kinematics) already computed.
 pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Option<&Kinematics>, terms: &[&dyn Term], with_tangent: bool) -> Assembly {
+    assemble_terms(model, q, frames, kin, terms, with_tangent, true).0
+}
+
+/// [`assemble_with`], and how the loads' stiffness joined the tangent;
+/// `mirror` off: never by [`LoadStiffness::Mirrored`] (the tests' reference).
+fn assemble_terms(
+    model: &Model,
+    q: &DVector<f64>,
+    frames: &Frames,
+    kin: Option<&Kinematics>,
+    terms: &[&dyn Term],
+    with_tangent: bool,
+    mirror: bool,
+) -> (Assembly, Option<LoadStiffness>) {
     let n = model.n_dof();
     let state = State { model, q, frames, kinematics: kin };
     let mut sink = Sink::new(model, frames, with_tangent && kin.is_some());
@@ -320,27 +349,56 @@ pub fn assemble_with(model: &Model, q: &DVector<f64>, frames: &Frames, kin: Opti
         scale += sink.finish_term(&mut r);
     }
     let applied_wrench = sink.total_wrench.iter().sum();
-    let tangent = match (sink.tangent.take(), kin) {
+    let (tangent, mode) = match (sink.tangent.take(), kin) {
         (Some(mut h), Some(kin)) => {
-            add_wrench_tangent(model, kin, &sink, &mut h);
-            Some(h)
+            let mode = add_wrench_tangent(model, kin, &sink, &mut h, mirror);
+            (Some(h), Some(mode))
         }
-        _ => None,
+        _ => (None, None),
     };
-    Assembly { residual: r, tangent, scale, kinematics: None, applied_wrench }
+    (Assembly { residual: r, tangent, scale, kinematics: None, applied_wrench }, mode)
 }
 
 /// The tangent of `-J^T W`: frame change of `Ad_{g_k}` and derivative of
 /// `dexp` for every segment under the wrench beyond it, `J^T T J` over the
 /// joints, and the interior points' own-segment parts.
-fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>) {
+fn add_wrench_tangent(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, mirror: bool) -> LoadStiffness {
     let columns = JointColumns::new(model);
-    let stacked = !sink.joint_t.is_empty() && model.n_dof() <= STACKED_MAX_DOF;
-    add_segment_rows(model, kin, sink, h, &columns, !stacked);
-    if stacked {
+    let mode = if mirror && sink.point_forces_only && model.base_dof().is_none() {
+        LoadStiffness::Mirrored
+    } else if !sink.joint_t.is_empty() && model.n_dof() <= STACKED_MAX_DOF {
+        LoadStiffness::Stacked
+    } else {
+        LoadStiffness::Pass
+    };
+    add_segment_rows(model, kin, sink, h, &columns, mode);
+    if mode == LoadStiffness::Stacked {
         add_joint_stiffness_stacked(model, kin, sink, h);
     }
     add_interior_blocks(model, kin, sink, h, &columns);
+    mode
+}
+
+/// How the loads' stiffness `sum_j J_j^T T_j J_j` joins the tangent. It
+/// pairs segments: with `C_k = sum_(j>k) T_j`, segment k's rows take
+/// `A_k^T C_k A_l` towards an earlier segment l (with the frame change
+/// `-A_k^T B(W_k) A_l`: the rows' `J_k` columns) and `A_k^T C_l A_l`
+/// towards a later one (the `R_k` columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoadStiffness {
+    /// Left out of the backward pass: one stacked product adds it.
+    Stacked,
+    /// Both halves in the backward pass.
+    Pass,
+    /// Only the `J_k` columns, each entry added at its mirror image as
+    /// well. Point forces without moments have `T_j - T_j^T = B(W_j)`
+    /// (T of a force f at p is `[f~ P; 0]`, `P = [-p~ | I]`; `(p x f)~ =
+    /// p~ f~ - f~ p~`), so `C_k - C_k^T = B(W_k)` and the later pair's
+    /// half `A_l^T C_k A_k` is the transpose of the earlier pair's: the
+    /// tangent is symmetric (the Hessian of the potential) and half the
+    /// pass builds it. Not with a floating base (its rows take the
+    /// suffix sums at the root map).
+    Mirrored,
 }
 
 /// Up to this many coordinates the loads' stiffness `sum_j J_j^T T_j J_j`
@@ -390,15 +448,17 @@ impl JointColumns {
 /// and `R_k` differ only on those: the rest of the columns take the
 /// section's summed 6x6 maps once ([`SectionRows`]), so a section of
 /// eight sub-segments costs about one segment's product.
-fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, columns: &JointColumns, with_load_stiffness: bool) {
+fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatrix<f64>, columns: &JointColumns, mode: LoadStiffness) {
     let frames = &kin.frames;
     let n_strain = model.n_strain_dof();
-    let stiff = with_load_stiffness && !sink.joint_t.is_empty();
+    let stiff = mode != LoadStiffness::Stacked && !sink.joint_t.is_empty();
+    let with_r = stiff && mode == LoadStiffness::Pass;
     let joint_t = |j: usize| if stiff { sink.joint_t[j].as_ref() } else { None };
+    let rows_scatter = Scatter { sign: 1.0, mirrored: mode == LoadStiffness::Mirrored };
     // Suffix sums C_k and R_k (R's columns from `r_first` to the strains' end).
     let mut c = Mat6::zeros();
     let mut c_started = false;
-    let mut r = nalgebra::Matrix6xX::<f64>::zeros(if stiff { model.n_dof() } else { 0 });
+    let mut r = nalgebra::Matrix6xX::<f64>::zeros(if with_r { model.n_dof() } else { 0 });
     let mut r_first = n_strain;
     let mut w_beyond = Vec6::zeros();
     let mut section: Option<SectionRows> = None;
@@ -421,22 +481,22 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
             // A short rod: each segment's rows on every column it reaches.
             let js = kin.anchor(k).0;
             for (c0, nc) in columns.of(k) {
-                scatter_rows(h, model, seg.dof, &wts, &x, columns_of(js, c0, nc), c0, 1.0);
+                scatter_rows(h, model, seg.dof, &wts, &x, columns_of(js, c0, nc), c0, rows_scatter);
             }
             if r_first < n_strain {
-                scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, r_first, n_strain - r_first), r_first, 1.0);
+                scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, r_first, n_strain - r_first), r_first, Scatter::ADD);
             }
         } else {
             if section.as_ref().is_some_and(|g| g.dof != seg.dof) {
                 section.take().expect("a section").flush(h, model, kin, columns, &r, r_first);
             }
-            let rows = section.get_or_insert_with(|| SectionRows::new(model, kin, k));
-            rows.add(&wts, &x, &at, stiff);
+            let rows = section.get_or_insert_with(|| SectionRows::new(model, kin, k, rows_scatter));
+            rows.add(&wts, &x, &at, with_r);
             // Its own coordinates' columns: this segment's J_k and R_k.
             rows.scatter_own(h, model, k, &wts, &x, columns.reach[k]);
             if r_first < n_strain {
                 for (c0, nc) in own_columns(seg.dof, model.free.len(), r_first, n_strain) {
-                    scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, c0, nc), c0, 1.0);
+                    scatter_rows(h, model, seg.dof, &wts, &at, columns_of(&r, c0, nc), c0, Scatter::ADD);
                 }
             }
         }
@@ -446,13 +506,15 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
         if c_started {
             let ca = c * a;
             own += at * ca;
-            for (side, w) in wts.iter().enumerate() {
-                for (j, &cc) in model.free.iter().enumerate() {
-                    let mut column = r.fixed_view_mut::<6, 1>(0, seg.dof[side] + j);
-                    column.axpy(*w, &ca.fixed_view::<6, 1>(0, cc), 1.0);
+            if with_r {
+                for (side, w) in wts.iter().enumerate() {
+                    for (j, &cc) in model.free.iter().enumerate() {
+                        let mut column = r.fixed_view_mut::<6, 1>(0, seg.dof[side] + j);
+                        column.axpy(*w, &ca.fixed_view::<6, 1>(0, cc), 1.0);
+                    }
                 }
+                r_first = r_first.min(seg.dof[0]);
             }
-            r_first = r_first.min(seg.dof[0]);
         }
         add_segment_block(h, model, seg.dof, &wts, &own, 1.0);
     }
@@ -501,17 +563,19 @@ struct SectionRows {
     /// from the first to the last (6 rows, column-major, one after another).
     own: Vec<(usize, usize)>,
     own_jacobians: Vec<f64>,
+    /// How the `J` part is added.
+    scatter: Scatter,
 }
 
 impl SectionRows {
-    fn new(model: &Model, kin: &Kinematics, last_segment: usize) -> SectionRows {
+    fn new(model: &Model, kin: &Kinematics, last_segment: usize, scatter: Scatter) -> SectionRows {
         let dof = model.segments[last_segment].dof;
         let first_segment = (0..=last_segment).rev().take_while(|&k| model.segments[k].dof == dof).last().expect("the last segment");
         let (anchor, anchor_joint) = kin.anchor(first_segment);
         debug_assert_eq!(anchor_joint, first_segment, "a section's first joint is kept");
         let own: Vec<(usize, usize)> = own_columns(dof, model.free.len(), 0, model.n_strain_dof()).collect();
         let mut rows =
-            SectionRows { dof, last_segment, first_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2], own, own_jacobians: vec![] };
+            SectionRows { dof, last_segment, first_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2], own, own_jacobians: vec![], scatter };
         let own = &rows.own;
         let width: usize = own.iter().map(|(_, nc)| nc).sum();
         // J on the own columns at the first joint, then each segment's
@@ -567,7 +631,7 @@ impl SectionRows {
             let (these, rest) = jacobian.split_at(6 * nc);
             jacobian = rest;
             if used > 0 {
-                scatter_rows(h, model, self.dof, wts, x, &these[..6 * used], c0, 1.0);
+                scatter_rows(h, model, self.dof, wts, x, &these[..6 * used], c0, self.scatter);
             }
         }
     }
@@ -582,11 +646,11 @@ impl SectionRows {
             }
             let strains = other_columns(self.dof, m, 0, columns.reach[self.last_segment]);
             for (c0, nc) in strains.chain(columns.base) {
-                scatter_rows(h, model, self.dof, &wts, &self.jacobian_map[side], columns_of(js, c0, nc), c0, 1.0);
+                scatter_rows(h, model, self.dof, &wts, &self.jacobian_map[side], columns_of(js, c0, nc), c0, self.scatter);
             }
             if r_first < model.n_strain_dof() && self.r_map[side] != Mat6::zeros() {
                 for (c0, nc) in other_columns(self.dof, m, r_first, model.n_strain_dof()) {
-                    scatter_rows(h, model, self.dof, &wts, &self.r_map[side], columns_of(r, c0, nc), c0, 1.0);
+                    scatter_rows(h, model, self.dof, &wts, &self.r_map[side], columns_of(r, c0, nc), c0, Scatter::ADD);
                 }
             }
         }
@@ -667,7 +731,7 @@ fn add_interior_blocks(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMa
         let row_map = b.geometric - b.bt_t;
         let col_map = b.t_b.transpose();
         for (c0, nc) in columns.of(k) {
-            scatter_rows(h, model, seg.dof, &wts, &row_map, columns_of(&js, c0, nc), c0, -1.0);
+            scatter_rows(h, model, seg.dof, &wts, &row_map, columns_of(&js, c0, nc), c0, Scatter::SUBTRACT);
             for i in 0..nc {
                 let y = col_map * js.fixed_view::<6, 1>(0, c0 + i);
                 for (j, &c) in model.free.iter().enumerate() {
@@ -686,35 +750,57 @@ fn columns_of(js: &nalgebra::Matrix6xX<f64>, c0: usize, nc: usize) -> &[f64] {
     &js.as_slice()[6 * c0..6 * (c0 + nc)]
 }
 
+/// How [`scatter_rows`] adds a product: its sign, and whether each entry
+/// is added at its mirror image across the diagonal too
+/// ([`LoadStiffness::Mirrored`]).
+#[derive(Clone, Copy, Debug)]
+struct Scatter {
+    sign: f64,
+    mirrored: bool,
+}
+
+impl Scatter {
+    const ADD: Scatter = Scatter { sign: 1.0, mirrored: false };
+    const SUBTRACT: Scatter = Scatter { sign: -1.0, mirrored: false };
+}
+
 /// `h[dof[a] + j, c0 + i] += sign * w_a * (m J)[free_j, i]` for the
 /// columns `J` of `jacobian` (6 rows each, column-major): a 6-row product
 /// onto a segment's rows (its two nodal blocks, free components only),
-/// column by column (each a fixed-size product).
+/// column by column (each a fixed-size product); mirrored, onto the
+/// segment's columns as well.
 #[allow(clippy::too_many_arguments)]
-fn scatter_rows(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64; 2], m: &Mat6, jacobian: &[f64], c0: usize, sign: f64) {
+fn scatter_rows(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64; 2], m: &Mat6, jacobian: &[f64], c0: usize, how: Scatter) {
     let nc = jacobian.len() / 6;
     let n = h.nrows();
     let data = h.as_mut_slice();
     // Cosserat rods (all six components free): each block of rows is y
     // itself, a contiguous add.
     let all_free = model.free.len() == 6;
-    let scales = wts.map(|w| sign * w);
+    let scales = wts.map(|w| how.sign * w);
     for (col, j) in (c0..c0 + nc).zip(jacobian.chunks_exact(6)) {
         let y = m * nalgebra::Vector6::from_column_slice(j);
-        let column = &mut data[col * n..(col + 1) * n];
         for (a, &s) in scales.iter().enumerate() {
             if s == 0.0 {
                 continue;
             }
             if all_free {
+                let column = &mut data[col * n..(col + 1) * n];
                 for (r, v) in column[dof[a]..dof[a] + 6].iter_mut().zip(y.iter()) {
                     *r += s * v;
                 }
+                if how.mirrored {
+                    for (i, v) in y.iter().enumerate() {
+                        data[(dof[a] + i) * n + col] += s * v;
+                    }
+                }
                 continue;
             }
-            let rows = &mut column[dof[a]..dof[a] + model.free.len()];
-            for (r, &c) in rows.iter_mut().zip(&model.free) {
-                *r += s * y[c];
+            for (i, &c) in model.free.iter().enumerate() {
+                data[col * n + dof[a] + i] += s * y[c];
+                if how.mirrored {
+                    data[(dof[a] + i) * n + col] += s * y[c];
+                }
             }
         }
     }
@@ -1325,6 +1411,81 @@ mod tests {
 
     /// `T = -dW/deta` of a spring-like force at a moving point, by central
     /// differences of the wrench under small spatial twists.
+    /// A rod's tangent with the loads' stiffness mirrored from the pairs of
+    /// segments towards the base is the one both halves of the pass (or
+    /// the stacked product) build, to round-off: a short rod (every joint
+    /// kept) and a long one (sections' rows) under gravity and dead
+    /// forces, one offset from the centre line; a rod of disks threaded by
+    /// two cables with a tip force. A dead moment or a follower force
+    /// (not the gradient of a potential) keeps the whole pass, bit for bit.
+    #[test]
+    fn a_tangent_mirrored_from_one_half_is_the_whole_passes() {
+        use crate::statics::{Loads, StaticTerms};
+        let material = crate::Material::from_poisson(5e6, 0.45, 1100.0);
+        let offset_load = |x_m: f64| PointLoad {
+            x_m,
+            offset_body_m: Vec3::new(0.0, 0.003, -0.002),
+            force_n: Vec3::new(0.02, -0.05, 0.01),
+            moment_nm: Vec3::zeros(),
+            follower: false,
+        };
+        let rod_of = |length_m: f64, sections: usize| {
+            let mut rod = crate::Rod::uniform_cylinder(length_m, 0.004, material, sections);
+            rod.subsegments_per_section = 4;
+            rod
+        };
+        let mut disks = rod_of(0.3, 10);
+        disks.gravity_m_s2 = Vec3::zeros();
+        disks.cables = (0..2)
+            .map(|c| crate::Cable {
+                path_radius: Some(crate::PathRadius { points: vec![(0.0, 0.006)] }),
+                guides_m: (1..=5).map(|d| 0.03 * (d + 5 * c) as f64).collect(),
+                ..crate::Cable::new(format!("t{c}"), 1.0 + 2.0 * c as f64, 0.15 + 0.15 * c as f64)
+            })
+            .collect();
+        let gravity_and_forces = Loads { point_loads: vec![offset_load(0.15)], ..Loads::gravity().with_tip(0.3, Vec3::new(0.0, 0.01, -0.02), Vec3::zeros()) };
+        let pulled = Loads::none().with_tensions(&[0.8, 0.5]).with_tip(0.3, Vec3::new(0.0, 0.05, 0.02), Vec3::zeros());
+        let cases = [(rod_of(0.3, 3), gravity_and_forces.clone()), (rod_of(0.3, 16), gravity_and_forces.clone()), (disks, pulled)];
+        let mut seed = 7u64;
+        for (case, (rod, loads)) in cases.iter().enumerate() {
+            let model = Model::new(rod, &loads.points_m());
+            let q = DVector::from_fn(model.n_dof(), |i, _| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let u = (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                u * if i % 6 < 3 { 10.0 } else { 0.05 }
+            });
+            let kin = model.kinematics(&q);
+            let terms = StaticTerms::new(&model, loads, 1.0).unwrap();
+            let tangent = |mirror: bool| {
+                let (a, mode) = assemble_terms(&model, &q, &kin.frames, Some(&kin), &terms.all(), true, mirror);
+                (a.tangent.unwrap(), mode.unwrap())
+            };
+            let ((mirrored, mode), (whole, whole_mode)) = (tangent(true), tangent(false));
+            assert_eq!(mode, LoadStiffness::Mirrored, "case {case}");
+            assert_ne!(whole_mode, LoadStiffness::Mirrored);
+            let error = (&mirrored - &whole).amax() / whole.amax();
+            assert!(error < 1e-14, "case {case} ({} coordinates): {error:e}", model.n_dof());
+            // The wrench part is the potential's Hessian: symmetric.
+            let asymmetry = (&mirrored - mirrored.transpose()).amax() / mirrored.amax();
+            assert!(asymmetry < 1e-14, "case {case}: {asymmetry:e}");
+        }
+        let (rod, loads) = &cases[0];
+        let mut moment = loads.clone();
+        moment.point_loads[0].moment_nm = Vec3::new(0.001, 0.0, -0.002);
+        let mut follower = loads.clone();
+        follower.point_loads[0].follower = true;
+        for loads in [moment, follower] {
+            let model = Model::new(rod, &loads.points_m());
+            let q = DVector::from_fn(model.n_dof(), |i, _| 0.3 * ((i * 7 % 11) as f64 - 5.0) * if i % 6 < 3 { 1.0 } else { 0.01 });
+            let kin = model.kinematics(&q);
+            let terms = StaticTerms::new(&model, &loads, 1.0).unwrap();
+            let (a, mode) = assemble_terms(&model, &q, &kin.frames, Some(&kin), &terms.all(), true, true);
+            let (b, _) = assemble_terms(&model, &q, &kin.frames, Some(&kin), &terms.all(), true, false);
+            assert_ne!(mode, Some(LoadStiffness::Mirrored));
+            assert_eq!(a.tangent, b.tangent);
+        }
+    }
+
     #[test]
     fn point_force_tangent_is_minus_dw_deta() {
         let p = Vec3::new(0.1, -0.2, 0.3);
