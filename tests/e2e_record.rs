@@ -669,17 +669,22 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
 #[test]
 fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let emu = rodlab()
-        .args(["emulate", "netft", "--bind", &format!("127.0.0.1:{port}"), "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "20"])
+    // Port 0: the emulator finds a free port whose neighbour below (the
+    // calibration's) is free too, and says which. A free port chosen here
+    // could have its neighbour taken by a test beside this one.
+    let mut emu = rodlab()
+        .args(["emulate", "netft", "--bind", "127.0.0.1:0", "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "20"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port - 1)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut said = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(emu.stdout.as_mut().unwrap()), &mut said).unwrap();
+    let port: u16 = said
+        .split("udp 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the emulator did not say its port: {said:?}"));
     let rig = dir.path().join("rig.toml");
     std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{port}\"\ncalibration_port = {}\ntare = true\n", port - 1)).unwrap();
     let session = dir.path().join("s");

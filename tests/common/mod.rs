@@ -134,9 +134,16 @@ impl PtyPair {
 }
 
 impl Drop for PtyPair {
+    /// Unplugged: socat killed, and its links gone with it, as a USB
+    /// adapter's device file goes. Killed, socat leaves them pointing at
+    /// its freed ptys, and a recorder reconnecting by the link opened the
+    /// next pty the system handed out: another test's, whose recorder then
+    /// could not take the port's lock.
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.a);
+        let _ = std::fs::remove_file(&self.b);
     }
 }
 
