@@ -661,6 +661,30 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
     stop(emu);
 }
 
+/// A Net F/T emulator of the wrench (0, 0, -4.9 N, 0, 0.1 N m, 0) and
+/// `extra` arguments, once it listens, and its RDT port (the calibration's
+/// is the one below). It binds port 0: it finds a free port whose
+/// neighbour is free too, and says which; a free port chosen here could
+/// have its neighbour taken by a test beside this one. The line is read a
+/// byte at a time, leaving the rest (`sent ...`) to [`sent_by`].
+fn netft_emulator(extra: &[&str]) -> (Child, u16) {
+    let mut emu =
+        rodlab().args(["emulate", "netft", "--bind", "127.0.0.1:0", "--wrench", "0,0,-4.9,0,0.1,0"]).args(extra).stdout(Stdio::piped()).spawn().unwrap();
+    let (mut said, mut byte) = (vec![], [0u8]);
+    let out = emu.stdout.as_mut().unwrap();
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        said.push(byte[0]);
+    }
+    let said = String::from_utf8_lossy(&said);
+    let port = said
+        .split("udp 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the emulator did not say its port: {said:?}"));
+    (emu, port)
+}
+
 /// An ATI Net F/T in the rig ([[netft]]): the recorder reads its
 /// calibration (READCALINFO), records its RDT stream at 1 kHz in N and
 /// N m with the sequence numbers and status, and sends the bias command
@@ -669,22 +693,7 @@ fn a_cb3_is_recorded_at_its_own_rate_and_its_exception_is_shown() {
 #[test]
 fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() {
     let dir = tempfile::tempdir().unwrap();
-    // Port 0: the emulator finds a free port whose neighbour below (the
-    // calibration's) is free too, and says which. A free port chosen here
-    // could have its neighbour taken by a test beside this one.
-    let mut emu = rodlab()
-        .args(["emulate", "netft", "--bind", "127.0.0.1:0", "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "20"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(emu.stdout.as_mut().unwrap()), &mut said).unwrap();
-    let port: u16 = said
-        .split("udp 127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the emulator did not say its port: {said:?}"));
+    let (emu, port) = netft_emulator(&["--duration", "20"]);
     let rig = dir.path().join("rig.toml");
     std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{port}\"\ncalibration_port = {}\ntare = true\n", port - 1)).unwrap();
     let session = dir.path().join("s");
@@ -722,18 +731,7 @@ fn a_net_ft_is_recorded_in_newtons_with_its_sequence_and_a_silent_one_refused() 
 #[test]
 fn a_net_ft_that_restarts_its_numbering_loses_nothing_and_a_spoof_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let emu = rodlab()
-        .args(["emulate", "netft", "--bind", &format!("127.0.0.1:{port}"), "--wrench", "0,0,-4.9,0,0.1,0", "--duration", "23"])
-        .args(["--quirk", "restart-every=7,reorder=0.01,spoof-at=3000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port - 1)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "emulator did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (emu, port) = netft_emulator(&["--duration", "23", "--quirk", "restart-every=7,reorder=0.01,spoof-at=3000"]);
     let rig = dir.path().join("rig.toml");
     std::fs::write(&rig, format!("[[netft]]\nname = \"ati\"\naddress = \"127.0.0.1:{port}\"\ncalibration_port = {}\n", port - 1)).unwrap();
     let session = dir.path().join("s");
