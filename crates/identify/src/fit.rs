@@ -376,20 +376,27 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
 
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
 pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+    fit_reporting(rod, experiments, opts, &mut progress)
+}
+
+// The fit behind one `dyn` callback: compiled once here, not once per
+// caller's closure (the fit's tests held 35 copies of `fit_once`, a
+// megabyte of code optimised again for each).
+fn fit_reporting(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Fit, FitError> {
     // Pooled cables: a first fit pooled at the priors' sd tells which
     // cables the data see and how far apart they sit; the spread for the
     // fit is estimated from them.
     let pooled;
     let opts = if opts.pool_cables && opts.pooled_spreads.is_none() {
         progress("pooling the cables");
-        let first = fit_once(rod, experiments, opts, &mut progress)?;
+        let first = fit_once(rod, experiments, opts, progress)?;
         let v = &first.values;
         pooled = FitOptions { pooled_spreads: Some(pooled_spreads(&first, opts)), starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
         &pooled
     } else {
         opts
     };
-    let first = fit_once(rod, experiments, opts, &mut progress)?;
+    let first = fit_once(rod, experiments, opts, progress)?;
     if experiments.iter().all(|e| e.tension_sigma_n.iter().all(|s| *s == 0.0)) {
         return Ok(first);
     }
@@ -400,7 +407,7 @@ pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progres
     let noisy = with_input_noise(rod, experiments, &first.values);
     let v = &first.values;
     let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
-    let mut second = fit_once(rod, &noisy, &o, &mut progress)?;
+    let mut second = fit_once(rod, &noisy, &o, progress)?;
     second.iterations += first.iterations;
     second.static_solves += first.static_solves;
     second.wall_time_s += first.wall_time_s;
@@ -463,7 +470,7 @@ fn pooled_spreads(first: &Fit, opts: &FitOptions) -> [f64; 2] {
     ]
 }
 
-fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Fit, FitError> {
     let started = Instant::now();
     // Gravity alone scales with rho like the stiffness with E: only the
     // ratios are identifiable, unless a known force (cable tension, tip
@@ -1072,6 +1079,10 @@ pub struct LooResult {
 }
 
 pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, mut progress: impl FnMut(&str)) -> Vec<LooResult> {
+    leave_one_out_reporting(rod, experiments, full, opts, &mut progress)
+}
+
+fn leave_one_out_reporting(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Vec<LooResult> {
     let mut out = vec![];
     if experiments.len() < 2 {
         return out;
