@@ -81,8 +81,9 @@ demo: setup
 ## Every test of the workspace (unit, integration, end-to-end, and the
 ## Python package's pytest suite): with
 ## cargo-nextest where it is installed (every test its own process, two at a
-## time across all test binaries, then the recordings six at a time;
-## .config/nextest.toml), else cargo test.
+## time across all test binaries, then the recordings six at a time beside
+## the live virtual-lab days one at a time; .config/nextest.toml), else
+## cargo test.
 test: setup
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
 		set -x; cargo nextest run --workspace --locked --profile computing; computing=$$?; \
