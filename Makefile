@@ -84,16 +84,9 @@ demo: setup
 ## time across all test binaries, then the recordings six at a time beside
 ## the live virtual-lab days one at a time; .config/nextest.toml), else
 ## cargo test.
-test: setup
-	@if command -v cargo-nextest >/dev/null 2>&1; then \
-		set -x; cargo nextest run --workspace --locked --profile computing; computing=$$?; \
-		cargo nextest run --workspace --locked --profile recordings; recordings=$$?; \
-		[ $$computing = 0 ] && [ $$recordings = 0 ] && cargo test --workspace --locked --doc; \
-	else \
-		set -x; cargo test --workspace --locked -- --nocapture; \
-	fi
-	@# The Python package (python/): built into .venv, its pytest suite run.
-	bash scripts/python-tests.sh
+test:
+	@bash scripts/setup.sh system
+	@bash scripts/run-tests.sh
 
 ## Every benchmark (not part of the tests): criterion's, then the Python
 ## package's; one table of them into docs/results.md (scripts/bench-table.py).

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Installs what rodlab needs on a Debian machine, idempotently and quietly
 # when everything is already there. Run as root (or with sudo available).
+# One part with `system` (packages, toolchain) or `python` (the venv);
+# both without an argument.
 set -euo pipefail
+PART="${1:-all}"
+case "$PART" in all | system | python) ;; *)
+  echo "setup: unknown part '$PART' (system, python, or none for both)" >&2
+  exit 2
+  ;;
+esac
 
 # System packages: clang/libclang + pkg-config for the OpenCV bindings,
 # OpenCV itself, fontconfig for plotters, socat for serial-port tests,
@@ -10,6 +18,7 @@ set -euo pipefail
 PACKAGES=(pkg-config clang libclang-dev libopencv-dev libfontconfig-dev socat chromium mold)
 
 missing=()
+[ "$PART" = python ] && PACKAGES=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
@@ -43,7 +52,7 @@ fi
 # at install: 37.5 -> 24.2 s). Where Python or PyPI cannot be had, the tests
 # say so and skip.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, playwright.sync_api, jsonschema, numpy, polars, pytest, tqdm, maturin, matplotlib, elastica, cv2" >/dev/null 2>&1; then
+if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, playwright.sync_api, jsonschema, numpy, polars, pytest, tqdm, maturin, matplotlib, elastica, cv2" >/dev/null 2>&1; then
   if ! python3 -m venv --help >/dev/null 2>&1; then
     echo "setup: installing python3 python3-venv" >&2
     SUDO=""

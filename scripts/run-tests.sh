@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make test` after the system set-up: every test of the workspace, then
+# the Python package's. With cargo-nextest where it is installed (every
+# test its own process; .config/nextest.toml): the computing tests two at
+# a time, then the recordings six at a time beside the live virtual-lab
+# days one at a time, then the doc tests; else cargo test. Both passes run
+# before a failure is reported.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p target
+# The venv is made while the tests compile: pip mostly unpacks wheels
+# (about 25 s), the build keeps both cores busy for minutes either way,
+# and no test runs before both are done.
+bash scripts/setup.sh python > target/setup-python.log 2>&1 &
+venv=$!
+finish_venv() {
+  wait "$venv" || { cat target/setup-python.log >&2; exit 1; }
+  cat target/setup-python.log >&2
+}
+set -x
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-run
+  built=$?
+  finish_venv
+  [ "$built" = 0 ] || exit "$built"
+  cargo nextest run --workspace --locked --profile computing
+  computing=$?
+  cargo nextest run --workspace --locked --profile recordings
+  recordings=$?
+  { [ "$computing" = 0 ] && [ "$recordings" = 0 ]; } || exit 1
+  cargo test --workspace --locked --doc || exit 1
+else
+  cargo test --workspace --locked --no-run
+  built=$?
+  finish_venv
+  [ "$built" = 0 ] || exit "$built"
+  cargo test --workspace --locked -- --nocapture || exit 1
+fi
+# The Python package (python/): built into .venv, its pytest suite run.
+bash scripts/python-tests.sh
