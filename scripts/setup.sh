@@ -13,9 +13,10 @@ esac
 
 # System packages: clang/libclang + pkg-config for the OpenCV bindings,
 # OpenCV itself, fontconfig for plotters, socat for serial-port tests,
-# chromium for the report rendering test; mold, the linker cargo uses
+# chromium for the report rendering test; libzstd-dev, the zstd Parquet
+# links (Cargo.toml: zstd-sys); mold, the linker cargo uses
 # through scripts/cc-link (.cargo/config.toml) where it is installed.
-PACKAGES=(pkg-config clang libclang-dev libopencv-dev libfontconfig-dev socat chromium mold)
+PACKAGES=(pkg-config clang libclang-dev libopencv-dev libfontconfig-dev libzstd-dev socat chromium mold)
 
 missing=()
 [ "$PART" = python ] && PACKAGES=()

@@ -1097,7 +1097,7 @@ impl Problem {
                 out[(a, ip)] += dw[a];
             }
         }
-        debug_assert_eq!(out.ncols(), np);
+        assert_eq!(out.ncols(), np);
         Ok(out)
     }
 

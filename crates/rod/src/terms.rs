@@ -572,7 +572,7 @@ impl SectionRows {
         let dof = model.segments[last_segment].dof;
         let first_segment = (0..=last_segment).rev().take_while(|&k| model.segments[k].dof == dof).last().expect("the last segment");
         let (anchor, anchor_joint) = kin.anchor(first_segment);
-        debug_assert_eq!(anchor_joint, first_segment, "a section's first joint is kept");
+        assert_eq!(anchor_joint, first_segment, "a section's first joint is kept");
         let own: Vec<(usize, usize)> = own_columns(dof, model.free.len(), 0, model.n_strain_dof()).collect();
         let mut rows =
             SectionRows { dof, last_segment, first_segment, jacobian_map: [Mat6::zeros(); 2], r_map: [Mat6::zeros(); 2], own, own_jacobians: vec![], scatter };
