@@ -91,15 +91,16 @@ test:
 ## Every benchmark (not part of the tests): criterion's, then the Python
 ## package's; one table of them into docs/results.md (scripts/bench-table.py).
 bench: setup
-	cargo bench -p rod --bench statics
-	cargo bench -p observe --bench observe
-	cargo bench -p identify --bench fit
-	cargo bench -p sim --bench scenes
-	cargo bench -p track --bench detect
-	cargo bench -p lab --bench validate
-	cargo bench -p lab --bench dynamic
+	cargo bench -p rodlab-bench --bench statics
+	cargo bench -p rodlab-bench --bench observe
+	cargo bench -p rodlab-bench --bench fit
+	cargo bench -p rodlab-bench --bench scenes
+	cargo bench -p rodlab-bench --bench detect
+	cargo bench -p rodlab-bench --bench validate
+	cargo bench -p rodlab-bench --bench dynamic
 	@# Process start, of the binary `make demo` runs (dev profile).
-	cargo bench -p rodlab-cli --bench start --profile dev
+	cargo build -p rodlab-cli -p rodlab-devices
+	cargo bench -p rodlab-bench --bench start --profile dev
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --build-only
 	.venv/bin/python python/bench.py | tee target/python-bench.txt

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """DisMech's axial slip onset in PyElastica, the peer of `make bench`'s
-`slip_onset_1_s` benchmark (crates/sim/benches/scenes.rs).
+`slip_onset_1_s` benchmark (crates/bench/benches/scenes.rs).
 
 The case: a rod lying on a table (L 1 m, r 0.025 m, m 1 kg, E 1e5 Pa,
 Poisson's ratio 0.45), gravity 9.8 m/s^2, Coulomb mu 0.4, pushed along its

@@ -14,7 +14,7 @@
 # Usage: scripts/peer/tdcr-peer.sh [OUT_DIR]   (TDCR_REPO: a local clone instead)
 #        scripts/peer/tdcr-peer.sh --time [ROUNDS]   their solve times per
 #        case (CSV, seconds: cold, and warm from the previous case's
-#        solution), to set beside `cargo bench -p rod --bench statics --
+#        solution), to set beside `cargo bench -p rodlab-bench --bench statics --
 #        tdcr_peer_cases` (docs/results.md, Speed)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

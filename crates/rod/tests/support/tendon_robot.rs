@@ -1,6 +1,6 @@
 //! The Continuum Robotics Lab's two-segment tendon-driven robot as rodlab
 //! models it: shared by `tests/analytic.rs` (its disks against their
-//! model's) and `benches/statics.rs` (its solve time beside theirs).
+//! model's) and `crates/bench/benches/statics.rs` (its solve time beside theirs).
 
 use rod::{Cable, Material, Rod};
 

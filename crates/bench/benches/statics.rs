@@ -6,7 +6,7 @@ use rod::statics::solve;
 use rod::{Loads, Model, NewtonOptions, Rod};
 use std::path::PathBuf;
 
-#[path = "../tests/support/tendon_robot.rs"]
+#[path = "../../rod/tests/support/tendon_robot.rs"]
 mod tendon_robot;
 
 fn bench_table_ii(c: &mut Criterion) {

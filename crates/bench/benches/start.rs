@@ -1,14 +1,28 @@
 //! Whole-process start of the `rodlab` binary (the build `make demo` and the
 //! tests use): commands that touch no device, which load no OpenCV library,
 //! and a device command that loads the device build (for comparison).
+//! Run with the profile the binary was built with, after building it:
+//! `cargo build -p rodlab-cli && cargo bench -p rodlab-bench --bench start
+//! --profile dev`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The `rodlab` binary of the profile this benchmark was built with: in
+/// `target/<profile>/`, beside the `deps/` directory this executable runs
+/// from (a bench cannot name another package's binary).
+fn rodlab_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the benchmark's own path");
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/");
+    let binary = profile_dir.join("rodlab");
+    assert!(binary.is_file(), "{} is missing: build it first with the same profile (cargo build -p rodlab-cli)", binary.display());
+    binary
+}
+
 fn run(args: &[&str]) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_rodlab")).args(args).current_dir(&root).output().unwrap();
+    let o = Command::new(rodlab_binary()).args(args).current_dir(&root).output().unwrap();
     assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
