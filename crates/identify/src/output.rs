@@ -1174,20 +1174,3 @@ impl IdentifiedFile {
         Ok(file)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An interval the data do not bound is written [0, inf], not as its
-    /// round-off bounds printed with 70 digits; a bounded one as it is.
-    #[test]
-    fn an_undetermined_interval_is_written_as_zero_to_infinity() {
-        let unbounded = EstimateOut::from(Estimate { value: 8.5e4, ci95_low: 3.2e-64, ci95_high: 2.3e73 });
-        assert!(!unbounded.determined && unbounded.ci95 == [0.0, f64::INFINITY]);
-        let text = toml::to_string(&unbounded).unwrap();
-        assert!(text.contains("ci95 = [0.0, inf]") && text.len() < 80, "{text}");
-        let bounded = EstimateOut::from(Estimate { value: 8.5e4, ci95_low: 8.0e4, ci95_high: 9.0e4 });
-        assert!(bounded.determined && bounded.ci95 == [8.0e4, 9.0e4]);
-    }
-}

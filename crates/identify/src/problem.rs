@@ -826,7 +826,8 @@ impl Problem {
 
     /// Experiment `i`'s model for `v`: cables shifted, stiffness and
     /// masses for the material and the section's scale, base pitched.
-    fn model_at(&self, i: usize, v: &Values) -> Model {
+    #[doc(hidden)] // public for tests/units.rs only
+    pub fn model_at(&self, i: usize, v: &Values) -> Model {
         let em = &self.models[i];
         let mut model = em.model.clone();
         let s = v.radius_scale;
@@ -1345,65 +1346,5 @@ impl PointWeight {
             out -= (d_axis * t.dot(&r) + t * (r.transpose() * d_axis)) * self.along;
         }
         out / self.sigma_m
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::data::Measurement;
-
-    /// The model the problem assembles for a radius scale, a cable offset
-    /// and a cable's turn (from its scale-1 and scale-2 pieces) is the one
-    /// the rod file gives with that geometry: tapered body, steel core,
-    /// inset cable.
-    #[test]
-    fn fitted_geometry_is_the_rod_with_that_geometry() {
-        let silicone = Material::from_poisson(3e5, 0.45, 1200.0);
-        let mut rod = Rod::uniform_cylinder(0.2, 0.01, silicone, 4);
-        rod.cross_section.shape = rod::Shape::Round {
-            outer: rod::Profile::Linear { base_m: 0.01, tip_m: 0.006 },
-            hole: None,
-            core: Some((0.001, Material::from_poisson(2e11, 0.3, 7800.0))),
-        };
-        rod.cables.push(rod::Cable { inset_m: 0.001, ..rod::Cable::new("c", 0.7, 0.15) });
-        // A cable through guide disks: its holes move as the spans do.
-        rod.cables.push(rod::Cable { guides_m: vec![0.05, 0.1, 0.2], ..rod::Cable::new("g", 2.1, 0.2) });
-        let tip = Measurement { arc_m: 0.2, offset_body_m: Vec3::zeros(), pos_m: Vec3::zeros(), sigma_m: 1e-3, arc_sigma_m: 0.0, ray: None };
-        let e = Experiment::new("x", vec![1.0, 0.5], Vec3::zeros(), vec![tip]);
-        let layout = Layout {
-            fit_rho: true,
-            translation: false,
-            pitch: false,
-            cable_offset: true,
-            radius_scale: true,
-            cable_offset_each: 0,
-            cable_angle_each: 1,
-            friction: false,
-        };
-        let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));
-        let (scale, offset_m, turn_rad) = (1.3, 0.002, -0.05);
-        let v = Values { cable_offset_m: offset_m, radius_scale: scale, cable_angles_rad: vec![turn_rad], ..Values::material(4e5, 1.4e5, 1100.0) };
-        let got = problem.model_at(0, &v);
-        let want_rod = rod.with_material(Material { e_pa: 4e5, g_pa: 1.4e5, rho_kg_m3: 1100.0 }).with_geometry(scale, offset_m).with_cable_angles(&[turn_rad]);
-        assert!((want_rod.cables[0].angle_rad - 0.65).abs() < 1e-15);
-        let want = Model::new(&want_rod, &[0.2, 0.2]);
-        assert!((&got.stiffness - &want.stiffness).amax() <= 1e-12 * want.stiffness.amax());
-        for (g, w) in got.joint_mass_kg.iter().zip(&want.joint_mass_kg) {
-            assert!((g / w - 1.0).abs() < 1e-12, "{g} vs {w}");
-        }
-        let spans = |m: &Model| m.cable_spans[0].iter().flatten().map(|s| (s.offset_m, s.offset_slope)).collect::<Vec<_>>();
-        let (gs, ws) = (spans(&got), spans(&want));
-        assert_eq!(gs.len(), ws.len());
-        assert!(!gs.is_empty());
-        for ((go, gsl), (wo, wsl)) in gs.iter().zip(&ws) {
-            assert!((go - wo).norm() < 1e-15 && (gsl - wsl).norm() < 1e-15, "{go:?} {gsl:?} vs {wo:?} {wsl:?}");
-        }
-        assert_eq!(got.cable_guides[1].len(), 4);
-        for (g, w) in got.cable_guides[1].iter().zip(&want.cable_guides[1]) {
-            assert!(g.joint == w.joint && (g.offset_m - w.offset_m).norm() < 1e-15, "{g:?} vs {w:?}");
-        }
-        // The section's radii too (the validity check reads them).
-        assert_eq!(got.rod.cross_section.shape, want_rod.cross_section.shape);
     }
 }

@@ -231,7 +231,8 @@ impl FlangeSensor {
     }
 }
 
-fn ft_columns() -> [String; 6] {
+#[doc(hidden)] // public for tests/units.rs only
+pub fn ft_columns() -> [String; 6] {
     ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"].map(String::from)
 }
 
@@ -685,10 +686,11 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
 /// A marker over a hold: its mean point and the standard error of the
 /// mean, or (when too few frames saw it as a point, one camera alone
 /// seeing it in the others) its mean ray.
-struct HoldSighting {
-    at_m: Vec3,
-    ray: Option<Vec3>,
-    sigma_m: f64,
+#[doc(hidden)] // public for tests/units.rs only
+pub struct HoldSighting {
+    pub at_m: Vec3,
+    pub ray: Option<Vec3>,
+    pub sigma_m: f64,
 }
 
 /// The hold's sighting of one marker from its frames' sightings `seen`:
@@ -697,7 +699,8 @@ struct HoldSighting {
 /// that saw it alone most often, its spread
 /// across the ray the rays' angular scatter at the distance of the hold's
 /// other markers (their points' mean).
-fn hold_sighting(seen: &[rod::Sighting], max_missing: f64, frames: &[&Vec<Option<rod::Sighting>>]) -> HoldSighting {
+#[doc(hidden)] // public for tests/units.rs only
+pub fn hold_sighting(seen: &[rod::Sighting], max_missing: f64, frames: &[&Vec<Option<rod::Sighting>>]) -> HoldSighting {
     let pts: Vec<Vec3> = seen.iter().filter_map(|s| s.as_point()).collect();
     let rays: Vec<(Vec3, Vec3)> = seen.iter().filter_map(|s| s.ray.map(|d| (s.at_m, d))).collect();
     let covered = pts.len() as f64 >= (1.0 - max_missing) * frames.len() as f64;
@@ -836,7 +839,8 @@ pub fn experiment_from_hold(
 /// cables reversed at that hold's tensions; otherwise they keep the
 /// reversal they had (friction holds the profile they stopped with beyond
 /// where the new slide reaches).
-fn slide_since(before: Option<&Experiment>, now: &Experiment) -> (rod::statics::CableSlide, Vec<Option<f64>>) {
+#[doc(hidden)] // public for tests/units.rs only
+pub fn slide_since(before: Option<&Experiment>, now: &Experiment) -> (rod::statics::CableSlide, Vec<Option<f64>>) {
     use rod::statics::CableSlide;
     let most = now.tensions_n.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(c, _)| c);
     let Some(before) = before else { return (CableSlide::PulledIn, vec![]) };
@@ -884,173 +888,4 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
         };
     }
     Ok((experiments, holds))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Holds at 0.2, 0.4, 0.3, 0.1 and 0.3 N of one cable: pulled in, pulled
-    /// in, let out (reversed at 0.4 N), let out (still reversed at 0.4 N),
-    /// pulled in (reversed at 0.1 N).
-    #[test]
-    fn a_change_of_direction_is_a_reversal_at_the_hold_before() {
-        use rod::statics::CableSlide::{LetOut, PulledIn};
-        let mut holds: Vec<Experiment> = vec![];
-        let mut seen = vec![];
-        for t in [0.2, 0.4, 0.3, 0.1, 0.3] {
-            let mut e = Experiment::new("h", vec![t, 0.0], Vec3::zeros(), vec![]);
-            (e.cable_slide, e.cable_reversal_n) = slide_since(holds.last(), &e);
-            seen.push((e.cable_slide, e.cable_reversal_n.first().copied().flatten()));
-            holds.push(e);
-        }
-        assert_eq!(seen, [(PulledIn, None), (PulledIn, None), (LetOut, Some(0.4)), (LetOut, Some(0.4)), (PulledIn, Some(0.1))]);
-    }
-
-    /// A session whose robot holds still in \[1, 3.5\] s and \[4.5, 5.7\] s and
-    /// moves otherwise; one marker follows the flange.
-    fn session(noise_m: f64) -> SessionData {
-        let pos = |t: f64| -> Vec3 {
-            let x = if t < 1.0 {
-                0.01 * t
-            } else if t < 3.5 {
-                0.01
-            } else if t < 4.5 {
-                0.01 + 0.02 * (t - 3.5)
-            } else if t < 5.7 {
-                0.03
-            } else {
-                0.03 + 0.02 * (t - 5.7)
-            };
-            Vec3::new(x, 0.0, 0.2)
-        };
-        let flange = (0..=600).map(|k| k as f64 * 0.01).map(|t| (t, Pose { rot: lie::Mat3::identity(), pos: pos(t) })).collect();
-        let mut seed = 7u64;
-        let mut noise = move || {
-            // A small LCG: reproducible uniform noise of the given amplitude.
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2.0 * noise_m
-        };
-        let markers = (0..=300)
-            .map(|k| k as f64 * 0.02)
-            .map(|t| {
-                let tip = Some(rod::Sighting::point(pos(t) + Vec3::new(0.1, 0.0, 0.0) + Vec3::new(noise(), noise(), noise())));
-                (t, vec![tip, if t > 2.0 && t < 2.6 { None } else { Some(rod::Sighting::point(pos(t))) }])
-            })
-            .collect();
-        let ft = Stream {
-            t_s: (0..=600).map(|k| k as f64 * 0.01).collect(),
-            columns: ["fx_n", "fy_n", "fz_n", "mx_nm", "my_nm", "mz_nm"]
-                .iter()
-                .enumerate()
-                .map(|(c, n)| (n.to_string(), (0..=600).map(|k| c as f64 + 0.01 * (k % 2) as f64).collect()))
-                .collect(),
-        };
-        SessionData {
-            tip_clamp: vec![],
-            name: "s".into(),
-            flange,
-            markers,
-            streams: [("ft".to_string(), ft)].into_iter().collect(),
-            gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
-            warnings: vec![],
-        }
-    }
-
-    /// Masses per session and from a time on: the latest entry begun by
-    /// the hold's start, the session's own before every session's, the
-    /// file's tip_mass_kg without one; a change inside a hold rejects it.
-    #[test]
-    fn tip_masses_per_session_and_time() {
-        let loads: LoadsFile = toml::from_str(
-            "tip_mass_kg = 0.01\ntip_mass_offset_m = [0.0, 0.01]\n[[tip_mass]]\nsession = \"a\"\nkg = 0.05\n[[tip_mass]]\nsession = \"a\"\nfrom_s = 10.0\nkg = 0.1\noffset_m = [0.02, 0.0]\n",
-        )
-        .unwrap();
-        loads.validate(0).unwrap();
-        assert_eq!(loads.tip_mass_in("a", 1.0, 9.0).unwrap(), (0.05, [0.0, 0.01]));
-        assert_eq!(loads.tip_mass_in("a", 11.0, 15.0).unwrap(), (0.1, [0.02, 0.0]));
-        assert_eq!(loads.tip_mass_in("b", 11.0, 15.0).unwrap(), (0.01, [0.0, 0.01]));
-        let e = loads.tip_mass_in("a", 8.0, 12.0).unwrap_err().0;
-        assert!(e.contains("changes to 0.1 kg at 10 s, inside the hold"), "{e}");
-        let bad: LoadsFile = toml::from_str("[[tip_mass]]\nkg = -1.0\n").unwrap();
-        assert_eq!(bad.validate(0).unwrap_err().field, "tip_mass[0].kg");
-    }
-
-    #[test]
-    fn holds_are_the_still_intervals() {
-        let o = HoldOptions::default();
-        let holds = find_holds(&session(3e-4), &o);
-        assert_eq!(holds.len(), 2, "{holds:?}");
-        // Robot still in [1, 3.5]: the window (0.5 s) blurs the edges, a
-        // quarter second is trimmed at each end, the settling 0.2 s more at
-        // the start; nothing moving is inside.
-        assert!(holds[0].start_s > 1.45 && holds[0].start_s < 1.8 && holds[0].end_s > 3.0 && holds[0].end_s < 3.5, "{:?}", holds[0]);
-        assert_eq!(holds[0].status, HoldStatus::Used(String::new()));
-        assert!(matches!(&holds[1].status, HoldStatus::Rejected(w) if w.contains("min_duration_s")), "{:?}", holds[1]);
-    }
-
-    #[test]
-    fn a_hold_makes_an_experiment_with_its_means_and_standard_errors() {
-        let data = session(3e-4);
-        let markers = [rod::Marker { arc_m: 0.1, offset_body_m: Vec3::zeros() }, rod::Marker { arc_m: 0.0, offset_body_m: Vec3::zeros() }];
-        let rod_markers = RodMarkers { markers: &markers, mount: Pose::from_rpy(0.0, 0.0, 0.0, Vec3::new(0.0, 0.0, -0.01)) };
-        let loads = LoadsFile {
-            flange_sensor: Some(FlangeSensor {
-                stream: "ft".into(),
-                columns: ft_columns(),
-                mount: FramePose::default(),
-                bias_force_n: [1.0, 0.0, 0.0],
-                bias_moment_nm: [0.0; 3],
-                bias: None,
-                tare_window_s: None,
-                frame: WrenchFrame::Sensor,
-                sigma_floor_force_n: 1e-6,
-                sigma_floor_moment_nm: 1e-6,
-                fit: true,
-            }),
-            holds: HoldOptions { max_missing_fraction: 0.5, ..HoldOptions::default() },
-            ..LoadsFile::default()
-        };
-        let (exps, holds) = experiments_from_session(&data, &rod_markers, &loads).unwrap();
-        assert_eq!(exps.len(), 1);
-        assert_eq!(holds[0].status, HoldStatus::Used("s/hold1".into()));
-        let e = &exps[0];
-        assert!((e.measurements[0].pos_m - Vec3::new(0.11, 0.0, 0.2)).norm() < 1e-4);
-        // Uniform noise of amplitude a: sd a/sqrt(3); standard error over ~66 frames.
-        let se = 3e-4 / 3f64.sqrt() / (holds[0].frames as f64).sqrt();
-        assert!((e.measurements[0].sigma_m / se - 1.0).abs() < 0.3, "{} vs {se}", e.measurements[0].sigma_m);
-        assert_eq!(e.measurements[1].sigma_m, 2e-5);
-        assert!((e.base_pose.unwrap().pos - Vec3::new(0.01, 0.0, 0.19)).norm() < 1e-12);
-        let w = e.base_wrench.as_ref().unwrap();
-        // Force x = 0 + 0.005 - bias 1; wrench order [m; f].
-        assert!((w.wrench[3] - (0.005 - 1.0)).abs() < 1e-3 && (w.wrench[0] - 3.005).abs() < 1e-3, "{:?}", w.wrench);
-        // A stricter missing-marker rule rejects the hold, naming the marker.
-        let strict = LoadsFile { holds: HoldOptions { max_missing_fraction: 0.1, ..HoldOptions::default() }, ..loads };
-        let (exps, holds) = experiments_from_session(&data, &rod_markers, &strict).unwrap();
-        assert!(exps.is_empty());
-        assert!(matches!(&holds[0].status, HoldStatus::Rejected(w) if w.contains("marker 1")), "{:?}", holds[0]);
-    }
-
-    /// A hold's marker seen as points in most frames is their mean; seen by
-    /// one camera alone in most (the left seven times, the right three) it
-    /// is the left camera's mean ray, through the marker.
-    #[test]
-    fn a_hold_of_rays_is_one_cameras_mean_ray() {
-        let marker = Vec3::new(0.1, 0.02, 0.3);
-        let (left, right) = (Vec3::new(-0.15, -0.5, 0.3), Vec3::new(0.35, -0.5, 0.3));
-        let ray = |camera: Vec3, k: usize| rod::Sighting::ray(camera, marker + Vec3::new(1e-4 * k as f64 - 4e-4, 0.0, 0.0) - camera).unwrap();
-        let other = Some(rod::Sighting::point(Vec3::new(0.15, 0.0, 0.3)));
-        let seen: Vec<rod::Sighting> = (0..10).map(|k| if k < 7 { ray(left, k) } else { ray(right, k) }).collect();
-        let frames: Vec<Vec<Option<rod::Sighting>>> = seen.iter().map(|s| vec![Some(*s), other]).collect();
-        let refs: Vec<&Vec<Option<rod::Sighting>>> = frames.iter().collect();
-        let h = hold_sighting(&seen, 0.1, &refs);
-        assert!((h.at_m - left).norm() < 1e-12, "{:?}", h.at_m);
-        let miss = rod::Sighting { at_m: h.at_m, ray: h.ray }.miss(&marker).norm();
-        assert!(miss < 2e-4, "the mean ray passes {miss} m from the marker");
-        assert!(h.sigma_m > 0.0 && h.sigma_m < 1e-4, "{}", h.sigma_m);
-        // Points in 9 of 10 frames: their mean.
-        let mixed: Vec<rod::Sighting> = (0..10).map(|k| if k < 9 { rod::Sighting::point(marker) } else { ray(left, k) }).collect();
-        let h = hold_sighting(&mixed, 0.1, &refs);
-        assert!(h.ray.is_none() && (h.at_m - marker).norm() < 1e-12);
-    }
 }

@@ -94,29 +94,6 @@ impl RigFrames {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frame_pose_round_trip() {
-        let f = FramePose { position_m: [0.1, -0.2, 0.3], rpy_deg: [10.0, -20.0, 170.0] };
-        let back = FramePose::from_pose(&f.pose());
-        assert!((back.pose().rot - f.pose().rot).amax() < 1e-12);
-        assert_eq!(back.position_m, f.position_m);
-    }
-
-    #[test]
-    fn defaults_and_validation() {
-        let f: RigFrames = toml::from_str("").unwrap();
-        assert_eq!(f, RigFrames::default());
-        let bad: RigFrames = toml::from_str("marker_height_m = -0.01").unwrap();
-        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("f.toml: frames.marker_height_m"));
-        let bad: RigFrames = toml::from_str("[table]\nnormal = [0.0, 0.0, 0.0]").unwrap();
-        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("frames.table"));
-    }
-}
-
 /// The robot's base in the world from pairs of (a point in the robot's base
 /// frame, the same point seen in the world): least squares over the pairs
 /// (Kabsch), with the residuals.
@@ -182,21 +159,4 @@ pub fn calibrate_robot_base(pairs: &[(Vec3, Vec3)]) -> Result<BaseCalibration, C
         max_residual_m: res.iter().cloned().fold(0.0, f64::max),
         pairs: n,
     })
-}
-
-#[cfg(test)]
-mod calibration_tests {
-    use super::*;
-
-    #[test]
-    fn kabsch_recovers_a_pose_and_refuses_a_line() {
-        let truth = Pose::from_rpy(0.2, -0.1, 2.5, Vec3::new(0.3, -0.2, 0.5));
-        let pts: Vec<Vec3> = (0..10).map(|k| Vec3::new(0.1 * (k as f64).cos(), 0.15 * (k as f64 * 0.7).sin(), 0.02 * k as f64)).collect();
-        let pairs: Vec<(Vec3, Vec3)> = pts.iter().map(|p| (*p, truth.transform_point(p))).collect();
-        let c = calibrate_robot_base(&pairs).unwrap();
-        assert!((c.world_from_robot.rot - truth.rot).amax() < 1e-12 && (c.world_from_robot.pos - truth.pos).amax() < 1e-12);
-        assert!(c.rms_residual_m < 1e-12);
-        let line: Vec<(Vec3, Vec3)> = (0..5).map(|k| (Vec3::new(0.05 * k as f64, 0.0, 0.0), Vec3::new(0.05 * k as f64, 0.0, 0.0))).collect();
-        assert!(matches!(calibrate_robot_base(&line), Err(CalibrationError::Collinear(_))));
-    }
 }

@@ -122,23 +122,3 @@ pub fn devices_with_gaps(session: &Path) -> Vec<String> {
     names.sort();
     names
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gaps_round_trip_one_chunk_each() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = GapWriter::create(dir.path(), "ft300").unwrap();
-        let a = Gap { start_host_ns: 5_000_000_000, end_host_ns: 10_020_000_000, reason: GapReason::Disconnected, missing_samples: None };
-        let b = Gap { start_host_ns: 1_000_000_000, end_host_ns: 1_010_000_000, reason: GapReason::Lost, missing_samples: Some(4) };
-        w.write(&a).unwrap();
-        w.write(&b).unwrap();
-        assert_eq!(std::fs::read_dir(gaps_dir(dir.path(), "ft300")).unwrap().count(), 2);
-        assert_eq!(read_gaps(dir.path(), "ft300").unwrap(), vec![b, a.clone()]);
-        assert!((a.duration_s() - 5.02).abs() < 1e-12);
-        assert_eq!(devices_with_gaps(dir.path()), vec!["ft300".to_string()]);
-        assert!(read_gaps(dir.path(), "robot").unwrap().is_empty());
-    }
-}

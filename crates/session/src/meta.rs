@@ -179,21 +179,3 @@ impl SessionMeta {
         Ok(Some(meta))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trip_with_awkward_rig_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let frames = RigFrames { marker_height_m: 0.01, ..RigFrames::default() };
-        let rig = "# a rig with \"quotes\", ''' and a backslash \\\n[[robot]]\naddress = \"127.0.0.1:30004\"\n";
-        let meta = SessionMeta::start("notes with \"quotes\"", "configs/rig/x.toml", rig, frames);
-        meta.write(dir.path()).unwrap();
-        let back = SessionMeta::read(dir.path()).unwrap().unwrap();
-        assert_eq!(back, meta);
-        assert!(back.start_utc.ends_with('Z') && back.start_utc.len() == 20, "{}", back.start_utc);
-        assert!(SessionMeta::read(&dir.path().join("none")).unwrap().is_none());
-    }
-}

@@ -1,0 +1,252 @@
+//! The session crate's unit tests, through its public API: one test binary
+//! that links the library cargo built once (tests inside the crate compiled
+//! it a second time, under cfg(test)).
+
+mod frames {
+    use session::frames::*;
+
+    #[test]
+    fn frame_pose_round_trip() {
+        let f = FramePose { position_m: [0.1, -0.2, 0.3], rpy_deg: [10.0, -20.0, 170.0] };
+        let back = FramePose::from_pose(&f.pose());
+        assert!((back.pose().rot - f.pose().rot).amax() < 1e-12);
+        assert_eq!(back.position_m, f.position_m);
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let f: RigFrames = toml::from_str("").unwrap();
+        assert_eq!(f, RigFrames::default());
+        let bad: RigFrames = toml::from_str("marker_height_m = -0.01").unwrap();
+        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("f.toml: frames.marker_height_m"));
+        let bad: RigFrames = toml::from_str("[table]\nnormal = [0.0, 0.0, 0.0]").unwrap();
+        assert!(bad.validate(std::path::Path::new("f.toml")).unwrap_err().to_string().contains("frames.table"));
+    }
+}
+
+mod frames_calibration_tests {
+    use lie::{Pose, Vec3};
+    use session::frames::*;
+
+    #[test]
+    fn kabsch_recovers_a_pose_and_refuses_a_line() {
+        let truth = Pose::from_rpy(0.2, -0.1, 2.5, Vec3::new(0.3, -0.2, 0.5));
+        let pts: Vec<Vec3> = (0..10).map(|k| Vec3::new(0.1 * (k as f64).cos(), 0.15 * (k as f64 * 0.7).sin(), 0.02 * k as f64)).collect();
+        let pairs: Vec<(Vec3, Vec3)> = pts.iter().map(|p| (*p, truth.transform_point(p))).collect();
+        let c = calibrate_robot_base(&pairs).unwrap();
+        assert!((c.world_from_robot.rot - truth.rot).amax() < 1e-12 && (c.world_from_robot.pos - truth.pos).amax() < 1e-12);
+        assert!(c.rms_residual_m < 1e-12);
+        let line: Vec<(Vec3, Vec3)> = (0..5).map(|k| (Vec3::new(0.05 * k as f64, 0.0, 0.0), Vec3::new(0.05 * k as f64, 0.0, 0.0))).collect();
+        assert!(matches!(calibrate_robot_base(&line), Err(CalibrationError::Collinear(_))));
+    }
+}
+
+mod gaps {
+    use session::gaps::*;
+
+    #[test]
+    fn gaps_round_trip_one_chunk_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = GapWriter::create(dir.path(), "ft300").unwrap();
+        let a = Gap { start_host_ns: 5_000_000_000, end_host_ns: 10_020_000_000, reason: GapReason::Disconnected, missing_samples: None };
+        let b = Gap { start_host_ns: 1_000_000_000, end_host_ns: 1_010_000_000, reason: GapReason::Lost, missing_samples: Some(4) };
+        w.write(&a).unwrap();
+        w.write(&b).unwrap();
+        assert_eq!(std::fs::read_dir(gaps_dir(dir.path(), "ft300")).unwrap().count(), 2);
+        assert_eq!(read_gaps(dir.path(), "ft300").unwrap(), vec![b, a.clone()]);
+        assert!((a.duration_s() - 5.02).abs() < 1e-12);
+        assert_eq!(devices_with_gaps(dir.path()), vec!["ft300".to_string()]);
+        assert!(read_gaps(dir.path(), "robot").unwrap().is_empty());
+    }
+}
+
+mod layout {
+    use session::layout::*;
+    use std::path::Path;
+
+    #[test]
+    fn names_and_paths() {
+        let d = SessionDir::new("/data/day1/holds-2");
+        assert_eq!(d.name(), "holds-2");
+        assert_eq!(d.markers(), Path::new("/data/day1/holds-2/markers.parquet"));
+        assert_eq!(d.stream("ft300"), Path::new("/data/day1/holds-2/streams/ft300"));
+        assert_eq!(d.video("camera", "mkv"), Path::new("/data/day1/holds-2/camera.mkv"));
+        assert_eq!(d.describe_streams(), "it has no streams");
+    }
+
+    #[test]
+    fn a_cameras_video_is_found_in_either_container() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = SessionDir::new(tmp.path());
+        assert_eq!(d.find_video("camera"), None);
+        std::fs::write(d.video("camera", "avi"), b"").unwrap();
+        assert_eq!(d.find_video("camera"), Some(d.video("camera", "avi")));
+        std::fs::write(d.video("camera", "mkv"), b"").unwrap();
+        assert_eq!(d.find_video("camera"), Some(d.video("camera", "mkv")));
+    }
+
+    #[test]
+    fn one_recorder_at_a_time_and_the_lock_file_is_not_content() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = SessionDir::new(tmp.path());
+        let lock = d.lock_for_recording().unwrap();
+        assert!(d.contents().is_empty());
+        let e = d.lock_for_recording().err().unwrap().to_string();
+        assert!(e.contains("another recorder is recording into this directory (pid "), "{e}");
+        drop(lock);
+        assert!(!d.lock_path().exists());
+        let _again = d.lock_for_recording().unwrap();
+    }
+}
+
+mod lib {
+    use session::*;
+
+    #[test]
+    fn device_text_reaches_the_terminal_without_its_escape_sequences() {
+        assert_eq!(printable("C153A0: stop\u{1b}[2J\u{1b}]0;owned\u{7}"), "C153A0: stop\\u{1b}[2J\\u{1b}]0;owned\\u{7}");
+        assert_eq!(printable("ok: 5 N"), "ok: 5 N");
+    }
+
+    #[test]
+    fn device_times_follow_the_device_clock_through_jitter_drift_and_a_restart() {
+        // 500 Hz packages; the device clock runs 50 ppm fast and restarts
+        // from 0 after 12 s; arrivals are late by 0.1-3 ms, every 97th
+        // package by 20 ms more (a burst).
+        let mut device = vec![];
+        let mut host = vec![];
+        let mut truth = vec![];
+        let mut lcg: u64 = 7;
+        for k in 0..15_000u64 {
+            let t_true = k as f64 / 500.0; // measurement instant on the host clock [s]
+            let dev = if t_true < 12.0 { 100.0 + t_true * (1.0 + 50e-6) } else { (t_true - 12.0) * (1.0 + 50e-6) };
+            lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let delay = 1e-4 + 2.9e-3 * ((lcg >> 11) as f64 / (1u64 << 53) as f64) + if k % 97 == 0 { 0.02 } else { 0.0 };
+            device.push(dev);
+            host.push(((t_true + delay) * 1e9) as i64);
+            truth.push(t_true);
+        }
+        let mapped = device_times_on_host_clock(&device, &host);
+        let worst = mapped.iter().zip(&truth).map(|(m, t)| (*m as f64 * 1e-9 - t).abs()).fold(0.0, f64::max);
+        // The least delay found in each window is 0.1 ms (+ the drift's
+        // share over half a window, 0.1 ms); arrival times were off by up to 23 ms.
+        assert!(worst < 0.35e-3, "worst {worst} s");
+        let raw_worst = host.iter().zip(&truth).map(|(h, t)| (*h as f64 * 1e-9 - t).abs()).fold(0.0, f64::max);
+        assert!(raw_worst > 0.02);
+    }
+
+    #[test]
+    fn check_names_schema_drift_and_host_time_running_backwards() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = StreamWriter::create(dir.path(), "ft300", vec!["fx_n".into()], std::time::Duration::from_secs(3600)).unwrap();
+        for k in 0..10 {
+            w.push(k * 10_000_000, &[k as f64]).unwrap();
+        }
+        w.flush().unwrap();
+        // A second chunk with a foreign column, a third going back in time.
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", vec![200_000_000]);
+        t.push_f64("fy_n", vec![0.0]);
+        t.write(&stream_dir(dir.path(), "ft300").join("000001.parquet")).unwrap();
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", vec![50_000_000, 60_000_000]);
+        t.push_f64("fx_n", vec![0.0, 1.0]);
+        t.write(&stream_dir(dir.path(), "ft300").join("000002.parquet")).unwrap();
+        let r = check_session(dir.path()).unwrap();
+        assert_eq!(r.len(), 3);
+        assert!(r[0].problem.is_none(), "{:?}", r[0]);
+        assert!(r[1].problem.as_deref().unwrap().contains("columns differ from 000000.parquet's: [t_host_ns: i64, fy_n: f64]"), "{:?}", r[1]);
+        assert!(r[2].problem.as_deref().unwrap().contains("host time runs backwards at row 0: 0.050000 s after 0.200000 s"), "{:?}", r[2]);
+    }
+}
+
+mod meta {
+    use session::meta::*;
+    use session::RigFrames;
+
+    #[test]
+    fn round_trip_with_awkward_rig_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let frames = RigFrames { marker_height_m: 0.01, ..RigFrames::default() };
+        let rig = "# a rig with \"quotes\", ''' and a backslash \\\n[[robot]]\naddress = \"127.0.0.1:30004\"\n";
+        let meta = SessionMeta::start("notes with \"quotes\"", "configs/rig/x.toml", rig, frames);
+        meta.write(dir.path()).unwrap();
+        let back = SessionMeta::read(dir.path()).unwrap().unwrap();
+        assert_eq!(back, meta);
+        assert!(back.start_utc.ends_with('Z') && back.start_utc.len() == 20, "{}", back.start_utc);
+        assert!(SessionMeta::read(&dir.path().join("none")).unwrap().is_none());
+    }
+}
+
+mod rig {
+    use session::rig::*;
+    use session::RigFrames;
+
+    #[test]
+    fn a_rig_written_reads_back_the_same() {
+        let rig = Rig {
+            session: SessionInfo { operator_notes: "a \"quoted\" note".into() },
+            frames: RigFrames { marker_height_m: 0.01, ..RigFrames::default() },
+            robots: vec![RobotDevice { address: "127.0.0.1:30004".into(), variables: vec!["actual_TCP_pose".into()], ..RobotDevice::default() }],
+            ft300s: vec![Ft300Device { name: "ft300".into(), port: "/dev/pts/3".into(), baud: 19_200 }],
+            ascii_sensors: vec![AsciiDevice {
+                name: "cells".into(),
+                port: "/dev/pts/4".into(),
+                baud: 115_200,
+                separator: ",".into(),
+                columns: vec!["a_n".into()],
+                scales: vec![],
+            }],
+            cameras: vec![
+                CameraDevice { file: Some("/tmp/v.mkv".into()), file_start_unix_s: Some(1.7e9), ..CameraDevice::default() },
+                CameraDevice {
+                    name: "side".into(),
+                    device: Some(0),
+                    settings: CameraSettings { width_px: Some(1280), auto_exposure: Some(false), exposure: Some(80.0), ..CameraSettings::default() },
+                    ..CameraDevice::default()
+                },
+            ],
+            netfts: vec![NetFtDevice {
+                name: "ati".into(),
+                address: "192.168.1.1:49152".into(),
+                calibration_port: 49151,
+                counts_per_force: Some(1e6),
+                counts_per_torque: Some(1e6),
+                tare: true,
+            }],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rig.toml");
+        std::fs::write(&path, rig.to_toml("a test rig")).unwrap();
+        let (back, text) = Rig::from_file(&path).unwrap();
+        assert_eq!(back, rig);
+        assert!(text.starts_with("# a test rig\n"));
+    }
+
+    #[test]
+    fn bad_values_name_the_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rig.toml");
+        for (text, needle) in [
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 0\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 0.5\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nfrequency_hz = 1e-300\nvariables = []\n", "robot[0].frequency_hz"),
+            ("[[robot]]\naddress = \"x:1\"\nvariables = [\"actual_q\", \"actual_TCP_pose\", \"actual_q\"]\n", "\"actual_q\" is listed twice"),
+            ("[[robot]]\naddress = \"x:1\"\nvariables = [\"timestamp\"]\n", "always recorded"),
+            ("[[ascii]]\nport = \"/dev/x\"\nseparator = \"1\"\ncolumns = [\"a\"]\n", "ascii[0].separator"),
+            ("[[camera]]\n", "camera[0]: give exactly one"),
+            ("", "no devices"),
+            ("[[ft300]]\nport = \"a\"\nbogus = 1\n", "unknown field"),
+            ("[[ft300]]\nport = \"a\"\nbaud = 0\n", "ft300[0].baud: must be a serial rate"),
+            ("[[ft300]]\nport = \"a\"\n[[ascii]]\nport = \"/dev/x\"\ncolumns = [\"a\"]\nbaud = 0\n", "ascii[0].baud"),
+            ("[[netft]]\naddress = \"x:49152\"\ncounts_per_force = 1e6\n", "netft[0].counts_per_force, counts_per_torque: give both"),
+            ("[[netft]]\naddress = \"x:49152\"\ncounts_per_force = 0\ncounts_per_torque = 1e6\n", "must be positive"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = Rig::from_file(&path).unwrap_err().to_string();
+            assert!(e.contains("rig.toml") && e.contains(needle), "{e}");
+        }
+        assert!(Separator::parse("ab").is_err() && Separator::parse("1").is_err());
+        assert_eq!(Separator::parse(" ").unwrap(), Separator::Whitespace);
+    }
+}
