@@ -83,16 +83,3 @@ impl From<ModeArg> for ObserverMode {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lists_take_negative_first_values_and_reject_non_numbers() {
-        assert_eq!("-1,0,2.5e-3".parse::<Numbers>().unwrap(), Numbers(vec![-1.0, 0.0, 2.5e-3]));
-        assert!("1,NaN".parse::<Numbers>().unwrap_err().to_string().contains("not a finite number"));
-        assert!("1,,2".parse::<Numbers>().is_err());
-        assert!(Numbers(vec![1.0, 2.0]).exactly::<3>("tip-force", "X,Y,Z").unwrap_err().to_string().contains("got 2 values"));
-    }
-}

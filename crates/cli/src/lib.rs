@@ -178,37 +178,3 @@ pub fn quiet_video_libraries() {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Cli;
-    use clap::CommandFactory;
-
-    /// Every command says what it does, and the examples under a command
-    /// are of that command (a doc comment or `after_help` left above the
-    /// wrong variant moves to its neighbour silently).
-    #[test]
-    fn every_command_has_its_own_help_and_examples() {
-        fn walk(cmd: &clap::Command, path: &str, problems: &mut Vec<String>) {
-            if cmd.get_about().is_none() {
-                problems.push(format!("`{path}` has no about"));
-            }
-            if let Some(after) = cmd.get_after_help() {
-                let after = after.to_string();
-                if after.contains("Examples") && !after.lines().any(|l| l.trim_start().starts_with(&format!("{path} ")) || l.trim() == path) {
-                    problems.push(format!("`{path}`'s examples are of another command: {after:?}"));
-                }
-            }
-            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-                walk(sub, &format!("{path} {}", sub.get_name()), problems);
-            }
-        }
-        let cli = Cli::command();
-        cli.clone().debug_assert();
-        let mut problems = vec![];
-        for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
-            walk(sub, &format!("rodlab {}", sub.get_name()), &mut problems);
-        }
-        assert!(problems.is_empty(), "{problems:#?}");
-    }
-}

@@ -378,6 +378,9 @@ fn friction_and_damping_recorded_live_are_identified() {
 fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated() {
     const CORD: &str = "configs/rod/clamped-clamped-cable.toml";
     const HOLDS: &str = "configs/scene/cable-loop-holds.toml";
+    // Phase times in its output (shown on success too, .config/nextest.toml):
+    // once in about six fresh-clone runs this test took 154-164 s, not 30-55.
+    let started = std::time::Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let live = live_with(dir.path(), "loop", CORD, HOLDS, |r| {
         r.tip_robot = Some("robot2".into());
@@ -392,6 +395,7 @@ fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated(
         r.scene.tip = Some(sim::scene::TipSpec { waypoints, rotation_given: true });
     });
     let session = live.made.session.clone();
+    println!("loop: recorded and tracked at {:.1} s", started.elapsed().as_secs_f64());
     for name in ["robot", "robot2"] {
         let d = live.recording.device(name).unwrap();
         assert!(d.gaps == 0 && d.missing_samples == 0 && d.rows > 1000, "{d:?}");
@@ -412,7 +416,7 @@ fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated(
     let id = lab::identify::identify(&req, &lab::Silent).unwrap();
     let e_pa = id.study.fit.e_pa.value;
     let truth_e_pa = rod(CORD).cross_section.body.e_pa;
-    println!("loop live: {} holds, E {e_pa:.4e} Pa for {truth_e_pa:.4e}", id.experiments.len());
+    println!("loop live: {} holds, E {e_pa:.4e} Pa for {truth_e_pa:.4e}, identified at {:.1} s", id.experiments.len(), started.elapsed().as_secs_f64());
     assert_eq!(id.experiments.len(), 3);
     assert!((e_pa / truth_e_pa - 1.0).abs() < 0.02, "E {e_pa}");
 
@@ -435,8 +439,13 @@ fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated(
     .unwrap();
     let s = &v.sessions[0];
     println!(
-        "loop live: validated {} frames, strain RMS {:.2} % of range, observer failed on {} frames; {:?}; warnings {:?}",
-        s.frames_compared, s.strain_headline_rms_pct, s.observer_failed_frames, s.checks, s.warnings
+        "loop live: validated {} frames at {:.1} s, strain RMS {:.2} % of range, observer failed on {} frames; {:?}; warnings {:?}",
+        s.frames_compared,
+        started.elapsed().as_secs_f64(),
+        s.strain_headline_rms_pct,
+        s.observer_failed_frames,
+        s.checks,
+        s.warnings
     );
     // A live recording on a loaded machine: one frame in a CI run (of 374)
     // failed to observe while every check passed. The virtual lab stamps a

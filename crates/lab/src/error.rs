@@ -107,21 +107,3 @@ pub fn non_negative(name: &str, v: f64) -> Result<f64> {
         Err(Error::input(format!("{name}: must be >= 0, got {v}")))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn context_never_names_a_file_twice_and_kinds_survive() {
-        let e: Error = std::io::Error::other("disk full").into();
-        assert_eq!(e.kind(), Kind::Io);
-        let e = e.context("out/x.parquet");
-        assert_eq!(e.to_string(), "out/x.parquet: disk full");
-        assert_eq!(e.clone().context("out/x.parquet").to_string(), "out/x.parquet: disk full");
-        let r: Result<()> = Err(std::io::Error::other("no")).input("--rig r.toml");
-        assert_eq!(r.unwrap_err().kind(), Kind::Input);
-        assert!(positive("--rate-hz", 0.0).unwrap_err().to_string().contains("--rate-hz"));
-        assert!(positive("--rate-hz", f64::NAN).is_err() && non_negative("x", 0.0).is_ok());
-    }
-}

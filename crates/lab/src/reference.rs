@@ -317,25 +317,3 @@ pub fn table(fields: &[Field]) -> String {
     }
     s
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_rod_files_fields_include_nested_tables_and_arrays_of_tables() {
-        let f = fields(&schema("rod").unwrap());
-        let paths: Vec<&str> = f.iter().map(|f| f.path.as_str()).collect();
-        for p in ["length_m", "material.e_pa", "marker[].arc_m", "cable[].angle_deg", "hole.base_m", "section.width_m"] {
-            assert!(paths.contains(&p), "{p} not in {paths:?}");
-        }
-        // A type used in several places is listed once; the others say where.
-        let radius = f.iter().find(|f| f.path == "radius").unwrap();
-        assert!(radius.kind.contains("fields as `hole`"), "{radius:?}");
-        let length = f.iter().find(|f| f.path == "length_m").unwrap();
-        assert!(length.required && length.kind == "number", "{length:?}");
-        let sub = f.iter().find(|f| f.path == "subsegments_per_section").unwrap();
-        assert_eq!(sub.default.as_deref(), Some("8"));
-        assert!(schema("nothing").is_none());
-    }
-}

@@ -107,34 +107,3 @@ pub fn write_time_table<R: AsRef<[f64]>>(path: &Path, header: &[&str], rows: imp
     }
     w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_table_written_reads_back_and_bad_rows_name_their_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("w.csv");
-        let rows = vec![(0.0, [1.0, 2.0, 3.0, 0.1, 0.2, 1.0 / 3.0]), (0.01, [1.5, 2.0, 3.0, 0.1, 0.2, 0.3])];
-        write_time_table(&p, &WRENCH_HEADER, rows.clone()).unwrap();
-        assert_eq!(read_wrench(&p).unwrap(), rows);
-        for (text, needle) in [
-            ("t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n# a comment\n0,1,2,3,4,5,6\n0.1,1,2,x,4,5,6\n", "line 4: column fz_n: not a number"),
-            ("t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n0,1,2,3,4,5\n", "line 2: 6 values, the header has 7"),
-            ("t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n1,1,2,3,4,5,6\n1,1,2,3,4,5,6\n", "line 3: t_s = 1 does not follow 1"),
-            ("t_s,f\n0,1\n", "header: expected t_s,fx_n"),
-            ("t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n", "no rows"),
-            ("t_s,fx_n,fy_n,fz_n,mx_nm,my_nm,mz_nm\n0,1,2,3,4,5,inf\n", "not finite"),
-        ] {
-            std::fs::write(&p, text).unwrap();
-            let e = read_wrench(&p).unwrap_err();
-            assert!(e.to_string().contains(needle) && e.to_string().contains("w.csv"), "{e}");
-            assert_eq!(e.kind(), crate::Kind::Input);
-        }
-        std::fs::write(&p, "t_s,a_n,b_n\n0,1,2\n1,3,4\n").unwrap();
-        let t = read_time_table(&p, None).unwrap();
-        assert_eq!(t.columns, vec!["a_n", "b_n"]);
-        assert_eq!(t.rows[1], (1.0, vec![3.0, 4.0]));
-    }
-}
