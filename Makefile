@@ -95,12 +95,12 @@ bench: setup
 	cargo bench -p rodlab-bench --bench observe
 	cargo bench -p rodlab-bench --bench fit
 	cargo bench -p rodlab-bench --bench scenes
-	cargo bench -p rodlab-bench --bench detect
-	cargo bench -p rodlab-bench --bench validate
-	cargo bench -p rodlab-bench --bench dynamic
+	cargo bench -p rodlab-bench-lab --bench detect
+	cargo bench -p rodlab-bench-lab --bench validate
+	cargo bench -p rodlab-bench-lab --bench dynamic
 	@# Process start, of the binary `make demo` runs (dev profile).
 	cargo build -p rodlab-cli -p rodlab-devices
-	cargo bench -p rodlab-bench --bench start --profile dev
+	cargo bench -p rodlab-bench-lab --bench start --profile dev
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --build-only
 	.venv/bin/python python/bench.py | tee target/python-bench.txt

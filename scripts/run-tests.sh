@@ -28,9 +28,9 @@ if command -v cargo-nextest >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --profile recordings
   recordings=$?
   { [ "$computing" = 0 ] && [ "$recordings" = 0 ]; } || exit 1
-  # Not the benchmarks' crate: its doc tests are none, and cargo would
+  # Not the benchmarks' crates: their doc tests are none, and cargo would
   # compile criterion for them (13 s).
-  cargo test --workspace --locked --doc --exclude rodlab-bench || exit 1
+  cargo test --workspace --locked --doc --exclude rodlab-bench --exclude rodlab-bench-lab || exit 1
 else
   cargo test --workspace --locked --no-run
   built=$?

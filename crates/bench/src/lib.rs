@@ -1,5 +1,5 @@
-//! rodlab's benchmarks (`make bench`, criterion), one `benches/*.rs` per
-//! stage of record -> track -> observe -> identify -> simulate -> report,
-//! and the binary's process start. This library is empty: the benchmarks
-//! live in their own crate so that the tests' build does not compile
-//! criterion.
+//! rodlab's physics benchmarks (`make bench`, criterion): the static
+//! solve, the observer, identification and simulation, one `benches/*.rs`
+//! each. This library is empty: the benchmarks live in their own crate so
+//! that the tests' build does not compile criterion; the workflows' and
+//! tracking's benchmarks are in crates/bench-lab.

@@ -2,8 +2,8 @@
 //! tests use): commands that touch no device, which load no OpenCV library,
 //! and a device command that loads the device build (for comparison).
 //! Run with the profile the binary was built with, after building it:
-//! `cargo build -p rodlab-cli && cargo bench -p rodlab-bench --bench start
-//! --profile dev`.
+//! `cargo build -p rodlab-cli -p rodlab-devices`, then
+//! `cargo bench -p rodlab-bench-lab --bench start --profile dev`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ fn rodlab_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the benchmark's own path");
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/");
     let binary = profile_dir.join("rodlab");
-    assert!(binary.is_file(), "{} is missing: build it first with the same profile (cargo build -p rodlab-cli)", binary.display());
+    assert!(binary.is_file(), "{} is missing: build it first with the same profile (cargo build -p rodlab-cli -p rodlab-devices)", binary.display());
     binary
 }
 
