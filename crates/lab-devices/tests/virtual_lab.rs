@@ -379,7 +379,7 @@ fn a_loop_held_by_two_robots_recorded_live_is_identified_observed_and_validated(
     const CORD: &str = "configs/rod/clamped-clamped-cable.toml";
     const HOLDS: &str = "configs/scene/cable-loop-holds.toml";
     // Phase times in its output (shown on success too, .config/nextest.toml):
-    // once in about six fresh-clone runs this test took 154-164 s, not 30-55.
+    // in two of about thirteen fresh-clone runs it took 154-164 s, not 30-55.
     let started = std::time::Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let live = live_with(dir.path(), "loop", CORD, HOLDS, |r| {
