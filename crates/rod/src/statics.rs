@@ -299,7 +299,13 @@ pub fn solve_with_factors(
     }
     let factors = factors.filter(|f| f.dimension() == model.n_dof()).cloned();
     let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
-    let newton = Newton { max_iterations: opts.max_iterations, tolerance: opts.tolerance, quasi_newton: opts.quasi_newton, ..Newton::default() };
+    let newton = Newton {
+        max_iterations: opts.max_iterations,
+        tolerance: opts.tolerance,
+        quasi_newton: opts.quasi_newton,
+        quasi_after_damped_step: true,
+        ..Newton::default()
+    };
     let q = q_start.cloned().unwrap_or_else(|| DVector::zeros(model.n_dof()));
     let along = newton::solve_along(&newton, &mut sys, q, 1.0 / opts.max_load_steps as f64, |sys, to| sys.terms.set_lambda(loads, to));
     let newton::Along { x: q, iterations, merit: residual_norm, outcome } = along;
