@@ -279,15 +279,12 @@ impl<C: LineSearchCondition> Newton<C> {
         mut merit: f64,
         it: &mut Iterations,
     ) -> (DVector<f64>, Residual, f64) {
-        let contraction = match &newton_step {
-            Some((_, alpha)) if *alpha < 1.0 => QUASI_CONTRACTION_DAMPED,
-            _ => QUASI_CONTRACTION,
-        };
         let (mut steps, mut damped) = match newton_step {
             Some((step, 1.0)) => (vec![step], None),
-            Some((step, alpha)) => (Vec::new(), Some((step / alpha, alpha))),
+            Some((step, alpha)) => (Vec::new(), Some((step, alpha))),
             None => (Vec::new(), None),
         };
+        let contraction = if damped.is_some() { QUASI_CONTRACTION_DAMPED } else { QUASI_CONTRACTION };
         // The damped step's update `(I + a s^T / delta)` of the inverse.
         let mut first_update: Option<(DVector<f64>, DVector<f64>, f64)> = None;
         while it.broyden < self.max_iterations && !sys.converged(&r, self.tolerance) {
@@ -296,9 +293,10 @@ impl<C: LineSearchCondition> Newton<C> {
                 let c = s0.dot(&z) / delta0;
                 z.axpy(c, a0, 1.0);
             }
-            if let Some((d, alpha)) = damped.take() {
+            if let Some((step, alpha)) = damped.take() {
                 // H y = d - w for the step s = alpha d (w: this direction
                 // under B0 alone); a = s - H y, delta = s^T H y.
+                let d = &step / alpha;
                 let dd = d.norm_squared();
                 let dw = d.dot(&z);
                 let delta = alpha * (dd - dw);
@@ -310,7 +308,7 @@ impl<C: LineSearchCondition> Newton<C> {
                 let a = &d * (alpha - 1.0) + &z;
                 let c = alpha * dw / delta;
                 z.axpy(c, &a, 1.0);
-                first_update = Some((d * alpha, a, delta));
+                first_update = Some((step, a, delta));
             } else if let Some(last) = steps.last() {
                 for j in 0..steps.len() - 1 {
                     let c = steps[j].dot(&z) / steps[j].norm_squared();
@@ -380,14 +378,14 @@ impl<C: LineSearchCondition> Newton<C> {
                     if let Some(trial) = sys.residual(&xn).filter(finite) {
                         let m = sys.merit(&trial);
                         if self.condition.accept(merit, m, alpha, slope) || sys.converged(&trial, self.tolerance) {
-                            accepted = Some((xn, trial, m, alpha == 1.0, alpha));
+                            accepted = Some((xn, trial, m, alpha));
                             break 'directions;
                         }
                     }
                     alpha *= 0.5;
                 }
             }
-            let Some((xn, trial, m, full_step, alpha)) = accepted else {
+            let Some((xn, trial, m, alpha)) = accepted else {
                 // Stalled at round-off: accept if already close.
                 if sys.acceptable(&lin.residual, self.tolerance) {
                     return Ok(Solved { x, iterations: it.total(), merit, residual: lin.residual });
@@ -400,7 +398,7 @@ impl<C: LineSearchCondition> Newton<C> {
             }
             let (cut, from) = (trial.value.norm(), lin.residual.value.norm());
             let fast =
-                self.quasi_newton && if full_step { cut <= QUASI_AFTER * from } else { self.quasi_after_damped_step && cut <= QUASI_AFTER_DAMPED * from };
+                self.quasi_newton && if alpha == 1.0 { cut <= QUASI_AFTER * from } else { self.quasi_after_damped_step && cut <= QUASI_AFTER_DAMPED * from };
             let (xn, trial, m) = if fast { self.quasi_newton_steps(sys, Some((&xn - &x, alpha)), xn, trial, m, &mut it) } else { (xn, trial, m) };
             if sys.converged(&trial, self.tolerance) {
                 return Ok(Solved { x: xn, iterations: it.total(), merit: m, residual: trial });
