@@ -64,6 +64,16 @@ pub trait System {
         None
     }
 
+    /// Whether the start may already be a solution (a warm start, or a
+    /// kept factorisation to take Broyden steps from): then the solve
+    /// evaluates a residual before its first tangent. Default: yes. A
+    /// system that starts cold says no and saves that residual, its first
+    /// tangent's residual deciding instead (a start that was converged
+    /// after all then costs a tangent, and the answer is the same).
+    fn start_may_be_converged(&self) -> bool {
+        true
+    }
+
     /// The line search's measure of a residual. Default: Euclidean norm.
     fn merit(&self, r: &Residual) -> f64 {
         r.value.norm()
@@ -236,6 +246,13 @@ impl Iterations {
     }
 }
 
+/// Where a solve goes on from after its start: solved already, or the
+/// point to take the first tangent at.
+enum Start {
+    Solved(Solved),
+    From(DVector<f64>),
+}
+
 /// Quasi-Newton steps start after a full Newton step that cut the
 /// residual's norm to this fraction or less (the tangent is then close to
 /// the solution's) ...
@@ -337,31 +354,49 @@ impl<C: LineSearchCondition> Newton<C> {
         (x, r, merit)
     }
 
-    /// Solves `sys` from `x0`.
-    pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
-        let mut x = x0.clone();
-        // A warm start may already be converged: then no tangent is needed.
-        let first = sys.residual(&x).ok_or(Failure::Undefined)?;
+    /// A warm start's residual: converged already (no tangent needed), or
+    /// Broyden steps from a factorisation handed in with the start (a
+    /// nearby problem's tangent, e.g. the last parameters' in a fit), kept
+    /// only while they converge fast; the point the first tangent is taken
+    /// at.
+    fn warm_start<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>, it: &mut Iterations) -> Result<Start, Failure> {
+        let first = sys.residual(x0).ok_or(Failure::Undefined)?;
         if !finite(&first) {
             return Err(Failure::NotFinite);
         }
+        let merit = sys.merit(&first);
         if sys.converged(&first, self.tolerance) {
-            let merit = sys.merit(&first);
-            return Ok(Solved { x, iterations: 0, merit, residual: first });
+            return Ok(Start::Solved(Solved { x: x0.clone(), iterations: 0, merit, residual: first }));
         }
+        if !self.quasi_newton {
+            return Ok(Start::From(x0.clone()));
+        }
+        let (xq, rq, mq) = self.quasi_newton_steps(sys, None, x0.clone(), first, merit, it);
+        if sys.converged(&rq, self.tolerance) {
+            return Ok(Start::Solved(Solved { x: xq, iterations: it.total(), merit: mq, residual: rq }));
+        }
+        Ok(Start::From(xq))
+    }
+
+    /// Solves `sys` from `x0`.
+    pub fn solve<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>) -> Result<Solved, Failure> {
         let mut it = Iterations::default();
-        // A factorisation handed in with the start (a nearby problem's
-        // tangent, e.g. the last parameters' in a fit): Broyden from it
-        // before any tangent, kept only while it converges fast.
-        if self.quasi_newton {
-            let merit = sys.merit(&first);
-            let (xq, rq, mq) = self.quasi_newton_steps(sys, None, x.clone(), first, merit, &mut it);
-            if sys.converged(&rq, self.tolerance) {
-                return Ok(Solved { x: xq, iterations: it.total(), merit: mq, residual: rq });
-            }
-            x = xq;
-        }
+        let warm = sys.start_may_be_converged();
+        let x = if warm { self.warm_start(sys, x0, &mut it)? } else { Start::From(x0.clone()) };
+        let mut x = match x {
+            Start::Solved(s) => return Ok(s),
+            Start::From(x) => x,
+        };
         let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
+        if !warm {
+            if !finite(&lin.residual) {
+                return Err(Failure::NotFinite);
+            }
+            if sys.converged(&lin.residual, self.tolerance) {
+                let merit = sys.merit(&lin.residual);
+                return Ok(Solved { x, iterations: 0, merit, residual: lin.residual });
+            }
+        }
         let mut merit = sys.merit(&lin.residual);
         loop {
             if it.newton >= self.max_iterations || !merit.is_finite() {

@@ -253,6 +253,9 @@ struct StaticSystem<'m, 'l> {
     /// The last tangent's factorisation, for Broyden steps.
     factors: Option<Factors>,
     tangents: usize,
+    /// Solved from a given shape (or with a factorisation handed in), not
+    /// from the reference shape.
+    warm: bool,
 }
 
 impl System for StaticSystem<'_, '_> {
@@ -274,6 +277,14 @@ impl System for StaticSystem<'_, '_> {
 
     fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
         self.factors.as_ref()?.solve(&(-&r.value))
+    }
+
+    /// From the reference shape under loads the first residual is not
+    /// zero: the first tangent's residual says so, and a residual is saved
+    /// (Table II's rod: one of 14). Each load increment after the first
+    /// starts from the last one's solution, at loads it was not solved for.
+    fn start_may_be_converged(&self) -> bool {
+        self.warm || self.factors.is_some()
     }
 }
 
@@ -298,7 +309,8 @@ pub fn solve_with_factors(
         return Err(StaticsError::TipHeld(model.rod.tip_condition.key()));
     }
     let factors = factors.filter(|f| f.dimension() == model.n_dof()).cloned();
-    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0 };
+    let warm = q_start.is_some() || factors.is_some();
+    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0, warm };
     let newton = Newton {
         max_iterations: opts.max_iterations,
         tolerance: opts.tolerance,
