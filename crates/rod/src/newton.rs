@@ -511,6 +511,55 @@ mod tests {
         assert!(s.iterations < 12, "{} iterations", s.iterations);
     }
 
+    /// `Cubic` (its first residual shifted), counting its evaluations,
+    /// started cold (no residual before the first tangent, whose residual
+    /// decides whether the start was already the root) or warm.
+    struct CountedCubic {
+        shift: f64,
+        cold: bool,
+        residuals: usize,
+        tangents: usize,
+    }
+
+    impl System for CountedCubic {
+        fn residual(&mut self, x: &DVector<f64>) -> Option<Residual> {
+            self.residuals += 1;
+            let mut r = Cubic.residual(x)?;
+            r.value[0] += self.shift;
+            Some(r)
+        }
+        fn linearise(&mut self, x: &DVector<f64>) -> Option<Linearisation> {
+            self.tangents += 1;
+            let mut lin = Cubic.linearise(x)?;
+            lin.residual.value[0] += self.shift;
+            Some(lin)
+        }
+        fn start_may_be_converged(&self) -> bool {
+            !self.cold
+        }
+    }
+
+    #[test]
+    fn a_cold_start_takes_its_first_residual_from_the_tangent() {
+        let cold = |shift: f64| CountedCubic { shift, cold: true, residuals: 0, tangents: 0 };
+        // At the root already: one tangent, no residual, no iteration.
+        let mut at_root = cold(0.0);
+        let s = Newton::default().solve(&mut at_root, &DVector::from_vec(vec![2.0, 1.0])).unwrap();
+        assert_eq!((s.iterations, at_root.residuals, at_root.tangents), (0, 0, 1));
+        assert_eq!(s.x, DVector::from_vec(vec![2.0, 1.0]));
+        // Elsewhere: the same root as a warm start finds, one residual fewer.
+        let mut away = cold(0.0);
+        let s = Newton::default().solve(&mut away, &DVector::from_vec(vec![5.0, 0.0])).unwrap();
+        let mut warm_start = CountedCubic { cold: false, ..cold(0.0) };
+        let warm = Newton::default().solve(&mut warm_start, &DVector::from_vec(vec![5.0, 0.0])).unwrap();
+        assert_eq!((s.x.clone(), s.iterations, away.tangents), (warm.x, warm.iterations, warm_start.tangents));
+        assert_eq!(away.residuals + 1, warm_start.residuals);
+        assert!((s.x[0] - 2.0).abs() < 1e-12 && (s.x[1] - 1.0).abs() < 1e-12, "{}", s.x);
+        // A residual that is not a number is still named as such.
+        let e = Newton::default().solve(&mut cold(f64::NAN), &DVector::from_vec(vec![5.0, 0.0])).unwrap_err();
+        assert_eq!(e, Failure::NotFinite);
+    }
+
     #[test]
     fn max_iterations_is_a_failure() {
         let newton = Newton { max_iterations: 2, ..Newton::default() };

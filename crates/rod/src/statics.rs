@@ -281,8 +281,9 @@ impl System for StaticSystem<'_, '_> {
 
     /// From the reference shape under loads the first residual is not
     /// zero: the first tangent's residual says so, and a residual is saved
-    /// (Table II's rod: one of 14). Each load increment after the first
-    /// starts from the last one's solution, at loads it was not solved for.
+    /// (Table II's rod: one of 14). After the first tangent the system
+    /// keeps its factorisation, so a later load increment starts warm
+    /// (Broyden steps from it).
     fn start_may_be_converged(&self) -> bool {
         self.warm || self.factors.is_some()
     }

@@ -250,3 +250,25 @@ fn cable_arm_converges_to_the_continuous_rod_with_a_cable() {
     }
     assert!(errors[0] < 0.03e-3 && errors[2] < 0.005e-3, "{errors:?}");
 }
+
+/// From the reference shape the solver takes no residual before its first
+/// tangent: the same path and equilibrium, bit for bit, as a start handed
+/// in at the same shape (which checks its residual first); and an unloaded
+/// rod is solved by that tangent's residual alone.
+#[test]
+fn a_solve_from_straight_is_the_warm_starts_without_its_first_residual() {
+    let mut rod = paper_rod();
+    rod.subsegments_per_section = 4;
+    let model = Model::new(&rod, &[]);
+    let opts = NewtonOptions::default();
+    let straight = nalgebra::DVector::zeros(model.n_dof());
+    let cold = solve(&model, &Loads::gravity(), None, &opts).unwrap();
+    let warm = solve(&model, &Loads::gravity(), Some(&straight), &opts).unwrap();
+    assert_eq!((&cold.q, cold.iterations, cold.tangents), (&warm.q, warm.iterations, warm.tangents));
+    assert!(cold.q.amax() > 0.1, "the rod bends under gravity: {}", cold.q.amax());
+    rod.gravity_m_s2 = lie::Vec3::zeros();
+    let model = Model::new(&rod, &[]);
+    let unloaded = solve(&model, &Loads::none(), None, &opts).unwrap();
+    assert_eq!((unloaded.iterations, unloaded.tangents), (0, 1));
+    assert_eq!(unloaded.q, straight);
+}
