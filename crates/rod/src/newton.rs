@@ -361,13 +361,10 @@ impl<C: LineSearchCondition> Newton<C> {
     /// at.
     fn warm_start<S: System + ?Sized>(&self, sys: &mut S, x0: &DVector<f64>, it: &mut Iterations) -> Result<Start, Failure> {
         let first = sys.residual(x0).ok_or(Failure::Undefined)?;
-        if !finite(&first) {
-            return Err(Failure::NotFinite);
+        if let Some(solved) = self.solved_at_start(sys, x0, &first)? {
+            return Ok(Start::Solved(solved));
         }
         let merit = sys.merit(&first);
-        if sys.converged(&first, self.tolerance) {
-            return Ok(Start::Solved(Solved { x: x0.clone(), iterations: 0, merit, residual: first }));
-        }
         if !self.quasi_newton {
             return Ok(Start::From(x0.clone()));
         }
@@ -376,6 +373,19 @@ impl<C: LineSearchCondition> Newton<C> {
             return Ok(Start::Solved(Solved { x: xq, iterations: it.total(), merit: mq, residual: rq }));
         }
         Ok(Start::From(xq))
+    }
+
+    /// The start's first residual `r` (the warm start's own, or the
+    /// first tangent's): not a number, or already converged (no
+    /// iteration), or neither (`None`).
+    fn solved_at_start<S: System + ?Sized>(&self, sys: &S, x0: &DVector<f64>, r: &Residual) -> Result<Option<Solved>, Failure> {
+        if !finite(r) {
+            return Err(Failure::NotFinite);
+        }
+        if !sys.converged(r, self.tolerance) {
+            return Ok(None);
+        }
+        Ok(Some(Solved { x: x0.clone(), iterations: 0, merit: sys.merit(r), residual: r.clone() }))
     }
 
     /// Solves `sys` from `x0`.
@@ -389,12 +399,8 @@ impl<C: LineSearchCondition> Newton<C> {
         };
         let mut lin = sys.linearise(&x).ok_or(Failure::Undefined)?;
         if !warm {
-            if !finite(&lin.residual) {
-                return Err(Failure::NotFinite);
-            }
-            if sys.converged(&lin.residual, self.tolerance) {
-                let merit = sys.merit(&lin.residual);
-                return Ok(Solved { x, iterations: 0, merit, residual: lin.residual });
+            if let Some(solved) = self.solved_at_start(sys, &x, &lin.residual)? {
+                return Ok(solved);
             }
         }
         let mut merit = sys.merit(&lin.residual);

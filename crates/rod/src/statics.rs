@@ -253,9 +253,8 @@ struct StaticSystem<'m, 'l> {
     /// The last tangent's factorisation, for Broyden steps.
     factors: Option<Factors>,
     tangents: usize,
-    /// Solved from a given shape (or with a factorisation handed in), not
-    /// from the reference shape.
-    warm: bool,
+    /// Solved from a given shape, not from the reference shape.
+    from_given_shape: bool,
 }
 
 impl System for StaticSystem<'_, '_> {
@@ -285,7 +284,7 @@ impl System for StaticSystem<'_, '_> {
     /// keeps its factorisation, so a later load increment starts warm
     /// (Broyden steps from it).
     fn start_may_be_converged(&self) -> bool {
-        self.warm || self.factors.is_some()
+        self.from_given_shape || self.factors.is_some()
     }
 }
 
@@ -310,8 +309,7 @@ pub fn solve_with_factors(
         return Err(StaticsError::TipHeld(model.rod.tip_condition.key()));
     }
     let factors = factors.filter(|f| f.dimension() == model.n_dof()).cloned();
-    let warm = q_start.is_some() || factors.is_some();
-    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0, warm };
+    let mut sys = StaticSystem { model, terms: StaticTerms::new(model, loads, 1.0)?, factors, tangents: 0, from_given_shape: q_start.is_some() };
     let newton = Newton {
         max_iterations: opts.max_iterations,
         tolerance: opts.tolerance,
