@@ -897,9 +897,16 @@ impl Observer {
     /// Chooses the weighted mode's energy scale on one frame (base pose,
     /// measured markers), as [`Observer::choose_energy_scale`] does on the
     /// most deformed of many. Leaves the observer at rest with the chosen
-    /// scale.
+    /// scale. A held rod is first seated on its hold (the gravity shape
+    /// that meets it), as [`Observer::observe`] seats it: from the straight
+    /// reference its tip is far from the hold, and the springs' solves from
+    /// there failed or found another shape, so the search kept whatever
+    /// scale last solved (a cord looped between two robots: 1e-5 J with
+    /// chi^2 1.2e8 for a goal of 15, or 1e-2 J when one more solve
+    /// happened to succeed, which made every frame's solve slow).
     pub fn choose_energy_scale_on<M: Copy + Into<Sighting>>(&mut self, base: &lie::Pose, measured: &[Option<M>], sigma_m: &[f64]) -> ScaleChoice {
         self.set_base(base);
+        self.seat_on_hold();
         let targets = targets_of(measured, sigma_m);
         let choice = self.calibrate(&targets);
         self.last_choice = Some(choice);
