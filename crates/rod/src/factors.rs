@@ -369,6 +369,10 @@ struct DenseLu {
     pivots: Vec<usize>,
     /// A zero pivot: the tangent is singular.
     singular: bool,
+    /// `1 / U[k][k]`: the back substitution multiplies (a division each
+    /// row, on its chain of dependent rows, was a third of a Table II
+    /// Broyden step's solve).
+    inverse_diagonal: Vec<f64>,
 }
 
 /// Tangents from this size on factor in panels (below, the plain
@@ -392,7 +396,8 @@ impl DenseLu {
                 update_columns(&mut packed, k0..k1, k1..n);
             }
         }
-        DenseLu { packed, pivots, singular }
+        let inverse_diagonal = (0..n).map(|k| 1.0 / packed[(k, k)]).collect();
+        DenseLu { packed, pivots, singular, inverse_diagonal }
     }
 
     fn solve_in_place(&self, x: &mut [f64]) -> bool {
@@ -412,7 +417,7 @@ impl DenseLu {
             }
         }
         for k in (0..n).rev() {
-            x[k] /= a[k * n + k];
+            x[k] *= self.inverse_diagonal[k];
             let xk = x[k];
             for (xi, u) in x[..k].iter_mut().zip(&a[k * n..k * n + k]) {
                 *xi -= u * xk;
