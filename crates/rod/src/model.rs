@@ -337,6 +337,13 @@ impl Model {
         self.stiffness.nrows()
     }
 
+    /// Every strain component free (a Cosserat rod): a node's coordinates
+    /// are the six strains in order, and the loops over them run as one
+    /// vector or one contiguous block.
+    pub fn all_components_free(&self) -> bool {
+        self.free == [0, 1, 2, 3, 4, 5]
+    }
+
     /// Offset of the base twist in the coordinates (floating base).
     pub fn base_dof(&self) -> Option<usize> {
         self.floating_base.then(|| self.n_strain_dof())
@@ -379,7 +386,7 @@ impl Model {
         let [dl, dr] = s.dof;
         let mut xi = s.rest_strain;
         let (left, right) = (&q.as_slice()[dl..dl + self.free.len()], &q.as_slice()[dr..dr + self.free.len()]);
-        if self.free == [0, 1, 2, 3, 4, 5] {
+        if self.all_components_free() {
             // Every component free (Cosserat): as one vector, the same
             // operations per entry; entry by entry, the six stores and the
             // vector load after them stalled the store buffer.
@@ -493,10 +500,7 @@ impl Model {
         let ns = self.n_strain_dof();
         let mut y = DVector::zeros(ns);
         let out = y.as_mut_slice();
-        let m = match self.rod.strain_basis {
-            StrainBasis::Constant => 0,
-            StrainBasis::Linear => self.free.len(),
-        };
+        let m = self.stiffness_band();
         // Column by column as `stiffness_rows` lists them, without its
         // iterator (a residual's 7 % on Table II's rod).
         for (c, (column, &qc)) in self.stiffness.as_slice().chunks_exact(ns).zip(q).enumerate() {
@@ -525,12 +529,19 @@ impl Model {
     /// The rows of column `c`'s non-zeros, ascending: the same component
     /// at the node before, at, and after (at only, for constant strains).
     fn stiffness_rows(&self, c: usize) -> impl Iterator<Item = usize> + use<> {
-        let (ns, m) = (self.n_strain_dof() as isize, self.free.len() as isize);
-        let (offsets, count) = match self.rod.strain_basis {
-            StrainBasis::Constant => ([0, 0, 0], 1),
-            StrainBasis::Linear => ([-m, 0, m], 3),
-        };
+        let (ns, m) = (self.n_strain_dof() as isize, self.stiffness_band() as isize);
+        let (offsets, count) = if m == 0 { ([0, 0, 0], 1) } else { ([-m, 0, m], 3) };
         offsets.into_iter().take(count).map(move |o| c as isize + o).filter(move |r| (0..ns).contains(r)).map(|r| r as usize)
+    }
+
+    /// How far from the diagonal K's non-zeros lie: a node's coordinates
+    /// (piecewise linear strains couple neighbouring nodes), 0 for constant
+    /// strains (K is diagonal).
+    fn stiffness_band(&self) -> usize {
+        match self.rod.strain_basis {
+            StrainBasis::Constant => 0,
+            StrainBasis::Linear => self.free.len(),
+        }
     }
 
     /// Spatial Jacobian (6 x n) of joint `j`: its section's first joint's,

@@ -249,7 +249,7 @@ impl<'a> Sink<'a> {
 /// `r -= J^T W` for wrenches `W_j` at the joints: one backward pass, the
 /// wrench beyond each segment pulled back through `Ad^T` and `dexp^T`.
 pub fn generalised_force(model: &Model, frames: &Frames, joint_wrench: &[Vec6], r: &mut DVector<f64>) {
-    let all_free = model.free == [0, 1, 2, 3, 4, 5];
+    let all_free = model.all_components_free();
     let mut w_beyond = Vec6::zeros();
     for k in (0..model.segments.len()).rev() {
         w_beyond += joint_wrench[k + 1];
@@ -789,7 +789,7 @@ fn scatter_rows(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64
     let data = h.as_mut_slice();
     // Cosserat rods (all six components free): each block of rows is y
     // itself, a contiguous add.
-    let all_free = model.free.len() == 6;
+    let all_free = model.all_components_free();
     let scales = wts.map(|w| how.sign * w);
     for (col, j) in (c0..c0 + nc).zip(jacobian.chunks_exact(6)) {
         let y = m * nalgebra::Vector6::from_column_slice(j);
@@ -822,7 +822,7 @@ fn scatter_rows(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64
 /// `h[dof[a] + j, dof[b] + jj] += sign * w_a w_b z[free_j, free_jj]`: a 6x6
 /// block between a segment's own coordinates.
 fn add_segment_block(h: &mut DMatrix<f64>, model: &Model, dof: [usize; 2], wts: &[f64; 2], z: &Mat6, sign: f64) {
-    let all_free = model.free.len() == 6;
+    let all_free = model.all_components_free();
     for (a, wa) in wts.iter().enumerate() {
         for (b, wb) in wts.iter().enumerate() {
             let coefficient = sign * wa * wb;
