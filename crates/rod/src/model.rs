@@ -499,39 +499,35 @@ impl Model {
     pub fn stiffness_times(&self, q: &[f64]) -> DVector<f64> {
         let ns = self.n_strain_dof();
         let mut y = DVector::zeros(ns);
-        let out = y.as_mut_slice();
-        let m = self.stiffness_band();
-        // Column by column as `stiffness_rows` lists them, without its
-        // iterator (a residual's 7 % on Table II's rod).
-        for (c, (column, &qc)) in self.stiffness.as_slice().chunks_exact(ns).zip(q).enumerate() {
-            if m > 0 && c >= m {
-                out[c - m] += column[c - m] * qc;
-            }
-            out[c] += column[c] * qc;
-            if m > 0 && c + m < ns {
-                out[c + m] += column[c + m] * qc;
-            }
-        }
+        let (out, k) = (y.as_mut_slice(), self.stiffness.as_slice());
+        self.for_each_stiffness_entry(|c, r| out[r] += k[c * ns + r] * q[c]);
         y
     }
 
     /// `h[..ns, ..ns] += scale K` on K's pattern.
     pub fn add_stiffness(&self, h: &mut DMatrix<f64>, scale: f64) {
         let (ns, n) = (self.n_strain_dof(), h.nrows());
-        let target = h.as_mut_slice();
-        for (c, column) in self.stiffness.as_slice().chunks_exact(ns).enumerate() {
-            for r in self.stiffness_rows(c) {
-                target[c * n + r] += column[r] * scale;
-            }
-        }
+        let (target, k) = (h.as_mut_slice(), self.stiffness.as_slice());
+        self.for_each_stiffness_entry(|c, r| target[c * n + r] += k[c * ns + r] * scale);
     }
 
-    /// The rows of column `c`'s non-zeros, ascending: the same component
-    /// at the node before, at, and after (at only, for constant strains).
-    fn stiffness_rows(&self, c: usize) -> impl Iterator<Item = usize> + use<> {
-        let (ns, m) = (self.n_strain_dof() as isize, self.stiffness_band() as isize);
-        let (offsets, count) = if m == 0 { ([0, 0, 0], 1) } else { ([-m, 0, m], 3) };
-        offsets.into_iter().take(count).map(move |o| c as isize + o).filter(move |r| (0..ns).contains(r)).map(|r| r as usize)
+    /// Calls `entry(column, row)` for each of K's non-zeros, column by
+    /// column and down each column: the same component at the node
+    /// before, at, and after (at only, for constant strains). Written out,
+    /// not as an iterator: a filtered iterator of the rows was 7 % of
+    /// Table II's residual.
+    #[inline]
+    fn for_each_stiffness_entry(&self, mut entry: impl FnMut(usize, usize)) {
+        let (ns, m) = (self.n_strain_dof(), self.stiffness_band());
+        for c in 0..ns {
+            if m > 0 && c >= m {
+                entry(c, c - m);
+            }
+            entry(c, c);
+            if m > 0 && c + m < ns {
+                entry(c, c + m);
+            }
+        }
     }
 
     /// How far from the diagonal K's non-zeros lie: a node's coordinates
