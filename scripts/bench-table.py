@@ -3,7 +3,7 @@
 medians (target/criterion/*/new/estimates.json), the Python package's
 figures (target/python-bench.txt, written by python/bench.py) and the
 peers' side by side (target/peer-pyelastica.txt, written by
-scripts/peer-pyelastica.py), with the machine and the date, into
+scripts/peer-pyelastica.py; target/peer-track.txt, by scripts/peer/track-race.py), with the machine and the date, into
 docs/results.md between the bench-table markers.
 
 Usage: scripts/bench-table.py [--print]   (--print: the table on stdout only)
@@ -115,6 +115,21 @@ def peer_rows() -> list:
     return rows
 
 
+def track_rows() -> list:
+    """`rodlab track` against the OpenCV-Python script, whole processes."""
+    path = ROOT / "target" / "peer-track.txt"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        m = re.match(r"track demo video (.*?): rodlab ([\d.]+) s, OpenCV-Python ([\d.]+) s, ratio ([\d.]+)x; (.*)", line)
+        if m:
+            met = "met" if float(m.group(4)) >= 5 else "not yet"
+            rows.append((f"peer: OpenCV-Python script, whole process, demo video {m.group(1)}", f"OpenCV-Python {m.group(3)} s, rodlab {m.group(2)} s",
+                         f"{m.group(4)}x; {m.group(5)}", ">= 5x the Python script", met))
+    return rows
+
+
 def machine() -> str:
     model = ""
     try:
@@ -125,7 +140,7 @@ def machine() -> str:
 
 
 def table() -> str:
-    rows = criterion_rows() + python_rows() + peer_rows()
+    rows = criterion_rows() + python_rows() + peer_rows() + track_rows()
     lines = [
         f"Every benchmark of `make bench`, {datetime.date.today().isoformat()}, {machine()}; criterion medians "
         "(the Rust benchmarks optimised, one core unless said).",

@@ -101,9 +101,44 @@ pub struct Overlay<'a> {
     pub every: usize,
 }
 
+/// Frames decoded ahead of the one being tracked: decoding (the video's
+/// codec) and tracking run on two threads, each waiting on the other only
+/// when this queue is full or empty.
+const DECODE_AHEAD: usize = 4;
+
+/// A decoded frame, or the end of the video, or why decoding stopped.
+type Decoded = Result<Mat, TrackError>;
+
+/// Decodes every frame of `source` into `frames`, in order, on its own
+/// thread; frames the tracker is done with come back on `spent` to be
+/// decoded into again (a 1280x720 frame is 2.8 MB: no allocation a
+/// frame). Returns the time spent decoding.
+fn decode_frames(source: &mut FrameSource, frames: std::sync::mpsc::SyncSender<Decoded>, spent: std::sync::mpsc::Receiver<Mat>) -> Duration {
+    let mut decoding = Duration::ZERO;
+    loop {
+        let mut frame = spent.try_recv().unwrap_or_default();
+        let t0 = Instant::now();
+        let read = source.read(&mut frame);
+        decoding += t0.elapsed();
+        let next = match read {
+            Ok(true) => Ok(frame),
+            Ok(false) => return decoding,
+            Err(e) => Err(e),
+        };
+        let failed = next.is_err();
+        // A closed channel: the tracker failed and returned.
+        if frames.send(next).is_err() || failed {
+            return decoding;
+        }
+    }
+}
+
 /// Tracks every frame of `source`. `progress(frames_done)` is called per frame;
 /// `overlay` gets an annotated JPEG of every `every`-th frame (a check by
 /// eye needs no lossless copy of the video: 0.1-0.2 MB a frame, not 3).
+/// The video decodes on a thread of its own, up to [`DECODE_AHEAD`] frames
+/// ahead of the tracker (decoding a lossless 1280x720 frame takes longer
+/// than tracking it).
 pub fn track_video(
     source: &mut FrameSource,
     tracker: &mut Tracker,
@@ -111,17 +146,44 @@ pub fn track_video(
     world: &PlaneToWorld,
     times: &FrameTimes,
     overlay: Option<Overlay>,
+    progress: impl FnMut(usize),
+) -> Result<(Vec<MarkerRow>, Timing), TrackError> {
+    let described = source.describe();
+    let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Decoded>(DECODE_AHEAD);
+    let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Mat>();
+    let (tracked, decoding) = std::thread::scope(|scope| {
+        let decoder = scope.spawn(move || decode_frames(source, frames_tx, spent_rx));
+        let tracked = track_frames(frames_rx, spent_tx, &described, tracker, camera, world, times, overlay, progress);
+        // The tracker has returned and dropped its receiver: the decoder
+        // stops at its next frame. A decoder that panicked passes it on.
+        let decoding = decoder.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (tracked, decoding)
+    });
+    let (rows, mut timing) = tracked?;
+    timing.decode = decoding;
+    Ok((rows, timing))
+}
+
+/// The tracker's side of [`track_video`]: each decoded frame of `frames`
+/// (from the video `described`) tracked into rows, then handed back on
+/// `spent`.
+#[allow(clippy::too_many_arguments)]
+fn track_frames(
+    frames: std::sync::mpsc::Receiver<Decoded>,
+    spent: std::sync::mpsc::Sender<Mat>,
+    described: &str,
+    tracker: &mut Tracker,
+    camera: &CameraModel,
+    world: &PlaneToWorld,
+    times: &FrameTimes,
+    overlay: Option<Overlay>,
     mut progress: impl FnMut(usize),
 ) -> Result<(Vec<MarkerRow>, Timing), TrackError> {
-    let mut frame = Mat::default();
     let mut rows = vec![];
     let mut timing = Timing::default();
     let mut k = 0;
-    loop {
-        let t0 = Instant::now();
-        if !source.read(&mut frame)? {
-            break;
-        }
+    for frame in frames {
+        let mut frame = frame?;
         if matches!(times, FrameTimes::Table(t) if k >= t.len()) {
             timing.untimed_frames += 1;
             continue;
@@ -129,8 +191,7 @@ pub fn track_video(
         let t1 = Instant::now();
         if k == 0 && (frame.cols() as u32 != camera.width_px || frame.rows() as u32 != camera.height_px) {
             return Err(TrackError::Input(format!(
-                "{}: frames are {}x{} px, the camera file is for {}x{}",
-                source.describe(),
+                "{described}: frames are {}x{} px, the camera file is for {}x{}",
                 frame.cols(),
                 frame.rows(),
                 camera.width_px,
@@ -138,21 +199,22 @@ pub fn track_video(
             )));
         }
         let markers = tracker.track(&frame).map_err(|e| match e {
-            TrackError::Input(m) if k == 0 => TrackError::Input(format!("{}: frame 0: {m}", source.describe())),
+            TrackError::Input(m) if k == 0 => TrackError::Input(format!("{described}: frame 0: {m}")),
             e => e,
         })?;
-        timing.decode += t1 - t0;
         timing.track += t1.elapsed();
         if let Some(o) = overlay.filter(|o| k % o.every.max(1) == 0) {
             draw_overlay(&mut frame, &markers)?;
             write_image(&o.dir.join(format!("{k:06}.jpg")), &frame)?;
         }
         rows.extend(rows_for_frame(k, times, camera, world, &markers)?);
+        // The decoder may have finished: then the frame is dropped here.
+        let _ = spent.send(frame);
         k += 1;
         progress(k);
     }
     if k == 0 {
-        return Err(TrackError::Input(format!("{}: no frame could be read", source.describe())));
+        return Err(TrackError::Input(format!("{described}: no frame could be read")));
     }
     timing.frames = k;
     Ok((rows, timing))
@@ -177,4 +239,73 @@ pub fn draw_overlay(frame: &mut Mat, markers: &[TrackedMarker]) -> Result<(), Tr
         imgproc::put_text(frame, &i.to_string(), Point::new(c.x + r + 2, c.y - r), imgproc::FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, imgproc::LINE_AA, false)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::MarkerParams;
+    use crate::sequence::{Sequence, SequenceConfig};
+    use crate::synth::{self, write_png};
+
+    /// A folder of `frames` rendered frames of the demo camera's sequence.
+    fn frames_dir(frames: usize) -> tempfile::TempDir {
+        let (camera, plane) = synth::demo_camera();
+        let mut seq = Sequence::new(camera, plane, SequenceConfig { frames, ..SequenceConfig::default() });
+        let dir = tempfile::tempdir().unwrap();
+        for k in 0..frames {
+            write_png(&dir.path().join(format!("{k:04}.png")), &seq.render(k)).unwrap();
+        }
+        dir
+    }
+
+    fn tracker() -> Tracker {
+        Tracker::new(MarkerParams { count: 6, ..MarkerParams::default() }).unwrap()
+    }
+
+    #[test]
+    fn decoding_ahead_gives_the_rows_of_tracking_frame_by_frame() {
+        let dir = frames_dir(12);
+        let camera = synth::demo_camera().0;
+        let mut source = FrameSource::open(dir.path()).unwrap();
+        let mut done = vec![];
+        let (rows, timing) =
+            track_video(&mut source, &mut tracker(), &camera, &PlaneToWorld::default(), &FrameTimes::Rate(100.0), None, |k| done.push(k)).unwrap();
+        assert_eq!(done, (1..=12).collect::<Vec<_>>());
+        assert_eq!(timing.frames, 12);
+        // The same frames read and tracked one after the other.
+        let mut source = FrameSource::open(dir.path()).unwrap();
+        let (mut one_by_one, mut frame, mut k) = (tracker(), Mat::default(), 0);
+        let mut expected = vec![];
+        while source.read(&mut frame).unwrap() {
+            let markers = one_by_one.track(&frame).unwrap();
+            expected.extend(rows_for_frame(k, &FrameTimes::Rate(100.0), &camera, &PlaneToWorld::default(), &markers).unwrap());
+            k += 1;
+        }
+        assert_eq!(rows.len(), 12 * 6);
+        for (a, b) in rows.iter().zip(&expected) {
+            assert_eq!((a.frame, a.marker, a.u_px.to_bits(), a.v_px.to_bits(), a.flags), (b.frame, b.marker, b.u_px.to_bits(), b.v_px.to_bits(), b.flags));
+        }
+    }
+
+    #[test]
+    fn a_frame_that_does_not_decode_stops_the_tracking_with_its_name() {
+        let dir = frames_dir(6);
+        std::fs::write(dir.path().join("0003.png"), b"not a png").unwrap();
+        let camera = synth::demo_camera().0;
+        let mut source = FrameSource::open(dir.path()).unwrap();
+        let e = track_video(&mut source, &mut tracker(), &camera, &PlaneToWorld::default(), &FrameTimes::Rate(100.0), None, |_| {}).unwrap_err();
+        assert!(e.to_string().contains("0003.png: cannot read image"), "{e}");
+    }
+
+    #[test]
+    fn a_tracker_that_fails_stops_the_decoder_ahead_of_it() {
+        // Frames of another size than the camera's: the tracker stops at
+        // frame 0 while the decoder has frames queued; the call returns.
+        let dir = frames_dir(DECODE_AHEAD + 4);
+        let camera = CameraModel { width_px: 640, ..synth::demo_camera().0 };
+        let mut source = FrameSource::open(dir.path()).unwrap();
+        let e = track_video(&mut source, &mut tracker(), &camera, &PlaneToWorld::default(), &FrameTimes::Rate(100.0), None, |_| {}).unwrap_err();
+        assert!(e.to_string().contains("frames are 1280x720 px, the camera file is for 640x720"), "{e}");
+    }
 }
