@@ -16,13 +16,21 @@ import rodlab
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(not rodlab.HAS_DEVICES, reason="built without OpenCV")
-def test_track_equals_the_command_line(run, tmp_path):
+@pytest.fixture
+def video(run, tmp_path):
+    """40 frames of the demo's synthetic video (marker 2 hidden for 5
+    frames from frame 20), its markers.toml, and camera.toml calibrated on
+    synthetic boards, in `tmp_path`: the video's folder."""
     board, video = tmp_path / "board", tmp_path / "video"
     run("synth", "board", "--out", board)
     run("calibrate", "--images", board / "views", "--board", "9x6", "--square-m", "0.016", "--plane-image", board / "plane.png",
         "--out", tmp_path / "camera.toml")
     run("synth", "video", "--out", video, "--frames", "40", "--occlude", "2,20,5")
+    return video
+
+
+@pytest.mark.skipif(not rodlab.HAS_DEVICES, reason="built without OpenCV")
+def test_track_equals_the_command_line(run, video, tmp_path):
     args = [video / "video.mkv", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml"]
     run("track", *args, "--out", tmp_path / "cli.parquet")
     reports = []
@@ -38,7 +46,7 @@ def test_track_equals_the_command_line(run, tmp_path):
         rodlab.track(tmp_path / "no-video.mkv", tmp_path / "camera.toml", out=tmp_path / "x.parquet", progress=False)
 
 
-def test_markers_are_where_an_opencv_python_script_finds_them(run, tmp_path):
+def test_markers_are_where_an_opencv_python_script_finds_them(run, video, tmp_path):
     """The peer nobody here wrote the library of: scripts/peer/track-peer.py
     (OpenCV-Python's cvtColor, inRange, morphologyEx, findContours and
     moments on every frame in full, as a lab's own script would) on the same
@@ -46,11 +54,6 @@ def test_markers_are_where_an_opencv_python_script_finds_them(run, tmp_path):
     each centroid within 0.3 px (rodlab's are chroma-weighted, the script's
     from the binary mask: 0.05 px apart at the median, 0.16 px at most on
     the demo's 200 frames)."""
-    board, video = tmp_path / "board", tmp_path / "video"
-    run("synth", "board", "--out", board)
-    run("calibrate", "--images", board / "views", "--board", "9x6", "--square-m", "0.016", "--plane-image", board / "plane.png",
-        "--out", tmp_path / "camera.toml")
-    run("synth", "video", "--out", video, "--frames", "40", "--occlude", "2,20,5")
     run("track", video / "video.mkv", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml", "--out", tmp_path / "ours.parquet")
     peer = ROOT / "scripts" / "peer" / "track-peer.py"
     subprocess.run([sys.executable, str(peer), str(video / "video.mkv"), str(video / "markers.toml"), str(tmp_path / "peer.csv")], check=True)
