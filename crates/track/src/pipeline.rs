@@ -136,9 +136,9 @@ fn decode_frames(source: &mut FrameSource, frames: std::sync::mpsc::SyncSender<D
 /// Tracks every frame of `source`. `progress(frames_done)` is called per frame;
 /// `overlay` gets an annotated JPEG of every `every`-th frame (a check by
 /// eye needs no lossless copy of the video: 0.1-0.2 MB a frame, not 3).
-/// The video decodes on a thread of its own, up to [`DECODE_AHEAD`] frames
-/// ahead of the tracker (decoding a lossless 1280x720 frame takes longer
-/// than tracking it).
+/// The video decodes on a thread of its own, up to four frames ahead of
+/// the tracker (decoding a lossless 1280x720 frame takes longer than
+/// tracking it).
 pub fn track_video(
     source: &mut FrameSource,
     tracker: &mut Tracker,
