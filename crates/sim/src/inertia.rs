@@ -125,13 +125,6 @@ pub struct Inertia {
     history_h_s: Option<f64>,
 }
 
-/// `log` of a rotation as a rotation vector and the inverse right Jacobian
-/// `J_r^{-1}(phi)` (d phi = J_r^{-1} d theta_body).
-fn so3_log_and_jr_inv(r: &Mat3) -> (Vec3, Mat3) {
-    let phi = lie::so3_log(r);
-    (phi, lie::so3_right_jacobian_inverse(&phi))
-}
-
 impl Inertia {
     /// Inertia points of `model` at configuration `q`, at rest.
     pub fn new(model: &Model, q: &nalgebra::DVector<f64>, h_s: f64) -> Inertia {
@@ -213,7 +206,7 @@ impl Inertia {
         let (h, bdf2) = (self.h_s, self.bdf2());
         for p in &mut self.points {
             let g = model.interior_point(&frames, p.segment, p.s_m, false).pose;
-            let (phi, _) = so3_log_and_jr_inv(&(p.rot.transpose() * g.rot));
+            let phi = lie::so3_log(&(p.rot.transpose() * g.rot));
             p.linear.advance(g.pos - p.pos_m, h, bdf2);
             p.angular.advance(phi, h, bdf2);
             p.pos_m = g.pos;
@@ -263,7 +256,7 @@ impl Term for Inertia {
             let k = pt.mass_kg * da_dp;
             let force = -a * pt.mass_kg;
             // Rotation: body angular velocity and acceleration over the step.
-            let (phi, jr_inv) = so3_log_and_jr_inv(&(pt.rot.transpose() * r));
+            let phi = lie::so3_log(&(pt.rot.transpose() * r));
             let (w, alpha, dw_dphi, dalpha_dphi) = pt.angular.rates(&phi, h, bdf2);
             let inertia = Mat3::from_diagonal(&pt.rotary_kg_m2);
             let iw = inertia * w;
@@ -274,6 +267,9 @@ impl Term for Inertia {
                 let mut t: Mat6 = point_force_tangent(&p, &force, Some(&(Mat3::identity() * k)));
                 // Follower moment turning with the section, and its
                 // dependence on w through d(phi) = J_r^-1 R^T d(theta).
+                // d phi = J_r^-1 d theta_body; only the tangent needs it
+                // (most evaluations are residuals).
+                let jr_inv = lie::so3_right_jacobian_inverse(&phi);
                 let dw = (inertia * dalpha_dphi + (skew(&w) * inertia - skew(&iw)) * dw_dphi) * jr_inv;
                 let rot_block = skew(&moment) + r * dw * r.transpose();
                 let mut top = t.fixed_view_mut::<3, 3>(0, 0);
