@@ -266,9 +266,8 @@ impl Term for Inertia {
             let t = sink.wants_tangent().then(|| {
                 let mut t: Mat6 = point_force_tangent(&p, &force, Some(&(Mat3::identity() * k)));
                 // Follower moment turning with the section, and its
-                // dependence on w through d(phi) = J_r^-1 R^T d(theta).
-                // d phi = J_r^-1 d theta_body; only the tangent needs it
-                // (most evaluations are residuals).
+                // dependence on w through d(phi) = J_r^-1 R^T d(theta)
+                // (J_r^-1 made here only: most evaluations are residuals).
                 let jr_inv = lie::so3_right_jacobian_inverse(&phi);
                 let dw = (inertia * dalpha_dphi + (skew(&w) * inertia - skew(&iw)) * dw_dphi) * jr_inv;
                 let rot_block = skew(&moment) + r * dw * r.transpose();
