@@ -86,6 +86,10 @@ pub struct Sink<'a> {
     /// use.
     joint_t: Vec<Option<Mat6>>,
     interior: Vec<Option<InteriorBlocks>>,
+    /// The current term's wrenches at interior points of each segment
+    /// (residual only), weighted for one pull-back per segment
+    /// ([`lie::dexp_transpose_weights`]); allocated on first use.
+    interior_sums: Vec<Option<[Vec6; 5]>>,
     /// Every wrench so far was a point force without a moment and with a
     /// symmetric stiffness (gravity, dead loads, springs, frictionless
     /// cables' pulls): its `T - T^T` is `B(W)`, so the loads' stiffness of
@@ -128,6 +132,7 @@ impl<'a> Sink<'a> {
             total_wrench: vec![Vec6::zeros(); nj],
             joint_t: vec![],
             interior: vec![],
+            interior_sums: vec![],
             point_forces_only: true,
         }
     }
@@ -177,14 +182,26 @@ impl<'a> Sink<'a> {
                 // the point carries it).
                 let g_k = &self.frames.joints[k];
                 let w_local = g_k.coadjoint_apply(&w);
-                let v = match &p.map {
-                    Some(map) => map.transpose() * w,
-                    None => lie::dexp_transpose_apply(&p.local, &w_local),
-                };
-                let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
-                for (a, wa) in wts.iter().enumerate() {
-                    for (j, &c) in self.model.free.iter().enumerate() {
-                        self.residual[seg.dof[a] + j] -= wa * v[c];
+                match &p.map {
+                    Some(map) => {
+                        let v = map.transpose() * w;
+                        let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
+                        for (a, wa) in wts.iter().enumerate() {
+                            for (j, &c) in self.model.free.iter().enumerate() {
+                                self.residual[seg.dof[a] + j] -= wa * v[c];
+                            }
+                        }
+                    }
+                    None => {
+                        // Summed per segment, pulled back when the term ends.
+                        if self.interior_sums.is_empty() {
+                            self.interior_sums = vec![None; self.model.segments.len()];
+                        }
+                        let xi = self.frames.psi[k] / seg.h_m;
+                        let sums = self.interior_sums[k].get_or_insert([Vec6::zeros(); 5]);
+                        for (u, c) in sums.iter_mut().zip(lie::dexp_transpose_weights(&xi, p.s_m)) {
+                            u.axpy(c * p.s_m, &w_local, 1.0);
+                        }
                     }
                 }
                 if self.tangent.is_some() {
@@ -229,6 +246,16 @@ impl<'a> Sink<'a> {
     /// Ends a term: its wrenches become generalised forces. Returns the norm
     /// of the term's generalised force (for the residual's scale).
     fn finish_term(&mut self, total: &mut DVector<f64>) -> f64 {
+        for (k, sums) in self.interior_sums.iter_mut().enumerate() {
+            let Some(u) = sums.take() else { continue };
+            let seg = &self.model.segments[k];
+            let v = lie::ad_transpose_horner(&(self.frames.psi[k] / seg.h_m), &u);
+            for (a, wa) in [seg.w_left, seg.w_right].iter().enumerate() {
+                for (j, &c) in self.model.free.iter().enumerate() {
+                    self.residual[seg.dof[a] + j] -= wa * v[c];
+                }
+            }
+        }
         if self.touched {
             generalised_force(self.model, self.frames, &self.joint_wrench, &mut self.residual);
             for (t, w) in self.total_wrench.iter_mut().zip(self.joint_wrench.iter_mut()) {

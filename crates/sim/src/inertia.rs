@@ -23,7 +23,7 @@
 //! tangent (times 1/h^2), and the Coriolis and centrifugal forces are in
 //! the points' exact accelerations (`J qdd + Jdot qd` to first order).
 
-use lie::{skew, Mat3, Mat6, Vec3, Vec6};
+use lie::{skew, Mat3, Mat6, Pose, Vec3, Vec6};
 use rod::model::GAUSS4;
 use rod::terms::{point_force_tangent, Attach, Sink, State, Term};
 use rod::Model;
@@ -58,15 +58,17 @@ impl History {
     }
 
     /// Velocity and acceleration at the end of a step of `h` that moves by
-    /// `d`, and their derivatives with respect to `d` (scalars).
+    /// `d`, and their derivatives with respect to `d` (scalars). Multiplied
+    /// by `1/h`, not divided: divisions were a tenth of the inertia term.
     fn rates(&self, d: &Vec3, h: f64, bdf2: bool) -> (Vec3, Vec3, f64, f64) {
+        let inv_h = 1.0 / h;
         if bdf2 {
-            let v = (d * 3.0 - self.step) / (2.0 * h);
-            let a = (v * 3.0 - self.now * 4.0 + self.before) / (2.0 * h);
-            (v, a, 1.5 / h, 2.25 / (h * h))
+            let v = (d * 3.0 - self.step) * (0.5 * inv_h);
+            let a = (v * 3.0 - self.now * 4.0 + self.before) * (0.5 * inv_h);
+            (v, a, 1.5 * inv_h, 2.25 * inv_h * inv_h)
         } else {
-            let v = d / h;
-            (v, (v - self.now) / h, 1.0 / h, 1.0 / (h * h))
+            let v = d * inv_h;
+            (v, (v - self.now) * inv_h, inv_h, inv_h * inv_h)
         }
     }
 
@@ -123,6 +125,45 @@ pub struct Inertia {
     /// The length of the last step taken, when the history spans two steps
     /// of it (BDF2 can use it); `None` at the start.
     history_h_s: Option<f64>,
+    /// The points' poses and turns at the last evaluated coordinates.
+    last: LastPoses,
+}
+
+/// The inertia points' poses and their turns over the step, `(pose,
+/// log(R_prev^T R))`, at the coordinates of the last evaluation: the step's
+/// solution is mostly the last point its residual was evaluated at, and
+/// [`Inertia::advance`] takes them from here instead of 64 exponentials
+/// and logarithms again (a tenth of a step of a lying rod). Keyed by the
+/// coordinates and the rod's base (a prescribed base moves with time). A
+/// clone starts empty.
+#[derive(Debug)]
+struct LastPoses(std::sync::Mutex<Evaluated>);
+
+/// What [`LastPoses`] keeps.
+#[derive(Debug)]
+struct Evaluated {
+    q: Vec<f64>,
+    base: Pose,
+    /// Per inertia point: its pose and `log(R_prev^T R)`.
+    points: Vec<(Pose, Vec3)>,
+}
+
+impl Default for Evaluated {
+    fn default() -> Self {
+        Evaluated { q: vec![], base: Pose::identity(), points: vec![] }
+    }
+}
+
+impl Default for LastPoses {
+    fn default() -> Self {
+        LastPoses(std::sync::Mutex::new(Evaluated::default()))
+    }
+}
+
+impl Clone for LastPoses {
+    fn clone(&self) -> Self {
+        LastPoses::default()
+    }
 }
 
 impl Inertia {
@@ -150,7 +191,7 @@ impl Inertia {
                 });
             }
         }
-        Inertia { points, masses: vec![], h_s, integrator: Integrator::ImplicitEuler, history_h_s: None }
+        Inertia { points, masses: vec![], h_s, integrator: Integrator::ImplicitEuler, history_h_s: None, last: LastPoses::default() }
     }
 
     /// With point masses `(joint, offset in its frame, mass)` at rest at
@@ -202,18 +243,26 @@ impl Inertia {
 
     /// Sets the points' state from a step just taken to configuration `q`.
     pub fn advance(&mut self, model: &Model, q: &nalgebra::DVector<f64>) {
-        let frames = model.frames(q);
         let (h, bdf2) = (self.h_s, self.bdf2());
-        for p in &mut self.points {
-            let g = model.interior_point(&frames, p.segment, p.s_m, false).pose;
-            let phi = lie::so3_log(&(p.rot.transpose() * g.rot));
+        let last = std::mem::take(&mut *self.last.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let cached = (last.q.as_slice() == q.as_slice() && last.base == model.rod.base && last.points.len() == self.points.len()).then_some(last.points);
+        let frames = (cached.is_none() || !self.masses.is_empty()).then(|| model.frames(q));
+        let frames = || frames.as_ref().expect("frames computed where needed");
+        for (i, p) in self.points.iter_mut().enumerate() {
+            let (g, phi) = match &cached {
+                Some(poses) => poses[i],
+                None => {
+                    let g = model.interior_point(frames(), p.segment, p.s_m, false).pose;
+                    (g, lie::so3_log(&(p.rot.transpose() * g.rot)))
+                }
+            };
             p.linear.advance(g.pos - p.pos_m, h, bdf2);
             p.angular.advance(phi, h, bdf2);
             p.pos_m = g.pos;
             p.rot = g.rot;
         }
         for m in &mut self.masses {
-            let p = frames.joints[m.joint].transform_point(&m.offset_body_m);
+            let p = frames().joints[m.joint].transform_point(&m.offset_body_m);
             m.linear.advance(p - m.pos_m, h, bdf2);
             m.pos_m = p;
         }
@@ -248,6 +297,11 @@ impl Term for Inertia {
 
     fn contribute(&self, s: &State, sink: &mut Sink) {
         let (h, bdf2) = (self.h_s, self.bdf2());
+        let mut last = self.last.0.lock().unwrap_or_else(|e| e.into_inner());
+        last.q.clear();
+        last.q.extend_from_slice(s.q.as_slice());
+        last.base = s.model.rod.base;
+        last.points.clear();
         for pt in &self.points {
             let ip = s.model.interior_point(s.frames, pt.segment, pt.s_m, sink.wants_tangent());
             let p = ip.pose.pos;
@@ -257,6 +311,7 @@ impl Term for Inertia {
             let force = -a * pt.mass_kg;
             // Rotation: body angular velocity and acceleration over the step.
             let phi = lie::so3_log(&(pt.rot.transpose() * r));
+            last.points.push((ip.pose, phi));
             let (w, alpha, dw_dphi, dalpha_dphi) = pt.angular.rates(&phi, h, bdf2);
             let inertia = Mat3::from_diagonal(&pt.rotary_kg_m2);
             let iw = inertia * w;
@@ -327,6 +382,32 @@ mod tests {
             for i in 0..n {
                 let err = (h.column(i) - fd.column(i)).amax();
                 assert!(err < 1e-5 * h.amax(), "floating {floating}, bdf2 {bdf2}, dof {i}: {err:.3e} of {:.3e}", h.amax());
+            }
+        }
+    }
+
+    /// Advancing to the coordinates last evaluated takes the poses kept
+    /// from that evaluation: the same state, bit for bit, as computing them
+    /// again (a clone starts without them); at other coordinates they are
+    /// not used.
+    #[test]
+    fn advance_from_the_last_evaluation_is_advance_from_scratch() {
+        let mut rod = Rod::uniform_cylinder(0.3, 0.01, Material { e_pa: 1e6, g_pa: 3.5e5, rho_kg_m3: 1200.0 }, 2);
+        rod.subsegments_per_section = 2;
+        let model = Model::new(&rod, &[]).with_floating_base();
+        let n = model.n_dof();
+        let q1 = DVector::from_fn(n, |i, _| 0.2 * ((i * 5 % 13) as f64 / 13.0 - 0.5));
+        let q2 = DVector::from_fn(n, |i, _| 0.2 * ((i * 3 % 7) as f64 / 7.0 - 0.5));
+        let mut inertia = Inertia::new(&model, &DVector::zeros(n), 0.01);
+        inertia.advance(&model, &q1);
+        for (evaluated, advanced_to) in [(&q2, &q2), (&q1, &q2)] {
+            let mut kept = inertia.clone();
+            rod::terms::assemble(&model, evaluated, &[&kept], false);
+            let mut fresh = inertia.clone();
+            kept.advance(&model, advanced_to);
+            fresh.advance(&model, advanced_to);
+            for (a, b) in kept.points.iter().zip(&fresh.points) {
+                assert_eq!((a.pos_m, a.rot, a.linear.now, a.angular.now), (b.pos_m, b.rot, b.linear.now, b.angular.now));
             }
         }
     }
