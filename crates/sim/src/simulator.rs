@@ -690,13 +690,37 @@ impl Simulator {
 
     /// Advances one step of the scene's length.
     pub fn step(&mut self) -> Result<StepRecord, SimError> {
+        let (iterations, substeps, wall_time_s) = self.advance_one_step()?;
+        Ok(self.make_record(&self.state_vector(), iterations, substeps, wall_time_s))
+    }
+
+    /// Advances one step of the scene's length without building its
+    /// record: (iterations, sub-steps, wall time \[s\]).
+    fn advance_one_step(&mut self) -> Result<(usize, usize, f64), SimError> {
         let start = Instant::now();
         let h = self.scene.step_s;
         let t_end = (self.carry.t_s + h).min(self.scene.duration_s.max(self.carry.t_s + h));
         let (iterations, substeps) = self.advance_to(t_end, 0)?;
         self.step_index += 1;
-        let x = self.state_vector();
-        Ok(self.make_record(&x, iterations, substeps, start.elapsed().as_secs_f64()))
+        Ok((iterations, substeps, start.elapsed().as_secs_f64()))
+    }
+
+    /// Runs the whole scene and hands `recorder` the record of the start,
+    /// of every `step_skip`-th step and of the last; the other steps' records
+    /// are not built (a run that needs its end only spends nothing on
+    /// them). `progress(done, total)` after every step.
+    pub fn run_recording(&mut self, step_skip: usize, mut recorder: impl FnMut(StepRecord), mut progress: impl FnMut(usize, usize)) -> Result<(), SimError> {
+        let total = self.scene.steps();
+        let step_skip = step_skip.max(1);
+        recorder(self.record());
+        for k in 1..=total {
+            let (iterations, substeps, wall_time_s) = self.advance_one_step()?;
+            if k % step_skip == 0 || k == total {
+                recorder(self.make_record(&self.state_vector(), iterations, substeps, wall_time_s));
+            }
+            progress(k, total);
+        }
+        Ok(())
     }
 
     /// Runs the whole scene; `progress(done, total)` after every step.

@@ -144,6 +144,26 @@ fn an_undamped_neo_hookean_swing_loses_energy_only_through_implicit_euler() {
     assert!((1.6..2.4).contains(&ratio), "ratio {ratio}");
 }
 
+/// A run that records every third step and its last hands over the same
+/// records, bit for bit, as a run that records every step, and no others.
+#[test]
+fn recording_every_third_step_gives_those_steps_records() {
+    let rod = dismech_rod();
+    let load = "[[load]]\nkind = \"body_force\"\ntotal_force_n = [6.0, 0.0, 0.0]\n";
+    let scene = flat_scene(0.01, 0.2, 0.4, "rest", load);
+    let every = simulator(&rod, &scene).run(|_, _| {}).unwrap();
+    let mut kept = vec![];
+    let mut progress = vec![];
+    simulator(&rod, &scene).run_recording(3, |r| kept.push(r), |done, total| progress.push((done, total))).unwrap();
+    let steps: Vec<usize> = kept.iter().map(|r| r.step).collect();
+    assert_eq!(steps, [0, 3, 6, 9, 12, 15, 18, 20]);
+    for r in &kept {
+        let full = &every[r.step];
+        assert_eq!((r.t_s, &r.q, r.kinetic_energy_j, r.iterations), (full.t_s, &full.q, full.kinetic_energy_j, full.iterations), "step {}", r.step);
+    }
+    assert_eq!(progress.last(), Some(&(20, 20)));
+}
+
 fn slip_onset_kinetic_energy(force_n: f64) -> (f64, f64) {
     let p = slip_onset(force_n, 1.0).unwrap();
     (p.kinetic_energy_j, p.analytic_j)
