@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 OUT=${1:-sessions/dry-run}; SECONDS_TO_RECORD=${2:-3}; RODLAB=${3:-target/debug/rodlab}
 if [ ! -x "$RODLAB" ]; then cargo build --workspace --locked --quiet; fi
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# Newest first: the emulators stop before the pty pairs they write to, or
+# each would report its port's broken pipe as an error.
+cleanup() { for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true; done; }
 trap cleanup EXIT
 "$RODLAB" emulate robot --bind 127.0.0.1:30004 > /dev/null & pids+=($!)
 for s in ft300 ascii; do
