@@ -72,12 +72,16 @@ PYTHON_GOALS = [
 ]
 
 
+def target_lines(name: str) -> list:
+    """The lines of target/<name>, written by `make bench`'s earlier steps
+    (none when that step has not run)."""
+    path = ROOT / "target" / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
 def python_rows() -> list:
-    path = ROOT / "target" / "python-bench.txt"
-    if not path.exists():
-        return []
     rows = []
-    for line in path.read_text().splitlines():
+    for line in target_lines("python-bench.txt"):
         if ":" not in line:
             continue
         name, figures = line.split(":", 1)
@@ -92,14 +96,12 @@ def python_rows() -> list:
 
 def peer_rows() -> list:
     """PyElastica's slip onset against ours (`slip_onset_1_s/push_<F>_n`)."""
-    path = ROOT / "target" / "peer-pyelastica.txt"
-    if not path.exists():
-        return []
+    peer_lines = target_lines("peer-pyelastica.txt")
     ours = {}
     for estimates in (ROOT / "target" / "criterion").glob("slip_onset_1_s/*/new/estimates.json"):
         ours[estimates.parent.parent.name] = json.loads(estimates.read_text())["median"]["point_estimate"] * 1e-9
     rows = []
-    for line in path.read_text().splitlines():
+    for line in peer_lines:
         m = re.match(r"pyelastica slip onset push ([\d.]+) N step ([\d.e-]+) s: ([\d.]+) s, (.*)", line)
         if not m:
             continue
@@ -117,11 +119,8 @@ def peer_rows() -> list:
 
 def track_rows() -> list:
     """`rodlab track` against the OpenCV-Python script, whole processes."""
-    path = ROOT / "target" / "peer-track.txt"
-    if not path.exists():
-        return []
     rows = []
-    for line in path.read_text().splitlines():
+    for line in target_lines("peer-track.txt"):
         m = re.match(r"track demo video (.*?): rodlab ([\d.]+) s, OpenCV-Python ([\d.]+) s, ratio ([\d.]+)x; (.*)", line)
         if m:
             met = "met" if float(m.group(4)) >= 5 else "not yet"

@@ -733,18 +733,10 @@ impl Simulator {
 
     /// Runs the scene until its end or a step that fails: the records up to
     /// there, and the failure (a partial run is still worth writing).
-    pub fn run_until_failure(&mut self, mut progress: impl FnMut(usize, usize)) -> (Vec<StepRecord>, Option<SimError>) {
-        let total = self.scene.steps();
-        let mut out = Vec::with_capacity(total + 1);
-        out.push(self.record());
-        for k in 0..total {
-            match self.step() {
-                Ok(r) => out.push(r),
-                Err(e) => return (out, Some(e)),
-            }
-            progress(k + 1, total);
-        }
-        (out, None)
+    pub fn run_until_failure(&mut self, progress: impl FnMut(usize, usize)) -> (Vec<StepRecord>, Option<SimError>) {
+        let mut out = Vec::with_capacity(self.scene.steps() + 1);
+        let failure = self.run_recording(1, |r| out.push(r), progress).err();
+        (out, failure)
     }
 
     /// Moves the state to `t_end`, splitting the step when Newton fails.
