@@ -742,18 +742,16 @@ impl Simulator {
     /// Moves the state to `t_end`, splitting the step when Newton fails.
     fn advance_to(&mut self, t_end: f64, depth: usize) -> Result<(usize, usize), SimError> {
         let h = t_end - self.carry.t_s;
-        let before = self.carry.clone();
         let mut why = String::new();
+        // A failed solve leaves the carried state as it was (only
+        // `accept` moves it): nothing to restore before the next try.
         for extrapolate in [true, false] {
             match self.solve_step(t_end, h, 1.0, extrapolate) {
                 Ok((x, it, w)) => {
                     self.accept(&x, h, t_end, w);
                     return Ok((it, 1));
                 }
-                Err(e) => {
-                    why = e;
-                    self.carry = before.clone();
-                }
+                Err(e) => why = e,
             }
         }
         if depth >= MAX_SPLITS {
@@ -911,6 +909,20 @@ impl Simulator {
             chord,
             tangents: 0,
         };
+        if std::env::var("ZZ").is_ok() {
+            let (r, _) = sys.evaluate(&x0, false);
+            let (rr, cc) = sys.split(&r);
+            let tol = self.scene.tolerance;
+            let nc = (r.value.len() - sys.n()) / 3;
+            let worst = (0..nc).map(|i| r.value.fixed_rows::<3>(sys.n() + 3 * i).norm()).enumerate().fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+            eprintln!(
+                "ZZ t={t_end:.2} rod {:.2e} contact {:.2e} worst contact {:?} rodmax idx {:?}",
+                rr.norm() / (tol * r.scale),
+                cc.norm() / (tol * sys.force_scale),
+                (worst.0, worst.1 / (tol * sys.force_scale)),
+                rr.iter().map(|v| v.abs()).enumerate().fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a }).0
+            );
+        }
         let newton =
             Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, quasi_newton: self.quasi_newton, ..Newton::default() };
         let solved = newton.solve(&mut sys, &x0);
