@@ -211,6 +211,7 @@ impl Term for ContactForces {
 }
 
 /// Geometry of one candidate at the current iterate.
+#[derive(Clone, Copy)]
 struct CandidateGeometry {
     point: Vec3,
     /// (gap, t1, t2) motion of the contact point over the step \[m\].
@@ -268,6 +269,10 @@ pub struct Simulator {
     /// Hung masses: (joint, offset in its frame \[m\], mass \[kg\]).
     point_masses: Vec<(usize, Vec3, f64)>,
     step_index: usize,
+    /// [`Simulator::accept`] takes the frames and contact candidates from
+    /// the solution's evaluation (off: computes them again; the tests'
+    /// reference).
+    reuse_evaluation: bool,
     /// The most contact points found touching at once so far, and the
     /// warnings the run has to report (each once).
     most_active_contacts: usize,
@@ -455,6 +460,7 @@ impl Simulator {
             mass_kg,
             point_masses,
             step_index: 0,
+            reuse_evaluation: true,
             most_active_contacts: 0,
             chord: None,
             quasi_newton: true,
@@ -599,8 +605,8 @@ impl Simulator {
         let result = newton::continuation(1.0, 1.0 / 64.0, |_, to| {
             let before = self.carry.clone();
             match self.solve_step(0.0, self.scene.step_s, to, false) {
-                Ok((x, _, w)) => {
-                    self.accept(&x, self.scene.step_s, 0.0, w);
+                Ok(solution) => {
+                    self.accept(solution, self.scene.step_s, 0.0);
                     Ok(())
                 }
                 Err(e) => {
@@ -747,9 +753,10 @@ impl Simulator {
         // `accept` moves it): nothing to restore before the next try.
         for extrapolate in [true, false] {
             match self.solve_step(t_end, h, 1.0, extrapolate) {
-                Ok((x, it, w)) => {
-                    self.accept(&x, h, t_end, w);
-                    return Ok((it, 1));
+                Ok(solution) => {
+                    let iterations = solution.iterations;
+                    self.accept(solution, h, t_end);
+                    return Ok((iterations, 1));
                 }
                 Err(e) => why = e,
             }
@@ -782,7 +789,7 @@ impl Simulator {
     /// Solves one step of length `h` ending at `t_end` with gravity scaled
     /// by `gravity_scale`; returns the solution vector, the iterations and
     /// the applied wrench there.
-    fn solve_step(&mut self, t_end: f64, h: f64, gravity_scale: f64, extrapolate: bool) -> Result<(DVector<f64>, usize, Vec6), String> {
+    fn solve_step(&mut self, t_end: f64, h: f64, gravity_scale: f64, extrapolate: bool) -> Result<StepSolution, String> {
         self.model.rod.base = self.base_at(t_end);
         let nq = self.model.n_dof();
         let n = self.n_rod();
@@ -908,6 +915,7 @@ impl Simulator {
             last_active: vec![],
             chord,
             tangents: 0,
+            last: None,
         };
         if std::env::var("ZZ").is_ok() {
             let (r, _) = sys.evaluate(&x0, false);
@@ -950,8 +958,9 @@ impl Simulator {
             }
             (c.extra_iterations <= STALE_CHORD_EXTRA_ITERATIONS).then_some(c)
         });
+        let evaluated = sys.last.take().filter(|e| self.reuse_evaluation && e.x == solved.x);
         self.note_active_contacts(active);
-        Ok((solved.x, solved.iterations, w))
+        Ok(StepSolution { x: solved.x, iterations: solved.iterations, wrench: w, evaluated })
     }
 
     /// Makes `x` the new state at `t_end` (after a step of length `h`).
@@ -984,14 +993,18 @@ impl Simulator {
             .unzip()
     }
 
-    fn accept(&mut self, x: &DVector<f64>, h: f64, t_end: f64, applied_wrench: Vec6) {
+    fn accept(&mut self, solution: StepSolution, h: f64, t_end: f64) {
+        let StepSolution { x, wrench, evaluated, .. } = solution;
         (self.carry.cable_slide, self.carry.cable_reversal_n) = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
-        self.carry.applied_wrench = applied_wrench;
+        self.carry.applied_wrench = wrench;
         let nq = self.model.n_dof();
         let n_rod = self.n_rod();
         let q_new = x.rows(0, nq).into_owned();
         self.carry.tip_lambda = x.as_slice()[nq..n_rod].to_vec();
-        let frames = self.model.frames(&q_new);
+        let (frames, candidates) = match evaluated {
+            Some(e) => (e.frames, Some(e.candidates)),
+            None => (self.model.frames(&q_new), None),
+        };
         if let Some(i) = self.carry.inertia.as_mut() {
             i.h_s = h;
             i.advance(&self.model, &q_new);
@@ -999,7 +1012,10 @@ impl Simulator {
         if let Some(c) = self.carry.contact.as_mut() {
             for (i, &j) in c.joints.iter().enumerate() {
                 let lam: Vector3<f64> = x.fixed_rows::<3>(n_rod + 3 * i).into_owned();
-                let (g, rows) = candidate_rows(c, i, &frames.joints[j], &lam);
+                let (g, rows) = match &candidates {
+                    Some(all) => all[i].clone(),
+                    None => candidate_rows(c, i, &frames.joints[j], &lam),
+                };
                 // Slip, not the contact's elastic shear.
                 let slip = (g.u_law[1] * g.u_law[1] + g.u_law[2] * g.u_law[2]).sqrt();
                 // On the cone's edge without slipping is sticking.
@@ -1284,6 +1300,26 @@ struct Cached {
 /// with `mu` a held tip's multipliers (none for a free tip): the "rod"
 /// block of the elimination below is `[q; mu]`, the hold's equations
 /// always active beside the strains'.
+/// What an evaluation computed at its iterate besides the residual: the
+/// frames and each contact candidate's geometry and rows. Kept from the
+/// last evaluation, for [`Simulator::accept`] when it is the step's
+/// solution (most steps) instead of computing them again (a tenth of a
+/// lying rod's step).
+struct Evaluated {
+    x: DVector<f64>,
+    frames: rod::Frames,
+    candidates: Vec<(CandidateGeometry, contact::LawRows)>,
+}
+
+/// A step's solution: the state, Newton's iterations, the applied wrench
+/// there, and what its evaluation there computed (when it was the last).
+struct StepSolution {
+    x: DVector<f64>,
+    iterations: usize,
+    wrench: Vec6,
+    evaluated: Option<Evaluated>,
+}
+
 struct StepSystem<'a> {
     model: &'a Model,
     /// A held tip's equations at the step's end.
@@ -1305,6 +1341,8 @@ struct StepSystem<'a> {
     chord: Option<StepChord>,
     /// Tangents formed (linearisations).
     tangents: usize,
+    /// The last evaluation's frames and candidates.
+    last: Option<Evaluated>,
 }
 
 /// The factorisation behind a Newton direction of a step, kept so that the
@@ -1408,8 +1446,11 @@ impl StepSystem<'_> {
         let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
         self.last_active = active.clone();
         if !with_tangent {
+            let frames = own.expect("a residual's own frames");
+            self.last = Some(Evaluated { x: x.clone(), frames, candidates: geo.into_iter().zip(rows_all).collect() });
             return (residual, None);
         }
+        self.last = None;
         let kin = kin.as_ref().expect("kinematics");
         let mut h = DMatrix::zeros(n, n);
         h.view_mut((0, 0), (nq, nq)).copy_from(&asm.tangent.expect("tangent"));
@@ -1688,6 +1729,33 @@ pub fn mass_matrix(model: &Model, q: &DVector<f64>) -> DMatrix<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Accepting a step with the frames and contact candidates of its
+    /// solution's evaluation gives the same run, bit for bit, as computing
+    /// them again: a rod dropped and pushed along a table (sticking, then
+    /// sliding). Fails when a candidate's rows are taken from another
+    /// candidate (checked).
+    #[test]
+    fn accepting_from_the_solutions_evaluation_is_accepting_from_scratch() {
+        let run = |reuse: bool| {
+            let rod = crate::benchmarks::dismech_rod();
+            let load = "[[load]]\nkind = \"body_force\"\ntotal_force_n = [6.0, 0.0, 0.0]\n";
+            let scene = Scene::from_toml_str(&crate::benchmarks::flat_scene(0.01, 0.3, 0.4, "rest", load), "scene").unwrap();
+            let motion = BaseMotion::from_scene(&scene, &rod).unwrap().unwrap();
+            let mut sim = Simulator::new(&rod, &scene, motion).unwrap();
+            sim.reuse_evaluation = reuse;
+            let records = sim.run(|_, _| {}).unwrap();
+            records
+                .into_iter()
+                .map(|r| (r.q, r.kinetic_energy_j, r.tip_slip_m, r.contacts.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        let (reused, fresh) = (run(true), run(false));
+        assert_eq!(reused.len(), 31);
+        for (step, (a, b)) in reused.iter().zip(&fresh).enumerate() {
+            assert_eq!(a, b, "step {step}");
+        }
+    }
 
     /// A block copied column by column is the view's copy, for blocks at
     /// every corner of a rectangular matrix.
