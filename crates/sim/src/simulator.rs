@@ -911,7 +911,6 @@ impl Simulator {
             force_scale: force_scale.max(1e-12),
             step_s: h,
             cache: None,
-            wrenches: vec![],
             last_active: vec![],
             chord,
             tangents: 0,
@@ -937,16 +936,14 @@ impl Simulator {
         let chord = sys.chord.take();
         self.tangents += sys.tangents;
         let solved = solved.map_err(|e| e.to_string())?;
-        // The solution's wrench, evaluated again when the line search's
-        // trials pushed it out of the short cache (a step accepted at its
-        // linearisation point after a failed search).
-        let w = match sys.wrenches.iter().rev().find(|(x, _)| *x == solved.x) {
-            Some((_, w)) => *w,
-            None => {
-                sys.evaluate(&solved.x, false);
-                sys.wrenches.last().map_or_else(Vec6::zeros, |(_, w)| *w)
-            }
-        };
+        // The solution's evaluation, made again when it was not the last
+        // (a step accepted at its linearisation point after a failed
+        // search).
+        if sys.last.as_ref().is_none_or(|e| e.x != solved.x) {
+            sys.evaluate(&solved.x, false);
+        }
+        let last = sys.last.take().expect("the solution's evaluation");
+        let w = last.wrench;
         // The solution's active contacts (its residual was the last evaluated).
         let active = sys.last_active.len();
         // A kept factorisation that has cost more iterations beyond the
@@ -958,7 +955,7 @@ impl Simulator {
             }
             (c.extra_iterations <= STALE_CHORD_EXTRA_ITERATIONS).then_some(c)
         });
-        let evaluated = sys.last.take().filter(|e| self.reuse_evaluation && e.x == solved.x);
+        let evaluated = last.geometry.filter(|_| self.reuse_evaluation);
         self.note_active_contacts(active);
         Ok(StepSolution { x: solved.x, iterations: solved.iterations, wrench: w, evaluated })
     }
@@ -1301,12 +1298,18 @@ struct Cached {
 /// block of the elimination below is `[q; mu]`, the hold's equations
 /// always active beside the strains'.
 /// What an evaluation computed at its iterate besides the residual: the
-/// frames and each contact candidate's geometry and rows. Kept from the
-/// last evaluation, for [`Simulator::accept`] when it is the step's
-/// solution (most steps) instead of computing them again (a tenth of a
-/// lying rod's step).
+/// applied wrench, and (a residual's) the frames and each contact
+/// candidate's geometry and rows. Kept from the last evaluation, for
+/// [`Simulator::accept`] when it is the step's solution (most steps)
+/// instead of computing them again (a tenth of a lying rod's step).
 struct Evaluated {
     x: DVector<f64>,
+    wrench: Vec6,
+    geometry: Option<Geometry>,
+}
+
+/// The frames and the contact candidates' geometry and rows at an iterate.
+struct Geometry {
     frames: rod::Frames,
     candidates: Vec<(CandidateGeometry, contact::LawRows)>,
 }
@@ -1317,7 +1320,7 @@ struct StepSolution {
     x: DVector<f64>,
     iterations: usize,
     wrench: Vec6,
-    evaluated: Option<Evaluated>,
+    evaluated: Option<Geometry>,
 }
 
 struct StepSystem<'a> {
@@ -1331,17 +1334,15 @@ struct StepSystem<'a> {
     /// The step's length \[s\] (a factorisation serves steps of its length).
     step_s: f64,
     cache: Option<Cached>,
-    /// Applied wrench of every evaluation, by iterate.
-    wrenches: Vec<(DVector<f64>, Vec6)>,
     /// The active contacts of the last evaluated iterate (the iterate is
-    /// `wrenches`' last).
+    /// `last`'s).
     last_active: Vec<usize>,
     /// The factorisation of the last Newton direction (this step's, or the
     /// step before's).
     chord: Option<StepChord>,
     /// Tangents formed (linearisations).
     tangents: usize,
-    /// The last evaluation's frames and candidates.
+    /// The last evaluation's wrench, frames and candidates.
     last: Option<Evaluated>,
 }
 
@@ -1407,7 +1408,7 @@ impl StepSystem<'_> {
         let frames = kin.as_ref().map(|k| &k.frames).or(own.as_ref()).expect("frames");
         let nc = self.contact.map_or(0, |c| c.joints.len());
         let mut rows_all = Vec::with_capacity(nc);
-        let mut forces = ContactForces { items: vec![] };
+        let mut forces = ContactForces { items: Vec::with_capacity(nc) };
         let mut geo = Vec::with_capacity(nc);
         if let Some(c) = self.contact {
             for (i, &j) in c.joints.iter().enumerate() {
@@ -1429,10 +1430,6 @@ impl StepSystem<'_> {
             list.push(r);
         }
         let asm = terms::assemble_with(self.model, &q, frames, kin.as_ref(), &list, with_tangent);
-        if self.wrenches.len() > 4 {
-            self.wrenches.remove(0);
-        }
-        self.wrenches.push((x.clone(), asm.applied_wrench));
         let mut value = DVector::zeros(n + 3 * nc);
         value.rows_mut(0, nq).copy_from(&asm.residual);
         let tip = frames.joints.len() - 1;
@@ -1447,10 +1444,11 @@ impl StepSystem<'_> {
         self.last_active = active.clone();
         if !with_tangent {
             let frames = own.expect("a residual's own frames");
-            self.last = Some(Evaluated { x: x.clone(), frames, candidates: geo.into_iter().zip(rows_all).collect() });
+            let geometry = Geometry { frames, candidates: geo.into_iter().zip(rows_all).collect() };
+            self.last = Some(Evaluated { x: x.clone(), wrench: asm.applied_wrench, geometry: Some(geometry) });
             return (residual, None);
         }
-        self.last = None;
+        self.last = Some(Evaluated { x: x.clone(), wrench: asm.applied_wrench, geometry: None });
         let kin = kin.as_ref().expect("kinematics");
         let mut h = DMatrix::zeros(n, n);
         h.view_mut((0, 0), (nq, nq)).copy_from(&asm.tangent.expect("tangent"));
@@ -1572,7 +1570,7 @@ impl System for StepSystem<'_> {
     /// are the factorisation's.
     fn chord_direction(&mut self, r: &Residual) -> Option<DVector<f64>> {
         let n = self.n();
-        let (chord, (x, _)) = (self.chord.as_ref()?, self.wrenches.last()?);
+        let (chord, x) = (self.chord.as_ref()?, &self.last.as_ref()?.x);
         if chord.active != self.last_active || x.len() != r.value.len() {
             return None;
         }
