@@ -916,20 +916,6 @@ impl Simulator {
             tangents: 0,
             last: None,
         };
-        if std::env::var("ZZ").is_ok() {
-            let (r, _) = sys.evaluate(&x0, false);
-            let (rr, cc) = sys.split(&r);
-            let tol = self.scene.tolerance;
-            let nc = (r.value.len() - sys.n()) / 3;
-            let worst = (0..nc).map(|i| r.value.fixed_rows::<3>(sys.n() + 3 * i).norm()).enumerate().fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
-            eprintln!(
-                "ZZ t={t_end:.2} rod {:.2e} contact {:.2e} worst contact {:?} rodmax idx {:?}",
-                rr.norm() / (tol * r.scale),
-                cc.norm() / (tol * sys.force_scale),
-                (worst.0, worst.1 / (tol * sys.force_scale)),
-                rr.iter().map(|v| v.abs()).enumerate().fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a }).0
-            );
-        }
         let newton =
             Newton { max_iterations: self.scene.max_iterations, tolerance: self.scene.tolerance, quasi_newton: self.quasi_newton, ..Newton::default() };
         let solved = newton.solve(&mut sys, &x0);
@@ -1293,10 +1279,6 @@ struct Cached {
     lambda: Vec<Vector3<f64>>,
 }
 
-/// One time step as a [`System`]: `x = [q; mu; Lambda_1; ...; Lambda_nc]`
-/// with `mu` a held tip's multipliers (none for a free tip): the "rod"
-/// block of the elimination below is `[q; mu]`, the hold's equations
-/// always active beside the strains'.
 /// What an evaluation computed at its iterate besides the residual: the
 /// applied wrench, and (a residual's) the frames and each contact
 /// candidate's geometry and rows. Kept from the last evaluation, for
@@ -1323,6 +1305,10 @@ struct StepSolution {
     evaluated: Option<Geometry>,
 }
 
+/// One time step as a [`System`]: `x = [q; mu; Lambda_1; ...; Lambda_nc]`
+/// with `mu` a held tip's multipliers (none for a free tip): the "rod"
+/// block of the elimination below is `[q; mu]`, the hold's equations
+/// always active beside the strains'.
 struct StepSystem<'a> {
     model: &'a Model,
     /// A held tip's equations at the step's end.
