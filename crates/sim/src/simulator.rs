@@ -985,7 +985,7 @@ impl Simulator {
         let q_new = x.rows(0, nq).into_owned();
         self.carry.tip_lambda = x.as_slice()[nq..n_rod].to_vec();
         let (frames, candidates) = match evaluated {
-            Some(e) => (e.frames, Some(e.candidates)),
+            Some(e) => (e.frames, Some((e.geometry, e.rows))),
             None => (self.model.frames(&q_new), None),
         };
         if let Some(i) = self.carry.inertia.as_mut() {
@@ -996,7 +996,7 @@ impl Simulator {
             for (i, &j) in c.joints.iter().enumerate() {
                 let lam: Vector3<f64> = x.fixed_rows::<3>(n_rod + 3 * i).into_owned();
                 let (g, rows) = match &candidates {
-                    Some(all) => all[i].clone(),
+                    Some((geometry, rows)) => (geometry[i], rows[i].clone()),
                     None => candidate_rows(c, i, &frames.joints[j], &lam),
                 };
                 // Slip, not the contact's elastic shear.
@@ -1293,7 +1293,8 @@ struct Evaluated {
 /// The frames and the contact candidates' geometry and rows at an iterate.
 struct Geometry {
     frames: rod::Frames,
-    candidates: Vec<(CandidateGeometry, contact::LawRows)>,
+    geometry: Vec<CandidateGeometry>,
+    rows: Vec<contact::LawRows>,
 }
 
 /// A step's solution: the state, Newton's iterations, the applied wrench
@@ -1356,10 +1357,13 @@ struct StepChord {
 impl StepChord {
     /// The block-eliminated step for reduced right-hand sides: (dq, dLambda).
     fn solve(&self, rhs_q: &DVector<f64>, rhs_c: &DVector<f64>) -> Option<(DVector<f64>, DVector<f64>)> {
-        let hinv_r = self.rod.solve(rhs_q)?;
-        let Some((hinv_at, bq, schur)) = &self.coupling else { return Some((hinv_r, DVector::zeros(0))) };
-        let dl = schur.solve(&(rhs_c - bq * &hinv_r))?;
-        Some((hinv_r + hinv_at * &dl, dl))
+        let mut dq = self.rod.solve(rhs_q)?;
+        let Some((hinv_at, bq, schur)) = &self.coupling else { return Some((dq, DVector::zeros(0))) };
+        let mut rhs = rhs_c.clone();
+        rhs.gemv(-1.0, bq, &dq, 1.0);
+        let dl = schur.solve(rhs)?;
+        dq.gemv(1.0, hinv_at, &dl, 1.0);
+        Some((dq, dl))
     }
 }
 
@@ -1427,13 +1431,14 @@ impl StepSystem<'_> {
         }
         let residual = Residual::new(value, asm.scale);
         let active: Vec<usize> = (0..nc).filter(|&i| !rows_all[i].free).collect();
-        self.last_active = active.clone();
         if !with_tangent {
+            self.last_active = active;
             let frames = own.expect("a residual's own frames");
-            let geometry = Geometry { frames, candidates: geo.into_iter().zip(rows_all).collect() };
+            let geometry = Geometry { frames, geometry: geo, rows: rows_all };
             self.last = Some(Evaluated { x: x.clone(), wrench: asm.applied_wrench, geometry: Some(geometry) });
             return (residual, None);
         }
+        self.last_active = active.clone();
         self.last = Some(Evaluated { x: x.clone(), wrench: asm.applied_wrench, geometry: None });
         let kin = kin.as_ref().expect("kinematics");
         let mut h = DMatrix::zeros(n, n);
@@ -1660,10 +1665,11 @@ impl SchurFactors {
         SchurFactors::PseudoInverse(Box::new(svd), cutoff * top)
     }
 
-    fn solve(&self, rhs: &DVector<f64>) -> Option<DVector<f64>> {
+    /// Solves in place where it can (the chord's every iteration).
+    fn solve(&self, mut rhs: DVector<f64>) -> Option<DVector<f64>> {
         match self {
-            SchurFactors::Lu(lu) => lu.solve(rhs).filter(|d| d.iter().all(|v| v.is_finite())),
-            SchurFactors::PseudoInverse(svd, eps) => svd.solve(rhs, *eps).ok(),
+            SchurFactors::Lu(lu) => (lu.solve_mut(&mut rhs) && rhs.iter().all(|v| v.is_finite())).then_some(rhs),
+            SchurFactors::PseudoInverse(svd, eps) => svd.solve(&rhs, *eps).ok(),
         }
     }
 }
