@@ -787,8 +787,8 @@ impl Simulator {
     }
 
     /// Solves one step of length `h` ending at `t_end` with gravity scaled
-    /// by `gravity_scale`; returns the solution vector, the iterations and
-    /// the applied wrench there.
+    /// by `gravity_scale`; returns the solution vector, the iterations, the
+    /// applied wrench there and what its evaluation computed.
     fn solve_step(&mut self, t_end: f64, h: f64, gravity_scale: f64, extrapolate: bool) -> Result<StepSolution, String> {
         self.model.rod.base = self.base_at(t_end);
         let nq = self.model.n_dof();
@@ -946,7 +946,6 @@ impl Simulator {
         Ok(StepSolution { x: solved.x, iterations: solved.iterations, wrench: w, evaluated })
     }
 
-    /// Makes `x` the new state at `t_end` (after a step of length `h`).
     /// Which way each cable slides over the step to tensions `now` (the
     /// step's end): the way its tension moves from the last state's (the
     /// load path's history), or as it last slid; and the tension of its
@@ -976,6 +975,8 @@ impl Simulator {
             .unzip()
     }
 
+    /// Makes the step's solution the new state at `t_end` (after a step of
+    /// length `h`).
     fn accept(&mut self, solution: StepSolution, h: f64, t_end: f64) {
         let StepSolution { x, wrench, evaluated, .. } = solution;
         (self.carry.cable_slide, self.carry.cable_reversal_n) = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
