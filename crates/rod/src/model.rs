@@ -174,8 +174,13 @@ fn section_of(node_x: &[f64], x_m: f64) -> usize {
     (0..node_x.len() - 1).find(|&s| x_m < node_x[s + 1]).unwrap_or(node_x.len() - 2)
 }
 
-/// Gauss-Legendre rule on [-1, 1] (nodes, weights) used for every integral
-/// along a sub-segment: stiffness, lumped masses, and the simulator's inertia.
+/// Two-point Gauss-Legendre rule on \[-1, 1\] (nodes, weights): exact to
+/// degree 3; the simulator's inertia on sub-segments of constant section.
+pub const GAUSS2: [(f64, f64); 2] = [(-0.577_350_269_189_625_8, 1.0), (0.577_350_269_189_625_8, 1.0)];
+
+/// Gauss-Legendre rule on [-1, 1] (nodes, weights) used for the integrals
+/// along a sub-segment: stiffness, lumped masses, and the simulator's
+/// inertia where the section varies.
 pub const GAUSS4: [(f64, f64); 4] = [
     (-0.861_136_311_594_052_6, 0.347_854_845_137_453_9),
     (-0.339_981_043_584_856_3, 0.652_145_154_862_546_1),

@@ -16,7 +16,7 @@
 //! Residual convention: `r(q) = grad Pi(q)` for conservative loads, i.e.
 //! internal minus external generalised forces.
 
-use crate::model::{CableHole, Frames, InteriorPoint, Kinematics, Model};
+use crate::model::{CableHole, Frames, InteriorPoint, Kinematics, Model, Segment};
 use lie::{skew, stack, Mat3, Mat6, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x6};
 use std::ops::AddAssign;
@@ -183,15 +183,14 @@ impl<'a> Sink<'a> {
                 let g_k = &self.frames.joints[k];
                 let w_local = g_k.coadjoint_apply(&w);
                 match &p.map {
-                    Some(map) => {
-                        let v = map.transpose() * w;
-                        let wts = [seg.w_left * p.s_m, seg.w_right * p.s_m];
-                        for (a, wa) in wts.iter().enumerate() {
-                            for (j, &c) in self.model.free.iter().enumerate() {
-                                self.residual[seg.dof[a] + j] -= wa * v[c];
-                            }
-                        }
-                    }
+                    Some(map) => subtract_at_nodes(
+                        self.model,
+                        self.model.all_components_free(),
+                        seg,
+                        [seg.w_left * p.s_m, seg.w_right * p.s_m],
+                        &(map.transpose() * w),
+                        &mut self.residual,
+                    ),
                     None => {
                         // Summed per segment, pulled back when the term ends.
                         if self.interior_sums.is_empty() {
@@ -246,15 +245,12 @@ impl<'a> Sink<'a> {
     /// Ends a term: its wrenches become generalised forces. Returns the norm
     /// of the term's generalised force (for the residual's scale).
     fn finish_term(&mut self, total: &mut DVector<f64>) -> f64 {
+        let all_free = self.model.all_components_free();
         for (k, sums) in self.interior_sums.iter_mut().enumerate() {
             let Some(u) = sums.take() else { continue };
             let seg = &self.model.segments[k];
             let v = lie::ad_transpose_horner(&(self.frames.psi[k] / seg.h_m), &u);
-            for (a, wa) in [seg.w_left, seg.w_right].iter().enumerate() {
-                for (j, &c) in self.model.free.iter().enumerate() {
-                    self.residual[seg.dof[a] + j] -= wa * v[c];
-                }
-            }
+            subtract_at_nodes(self.model, all_free, seg, [seg.w_left, seg.w_right], &v, &mut self.residual);
         }
         if self.touched {
             generalised_force(self.model, self.frames, &self.joint_wrench, &mut self.residual);
@@ -286,19 +282,7 @@ pub fn generalised_force(model: &Model, frames: &Frames, joint_wrench: &[Vec6], 
         let seg = &model.segments[k];
         let w_body = frames.joints[k].coadjoint_apply(&w_beyond);
         let v = lie::dexp_transpose_apply(&frames.psi[k], &w_body);
-        let wts = [seg.w_left * seg.h_m, seg.w_right * seg.h_m];
-        for (a, wa) in wts.iter().enumerate() {
-            if all_free {
-                // Cosserat rods: a contiguous block of six, unchecked.
-                for (ri, vi) in r.as_mut_slice()[seg.dof[a]..seg.dof[a] + 6].iter_mut().zip(v.iter()) {
-                    *ri -= wa * vi;
-                }
-                continue;
-            }
-            for (j, &c) in model.free.iter().enumerate() {
-                r[seg.dof[a] + j] -= wa * v[c];
-            }
-        }
+        subtract_at_nodes(model, all_free, seg, [seg.w_left * seg.h_m, seg.w_right * seg.h_m], &v, r);
     }
     if let Some(o) = model.base_dof() {
         w_beyond += joint_wrench[0];
@@ -306,6 +290,24 @@ pub fn generalised_force(model: &Model, frames: &Frames, joint_wrench: &[Vec6], 
         let v = lie::dexp_transpose_apply(&frames.base_twist, &w_ref);
         for i in 0..6 {
             r[o + i] -= v[i];
+        }
+    }
+}
+
+/// `r -= w_a v` on the free strain components of segment `seg`'s two
+/// nodal blocks, `wts` the left and right blocks' weights; `all_free`:
+/// [`Model::all_components_free`], asked once by the caller's loop.
+fn subtract_at_nodes(model: &Model, all_free: bool, seg: &Segment, wts: [f64; 2], v: &Vec6, r: &mut DVector<f64>) {
+    for (a, wa) in wts.iter().enumerate() {
+        if all_free {
+            // Cosserat rods: a contiguous block of six, unchecked.
+            for (ri, vi) in r.as_mut_slice()[seg.dof[a]..seg.dof[a] + 6].iter_mut().zip(v.iter()) {
+                *ri -= wa * vi;
+            }
+            continue;
+        }
+        for (j, &c) in model.free.iter().enumerate() {
+            r[seg.dof[a] + j] -= wa * v[c];
         }
     }
 }

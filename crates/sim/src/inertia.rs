@@ -34,12 +34,9 @@
 //! the points' exact accelerations (`J qdd + Jdot qd` to first order).
 
 use lie::{skew, Mat3, Mat6, Pose, Vec3, Vec6};
-use rod::model::GAUSS4;
+use rod::model::{GAUSS2, GAUSS4};
 use rod::terms::{point_force_tangent, Attach, Sink, State, Term};
 use rod::Model;
-
-/// Two-point Gauss-Legendre rule on \[-1, 1\]: exact to degree 3.
-pub const GAUSS2: [(f64, f64); 2] = [(-0.577_350_269_189_625_8, 1.0), (0.577_350_269_189_625_8, 1.0)];
 
 /// The inertia's quadrature on segment `seg`: [`GAUSS2`] where the
 /// section is the same along it (its mass and rotary inertia per length
@@ -163,8 +160,8 @@ pub struct Inertia {
 /// The inertia points' poses and their turns over the step, `(pose,
 /// log(R_prev^T R))`, at the coordinates of the last evaluation: the step's
 /// solution is mostly the last point its residual was evaluated at, and
-/// [`Inertia::advance`] takes them from here instead of 64 exponentials
-/// and logarithms again (a tenth of a step of a lying rod). Keyed by the
+/// [`Inertia::advance`] takes them from here instead of an exponential and
+/// a logarithm per point again (a tenth of a step of a lying rod). Keyed by the
 /// coordinates and the rod's base (a prescribed base moves with time). A
 /// clone starts empty.
 #[derive(Debug)]
