@@ -29,7 +29,7 @@ demo: setup
 	$(RODLAB) calibrate --images reports/demo/track/board/views --board 9x6 --square-m 0.016 \
 		--plane-image reports/demo/track/board/plane.png --out reports/demo/track/camera.toml
 	$(RODLAB) synth video --out reports/demo/track/video --frames 200 --occlude 2,100,5
-	$(RODLAB) track reports/demo/track/video/video.mkv --camera reports/demo/track/camera.toml \
+	$(RODLAB) track reports/demo/track/video/video.avi --camera reports/demo/track/camera.toml \
 		--markers reports/demo/track/video/markers.toml --out reports/demo/track/markers.parquet --overlay-every 20 \
 		--overlay reports/demo/track/overlay
 	@# A short dry-run recording from the emulators (RTDE, FT 300, ASCII load cell).

@@ -47,7 +47,7 @@ fn calibrate_then_track_a_synthetic_video() {
     assert!(o.status.success(), "{}", stderr(&o));
     let camera: toml::Value = toml::from_str(&std::fs::read_to_string(dir.path().join("camera.toml")).unwrap()).unwrap();
     assert!(camera.get("fx_px").and_then(|v| v.as_float()).is_some_and(|f| f > 0.0), "{camera}");
-    let o = rodlab(&["synth", "video", "--out", &p("video"), "--frames", "60", "--occlude", "2,30,5"]);
+    let o = rodlab(&["synth", "video", "--out", &p("video"), "--frames", "60", "--occlude", "2,30,5", "--format", "mkv"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = rodlab(&[
         "track",
@@ -96,6 +96,36 @@ fn calibrate_then_track_a_synthetic_video() {
     let half = session::read_markers(&dir.path().join("half.parquet")).unwrap();
     assert!(!half.is_empty() && half.len() < rows.len(), "{} rows", half.len());
     assert!(stderr(&o).contains("half.mkv"), "the user is warned: {}", stderr(&o));
+
+    // The same video uncompressed (synth's default, as the recorder's
+    // container "raw"): tracked by the tracking build, which loads
+    // OpenCV's core and imgproc and no video or image library, into the
+    // same rows as the lossless .mkv; with --overlay the device build
+    // reads it.
+    let o = rodlab(&["synth", "video", "--out", &p("raw"), "--frames", "60", "--occlude", "2,30,5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let track_raw = |out: &str, extra: &[&str]| {
+        let mut c = common::rodlab_command();
+        c.args(["track", &p("raw/video.avi"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p(out)]);
+        let o = c.args(extra).env("LD_DEBUG", "libs").output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let loaded: Vec<String> = stderr(&o).lines().filter(|l| l.contains("calling init:")).map(|l| l.rsplit(' ').next().unwrap_or("").to_string()).collect();
+        (session::read_markers(&dir.path().join(out)).unwrap(), loaded.join("\n"))
+    };
+    let (raw_rows, libs) = track_raw("raw.parquet", &[]);
+    assert!(libs.contains("librodlab_tracking.so") && libs.contains("libopencv_imgproc"), "{libs}");
+    for needle in ["videoio", "imgcodecs", "avcodec", "gstreamer", "rodlab_devices"] {
+        assert!(!libs.contains(needle), "tracking a raw video loads {needle}:\n{libs}");
+    }
+    let (overlaid_rows, libs) = track_raw("raw-overlay.parquet", &["--overlay", &p("raw-overlay")]);
+    assert!(libs.contains("librodlab_devices.so"), "{libs}");
+    assert_eq!(std::fs::read_dir(dir.path().join("raw-overlay")).unwrap().count(), 60);
+    for other in [&rows, &overlaid_rows] {
+        assert_eq!(raw_rows.len(), other.len());
+        for (a, b) in raw_rows.iter().zip(other.iter()) {
+            assert_eq!((a.frame, a.marker, a.u_px.to_bits(), a.v_px.to_bits(), a.flags), (b.frame, b.marker, b.u_px.to_bits(), b.v_px.to_bits(), b.flags));
+        }
+    }
 }
 
 #[test]
@@ -138,7 +168,7 @@ fn record_a_camera_then_track_with_the_frames_table() {
     let dir = tempfile::tempdir().unwrap();
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     assert!(rodlab(&["synth", "video", "--out", &p("video"), "--frames", "30"]).status.success());
-    std::fs::write(dir.path().join("rig.toml"), format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\n", p("video/video.mkv"))).unwrap();
+    std::fs::write(dir.path().join("rig.toml"), format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\n", p("video/video.avi"))).unwrap();
     let o = rodlab(&["record", "--rig", &p("rig.toml"), "--out", &p("s"), "--duration", "4"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let frames = session::Table::read_chunks(&session::stream_dir(&dir.path().join("s"), "camera")).unwrap();
@@ -158,7 +188,7 @@ fn record_a_camera_then_track_with_the_frames_table() {
         t.windows(2).all(|w| w[1] > w[0]) && ahead_s > -1e-3 && span_s < 3.0,
         "{span_s} s for 29 frame intervals of 10 ms ({ahead_s} s behind the schedule at best)"
     );
-    let o = rodlab(&["track", &p("s/camera.mkv"), "--camera", &p("video/true-camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("m.parquet")]);
+    let o = rodlab(&["track", &p("s/camera.avi"), "--camera", &p("video/true-camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p("m.parquet")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = session::read_markers(&dir.path().join("m.parquet")).unwrap();
     assert_eq!(rows.len(), 30 * 6);
@@ -181,7 +211,7 @@ fn camera_check_finds_every_marker_names_a_covered_one_and_reports_what_a_file_c
     assert!(rodlab(&["synth", "video", "--out", &p("covered"), "--frames", "12", "--markers", "6", "--occlude", "2,0,12"]).status.success());
     let rig = |video: &str| {
         let path = p(&format!("rig-{video}.toml"));
-        let text = format!("[[camera]]\nfile = \"{}\"\n[camera.settings]\nexposure = 100.0\nauto_white_balance = false\n", p(&format!("{video}/video.mkv")));
+        let text = format!("[[camera]]\nfile = \"{}\"\n[camera.settings]\nexposure = 100.0\nauto_white_balance = false\n", p(&format!("{video}/video.avi")));
         std::fs::write(&path, text).unwrap();
         path
     };

@@ -31,10 +31,10 @@ def video(run, tmp_path):
 
 @pytest.mark.skipif(not rodlab.HAS_DEVICES, reason="built without OpenCV")
 def test_track_equals_the_command_line(run, video, tmp_path):
-    args = [video / "video.mkv", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml"]
+    args = [video / "video.avi", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml"]
     run("track", *args, "--out", tmp_path / "cli.parquet")
     reports = []
-    figures = rodlab.track(video / "video.mkv", tmp_path / "camera.toml", markers=video / "markers.toml", out=tmp_path / "py.parquet",
+    figures = rodlab.track(video / "video.avi", tmp_path / "camera.toml", markers=video / "markers.toml", out=tmp_path / "py.parquet",
                            progress=lambda *r: reports.append(r))
     assert figures["frames"] == 40 and figures["out"] == tmp_path / "py.parquet"
     a, b = pl.read_parquet(tmp_path / "cli.parquet"), pl.read_parquet(tmp_path / "py.parquet")
@@ -54,9 +54,9 @@ def test_markers_are_where_an_opencv_python_script_finds_them(run, video, tmp_pa
     each centroid within 0.3 px (rodlab's are chroma-weighted, the script's
     from the binary mask: 0.05 px apart at the median, 0.16 px at most on
     the demo's 200 frames)."""
-    run("track", video / "video.mkv", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml", "--out", tmp_path / "ours.parquet")
+    run("track", video / "video.avi", "--camera", tmp_path / "camera.toml", "--markers", video / "markers.toml", "--out", tmp_path / "ours.parquet")
     peer = ROOT / "scripts" / "peer" / "track-peer.py"
-    subprocess.run([sys.executable, str(peer), str(video / "video.mkv"), str(video / "markers.toml"), str(tmp_path / "peer.csv")], check=True)
+    subprocess.run([sys.executable, str(peer), str(video / "video.avi"), str(video / "markers.toml"), str(tmp_path / "peer.csv")], check=True)
     theirs = pl.read_csv(tmp_path / "peer.csv")
     ours = pl.read_parquet(tmp_path / "ours.parquet").filter(pl.col("u_px").is_not_nan())
     assert ours["frame"].n_unique() == 40 and ours.height == 40 * 6 - 5

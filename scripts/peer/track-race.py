@@ -3,7 +3,8 @@
 on the demo's video, each timed as a whole process (start, decode, track,
 write), best of ROUNDS runs, taken in turns. Makes the demo's video and
 camera first (`rodlab synth`, `rodlab calibrate`) in target/track-race when
-they are missing; VIDEO_FORMAT (default mkv) picks the video's codec.
+they are missing; VIDEO_FORMAT picks the video's format: raw (default:
+uncompressed BGR in an .avi, the demo's), mkv (HuffYUV) or avi (Motion-JPEG).
 
 Prints one line for scripts/bench-table.py (target/peer-track.txt), after
 checking that both found the same markers (centroids within 0.5 px).
@@ -33,16 +34,17 @@ def run(args: list) -> float:
     return time.perf_counter() - t
 
 
-def demo_video(rodlab: str, extension: str) -> tuple:
+def demo_video(rodlab: str, video_format: str) -> tuple:
     """The demo's 200 frames (`make demo`'s `synth video`) and a camera for them."""
-    video_dir, board = WORK / f"video-{extension}", WORK / "board"
+    extension = "avi" if video_format == "raw" else video_format
+    video_dir, board = WORK / f"video-{video_format}", WORK / "board"
     video, camera = video_dir / f"video.{extension}", WORK / "camera.toml"
     if not camera.exists():
         run([rodlab, "synth", "board", "--out", board])
         run([rodlab, "calibrate", "--images", board / "views", "--board", "9x6", "--square-m", "0.016",
              "--plane-image", board / "plane.png", "--out", camera])
     if not video.exists():
-        run([rodlab, "synth", "video", "--out", video_dir, "--frames", "200", "--occlude", "2,100,5", "--format", extension])
+        run([rodlab, "synth", "video", "--out", video_dir, "--frames", "200", "--occlude", "2,100,5", "--format", video_format])
     return video, camera, video_dir / "markers.toml"
 
 
@@ -68,9 +70,9 @@ def main() -> int:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     rodlab, rounds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    extension = os.environ.get("VIDEO_FORMAT", "mkv")
+    video_format = os.environ.get("VIDEO_FORMAT", "raw")
     WORK.mkdir(parents=True, exist_ok=True)
-    video, camera, markers = demo_video(rodlab, extension)
+    video, camera, markers = demo_video(rodlab, video_format)
     ours_out, theirs_out = WORK / "ours.parquet", WORK / "theirs.csv"
     ours_cmd = [rodlab, "track", video, "--camera", camera, "--markers", markers, "--out", ours_out]
     theirs_cmd = [sys.executable, Path(__file__).with_name("track-peer.py"), video, markers, theirs_out]
@@ -81,7 +83,7 @@ def main() -> int:
     alike = same_markers(ours_out, theirs_out)
     size_mb = video.stat().st_size / 1e6
     print(
-        f"track demo video {video.name} ({size_mb:.0f} MB, 200 frames): rodlab {min(ours):.3f} s, "
+        f"track demo video {video.name} ({video_format}, {size_mb:.0f} MB, 200 frames): rodlab {min(ours):.3f} s, "
         f"OpenCV-Python {min(theirs):.3f} s, ratio {min(theirs) / min(ours):.2f}x; same markers in {alike} of 200 frames"
     )
     return 0

@@ -4,10 +4,11 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use opencv::core::{Mat, Rect};
+use session::VideoFormat;
 use std::time::{Duration, Instant};
 use track::detect::{Detector, MarkerParams};
 use track::sequence::{Sequence, SequenceConfig};
-use track::source::{FrameSource, VideoSink};
+use track::source::{FrameSource, Frames, VideoSink};
 use track::synth;
 use track::tracker::Tracker;
 
@@ -64,27 +65,31 @@ fn bench(c: &mut Criterion) {
         });
     }
 
+    // Reading the frames back: decoding HuffYUV (.mkv), and the
+    // uncompressed .avi the recorder writes by default (a copy).
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bench.mkv");
-    let mut sink = VideoSink::create(&path, 100.0, 1280, 720).unwrap();
-    for f in &frames {
-        sink.write(f).unwrap();
-    }
-    sink.finish().unwrap();
-    g.bench_function("decode_huffyuv", |b| {
-        b.iter_custom(|iters| {
-            let mut source = FrameSource::open(&path).unwrap();
-            let mut frame = Mat::default();
-            let t = Instant::now();
-            for _ in 0..iters {
-                if !source.read(&mut frame).unwrap() {
-                    source = FrameSource::open(&path).unwrap();
-                    source.read(&mut frame).unwrap();
+    for (name, file, format) in [("decode_huffyuv", "bench.mkv", VideoFormat::HuffYuv), ("read_raw", "bench.avi", VideoFormat::Raw)] {
+        let path = dir.path().join(file);
+        let mut sink = VideoSink::create_as(&path, format, 100.0, 1280, 720).unwrap();
+        for f in &frames {
+            sink.write(f).unwrap();
+        }
+        sink.finish().unwrap();
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut source = FrameSource::open(&path).unwrap();
+                let mut frame = Mat::default();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    if !source.read(&mut frame).unwrap() {
+                        source = FrameSource::open(&path).unwrap();
+                        source.read(&mut frame).unwrap();
+                    }
                 }
-            }
-            t.elapsed()
-        })
-    });
+                t.elapsed()
+            })
+        });
+    }
     g.finish();
 }
 

@@ -108,6 +108,14 @@ pub fn needs_devices(command: &Command) -> bool {
     }
 }
 
+/// Whether `command` is a `track` that the tracking build alone does
+/// (`librodlab_tracking.so`): one uncompressed AVI (`session::avi`), no
+/// annotated frames. That build links OpenCV's core and imgproc only, and
+/// starts about 0.1 s sooner than the device build with its 240 libraries.
+pub fn needs_only_tracking(command: &Command) -> bool {
+    matches!(command, Command::Track(a) if a.camera.is_some() && a.overlay.is_none() && a.inputs.len() == 1 && session::avi::sniff(&a.inputs[0]))
+}
+
 /// Parses `args` (the program name first), runs the command here or through
 /// `devices`, prints errors in one line; the exit status.
 pub fn main_with(args: Vec<OsString>, devices: &dyn Devices) -> u8 {
@@ -137,6 +145,34 @@ pub fn main_with(args: Vec<OsString>, devices: &dyn Devices) -> u8 {
 }
 
 /// The one-line error and the exit status of a command's result.
+/// Runs the device commands with a function, in the process it is in (a
+/// shared library's own commands).
+pub struct RunHere(pub fn(Command, &progress::Bars) -> lab::Result<()>);
+
+impl Devices for RunHere {
+    fn run(&self, _args: &[OsString], command: Command, bars: &progress::Bars) -> u8 {
+        exit_status((self.0)(command, bars))
+    }
+}
+
+/// A shared library's entry point (the device and tracking builds): the
+/// whole command line (program name first) as C strings, run with
+/// [`main_with`], the device commands by `run`; the exit status. A panic
+/// is caught here (it must not unwind into the binary) and exits 101, as
+/// a Rust program's would.
+///
+/// # Safety
+/// `argv` holds `argc` valid NUL-terminated strings.
+pub unsafe fn main_from_c(argc: std::os::raw::c_int, argv: *const *const std::os::raw::c_char, run: RunHere) -> std::os::raw::c_int {
+    use std::os::unix::ffi::OsStrExt;
+    let args: Vec<OsString> =
+        (0..argc.max(0) as usize).map(|i| std::ffi::OsStr::from_bytes(std::ffi::CStr::from_ptr(*argv.add(i)).to_bytes()).to_os_string()).collect();
+    match std::panic::catch_unwind(|| main_with(args, &run)) {
+        Ok(status) => status as std::os::raw::c_int,
+        Err(_) => 101,
+    }
+}
+
 pub fn exit_status(result: lab::Result<()>) -> u8 {
     match result {
         Ok(()) => 0,

@@ -1,7 +1,8 @@
 //! The `rodlab` binary: the library's command line, with the device build
 //! (`librodlab_devices.so`, OpenCV and the device drivers) loaded only for
 //! the commands that need it, so that every other command starts without
-//! loading OpenCV's libraries.
+//! loading OpenCV's libraries; `track` of an uncompressed video loads the
+//! tracking build (`librodlab_tracking.so`, OpenCV's core and imgproc).
 
 use rodlab_cli::progress::Bars;
 use rodlab_cli::{Command, Devices};
@@ -11,34 +12,46 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The device build's entry point: the whole command line, the exit status.
+/// A device build's entry point: the whole command line, the exit status.
 type DevicesMain = unsafe extern "C" fn(argc: c_int, argv: *const *const c_char) -> c_int;
 
-/// The shared library's file name, beside the binary (or in the build's
-/// `deps`, where `cargo test` leaves it); `RODLAB_DEVICES_LIB` overrides.
-const LIBRARY: &str = "librodlab_devices.so";
+/// A shared library the binary loads for some commands.
+struct Build {
+    /// The file name, beside the binary (or in the build's `deps`, where
+    /// `cargo test` leaves it).
+    file: &'static str,
+    /// The environment variable that overrides its path.
+    override_var: &'static str,
+    entry: &'static [u8],
+}
 
-fn library_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("RODLAB_DEVICES_LIB") {
+const DEVICES: Build = Build { file: "librodlab_devices.so", override_var: "RODLAB_DEVICES_LIB", entry: b"rodlab_devices_main\0" };
+const TRACKING: Build = Build { file: "librodlab_tracking.so", override_var: "RODLAB_TRACKING_LIB", entry: b"rodlab_tracking_main\0" };
+
+fn library_path(build: &Build) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(build.override_var) {
         return Some(PathBuf::from(p));
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)].into_iter().find(|p| p.is_file())
+    [dir.join(build.file), dir.join("deps").join(build.file)].into_iter().find(|p| p.is_file())
 }
 
-/// Loads the device build and runs the command line there.
+/// Loads the device build (or the tracking build, for what it does) and
+/// runs the command line there.
 struct Plugin;
 
 impl Devices for Plugin {
-    fn run(&self, args: &[OsString], _command: Command, _bars: &Bars) -> u8 {
-        let Some(path) = library_path() else {
-            eprintln!("rodlab: error: this command needs the device build, {LIBRARY} beside the binary (cargo build --workspace builds it)");
+    fn run(&self, args: &[OsString], command: Command, _bars: &Bars) -> u8 {
+        let build = if rodlab_cli::needs_only_tracking(&command) { &TRACKING } else { &DEVICES };
+        let Some(path) = library_path(build) else {
+            eprintln!("rodlab: error: this command needs {} beside the binary (cargo build --workspace builds it)", build.file);
             return 1;
         };
-        // SAFETY: the library is this workspace's rodlab-devices crate, built
-        // with this binary; its entry point has the signature above and
-        // catches panics. It stays loaded until the process exits.
+        // SAFETY: the library is this workspace's rodlab-devices (or
+        // rodlab-tracking) crate, built with this binary; its entry point
+        // has the signature above and catches panics. It stays loaded
+        // until the process exits.
         let library = match unsafe { libloading::Library::new(&path) } {
             Ok(l) => l,
             Err(e) => {
@@ -49,7 +62,7 @@ impl Devices for Plugin {
         let strings: Vec<CString> = args.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_default()).collect();
         let pointers: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
         let status = unsafe {
-            match library.get::<DevicesMain>(b"rodlab_devices_main\0") {
+            match library.get::<DevicesMain>(build.entry) {
                 Ok(entry) => entry(pointers.len() as c_int, pointers.as_ptr()),
                 Err(e) => {
                     eprintln!("rodlab: error: {}: {e}", path.display());

@@ -247,31 +247,12 @@ fn calibrate_set(a: CalibrateArgs) -> Result<()> {
 }
 
 pub fn track(a: TrackArgs, progress: &dyn Progress) -> Result<()> {
-    let Some(camera) = a.camera.clone() else { return track_set(a, progress) };
-    let [input] = <[std::path::PathBuf; 1]>::try_from(a.inputs)
-        .map_err(|v| Error::input(format!("{} videos with --camera: give one (or a camera set with --cameras)", v.len())))?;
-    let req = lab_devices::track::TrackRequest {
-        input,
-        camera,
-        markers: a.markers,
-        frames: a.frames,
-        fps: a.fps,
-        out: a.out,
-        overlay: a.overlay,
-        overlay_every: a.overlay_every as usize,
-        marker_height_m: a.marker_height_m,
-    };
+    if a.camera.is_none() {
+        return track_set(a, progress);
+    }
+    let req = rodlab_tracking::track_request(a)?;
     let t = lab_devices::track::track(&req, progress)?;
-    match &t.world_from {
-        Some(meta) => println!("positions in the world frame of {}, markers {:.1} mm above the board", meta.display(), 1e3 * t.marker_height_m),
-        None => println!("positions in the board frame (no session.toml beside the video), markers {:.1} mm above the board", 1e3 * t.marker_height_m),
-    }
-    for w in &t.warnings {
-        eprintln!("rodlab: warning: {w}");
-    }
-    println!("{} frames, {} markers: {} missing, {} merged, {} re-acquired marker-frames", t.frames, t.markers, t.missing, t.merged, t.reacquired);
-    println!("decoding {:.0} frames/s, tracking {:.0} frames/s", t.decode_fps, t.track_fps);
-    println!("wrote {}", req.out.display());
+    rodlab_tracking::print_tracked(&req, &t);
     Ok(())
 }
 

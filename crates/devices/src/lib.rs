@@ -11,19 +11,8 @@
 pub mod commands;
 
 use rodlab_cli::progress::Bars;
-use rodlab_cli::{Command, Devices};
-use std::ffi::{CStr, OsString};
+use rodlab_cli::Command;
 use std::os::raw::{c_char, c_int};
-use std::os::unix::ffi::OsStrExt;
-
-/// Runs the device commands in this build.
-pub struct Local;
-
-impl Devices for Local {
-    fn run(&self, _args: &[OsString], command: Command, bars: &Bars) -> u8 {
-        rodlab_cli::exit_status(run(command, bars))
-    }
-}
 
 /// A device command (or any other: they run here as in the binary).
 pub fn run(command: Command, bars: &Bars) -> lab::Result<()> {
@@ -41,17 +30,11 @@ pub fn run(command: Command, bars: &Bars) -> lab::Result<()> {
     }
 }
 
-/// The entry point the binary calls: the whole command line (program name
-/// first) as C strings; the exit status. A panic is caught here (it must
-/// not unwind into the binary) and exits 101, as a Rust program's would.
+/// The entry point the binary calls ([`rodlab_cli::main_from_c`]).
 ///
 /// # Safety
 /// `argv` holds `argc` valid NUL-terminated strings.
 #[no_mangle]
 pub unsafe extern "C" fn rodlab_devices_main(argc: c_int, argv: *const *const c_char) -> c_int {
-    let args: Vec<OsString> = (0..argc.max(0) as usize).map(|i| std::ffi::OsStr::from_bytes(CStr::from_ptr(*argv.add(i)).to_bytes()).to_os_string()).collect();
-    match std::panic::catch_unwind(|| rodlab_cli::main_with(args, &Local)) {
-        Ok(status) => status as c_int,
-        Err(_) => 101,
-    }
+    rodlab_cli::main_from_c(argc, argv, rodlab_cli::RunHere(run))
 }

@@ -337,6 +337,11 @@ fn render_cameras(req: &SynthRequest, records: &[StepRecord], frames: &RigFrames
 /// What a flange sensor reads of the simulated wrench (force then moment,
 /// flange frame) at the wrench table's time: the request's bias added and
 /// its noise drawn (`salt` keeps two sensors' noises apart).
+/// The video the recorder wrote for camera `name` in the session `out`.
+fn recorded_video(out: &session::SessionDir, name: &str) -> Result<std::path::PathBuf> {
+    out.find_video(name).ok_or_else(|| Error::io(format!("{}: the recording has no video of camera {name}", out.path().display())))
+}
+
 fn sensor_reading(req: &SynthRequest, wrench: &[(f64, [f64; 6])], salt: u64) -> Result<impl Fn(f64) -> [f64; 6] + Send + Sync + 'static> {
     use rand::SeedableRng;
     use rand_distr::{Distribution, Normal};
@@ -562,7 +567,7 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
     let names: Vec<&String> = rendered.videos.iter().map(|(n, _)| n).collect();
     let tracked = if rendered.set {
         let req_set = crate::track::SetTrackRequest {
-            inputs: names.iter().map(|n| req.out.video(n, "mkv")).collect(),
+            inputs: names.iter().map(|n| recorded_video(&req.out, n)).collect::<Result<_>>()?,
             cameras: rendered.calibration.clone(),
             markers: Some(rendered.markers_file.clone()),
             fps: None,
@@ -574,7 +579,7 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
         Tracking::One(crate::track::track(
             &crate::track::TrackRequest {
                 markers: Some(rendered.markers_file.clone()),
-                ..crate::track::TrackRequest::new(&req.out.video(names[0], "mkv"), &rendered.calibration, &req.out.markers())
+                ..crate::track::TrackRequest::new(&recorded_video(&req.out, names[0])?, &rendered.calibration, &req.out.markers())
             },
             progress,
         )?)

@@ -12,7 +12,7 @@ use track::multiview;
 use track::pipeline::{self, FrameTimes, PlaneToWorld};
 pub use track::sequence::Occlusion;
 use track::sequence::{Sequence, SequenceConfig};
-use track::source::{write_image, FrameSource, VideoSink};
+use track::source::{write_image, FrameSource, Frames, RawFrames, VideoSink};
 use track::stereo::{self, SetSummary};
 pub use track::stereo::{CameraSet, SetCamera};
 use track::synth;
@@ -137,7 +137,7 @@ pub struct Tracked {
 
 /// A video's frame times: its frames table (`frames`, else the session's
 /// `streams/<stem>` beside it), else `fps` or the video's own rate.
-fn frame_times(input: &Path, frames: Option<&Path>, fps: Option<f64>, source: &FrameSource) -> Result<FrameTimes> {
+fn frame_times(input: &Path, frames: Option<&Path>, fps: Option<f64>, source: &impl Frames) -> Result<FrameTimes> {
     // A session keeps the video beside `streams/<name>` (frame index, t_host_ns).
     let beside = input.parent().zip(input.file_stem()).map(|(dir, stem)| dir.join("streams").join(stem)).filter(|p| p.is_dir());
     if let Some(dir) = frames.map(Path::to_path_buf).or(beside) {
@@ -151,8 +151,30 @@ fn frame_times(input: &Path, frames: Option<&Path>, fps: Option<f64>, source: &F
     Ok(FrameTimes::Rate(fps))
 }
 
-/// Tracks the markers of a video into a marker table.
+/// Tracks the markers of a video (or image folder) into a marker table.
 pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
+    track_frames(req, progress, FrameSource::open(&req.input)?, write_image)
+}
+
+/// [`track()`] for an uncompressed AVI ([`session::avi`]), without
+/// annotated frames: the only video code it calls is OpenCV's core and
+/// imgproc, so that a build of it alone loads no other OpenCV library
+/// (`librodlab_tracking.so`: 0.1 s less to start).
+pub fn track_raw(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
+    if req.overlay.is_some() {
+        return Err(Error::input("--overlay: annotated frames need the device build (librodlab_devices.so)"));
+    }
+    track_frames(req, progress, RawFrames::open(&req.input)?, |path, _| {
+        Err(track::detect::TrackError::Input(format!("{}: no image writer in this build", path.display())))
+    })
+}
+
+/// Whether [`track_raw`] can do `req`: an uncompressed AVI, no overlay.
+pub fn is_raw_request(req: &TrackRequest) -> bool {
+    req.overlay.is_none() && session::avi::sniff(&req.input)
+}
+
+fn track_frames(req: &TrackRequest, progress: &dyn Progress, mut source: impl Frames, write_overlay: pipeline::WriteImage) -> Result<Tracked> {
     let camera = CameraModel::load(&req.camera).map_err(|e| Error::input(e.to_string()))?;
     let mut warnings = vec![];
     if camera.plane.is_none() {
@@ -162,7 +184,6 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
         Some(p) => MarkerParams::load(p)?,
         None => MarkerParams::default(),
     };
-    let mut source = FrameSource::open(&req.input)?;
     let times = frame_times(&req.input, req.frames.as_deref(), req.fps, &source)?;
     // The world: the session's rig frames when the video sits in a session.
     let session_dir = session::SessionDir::new(req.input.parent().map(|p| p.to_path_buf()).unwrap_or_default());
@@ -177,7 +198,7 @@ pub fn track(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked> {
     }
     let mut tracker = Tracker::new(params)?;
     let task = progress.task("track", source.len_hint().map(|n| n as u64));
-    let overlay = req.overlay.as_deref().map(|dir| pipeline::Overlay { dir, every: req.overlay_every });
+    let overlay = req.overlay.as_deref().map(|dir| pipeline::Overlay { dir, every: req.overlay_every, write: write_overlay });
     let (rows, timing) = pipeline::track_video(&mut source, &mut tracker, &camera, &world, &times, overlay, |k| {
         if k % 16 == 0 {
             task.set(k as u64)
@@ -393,7 +414,8 @@ pub struct VideoRequest {
     pub noise: f64,
     /// The video's frame rate \[frames/s\].
     pub fps: f64,
-    /// `mkv`, `avi` or `png` (an image directory).
+    /// A session's video container (`mkv`, `avi`, `raw`: [`session::VideoFormat`])
+    /// or `png` (an image directory).
     pub format: String,
     pub occlusion: Option<Occlusion>,
 }
@@ -420,13 +442,13 @@ pub fn synth_video(req: &VideoRequest, progress: &dyn Progress) -> Result<()> {
     let fps = cfg.fps;
     let mut seq = Sequence::new(camera.clone(), plane.clone(), cfg);
     let (w, h) = (camera.width_px as i32, camera.height_px as i32);
-    let sink = match req.format.as_str() {
-        "mkv" | "avi" => Some(VideoSink::create(&out.join(format!("video.{}", req.format)), fps, w, h)?),
-        "png" => {
+    let sink = match (req.format.as_str(), session::VideoFormat::from_container(&req.format)) {
+        (_, Some(format)) => Some(VideoSink::create_as(&out.join(format!("video.{}", format.extension())), format, fps, w, h)?),
+        ("png", None) => {
             std::fs::create_dir_all(out.join("frames")).map_err(io)?;
             None
         }
-        f => return Err(Error::input(format!("--format {f:?}: mkv, avi or png"))),
+        (f, None) => return Err(Error::input(format!("--format {f:?}: mkv, avi, raw or png"))),
     };
     let truth_path = out.join("truth.csv");
     let fail = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", truth_path.display()));

@@ -56,7 +56,7 @@ fn recorded(dir: &std::path::Path) -> SessionDir {
     lab_devices::track::track(
         &lab_devices::track::TrackRequest {
             markers: Some(video.join("markers.toml")),
-            ..lab_devices::track::TrackRequest::new(&out.video("camera", "mkv"), &video.join("true-camera.toml"), &out.markers())
+            ..lab_devices::track::TrackRequest::new(&out.video("camera", "avi"), &video.join("true-camera.toml"), &out.markers())
         },
         &Silent,
     )
@@ -84,11 +84,11 @@ fn every_kind_of_damage_is_named() {
     std::fs::write(s.markers(), &markers).unwrap();
 
     // A video cut to a third: its header may still promise every frame.
-    let video = std::fs::read(s.video("camera", "mkv")).unwrap();
-    std::fs::write(s.video("camera", "mkv"), &video[..video.len() / 3]).unwrap();
+    let video = std::fs::read(s.video("camera", "avi")).unwrap();
+    std::fs::write(s.video("camera", "avi"), &video[..video.len() / 3]).unwrap();
     let p = problems(&s);
-    assert!(p.len() == 1 && p[0].contains("camera.mkv") && p[0].contains("the frame table (streams/camera) has 45: the video is cut"), "{p:?}");
-    std::fs::write(s.video("camera", "mkv"), &video).unwrap();
+    assert!(p.len() == 1 && p[0].contains("camera.avi") && p[0].contains("the frame table (streams/camera) has 45: the video is cut"), "{p:?}");
+    std::fs::write(s.video("camera", "avi"), &video).unwrap();
     assert!(problems(&s).is_empty());
 
     // A chunk from another stream dropped in (schema drift), and one whose
@@ -236,7 +236,7 @@ fn a_video_longer_than_its_frame_table_is_tracked_where_it_has_times() {
     let tracked = lab_devices::track::track(
         &lab_devices::track::TrackRequest {
             markers: Some(video.join("markers.toml")),
-            ..lab_devices::track::TrackRequest::new(&s.video("camera", "mkv"), &video.join("true-camera.toml"), &out)
+            ..lab_devices::track::TrackRequest::new(&s.video("camera", "avi"), &video.join("true-camera.toml"), &out)
         },
         &Silent,
     )

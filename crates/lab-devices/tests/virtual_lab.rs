@@ -177,7 +177,7 @@ fn the_stick_test_recorded_live_matches_its_truth_and_a_wrong_rig_is_caught() {
     let playback = truth.join("playback");
     let req = lab_devices::track::TrackRequest {
         markers: Some(playback.join("markers.toml")),
-        ..lab_devices::track::TrackRequest::new(&bad.video("camera", "mkv"), &playback.join("camera.toml"), &bad.markers())
+        ..lab_devices::track::TrackRequest::new(&bad.video("camera", "avi"), &playback.join("camera.toml"), &bad.markers())
     };
     lab_devices::track::track(&req, &lab::Silent).unwrap();
     let s = validate_one(&bad, scene_rel, &dir.path().join("validate-wrong"));

@@ -29,6 +29,9 @@ pub enum CameraError {
     OpenCv(#[from] opencv::Error),
     #[error("{0}")]
     Session(#[from] session::TableError),
+    /// The uncompressed video (container "raw") cannot be written.
+    #[error(transparent)]
+    Video(#[from] session::avi::AviError),
 }
 
 impl fault::Fault for CameraError {
@@ -37,6 +40,7 @@ impl fault::Fault for CameraError {
             CameraError::Open(_) => fault::Kind::Input,
             CameraError::OpenCv(_) => fault::Kind::Io,
             CameraError::Session(e) => e.kind(),
+            CameraError::Video(e) => e.kind(),
         }
     }
 }
@@ -446,10 +450,10 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
     let columns = vec!["frame".to_string(), "device_ms".to_string()];
     status.tap.set_columns(&columns);
     let mut table = StreamWriter::create(session, &cfg.name, columns, Duration::from_secs(1))?;
-    let mut writer: Option<videoio::VideoWriter> = None;
+    let mut writer: Option<VideoFile> = None;
     let mut waiting: Vec<QueuedFrame> = vec![];
     let mut k: u64 = 0;
-    let mut write = |g: QueuedFrame, writer: &mut videoio::VideoWriter, k: &mut u64| -> Result<(), CameraError> {
+    let mut write = |g: QueuedFrame, writer: &mut VideoFile, k: &mut u64| -> Result<(), CameraError> {
         writer.write(&g.frame)?;
         let row = [*k as f64, g.device_ms];
         table.push(g.t_ns, &row)?;
@@ -457,17 +461,7 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
         *k += 1;
         Ok(())
     };
-    let open = |first: &QueuedFrame, fps: f64| -> Result<videoio::VideoWriter, CameraError> {
-        let path = session.join(format!("{}.{}", cfg.name, cfg.container));
-        let [a, b, c, d] =
-            session::video_codec(&cfg.container).ok_or_else(|| CameraError::Open(format!("camera '{}': container {:?}", cfg.name, cfg.container)))?;
-        let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-        let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(first.frame.cols(), first.frame.rows()), true)?;
-        if !w.is_opened()? {
-            return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
-        }
-        Ok(w)
-    };
+    let open = |first: &QueuedFrame, fps: f64| VideoFile::create(cfg, session, &first.frame, fps);
     let measured = |frames: &[QueuedFrame]| -> f64 {
         let span_s = (frames[frames.len() - 1].t_ns - frames[0].t_ns) as f64 * 1e-9;
         if frames.len() > 1 && span_s > 0.0 {
@@ -478,7 +472,7 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
     };
     // The video opens once its rate is known: a file's own, or measured
     // over the first frames (or over all of a shorter recording).
-    let start = |waiting: &[QueuedFrame]| -> Result<videoio::VideoWriter, CameraError> {
+    let start = |waiting: &[QueuedFrame]| -> Result<VideoFile, CameraError> {
         let fps = file_rate.unwrap_or_else(|| measured(waiting));
         status.set("video_fps", fps);
         open(&waiting[0], fps)
@@ -501,8 +495,49 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
         for g in waiting.drain(..) {
             write(g, &mut w, &mut k)?;
         }
-        w.release()?;
+        w.finish()?;
     }
     table.flush()?;
     Ok(())
+}
+
+/// The video file a camera records to, in the rig's container.
+enum VideoFile {
+    OpenCv(videoio::VideoWriter),
+    Raw(session::avi::RawAviWriter),
+}
+
+impl VideoFile {
+    /// `<session>/<camera>.<extension>` for frames like `first` at `fps`.
+    fn create(cfg: &CameraConfig, session: &Path, first: &Mat, fps: f64) -> Result<VideoFile, CameraError> {
+        let format = session::VideoFormat::from_container(&cfg.container)
+            .ok_or_else(|| CameraError::Open(format!("camera '{}': container {:?}", cfg.name, cfg.container)))?;
+        let path = session.join(format!("{}.{}", cfg.name, format.extension()));
+        let Some([a, b, c, d]) = format.fourcc() else {
+            return Ok(VideoFile::Raw(session::avi::RawAviWriter::create(&path, first.cols() as u32, first.rows() as u32, fps)?));
+        };
+        let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
+        let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(first.cols(), first.rows()), true)?;
+        if !w.is_opened()? {
+            return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
+        }
+        Ok(VideoFile::OpenCv(w))
+    }
+
+    fn write(&mut self, frame: &Mat) -> Result<(), CameraError> {
+        match self {
+            VideoFile::OpenCv(w) => w.write(frame)?,
+            VideoFile::Raw(w) if frame.is_continuous() && frame.typ() == opencv::core::CV_8UC3 => w.write_bgr(frame.data_bytes()?)?,
+            VideoFile::Raw(w) => w.write_bgr(frame.try_clone()?.data_bytes()?)?,
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), CameraError> {
+        match self {
+            VideoFile::OpenCv(mut w) => w.release()?,
+            VideoFile::Raw(w) => w.finish()?,
+        }
+        Ok(())
+    }
 }

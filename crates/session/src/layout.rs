@@ -92,9 +92,10 @@ impl SessionDir {
         }
     }
 
-    /// The video file of camera `name` in `container` ("mkv" or "avi").
-    pub fn video(&self, name: &str, container: &str) -> PathBuf {
-        self.root.join(format!("{name}.{container}"))
+    /// The video file of camera `name` with `extension` ("avi" for the
+    /// containers "raw" and "avi", "mkv": [`crate::VideoFormat::extension`]).
+    pub fn video(&self, name: &str, extension: &str) -> PathBuf {
+        self.root.join(format!("{name}.{extension}"))
     }
 
     /// The video of camera `name` that exists, in whichever container it

@@ -8,6 +8,7 @@
 //! * The marker table of `rodlab track` and the strain table of
 //!   `rodlab observe`.
 
+pub mod avi;
 pub mod frames;
 pub mod gaps;
 pub mod layout;
@@ -35,15 +36,49 @@ pub const WORLD_FRAME: &str = "world (the rig's frame W; session.toml [frames])"
 
 use std::path::Path;
 
-/// Video files of a session, by extension: the codec's FourCC. `mkv`:
-/// lossless HuffYUV (decodes at > 100 frames/s at 1280x720; FFV1 managed
-/// 20-40), `avi`: Motion-JPEG (small, lossy). The camera recorder writes
-/// these and `rodlab track` reads them.
-pub fn video_codec(extension: &str) -> Option<[char; 4]> {
-    match extension {
-        "mkv" => Some(['H', 'F', 'Y', 'U']),
-        "avi" => Some(['M', 'J', 'P', 'G']),
-        _ => None,
+/// How a camera's frames are stored, by the rig's `container` (the
+/// recorder writes them, `rodlab track` reads any of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoFormat {
+    /// `mkv`: lossless HuffYUV (through OpenCV; 7 ms a 1280x720 frame to
+    /// decode on two threads, FFV1 took 20-40).
+    HuffYuv,
+    /// `avi`: Motion-JPEG (small, lossy: 4:2:0 colour).
+    Mjpeg,
+    /// `raw`: uncompressed BGR in an `.avi` ([`avi`]; 1.8 times HuffYUV's
+    /// size, nothing to encode or decode: read at 0.5 ms a frame).
+    Raw,
+}
+
+impl VideoFormat {
+    /// The rig's `container` values.
+    pub const CONTAINERS: [&'static str; 3] = ["mkv", "avi", "raw"];
+
+    pub fn from_container(container: &str) -> Option<VideoFormat> {
+        match container {
+            "mkv" => Some(VideoFormat::HuffYuv),
+            "avi" => Some(VideoFormat::Mjpeg),
+            "raw" => Some(VideoFormat::Raw),
+            _ => None,
+        }
+    }
+
+    /// The video file's extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            VideoFormat::HuffYuv => "mkv",
+            VideoFormat::Mjpeg | VideoFormat::Raw => "avi",
+        }
+    }
+
+    /// The codec's FourCC for OpenCV's VideoWriter (None: written by
+    /// [`avi::RawAviWriter`]).
+    pub fn fourcc(self) -> Option<[char; 4]> {
+        match self {
+            VideoFormat::HuffYuv => Some(['H', 'F', 'Y', 'U']),
+            VideoFormat::Mjpeg => Some(['M', 'J', 'P', 'G']),
+            VideoFormat::Raw => None,
+        }
     }
 }
 

@@ -72,6 +72,9 @@ pub enum TrackError {
     Config(#[from] session::ConfigFileError),
     #[error("OpenCV: {0}")]
     OpenCv(#[from] opencv::Error),
+    /// An uncompressed video that cannot be read or written.
+    #[error(transparent)]
+    Avi(#[from] session::avi::AviError),
     #[error("{0}")]
     Input(String),
     /// A computation that did not succeed on valid input (a calibration
@@ -84,6 +87,7 @@ impl fault::Fault for TrackError {
     fn kind(&self) -> fault::Kind {
         match self {
             TrackError::OpenCv(_) => fault::Kind::Io,
+            TrackError::Avi(e) => fault::Fault::kind(e),
             TrackError::Failed(_) => fault::Kind::Computation,
             _ => fault::Kind::Input,
         }

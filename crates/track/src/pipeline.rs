@@ -3,7 +3,7 @@
 
 use crate::camera::CameraModel;
 use crate::detect::TrackError;
-use crate::source::{write_image, FrameSource};
+use crate::source::Frames;
 use crate::tracker::{TrackedMarker, Tracker};
 use opencv::core::{Mat, Point, Scalar};
 use opencv::imgproc;
@@ -93,13 +93,18 @@ pub fn rows_for_frame(
         .collect())
 }
 
-/// Where annotated frames go: a directory, and every how many frames one
-/// is written.
-#[derive(Clone, Copy, Debug)]
+/// Where annotated frames go: a directory, every how many frames one is
+/// written, and what writes an image (`source::write_image`; passed in, so
+/// that a build without image files can track).
+#[derive(Clone, Copy)]
 pub struct Overlay<'a> {
     pub dir: &'a Path,
     pub every: usize,
+    pub write: WriteImage,
 }
+
+/// Writes an image file.
+pub type WriteImage = fn(&Path, &Mat) -> Result<(), TrackError>;
 
 /// Frames decoded ahead of the one being tracked: decoding (the video's
 /// codec) and tracking run on two threads, each waiting on the other only
@@ -113,7 +118,7 @@ type Decoded = Result<Mat, TrackError>;
 /// thread; frames the tracker is done with come back on `spent` to be
 /// decoded into again (a 1280x720 frame is 2.8 MB: no allocation a
 /// frame). Returns the time spent decoding.
-fn decode_frames(source: &mut FrameSource, frames: std::sync::mpsc::SyncSender<Decoded>, spent: std::sync::mpsc::Receiver<Mat>) -> Duration {
+fn decode_frames(source: &mut impl Frames, frames: std::sync::mpsc::SyncSender<Decoded>, spent: std::sync::mpsc::Receiver<Mat>) -> Duration {
     let mut decoding = Duration::ZERO;
     loop {
         let mut frame = spent.try_recv().unwrap_or_default();
@@ -140,7 +145,7 @@ fn decode_frames(source: &mut FrameSource, frames: std::sync::mpsc::SyncSender<D
 /// the tracker (decoding a lossless 1280x720 frame takes longer than
 /// tracking it).
 pub fn track_video(
-    source: &mut FrameSource,
+    source: &mut impl Frames,
     tracker: &mut Tracker,
     camera: &CameraModel,
     world: &PlaneToWorld,
@@ -205,7 +210,7 @@ fn track_frames(
         timing.track += t1.elapsed();
         if let Some(o) = overlay.filter(|o| k % o.every.max(1) == 0) {
             draw_overlay(&mut frame, &markers)?;
-            write_image(&o.dir.join(format!("{k:06}.jpg")), &frame)?;
+            (o.write)(&o.dir.join(format!("{k:06}.jpg")), &frame)?;
         }
         rows.extend(rows_for_frame(k, times, camera, world, &markers)?);
         // The decoder may have finished: then the frame is dropped here.
@@ -246,6 +251,7 @@ mod tests {
     use super::*;
     use crate::detect::MarkerParams;
     use crate::sequence::{Sequence, SequenceConfig};
+    use crate::source::FrameSource;
     use crate::synth::{self, write_png};
 
     /// A folder of `frames` rendered frames of the demo camera's sequence.

@@ -5,7 +5,7 @@
 
 use crate::check::assign_indices;
 use crate::detect::{Blob, Detector, MarkerParams, TrackError};
-use crate::source::FrameSource;
+use crate::source::{FrameSource, Frames};
 use crate::tracker::order_chain;
 pub use opencv::core::Mat;
 use opencv::core::{Point, Rect, Scalar, Vector};
