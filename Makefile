@@ -106,7 +106,10 @@ bench: setup
 	.venv/bin/python python/bench.py | tee target/python-bench.txt
 	@# The peer side by side: DisMech's slip onset in PyElastica (PyPI, setup.sh).
 	.venv/bin/python scripts/peer-pyelastica.py | grep '^pyelastica' | tee target/peer-pyelastica.txt
-	@# Tracking against an OpenCV-Python script, whole processes, the demo's video.
-	.venv/bin/python scripts/peer/track-race.py target/debug/rodlab 5 | tee target/peer-track.txt
+	@# Tracking against an OpenCV-Python script, whole processes, the demo's video
+	@# in each of the recorder's containers (raw, the default, first).
+	VIDEO_FORMAT=raw .venv/bin/python scripts/peer/track-race.py target/debug/rodlab 5 | tee target/peer-track.txt
+	VIDEO_FORMAT=mkv .venv/bin/python scripts/peer/track-race.py target/debug/rodlab 5 | tee -a target/peer-track.txt
+	VIDEO_FORMAT=avi .venv/bin/python scripts/peer/track-race.py target/debug/rodlab 5 | tee -a target/peer-track.txt
 	@# One table of them all, with the machine and the date -> docs/results.md.
 	python3 scripts/bench-table.py

@@ -123,9 +123,14 @@ def track_rows() -> list:
     for line in target_lines("peer-track.txt"):
         m = re.match(r"track demo video (.*?): rodlab ([\d.]+) s, OpenCV-Python ([\d.]+) s, ratio ([\d.]+)x; (.*)", line)
         if m:
-            met = "met" if float(m.group(4)) >= 5 else "not yet"
+            # The goal is on the demo's video, in the recorder's default
+            # container (raw); the others are the containers' figures.
+            if "(raw," in m.group(1):
+                goal, met = ">= 5x the Python script", "met" if float(m.group(4)) >= 5 else "not yet"
+            else:
+                goal, met = "(another container: for comparison)", ""
             rows.append((f"peer: OpenCV-Python script, whole process, demo video {m.group(1)}", f"OpenCV-Python {m.group(3)} s, rodlab {m.group(2)} s",
-                         f"{m.group(4)}x; {m.group(5)}", ">= 5x the Python script", met))
+                         f"{m.group(4)}x; {m.group(5)}", goal, met))
     return rows
 
 
