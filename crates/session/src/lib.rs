@@ -40,13 +40,13 @@ use std::path::Path;
 /// recorder writes them, `rodlab track` reads any of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VideoFormat {
-    /// `mkv`: lossless HuffYUV (through OpenCV; 7 ms a 1280x720 frame to
-    /// decode on two threads, FFV1 took 20-40).
+    /// `mkv`: lossless HuffYUV (through OpenCV; 6.4 ms a 1280x720 frame to
+    /// decode on two threads, FFV1 20 ms).
     HuffYuv,
     /// `avi`: Motion-JPEG (small, lossy: 4:2:0 colour).
     Mjpeg,
     /// `raw`: uncompressed BGR in an `.avi` ([`avi`]; 1.8 times HuffYUV's
-    /// size, nothing to encode or decode: read at 0.5 ms a frame).
+    /// size, nothing to encode or decode: read in 0.09 ms a frame).
     Raw,
 }
 

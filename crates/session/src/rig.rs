@@ -156,7 +156,7 @@ pub struct CameraDevice {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fps: Option<f64>,
     /// Video container: "raw" (uncompressed BGR in `<name>.avi`, default:
-    /// nothing to encode while recording, tracked 10 times faster than
+    /// nothing to encode while recording, read back 70 times faster than
     /// HuffYUV decodes), "mkv" (lossless HuffYUV, 0.56 of raw's size) or
     /// "avi" (Motion-JPEG, small, lossy).
     #[serde(default = "default_container")]
