@@ -165,9 +165,25 @@ impl RawAviReader {
     /// panics). False at the end of the frames; a last frame cut short (a
     /// crash while writing it) is the end.
     pub fn read_bgr(&mut self, bgr: &mut [u8]) -> Result<bool, AviError> {
-        let path = self.path.clone();
-        let io = |e| AviError::Io(path.clone(), e);
         let (width, height) = (self.video.width_px as usize, self.video.height_px as usize);
+        assert_eq!(bgr.len(), width * height * 3, "a frame buffer for {width}x{height} px BGR");
+        if !self.next_frame()? {
+            return Ok(false);
+        }
+        self.read_frame(bgr).map_err(|e| AviError::Io(self.path.clone(), e))?;
+        Ok(true)
+    }
+
+    /// Passes over the next frame without reading its pixels (counting
+    /// them); false at the end, as [`RawAviReader::read_bgr`].
+    pub fn skip_frame(&mut self) -> Result<bool, AviError> {
+        self.next_frame()
+    }
+
+    /// Finds the next whole frame and leaves the file at its pixels; false
+    /// at the end of the frames.
+    fn next_frame(&mut self) -> Result<bool, AviError> {
+        let io = |e| AviError::Io(self.path.clone(), e);
         let frame_bytes = self.video.frame_bytes();
         loop {
             if self.next_chunk + 8 > self.file_bytes {
@@ -196,20 +212,20 @@ impl RawAviReader {
             if !(id[0..2] == *b"00" && (id[2..4] == *b"db" || id[2..4] == *b"dc")) {
                 continue;
             }
-            if size as usize != frame_bytes {
-                if data_at + size as u64 > self.file_bytes {
-                    return Ok(false);
-                }
-                return Err(AviError::Input(
-                    self.path.clone(),
-                    format!("a frame of {size} bytes at byte {data_at}: {width}x{height} px frames of {} bits have {frame_bytes}", self.video.bits_per_pixel),
-                ));
-            }
+            // A frame the file's end cuts short: the end.
             if data_at + size as u64 > self.file_bytes {
                 return Ok(false);
             }
-            assert_eq!(bgr.len(), width * height * 3, "a frame buffer for {width}x{height} px BGR");
-            self.read_frame(bgr).map_err(io)?;
+            if size as usize != frame_bytes {
+                let v = self.video;
+                return Err(AviError::Input(
+                    self.path.clone(),
+                    format!(
+                        "a frame of {size} bytes at byte {data_at}: {}x{} px frames of {} bits have {frame_bytes}",
+                        v.width_px, v.height_px, v.bits_per_pixel
+                    ),
+                ));
+            }
             return Ok(true);
         }
     }
@@ -574,6 +590,12 @@ mod tests {
         let len = std::fs::metadata(&path).unwrap().len();
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 100).unwrap();
         assert_eq!(read_all(&path), frames[..3]);
+        let mut reader = RawAviReader::open(&path).unwrap();
+        let mut skipped = 0;
+        while reader.skip_frame().unwrap() {
+            skipped += 1;
+        }
+        assert_eq!(skipped, 3);
     }
 
     #[test]

@@ -101,8 +101,7 @@ impl FrameSource {
         let mut n = 0;
         match self {
             FrameSource::Raw(raw) => {
-                let mut frame = Mat::default();
-                while raw.read(&mut frame)? {
+                while raw.reader.skip_frame()? {
                     n += 1;
                 }
             }
