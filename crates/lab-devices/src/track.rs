@@ -169,11 +169,6 @@ pub fn track_raw(req: &TrackRequest, progress: &dyn Progress) -> Result<Tracked>
     })
 }
 
-/// Whether [`track_raw`] can do `req`: an uncompressed AVI, no overlay.
-pub fn is_raw_request(req: &TrackRequest) -> bool {
-    req.overlay.is_none() && session::avi::sniff(&req.input)
-}
-
 fn track_frames(req: &TrackRequest, progress: &dyn Progress, mut source: impl Frames, write_overlay: pipeline::WriteImage) -> Result<Tracked> {
     let camera = CameraModel::load(&req.camera).map_err(|e| Error::input(e.to_string()))?;
     let mut warnings = vec![];
