@@ -99,7 +99,7 @@ bench: setup
 	cargo bench -p rodlab-bench-lab --bench validate
 	cargo bench -p rodlab-bench-lab --bench dynamic
 	@# Process start, of the binary `make demo` runs (dev profile).
-	cargo build -p rodlab-cli -p rodlab-devices
+	cargo build -p rodlab-cli -p rodlab-devices -p rodlab-tracking
 	cargo bench -p rodlab-bench-lab --bench start --profile dev
 	@# The Python package: what a call adds, solve_many's cores, session tables.
 	bash scripts/python-tests.sh --build-only

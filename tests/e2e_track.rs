@@ -104,23 +104,26 @@ fn calibrate_then_track_a_synthetic_video() {
     // reads it.
     let o = rodlab(&["synth", "video", "--out", &p("raw"), "--frames", "60", "--occlude", "2,30,5"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let track_raw = |out: &str, extra: &[&str]| {
+    let track_raw = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
         let mut c = common::rodlab_command();
         c.args(["track", &p("raw/video.avi"), "--camera", &p("camera.toml"), "--markers", &p("video/markers.toml"), "--out", &p(out)]);
-        let o = c.args(extra).env("LD_DEBUG", "libs").output().unwrap();
+        let o = c.args(extra).envs(env.iter().copied()).env("LD_DEBUG", "libs").output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let loaded: Vec<String> = stderr(&o).lines().filter(|l| l.contains("calling init:")).map(|l| l.rsplit(' ').next().unwrap_or("").to_string()).collect();
         (session::read_markers(&dir.path().join(out)).unwrap(), loaded.join("\n"))
     };
-    let (raw_rows, libs) = track_raw("raw.parquet", &[]);
+    let (raw_rows, libs) = track_raw("raw.parquet", &[], &[]);
     assert!(libs.contains("librodlab_tracking.so") && libs.contains("libopencv_imgproc"), "{libs}");
     for needle in ["videoio", "imgcodecs", "avcodec", "gstreamer", "rodlab_devices"] {
         assert!(!libs.contains(needle), "tracking a raw video loads {needle}:\n{libs}");
     }
-    let (overlaid_rows, libs) = track_raw("raw-overlay.parquet", &["--overlay", &p("raw-overlay")]);
+    let (overlaid_rows, libs) = track_raw("raw-overlay.parquet", &["--overlay", &p("raw-overlay")], &[]);
     assert!(libs.contains("librodlab_devices.so"), "{libs}");
     assert_eq!(std::fs::read_dir(dir.path().join("raw-overlay")).unwrap().count(), 60);
-    for other in [&rows, &overlaid_rows] {
+    // Without the tracking build (not built), the device build tracks it.
+    let (fallback_rows, libs) = track_raw("raw-fallback.parquet", &[], &[("RODLAB_TRACKING_LIB", "/nonexistent/librodlab_tracking.so")]);
+    assert!(libs.contains("librodlab_devices.so") && !libs.contains("librodlab_tracking"), "{libs}");
+    for other in [&rows, &overlaid_rows, &fallback_rows] {
         assert_eq!(raw_rows.len(), other.len());
         for (a, b) in raw_rows.iter().zip(other.iter()) {
             assert_eq!((a.frame, a.marker, a.u_px.to_bits(), a.v_px.to_bits(), a.flags), (b.frame, b.marker, b.u_px.to_bits(), b.v_px.to_bits(), b.flags));

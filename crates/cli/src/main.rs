@@ -43,8 +43,11 @@ struct Plugin;
 
 impl Devices for Plugin {
     fn run(&self, args: &[OsString], command: Command, _bars: &Bars) -> u8 {
-        let build = if rodlab_cli::needs_only_tracking(&command) { &TRACKING } else { &DEVICES };
-        let Some(path) = library_path(build) else {
+        // The device build tracks raw videos too, only slower to start:
+        // it serves where the tracking build was not built.
+        let tracking = rodlab_cli::needs_only_tracking(&command).then(|| library_path(&TRACKING)).flatten().filter(|p| p.is_file());
+        let build = if tracking.is_some() { &TRACKING } else { &DEVICES };
+        let Some(path) = tracking.or_else(|| library_path(&DEVICES)) else {
             eprintln!("rodlab: error: this command needs {} beside the binary (cargo build --workspace builds it)", build.file);
             return 1;
         };
