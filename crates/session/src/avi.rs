@@ -501,7 +501,9 @@ impl RawAviWriter {
         Ok(())
     }
 
-    /// Writes the sizes and frame counts, and flushes the file to disk.
+    /// Writes the sizes and frame counts, and hands the file to the
+    /// system (no fsync, as for the session's tables: a burst of hundreds
+    /// of megabytes synced at once stalls every other writer on the disk).
     pub fn finish(mut self) -> Result<(), AviError> {
         self.finish_file().map_err(|e| AviError::Io(self.path.clone(), e))
     }
@@ -510,8 +512,7 @@ impl RawAviWriter {
         self.close_part()?;
         self.patch(AVIH_TOTAL_FRAMES_AT, self.frames)?;
         self.patch(STRH_LENGTH_AT, self.frames)?;
-        self.file.flush()?;
-        self.file.get_ref().sync_all()
+        self.file.flush()
     }
 
     pub fn frames(&self) -> u32 {
