@@ -144,7 +144,6 @@ pub fn main_with(args: Vec<OsString>, devices: &dyn Devices) -> u8 {
     exit_status(run(cli.command, &bars))
 }
 
-/// The one-line error and the exit status of a command's result.
 /// Runs the device commands with a function, in the process it is in (a
 /// shared library's own commands).
 pub struct RunHere(pub fn(Command, &progress::Bars) -> lab::Result<()>);
@@ -173,6 +172,7 @@ pub unsafe fn main_from_c(argc: std::os::raw::c_int, argv: *const *const std::os
     }
 }
 
+/// The one-line error and the exit status of a command's result.
 pub fn exit_status(result: lab::Result<()>) -> u8 {
     match result {
         Ok(()) => 0,

@@ -334,14 +334,14 @@ fn render_cameras(req: &SynthRequest, records: &[StepRecord], frames: &RigFrames
     Ok(Rendered { frames, videos: vec![("camera".into(), video)], calibration, markers_file, set: false })
 }
 
-/// What a flange sensor reads of the simulated wrench (force then moment,
-/// flange frame) at the wrench table's time: the request's bias added and
-/// its noise drawn (`salt` keeps two sensors' noises apart).
 /// The video the recorder wrote for camera `name` in the session `out`.
 fn recorded_video(out: &session::SessionDir, name: &str) -> Result<std::path::PathBuf> {
     out.find_video(name).ok_or_else(|| Error::io(format!("{}: the recording has no video of camera {name}", out.path().display())))
 }
 
+/// What a flange sensor reads of the simulated wrench (force then moment,
+/// flange frame) at the wrench table's time: the request's bias added and
+/// its noise drawn (`salt` keeps two sensors' noises apart).
 fn sensor_reading(req: &SynthRequest, wrench: &[(f64, [f64; 6])], salt: u64) -> Result<impl Fn(f64) -> [f64; 6] + Send + Sync + 'static> {
     use rand::SeedableRng;
     use rand_distr::{Distribution, Normal};

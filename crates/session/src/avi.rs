@@ -472,8 +472,8 @@ impl RawAviWriter {
     /// Writes the sizes of the part being written (and the first part's
     /// index before its first extension).
     fn close_part(&mut self) -> std::io::Result<()> {
+        let movi_bytes = (self.at - self.movi_start) as u32;
         if self.part_start == 0 {
-            let movi_bytes = (self.at - self.movi_start) as u32;
             let mut idx = Vec::with_capacity(8 + 16 * self.first_part_frames.len());
             idx.extend_from_slice(b"idx1");
             idx.extend_from_slice(&(16 * self.first_part_frames.len() as u32).to_le_bytes());
@@ -486,11 +486,8 @@ impl RawAviWriter {
                 }
             }
             self.put(&idx)?;
-            self.patch(self.movi_start - 4, movi_bytes)?;
-        } else {
-            let movi_bytes = (self.at - self.movi_start) as u32;
-            self.patch(self.movi_start - 4, movi_bytes)?;
         }
+        self.patch(self.movi_start - 4, movi_bytes)?;
         self.patch(self.part_start + 4, (self.at - self.part_start - 8) as u32)
     }
 
@@ -513,10 +510,6 @@ impl RawAviWriter {
         self.patch(AVIH_TOTAL_FRAMES_AT, self.frames)?;
         self.patch(STRH_LENGTH_AT, self.frames)?;
         self.file.flush()
-    }
-
-    pub fn frames(&self) -> u32 {
-        self.frames
     }
 }
 

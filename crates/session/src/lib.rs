@@ -51,9 +51,6 @@ pub enum VideoFormat {
 }
 
 impl VideoFormat {
-    /// The rig's `container` values.
-    pub const CONTAINERS: [&'static str; 3] = ["mkv", "avi", "raw"];
-
     pub fn from_container(container: &str) -> Option<VideoFormat> {
         match container {
             "mkv" => Some(VideoFormat::HuffYuv),
