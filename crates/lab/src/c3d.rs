@@ -22,6 +22,7 @@
 //! - `session.toml`: the world frame (gravity along the vertical axis), and
 //!   the file, its rate, units and the map verbatim.
 
+use crate::c3d_words::{PointLayout, PointWord};
 use crate::error::{Context, Error, Result};
 use lie::{Mat3, Pose, Vec3};
 use serde::Deserialize;
@@ -475,11 +476,13 @@ fn metres_per_unit(units: &str) -> Option<f64> {
     }
 }
 
-/// A C3D sample: `None` when the writer marked it invalid (negative
-/// residual) or wrote the all-zero point some exporters use for a gap.
-fn sample(p: &c3dio::MarkerPoint) -> Option<Vec3> {
+/// A C3D sample: `None` when the writer marked it invalid (a negative
+/// fourth word, read from the file's bytes: [`crate::c3d_words`]), its
+/// coordinates are not finite, or it is the all-zero point some exporters
+/// write for a gap.
+fn sample(p: &c3dio::MarkerPoint, word: Option<PointWord>) -> Option<Vec3> {
     let v = Vec3::new(p.point[0] as f64, p.point[1] as f64, p.point[2] as f64);
-    (p.residual >= 0.0 && v.iter().all(|x| x.is_finite()) && v != Vec3::zeros()).then_some(v)
+    (word.is_some_and(PointWord::valid) && v.iter().all(|x| x.is_finite()) && v != Vec3::zeros()).then_some(v)
 }
 
 /// The most memory the marker grid of one C3D file may take \[bytes\]: a
@@ -554,11 +557,52 @@ pub struct Trajectories {
     pub rate_hz: f64,
     /// The number of the file's first frame (frame numbers stay the file's).
     pub first_frame: i64,
+    /// The frame number at the file's time 0: 1 where the vendor counts
+    /// from 1 (C3D, Qualisys, Vicon), 0 where from 0 (Motive, a plain CSV).
+    pub frame_origin: i64,
+    /// When the capture started, as the file states it (local time of the
+    /// capture computer, no zone: `YYYY-MM-DDTHH:MM:SS[.fff]`).
+    pub capture_start: Option<String>,
     /// The positions' unit as the file wrote it ("mm", "m", ...).
     pub units: String,
     pub frames: Vec<Vec<Option<Vec3>>>,
     /// The base's pose per frame, mocap frame (a plain CSV's base columns).
     pub base_poses: Option<Vec<Option<Pose>>>,
+}
+
+impl Trajectories {
+    /// Frame `f`'s time in the file's own clock \[s\]: its frame number
+    /// from the vendor's origin over the rate (a trimmed export keeps its
+    /// times).
+    pub fn time_s(&self, f: usize) -> f64 {
+        (self.first_frame + f as i64 - self.frame_origin) as f64 / self.rate_hz
+    }
+}
+
+/// A capture's start as `YYYY-MM-DDTHH:MM:SS[.fff]` from a file's date and
+/// time of day (`-` or `/` between the date's parts; `:` or `.` between
+/// the time's, with an optional AM/PM): `None` when they are not a time.
+pub fn capture_start(date: &str, time: &str) -> Option<String> {
+    let date = date.trim().replace('/', "-");
+    let mut time = time.trim().to_ascii_uppercase();
+    let pm = time.ends_with("PM");
+    let am = time.ends_with("AM");
+    if pm || am {
+        time.truncate(time.len() - 2);
+    }
+    let parts: Vec<&str> = time.trim().split([':', '.']).collect();
+    let (h, m, sec) = match parts.as_slice() {
+        [h, m, s] => (h.parse::<u32>().ok()?, *m, s.to_string()),
+        [h, m, s, frac] => (h.parse::<u32>().ok()?, *m, format!("{s}.{frac}")),
+        _ => return None,
+    };
+    let h = match (am, pm) {
+        (true, _) if h == 12 => 0,
+        (_, true) if h < 12 => h + 12,
+        _ => h,
+    };
+    let text = format!("{date}T{h:02}:{m}:{sec}");
+    humantime::parse_rfc3339_weak(&text).ok().map(|_| text)
 }
 
 /// Reads a C3D file's marker trajectories.
@@ -608,17 +652,35 @@ pub fn read_c3d(file: &Path) -> Result<Trajectories> {
     if n_frames < declared {
         return Err(Error::input(format!("{name}: not a readable C3D file: truncated, {n_frames} of its {declared} frames are there")));
     }
-    let frames = (0..n_frames).map(|f| (0..labels.len()).map(|c| sample(&points.points[f][c]).map(|v| v * scale)).collect()).collect();
+    // Validity from each point's own fourth word (c3dio's residual loses
+    // the residuals above 127 |scale|).
+    let mut layout = PointLayout::from_header(&bytes).map_err(|why| Error::input(format!("{name}: not a readable C3D file: {why}")))?;
+    // The frame's layout as the parser read the coordinates.
+    (layout.points, layout.analog_per_frame) = (points.points.cols(), usize::from(c3d.analog.samples_per_frame));
+    let frames =
+        (0..n_frames).map(|f| (0..labels.len()).map(|c| sample(&points.points[f][c], layout.word(&bytes, f, c)).map(|v| v * scale)).collect()).collect();
     Ok(Trajectories {
         source: file.to_path_buf(),
         format: "C3D".into(),
         labels,
         rate_hz,
         first_frame: points.first_frame as i64,
+        frame_origin: 1,
+        capture_start: c3d_capture_start(&c3d.parameters),
         units,
         frames,
         base_poses: None,
     })
+}
+
+/// A C3D's own date, where the file holds one: `TRIAL:DATE` (and
+/// `TRIAL:TIME`, midnight without it), as some exporters write them.
+fn c3d_capture_start(parameters: &c3dio::Parameters) -> Option<String> {
+    let text = |name: &str| match &parameters.get("TRIAL", name)?.data {
+        c3dio::ParameterData::Char(c) => Some(c.iter().collect::<String>().trim().to_string()),
+        _ => None,
+    };
+    capture_start(&text("DATE")?, &text("TIME").unwrap_or_else(|| "00:00:00".into()))
 }
 
 /// Reads `file` (C3D) and writes the session `out` (a new or empty directory).
@@ -745,7 +807,7 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     let marker_cols: Vec<(usize, usize)> =
         columns_of(traj, &marker_labels, &|l| format!("markers.\"{l}\""), map)?.into_iter().zip(map.markers.iter().map(|m| m.1)).collect();
     let to_world = |v: Vec3| map.world_from_mocap * v;
-    let t_of = |f: usize| f as f64 / rate_hz;
+    let t_of = |f: usize| traj.time_s(f);
 
     let base = clamp_track(traj, map, &map.base, "base")?;
     let tip = map.tip.as_ref().map(|t| clamp_track(traj, map, t, "tip")).transpose()?;
@@ -821,7 +883,15 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
         &map.text,
         frames_w,
     );
-    meta.clock = format!("motion capture: t = frame / {rate_hz} Hz from the file's first frame ({})", traj.first_frame);
+    meta.clock = format!(
+        "motion capture: the file's own time, t = (frame - {}) / {rate_hz} Hz (its first frame {} at {:.6} s)",
+        traj.frame_origin,
+        traj.first_frame,
+        traj.time_s(0)
+    );
+    if let Some(start) = &traj.capture_start {
+        meta.set_capture_start(start).map_err(|why| Error::input(format!("{name}: the capture's start {why}")))?;
+    }
     meta.reference_window_s = map.reference_window_s;
     meta.markers_on_body = on_body.clone();
     meta.release_s = release.as_ref().map(|r| r.t_s);
@@ -897,7 +967,7 @@ fn find_release(trial: &Trial, window: [f64; 2], held: &[Vec<Vec3>]) -> Option<R
     // threshold (its distance), if any is.
     let after: Vec<(usize, Option<(usize, f64)>)> = poses
         .iter()
-        .filter(|(f, _)| *f as f64 * dt > window[1])
+        .filter(|(f, _)| traj.time_s(*f) > window[1])
         .map(|(f, base)| {
             let beyond = world_markers(*f)
                 .into_iter()
@@ -913,7 +983,7 @@ fn find_release(trial: &Trial, window: [f64; 2], held: &[Vec<Vec3>]) -> Option<R
         .collect();
     let k = (0..after.len().saturating_sub(2)).find(|&k| after[k..k + 3].iter().all(|(_, b)| b.is_some()))?;
     let (f_detect, (m, _)) = (after[k].0, after[k].1?);
-    let t_detect = f_detect as f64 * dt;
+    let t_detect = traj.time_s(f_detect);
     // The departure of the detecting marker and those at its arc (a tip
     // face's markers move alike: their mean has less noise), each along
     // its own direction three frames on, from 0.1 s before the detection
@@ -929,14 +999,14 @@ fn find_release(trial: &Trial, window: [f64; 2], held: &[Vec<Vec3>]) -> Option<R
     let g = map.gravity_m_s2.norm();
     let down = map.gravity_m_s2 / g;
     let mut departure: Vec<(f64, f64)> = vec![];
-    for (f, base) in poses.iter().filter(|(f, _)| *f as f64 * dt > window[1] && *f + 10 >= f_detect) {
+    for (f, base) in poses.iter().filter(|(f, _)| traj.time_s(*f) > window[1] && *f + 10 >= f_detect) {
         let n = base.rot.transpose() * down;
         let seen: Vec<f64> = group.iter().filter_map(|&i| along(*f, i).map(|d| d.dot(&n))).collect();
         if seen.is_empty() {
             continue;
         }
         let u = seen.iter().sum::<f64>() / seen.len() as f64;
-        departure.push((*f as f64 * dt, u));
+        departure.push((traj.time_s(*f), u));
         if *f > f_detect && u > RELEASE_FIT_REACH_M {
             break;
         }
@@ -980,7 +1050,7 @@ struct Trial<'a> {
 impl Trial<'_> {
     /// Frame `f`'s time \[s\].
     fn time_s(&self, f: usize) -> f64 {
-        f as f64 / self.traj.rate_hz
+        self.traj.time_s(f)
     }
 
     /// Where each mapped marker sits in the base frame over the frames
@@ -1016,7 +1086,7 @@ fn rest_sections(rod: &rod::Rod, marker_cols: &[(usize, usize)]) -> Vec<(f64, Po
 fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Result<(Vec<session::MarkerOnBody>, Option<[f64; 3]>)> {
     let Trial { traj, map, rod, marker_cols, .. } = *trial;
     let name = traj.source.display();
-    let end_s = (traj.frames.len().saturating_sub(1)) as f64 / traj.rate_hz;
+    let end_s = traj.time_s(traj.frames.len().saturating_sub(1));
     if window[1] > end_s {
         return Err(Error::input(format!(
             "{name}: {}: reference.window_s = [{}, {}] ends after the file ({end_s:.2} s)",
@@ -1110,7 +1180,7 @@ fn rotation_about_origin(pairs: &[(Vec3, Vec3)]) -> Mat3 {
 /// error the design positions bring into every later figure, said once.
 fn design_distance_warning(trial: &Trial) -> Option<String> {
     let Trial { traj, map, rod, marker_cols, .. } = *trial;
-    let samples = trial.in_base_frame(|f| trial.time_s(f) <= 0.5);
+    let samples = trial.in_base_frame(|f| trial.time_s(f) <= trial.time_s(0) + 0.5);
     let sections = rest_sections(rod, marker_cols);
     let mut far = vec![];
     for (m, pts) in samples.iter().enumerate().filter(|(_, p)| p.len() >= REFERENCE_MIN_SAMPLES) {

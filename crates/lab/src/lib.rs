@@ -13,6 +13,7 @@
 //! schemas and reference tables.
 
 pub mod c3d;
+pub mod c3d_words;
 pub mod data;
 pub mod dynamic;
 pub mod error;

@@ -33,7 +33,8 @@ pub enum Format {
 impl Format {
     pub fn detect(first_line: &str) -> Format {
         let l = first_line.trim_start_matches('\u{feff}').trim();
-        if l.starts_with("NO_OF_FRAMES") {
+        // Current QTM writes FILE_VERSION first, older QTM NO_OF_FRAMES.
+        if l.starts_with("NO_OF_FRAMES") || l.starts_with("FILE_VERSION") {
             Format::QualisysTsv
         } else if l.starts_with("Format Version") {
             Format::MotiveCsv
@@ -128,9 +129,59 @@ fn metres_per(units: &str) -> Option<f64> {
     }
 }
 
-/// An empty trajectory set of `labels` at `rate_hz` in `units`.
-fn trajectories(labels: Vec<String>, rate_hz: f64, units: &str, first_frame: i64) -> Trajectories {
-    Trajectories { source: Default::default(), format: String::new(), labels, rate_hz, first_frame, units: units.into(), frames: vec![], base_poses: None }
+/// An empty trajectory set of `labels` at `rate_hz` in `units`, its
+/// frames counted from `frame_origin` (the number at time 0).
+fn trajectories(labels: Vec<String>, rate_hz: f64, units: &str, frame_origin: i64) -> Trajectories {
+    Trajectories {
+        source: Default::default(),
+        format: String::new(),
+        labels,
+        rate_hz,
+        first_frame: frame_origin,
+        frame_origin,
+        capture_start: None,
+        units: units.into(),
+        frames: vec![],
+        base_poses: None,
+    }
+}
+
+/// Appends the row of frame `frame` (the file's number, `None`: the next)
+/// read on `line`: frames the file skips are kept as missing, and a frame
+/// that repeats or goes back is refused, naming the line.
+fn push_frame(t: &mut Trajectories, frame: Option<i64>, row: Vec<Option<Vec3>>, line: usize, bad: &Bad) -> Result<()> {
+    if t.frames.is_empty() {
+        t.first_frame = frame.unwrap_or(t.first_frame);
+    }
+    let next = t.first_frame + t.frames.len() as i64;
+    let frame = frame.unwrap_or(next);
+    if frame < next {
+        return Err(bad(line, format!("frame {frame} after frame {}: the frames must increase (a duplicated or backward row)", next - 1)));
+    }
+    let skipped = usize::try_from(frame - next).unwrap_or(usize::MAX);
+    if skipped > MAX_ROWS.saturating_sub(t.frames.len()) {
+        return Err(bad(line, format!("frame {frame}: more than a table is read ({MAX_ROWS} frames)")));
+    }
+    t.frames.extend(std::iter::repeat_n(vec![None; row.len()], skipped));
+    t.frames.push(row);
+    Ok(())
+}
+
+/// A row's frame number (its first cell), checked against its time (the
+/// time column, `time_col`, where there is one) to within half a frame.
+fn frame_of(cells: &[&str], time_col: Option<usize>, t: &Trajectories, line: usize, bad: &Bad) -> Result<Option<i64>> {
+    let Some(n) = number(cells[0], line, bad)? else { return Ok(None) };
+    if n.fract() != 0.0 || n.abs() > 1e15 {
+        return Err(bad(line, format!("the frame number {n} is not a whole number")));
+    }
+    let frame = n as i64;
+    if let Some(time) = time_col.map(|c| number(cells.get(c).copied().unwrap_or(""), line, bad)).transpose()?.flatten() {
+        let expected = (frame - t.frame_origin) as f64 / t.rate_hz;
+        if (time - expected).abs() * t.rate_hz > 0.5 {
+            return Err(bad(line, format!("frame {frame} at {time} s, where the rate ({} Hz) puts it at {expected} s", t.rate_hz)));
+        }
+    }
+    Ok(Some(frame))
 }
 
 fn check_size(rows: usize, columns: usize, line: usize, bad: &Bad) -> Result<()> {
@@ -146,16 +197,24 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
     let lines: Vec<&str> = text.lines().collect();
     let mut rate_hz = None;
     let mut names: Vec<String> = vec![];
+    let mut started = None;
     let mut k = 0;
     while k < lines.len() {
         let cells: Vec<&str> = lines[k].split('\t').collect();
-        let key = cells[0].trim();
+        let key = cells[0].trim().trim_start_matches('\u{feff}');
         if !key.chars().next().is_some_and(|c| c.is_ascii_uppercase()) || key == "Frame" {
             break;
         }
+        let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         match key {
-            "FREQUENCY" => rate_hz = number(cells.get(1).copied().unwrap_or(""), k + 1, bad)?,
+            "FREQUENCY" => rate_hz = number(cell(1), k + 1, bad)?,
             "MARKER_NAMES" => names = cells[1..].iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            // "2019-11-28, 13:43:42.715" (then the computer's uptime).
+            "TIME_STAMP" if !cell(1).trim().is_empty() => {
+                let (date, time) = cell(1).split_once(',').unwrap_or((cell(1), "00:00:00"));
+                started =
+                    Some(crate::c3d::capture_start(date, time).ok_or_else(|| bad(k + 1, format!("TIME_STAMP '{}' is not a date and time", cell(1).trim())))?);
+            }
             _ => {}
         }
         k += 1;
@@ -178,12 +237,12 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
         _ => (Some(0usize), None),
     };
     let mut t = trajectories(names.clone(), rate_hz, "mm", 1);
+    t.capture_start = started;
     for (i, line) in lines.iter().enumerate().skip(k).filter(|(_, l)| !l.trim().is_empty()) {
         let cells: Vec<&str> = line.split('\t').collect();
         let col = |m: usize| header.as_ref().map_or(first_col.unwrap_or(0) + 3 * m, |h| h[m]);
-        if t.frames.is_empty() && header.is_some() {
-            t.first_frame = number(cells[0], i + 1, bad)?.map_or(1, |f| f as i64);
-        }
+        // With a header row: Frame, then Time.
+        let frame = if header.is_some() { frame_of(&cells, Some(1), &t, i + 1, bad)? } else { None };
         let row: Result<Vec<Option<Vec3>>> = (0..names.len())
             .map(|m| {
                 let c = col(m);
@@ -191,7 +250,7 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
                 point([cell(0), cell(1), cell(2)], 1e-3, true, i + 1, bad)
             })
             .collect();
-        t.frames.push(row?);
+        push_frame(&mut t, frame, row?, i + 1, bad)?;
     }
     Ok(t)
 }
@@ -241,14 +300,18 @@ fn motive(text: &str, bad: &Bad) -> Result<Trajectories> {
         return Err(bad(type_row + 1, "no marker position columns (Type Marker, quantity Position)".into()));
     }
     let mut t = trajectories(labels, rate_hz, units, 0);
+    // "2026-11-26 10.21.45.123 AM" (12-hour with AM/PM, or 24-hour).
+    if let Some(v) = value_of("Capture Start Time").filter(|v| !v.is_empty()) {
+        let (date, time) = v.split_once(' ').unwrap_or((v, "00.00.00"));
+        t.capture_start = Some(crate::c3d::capture_start(date, time).ok_or_else(|| bad(1, format!("Capture Start Time '{v}' is not a date and time")))?);
+    }
+    let time_col = axes.get(1).is_some_and(|c| c.starts_with("Time")).then_some(1);
     for (i, line) in lines.iter().enumerate().skip(axis_row + 1).filter(|(_, l)| !l.trim().is_empty()) {
         let cells: Vec<&str> = line.split(',').collect();
-        if t.frames.is_empty() {
-            t.first_frame = number(cells[0], i + 1, bad)?.map_or(0, |f| f as i64);
-        }
+        let frame = frame_of(&cells, time_col, &t, i + 1, bad)?;
         let cell = |j: usize| cells.get(j).copied().unwrap_or("");
         let row: Result<Vec<Option<Vec3>>> = starts.iter().map(|&c| point([cell(c), cell(c + 1), cell(c + 2)], scale, false, i + 1, bad)).collect();
-        t.frames.push(row?);
+        push_frame(&mut t, frame, row?, i + 1, bad)?;
     }
     Ok(t)
 }
@@ -284,18 +347,26 @@ fn vicon(text: &str, bad: &Bad) -> Result<Trajectories> {
     }
     let scale = scale.ok_or_else(|| bad(names_row + 1, "no marker names".into()))?;
     let units = units.get(starts[0]).copied().unwrap_or("mm").to_string();
-    let mut t = trajectories(labels, rate_hz, &units, 1);
-    for (i, line) in lines.iter().enumerate().skip(units_row + 1) {
-        if line.trim().is_empty() {
-            break;
+    let rows: Vec<(usize, &str)> = lines.iter().copied().enumerate().skip(units_row + 1).take_while(|(_, l)| !l.trim().is_empty()).collect();
+    // Sub-frames: trajectories sampled n times per frame of the system's
+    // base rate are numbered (frame, 0..n); the block's rate is theirs.
+    let mut per_frame = 1i64;
+    for (i, line) in &rows {
+        if let Some(sub) = number(line.split(',').nth(1).unwrap_or(""), i + 1, bad)? {
+            if sub.fract() != 0.0 || !(0.0..1e6).contains(&sub) {
+                return Err(bad(i + 1, format!("the sub-frame {sub} is not a whole number from 0")));
+            }
+            per_frame = per_frame.max(sub as i64 + 1);
         }
+    }
+    let mut t = trajectories(labels, rate_hz, &units, per_frame);
+    for (i, line) in rows {
         let cells: Vec<&str> = line.split(',').collect();
-        if t.frames.is_empty() {
-            t.first_frame = number(cells[0], i + 1, bad)?.map_or(1, |f| f as i64);
-        }
+        let sub = number(cells.get(1).copied().unwrap_or(""), i + 1, bad)?.unwrap_or(0.0) as i64;
+        let frame = frame_of(&cells, None, &t, i + 1, bad)?.map(|f| f * per_frame + sub);
         let cell = |j: usize| cells.get(j).copied().unwrap_or("");
         let row: Result<Vec<Option<Vec3>>> = starts.iter().map(|&c| point([cell(c), cell(c + 1), cell(c + 2)], scale, false, i + 1, bad)).collect();
-        t.frames.push(row?);
+        push_frame(&mut t, frame, row?, i + 1, bad)?;
     }
     Ok(t)
 }

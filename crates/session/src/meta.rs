@@ -42,6 +42,11 @@ pub struct SessionMeta {
     /// What each device recorded, written when the recording finishes.
     #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DeviceRecord>,
+    /// An imported capture's start as its file states it (the capture
+    /// computer's local time, `YYYY-MM-DDTHH:MM:SS[.fff]`, no zone); the
+    /// session's start is this time read as UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_start: Option<String>,
     /// The window \[s from the session's start\] in which the rod was held
     /// in its rod-file shape (a motion-capture map's `[reference]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,11 +153,25 @@ impl SessionMeta {
             rig: rig_text.into(),
             end_utc: String::new(),
             devices: vec![],
+            capture_start: None,
             reference_window_s: None,
             markers_on_body: vec![],
             release_s: None,
             held_base_rotation_rad: None,
         }
+    }
+
+    /// Starts the session when an imported file says its capture started
+    /// (`local`: `YYYY-MM-DDTHH:MM:SS[.fff]`, the capture computer's clock,
+    /// taken as UTC since the file names no zone); an error says why the
+    /// text is not such a time.
+    pub fn set_capture_start(&mut self, local: &str) -> Result<(), String> {
+        let at = humantime::parse_rfc3339_weak(local).map_err(|e| format!("'{local}' is not a date and time: {e}"))?;
+        let unix = at.duration_since(SystemTime::UNIX_EPOCH).map_err(|_| format!("'{local}' is before 1970"))?;
+        self.start_utc = humantime::format_rfc3339_millis(at).to_string();
+        self.start_unix_s = unix.as_secs_f64();
+        self.capture_start = Some(local.to_string());
+        Ok(())
     }
 
     /// Marks the session finished now, with what each device recorded.
