@@ -557,3 +557,112 @@ fn every_up_axis_a_tilted_calibration_and_base_pose_columns_round_trip() {
         &["spoilt.tsv: line 13: 'abc' is not a number"],
     );
 }
+
+/// Writes `frames_mm` as a vendor's table with `extra` spec fields (a
+/// trimmed export's start, current header lines).
+fn write_table_with(python: &Path, path: &Path, format: &str, frames_mm: &Frames, extra: serde_json::Value) {
+    let mut spec = serde_json::json!({"path": path, "format": format, "rate_hz": RATE_HZ, "labels": LABELS, "frames_mm": frames_mm});
+    spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    run_python(python, "write_mocap_tables.py", &spec);
+}
+
+/// One motion exported as current vendor software writes it, trimmed to
+/// start 1 s into the capture: a Qualisys TSV that opens with
+/// `FILE_VERSION 2.0.0` and has a `TIME_STAMP`, a Motive CSV of format
+/// 1.25 with its `Capture Start Time`, a Vicon Nexus CSV and a C3D with
+/// `TRIAL:DATE` and `TRIAL:TIME` import alike to 1e-9 m, each session at the
+/// file's own times (from 1 s, not restarted at 0) and starting when the
+/// file says the capture started. Frames a file leaves out are kept as
+/// missing at their times; a row that repeats a frame is refused, naming
+/// its line.
+#[test]
+fn current_exports_import_alike_keeping_their_capture_time_and_own_times() {
+    let Some(python) = venv_python("c3d", "motion-capture formats") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut frames = held_frames(80, 0.0);
+    for f in &mut frames[10..15] {
+        f[1] = None;
+    }
+    let start_s = 1.0;
+    let c3d_file = d.join("trimmed.c3d");
+    let metres: Vec<Vec<Option<[f64; 3]>>> = frames.iter().map(|f| f.iter().map(|p| p.map(|v| v.map(|x| x / 1000.0))).collect()).collect();
+    run_python(
+        &python,
+        "write_c3d.py",
+        &serde_json::json!({"path": c3d_file, "rate_hz": RATE_HZ, "units": "mm", "up": "given", "format": "float", "labels": LABELS, "frames": metres,
+            "first_frame": 101, "trial_date": "2026-11-26", "trial_time": "10:21:45.123"}),
+    );
+    let tables = [
+        ("qualisys", "tsv", serde_json::json!({"start_s": start_s, "file_version": true})),
+        ("motive", "csv", serde_json::json!({"start_s": start_s, "motive_version": "1.25"})),
+        ("vicon", "csv", serde_json::json!({"start_s": start_s})),
+    ];
+    let map = d.join("map.toml");
+    std::fs::write(&map, map_text("+z", false)).unwrap();
+    let import = |command: &str, file: &Path, out: &str| {
+        ok(&rodlab(&["import", command, file.to_str().unwrap(), "--rod", BEAM, "--map", map.to_str().unwrap(), "--out", d.join(out).to_str().unwrap()]))
+    };
+    import("c3d", &c3d_file, "c3d");
+    for (format, ext, extra) in &tables {
+        let file = d.join(format!("trimmed-{format}.{ext}"));
+        write_table_with(&python, &file, format, &frames, extra.clone());
+        import("table", &file, format);
+    }
+    let rows = |out: &str| session::read_markers(&d.join(out).join("markers.parquet")).unwrap();
+    let reference = rows("c3d");
+    assert_eq!(reference.len(), 80 * 4);
+    assert!((reference[0].t_s - start_s).abs() < 1e-12 && (reference.last().unwrap().t_s - (start_s + 79.0 / RATE_HZ)).abs() < 1e-12, "{:?}", reference[0]);
+    assert_eq!(reference.iter().filter(|r| r.flags & session::flags::MISSING != 0).count(), 5);
+    for (format, _, _) in &tables {
+        let got = rows(format);
+        assert_eq!(got.len(), reference.len(), "{format}");
+        for (a, b) in reference.iter().zip(&got) {
+            assert!((a.t_s - b.t_s).abs() < 1e-12 && a.t_host_ns == b.t_host_ns && (a.marker, a.flags) == (b.marker, b.flags), "{format}: {a:?} vs {b:?}");
+            for (u, v) in [(a.x_m, b.x_m), (a.y_m, b.y_m), (a.z_m, b.z_m)] {
+                assert!((u.is_nan() && v.is_nan()) || (u - v).abs() < 1e-9, "{format}: {a:?} vs {b:?}");
+            }
+        }
+    }
+    // The capture's start, where the file states one (Nexus' CSV does not).
+    for (out, start) in
+        [("c3d", Some("2026-11-26T10:21:45.123")), ("qualisys", Some("2026-11-26T10:21:45.123")), ("motive", Some("2026-11-26T10:21:45.123")), ("vicon", None)]
+    {
+        let meta = session::SessionMeta::read(&d.join(out)).unwrap().unwrap();
+        assert_eq!(meta.capture_start.as_deref(), start, "{out}");
+        if start.is_some() {
+            assert_eq!(meta.start_utc, "2026-11-26T10:21:45.123Z", "{out}");
+            assert!((meta.start_unix_s - 1_795_688_505.123).abs() < 1e-3, "{out}: {}", meta.start_unix_s);
+        }
+        assert!(meta.clock.contains("the file's own time"), "{out}: {}", meta.clock);
+    }
+
+    // Frames 20-29 left out of a Motive export: missing at their own times,
+    // the later frames where they were.
+    let text = std::fs::read_to_string(d.join("trimmed-motive.csv")).unwrap();
+    let cut: Vec<&str> = text.lines().filter(|l| !l.split(',').next().and_then(|c| c.parse::<i64>().ok()).is_some_and(|f| (120..130).contains(&f))).collect();
+    let gap = d.join("gap.csv");
+    std::fs::write(&gap, cut.join("\n") + "\n").unwrap();
+    import("table", &gap, "gap");
+    let got = rows("gap");
+    assert_eq!(got.len(), reference.len());
+    for (a, b) in reference.iter().zip(&got) {
+        let in_gap = (1.2..1.295).contains(&a.t_s);
+        assert!((a.t_s - b.t_s).abs() < 1e-12, "{a:?} vs {b:?}");
+        assert_eq!(b.flags & session::flags::MISSING != 0, in_gap || a.flags & session::flags::MISSING != 0, "{b:?}");
+        if !in_gap && !b.x_m.is_nan() {
+            assert!((a.x_m - b.x_m).abs() < 1e-9, "{a:?} vs {b:?}");
+        }
+    }
+    // A row given twice (the TSV's line 25 repeated): refused, naming it.
+    let text = std::fs::read_to_string(d.join("trimmed-qualisys.tsv")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let first_row = lines.iter().position(|l| l.starts_with("Frame\t")).unwrap() + 1;
+    lines.insert(first_row + 5, lines[first_row + 4]);
+    let twice = d.join("twice.tsv");
+    std::fs::write(&twice, lines.join("\n") + "\n").unwrap();
+    let o = rodlab(&["import", "table", twice.to_str().unwrap(), "--rod", BEAM, "--map", map.to_str().unwrap(), "--out", d.join("twice").to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("line {}: frame 105 after frame 105", first_row + 6)) && err.trim().lines().count() == 1, "{err}");
+}

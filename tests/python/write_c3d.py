@@ -5,6 +5,8 @@ motion-capture system would export them:
   {"path": "...", "rate_hz": 100, "units": "mm" | "m", "up": "+z" | "+y" | "given",
    "format": "float" | "integer", "analog_channels": 0,
    "labels": ["Beam:Tip1", ...],
+   "first_frame": 1,                      # optional: a trimmed export's first frame
+   "trial_date": "2026-11-26", "trial_time": "10:21:45",  # optional: TRIAL:DATE and TRIAL:TIME
    "frames": [[[x, y, z] or null, ...], ...]}
 
 Conventions: "+y" up is OptiTrack's (mocap = (x_w, z_w, -y_w)); "given":
@@ -59,5 +61,10 @@ if n_analog:
     # empty array, which c3dio refuses).
     writer.set_analog_scales([1.0] * n_analog)
     writer.set_analog_offsets([0] * n_analog)
+if spec.get("first_frame", 1) != 1:
+    writer.set_start_frame(int(spec["first_frame"]))
+for key in ("trial_date", "trial_time"):
+    if key in spec:
+        writer.trial_group.add_str(key[6:].upper(), "The capture's " + key[6:] + ".", spec[key], len(spec[key]))
 with open(spec["path"], "wb") as handle:
     writer.write(handle)

@@ -5,7 +5,14 @@ export, each laid out as its vendor's software writes it (JSON on stdin):
    "rate_hz": 100, "labels": ["Beam:Tip1", ...],
    "frames_mm": [[[x, y, z] or null, ...], ...],       # the mocap's frame, mm
    "base_pose": [[x_mm, y_mm, z_mm, qw, qx, qy, qz], ...],  # plain only, optional
-   "rotation": "quaternion" | "rotation_vector" | "euler_xyz_deg"}
+   "rotation": "quaternion" | "rotation_vector" | "euler_xyz_deg",
+   "start_s": 0.0,            # optional: the first row's own time (a trimmed export)
+   "file_version": false,     # optional, qualisys: current QTM's FILE_VERSION 2.0.0 line first
+   "motive_version": "1.23"}  # optional, motive: the Format Version written
+
+Frames are numbered as each vendor numbers them: from 1 at time 0
+(Qualisys, Vicon), from 0 (Motive); a trimmed export (start_s > 0) keeps
+the numbers and times of the frames it holds.
 
 - Qualisys TSV (QTM's 3D export): the KEY<TAB>value header (NO_OF_FRAMES,
   FREQUENCY, MARKER_NAMES, TRAJECTORY_TYPES, ...), the "Frame Time <name> X"
@@ -36,6 +43,8 @@ rate = float(spec["rate_hz"])
 labels = spec["labels"]
 frames = spec["frames_mm"]
 n = len(frames)
+# The first row's frame from time 0 (a trimmed export starts later).
+start = int(round(float(spec.get("start_s", 0.0)) * rate))
 
 
 def num(v):
@@ -73,6 +82,8 @@ def euler_xyz_deg(q):
 
 out = []
 if fmt == "qualisys":
+    if spec.get("file_version"):
+        out.append("FILE_VERSION\t2.0.0")
     out.append("NO_OF_FRAMES\t%d" % n)
     out.append("NO_OF_CAMERAS\t8")
     out.append("NO_OF_MARKERS\t%d" % len(labels))
@@ -86,15 +97,16 @@ if fmt == "qualisys":
     out.append("TRAJECTORY_TYPES\t" + "\t".join("Measured" for _ in labels))
     out.append("Frame\tTime\t" + "\t".join("%s %s" % (l, a) for l in labels for a in "XYZ"))
     for k, frame in enumerate(frames):
-        cells = [str(k + 1), "%.5f" % (k / rate)]
+        cells = [str(start + k + 1), "%.5f" % ((start + k) / rate)]
         for p in frame:
             cells.extend(["0.000"] * 3 if p is None else [num(v) for v in p])
         out.append("\t".join(cells))
 elif fmt == "motive":
     out.append(
-        "Format Version,1.23,Take Name,trial,Take Notes,,Capture Frame Rate,%.6f,Export Frame Rate,%.6f,"
+        "Format Version,%s,Take Name,trial,Take Notes,,Capture Frame Rate,%.6f,Export Frame Rate,%.6f,"
         "Capture Start Time,2026-11-26 10.21.45.123 AM,Capture Start Frame,0,Total Frames in Take,%d,"
-        "Total Exported Frames,%d,Rotation Type,Quaternion,Length Units,Meters,Coordinate Space,Global" % (rate, rate, n, n)
+        "Total Exported Frames,%d,Rotation Type,Quaternion,Length Units,Meters,Coordinate Space,Global"
+        % (spec.get("motive_version", "1.23"), rate, rate, n + start, n)
     )
     out.append("")
     # A rigid body on the clamp: rotation (X, Y, Z, W), position, then
@@ -110,7 +122,7 @@ elif fmt == "motive":
     out.append(",," + ",".join(quantities))
     out.append("Frame,Time (Seconds)," + ",".join(axes))
     for k, frame in enumerate(frames):
-        cells = [str(k), "%.6f" % (k / rate)]
+        cells = [str(start + k), "%.6f" % ((start + k) / rate)]
         # The rigid body where it was solved (not used by the reader).
         cells += ["0.0", "0.0", "0.0", "1.0", "0.5", "0.25", "0.125", "0.5", "0.26", "0.13"]
         for p in frame:
@@ -131,7 +143,7 @@ elif fmt == "vicon":
     out.append("Frame,Sub Frame," + ",".join("X,Y,Z" for _ in labels))
     out.append(",," + ",".join("mm,mm,mm" for _ in labels))
     for k, frame in enumerate(frames):
-        cells = [str(k + 1), "0"]
+        cells = [str(start + k + 1), "0"]
         for p in frame:
             cells.extend([""] * 3 if p is None else [num(v) for v in p])
         out.append(",".join(cells))
@@ -145,7 +157,7 @@ elif fmt == "plain":
         header += {"quaternion": ["qw", "qx", "qy", "qz"], "rotation_vector": ["rx", "ry", "rz"], "euler_xyz_deg": ["roll_deg", "pitch_deg", "yaw_deg"]}[rot]
     out.append(",".join(header))
     for k, frame in enumerate(frames):
-        cells = [num(k / rate)]
+        cells = [num((start + k) / rate)]
         for p in frame:
             cells.extend([""] * 3 if p is None else [num(v) for v in p])
         if base is not None:
