@@ -666,3 +666,110 @@ fn current_exports_import_alike_keeping_their_capture_time_and_own_times() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("line {}: frame 105 after frame 105", first_row + 6)) && err.trim().lines().count() == 1, "{err}");
 }
+
+/// A beam held by a support that creeps: every marker's base-frame place
+/// drifts by `creep_mm` (the tip's; the middle's half) over the first
+/// 0.5 s (the map's window [0.05, 0.45] s sees 80 % of it), then at 0.5 s
+/// the beam is let go and sags by 20 mm at the tip within 0.1 s and stays
+/// there; 0.02 mm of noise on each coordinate (0.035 mm a frame in 3D).
+/// World, mm as stored, 1.5 s at 100 Hz.
+fn creeping_frames(creep_mm: f64) -> Vec<Vec<Option<[f64; 3]>>> {
+    let rod = truth_rod();
+    let mut noise = Noise(31);
+    let base = beam_base(0);
+    (0..150)
+        .map(|f| {
+            let t = f as f64 / RATE_HZ;
+            let down_mm = if t < 0.5 { -creep_mm * t / 0.5 } else { -creep_mm - 20.0 * ((t - 0.5) / 0.1).min(1.0) };
+            let markers = rod.markers.iter().map(|mk| {
+                let share = mk.arc_m / rod.length_m;
+                base.transform_point(&(Vec3::new(mk.arc_m, 0.0, down_mm * 1e-3 * share) + mk.offset_body_m))
+            });
+            let cluster = CLUSTER.iter().zip(CLUSTER_OFF_MM).map(|(p, o)| clamp().transform_point(&(Vec3::from(*p) + Vec3::from(o) * 1e-3)));
+            markers.chain(cluster).map(|p| Some(stored_mm(&(p + Vec3::from_fn(|_, _| noise.gauss(2e-5)))))).collect()
+        })
+        .collect()
+}
+
+/// A support that creeps 0.15 mm over the reference window (0.035 mm of
+/// noise a frame, 20 mm of deflection to measure): accepted, its creep
+/// stated (import's output, session.toml) and carried into the place's
+/// uncertainty; `find_s` finds a window before the release that is
+/// accepted alike. The same support moving 3 mm: refused, naming the
+/// marker, the motion and what the window could absorb.
+#[test]
+fn a_creeping_support_is_accepted_with_its_creep_stated_and_a_moving_one_refused() {
+    let Some(python) = venv_python("c3d", "reference windows") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let import = |creep_mm: f64, map: &str, out: &str| {
+        let file = d.join(format!("{out}.c3d"));
+        write_c3d(&python, &file, &creeping_frames(creep_mm), &LABELS);
+        let m = d.join(format!("{out}-map.toml"));
+        std::fs::write(&m, map).unwrap();
+        rodlab(&["import", "c3d", file.to_str().unwrap(), "--rod", BEAM, "--map", m.to_str().unwrap(), "--out", d.join(out).to_str().unwrap()])
+    };
+    // The window covers 0.4 of the 0.5 s ramp: 0.15 mm of creep there.
+    let out = ok(&import(0.15 / 0.8, &map_text("+z", true), "creeping"));
+    let meta = session::SessionMeta::read(&d.join("creeping")).unwrap().unwrap();
+    let tip = &meta.markers_on_body[0];
+    println!("{out}\n{tip:?}");
+    assert!((tip.creep_m - 0.15e-3).abs() < 0.03e-3, "{tip:?}");
+    assert!(tip.place_sigma_m >= tip.creep_m / 12f64.sqrt() && tip.place_sigma_m < tip.creep_m, "{tip:?}");
+    assert!(out.contains(&format!("creep {:.3} mm", tip.creep_m * 1e3)), "{out}");
+    assert!((meta.release_s.unwrap() - 0.5).abs() < 0.02, "{:?}", meta.release_s);
+
+    // The window found: the stillest 0.3 s before the release.
+    let found_map = map_text("+z", true).replace(&format!("window_s = {WINDOW_S:?}"), "find_s = 0.3");
+    ok(&import(0.15 / 0.8, &found_map, "found"));
+    let found = session::SessionMeta::read(&d.join("found")).unwrap().unwrap();
+    let w = found.reference_window_s.unwrap();
+    assert!(w[0] >= 0.0 && w[1] < 0.5 && (w[1] - w[0] - 0.29).abs() < 1e-9, "{w:?}");
+    assert!(found.markers_on_body[0].creep_m < 0.15e-3, "{:?}", found.markers_on_body[0]);
+    assert!((found.release_s.unwrap() - 0.5).abs() < 0.02, "{:?}", found.release_s);
+
+    // 3 mm of motion over the window: refused, with the numbers.
+    let o = import(3.0 / 0.8, &map_text("+z", true), "moving");
+    expect_exit_2(o, &["marker \"Beam:TipTop\" moves 2.9", "during the reference window [0.05, 0.45] s", "more than the window can absorb", "max_creep_m"]);
+    // A declared creep lets it through, stated.
+    let declared = map_text("+z", true).replace(&format!("window_s = {WINDOW_S:?}"), &format!("window_s = {WINDOW_S:?}\nmax_creep_m = 0.004"));
+    ok(&import(3.0 / 0.8, &declared, "declared"));
+}
+
+/// A beam that simply hangs under gravity from the start (never held
+/// straight), imported without `[reference]`: no warning that its markers
+/// sit from their design positions (they sag, as the rod file's rod does),
+/// and none of the axis. The same file written as Motive writes it (y up)
+/// and imported with the map's default (z up): the import says the markers
+/// deflect away from the declared gravity and names `[world] up`, and keeps
+/// it in session.toml for the fits. The beam held straight with its markers
+/// 1-2 mm off: the design positions' warning, naming the tip marker.
+#[test]
+fn warnings_say_the_right_thing_for_a_sagging_beam_a_wrong_axis_and_misplaced_markers() {
+    let Some(python) = venv_python("c3d", "import warnings") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let import = |frames: &Frames, map: &str, out: &str| {
+        let file = d.join(format!("{out}.c3d"));
+        write_c3d(&python, &file, frames, &LABELS);
+        let m = d.join(format!("{out}-map.toml"));
+        std::fs::write(&m, map).unwrap();
+        ok(&rodlab(&["import", "c3d", file.to_str().unwrap(), "--rod", BEAM, "--map", m.to_str().unwrap(), "--out", d.join(out).to_str().unwrap()]))
+    };
+    // Hanging: the creeping support's frames from 0.7 s on (sagged 20 mm at the tip).
+    let sagging: Frames = creeping_frames(0.0)[70..].to_vec();
+    let out = import(&sagging, &map_text("+z", false), "sagging");
+    assert!(!out.contains("design positions") && !out.contains("[world]"), "{out}");
+    // The same beam, the mocap's y up, the map's default z up.
+    let y_up: Frames = sagging.iter().map(|f| f.iter().map(|p| p.map(|w| mocap_of("+y", &w))).collect()).collect();
+    let out = import(&y_up, &map_text("+z", false).replace("up = \"+z\"\n", ""), "y-up");
+    assert!(out.contains("deflect away from where the declared gravity would bend") && out.contains("[world] up"), "{out}");
+    let meta = session::SessionMeta::read(&d.join("y-up")).unwrap().unwrap();
+    assert!(meta.import_warnings.iter().any(|w| w.contains("[world] up")), "{:?}", meta.import_warnings);
+    // With the right axis, the same file imports without a word of it.
+    let out = import(&y_up, &map_text("+y", false), "y-up-declared");
+    assert!(!out.contains("[world]") && !out.contains("design positions"), "{out}");
+    // Held straight with misplaced markers: said, naming the tip's.
+    let out = import(&held_frames(60, 0.0), &map_text("+z", false), "held");
+    assert!(out.contains("sit from their design positions") && out.contains("\"Beam:TipTop\""), "{out}");
+}

@@ -709,12 +709,14 @@ pub fn import(cmd: ImportCommand, progress: &dyn Progress) -> Result<()> {
         }
         for m in &s.markers_on_body {
             println!(
-                "  marker {} (\"{}\") on the body: {:.2} mm from its design position, spread {:.3} mm over {} frames of the reference window",
+                "  marker {} (\"{}\") on the body: {:.2} mm from its design position, spread {:.3} mm over {} frames of the reference window, creep {:.3} mm (its place known to {:.3} mm)",
                 m.marker,
                 m.label,
                 m.design_distance_m * 1e3,
                 m.spread_m * 1e3,
-                m.samples
+                m.samples,
+                m.creep_m * 1e3,
+                m.place_sigma_m * 1e3
             );
         }
         if !s.markers_on_body.is_empty() {

@@ -731,6 +731,10 @@ pub struct RodMarkers<'a> {
     pub markers: &'a [rod::Marker],
     /// The rod's base in the flange frame (the rod file's `[base]`).
     pub mount: Pose,
+    /// Each marker's place uncertainty \[m\] where it was measured on the
+    /// body (a reference window's noise and creep), added to its noise;
+    /// empty or short: none.
+    pub place_sigma_m: &'a [f64],
 }
 
 /// The experiment of one hold, or why the hold cannot be used;
@@ -765,7 +769,7 @@ pub fn experiment_from_hold(
             arc_m: m.arc_m,
             offset_body_m: m.offset_body_m,
             pos_m: sighting.at_m,
-            sigma_m: sighting.sigma_m.max(o.sigma_floor_m),
+            sigma_m: sighting.sigma_m.hypot(rod.place_sigma_m.get(k).copied().unwrap_or(0.0)).max(o.sigma_floor_m),
             arc_sigma_m: 0.0,
             ray: sighting.ray,
         });

@@ -293,7 +293,7 @@ mod sessions {
     fn a_hold_makes_an_experiment_with_its_means_and_standard_errors() {
         let data = session(3e-4);
         let markers = [rod::Marker { arc_m: 0.1, offset_body_m: Vec3::zeros() }, rod::Marker { arc_m: 0.0, offset_body_m: Vec3::zeros() }];
-        let rod_markers = RodMarkers { markers: &markers, mount: Pose::from_rpy(0.0, 0.0, 0.0, Vec3::new(0.0, 0.0, -0.01)) };
+        let rod_markers = RodMarkers { markers: &markers, mount: Pose::from_rpy(0.0, 0.0, 0.0, Vec3::new(0.0, 0.0, -0.01)), place_sigma_m: &[] };
         let loads = LoadsFile {
             flange_sensor: Some(FlangeSensor {
                 stream: "ft".into(),

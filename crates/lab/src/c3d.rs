@@ -65,10 +65,16 @@ pub struct MocapMap {
     /// The tip's clamp of a rod held at both ends (`[tip]`: a cluster or a
     /// fixed pose, in the rod's tip frame).
     pub tip: Option<BaseSource>,
-    /// The window \[s from the file's start\] over which the rod is held in
+    /// The window \[s, the file's own time\] over which the rod is held in
     /// its rod-file shape: each marker's position on the body is measured
     /// there (`[reference] window_s`).
     pub reference_window_s: Option<[f64; 2]>,
+    /// `[reference] find_s`: the window found in each file instead, the
+    /// stillest stretch of this length \[s\] before the first fast motion.
+    pub reference_find_s: Option<f64>,
+    /// `[reference] max_creep_m`: the creep a window may have \[m\]
+    /// (default [`REFERENCE_CREEP_FRACTION`] of the marker's deflection).
+    pub reference_max_creep_m: Option<f64>,
     /// How a plain CSV's columns are named (`[table]`).
     pub table: Option<TableColumns>,
     /// The map file, verbatim (kept in session.toml).
@@ -142,8 +148,12 @@ pub struct RawClamp {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawReference {
-    /// [from, to]: the window [s from the file's start] in which the rod is held in its rod-file shape (straight); each marker's position on the body is measured there, per file.
-    pub window_s: [f64; 2],
+    /// [from, to]: the window [s, the file's own time] in which the rod is held in its rod-file shape (straight); each marker's position on the body is measured there, per file.
+    pub window_s: Option<[f64; 2]>,
+    /// Instead of window_s: find the window in each file, the stillest stretch of this many seconds before the first fast motion (the release).
+    pub find_s: Option<f64>,
+    /// How far a marker may creep during the window [m] (a support is never perfectly still): its motion is stated and carried into its place's uncertainty up to this; default 5 % of the marker's largest deflection after the window.
+    pub max_creep_m: Option<f64>,
 }
 
 /// `[table]`: how a plain CSV names its columns.
@@ -293,16 +303,39 @@ impl MocapMap {
                 return Err(bad("tip.labels", format!("\"{l}\" is also in base.labels: each clamp has its own markers")));
             }
         }
-        let reference_window_s = match &raw.reference {
-            Some(r) if !(r.window_s.iter().all(|v| v.is_finite()) && 0.0 <= r.window_s[0] && r.window_s[0] < r.window_s[1]) => {
-                return Err(bad("reference.window_s", format!("[from, to] with 0 <= from < to seconds, got {:?}", r.window_s)));
+        let (mut reference_window_s, mut reference_find_s, mut reference_max_creep_m) = (None, None, None);
+        if let Some(r) = &raw.reference {
+            match (r.window_s, r.find_s) {
+                (Some(w), None) if !(w.iter().all(|v| v.is_finite()) && 0.0 <= w[0] && w[0] < w[1]) => {
+                    return Err(bad("reference.window_s", format!("[from, to] with 0 <= from < to seconds, got {w:?}")));
+                }
+                (Some(w), None) => reference_window_s = Some(w),
+                (None, Some(l)) if !(l.is_finite() && l > 0.0) => return Err(bad("reference.find_s", format!("must be positive seconds, got {l}"))),
+                (None, Some(l)) => reference_find_s = Some(l),
+                _ => return Err(bad("reference", "give window_s = [from, to] or find_s = seconds (the stillest stretch before the release), one of them".into())),
             }
-            Some(r) => Some(r.window_s),
-            None => None,
-        };
+            if let Some(c) = r.max_creep_m {
+                if !(c.is_finite() && c >= 0.0) {
+                    return Err(bad("reference.max_creep_m", format!("must be zero or positive metres, got {c}")));
+                }
+                reference_max_creep_m = Some(c);
+            }
+        }
         let mut markers: Vec<(String, usize)> = raw.markers.into_iter().collect();
         markers.sort_by_key(|m| m.1);
-        Ok(MocapMap { markers, world_from_mocap, gravity_m_s2: Vec3::new(0.0, 0.0, -g), base, tip, reference_window_s, table, text, path: path.to_path_buf() })
+        Ok(MocapMap {
+            markers,
+            world_from_mocap,
+            gravity_m_s2: Vec3::new(0.0, 0.0, -g),
+            base,
+            tip,
+            reference_window_s,
+            reference_find_s,
+            reference_max_creep_m,
+            table,
+            text,
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -817,17 +850,19 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     let trial = Trial { traj, map, rod, marker_cols: &marker_cols, poses, world_markers: &world_markers };
     // The markers over the reference window, in the base frame: what their
     // places on the body and the release are both measured from.
-    let held = map.reference_window_s.map(|window| (window, trial.in_base_frame(|f| (window[0]..=window[1]).contains(&trial.time_s(f)))));
+    let window = match map.reference_find_s {
+        Some(length_s) => Some(stillest_window(&trial, length_s)?),
+        None => map.reference_window_s,
+    };
+    let held = window.map(|window| (window, trial.in_base_frame(|f| (window[0]..=window[1]).contains(&trial.time_s(f)))));
     let (on_body, held_turn) = match &held {
         Some((window, samples)) => markers_on_body(&trial, *window, samples)?,
-        None => {
-            // A rod held at both ends is not in its rod file's shape at the start.
-            if rod.tip_condition == rod::TipCondition::Free {
-                warnings.extend(design_distance_warning(&trial));
-            }
-            (vec![], None)
-        }
+        None => (vec![], None),
     };
+    // A rod held at both ends is not in its rod file's shape at the start.
+    if rod.tip_condition == rod::TipCondition::Free {
+        warnings.extend(start_and_end_warnings(&trial, held.is_some()));
+    }
     let release = held.as_ref().and_then(|(window, samples)| find_release(&trial, *window, samples));
     // Nothing is written until the file and the map have been checked: a
     // refused import leaves no half session behind.
@@ -892,12 +927,10 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
     if let Some(start) = &traj.capture_start {
         meta.set_capture_start(start).map_err(|why| Error::input(format!("{name}: the capture's start {why}")))?;
     }
-    meta.reference_window_s = map.reference_window_s;
+    meta.reference_window_s = window;
     meta.markers_on_body = on_body.clone();
     meta.release_s = release.as_ref().map(|r| r.t_s);
     meta.held_base_rotation_rad = held_turn;
-    meta.finish(vec![]);
-    meta.write(root)?;
     for (table, track) in [("base", Some(&base)), ("tip", tip.as_ref())] {
         if let Some((d, a)) = track.and_then(|t| t.spread).filter(|s| s.0 > STILL_CLAMP_LIMIT.0 || s.1 > STILL_CLAMP_LIMIT.1) {
             warnings.push(format!(
@@ -908,6 +941,9 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
             ));
         }
     }
+    meta.import_warnings = warnings.clone();
+    meta.finish(vec![]);
+    meta.write(root)?;
     Ok(Imported {
         session: root.to_path_buf(),
         frames: n_frames,
@@ -1096,6 +1132,9 @@ fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Re
         )));
     }
     let sections = rest_sections(rod, marker_cols);
+    // How far each marker goes from its held place after the window: the
+    // deflection its data measure, which a creep must stay well below.
+    let after = trial.in_base_frame(|f| trial.time_s(f) > window[1]);
     let mut held = vec![];
     for (m, pts) in samples.iter().enumerate() {
         let (label, k) = &map.markers[m];
@@ -1109,24 +1148,43 @@ fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Re
         }
         let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
         let spread_m = (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / pts.len() as f64).sqrt();
-        // Held still: the means of the first and last quarters agree within
-        // their noise (frame-to-frame differences say what a sample's is;
-        // a mean of q samples has sqrt(2 / q) of it between two).
-        let q = pts.len() / 4;
-        let first = pts[..q].iter().sum::<Vec3>() / q as f64;
-        let last = pts[pts.len() - q..].iter().sum::<Vec3>() / q as f64;
-        let noise = (pts.windows(2).map(|w| (w[1] - w[0]).norm_squared()).sum::<f64>() / (2.0 * (pts.len() - 1) as f64)).sqrt();
-        let moved = (last - first).norm();
-        if moved > REFERENCE_MOTION_SIGMAS * noise * (2.0 / q as f64).sqrt() + 5e-5 {
+        // The creep: the least-squares line's rise over the window, which
+        // noise alone makes about noise sqrt(12 / n) (frame-to-frame
+        // differences say what a sample's noise is).
+        let n = pts.len() as f64;
+        let centre = (n - 1.0) / 2.0;
+        let slope = pts.iter().enumerate().map(|(i, p)| (i as f64 - centre) * (p - mean)).sum::<Vec3>() / (n * (n * n - 1.0) / 12.0);
+        let creep_m = slope.norm() * (n - 1.0);
+        let noise = (pts.windows(2).map(|w| (w[1] - w[0]).norm_squared()).sum::<f64>() / (2.0 * (n - 1.0))).sqrt();
+        let noise_bound_m = REFERENCE_MOTION_SIGMAS * noise * (12.0 / n).sqrt() + 5e-5;
+        let deflection_m = after[m].iter().map(|p| (p - mean).norm()).fold(0.0, f64::max);
+        let (allowed_m, basis) = match map.reference_max_creep_m {
+            Some(c) => (c, format!("[reference] max_creep_m in {}", map.path.display())),
+            None => (
+                REFERENCE_CREEP_FRACTION * deflection_m,
+                format!(
+                    "{:.0} % of its largest deflection after the window, {:.2} mm; [reference] max_creep_m in {} declares another",
+                    REFERENCE_CREEP_FRACTION * 100.0,
+                    deflection_m * 1e3,
+                    map.path.display()
+                ),
+            ),
+        };
+        if creep_m > allowed_m.max(noise_bound_m) {
             return Err(Error::input(format!(
-                "{name}: marker \"{label}\" moves {:.2} mm during the reference window [{}, {}] s (its noise {:.3} mm): the rod is not held still there",
-                moved * 1e3,
+                "{name}: marker \"{label}\" moves {:.2} mm during the reference window [{}, {}] s (its noise {:.3} mm), more than the window can absorb ({:.2} mm: {}): the rod is not held still there",
+                creep_m * 1e3,
                 window[0],
                 window[1],
-                noise * 1e3
+                noise * 1e3,
+                allowed_m.max(noise_bound_m) * 1e3,
+                if allowed_m >= noise_bound_m { basis } else { "its noise".into() }
             )));
         }
-        held.push((m, *k, label.clone(), mean, spread_m, pts.len()));
+        // The place is the window's mean: uncertain by the noise of a mean
+        // and by the creep (a ramp's RMS about its mean is its rise / sqrt 12).
+        let place_sigma_m = (noise.powi(2) / pts.len() as f64 + creep_m.powi(2) / 12.0).sqrt();
+        held.push((m, *k, label.clone(), mean, spread_m, pts.len(), creep_m, place_sigma_m));
     }
     // The rod's axis as the held pose registers it: the rotation about the
     // rod's base that brings the design positions closest to the measured
@@ -1136,10 +1194,10 @@ fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Re
     // are what is left, measured in the registered frame.
     let in_base = |p: &Vec3| rod.base.inverse().transform_point(p);
     let pairs: Vec<(Vec3, Vec3)> =
-        held.iter().map(|(m, k, _, mean, _, _)| (in_base(&sections[*m].1.transform_point(&rod.markers[*k].offset_body_m)), in_base(mean))).collect();
+        held.iter().map(|(m, k, _, mean, ..)| (in_base(&sections[*m].1.transform_point(&rod.markers[*k].offset_body_m)), in_base(mean))).collect();
     let turn = rotation_about_origin(&pairs);
     let mut out = vec![];
-    for (m, k, label, mean, spread_m, samples) in held {
+    for (m, k, label, mean, spread_m, samples, creep_m, place_sigma_m) in held {
         let (arc_m, section) = sections[m];
         let section_in_base = rod.base.inverse().compose(&section);
         let offset = section_in_base.inverse().transform_point(&(turn.transpose() * in_base(&mean)));
@@ -1152,6 +1210,8 @@ fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Re
             spread_m,
             design_distance_m: (offset - design).norm(),
             samples,
+            creep_m,
+            place_sigma_m,
         });
     }
     Ok((out, (turn != Mat3::identity()).then(|| lie::so3_log(&turn).into())))
@@ -1174,31 +1234,159 @@ fn rotation_about_origin(pairs: &[(Vec3, Vec3)]) -> Mat3 {
     vt.transpose() * Mat3::from_diagonal(&Vec3::new(1.0, 1.0, d)) * u.transpose()
 }
 
-/// Without `[reference]`: when the rod starts still (its first half
-/// second), how far its markers sit from the rod file's design positions
-/// there, if any is further than the noise could explain (a mm): the
-/// error the design positions bring into every later figure, said once.
-fn design_distance_warning(trial: &Trial) -> Option<String> {
-    let Trial { traj, map, rod, marker_cols, .. } = *trial;
-    let samples = trial.in_base_frame(|f| trial.time_s(f) <= trial.time_s(0) + 0.5);
+/// Each mapped marker's place in the clamp's frame with the rod file's rod
+/// in equilibrium under the declared gravity (`gravity_in_clamp`); `None`
+/// where the statics cannot say (a rod held at both ends, no convergence).
+fn sagged_positions(rod: &rod::Rod, marker_cols: &[(usize, usize)], gravity_in_clamp: Vec3) -> Option<Vec<Vec3>> {
+    if rod.tip_condition != rod::TipCondition::Free {
+        return None;
+    }
+    let mut rod = rod.clone();
+    rod.gravity_m_s2 = gravity_in_clamp;
+    let arcs: Vec<f64> = marker_cols.iter().map(|&(_, k)| rod.markers[k].arc_m).collect();
+    let model = rod::Model::new(&rod, &arcs);
+    let solved = rod::statics::solve(&model, &rod::Loads::gravity(), None, &rod::NewtonOptions::default()).ok()?;
+    let frames = model.frames(&solved.q);
+    Some(marker_cols.iter().zip(&arcs).map(|(&(_, k), &a)| frames.joints[model.joint_at(a)].transform_point(&rod.markers[k].offset_body_m)).collect())
+}
+
+/// How far a marker's expected sag may be for the rod to count as straight
+/// there \[m\] (a design position is compared only there).
+const STRAIGHT_WITHIN_M: f64 = 1e-3;
+/// A deflection this large \[m\], expected and seen, says which way gravity
+/// pulls; seen more than 60 degrees from the expected one, the map's
+/// vertical axis is not the mocap's.
+const SAG_SEEN_M: f64 = 3e-3;
+
+/// What the markers say of the map and the rod file over the file's first
+/// and last half seconds (the rod still at the start, settled at the end):
+/// where the rod is expected straight (the rod file's rod under the
+/// declared gravity hardly sags there, or the markers sit nearer the
+/// straight rod than the sagged one: a support holds it), how far they sit
+/// from their design positions (more than a mm is said once, without
+/// `[reference]`: the error every later figure carries);
+/// where it sags, whether they deflect the way the declared gravity pulls
+/// (a wrong `[world] up` makes every fit of the session fail).
+fn start_and_end_warnings(trial: &Trial, with_reference: bool) -> Vec<String> {
+    let Trial { traj, map, rod, marker_cols, poses, .. } = *trial;
+    let (t0, t1) = (trial.time_s(0), trial.time_s(traj.frames.len().saturating_sub(1)));
     let sections = rest_sections(rod, marker_cols);
-    let mut far = vec![];
-    for (m, pts) in samples.iter().enumerate().filter(|(_, p)| p.len() >= REFERENCE_MIN_SAMPLES) {
-        let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
-        let design = sections[m].1.transform_point(&rod.markers[marker_cols[m].1].offset_body_m);
-        let d = (mean - design).norm();
-        if d > 1e-3 {
-            far.push(format!("\"{}\" {:.1} mm", map.markers[m].0, d * 1e3));
+    let design: Vec<Vec3> = marker_cols.iter().enumerate().map(|(m, &(_, k))| sections[m].1.transform_point(&rod.markers[k].offset_body_m)).collect();
+    let mut warnings = vec![];
+    for (at_start, within) in [(true, [t0, t0 + 0.5]), (false, [t1 - 0.5, t1])] {
+        let in_window = |f: usize| (within[0]..=within[1]).contains(&trial.time_s(f));
+        let clamp: Vec<&Pose> = poses.iter().filter(|(f, _)| in_window(*f)).map(|(_, p)| p).collect();
+        if clamp.is_empty() {
+            continue;
+        }
+        let gravity_in_clamp = lie::mean_pose(clamp.into_iter()).rot.transpose() * map.gravity_m_s2;
+        let expected = sagged_positions(rod, marker_cols, gravity_in_clamp).unwrap_or_else(|| design.clone());
+        let means: Vec<Option<Vec3>> = trial
+            .in_base_frame(in_window)
+            .iter()
+            .map(|pts| (pts.len() >= REFERENCE_MIN_SAMPLES).then(|| pts.iter().sum::<Vec3>() / pts.len() as f64))
+            .collect();
+        let mut far = vec![];
+        let mut against = vec![];
+        for (m, mean) in means.iter().enumerate() {
+            let Some(mean) = mean else { continue };
+            let (seen, sag) = (mean - design[m], expected[m] - design[m]);
+            // Expected straight: the rod file's rod hardly sags there, or
+            // the marker sits nearer the straight rod than the sagged one
+            // (a support holds it).
+            let straight = sag.norm() < STRAIGHT_WITHIN_M || seen.norm() < (seen - sag).norm();
+            if straight && seen.norm() > 1e-3 {
+                far.push(format!("\"{}\" {:.1} mm", map.markers[m].0, seen.norm() * 1e3));
+            }
+            if sag.norm() > SAG_SEEN_M && seen.norm() > SAG_SEEN_M && seen.dot(&sag) < 0.5 * seen.norm() * sag.norm() {
+                let angle = (seen.dot(&sag) / (seen.norm() * sag.norm())).clamp(-1.0, 1.0).acos().to_degrees();
+                against.push(format!("\"{}\" {:.1} mm at {angle:.0} deg from its {:.1} mm", map.markers[m].0, seen.norm() * 1e3, sag.norm() * 1e3));
+            }
+        }
+        let name = traj.source.display();
+        if at_start && !with_reference && !far.is_empty() {
+            warnings.push(format!(
+                "{name}: in the first 0.5 s the markers sit from their design positions (rod file) where the rod is expected straight: {}; if the rod is held in its rod-file shape there, [reference] window_s = [from, to] in {} measures their places on the body instead",
+                far.join(", "),
+                map.path.display()
+            ));
+        }
+        if !against.is_empty() && warnings.iter().all(|w| !w.contains("[world]")) {
+            warnings.push(format!(
+                "{name}: in the {} 0.5 s the markers deflect away from where the declared gravity would bend the rod file's rod ({}): the mocap's vertical axis is not the one [world] up (or rotation) in {} declares; every fit of this session fails until it is",
+                if at_start { "first" } else { "last" },
+                against.join(", "),
+                map.path.display()
+            ));
         }
     }
-    (!far.is_empty()).then(|| {
-        format!(
-            "{}: in the first 0.5 s the markers sit from their design positions (rod file): {}; if the rod is held in its rod-file shape there, [reference] window_s = [from, to] in {} measures their places on the body instead",
+    warnings
+}
+
+/// By default a reference window may creep by this fraction of the
+/// marker's largest deflection after it: what the fit absorbs as the
+/// place's uncertainty without biasing the deflections it measures.
+pub const REFERENCE_CREEP_FRACTION: f64 = 0.05;
+
+/// Frame-to-frame motion above this fraction of the file's fastest marks
+/// the release a found reference window must end before.
+const FAST_MOTION_FRACTION: f64 = 0.25;
+
+/// `[reference] find_s`: the stillest window of `length_s` (the least
+/// creep of its worst marker, first quarter's mean against last's) that
+/// ends before the first fast motion of any marker in the base frame (the
+/// release), or an error saying there is none.
+fn stillest_window(trial: &Trial, length_s: f64) -> Result<[f64; 2]> {
+    let Trial { traj, map, .. } = *trial;
+    let frames: Vec<(usize, Vec<Option<Vec3>>)> = trial
+        .poses
+        .iter()
+        .map(|(f, base)| (*f, (trial.world_markers)(*f).into_iter().map(|p| p.map(|p| base.inverse().transform_point(&p))).collect()))
+        .collect();
+    // Each frame's fastest marker step (a frame apart, both seen).
+    let steps: Vec<f64> = frames
+        .windows(2)
+        .map(|w| {
+            if w[1].0 != w[0].0 + 1 {
+                return 0.0;
+            }
+            w[0].1.iter().zip(&w[1].1).filter_map(|(a, b)| Some((b.as_ref()? - a.as_ref()?).norm())).fold(0.0, f64::max)
+        })
+        .collect();
+    let mut sorted = steps.clone();
+    sorted.sort_by(f64::total_cmp);
+    let (peak, median) = (sorted.last().copied().unwrap_or(0.0), sorted.get(sorted.len() / 2).copied().unwrap_or(0.0));
+    let fast = (FAST_MOTION_FRACTION * peak).max(20.0 * median);
+    let end = steps.iter().position(|s| *s > fast).map_or(frames.len(), |k| k + 1);
+    let span = (length_s * traj.rate_hz).round() as usize;
+    let no_window = || {
+        Error::input(format!(
+            "{}: {}: reference.find_s = {length_s}: no {length_s} s of frames before the first fast motion (at {:.3} s)",
             traj.source.display(),
-            far.join(", "),
-            map.path.display()
-        )
-    })
+            map.path.display(),
+            frames.get(end.min(frames.len().saturating_sub(1))).map_or(0.0, |f| traj.time_s(f.0))
+        ))
+    };
+    if span < REFERENCE_MIN_SAMPLES || span > end {
+        return Err(no_window());
+    }
+    let creep = |w: &[(usize, Vec<Option<Vec3>>)]| -> f64 {
+        let q = w.len() / 4;
+        (0..w[0].1.len())
+            .map(|m| {
+                let mean = |part: &[(usize, Vec<Option<Vec3>>)]| {
+                    let seen: Vec<Vec3> = part.iter().filter_map(|f| f.1[m]).collect();
+                    (!seen.is_empty()).then(|| seen.iter().sum::<Vec3>() / seen.len() as f64)
+                };
+                mean(&w[..q]).zip(mean(&w[w.len() - q..])).map_or(f64::INFINITY, |(a, b)| (b - a).norm())
+            })
+            .fold(0.0, f64::max)
+    };
+    let best = (0..=end - span).filter(|&k| frames[k + span - 1].0 - frames[k].0 == span - 1).min_by(|&a, &b| {
+        creep(&frames[a..a + span]).total_cmp(&creep(&frames[b..b + span]))
+    });
+    let k = best.ok_or_else(no_window)?;
+    Ok([traj.time_s(frames[k].0), traj.time_s(frames[k + span - 1].0)])
 }
 
 /// Fewest frames a reference window must see a marker in.

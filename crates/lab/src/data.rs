@@ -135,6 +135,16 @@ pub fn rod_for_session(rod: &rod::Rod, meta: Option<&session::SessionMeta>, dir:
     (out, note)
 }
 
+/// Each of `n_markers` markers' place uncertainty \[m\]: what a reference
+/// window measured (`session.toml`'s `marker_on_body`), 0 for the others.
+pub fn marker_place_sigmas(meta: Option<&session::SessionMeta>, n_markers: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n_markers];
+    for m in meta.map_or(&[][..], |m| m.markers_on_body.as_slice()).iter().filter(|m| m.marker < n_markers) {
+        out[m.marker] = m.place_sigma_m;
+    }
+    out
+}
+
 /// "no robot stream and no motion-capture base" for `dir`.
 pub fn no_base(dir: &SessionDir) -> String {
     format!(

@@ -233,9 +233,11 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
         }
         ignored.extend(ignored_streams(dir, &requests, loads.file.tip_hold.as_ref().map(|t| t.stream_name())));
         // Markers measured on the body (a reference window) where the session has them.
-        let (session_rod, measured) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
+        let meta = dir.meta().ok().flatten();
+        let (session_rod, measured) = data::rod_for_session(rod, meta.as_ref(), dir);
         ignored.extend(measured);
-        let session_markers = RodMarkers { markers: &session_rod.markers, mount: session_rod.base };
+        let place_sigma_m = data::marker_place_sigmas(meta.as_ref(), rod.markers.len());
+        let session_markers = RodMarkers { markers: &session_rod.markers, mount: session_rod.base, place_sigma_m: &place_sigma_m };
         let (mut e, h) = experiments_from_session(&s, &session_markers, &loads.file).map_err(|e| Error::input(format!("{}: {e}", dir.path().display())))?;
         if rod.tip_condition == rod::TipCondition::Pinned {
             // A pin holds the position only: the robot's turn says nothing.
@@ -429,6 +431,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     if let Some(n) = &noise {
         (file.fit.chi_square, file.fit.chi_square_p, file.fit.model_error_m) = (n.chi_square, n.p, n.model_error_m);
         disagree.extend(n.failure(&req.rod_path));
+    }
+    if !disagree.is_empty() {
+        disagree.extend(axis_warnings(&req.source));
     }
     let failure =
         (!disagree.is_empty()).then(|| format!("{}; the data that disagree most: {}", disagree.join("; "), worst_experiments(&experiments, &study.fit)));
@@ -825,6 +830,17 @@ impl NoiseTest {
             self.model_error_m
         ))
     }
+}
+
+/// What the imports of the sessions found of the mocap's vertical axis
+/// (session.toml): a failed fit of such a session says it first.
+fn axis_warnings(source: &Source) -> Vec<String> {
+    let Source::Sessions { dirs, .. } = source else { return vec![] };
+    dirs.iter()
+        .filter_map(|d| d.meta().ok().flatten())
+        .flat_map(|m| m.import_warnings.into_iter().filter(|w| w.contains("[world] up")))
+        .map(|w| format!("the import found: {w}"))
+        .collect()
 }
 
 /// The chi-square test of the fit's residuals (None without degrees of freedom).

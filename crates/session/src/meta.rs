@@ -47,6 +47,11 @@ pub struct SessionMeta {
     /// session's start is this time read as UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_start: Option<String>,
+    /// What the import of a file found wrong (a still clamp that moved,
+    /// markers away from their design positions, a vertical axis that is
+    /// not the mocap's), kept for the stages that read the session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_warnings: Vec<String>,
     /// The window \[s from the session's start\] in which the rod was held
     /// in its rod-file shape (a motion-capture map's `[reference]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +94,15 @@ pub struct MarkerOnBody {
     pub design_distance_m: f64,
     /// Frames it was measured over.
     pub samples: usize,
+    /// How far it moved over the window (the rise of a least-squares line
+    /// through its positions) \[m\]: a support's creep.
+    #[serde(default)]
+    pub creep_m: f64,
+    /// The measured place's standard uncertainty \[m\] (the noise of the
+    /// window's mean and the creep), added to the marker's noise where
+    /// the place is used.
+    #[serde(default)]
+    pub place_sigma_m: f64,
 }
 
 /// One device's figures at the end of a recording (its outages, one by
@@ -154,6 +168,7 @@ impl SessionMeta {
             end_utc: String::new(),
             devices: vec![],
             capture_start: None,
+            import_warnings: vec![],
             reference_window_s: None,
             markers_on_body: vec![],
             release_s: None,
