@@ -312,7 +312,12 @@ impl MocapMap {
                 (Some(w), None) => reference_window_s = Some(w),
                 (None, Some(l)) if !(l.is_finite() && l > 0.0) => return Err(bad("reference.find_s", format!("must be positive seconds, got {l}"))),
                 (None, Some(l)) => reference_find_s = Some(l),
-                _ => return Err(bad("reference", "give window_s = [from, to] or find_s = seconds (the stillest stretch before the release), one of them".into())),
+                _ => {
+                    return Err(bad(
+                        "reference",
+                        "give window_s = [from, to] or find_s = seconds (the stillest stretch before the release), one of them".into(),
+                    ))
+                }
             }
             if let Some(c) = r.max_creep_m {
                 if !(c.is_finite() && c >= 0.0) {
@@ -1382,9 +1387,9 @@ fn stillest_window(trial: &Trial, length_s: f64) -> Result<[f64; 2]> {
             })
             .fold(0.0, f64::max)
     };
-    let best = (0..=end - span).filter(|&k| frames[k + span - 1].0 - frames[k].0 == span - 1).min_by(|&a, &b| {
-        creep(&frames[a..a + span]).total_cmp(&creep(&frames[b..b + span]))
-    });
+    let best = (0..=end - span)
+        .filter(|&k| frames[k + span - 1].0 - frames[k].0 == span - 1)
+        .min_by(|&a, &b| creep(&frames[a..a + span]).total_cmp(&creep(&frames[b..b + span])));
     let k = best.ok_or_else(no_window)?;
     Ok([traj.time_s(frames[k].0), traj.time_s(frames[k + span - 1].0)])
 }
