@@ -343,8 +343,9 @@ fn bad_c3d_files_and_maps_exit_2_with_one_line() {
 fn crafted_headers_and_a_wrong_cluster_are_refused_within_a_memory_budget() {
     let dir = tempfile::tempdir().unwrap();
     let shipped = std::fs::read(root().join("datasets/mocap-beam/z-up/trial-0g.c3d")).unwrap();
-    let patched = |name: &str, patches: &[(usize, u16)]| {
+    let padded = |name: &str, patches: &[(usize, u16)], len: usize| {
         let mut b = shipped.clone();
+        b.resize(len.max(b.len()), 0);
         for (at, v) in patches {
             b[*at..at + 2].copy_from_slice(&v.to_le_bytes());
         }
@@ -352,16 +353,23 @@ fn crafted_headers_and_a_wrong_cluster_are_refused_within_a_memory_budget() {
         std::fs::write(&p, b).unwrap();
         p
     };
+    let patched = |name: &str, patches: &[(usize, u16)]| padded(name, patches, 0);
     let cases = [
         (patched("wrap.c3d", &[(2, 65535), (6, 500), (8, 1)]), "frame range runs backwards"),
         (patched("huge.c3d", &[(2, 65535)]), "65535 points per frame"),
         (patched("many.c3d", &[(2, 1500)]), "truncated"),
         (patched("fewer.c3d", &[(2, 2)]), "7 labels (POINT:LABELS) for 2 points per frame"),
+        // Frames 1..65535 of 20,000 or 65,535 points: the header's range,
+        // not the data, sized the parser's grid (103 GB, an abort).
+        // (in a file padded to 600 kB, as the attack's were).
+        (padded("range.c3d", &[(2, 20000), (6, 1), (8, 65535)], 600_000), "declares frames 1..65535 (65535) of 20000 points"),
+        (padded("range-max.c3d", &[(2, 65535), (6, 1), (8, 65535)], 600_000), "65535 points"),
+        (padded("range-3000.c3d", &[(2, 3000), (6, 1), (8, 65535)], 600_000), "declares frames 1..65535 (65535) of 3000 points"),
     ];
     for (file, needle) in &cases {
         let out = dir.path().join(format!("out-{}", file.file_stem().unwrap().to_string_lossy()));
         let o = Command::new("prlimit")
-            .arg("--as=1000000000")
+            .arg("--as=500000000")
             .arg(env!("CARGO_BIN_EXE_rodlab"))
             .args(["import", "c3d", file.to_str().unwrap(), "--rod", BEAM, "--map", "datasets/mocap-beam/z-up-map.toml", "--out", out.to_str().unwrap()])
             .current_dir(root())

@@ -570,6 +570,16 @@ pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
             bytes.len() - data_start
         ));
     }
+    // The parser sizes its grid by the header's frame range before it
+    // reads a frame: a range the data cannot hold is refused here (65,535
+    // points over frames 1..65535 in a 600 kB file once asked for 103 GB).
+    let declared = usize::from(last - first) + 1;
+    if points > 0 && declared > frames_held {
+        return Err(format!(
+            "truncated or a damaged header: it declares frames {first}..{last} ({declared}) of {points} points, the file's {} bytes of data hold at most {frames_held}",
+            bytes.len() - data_start
+        ));
+    }
     let grid_bytes = frames_held.saturating_mul(points).saturating_mul(std::mem::size_of::<c3dio::MarkerPoint>());
     if grid_bytes > C3D_MEMORY_BUDGET_BYTES {
         return Err(format!(
