@@ -665,6 +665,29 @@ fn current_exports_import_alike_keeping_their_capture_time_and_own_times() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("line {}: frame 105 after frame 105", first_row + 6)) && err.trim().lines().count() == 1, "{err}");
+    // Rows lost since the export (NO_OF_FRAMES says 80, 75 are there), and
+    // a label the file gives twice: refused, naming them.
+    let table = |name: &str, text: String| {
+        let f = d.join(name);
+        std::fs::write(&f, text).unwrap();
+        rodlab(&[
+            "import",
+            "table",
+            f.to_str().unwrap(),
+            "--rod",
+            BEAM,
+            "--map",
+            map.to_str().unwrap(),
+            "--out",
+            d.join(name.replace('.', "-")).to_str().unwrap(),
+        ])
+    };
+    let rows: Vec<&str> = text.lines().collect();
+    expect_exit_2(table("short.tsv", rows[..rows.len() - 5].join("\n") + "\n"), &["NO_OF_FRAMES is 80, the rows hold 75 frames (101 to 175)"]);
+    expect_exit_2(
+        table("twice-label.tsv", text.replace("\tBeam:TipRight", "\tBeam:TipTop")),
+        &["the label \"Beam:TipTop\"", "names two of the file's tracks (the 1st and the 2nd)"],
+    );
 }
 
 /// A beam held by a support that creeps: every marker's base-frame place

@@ -741,6 +741,17 @@ fn columns_of(traj: &Trajectories, labels: &[&str], field: &dyn Fn(&str) -> Stri
     labels
         .iter()
         .map(|label| {
+            // A label the file gives twice: which of its tracks is the marker?
+            if let Some(second) = traj.labels.iter().enumerate().filter(|(_, l)| l == label).nth(1) {
+                return Err(Error::input(format!(
+                    "{}: the label \"{label}\" ({}: {}) names two of the file's tracks (the {} and the {}): rename one in the mocap software",
+                    traj.source.display(),
+                    map.path.display(),
+                    field(label),
+                    ordinal(traj.labels.iter().position(|l| l == label).unwrap_or(0)),
+                    ordinal(second.0)
+                )));
+            }
             traj.labels.iter().position(|l| l == label).ok_or_else(|| {
                 let shown: Vec<&str> = traj.labels.iter().take(12).map(String::as_str).collect();
                 Error::input(format!(
@@ -755,6 +766,19 @@ fn columns_of(traj: &Trajectories, labels: &[&str], field: &dyn Fn(&str) -> Stri
             })
         })
         .collect()
+}
+
+/// "1st", "2nd", "3rd", "4th" ... of a 0-based index.
+fn ordinal(i: usize) -> String {
+    let n = i + 1;
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// One clamp's poses in the world per frame (frames without one left out),

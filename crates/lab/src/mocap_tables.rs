@@ -198,6 +198,7 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
     let mut rate_hz = None;
     let mut names: Vec<String> = vec![];
     let mut started = None;
+    let mut declared = None;
     let mut k = 0;
     while k < lines.len() {
         let cells: Vec<&str> = lines[k].split('\t').collect();
@@ -208,6 +209,7 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
         let cell = |i: usize| cells.get(i).copied().unwrap_or("");
         match key {
             "FREQUENCY" => rate_hz = number(cell(1), k + 1, bad)?,
+            "NO_OF_FRAMES" => declared = number(cell(1), k + 1, bad)?.map(|n| (n, k + 1)),
             "MARKER_NAMES" => names = cells[1..].iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
             // "2019-11-28, 13:43:42.715" (then the computer's uptime).
             "TIME_STAMP" if !cell(1).trim().is_empty() => {
@@ -252,7 +254,26 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
             .collect();
         push_frame(&mut t, frame, row?, i + 1, bad)?;
     }
+    check_count(&t, declared, "NO_OF_FRAMES", bad)?;
     Ok(t)
+}
+
+/// The frames a header declares (`key` on line `.1`) against those the
+/// rows hold (from the first to the last): a file cut short, or rows
+/// added or lost since the export, is refused.
+fn check_count(t: &Trajectories, declared: Option<(f64, usize)>, key: &str, bad: &Bad) -> Result<()> {
+    match declared {
+        Some((n, line)) if n != t.frames.len() as f64 => Err(bad(
+            line,
+            format!(
+                "{key} is {n}, the rows hold {} frames ({} to {}): the file was cut short or edited since the export",
+                t.frames.len(),
+                t.first_frame,
+                t.first_frame + t.frames.len() as i64 - 1
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Motive CSV: a metadata row, then rows labelled (in the second cell)
@@ -313,6 +334,8 @@ fn motive(text: &str, bad: &Bad) -> Result<Trajectories> {
         let row: Result<Vec<Option<Vec3>>> = starts.iter().map(|&c| point([cell(c), cell(c + 1), cell(c + 2)], scale, false, i + 1, bad)).collect();
         push_frame(&mut t, frame, row?, i + 1, bad)?;
     }
+    let exported = value_of("Total Exported Frames").and_then(|v| v.parse::<f64>().ok()).map(|n| (n, 1));
+    check_count(&t, exported, "Total Exported Frames", bad)?;
     Ok(t)
 }
 

@@ -177,6 +177,18 @@ pub enum Damping {
     Ratio(f64),
 }
 
+/// One branch of a generalised Maxwell law (a Prony series): a spring of
+/// `modulus_ratio` times the rod's moduli in series with a dashpot of
+/// relaxation time `time_constant_s`. The rod's E and G are the relaxed
+/// (long-time) moduli; a strain held long relaxes to them, a fast one sees
+/// `1 + sum ratio` times them. Every section stiffness (bending, twist,
+/// stretch, shear) relaxes alike (a constant Poisson ratio).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PronyBranch {
+    pub modulus_ratio: f64,
+    pub time_constant_s: f64,
+}
+
 /// A validated rod: geometry, materials, discretisation, loads' frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rod {
@@ -197,6 +209,9 @@ pub struct Rod {
     pub markers: Vec<Marker>,
     /// Material damping (simulator only; `None`: undamped).
     pub damping: Option<Damping>,
+    /// Viscoelastic branches beside the relaxed moduli (`[damping]
+    /// branches`; simulator only, empty: elastic).
+    pub viscoelastic: Vec<PronyBranch>,
     /// Priors of the geometry identification can learn (`[identify]`).
     pub identify_priors: IdentifyPriors,
     /// How the tip is held (`[tip] condition`): free by default; a pinned
@@ -312,6 +327,7 @@ impl Rod {
             cables: vec![],
             markers: vec![],
             damping: None,
+            viscoelastic: vec![],
             identify_priors: IdentifyPriors::default(),
             tip_condition: TipCondition::Free,
             weighed_mass_kg: None,
@@ -558,7 +574,8 @@ struct RawPrior {
     sd: f64,
 }
 
-/// `[damping]`: either `time_constant_s` or `damping_ratio`.
+/// `[damping]`: Kelvin-Voigt (`time_constant_s` or `damping_ratio`), and/or
+/// viscoelastic `branches` (a Prony series).
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawDamping {
@@ -566,6 +583,19 @@ struct RawDamping {
     time_constant_s: Option<f64>,
     /// Damping ratio zeta of the first bending mode: tau = 2 zeta / omega_1.
     damping_ratio: Option<f64>,
+    /// Generalised Maxwell branches (a Prony series): the material's E and G are the relaxed moduli; each branch adds modulus_ratio times them, relaxing with time_constant_s [s]. `branches = [{ modulus_ratio = 0.3, time_constant_s = 0.05 }]`.
+    #[serde(default)]
+    branches: Vec<RawPronyBranch>,
+}
+
+/// `[[damping.branches]]`: one Maxwell branch.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawPronyBranch {
+    /// The branch's modulus over the relaxed modulus (> 0).
+    modulus_ratio: f64,
+    /// Its relaxation time [s] (> 0).
+    time_constant_s: f64,
 }
 
 /// A marker on the rod.
@@ -1188,10 +1218,25 @@ impl RawRod {
         }
         let damping = match &self.damping {
             None => None,
-            Some(RawDamping { time_constant_s: Some(t), damping_ratio: None }) => Some(Damping::TimeConstant(nonneg(file, "damping.time_constant_s", *t)?)),
-            Some(RawDamping { time_constant_s: None, damping_ratio: Some(z) }) => Some(Damping::Ratio(nonneg(file, "damping.damping_ratio", *z)?)),
-            Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio")),
+            Some(RawDamping { time_constant_s: Some(t), damping_ratio: None, .. }) => Some(Damping::TimeConstant(nonneg(file, "damping.time_constant_s", *t)?)),
+            Some(RawDamping { time_constant_s: None, damping_ratio: Some(z), .. }) => Some(Damping::Ratio(nonneg(file, "damping.damping_ratio", *z)?)),
+            Some(RawDamping { time_constant_s: None, damping_ratio: None, branches }) if !branches.is_empty() => None,
+            Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio (and/or branches)")),
         };
+        let mut viscoelastic = vec![];
+        for (i, b) in self.damping.iter().flat_map(|d| &d.branches).enumerate() {
+            let positive = |field: &str, v: f64| {
+                if v.is_finite() && v > 0.0 {
+                    Ok(v)
+                } else {
+                    Err(ConfigError::new(file, &format!("damping.branches[{i}].{field}"), format!("must be positive, got {v}")))
+                }
+            };
+            viscoelastic.push(PronyBranch {
+                modulus_ratio: positive("modulus_ratio", b.modulus_ratio)?,
+                time_constant_s: positive("time_constant_s", b.time_constant_s)?,
+            });
+        }
         let mut identify_priors = IdentifyPriors::default();
         let identify = self.identify.as_ref();
         // A prior of the cables' geometry: any finite mean, a positive sd,
@@ -1257,6 +1302,7 @@ impl RawRod {
             cables,
             markers,
             damping,
+            viscoelastic,
             identify_priors,
             tip_condition,
             weighed_mass_kg,

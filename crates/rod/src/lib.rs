@@ -18,7 +18,9 @@ pub mod statics;
 pub mod terms;
 pub mod validity;
 
-pub use config::{Cable, ConfigError, Damping, GuideReaction, IdentifyPriors, Marker, MaterialRanges, PathRadius, Rod, StrainBasis, StrainModes, TipCondition};
+pub use config::{
+    Cable, ConfigError, Damping, GuideReaction, IdentifyPriors, Marker, MaterialRanges, PathRadius, PronyBranch, Rod, StrainBasis, StrainModes, TipCondition,
+};
 pub use fibre::ElasticLaw;
 pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
 pub use held::{solve_held, HeldSolution, TipHold};

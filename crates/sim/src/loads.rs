@@ -36,6 +36,64 @@ impl Term for Damping<'_> {
     }
 }
 
+/// Viscoelastic branches (a generalised Maxwell law, [`rod::PronyBranch`])
+/// on the strain coordinates. Branch `i` carries an internal generalised
+/// force `s_i` (its stress resultants) with `s_i' + s_i / tau_i = g_i K q'`
+/// (`K` the relaxed stiffness, `g_i` the branch's modulus ratio). Over a
+/// step along which `q` moves linearly it is integrated exactly:
+/// `s_i(t + h) = a_i s_i(t) + b_i K (q - q_prev)`, `a_i = exp(-h / tau_i)`,
+/// `b_i = g_i tau_i (1 - a_i) / h`; the tangent is `sum b_i K`, the
+/// branches' algorithmic stiffness. A slow step (`h >> tau`) sees the
+/// relaxed rod, a fast one (`h << tau`) a spring of `g_i K` more.
+pub struct Viscoelastic<'a> {
+    pub branches: &'a [rod::PronyBranch],
+    pub h_s: f64,
+    pub q_prev: &'a DVector<f64>,
+    /// Each branch's force at the step's start (the strain coordinates').
+    pub forces: &'a [DVector<f64>],
+}
+
+impl Viscoelastic<'_> {
+    /// Each branch's `(a_i, b_i)` for the step.
+    fn coefficients(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.branches.iter().map(|b| {
+            let x = self.h_s / b.time_constant_s;
+            ((-x).exp(), -b.modulus_ratio * (-x).exp_m1() / x)
+        })
+    }
+
+    /// The branches' forces at the step's end, the rod at `q`.
+    pub fn advanced(&self, model: &rod::Model, q: &DVector<f64>) -> Vec<DVector<f64>> {
+        let ns = model.n_strain_dof();
+        let k_dq = model.stiffness_times((q.rows(0, ns) - self.q_prev.rows(0, ns)).as_slice());
+        self.coefficients().zip(self.forces).map(|((a, b), s)| s * a + &k_dq * b).collect()
+    }
+}
+
+impl Term for Viscoelastic<'_> {
+    fn name(&self) -> &str {
+        "viscoelastic branches"
+    }
+
+    fn energy(&self, _s: &State) -> Option<f64> {
+        None
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let ns = s.model.n_strain_dof();
+        let k_dq = s.model.stiffness_times((s.q.rows(0, ns) - self.q_prev.rows(0, ns)).as_slice());
+        let mut stiffening = 0.0;
+        let mut r = sink.residual_mut().rows_mut(0, ns);
+        for ((a, b), f) in self.coefficients().zip(self.forces) {
+            r += f * a + &k_dq * b;
+            stiffening += b;
+        }
+        if let Some(h) = sink.tangent_mut() {
+            s.model.add_stiffness(h, stiffening);
+        }
+    }
+}
+
 /// A spring pulling a material point (joint `joint`) towards an anchor,
 /// acting only in the table plane (stiffness `k (I - n n^T)`): a rod dragged
 /// by a string; the spring force is what a force gauge on the string reads.

@@ -17,7 +17,7 @@
 
 use crate::contact::{self, ContactState, LawParams, Plane};
 use crate::inertia::Inertia;
-use crate::loads::{Damping, TowSpring};
+use crate::loads::{Damping, TowSpring, Viscoelastic};
 use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, NormalCompliance, Scene};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -251,6 +251,10 @@ struct Carry {
     /// Each cable's tension where it last reversed (None: never): beyond
     /// where the slide since then reaches, friction holds its old profile.
     cable_reversal_n: Vec<Option<f64>>,
+    /// Each viscoelastic branch's force on the strain coordinates
+    /// ([`Viscoelastic`]); empty for an elastic rod, and while settling
+    /// (an equilibrium is relaxed).
+    branch_forces: Vec<DVector<f64>>,
 }
 
 /// A simulation of one scene.
@@ -433,6 +437,8 @@ impl Simulator {
             })
             .collect::<Vec<_>>();
         let tow_anchor0 = scene.loads.iter().zip(&load_joints).map(|(l, j)| matches!(l, LoadSpec::Tow { .. }).then(|| frames.joints[j.unwrap()].pos)).collect();
+        // The branches start relaxed (the rod at rest, or settled).
+        let (n_branches, ns_branches) = (model.rod.viscoelastic.len(), model.n_strain_dof());
         let mut sim = Simulator {
             scene: scene.clone(),
             model,
@@ -451,6 +457,7 @@ impl Simulator {
                 tip_lambda: vec![],
                 cable_slide: vec![],
                 cable_reversal_n: vec![],
+                branch_forces: vec![DVector::zeros(ns_branches); n_branches],
             },
             damping_tau_s,
             marker_joints,
@@ -596,11 +603,17 @@ impl Simulator {
         }
     }
 
+    /// The viscoelastic branches' term for a step of `h` from the carried state.
+    fn viscoelastic(&self, h: f64) -> Viscoelastic<'_> {
+        Viscoelastic { branches: &self.model.rod.viscoelastic, h_s: h, q_prev: &self.carry.q, forces: &self.carry.branch_forces }
+    }
+
     /// Static equilibrium at t = 0 with contact, gravity ramped in.
     fn settle(&mut self) -> Result<(), SimError> {
-        // An equilibrium: no inertia, no damping.
+        // An equilibrium: no inertia, no damping, the branches relaxed.
         let saved_inertia = self.carry.inertia.take();
         let saved_tau = std::mem::replace(&mut self.damping_tau_s, 0.0);
+        let saved_branches = std::mem::take(&mut self.carry.branch_forces);
         let mut newton_fail = String::new();
         let result = newton::continuation(1.0, 1.0 / 64.0, |_, to| {
             let before = self.carry.clone();
@@ -618,6 +631,7 @@ impl Simulator {
         });
         self.carry.inertia = saved_inertia;
         self.damping_tau_s = saved_tau;
+        self.carry.branch_forces = saved_branches;
         if let Some(i) = self.carry.inertia.as_mut() {
             // At rest in the settled shape.
             *i = Inertia::new(&self.model, &self.carry.q, self.scene.step_s)
@@ -824,6 +838,7 @@ impl Simulator {
             inertia.h_s = h;
         }
         let damping = Damping { tau_s: self.damping_tau_s, h_s: h, q_prev: &self.carry.q };
+        let viscoelastic = Viscoelastic { branches: &self.model.rod.viscoelastic, h_s: h, q_prev: &self.carry.q, forces: &self.carry.branch_forces };
         let gravity = Gravity { scale: gravity_scale };
         // Applied loads active at t_end.
         let mut body = Vec3::zeros();
@@ -878,6 +893,9 @@ impl Simulator {
         }
         if self.damping_tau_s > 0.0 {
             list.push(&damping);
+        }
+        if !viscoelastic.forces.is_empty() {
+            list.push(&viscoelastic);
         }
         if let Some(i) = self.carry.inertia.as_ref() {
             list.push(i);
@@ -992,6 +1010,9 @@ impl Simulator {
         if let Some(i) = self.carry.inertia.as_mut() {
             i.h_s = h;
             i.advance(&self.model, &q_new);
+        }
+        if !self.carry.branch_forces.is_empty() {
+            self.carry.branch_forces = self.viscoelastic(h).advanced(&self.model, &q_new);
         }
         if let Some(c) = self.carry.contact.as_mut() {
             for (i, &j) in c.joints.iter().enumerate() {
