@@ -519,7 +519,7 @@ struct RawRod {
     /// Markers on the rod, each a `[[marker]]` table; a marker's number is its place in this list (from 0). A camera tracker numbers markers from the base to the tip, so a rod file for camera tracking lists them base to tip; a motion-capture map names each by its number, so clusters may be listed in any order.
     #[serde(default, rename = "marker")]
     markers: Vec<RawMarker>,
-    /// Material damping (Kelvin-Voigt) for dynamic simulation: one of its two fields.
+    /// Material damping for dynamic simulation: Kelvin-Voigt (time_constant_s or damping_ratio) and/or viscoelastic branches (a Prony series).
     damping: Option<RawDamping>,
     /// Priors and ranges for identification: `[identify]`.
     identify: Option<RawIdentify>,
