@@ -665,6 +665,22 @@ fn current_exports_import_alike_keeping_their_capture_time_and_own_times() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("line {}: frame 105 after frame 105", first_row + 6)) && err.trim().lines().count() == 1, "{err}");
+    // An export that numbers its frames from 1 but keeps the capture's
+    // times (the Time column from 1 s): the times are the file's.
+    let renumbered: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match l.split_once('\t') {
+            Some((frame, rest)) if i >= first_row && frame.parse::<i64>().is_ok() => format!("{}\t{rest}", i - first_row + 1),
+            _ => l.to_string(),
+        })
+        .collect();
+    let file = d.join("renumbered.tsv");
+    std::fs::write(&file, renumbered.join("\n") + "\n").unwrap();
+    import("table", &file, "renumbered");
+    for (a, b) in reference.iter().zip(&rows("renumbered")) {
+        assert!((a.t_s - b.t_s).abs() < 1e-12 && (a.marker, a.flags) == (b.marker, b.flags), "{a:?} vs {b:?}");
+    }
     // Rows lost since the export (NO_OF_FRAMES says 80, 75 are there), and
     // a label the file gives twice: refused, naming them.
     let table = |name: &str, text: String| {

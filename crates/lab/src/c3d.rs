@@ -148,11 +148,11 @@ pub struct RawClamp {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawReference {
-    /// [from, to]: the window [s, the file's own time] in which the rod is held in its rod-file shape (straight); each marker's position on the body is measured there, per file.
+    /// [from, to]: the window \[s, the file's own time\] in which the rod is held in its rod-file shape (straight); each marker's position on the body is measured there, per file.
     pub window_s: Option<[f64; 2]>,
     /// Instead of window_s: find the window in each file, the stillest stretch of this many seconds before the first fast motion (the release).
     pub find_s: Option<f64>,
-    /// How far a marker may creep during the window [m] (a support is never perfectly still): its motion is stated and carried into its place's uncertainty up to this; default 5 % of the marker's largest deflection after the window.
+    /// How far a marker may creep during the window \[m\] (a support is never perfectly still): its motion is stated and carried into its place's uncertainty up to this; default 5 % of the marker's largest deflection after the window.
     pub max_creep_m: Option<f64>,
 }
 

@@ -169,13 +169,19 @@ fn push_frame(t: &mut Trajectories, frame: Option<i64>, row: Vec<Option<Vec3>>, 
 
 /// A row's frame number (its first cell), checked against its time (the
 /// time column, `time_col`, where there is one) to within half a frame.
-fn frame_of(cells: &[&str], time_col: Option<usize>, t: &Trajectories, line: usize, bad: &Bad) -> Result<Option<i64>> {
+/// The first row's time sets the clock (the frame at time 0), whatever
+/// the vendor numbers an export's first frame: a trimmed export keeps its
+/// times.
+fn frame_of(cells: &[&str], time_col: Option<usize>, t: &mut Trajectories, line: usize, bad: &Bad) -> Result<Option<i64>> {
     let Some(n) = number(cells[0], line, bad)? else { return Ok(None) };
     if n.fract() != 0.0 || n.abs() > 1e15 {
         return Err(bad(line, format!("the frame number {n} is not a whole number")));
     }
     let frame = n as i64;
     if let Some(time) = time_col.map(|c| number(cells.get(c).copied().unwrap_or(""), line, bad)).transpose()?.flatten() {
+        if t.frames.is_empty() && (time * t.rate_hz).abs() < 1e15 {
+            t.frame_origin = frame - (time * t.rate_hz).round() as i64;
+        }
         let expected = (frame - t.frame_origin) as f64 / t.rate_hz;
         if (time - expected).abs() * t.rate_hz > 0.5 {
             return Err(bad(line, format!("frame {frame} at {time} s, where the rate ({} Hz) puts it at {expected} s", t.rate_hz)));
@@ -244,7 +250,7 @@ fn qualisys(text: &str, bad: &Bad) -> Result<Trajectories> {
         let cells: Vec<&str> = line.split('\t').collect();
         let col = |m: usize| header.as_ref().map_or(first_col.unwrap_or(0) + 3 * m, |h| h[m]);
         // With a header row: Frame, then Time.
-        let frame = if header.is_some() { frame_of(&cells, Some(1), &t, i + 1, bad)? } else { None };
+        let frame = if header.is_some() { frame_of(&cells, Some(1), &mut t, i + 1, bad)? } else { None };
         let row: Result<Vec<Option<Vec3>>> = (0..names.len())
             .map(|m| {
                 let c = col(m);
@@ -329,7 +335,7 @@ fn motive(text: &str, bad: &Bad) -> Result<Trajectories> {
     let time_col = axes.get(1).is_some_and(|c| c.starts_with("Time")).then_some(1);
     for (i, line) in lines.iter().enumerate().skip(axis_row + 1).filter(|(_, l)| !l.trim().is_empty()) {
         let cells: Vec<&str> = line.split(',').collect();
-        let frame = frame_of(&cells, time_col, &t, i + 1, bad)?;
+        let frame = frame_of(&cells, time_col, &mut t, i + 1, bad)?;
         let cell = |j: usize| cells.get(j).copied().unwrap_or("");
         let row: Result<Vec<Option<Vec3>>> = starts.iter().map(|&c| point([cell(c), cell(c + 1), cell(c + 2)], scale, false, i + 1, bad)).collect();
         push_frame(&mut t, frame, row?, i + 1, bad)?;
@@ -386,7 +392,7 @@ fn vicon(text: &str, bad: &Bad) -> Result<Trajectories> {
     for (i, line) in rows {
         let cells: Vec<&str> = line.split(',').collect();
         let sub = number(cells.get(1).copied().unwrap_or(""), i + 1, bad)?.unwrap_or(0.0) as i64;
-        let frame = frame_of(&cells, None, &t, i + 1, bad)?.map(|f| f * per_frame + sub);
+        let frame = frame_of(&cells, None, &mut t, i + 1, bad)?.map(|f| f * per_frame + sub);
         let cell = |j: usize| cells.get(j).copied().unwrap_or("");
         let row: Result<Vec<Option<Vec3>>> = starts.iter().map(|&c| point([cell(c), cell(c + 1), cell(c + 2)], scale, false, i + 1, bad)).collect();
         push_frame(&mut t, frame, row?, i + 1, bad)?;

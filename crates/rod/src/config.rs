@@ -583,7 +583,7 @@ struct RawDamping {
     time_constant_s: Option<f64>,
     /// Damping ratio zeta of the first bending mode: tau = 2 zeta / omega_1.
     damping_ratio: Option<f64>,
-    /// Generalised Maxwell branches (a Prony series): the material's E and G are the relaxed moduli; each branch adds modulus_ratio times them, relaxing with time_constant_s [s]. `branches = [{ modulus_ratio = 0.3, time_constant_s = 0.05 }]`.
+    /// Generalised Maxwell branches (a Prony series): the material's E and G are the relaxed moduli; each branch adds modulus_ratio times them, relaxing with time_constant_s \[s\]. `branches = [{ modulus_ratio = 0.3, time_constant_s = 0.05 }]`.
     #[serde(default)]
     branches: Vec<RawPronyBranch>,
 }
@@ -594,7 +594,7 @@ struct RawDamping {
 struct RawPronyBranch {
     /// The branch's modulus over the relaxed modulus (> 0).
     modulus_ratio: f64,
-    /// Its relaxation time [s] (> 0).
+    /// Its relaxation time \[s\] (> 0).
     time_constant_s: f64,
 }
 
