@@ -1187,13 +1187,10 @@ fn markers_on_body(trial: &Trial, window: [f64; 2], samples: &[Vec<Vec3>]) -> Re
         }
         let mean = pts.iter().sum::<Vec3>() / pts.len() as f64;
         let spread_m = (pts.iter().map(|p| (p - mean).norm_squared()).sum::<f64>() / pts.len() as f64).sqrt();
-        // The creep: the least-squares line's rise over the window, which
-        // noise alone makes about noise sqrt(12 / n) (frame-to-frame
-        // differences say what a sample's noise is).
+        // The creep, which noise alone makes about noise sqrt(12 / n)
+        // (frame-to-frame differences say what a sample's noise is).
         let n = pts.len() as f64;
-        let centre = (n - 1.0) / 2.0;
-        let slope = pts.iter().enumerate().map(|(i, p)| (i as f64 - centre) * (p - mean)).sum::<Vec3>() / (n * (n * n - 1.0) / 12.0);
-        let creep_m = slope.norm() * (n - 1.0);
+        let creep_m = creep_of(pts);
         let noise = (pts.windows(2).map(|w| (w[1] - w[0]).norm_squared()).sum::<f64>() / (2.0 * (n - 1.0))).sqrt();
         let noise_bound_m = REFERENCE_MOTION_SIGMAS * noise * (12.0 / n).sqrt() + 5e-5;
         let deflection_m = after[m].iter().map(|p| (p - mean).norm()).fold(0.0, f64::max);
@@ -1371,8 +1368,21 @@ pub const REFERENCE_CREEP_FRACTION: f64 = 0.05;
 /// the release a found reference window must end before.
 const FAST_MOTION_FRACTION: f64 = 0.25;
 
+/// How far a held marker moved over its samples \[m\]: the rise of the
+/// least-squares line through them (samples evenly spaced).
+fn creep_of(pts: &[Vec3]) -> f64 {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return 0.0;
+    }
+    let mean = pts.iter().sum::<Vec3>() / n;
+    let centre = (n - 1.0) / 2.0;
+    let slope = pts.iter().enumerate().map(|(i, p)| (i as f64 - centre) * (p - mean)).sum::<Vec3>() / (n * (n * n - 1.0) / 12.0);
+    slope.norm() * (n - 1.0)
+}
+
 /// `[reference] find_s`: the stillest window of `length_s` (the least
-/// creep of its worst marker, first quarter's mean against last's) that
+/// creep of its worst marker, [`creep_of`]) that
 /// ends before the first fast motion of any marker in the base frame (the
 /// release), or an error saying there is none.
 fn stillest_window(trial: &Trial, length_s: f64) -> Result<[f64; 2]> {
@@ -1409,15 +1419,16 @@ fn stillest_window(trial: &Trial, length_s: f64) -> Result<[f64; 2]> {
     if span < REFERENCE_MIN_SAMPLES || span > end {
         return Err(no_window());
     }
+    // The worst marker's creep (one seen too seldom: no still window).
     let creep = |w: &[(usize, Vec<Option<Vec3>>)]| -> f64 {
-        let q = w.len() / 4;
         (0..w[0].1.len())
             .map(|m| {
-                let mean = |part: &[(usize, Vec<Option<Vec3>>)]| {
-                    let seen: Vec<Vec3> = part.iter().filter_map(|f| f.1[m]).collect();
-                    (!seen.is_empty()).then(|| seen.iter().sum::<Vec3>() / seen.len() as f64)
-                };
-                mean(&w[..q]).zip(mean(&w[w.len() - q..])).map_or(f64::INFINITY, |(a, b)| (b - a).norm())
+                let seen: Vec<Vec3> = w.iter().filter_map(|f| f.1[m]).collect();
+                if seen.len() < REFERENCE_MIN_SAMPLES {
+                    f64::INFINITY
+                } else {
+                    creep_of(&seen)
+                }
             })
             .fold(0.0, f64::max)
     };
