@@ -257,6 +257,15 @@ struct Carry {
     branch_forces: Vec<DVector<f64>>,
 }
 
+impl Carry {
+    /// The viscoelastic branches' term for a step of `h` from this state
+    /// (borrowing the carry and the model only, so that a step may change
+    /// the simulator's other fields while it lives).
+    fn viscoelastic<'a>(&'a self, model: &'a Model, h: f64) -> Viscoelastic<'a> {
+        Viscoelastic { branches: &model.rod.viscoelastic, h_s: h, q_prev: &self.q, forces: &self.branch_forces }
+    }
+}
+
 /// A simulation of one scene.
 pub struct Simulator {
     pub scene: Scene,
@@ -603,11 +612,6 @@ impl Simulator {
         }
     }
 
-    /// The viscoelastic branches' term for a step of `h` from the carried state.
-    fn viscoelastic(&self, h: f64) -> Viscoelastic<'_> {
-        Viscoelastic { branches: &self.model.rod.viscoelastic, h_s: h, q_prev: &self.carry.q, forces: &self.carry.branch_forces }
-    }
-
     /// Static equilibrium at t = 0 with contact, gravity ramped in.
     fn settle(&mut self) -> Result<(), SimError> {
         // An equilibrium: no inertia, no damping, the branches relaxed.
@@ -838,7 +842,7 @@ impl Simulator {
             inertia.h_s = h;
         }
         let damping = Damping { tau_s: self.damping_tau_s, h_s: h, q_prev: &self.carry.q };
-        let viscoelastic = Viscoelastic { branches: &self.model.rod.viscoelastic, h_s: h, q_prev: &self.carry.q, forces: &self.carry.branch_forces };
+        let viscoelastic = Carry::viscoelastic(&self.carry, &self.model, h);
         let gravity = Gravity { scale: gravity_scale };
         // Applied loads active at t_end.
         let mut body = Vec3::zeros();
@@ -1012,7 +1016,7 @@ impl Simulator {
             i.advance(&self.model, &q_new);
         }
         if !self.carry.branch_forces.is_empty() {
-            self.carry.branch_forces = self.viscoelastic(h).advanced(&self.model, &q_new);
+            self.carry.branch_forces = Carry::viscoelastic(&self.carry, &self.model, h).advanced(&self.model, &q_new);
         }
         if let Some(c) = self.carry.contact.as_mut() {
             for (i, &j) in c.joints.iter().enumerate() {
