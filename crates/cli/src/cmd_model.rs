@@ -336,15 +336,21 @@ pub struct IdentifyArgs {
     /// With --dynamic: where the search starts (default: the scene's mu). A bracketing scan of mu from 0.05 to 2 runs first whatever the start.
     #[arg(long, requires = "dynamic")]
     pub mu_start: Option<f64>,
-    /// With --dynamic: the damping ratio's start (default: the rod file's [damping] damping_ratio, else 0.05).
+    /// With --dynamic: the damping ratio's start (default: the rod file's [damping] damping_ratio, else 0.05; none beside [damping] branches given alone, whose modulus ratios and time constants are fitted instead).
     #[arg(long, requires = "dynamic")]
     pub damping_start: Option<f64>,
     /// With --dynamic: hold the damping ratio at its start and fit mu alone.
     #[arg(long, requires = "dynamic")]
     pub hold_damping: bool,
-    /// With --dynamic: take the markers' stamps as on the robot's clock. By default each session's delay of its markers behind the robot (a camera's exposure, transfer and decoding, a motion-capture system's latency) is fitted with mu: at a drag's speed, 1 ms of delay moves mu by about 2 %.
-    #[arg(long, requires = "dynamic")]
+    /// With --dynamic: take the markers' stamps as on the robot's clock. By default each session's delay of its markers behind the robot (a camera's exposure, transfer and decoding) is fitted with mu: at a drag's speed, 1 ms of delay moves mu by about 2 %. A motion-capture session's markers and clamp share one clock: no delay is fitted there.
+    #[arg(long, requires = "dynamic", conflicts_with = "fit_marker_delay")]
     pub hold_marker_delay: bool,
+    /// With --dynamic: fit the markers' delay also where markers and base share one clock (motion capture).
+    #[arg(long, requires = "dynamic")]
+    pub fit_marker_delay: bool,
+    /// With --dynamic: hold the rod file's viscoelastic branches ([damping] branches) instead of fitting each one's modulus ratio and time constant.
+    #[arg(long, requires = "dynamic")]
+    pub hold_branches: bool,
     /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.
     #[arg(long, requires = "dynamic")]
     pub fit_stiffness: bool,
@@ -408,6 +414,8 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.damping_start = a.damping_start;
     req.hold_damping = a.hold_damping;
     req.hold_marker_delay = a.hold_marker_delay;
+    req.fit_marker_delay = a.fit_marker_delay;
+    req.hold_branches = a.hold_branches;
     req.fit_stiffness = a.fit_stiffness;
     req.sigma_m = a.sigma_m;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;

@@ -177,7 +177,19 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
         Some(b) => println!("  mu            not determined by these data: at least {b:.4} (the tip never slides)"),
         None => println!("  mu            = {:.4}      {}", o.mu, interval(o.mu_ci95)),
     }
-    println!("  damping ratio = {:.4}      {}", o.damping_ratio, interval(o.damping_ratio_ci95));
+    if o.branches.is_empty() || o.damping_ratio > 0.0 {
+        println!("  damping ratio = {:.4}      {}", o.damping_ratio, interval(o.damping_ratio_ci95));
+    }
+    for (i, b) in o.branches.iter().enumerate() {
+        println!(
+            "  branch {}      modulus ratio {:.4} {}, time constant {:.5} s {}",
+            i + 1,
+            b.modulus_ratio,
+            interval(b.modulus_ratio_ci95),
+            b.time_constant_s,
+            interval(b.time_constant_ci95_s)
+        );
+    }
     if let (Some(e), Some(c)) = (o.e_pa, o.e_pa_ci95) {
         println!("  E             = {e:.4e} Pa  95 % CI [{:.4e}, {:.4e}] (G scaled alike; [parameters] carry them)", c[0], c[1]);
     }
@@ -185,7 +197,14 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
         println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);
     }
     if !o.marker_delay_s.is_empty() {
-        println!("  markers' delay behind the robot [ms]: {} (per session)", o.delays_text());
+        println!("  markers' delay behind the base's clock [ms]: {} (per session)", o.delays_text());
+    }
+    if let Some(t) = &o.noise_test {
+        let verdict = if t.passed() { "passed" } else { "FAILED" };
+        println!(
+            "  chi-square {:.1} on {} degrees of freedom, {:.2} x the declared noise, p = {:.2e}: {verdict} at {:.0e}",
+            t.chi_square, t.dof, t.scale, t.p, t.level
+        );
     }
     let force = o.force_rms_n.map_or(String::new(), |f| format!(", flange force RMS {f:.3} N (bias left out; {})", o.force_streams.join(", ")));
     println!(

@@ -748,6 +748,15 @@ pub struct DynamicOut {
     pub damping_ratio_ci95: [f64; 2],
     /// Correlation of the two estimates (log scale; NaN when one is held).
     pub correlation_mu_damping: f64,
+    /// The viscoelastic branches (a Prony series beside the relaxed E and
+    /// G), fitted with the motion when the rod file's `[damping]` has
+    /// `branches`; validate and simulate then use them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub branches: Vec<BranchOut>,
+    /// Whether the residual is what the markers' noise (and the rod file's
+    /// model error) leaves, as the static fit's chi-square test asks.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub noise_test: Option<DynamicNoiseTest>,
     /// Per session (in `sessions`' order): how long after the robot's
     /// clock its markers' stamps were taken, fitted \[s\] (0 where held:
     /// `--hold-marker-delay`, or markers that do not move).
@@ -786,6 +795,58 @@ pub struct DynamicOut {
     pub wall_time_s: f64,
 }
 
+/// One fitted viscoelastic branch, with 95 % intervals.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BranchOut {
+    /// The branch's modulus over the relaxed modulus.
+    pub modulus_ratio: f64,
+    /// Its 95 % interval (NaN where held).
+    pub modulus_ratio_ci95: [f64; 2],
+    /// Its relaxation time \[s\].
+    pub time_constant_s: f64,
+    /// Its 95 % interval \[s\] (NaN where held).
+    pub time_constant_ci95_s: [f64; 2],
+}
+
+impl BranchOut {
+    /// The branch as the rod's law carries it.
+    pub fn branch(&self) -> rod::PronyBranch {
+        rod::PronyBranch { modulus_ratio: self.modulus_ratio, time_constant_s: self.time_constant_s }
+    }
+
+    /// "0.412 [0.40, 0.42] at 0.0512 s [0.050, 0.052]".
+    pub fn text(&self) -> String {
+        let ci = |c: [f64; 2]| if c[0].is_finite() { format!(" [{:.4}, {:.4}]", c[0], c[1]) } else { " (held)".into() };
+        format!("{:.4}{} at {:.4} s{}", self.modulus_ratio, ci(self.modulus_ratio_ci95), self.time_constant_s, ci(self.time_constant_ci95_s))
+    }
+}
+
+/// The dynamic fit's chi-square: the weighted residual's sum of squares
+/// (each marker coordinate over its noise and the rod file's model error
+/// in quadrature) against its degrees of freedom.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DynamicNoiseTest {
+    /// The weighted residual's sum of squares.
+    pub chi_square: f64,
+    /// Its degrees of freedom: rows less the parameters fitted (and each
+    /// force sensor's bias).
+    pub dof: usize,
+    /// Chance that noise of the declared size leaves residuals this large.
+    pub p: f64,
+    /// The residual's RMS over the declared noise (1 when as declared).
+    pub scale: f64,
+    /// The model error allowed per coordinate \[m\] (`[identify] model_error_m`).
+    pub model_error_m: f64,
+    /// The chance level below which the fit fails (1e-3, as the static fit's).
+    pub level: f64,
+}
+
+impl DynamicNoiseTest {
+    pub fn passed(&self) -> bool {
+        self.p >= self.level
+    }
+}
+
 impl DynamicOut {
     /// One line: the values with their intervals, the fit's figures.
     pub fn summary(&self) -> String {
@@ -795,8 +856,12 @@ impl DynamicOut {
             Some(b) => format!("mu at least {b:.4} (not determined)"),
             None => format!("mu {:.4} {}", self.mu, ci(self.mu_ci95)),
         };
+        let branches: String = self.branches.iter().enumerate().map(|(i, b)| format!(", branch {} {}", i + 1, b.text())).collect();
+        let test = self.noise_test.as_ref().map_or(String::new(), |t| {
+            format!(", chi-square {:.1} on {} ({:.2} x noise): {}", t.chi_square, t.dof, t.scale, if t.passed() { "passed" } else { "FAILED" })
+        });
         format!(
-            "{mu}, damping ratio {:.4} {}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N, {} iterations, {} simulations, {:.1} s",
+            "{mu}, damping ratio {:.4} {}{branches}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N{test}, {} iterations, {} simulations, {:.1} s",
             self.damping_ratio,
             ci(self.damping_ratio_ci95),
             self.correlation_mu_damping,
@@ -1110,6 +1175,9 @@ impl IdentifiedFile {
         }
         if let Some(d) = &self.dynamic {
             out.damping = Some(rod::Damping::Ratio(d.damping_ratio));
+            if !d.branches.is_empty() {
+                out.viscoelastic = d.branches.iter().map(BranchOut::branch).collect();
+            }
         }
         if let Some(mu) = p.friction_mu {
             for c in &mut out.cables {

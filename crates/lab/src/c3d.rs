@@ -958,7 +958,8 @@ pub fn import_trajectories(traj: &Trajectories, map: &MocapMap, out: &SessionDir
         frames_w,
     );
     meta.clock = format!(
-        "motion capture: the file's own time, t = (frame - {}) / {rate_hz} Hz (its first frame {} at {:.6} s)",
+        "{}: the file's own time, t = (frame - {}) / {rate_hz} Hz (its first frame {} at {:.6} s)",
+        session::MOCAP_CLOCK,
         traj.frame_origin,
         traj.first_frame,
         traj.time_s(0)

@@ -23,7 +23,7 @@ use crate::progress::Progress;
 use crate::provenance::{file_row, version_row};
 use crate::simulate::{at_records, BaseSource, Prepared, SimulateJob};
 use argmin::core::{Executor, Jacobian, Operator, State};
-use identify::output::DynamicOut;
+use identify::output::{BranchOut, DynamicNoiseTest, DynamicOut};
 use lie::Vec3;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -56,6 +56,12 @@ pub struct DynamicRequest {
     pub hold_damping: bool,
     /// Take the markers' stamps as on the robot's clock (no delay fitted).
     pub hold_marker_delay: bool,
+    /// Fit each session's marker delay even where markers and base share
+    /// one clock (a motion-capture session's clamp and markers come from
+    /// the same frames: held there by default).
+    pub fit_marker_delay: bool,
+    /// Hold the viscoelastic branches at the rod file's (or `--params'`).
+    pub hold_branches: bool,
     /// Also fit the body's stiffness: E and G scaled together (their ratio,
     /// rho and geometry stay `--params'`), for motion that sees stiffness.
     pub fit_stiffness: bool,
@@ -81,6 +87,8 @@ impl DynamicRequest {
             damping_start: None,
             hold_damping: false,
             hold_marker_delay: false,
+            fit_marker_delay: false,
+            hold_branches: false,
             fit_stiffness: false,
             sigma_m: 2e-5,
             loads: Default::default(),
@@ -114,6 +122,9 @@ struct SessionCase {
     observed: Vec<(f64, usize, rod::Sighting)>,
     sigma_m: f64,
     force: Option<ForceReadings>,
+    /// Its markers and its base were stamped by one clock (motion capture):
+    /// no delay between them unless asked.
+    one_clock: bool,
 }
 
 impl SessionCase {
@@ -127,6 +138,12 @@ impl SessionCase {
     fn markers_move(&self) -> bool {
         let mut first: std::collections::HashMap<usize, Vec3> = Default::default();
         self.observed.iter().filter_map(|(_, m, s)| Some((*m, s.as_point()?))).any(|(m, p)| (p - *first.entry(m).or_insert(p)).norm() > MOVES_M)
+    }
+
+    /// Whether its marker delay is fitted: where the markers move and
+    /// their clock is not the base's, unless held (or asked for).
+    fn delay_fitted(&self, req: &DynamicRequest) -> bool {
+        !req.hold_marker_delay && self.markers_move() && (req.fit_marker_delay || !self.one_clock)
     }
 }
 
@@ -142,8 +159,8 @@ struct ForceReadings {
     sigma_n: f64,
 }
 
-/// A session's replay by (session, mu, zeta, stiffness scale) (the values' bits).
-type TrackKey = (usize, u64, u64, u64);
+/// A session's replay by (session, the point's values' bits).
+type TrackKey = (usize, Vec<u64>);
 
 /// What the residual reads of one replay: the markers and the flange
 /// force at every recorded step (a few hundred kB for a session, where the
@@ -175,17 +192,60 @@ impl Track {
 }
 
 /// The values a replay runs with: the table's friction, the damping
-/// ratio, and a scale of the body's E and G (1: `--params`').
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// ratio, a scale of the body's E and G (1: `--params`'), and the
+/// viscoelastic branches (the rod file's law: none for an elastic rod).
+#[derive(Clone, Debug, PartialEq)]
 struct Point {
     mu: f64,
     zeta: f64,
     stiffness: f64,
+    branches: Vec<rod::PronyBranch>,
 }
 
 impl Point {
-    fn new(mu: f64, zeta: f64) -> Point {
-        Point { mu, zeta, stiffness: 1.0 }
+    /// `self` at another friction.
+    fn with_mu(&self, mu: f64) -> Point {
+        Point { mu, ..self.clone() }
+    }
+
+    /// The values' bits (a replay's key).
+    fn bits(&self) -> Vec<u64> {
+        let branches = self.branches.iter().flat_map(|b| [b.modulus_ratio, b.time_constant_s]);
+        [self.mu, self.zeta, self.stiffness].into_iter().chain(branches).map(f64::to_bits).collect()
+    }
+}
+
+/// One value a fit can free, fitted in its logarithm (all are positive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Knob {
+    Mu,
+    Zeta,
+    Stiffness,
+    /// Branch `i`'s modulus ratio.
+    BranchModulus(usize),
+    /// Branch `i`'s time constant.
+    BranchTime(usize),
+}
+
+impl Knob {
+    fn get(self, p: &Point) -> f64 {
+        match self {
+            Knob::Mu => p.mu,
+            Knob::Zeta => p.zeta,
+            Knob::Stiffness => p.stiffness,
+            Knob::BranchModulus(i) => p.branches[i].modulus_ratio,
+            Knob::BranchTime(i) => p.branches[i].time_constant_s,
+        }
+    }
+
+    fn set(self, p: &mut Point, v: f64) {
+        match self {
+            Knob::Mu => p.mu = v,
+            Knob::Zeta => p.zeta = v,
+            Knob::Stiffness => p.stiffness = v,
+            Knob::BranchModulus(i) => p.branches[i].modulus_ratio = v,
+            Knob::BranchTime(i) => p.branches[i].time_constant_s = v,
+        }
     }
 }
 
@@ -228,11 +288,12 @@ impl Tracks {
 
     fn insert(&mut self, key: TrackKey, track: Arc<Track>) {
         self.clock += 1;
+        let session = key.0;
         self.by_key.insert(key, (self.clock, track));
-        let same_session: Vec<(TrackKey, u64)> = self.by_key.iter().filter(|(k, _)| k.0 == key.0).map(|(k, (used, _))| (*k, *used)).collect();
+        let same_session: Vec<(&TrackKey, u64)> = self.by_key.iter().filter(|(k, _)| k.0 == session).map(|(k, (used, _))| (k, *used)).collect();
         if same_session.len() > KEEP_TRACKS {
-            if let Some((oldest, _)) = same_session.iter().min_by_key(|(_, used)| *used) {
-                self.by_key.remove(oldest);
+            if let Some(oldest) = same_session.iter().min_by_key(|(_, used)| *used).map(|(k, _)| (*k).clone()) {
+                self.by_key.remove(&oldest);
             }
         }
     }
@@ -244,13 +305,14 @@ impl<'a> Replay<'a> {
         Replay { rod, scene_path, cases, simulations: AtomicUsize::new(0), touches, tracks: Mutex::default() }
     }
 
-    fn records(&self, case: &SessionCase, at: Point) -> Result<Vec<StepRecord>> {
+    fn records(&self, case: &SessionCase, at: &Point) -> Result<Vec<StepRecord>> {
         let mut scene = case.prepared.scene.clone();
         if let Some(t) = scene.table.as_mut() {
             t.mu = at.mu;
         }
         let mut rod = case.rod.clone();
         rod.damping = Some(Damping::Ratio(at.zeta));
+        rod.viscoelastic = at.branches.clone();
         rod.cross_section.body.e_pa *= at.stiffness;
         rod.cross_section.body.g_pa *= at.stiffness;
         self.simulations.fetch_add(1, Ordering::Relaxed);
@@ -262,23 +324,25 @@ impl<'a> Replay<'a> {
 
     /// The point session `i` is replayed at for `at` (a session in the
     /// air: one mu for all) and the key of its track.
-    fn point_for(&self, i: usize, at: Point) -> (Point, TrackKey) {
-        let at = Point { mu: if self.touches[i] { at.mu } else { MU_STICKS }, ..at };
-        (at, (i, at.mu.to_bits(), at.zeta.to_bits(), at.stiffness.to_bits()))
+    fn point_for(&self, i: usize, at: &Point) -> (Point, TrackKey) {
+        let at = if self.touches[i] { at.clone() } else { at.with_mu(MU_STICKS) };
+        let key = (i, at.bits());
+        (at, key)
     }
 
     /// Keeps session `i`'s track of a replay at `at` already run.
-    fn keep(&self, i: usize, at: Point, records: &[StepRecord]) {
-        self.tracks.lock().expect("tracks").insert(self.point_for(i, at).1, Arc::new(Track::of(records)));
+    fn keep(&self, i: usize, at: &Point, records: &[StepRecord]) {
+        let key = self.point_for(i, at).1;
+        self.tracks.lock().expect("tracks").insert(key, Arc::new(Track::of(records)));
     }
 
     /// Session `i`'s track at `at`, replayed once per distinct point.
-    fn track_of(&self, i: usize, at: Point) -> Result<Arc<Track>> {
+    fn track_of(&self, i: usize, at: &Point) -> Result<Arc<Track>> {
         let (at, key) = self.point_for(i, at);
         if let Some(t) = self.tracks.lock().expect("tracks").get(&key) {
             return Ok(t.clone());
         }
-        let t = Arc::new(Track::of(&self.records(&self.cases[i], at)?));
+        let t = Arc::new(Track::of(&self.records(&self.cases[i], &at)?));
         self.tracks.lock().expect("tracks").insert(key, t.clone());
         Ok(t)
     }
@@ -286,7 +350,7 @@ impl<'a> Replay<'a> {
     /// (simulated - tracked) / sigma over every session's tracked markers
     /// (and flange forces), each session's markers seen `delays_s[i]`
     /// behind the robot's clock.
-    fn residual(&self, at: Point, delays_s: &[f64]) -> Result<DVector<f64>> {
+    fn residual(&self, at: &Point, delays_s: &[f64]) -> Result<DVector<f64>> {
         let parts: Vec<Result<Vec<f64>>> =
             (0..self.cases.len()).into_par_iter().map(|i| self.track_of(i, at).map(|t| session_rows(&self.cases[i], &t, delays_s[i]))).collect();
         let mut all = vec![];
@@ -334,8 +398,8 @@ fn marker_rows<'c>(case: &'c SessionCase, track: &'c Track, delay_s: f64) -> imp
 /// The least-squares problem for `identify`'s Levenberg-Marquardt: the
 /// free log-parameters in, the weighted marker residual out.
 ///
-/// The parameters are the free ones of (ln mu, ln zeta, ln stiffness),
-/// then each session's marker delay \[ms\] where it is free: how long
+/// The parameters are the logarithms of the free values (`free`: of mu,
+/// zeta, the stiffness scale, the branches' moduli and times), then each session's marker delay \[ms\] where it is free: how long
 /// after the robot's clock the markers' stamps say (a camera's exposure,
 /// transfer and decoding; a motion-capture system's latency). A drag's
 /// markers move with the base, so a delay of 1 ms shows as the base's
@@ -346,8 +410,8 @@ struct DynamicProblem<'a> {
     replay: &'a Replay<'a>,
     /// Held values (used where a parameter is not free).
     held: Point,
-    /// Which of (ln mu, ln zeta, ln stiffness) are free, in that order.
-    free: [bool; 3],
+    /// The free values, in the parameters' order.
+    free: Vec<Knob>,
     /// Per session: is its marker delay free (else 0).
     delays_free: Vec<bool>,
     /// Difference step in the log-parameters.
@@ -365,7 +429,7 @@ const DELAY_STEP_MS: f64 = 1.0;
 impl DynamicProblem<'_> {
     /// How many of the parameters are the log-parameters (before the delays).
     fn log_count(&self) -> usize {
-        self.free.iter().filter(|f| **f).count()
+        self.free.len()
     }
 
     /// Each session's marker delay \[s\] at `p`.
@@ -379,21 +443,28 @@ impl DynamicProblem<'_> {
     }
 
     fn values(&self, p: &DVector<f64>) -> Point {
-        let mut v = [self.held.mu, self.held.zeta, self.held.stiffness];
-        for (k, i) in (0..3).filter(|i| self.free[*i]).enumerate() {
-            v[i] = p[k].exp();
+        let mut v = self.held.clone();
+        for (k, knob) in self.free.iter().enumerate() {
+            knob.set(&mut v, p[k].exp());
         }
-        Point { mu: v[0], zeta: v[1], stiffness: v[2] }
+        v
     }
 
-    /// Where parameter `i` (0 mu, 1 zeta, 2 stiffness) sits in `p`.
-    fn index(&self, i: usize) -> Option<usize> {
-        self.free[i].then(|| (0..i).filter(|j| self.free[*j]).count())
+    /// The parameters at the held values (no delay).
+    fn start(&self) -> DVector<f64> {
+        let logs = self.free.iter().map(|k| k.get(&self.held).ln());
+        let delays = self.delays_free.iter().filter(|f| **f).map(|_| 0.0);
+        DVector::from_vec(logs.chain(delays).collect())
+    }
+
+    /// Where `knob` sits in `p`, when free.
+    fn index(&self, knob: Knob) -> Option<usize> {
+        self.free.iter().position(|k| *k == knob)
     }
 
     /// The residual at `p` (each session's rows replayed once per point, see [`Replay`]).
     fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
-        self.replay.residual(self.values(p), &self.delays_s(p))
+        self.replay.residual(&self.values(p), &self.delays_s(p))
     }
 
     fn jacobian_fd(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
@@ -414,7 +485,7 @@ impl DynamicProblem<'_> {
         let starts = self.replay.row_starts();
         for (i, case) in self.replay.cases.iter().enumerate() {
             let Some(col) = self.delay_index(i) else { continue };
-            let track = self.replay.track_of(i, at)?;
+            let track = self.replay.track_of(i, &at)?;
             let h_s = DELAY_STEP_MS * 1e-3;
             let (later, earlier) = (marker_rows(case, &track, delays_s[i] + h_s), marker_rows(case, &track, delays_s[i] - h_s));
             for (k, (a, b)) in later.zip(earlier).enumerate() {
@@ -486,7 +557,8 @@ const MU_STICKS: f64 = 50.0;
 fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<SessionCase>> {
     let mut cases = vec![];
     for dir in &req.sessions {
-        let (session_rod, _) = crate::data::rod_for_session(rod, dir.meta()?.as_ref(), dir);
+        let meta = dir.meta()?;
+        let (session_rod, _) = crate::data::rod_for_session(rod, meta.as_ref(), dir);
         let rod = &session_rod;
         let prepared = crate::simulate::prepare(&SimulateJob {
             rod,
@@ -537,6 +609,7 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             observed,
             sigma_m: req.sigma_m.max(noise),
             force: force.filter(|f| f.samples.len() > 1),
+            one_clock: meta.as_ref().is_some_and(|m| m.markers_share_base_clock()),
         });
     }
     Ok(cases)
@@ -624,9 +697,9 @@ fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let problem =
-        DynamicProblem { replay: &replay, held: Point::new(mu, zeta), free: [true, true, false], delays_free: vec![false; replay.cases.len()], log_step };
-    problem.jacobian_fd(&DVector::from_vec(vec![mu.ln(), zeta.ln()]))
+    let held = Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone() };
+    let problem = DynamicProblem { replay: &replay, held, free: vec![Knob::Mu, Knob::Zeta], delays_free: vec![false; replay.cases.len()], log_step };
+    problem.jacobian_fd(&problem.start())
 }
 
 /// What the sessions say about the table's friction before the least
@@ -667,16 +740,17 @@ impl Friction {
 /// Whether each session touches the table (in a replay that never slides),
 /// then a bracketing scan of mu at the starting damping ratio: the
 /// residual is flat where the tip sticks and kinks where it starts to slide.
-fn scan_friction(replay: &mut Replay, mu0: f64, zeta0: f64, task: &dyn crate::progress::Task) -> Result<Friction> {
+fn scan_friction(replay: &mut Replay, start: &Point, task: &dyn crate::progress::Task) -> Result<Friction> {
     // The replays that never slide: whether each session touches the table
     // (a session in the air does not depend on mu).
     task.message("replaying with sticking friction");
-    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, Point::new(MU_STICKS, zeta0))).collect();
+    let sticks = start.with_mu(MU_STICKS);
+    let sticking: Vec<Result<Vec<StepRecord>>> = replay.cases.par_iter().map(|c| replay.records(c, &sticks)).collect();
     let sticking = sticking.into_iter().collect::<Result<Vec<_>>>()?;
     replay.touches = sticking.iter().map(|r| r.iter().any(|s| s.contacts.iter().any(|c| c.state != ContactState::Free))).collect();
     for (i, records) in sticking.iter().enumerate() {
         // The scan's point that never slides.
-        replay.keep(i, Point::new(MU_STICKS, zeta0), records);
+        replay.keep(i, &sticks, records);
     }
     if !replay.touches.iter().any(|t| *t) {
         return Err(Error::input(
@@ -685,10 +759,10 @@ fn scan_friction(replay: &mut Replay, mu0: f64, zeta0: f64, task: &dyn crate::pr
     }
     task.message("scanning mu");
     let mut grid = mu_grid();
-    grid.push(mu0);
+    grid.push(start.mu);
     grid.push(MU_STICKS);
     let no_delays = replay.no_delays();
-    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(Point::new(*mu, zeta0), &no_delays).map(|r| 0.5 * r.norm_squared())).collect();
+    let costs: Vec<Result<f64>> = grid.par_iter().map(|mu| replay.residual(&start.with_mu(*mu), &no_delays).map(|r| 0.5 * r.norm_squared())).collect();
     let mut scan = vec![];
     for (mu, c) in grid.iter().zip(costs) {
         // A simulation that fails at a trial value is no candidate.
@@ -715,8 +789,182 @@ fn scan_friction(replay: &mut Replay, mu0: f64, zeta0: f64, task: &dyn crate::pr
     Ok(Friction { scan, best_mu, stick_only, mu_at_least, no_table: false, warnings })
 }
 
-/// Fits mu and the damping ratio to the sessions; writes identified.toml
-/// (the static file with `[dynamic]`), index.html and summary.json.
+/// The replay's start: mu (`--mu-start`, else the scene's), the damping
+/// ratio (`--damping-start`, else the rod file's; 0.05 for an elastic
+/// rod; none beside a viscoelastic law that asks for none) and the rod
+/// file's branches; and whether the damping ratio is fitted.
+fn start_point(req: &DynamicRequest, rod: &Rod) -> Result<(Point, bool)> {
+    let mu = req.mu_start.unwrap_or(req.scene.table.as_ref().map_or(0.5, |t| t.mu));
+    crate::error::positive("--mu-start", mu)?;
+    let viscoelastic = !rod.viscoelastic.is_empty();
+    let zeta = req.damping_start.unwrap_or(match rod.damping {
+        Some(Damping::Ratio(z)) => z,
+        _ if viscoelastic && rod.damping.is_none() => 0.0,
+        _ => 0.05,
+    });
+    // The branches carry the loss; a damping ratio beside them only where asked.
+    let fit_zeta = !req.hold_damping && zeta > 0.0;
+    if fit_zeta || req.damping_start.is_some() {
+        crate::error::positive("--damping-start", zeta)?;
+    }
+    Ok((Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone() }, fit_zeta))
+}
+
+/// The values fitted: mu where the tip slides, the damping ratio, the
+/// stiffness when asked, and every branch's modulus and time.
+fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, branches: usize) -> Vec<Knob> {
+    let mut free = vec![];
+    if friction.fit_mu() {
+        free.push(Knob::Mu);
+    }
+    if fit_zeta {
+        free.push(Knob::Zeta);
+    }
+    if req.fit_stiffness {
+        free.push(Knob::Stiffness);
+    }
+    if !req.hold_branches {
+        free.extend((0..branches).flat_map(|i| [Knob::BranchModulus(i), Knob::BranchTime(i)]));
+    }
+    free
+}
+
+/// Levenberg-Marquardt from the problem's start: the best parameters and
+/// the cost per iteration.
+fn least_squares(problem: &DynamicProblem) -> Result<(DVector<f64>, Vec<f64>)> {
+    let p0 = problem.start();
+    if p0.is_empty() {
+        return Ok((p0, vec![]));
+    }
+    // Tolerances of the differences' accuracy, not of round-off.
+    let mut solver = identify::lm::LevenbergMarquardt::default();
+    (solver.cost_tolerance, solver.step_tolerance) = (1e-6, 1e-4);
+    let res = Executor::new(problem, solver)
+        .configure(|s| s.param(p0.clone()).max_iters(30))
+        .run()
+        .map_err(|e| Error::computation(format!("the least squares stopped: {e}")))?;
+    let p = res.state().get_best_param().or(res.state().get_param()).cloned().unwrap_or(p0);
+    Ok((p, res.solver().history.clone()))
+}
+
+/// The fit's 95 % intervals: per parameter (the log-values' as values,
+/// the delays' in seconds), and the correlation of ln mu and ln zeta.
+struct Intervals {
+    ci95: Vec<[f64; 2]>,
+    correlation_mu_zeta: f64,
+}
+
+impl Intervals {
+    /// A sandwich over the row groups (each session's markers, its force
+    /// readings), each with its own residual scale and the inflation of its
+    /// residuals' correlation in time (see `row_groups`): white noise leaves
+    /// the Gauss-Newton covariance as it is; a misfit that lasts (a sensor's
+    /// latency, a model error) widens it. None where the sensitivities are singular.
+    fn of(problem: &DynamicProblem, p: &DVector<f64>, r: &DVector<f64>) -> Result<Option<Intervals>> {
+        let j = problem.jacobian_fd(p)?;
+        let Some(inv) = (j.transpose() * &j).try_inverse() else { return Ok(None) };
+        let mut meat = DMatrix::zeros(p.len(), p.len());
+        for g in row_groups(&problem.replay.cases, r) {
+            let jg = j.rows(g.start, g.len);
+            meat += jg.transpose() * jg * (g.scale2 * g.inflation);
+        }
+        let cov = &inv * meat * &inv;
+        let half = |i: usize| 1.96 * cov[(i, i)].sqrt();
+        let logs = problem.log_count();
+        let ci95 = (0..p.len())
+            .map(|i| if i < logs { [(p[i] - half(i)).exp(), (p[i] + half(i)).exp()] } else { [(p[i] - half(i)) * 1e-3, (p[i] + half(i)) * 1e-3] })
+            .collect();
+        let correlation_mu_zeta = match (problem.index(Knob::Mu), problem.index(Knob::Zeta)) {
+            (Some(a), Some(b)) => cov[(a, b)] / (cov[(a, a)] * cov[(b, b)]).sqrt(),
+            _ => f64::NAN,
+        };
+        Ok(Some(Intervals { ci95, correlation_mu_zeta }))
+    }
+
+    /// The interval of `knob` (NaN where held or undetermined).
+    fn of_knob(this: &Option<Intervals>, problem: &DynamicProblem, knob: Knob) -> [f64; 2] {
+        match (this, problem.index(knob)) {
+            (Some(i), Some(k)) => i.ci95[k],
+            _ => [f64::NAN; 2],
+        }
+    }
+}
+
+/// Time steps per shortest branch time below which the replay's numerical
+/// damping (BDF2's, of the higher modes the branches act on) biases the
+/// fitted times: measured on a released beam, 10 steps per time gave times
+/// 5-6 % long, 40 within 2 %.
+const STEPS_PER_BRANCH_TIME: f64 = 20.0;
+
+/// A warning when the scene's step is coarse against the fitted branches' shortest time.
+fn coarse_step_warning(scene: &sim::Scene, branches: &[rod::PronyBranch]) -> Option<String> {
+    let shortest = branches.iter().map(|b| b.time_constant_s).fold(f64::INFINITY, f64::min);
+    (shortest.is_finite() && scene.step_s * STEPS_PER_BRANCH_TIME > shortest).then(|| {
+        format!(
+            "the scene's step_s ({} s) is coarse against the shortest branch time ({shortest:.4} s): fewer than {STEPS_PER_BRANCH_TIME} steps per time, the replay's numerical damping biases the fitted times (5-6 % at 10 steps per time, measured); refit with step_s <= {:.2e} s",
+            scene.step_s,
+            shortest / STEPS_PER_BRANCH_TIME
+        )
+    })
+}
+
+/// The chance level below which a dynamic fit's residual fails the noise
+/// test (the static fit's).
+const CHI_SQUARE_LEVEL: f64 = crate::identify::CHI_SQUARE_LEVEL;
+
+/// The chi-square of the fitted residual `r` (`parameters` fitted): each
+/// marker row's weight with the model error allowed in quadrature, each
+/// force sensor's bias (3 values) counted as fitted.
+fn noise_test(cases: &[SessionCase], r: &DVector<f64>, parameters: usize, model_error_m: f64) -> Option<DynamicNoiseTest> {
+    let mut chi_square = 0.0;
+    for g in row_groups(cases, r) {
+        let allowed = if g.force { 1.0 } else { g.sigma * g.sigma / (g.sigma * g.sigma + model_error_m * model_error_m) };
+        chi_square += r.rows(g.start, g.len).norm_squared() * allowed;
+    }
+    let biases = 3 * cases.iter().filter(|c| c.force.is_some()).count();
+    let dof = r.len().checked_sub(parameters + biases).filter(|d| *d > 0)?;
+    let p = identify::fit::chi_square_upper_p(chi_square, dof);
+    Some(DynamicNoiseTest { chi_square, dof, p, scale: (chi_square / dof as f64).sqrt(), model_error_m, level: CHI_SQUARE_LEVEL })
+}
+
+/// What a failed noise test says: how far off, and which terms the fit
+/// did not have that could carry the misfit.
+fn misfit_warning(test: &DynamicNoiseTest, req: &DynamicRequest, rod: &Rod, delays_held: bool) -> Option<String> {
+    if test.passed() {
+        return None;
+    }
+    let mut terms = vec![];
+    if rod.viscoelastic.is_empty() {
+        terms.push(format!(
+            "a viscoelastic law ({} [damping] branches: a stiffness that rises with the rate and a loss nearly flat in frequency, which one damping ratio cannot give)",
+            req.rod_path.display()
+        ));
+    } else if req.hold_branches {
+        terms.push("the branches fitted (drop --hold-branches), or another branch".into());
+    }
+    if !req.fit_stiffness {
+        terms.push("the stiffness fitted with the motion (--fit-stiffness)".into());
+    }
+    if delays_held {
+        let how = if req.hold_marker_delay { "drop --hold-marker-delay" } else { "--fit-marker-delay" };
+        terms.push(format!("the markers' delay fitted ({how})"));
+    }
+    let p = if test.p > 0.0 { format!("{:.1e}", test.p) } else { "0 to double precision".into() };
+    Some(format!(
+        "the replay misses the recorded motion: the residuals are {:.2} times the declared noise (chi-square {:.1} on {} degrees of freedom, p = {p} < {:.0e}); terms that could carry it: {}; or declare the model's own error ({} [identify] model_error_m, now {} m)",
+        test.scale,
+        test.chi_square,
+        test.dof,
+        test.level,
+        if terms.is_empty() { "none left to free".into() } else { terms.join("; ") },
+        req.rod_path.display(),
+        test.model_error_m
+    ))
+}
+
+/// Fits mu and the damping ratio (or the viscoelastic branches) to the
+/// sessions; writes identified.toml (the static file with `[dynamic]`),
+/// index.html and summary.json.
 pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result<DynamicFit> {
     let started = std::time::Instant::now();
     if req.sessions.is_empty() {
@@ -727,26 +975,15 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", req.rod_path.display())));
     }
-    let scene = req.scene.clone();
-    let scene_mu = scene.table.as_ref().map_or(0.5, |t| t.mu);
-    let mu0 = req.mu_start.unwrap_or(scene_mu);
-    let zeta0 = req.damping_start.unwrap_or(match rod.damping {
-        Some(Damping::Ratio(z)) => z,
-        _ => 0.05,
-    });
-    for (flag, v) in [("--mu-start", mu0), ("--damping-start", zeta0)] {
-        crate::error::positive(flag, v)?;
-    }
+    let (start, fit_zeta) = start_point(req, &rod)?;
     let task = progress.task("identify --dynamic", None);
     task.message("reading the sessions");
-    let cases = read_cases(req, &rod, &scene)?;
+    let cases = read_cases(req, &rod, &req.scene)?;
     let mut replay = Replay::new(rod.clone(), &req.scene_path, cases);
-    let friction = match scene.table {
-        Some(_) => scan_friction(&mut replay, mu0, zeta0, task.as_ref())?,
+    let friction = match req.scene.table {
+        Some(_) => scan_friction(&mut replay, &start, task.as_ref())?,
         None => Friction::no_table(&mut replay),
     };
-    let (scan, best_mu, stick_only) = (friction.scan.clone(), friction.best_mu, friction.stick_only);
-    let mu_at_least = friction.mu_at_least;
     // What each replay is (from its release, a hung mass), then the friction's word.
     let mut warnings: Vec<String> = replay.cases.iter().flat_map(|c| c.prepared.warnings.iter().cloned()).collect();
     warnings.extend(friction.warnings.iter().cloned());
@@ -754,124 +991,155 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // Levenberg-Marquardt from the scan's best (or with mu held where
     // the tip only sticks, or without mu where there is no table).
     task.message("least squares");
-    let free = [friction.fit_mu(), !req.hold_damping, req.fit_stiffness];
-    if friction.no_table && !free.iter().any(|f| *f) {
+    let free = free_knobs(req, &friction, fit_zeta, rod.viscoelastic.len());
+    if friction.no_table && free.is_empty() {
         return Err(Error::input(format!(
-            "nothing to fit: {} has no [table] (no mu), --hold-damping holds the damping ratio and --fit-stiffness is not given",
+            "nothing to fit: {} has no [table] (no mu), the damping ratio and any branches are held and --fit-stiffness is not given",
             req.scene_path.display()
         )));
     }
-    let held = Point { mu: if friction.fit_mu() { best_mu } else { MU_STICKS }, zeta: zeta0, stiffness: 1.0 };
-    let delays_free: Vec<bool> = replay.cases.iter().map(|c| !req.hold_marker_delay && c.markers_move()).collect();
+    let held = start.with_mu(if friction.fit_mu() { friction.best_mu } else { MU_STICKS });
+    let delays_free: Vec<bool> = replay.cases.iter().map(|c| c.delay_fitted(req)).collect();
     let problem = DynamicProblem { replay: &replay, held, free, delays_free: delays_free.clone(), log_step: LOG_STEP };
-    let p0: Vec<f64> = [best_mu.ln(), zeta0.ln(), 0.0]
-        .into_iter()
-        .zip(free)
-        .filter(|(_, f)| *f)
-        .map(|(v, _)| v)
-        .chain(delays_free.iter().filter(|f| **f).map(|_| 0.0))
-        .collect();
-    let start_r = replay.residual(Point::new(mu0, zeta0), &replay.no_delays())?;
-    let (p, history) = if p0.is_empty() {
-        (DVector::zeros(0), vec![])
-    } else {
-        // Tolerances of the differences' accuracy, not of round-off.
-        let mut solver = identify::lm::LevenbergMarquardt::default();
-        (solver.cost_tolerance, solver.step_tolerance) = (1e-6, 1e-4);
-        let res = Executor::new(&problem, solver)
-            .configure(|s| s.param(DVector::from_vec(p0.clone())).max_iters(30))
-            .run()
-            .map_err(|e| Error::computation(format!("the least squares stopped: {e}")))?;
-        let p = res.state().get_best_param().or(res.state().get_param()).cloned().unwrap_or_else(|| DVector::from_vec(p0.clone()));
-        (p, res.solver().history.clone())
-    };
-    let iterations = history.len().saturating_sub(1);
+    let start_r = replay.residual(&start, &replay.no_delays())?;
+    let (p, history) = least_squares(&problem)?;
     let fitted = problem.values(&p);
     let delays_s = problem.delays_s(&p);
-    let (mu, zeta) = (fitted.mu, fitted.zeta);
     let r = problem.residual(&p)?;
-
-    // Intervals: a sandwich over the row groups (each session's markers,
-    // its force readings), each with its own residual scale and the
-    // inflation of its residuals' correlation in time (see `row_groups`):
-    // white noise leaves the Gauss-Newton covariance as it is; a misfit
-    // that lasts (a sensor's latency, a model error) widens it.
-    let (mut ci_mu, mut ci_zeta, mut ci_stiffness, mut correlation) = ([f64::NAN; 2], [f64::NAN; 2], [f64::NAN; 2], f64::NAN);
-    let mut ci_delays_s = vec![[f64::NAN; 2]; replay.cases.len()];
-    if !p.is_empty() {
-        let j = problem.jacobian_fd(&p)?;
-        match (j.transpose() * &j).try_inverse() {
-            Some(inv) => {
-                let mut meat = DMatrix::zeros(p.len(), p.len());
-                for g in row_groups(&replay.cases, &r) {
-                    let jg = j.rows(g.start, g.len);
-                    meat += jg.transpose() * jg * (g.scale2 * g.inflation);
-                }
-                let cov = &inv * meat * &inv;
-                let ci = |i: Option<usize>| i.map_or([f64::NAN; 2], |i| [(p[i] - 1.96 * cov[(i, i)].sqrt()).exp(), (p[i] + 1.96 * cov[(i, i)].sqrt()).exp()]);
-                (ci_mu, ci_zeta, ci_stiffness) = (ci(problem.index(0)), ci(problem.index(1)), ci(problem.index(2)));
-                for (i, c) in ci_delays_s.iter_mut().enumerate() {
-                    if let Some(k) = problem.delay_index(i) {
-                        *c = [(p[k] - 1.96 * cov[(k, k)].sqrt()) * 1e-3, (p[k] + 1.96 * cov[(k, k)].sqrt()) * 1e-3];
-                    }
-                }
-                if let (Some(a), Some(b)) = (problem.index(0), problem.index(1)) {
-                    correlation = cov[(a, b)] / (cov[(a, a)] * cov[(b, b)]).sqrt();
-                }
-            }
-            None => warnings.push("the sensitivities are singular: the sessions do not determine these parameters (no interval)".into()),
-        }
+    let intervals = if p.is_empty() { None } else { Intervals::of(&problem, &p, &r)? };
+    if intervals.is_none() && !p.is_empty() {
+        warnings.push("the sensitivities are singular: the sessions do not determine these parameters (no interval)".into());
     }
-    if stick_only {
-        ci_mu = [mu_at_least.unwrap_or(f64::NAN), f64::INFINITY];
+    let ci = |k: Knob| Intervals::of_knob(&intervals, &problem, k);
+    let mut ci_mu = ci(Knob::Mu);
+    if friction.stick_only {
+        ci_mu = [friction.mu_at_least.unwrap_or(f64::NAN), f64::INFINITY];
     }
-    if free[0] && (best_mu == scan.first().map_or(0.0, |s| s.0)) {
-        warnings.push(format!("the scan's best mu is its smallest value ({best_mu:.3}): the friction may be lower still"));
+    if problem.index(Knob::Mu).is_some() && (friction.best_mu == friction.scan.first().map_or(0.0, |s| s.0)) {
+        warnings.push(format!("the scan's best mu is its smallest value ({:.3}): the friction may be lower still", friction.best_mu));
     }
+    warnings.extend(coarse_step_warning(&req.scene, &fitted.branches));
+    let test = noise_test(&replay.cases, &r, p.len(), rod.identify_priors.model_error_m);
+    // A delay held where it could be fitted (not where one clock stamped markers and base).
+    let delays_held = replay.cases.iter().zip(&delays_free).any(|(c, f)| !f && c.markers_move() && (req.hold_marker_delay || !c.one_clock));
+    warnings.extend(test.as_ref().and_then(|t| misfit_warning(t, req, &rod, delays_held)));
+    let stiffness_ci = ci(Knob::Stiffness);
     let out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
-        mu: if friction.no_table { f64::NAN } else { mu_at_least.unwrap_or(mu) },
+        mu: if friction.no_table { f64::NAN } else { friction.mu_at_least.unwrap_or(fitted.mu) },
         mu_ci95: ci_mu,
         mu_determined: friction.fit_mu(),
-        mu_at_least,
+        mu_at_least: friction.mu_at_least,
         no_table: friction.no_table,
-        damping_ratio: zeta,
-        damping_ratio_ci95: ci_zeta,
-        correlation_mu_damping: correlation,
+        damping_ratio: fitted.zeta,
+        damping_ratio_ci95: ci(Knob::Zeta),
+        correlation_mu_damping: intervals.as_ref().map_or(f64::NAN, |i| i.correlation_mu_zeta),
+        branches: fitted
+            .branches
+            .iter()
+            .enumerate()
+            .map(|(i, b)| BranchOut {
+                modulus_ratio: b.modulus_ratio,
+                modulus_ratio_ci95: ci(Knob::BranchModulus(i)),
+                time_constant_s: b.time_constant_s,
+                time_constant_ci95_s: ci(Knob::BranchTime(i)),
+            })
+            .collect(),
+        noise_test: test,
         marker_delay_s: delays_s.clone(),
-        marker_delay_ci95_s: ci_delays_s,
+        marker_delay_ci95_s: (0..replay.cases.len())
+            .map(|i| match (&intervals, problem.delay_index(i)) {
+                (Some(iv), Some(k)) => iv.ci95[k],
+                _ => [f64::NAN; 2],
+            })
+            .collect(),
         e_pa: req.fit_stiffness.then_some(rod.cross_section.body.e_pa * fitted.stiffness),
-        e_pa_ci95: req.fit_stiffness.then(|| ci_stiffness.map(|s| rod.cross_section.body.e_pa * s)),
+        e_pa_ci95: req.fit_stiffness.then(|| stiffness_ci.map(|s| rod.cross_section.body.e_pa * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
         marker_rms_m: rms_parts(&replay.cases, &r).0,
         force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then(|| rms_parts(&replay.cases, &r).1),
         force_streams: replay.cases.iter().filter_map(|c| c.force.as_ref().map(|f| format!("{}: {}", c.name, f.stream))).collect(),
-        iterations,
+        iterations: history.len().saturating_sub(1),
         simulations: replay.simulations.load(Ordering::Relaxed),
         wall_time_s: started.elapsed().as_secs_f64(),
     };
     drop(task);
+    let identified_toml = write_identified(req, &out, fitted.stiffness, stiffness_ci)?;
+    // The report: the scan, and per session the tip's path at the start and at the fit.
+    let report = write_report(req, &replay, &out, &friction.scan, &history, (start, fitted), &delays_s, &warnings, &identified_toml)?;
+    Ok(DynamicFit { out, scan: friction.scan, history, identified_toml, report, warnings })
+}
 
-    // identified.toml: the static file with [dynamic].
+/// The report's table of values: only those that apply (no friction
+/// without a table, no delay without a moving marker, no damping ratio
+/// beside branches that carry the loss alone).
+fn fitted_rows(replay: &Replay, out: &DynamicOut, start: &Point) -> Vec<Vec<String>> {
+    let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "(held)".into() };
+    let mut rows = vec![];
+    if !out.no_table {
+        let mu_text = match out.mu_at_least {
+            Some(b) => format!("not determined: at least {b:.4} (the tip never slides)"),
+            None => format!("{:.4} {}", out.mu, ci(out.mu_ci95)),
+        };
+        rows.push(vec!["table friction mu".into(), mu_text, format!("{:.4}", start.mu)]);
+    }
+    if out.branches.is_empty() || out.damping_ratio > 0.0 {
+        rows.push(vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.zeta)]);
+    }
+    for (i, (b, s)) in out.branches.iter().zip(&start.branches).enumerate() {
+        rows.push(vec![
+            format!("branch {}: modulus ratio [1]", i + 1),
+            format!("{:.4} {}", b.modulus_ratio, ci(b.modulus_ratio_ci95)),
+            format!("{:.4}", s.modulus_ratio),
+        ]);
+        rows.push(vec![
+            format!("branch {}: time constant [s]", i + 1),
+            format!("{:.5} {}", b.time_constant_s, ci(b.time_constant_ci95_s)),
+            format!("{:.5}", s.time_constant_s),
+        ]);
+    }
+    let e_text = match (out.e_pa, out.e_pa_ci95) {
+        (Some(e), Some(c)) => format!("{e:.4e} {}", if c[0].is_finite() { format!("[{:.4e}, {:.4e}]", c[0], c[1]) } else { "(held)".into() }),
+        _ => "held".into(),
+    };
+    rows.push(vec!["body E (relaxed) [Pa]".into(), e_text, format!("{:.4e}", replay.rod.cross_section.body.e_pa)]);
+    if out.correlation_mu_damping.is_finite() {
+        rows.push(vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()]);
+    }
+    if replay.cases.iter().any(|c| c.markers_move()) {
+        rows.push(vec!["markers' delay behind the base's clock [ms]".into(), out.delays_text(), "0".into()]);
+    }
+    rows.push(vec!["marker RMS error".into(), format!("{:.3} mm", out.marker_rms_m * 1e3), format!("{:.3} mm", out.marker_rms_start_m * 1e3)]);
+    if let Some(t) = &out.noise_test {
+        let verdict = if t.passed() { "passed" } else { "FAILED" };
+        rows.push(vec![
+            "chi-square (dof), noise scale".into(),
+            format!("{:.1} ({}), {:.2} x: {verdict} at p {:.0e}", t.chi_square, t.dof, t.scale, t.level),
+            "-".into(),
+        ]);
+    }
+    rows.push(vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()]);
+    rows
+}
+
+/// identified.toml: the static file with `[dynamic]`; with the stiffness
+/// fitted, E and G in `[parameters]` scaled by it (G at `--params'` ratio
+/// to E), what validate and simulate then use.
+fn write_identified(req: &DynamicRequest, out: &DynamicOut, stiffness: f64, stiffness_ci: [f64; 2]) -> Result<PathBuf> {
     std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: {e}", req.out.display())))?;
     let mut file = req.params.file.clone();
     file.dynamic = Some(out.clone());
     if req.fit_stiffness {
-        // E and G fitted with the motion: [parameters] carry them (G at
-        // --params' ratio to E), what validate and simulate then use.
         let p = &mut file.parameters;
         for est in [&mut p.e_pa, &mut p.g_pa] {
-            est.ci95 = ci_stiffness.map(|s| est.value * s);
-            est.value *= fitted.stiffness;
+            est.ci95 = stiffness_ci.map(|s| est.value * s);
+            est.value *= stiffness;
         }
     }
     let identified_toml = req.out.join("identified.toml");
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;
-
-    // The report: the scan, and per session the tip's path at the start and at the fit.
-    let report = write_report(req, &replay, &out, &scan, &history, (Point::new(mu0, zeta0), fitted), &delays_s, &warnings, &identified_toml)?;
-    Ok(DynamicFit { out, scan, history, identified_toml, report, warnings })
+    Ok(identified_toml)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -888,7 +1156,7 @@ fn write_report(
 ) -> Result<PathBuf> {
     // The replay as validate and simulate will run it (a mu only bounded:
     // the scene's when above the bound).
-    let replayed = Point { mu: out.mu_for(start.mu), ..fitted };
+    let replayed = fitted.with_mu(out.mu_for(start.mu));
     let mut blocks = vec![Block::Text(format!(
         "Friction and damping fitted to {} session(s) by replaying each in the simulator (scene {}) and matching the tracked markers; E, G, rho and geometry held at {}. Written: {}.",
         out.sessions.len(),
@@ -897,31 +1165,7 @@ fn write_report(
         identified_toml.display()
     ))];
     blocks.push(Block::Warnings(warnings.to_vec()));
-    let ci = |c: [f64; 2]| if c[0].is_finite() { format!("[{:.4}, {:.4}]", c[0], c[1]) } else { "-".into() };
-    let mu_text = match out.mu_at_least {
-        _ if out.no_table => "not a parameter: the scene has no table".to_string(),
-        Some(b) => format!("not determined: at least {b:.4} (the tip never slides)"),
-        None => format!("{:.4} {}", out.mu, ci(out.mu_ci95)),
-    };
-    blocks.push(Block::Table(
-        ["value", "fitted (95 % interval)", "start"].map(String::from).to_vec(),
-        vec![
-            vec!["table friction mu".into(), mu_text, format!("{:.4}", start.mu)],
-            vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.zeta)],
-            vec![
-                "body E [Pa]".into(),
-                match (out.e_pa, out.e_pa_ci95) {
-                    (Some(e), Some(c)) => format!("{e:.4e} {}", if c[0].is_finite() { format!("[{:.4e}, {:.4e}]", c[0], c[1]) } else { "-".into() }),
-                    _ => "held".into(),
-                },
-                format!("{:.4e}", replay.rod.cross_section.body.e_pa),
-            ],
-            vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()],
-            vec!["markers' delay behind the robot [ms]".into(), out.delays_text(), "0".into()],
-            vec!["marker RMS error".into(), format!("{:.3} mm", out.marker_rms_m * 1e3), format!("{:.3} mm", out.marker_rms_start_m * 1e3)],
-            vec!["simulations, wall time".into(), format!("{}, {:.1} s", out.simulations, out.wall_time_s), "-".into()],
-        ],
-    ));
+    blocks.push(Block::Table(["value", "fitted (95 % interval)", "start"].map(String::from).to_vec(), fitted_rows(replay, out, &start)));
     if !scan.is_empty() {
         blocks.push(Block::Chart(Chart {
             name: "mu_scan".into(),
@@ -950,7 +1194,7 @@ fn write_report(
     for (k, case) in replay.cases.iter().enumerate() {
         // One replay with the start values and one with the fitted ones,
         // sampled at the tracked times and at the sensor's.
-        let runs = [replay.records(case, start)?, replay.records(case, replayed)?];
+        let runs = [replay.records(case, &start)?, replay.records(case, &replayed)?];
         let times: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|s| s.t_s).collect()).collect();
         let sampled = |run: usize, at: &[f64], f: &dyn Fn(&StepRecord) -> Vec3| -> Vec<(f64, Vec3)> {
             at.iter().filter_map(|t| at_records(&times[run], &runs[run], *t, f).map(|v| (*t, v))).collect()

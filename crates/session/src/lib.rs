@@ -18,7 +18,7 @@ pub mod table;
 
 pub use frames::{FramePose, RigFrames, TablePlane};
 pub use layout::SessionDir;
-pub use meta::{DeviceRecord, MarkerOnBody, SessionMeta};
+pub use meta::{DeviceRecord, MarkerOnBody, SessionMeta, MOCAP_CLOCK};
 pub use rig::Rig;
 pub use table::{chunk_problem, Damaged, Table, TableError};
 

@@ -150,7 +150,17 @@ fn default_clock() -> String {
     "host monotonic, t_host_ns = ns since start_utc".into()
 }
 
+/// How a motion-capture import's `clock` begins: its markers and its
+/// clamp's pose come from the same frames.
+pub const MOCAP_CLOCK: &str = "motion capture";
+
 impl SessionMeta {
+    /// Whether the markers and the base were stamped by one clock (a
+    /// motion-capture import): no delay between them to fit.
+    pub fn markers_share_base_clock(&self) -> bool {
+        self.clock.starts_with(MOCAP_CLOCK)
+    }
+
     /// A session starting now.
     pub fn start(operator_notes: &str, rig_file: &str, rig_text: &str, frames: RigFrames) -> SessionMeta {
         let now = SystemTime::now();
