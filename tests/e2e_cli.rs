@@ -567,6 +567,23 @@ fn identify_dynamic_writes_friction_that_validate_uses() {
     expect_exit_2(o, &["nothing to fit", "no-table.toml", "no [table]"]);
     let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--out", fit.to_str().unwrap()]);
     expect_exit_2(o, &["--scene"]);
+    // A fit window of one value, and one that ends before it starts.
+    for (window, says) in [("1", "--window-s: expected FROM,TO, got 1 values"), ("2,1", "--window-s: expected FROM,TO seconds with 0 <= FROM < TO")] {
+        let o = rodlab(&[
+            "identify",
+            "--dynamic",
+            "--rod",
+            rod,
+            "--sessions",
+            s,
+            "--scene",
+            no_table.to_str().unwrap(),
+            &format!("--window-s={window}"),
+            "--out",
+            fit.to_str().unwrap(),
+        ]);
+        expect_exit_2(o, &[says]);
+    }
 }
 
 /// The commands that touch no device start without OpenCV: the dynamic

@@ -348,6 +348,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: fit the markers' delay also where markers and base share one clock (motion capture).
     #[arg(long, requires = "dynamic")]
     pub fit_marker_delay: bool,
+    /// With --dynamic: fit only this span of each replay, FROM,TO seconds from its start (the release, or the session's first sample), e.g. the ring-down after the robot stops (default: the scene's [time] fit_window_s, else all of it).
+    #[arg(long, requires = "dynamic", value_name = "FROM,TO")]
+    pub window_s: Option<Numbers>,
     /// With --dynamic: hold the rod file's viscoelastic branches ([damping] branches) instead of fitting each one's modulus ratio and time constant.
     #[arg(long, requires = "dynamic")]
     pub hold_branches: bool,
@@ -416,6 +419,11 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.hold_marker_delay = a.hold_marker_delay;
     req.fit_marker_delay = a.fit_marker_delay;
     req.hold_branches = a.hold_branches;
+    req.window_s = match a.window_s.as_ref().map(|n| n.0.as_slice()) {
+        None => None,
+        Some(&[from, to]) => Some([from, to]),
+        Some(v) => return Err(lab::Error::input(format!("--window-s: expected FROM,TO, got {} values", v.len())).into()),
+    };
     req.fit_stiffness = a.fit_stiffness;
     req.sigma_m = a.sigma_m;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;

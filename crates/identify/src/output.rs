@@ -860,10 +860,13 @@ impl DynamicOut {
         let test = self.noise_test.as_ref().map_or(String::new(), |t| {
             format!(", chi-square {:.1} on {} ({:.2} x noise): {}", t.chi_square, t.dof, t.scale, if t.passed() { "passed" } else { "FAILED" })
         });
+        let zeta = if self.branches.is_empty() || self.damping_ratio > 0.0 {
+            format!(", damping ratio {:.4} {}", self.damping_ratio, ci(self.damping_ratio_ci95))
+        } else {
+            String::new()
+        };
         format!(
-            "{mu}, damping ratio {:.4} {}{branches}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N{test}, {} iterations, {} simulations, {:.1} s",
-            self.damping_ratio,
-            ci(self.damping_ratio_ci95),
+            "{mu}{zeta}{branches}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N{test}, {} iterations, {} simulations, {:.1} s",
             self.correlation_mu_damping,
             self.delays_text(),
             self.marker_rms_start_m * 1e3,

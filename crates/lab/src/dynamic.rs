@@ -62,6 +62,9 @@ pub struct DynamicRequest {
     pub fit_marker_delay: bool,
     /// Hold the viscoelastic branches at the rod file's (or `--params'`).
     pub hold_branches: bool,
+    /// The span of each replay fitted \[s\], from its start (default: the
+    /// scene's `[time] fit_window_s`, else all of it).
+    pub window_s: Option<[f64; 2]>,
     /// Also fit the body's stiffness: E and G scaled together (their ratio,
     /// rho and geometry stay `--params'`), for motion that sees stiffness.
     pub fit_stiffness: bool,
@@ -89,6 +92,7 @@ impl DynamicRequest {
             hold_marker_delay: false,
             fit_marker_delay: false,
             hold_branches: false,
+            window_s: None,
             fit_stiffness: false,
             sigma_m: 2e-5,
             loads: Default::default(),
@@ -555,6 +559,11 @@ const MU_STICKS: f64 = 50.0;
 /// Reads the sessions: the prepared simulation of each and its tracked
 /// markers inside the simulated span, with their noise.
 fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<SessionCase>> {
+    let window = match req.window_s {
+        Some(w) if w.iter().all(|v| v.is_finite()) && w[0] >= 0.0 && w[0] < w[1] => Some(w),
+        Some(w) => return Err(Error::input(format!("--window-s: expected FROM,TO seconds with 0 <= FROM < TO, got {},{}", w[0], w[1]))),
+        None => scene.fit_window_s,
+    };
     let mut cases = vec![];
     for dir in &req.sessions {
         let meta = dir.meta()?;
@@ -573,6 +582,10 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             damaged: session::Damaged::Skip,
             session_loads: Some(&req.loads),
         })?;
+        let mut prepared = prepared;
+        let (from_s, to_s) = window.map_or((0.0, f64::INFINITY), |w| (w[0], w[1]));
+        // No need to simulate past the window.
+        prepared.scene.duration_s = prepared.scene.duration_s.min(to_s);
         let t0 = prepared.t0_host_ns.expect("a session-driven simulation has a host time origin");
         let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
         let s = crate::data::load(dir, rod.markers.len(), &requests, session::Damaged::Skip)?;
@@ -585,10 +598,11 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
                 let t = t_host - t0 as f64 * 1e-9;
                 ms.iter().enumerate().filter_map(move |(m, p)| p.map(|p| (t, m, p)))
             })
-            .filter(|(t, _, _)| *t >= 0.0 && *t <= end)
+            .filter(|(t, _, _)| *t >= from_s.max(0.0) && *t <= end)
             .collect();
         if observed.is_empty() {
-            return Err(Error::input(format!("{}: no tracked marker inside the robot log's span", dir.path().display())));
+            let span = window.map_or("the robot log's span".to_string(), |w| format!("the fitted window {:.3}-{:.3} s of the replay", w[0], w[1]));
+            return Err(Error::input(format!("{}: no tracked marker inside {span}", dir.path().display())));
         }
         let force = sensor.map(|(fs, _)| {
             let stream = &s.streams[&fs.stream];
@@ -596,7 +610,7 @@ fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<Sess
             let mount = fs.mount.pose();
             let samples: Vec<(f64, Vec3)> = (0..stream.t_s.len())
                 .map(|i| (stream.t_s[i] - t0 as f64 * 1e-9, mount.rot * Vec3::new(col(0)[i], col(1)[i], col(2)[i])))
-                .filter(|(t, f)| *t >= 0.0 && *t <= end && f.iter().all(|v| v.is_finite()))
+                .filter(|(t, f)| *t >= from_s.max(0.0) && *t <= end && f.iter().all(|v| v.is_finite()))
                 .collect();
             // Noise from successive differences: sqrt(mean |df|^2 / 6).
             let diff = samples.windows(2).map(|w| (w[1].1 - w[0].1).norm_squared()).sum::<f64>() / (samples.len().max(2) - 1) as f64;

@@ -156,6 +156,9 @@ pub struct Scene {
     pub initial: Initial,
     /// Where a session's replay starts (`[time] start`).
     pub start: Start,
+    /// The span of a replay `identify --dynamic` fits \[s\] (`[time]
+    /// fit_window_s`, replay seconds; none: all of it).
+    pub fit_window_s: Option<[f64; 2]>,
     /// How inertia is integrated (`[time] integrator`).
     pub integrator: crate::inertia::Integrator,
     pub contact_points: ContactPoints,
@@ -251,6 +254,8 @@ struct RawTime {
     integrator: Option<String>,
     /// Where a session's replay starts: "session" (its first sample; default) or "release" (the release a motion-capture import found after its reference window: from rest in the rod-file shape, the markers' held pose).
     start: Option<String>,
+    /// The span of each replay `identify --dynamic` fits, [from, to] in replay seconds (from its start; default: all of it): a ring-down after the robot stops, leaving out the motion that excited it. `--window-s` overrides it.
+    fit_window_s: Option<[f64; 2]>,
 }
 
 /// A flat table: a half-space the rod cannot enter, with friction.
@@ -473,6 +478,15 @@ pub const MIN_TOLERANCE: f64 = 1e-13;
 /// step, over a quarter of an hour of computing).
 pub const MAX_STEPS: usize = 1_000_000;
 
+/// A time window `[from, to]` \[s\]: finite, `0 <= from < to`.
+pub fn check_window(file: &str, field: &str, w: [f64; 2]) -> Result<[f64; 2], ConfigError> {
+    if w.iter().all(|v| v.is_finite()) && w[0] >= 0.0 && w[0] < w[1] {
+        Ok(w)
+    } else {
+        Err(ConfigError::new(file, field, format!("expected [from, to] with 0 <= from < to (seconds), got [{}, {}]", w[0], w[1])))
+    }
+}
+
 impl RawScene {
     fn validate(self, file: &str) -> Result<Scene, ConfigError> {
         let step_s = positive(file, "time.step_s", self.time.step_s)?;
@@ -535,6 +549,7 @@ impl RawScene {
             Some("release") => Start::Release,
             Some(other) => return Err(ConfigError::new(file, "time.start", format!("unknown start '{other}' (session or release)"))),
         };
+        let fit_window_s = self.time.fit_window_s.map(|w| check_window(file, "time.fit_window_s", w)).transpose()?;
         let integrator = match self.time.integrator.as_deref() {
             None | Some("implicit-euler") => crate::inertia::Integrator::ImplicitEuler,
             Some("bdf2") => crate::inertia::Integrator::Bdf2,
@@ -661,6 +676,7 @@ impl RawScene {
             world_from_robot,
             initial,
             start,
+            fit_window_s,
             integrator,
             contact_points,
             law,
