@@ -422,7 +422,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.window_s = match a.window_s.as_ref().map(|n| n.0.as_slice()) {
         None => None,
         Some(&[from, to]) => Some([from, to]),
-        Some(v) => return Err(lab::Error::input(format!("--window-s: expected FROM,TO, got {} values", v.len())).into()),
+        Some(v) => return Err(lab::Error::input(format!("--window-s: expected FROM,TO, got {} values", v.len()))),
     };
     req.fit_stiffness = a.fit_stiffness;
     req.sigma_m = a.sigma_m;
