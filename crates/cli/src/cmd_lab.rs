@@ -186,9 +186,9 @@ pub enum SessionCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
-    /// Every table of a session as CSV (headers: the column names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
+    /// Every table of a session (or of a simulation's output) as CSV (headers: the column names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
     #[command(
-        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are."
+        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
     )]
     Export {
         dir: PathBuf,
@@ -309,7 +309,10 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
         SessionCommand::Export { dir, to } => {
             let out = lab::export::export(&SessionDir::new(&dir), &to)?;
             for (file, rows) in &out.files {
-                println!("wrote {} ({rows} rows)", file.display());
+                match rows {
+                    Some(rows) => println!("wrote {} ({rows} rows)", file.display()),
+                    None => println!("wrote {}", file.display()),
+                }
             }
             for w in &out.warnings {
                 eprintln!("rodlab: warning: {w}");

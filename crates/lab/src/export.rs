@@ -2,7 +2,9 @@
 //! as docs/reference/session.md lists them, with `units.csv` naming each
 //! column's unit where its name does not end in one, and the metadata as
 //! JSON, for a colleague with MATLAB, Python or a spreadsheet and no
-//! rodlab. Videos are not copied (they already are plain files).
+//! rodlab. Videos are not copied (they already are plain files). A
+//! simulation's output exports the same way, its simulated markers under a
+//! session's columns.
 
 use crate::error::{Error, Result};
 use session::{SessionDir, Table};
@@ -11,8 +13,8 @@ use std::path::{Path, PathBuf};
 /// What an export wrote.
 #[derive(Clone, Debug)]
 pub struct Exported {
-    /// Every file written, with its rows (0 for the metadata).
-    pub files: Vec<(PathBuf, usize)>,
+    /// Every file written, with its rows (none for the metadata).
+    pub files: Vec<(PathBuf, Option<usize>)>,
     /// Damaged chunks left out, one line each.
     pub warnings: Vec<String>,
 }
@@ -104,19 +106,24 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 /// Writes `session`'s tables into `to`: `session.json`, `streams/NAME.csv`,
 /// `gaps/DEVICE.csv`, `markers.csv`, `strain.csv` (those that exist), and
 /// `units.csv` (file, column, unit; empty for a count or a label).
+///
+/// A simulation's output directory (`simulate --out`: `sim_markers.parquet`
+/// and no session.toml) exports as a session's markers are: its simulated
+/// markers as `markers.csv` under the same columns, beside `sim.csv`,
+/// `sim_nodes.csv`, `sim_contacts.csv` and its `summary.json`.
 pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
-    let meta = session.meta()?.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session", session.path().display())))?;
-    // Another export (or anything else) there is not overwritten.
-    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(Error::input(format!("--to {}: is not empty: export into a new directory", to.display())));
+    let meta = session.meta()?;
+    if meta.is_none() && session.path().join(SIM_MARKERS).is_file() {
+        return export_simulation(session.path(), to);
     }
-    std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))?;
+    let meta = meta.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session (nor a simulation's output)", session.path().display())))?;
+    new_directory(to)?;
     let mut warnings = vec![];
     let mut files = vec![];
     let json = to.join("session.json");
     let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::computation(format!("session.json: {e}")))?;
     std::fs::write(&json, text).map_err(|e| Error::io(format!("{}: cannot write: {e}", json.display())))?;
-    files.push((json, 0));
+    files.push((json, None));
     let mut units = vec![];
     for stream in sub_dirs(&session.streams()) {
         let name = stream.file_name().unwrap_or_default().to_string_lossy().to_string();
@@ -125,7 +132,7 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
         let (table, w) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip)?;
         warnings.extend(w);
         let rows = write_csv(&table, &out, &file, &mut units)?;
-        files.push((out, rows));
+        files.push((out, Some(rows)));
     }
     for gaps in sub_dirs(&session.path().join("gaps")) {
         let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
@@ -134,23 +141,66 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
         let (table, w) = Table::read_chunks_or_skip(&gaps, session::Damaged::Skip)?;
         warnings.extend(w);
         let rows = write_csv(&table, &out, &file, &mut units)?;
-        files.push((out, rows));
+        files.push((out, Some(rows)));
     }
     for (table, name) in [(session.markers(), "markers.csv"), (session.strain(), "strain.csv")] {
         if table.is_file() {
             let out = to.join(name);
             let rows = write_csv(&Table::read(&table)?, &out, name, &mut units)?;
-            files.push((out, rows));
+            files.push((out, Some(rows)));
         }
     }
+    files.push(write_units(to, &units)?);
+    Ok(Exported { files, warnings })
+}
+
+/// The simulated markers of `simulate --out` (the tracker's table, pixels NaN).
+const SIM_MARKERS: &str = "sim_markers.parquet";
+
+/// An empty (or new) directory to export into: another export (or anything
+/// else) there is not overwritten.
+fn new_directory(to: &Path) -> Result<()> {
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Error::input(format!("--to {}: is not empty: export into a new directory", to.display())));
+    }
+    std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))
+}
+
+/// `units.csv`: (file, column, unit) of every column written.
+fn write_units(to: &Path, units: &[[String; 3]]) -> Result<(PathBuf, Option<usize>)> {
     let out = to.join("units.csv");
     let mut w = csv::Writer::from_path(&out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
     let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", out.display()));
     w.write_record(["file", "column", "unit"]).map_err(werr)?;
-    for row in &units {
+    for row in units {
         w.write_record(row).map_err(werr)?;
     }
     w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
-    files.push((out, units.len()));
-    Ok(Exported { files, warnings })
+    Ok((out, Some(units.len())))
+}
+
+/// A simulation's output as a session's export: `markers.csv` (the
+/// simulated markers, a session's columns), `sim.csv`, `sim_nodes.csv`,
+/// `sim_contacts.csv`, `summary.json` (as written), `units.csv`.
+fn export_simulation(dir: &Path, to: &Path) -> Result<Exported> {
+    new_directory(to)?;
+    let (mut files, mut units) = (vec![], vec![]);
+    for (table, name) in
+        [(SIM_MARKERS, "markers.csv"), ("sim.parquet", "sim.csv"), ("sim_nodes.parquet", "sim_nodes.csv"), ("sim_contacts.parquet", "sim_contacts.csv")]
+    {
+        let path = dir.join(table);
+        if path.is_file() {
+            let out = to.join(name);
+            let rows = write_csv(&Table::read(&path)?, &out, name, &mut units)?;
+            files.push((out, Some(rows)));
+        }
+    }
+    let summary = dir.join("summary.json");
+    if summary.is_file() {
+        let out = to.join("summary.json");
+        std::fs::copy(&summary, &out).map_err(|e| Error::io(format!("{}: cannot copy: {e}", out.display())))?;
+        files.push((out, None));
+    }
+    files.push(write_units(to, &units)?);
+    Ok(Exported { files, warnings: vec![] })
 }

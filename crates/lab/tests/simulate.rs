@@ -56,6 +56,31 @@ fn a_simulation_writes_tables_the_other_stages_read() {
     assert_eq!(summary["steps"], 400);
     assert_eq!(summary["tip_slide_steps"], 0);
     assert!(std::fs::read_to_string(out.join("index.html")).unwrap().matches("<svg").count() >= 5);
+
+    // Exported as a session's are: the simulated markers as markers.csv,
+    // the other tables beside them, values exact.
+    let to = dir.path().join("export");
+    let exported = lab::export::export(&lab::SessionDir::new(&out), &to).unwrap();
+    let names: Vec<String> = exported.files.iter().map(|(p, _)| p.strip_prefix(&to).unwrap().display().to_string()).collect();
+    for name in ["markers.csv", "sim.csv", "sim_nodes.csv", "sim_contacts.csv", "summary.json", "units.csv"] {
+        assert!(names.contains(&name.to_string()), "{name} not in {names:?}");
+    }
+    let headers = |p: &Path| csv::Reader::from_path(p).unwrap().headers().unwrap().iter().map(String::from).collect::<Vec<_>>();
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(to.join("markers.csv")).unwrap().records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), markers.len());
+    let z = headers(&to.join("markers.csv")).iter().position(|h| h == "z_m").unwrap();
+    for (row, m) in rows.iter().zip(&markers) {
+        assert_eq!(row[z].parse::<f64>().unwrap(), m.z_m);
+    }
+    // A replay of a tracked session: its simulated markers export under
+    // the session's own columns (host clock included).
+    let session = synth(dir.path(), "tracked", ROD, "configs/scene/contact-paper-stick.toml", |r| r.duration_s = Some(0.2));
+    lab::export::export(&session, &dir.path().join("session-export")).unwrap();
+    let replay = dir.path().join("replay");
+    simulate(&at("configs/scene/contact-paper-stick.toml"), scene("configs/scene/contact-paper-stick.toml"), BaseSource::Session(session), &replay).unwrap();
+    lab::export::export(&lab::SessionDir::new(&replay), &dir.path().join("replay-export")).unwrap();
+    assert_eq!(headers(&dir.path().join("replay-export/markers.csv")), headers(&dir.path().join("session-export/markers.csv")));
+    assert_eq!(exported.files.iter().find(|(p, _)| p.ends_with("summary.json")).unwrap().1, None, "metadata has no rows");
 }
 
 #[test]
