@@ -2,7 +2,10 @@
 //! dragged lying on a table whose friction is 0.8, fitted for mu and the
 //! damping ratio from the rod file's values (scan of mu, then
 //! Levenberg-Marquardt with forward differences of whole replays, two at
-//! a time on two cores).
+//! a time on two cores). And a ring-down of a viscoelastic rod (one
+//! Maxwell branch) fitted twice on the same session: with the elastic law
+//! and a damping ratio (one value), and with the branch's modulus ratio and
+//! time (the Prony law; #78 asks it to cost at most twice the first).
 
 use criterion::{criterion_group, Criterion};
 use lab::dynamic::{identify_dynamic, DynamicRequest};
@@ -33,7 +36,34 @@ fn bench_dynamic(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_dynamic);
+fn bench_ring_down_laws(c: &mut Criterion) {
+    const RING: &str = "configs/scene/contact-paper-ring.toml";
+    let dir = tempfile::tempdir().unwrap();
+    let rod = rod::Rod::from_file(&at(ROD)).unwrap();
+    let scene = sim::Scene::from_file(&at(RING)).unwrap();
+    let mut synth = lab::synth::SynthRequest::new(&at(RING), scene.clone(), &at(ROD), rod.clone(), &dir.path().join("ring"));
+    synth.rod.damping = None;
+    synth.rod.viscoelastic = vec![rod::PronyBranch { modulus_ratio: 0.3, time_constant_s: 0.05 }];
+    synth.marker_noise_m = 1e-4;
+    let session = lab::synth::synthesise(&synth, &lab::Silent).unwrap().session;
+    let params = lab::params::Params::of_rod_file(&rod, &at(ROD));
+    let mut in_air = scene;
+    in_air.table = None;
+    let mut kelvin_voigt = DynamicRequest::new(vec![session], &at(ROD), rod, params, &at(RING), in_air, &dir.path().join("kv"));
+    kelvin_voigt.rod.damping = Some(rod::Damping::Ratio(0.05));
+    let mut prony = DynamicRequest { out: dir.path().join("prony"), ..kelvin_voigt.clone() };
+    prony.rod.damping = None;
+    prony.rod.viscoelastic = vec![rod::PronyBranch { modulus_ratio: 0.15, time_constant_s: 0.1 }];
+    let mut g = c.benchmark_group("identify_dynamic");
+    g.sample_size(10);
+    g.bench_function("ring_down_3_s_kelvin_voigt_damping_ratio", |b| b.iter(|| identify_dynamic(&kelvin_voigt, &lab::Silent).unwrap()));
+    g.bench_function("ring_down_3_s_prony_one_branch", |b| {
+        b.iter(|| assert!((identify_dynamic(&prony, &lab::Silent).unwrap().out.branches[0].time_constant_s / 0.05 - 1.0).abs() < 0.03))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_dynamic, bench_ring_down_laws);
 // As the `rodlab` binary and the Python module: the allocator keeps freed
 // megabytes for the next solve.
 rod::criterion_main_retaining_memory!(benches);
