@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0   (a 1.5 m cable hanging as a loop between two clamps 0.1 m apart)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0 --follow tip_twist_rad --to 9 --branch-out branch.csv   (twist the loop's clamp until it snaps, and on)"
+    after_help = "Examples:\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml\n  rodlab solve --rod arm.toml --tension 0,0,0,1.96 --out shape.csv\n  rodlab solve --rod configs/rod/pls-paper-cantilever.toml --tip-force -0.01,0,0 --sections 8 --modes timoshenko\n  rodlab solve --rod configs/rod/contact-paper-steel-core.toml --flange-pose 0,0,0.3,0,1.5707963,0   (held by a flange pointing straight down)\n  rodlab solve --rod configs/rod/rectangular-beam.toml --tip-force 0,0,-0.49 --tip-force-offset 0,0.015   (50 g hung from the tip face's top edge)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0   (a 1.5 m cable hanging as a loop between two clamps 0.1 m apart)\n  rodlab solve --rod configs/rod/clamped-clamped-cable.toml --tip-position 0.1,0,0 --tip-rotation 0,-1.5707963,0 --follow tip_twist_rad --to 9 --branch-out branch.csv   (twist the loop's clamp until it snaps, and on)\n  rodlab solve --rod cable.toml --tip-position=-0.12,0,0 --tip-rotation 0,6.283185307179586,0   (a full-turn loop: clamps pointing the same way, a rotation vector of one whole turn)"
 )]
 pub struct SolveArgs {
     /// Rod description (TOML), e.g. configs/rod/pls-paper-cantilever.toml.
@@ -38,7 +38,7 @@ pub struct SolveArgs {
     /// Where a pinned or clamped tip is held (the rod file's [tip] condition), world frame: X,Y,Z [m].
     #[arg(long, allow_hyphen_values = true)]
     pub tip_position: Option<Numbers>,
-    /// A clamped tip's rotation, world frame: RX,RY,RZ [rad] (a rotation vector; 0,0,0 is the rod's straight orientation).
+    /// A clamped tip's rotation, world frame: RX,RY,RZ [rad] (a rotation vector; 0,0,0 is the rod's straight orientation). Whole turns count: 0,6.2832,0 is a full-turn loop about y, which the solve starts wound, where 0,0,0 is none.
     #[arg(long, allow_hyphen_values = true)]
     pub tip_rotation: Option<Numbers>,
     /// A held tip: follow the equilibria from the solved one along a path of holds to --to, past limit points, saying where they snap or buckle: tip_twist_rad (the clamp turned about the rod's axis) or clamp_distance_m (the tip moved along the line through the base).
@@ -167,8 +167,24 @@ pub fn solve(a: SolveArgs) -> Result<()> {
     if let Some(lowest) = s.stability_eigenvalue {
         // Zero to round-off is neutral (an isotropic loop turning about the
         // line between its clamps).
-        let verdict = if lowest < 0.0 { "UNSTABLE: a real rod leaves this equilibrium (buckles or snaps)" } else { "stable (or neutral)" };
+        let verdict = if lowest < -s.neutral_below {
+            "UNSTABLE: a real rod leaves this equilibrium (buckles or snaps)"
+        } else if lowest < s.neutral_below {
+            "neutral (zero to round-off: a loop free to turn about the line between its clamps)"
+        } else {
+            "stable"
+        };
         println!("stability: lowest eigenvalue of the held rod's stiffness {lowest:.3e}: {verdict}");
+        let w = s.winding_rad;
+        let turns = w.norm() / std::f64::consts::TAU;
+        let axis = if w.norm() > 1e-9 { w / w.norm() } else { lie::Vec3::zeros() };
+        println!(
+            "branch: the rod's frame turns {:.4} rad base to tip ({turns:.3} turns) about the world's ({:.3}, {:.3}, {:.3})",
+            w.norm(),
+            axis.x,
+            axis.y,
+            axis.z
+        );
     }
     if let Some(f) = &s.followed {
         print_followed(f, a.branch_out.as_deref())?;

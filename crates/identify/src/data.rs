@@ -29,7 +29,7 @@ pub const INPUT_COLUMNS: [(&str, bool, &str); 14] = [
     ("tip_position_x_m", false, "where a pinned or clamped tip is held (the rod file's [tip] condition), world frame [m] (x; with y and z)"),
     ("tip_position_y_m", false, "the held tip's y [m]"),
     ("tip_position_z_m", false, "the held tip's z [m]"),
-    ("tip_rotation_x_rad", false, "a clamped tip's rotation as a rotation vector, world frame [rad] (x; with y and z; zero: the rod's straight orientation)"),
+    ("tip_rotation_x_rad", false, "a clamped tip's rotation as a rotation vector, world frame [rad] (x; with y and z; zero: the rod's straight orientation; whole turns count: a full-turn loop's clamp is 2 pi about its axis)"),
     ("tip_rotation_y_rad", false, "the clamp's rotation vector, y [rad]"),
     ("tip_rotation_z_rad", false, "the clamp's rotation vector, z [rad]"),
     (

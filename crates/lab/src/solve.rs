@@ -102,6 +102,13 @@ pub struct Solved {
     /// A held tip: the lowest eigenvalue of the constrained stiffness
     /// (negative: an unstable equilibrium, one a real rod leaves).
     pub stability_eigenvalue: Option<f64>,
+    /// Below this magnitude the eigenvalue is zero to round-off: neutral
+    /// (an isotropic rod's loop turning freely about the line between its
+    /// clamps), not unstable.
+    pub neutral_below: f64,
+    /// The rod's frame's turning from base to tip, world frame \[rad\]
+    /// ([`rod::shape::winding_rad`]): which branch a held solve found.
+    pub winding_rad: lie::Vec3,
     /// The branch followed from it, when asked.
     pub followed: Option<Followed>,
 }
@@ -168,6 +175,7 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
     };
     let wall_time_s = started.elapsed().as_secs_f64();
     let shape = rod::shape::shape(&model, &sol.q);
+    let winding_rad = rod::shape::winding_rad(&shape);
     let validity = rod::validity::validity(&model, &sol.q);
     if let Some(why) = validity.beyond_model() {
         return Err(Error::computation(format!(
@@ -200,6 +208,8 @@ pub fn solve(req: &SolveRequest) -> Result<Solved> {
         band,
         tip_reaction,
         stability_eigenvalue,
+        neutral_below: rod::held::neutral_eigenvalue(&model),
+        winding_rad,
         followed,
         rod,
     })

@@ -440,7 +440,7 @@ fn a_held_rods_scale_is_chosen_on_its_held_shape() {
     let mut cord = Rod::from_file(path).unwrap();
     cord.subsegments_per_section = 4;
     let up = lie::exp(&Vec6::new(0.0, -std::f64::consts::FRAC_PI_2, 0.0, 0.0, 0.0, 0.0)).rot;
-    let hold = rod::held::TipHold::Clamped { position_m: Vec3::new(0.3, 0.0, 0.0), rotation: up };
+    let hold = rod::held::TipHold::clamped(Vec3::new(0.3, 0.0, 0.0), up);
     let push = rod::PointLoad { x_m: 0.75, offset_body_m: Vec3::zeros(), force_n: Vec3::new(0.0, 0.05, 0.0), moment_nm: Vec3::zeros(), follower: false };
     let loads = Loads { point_loads: vec![push], ..Loads::gravity() };
     let model = rod::statics::model_for(&cord, &loads);

@@ -47,11 +47,12 @@ impl EndPath {
     /// the hold at each `t`. A pin cannot be twisted: its path stays put.
     pub fn from(self, hold: TipHold, base_m: lie::Vec3) -> (f64, Box<dyn Fn(f64) -> TipHold>) {
         match (self, hold) {
-            (EndPath::TipTwistRad, TipHold::Clamped { position_m, rotation }) => (
+            (EndPath::TipTwistRad, TipHold::Clamped { position_m, rotation, winding_rad }) => (
                 0.0,
                 Box::new(move |t: f64| TipHold::Clamped {
                     position_m,
                     rotation: rotation * lie::exp(&lie::stack(&lie::Vec3::new(t, 0.0, 0.0), &lie::Vec3::zeros())).rot,
+                    winding_rad,
                 }),
             ),
             (EndPath::TipTwistRad, pinned) => (0.0, Box::new(move |_| pinned)),
@@ -65,7 +66,7 @@ impl EndPath {
                     distance_m,
                     Box::new(move |d: f64| match hold {
                         TipHold::Pinned { .. } => TipHold::Pinned { position_m: base_m + along * d },
-                        TipHold::Clamped { rotation, .. } => TipHold::Clamped { position_m: base_m + along * d, rotation },
+                        TipHold::Clamped { rotation, winding_rad, .. } => TipHold::Clamped { position_m: base_m + along * d, rotation, winding_rad },
                     }),
                 )
             }

@@ -43,3 +43,16 @@ pub fn shape(model: &Model, q: &DVector<f64>) -> Vec<ShapeRow> {
         })
         .collect()
 }
+
+/// The rod's frame's turning from base to tip \[rad\], summed in the world
+/// frame step by step (each step's rotation vector, turned into the world
+/// by the frame it starts from): for a planar rod, its total turning about
+/// the plane's normal, whole turns included (a full loop is 2 pi where the
+/// tip's rotation alone says none). Which branch a held solve found.
+pub fn winding_rad(rows: &[ShapeRow]) -> lie::Vec3 {
+    let rot = |r: &ShapeRow| {
+        let [w, x, y, z] = r.quat_wxyz;
+        nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(w, x, y, z)).to_rotation_matrix().into_inner()
+    };
+    rows.windows(2).map(|w| rot(&w[0]) * lie::so3_log(&(rot(&w[0]).transpose() * rot(&w[1])))).sum()
+}

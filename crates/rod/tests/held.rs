@@ -36,7 +36,7 @@ fn the_held_systems_tangent_is_its_residuals_derivative() {
     let loads = Loads::gravity().with_tip(0.6, Vec3::new(0.1, -0.2, 0.05), Vec3::new(0.01, 0.0, -0.02));
     let loads = Loads { point_loads: vec![], ..loads };
     let turned = lie::exp(&lie::stack(&Vec3::new(0.3, -0.2, 0.5), &Vec3::zeros())).rot;
-    for hold in [TipHold::Pinned { position_m: Vec3::new(0.5, 0.1, -0.2) }, TipHold::Clamped { position_m: Vec3::new(0.5, 0.1, -0.2), rotation: turned }] {
+    for hold in [TipHold::Pinned { position_m: Vec3::new(0.5, 0.1, -0.2) }, TipHold::clamped(Vec3::new(0.5, 0.1, -0.2), turned)] {
         let c = hold.count();
         let x = nalgebra::DVector::from_fn(n + c, |i, _| 0.7 * ((i as f64 * 1.37).sin()) + if i >= n { 0.3 } else { 0.0 });
         let exact = assemble_held(&model, &loads, hold, &x, true).unwrap().tangent.unwrap();
@@ -62,7 +62,7 @@ fn a_clamped_clamped_beam_sags_by_w_l4_over_384_ei() {
     let (w, ei) = weight_and_bending();
     let l = rod.length_m;
     let model = Model::new(&rod, &[0.5 * l]);
-    let hold = TipHold::Clamped { position_m: Vec3::new(l, 0.0, 0.0), rotation: Mat3::identity() };
+    let hold = TipHold::clamped(Vec3::new(l, 0.0, 0.0), Mat3::identity());
     let held = solve_held(&model, &Loads::gravity(), hold, None, &NewtonOptions::default()).unwrap();
     let sag = -midspan_z(&model, &held.solution.q);
     let analytic = w * l.powi(4) / (384.0 * ei);
@@ -116,7 +116,7 @@ fn the_clamped_hessian_is_symmetric_when_twisted_and_bent() {
     let rod = Rod::uniform_cylinder(0.5, 0.004, Material::from_poisson(2e6, 0.4, 1000.0), 4);
     let model = Model::new(&rod, &[]);
     let turned = lie::exp(&lie::stack(&Vec3::new(2.0, 0.3, -0.2), &Vec3::zeros())).rot;
-    let hold = TipHold::Clamped { position_m: Vec3::new(0.4, 0.05, -0.1), rotation: turned };
+    let hold = TipHold::clamped(Vec3::new(0.4, 0.05, -0.1), turned);
     let held = solve_held(&model, &Loads::gravity(), hold, None, &NewtonOptions::default()).unwrap();
     let (k, _) = rod::held::constrained_hessian(&model, &Loads::gravity(), hold, &held).unwrap();
     let asymmetry = (&k - k.transpose()).amax() / k.amax();
@@ -137,7 +137,7 @@ fn a_clamped_clamped_column_buckles_at_4_pi2_ei_over_l2() {
     let (rod, ei) = column();
     let l = rod.length_m;
     let model = Model::new(&rod, &[]);
-    let hold_at = |d: f64| TipHold::Clamped { position_m: Vec3::new(l - d, 0.0, 0.0), rotation: Mat3::identity() };
+    let hold_at = |d: f64| TipHold::clamped(Vec3::new(l - d, 0.0, 0.0), Mat3::identity());
     let opts = NewtonOptions::default();
     let d_cr = rod::held::critical_along(&model, &Loads::none(), &hold_at, (0.0, 5e-4, 10), 1e-9, &opts).unwrap().expect("buckles");
     let held = solve_held(&model, &Loads::none(), hold_at(d_cr), None, &opts).unwrap();
@@ -152,8 +152,7 @@ fn a_straight_clamped_rod_twisted_at_one_end_snaps_at_greenhills_twist() {
     let (rod, _) = column();
     let l = rod.length_m;
     let model = Model::new(&rod, &[]);
-    let hold_at =
-        |twist: f64| TipHold::Clamped { position_m: Vec3::new(l, 0.0, 0.0), rotation: lie::exp(&lie::stack(&Vec3::new(twist, 0.0, 0.0), &Vec3::zeros())).rot };
+    let hold_at = |twist: f64| TipHold::clamped(Vec3::new(l, 0.0, 0.0), lie::exp(&lie::stack(&Vec3::new(twist, 0.0, 0.0), &Vec3::zeros())).rot);
     // M L / B = 8.9868 (the root of tan(x/2) = x/2, doubled) with
     // M = C twist / L: twist = 8.9868 B / C, B / C = 1 + nu.
     let expected = 8.9868 * 1.3;
@@ -230,7 +229,7 @@ fn past_euler_the_column_follows_the_elastica_to_a_tenth_of_a_percent_of_its_len
     let rod = Rod::uniform_cylinder(1.0, 0.002, Material::from_poisson(1e7, 0.3, 1000.0), 16);
     let l = rod.length_m;
     let model = Model::new(&rod, &[]);
-    let hold_at = |d: f64| TipHold::Clamped { position_m: Vec3::new(l - d, 0.0, 0.0), rotation: Mat3::identity() };
+    let hold_at = |d: f64| TipHold::clamped(Vec3::new(l - d, 0.0, 0.0), Mat3::identity());
     let opts = NewtonOptions::default();
     let loads = Loads::none();
     let d_cr = rod::held::critical_along(&model, &loads, &hold_at, (0.0, 1e-4, 10), 1e-10, &opts).unwrap().expect("buckles");
@@ -278,10 +277,7 @@ fn past_euler_the_column_follows_the_elastica_to_a_tenth_of_a_percent_of_its_len
 fn twisted_loop(rod: &Rod) -> (Model, impl Fn(f64) -> TipHold) {
     let model = Model::new(rod, &[]);
     let up = lie::exp(&lie::stack(&Vec3::new(0.0, -PI / 2.0, 0.0), &Vec3::zeros())).rot;
-    let hold_at = move |t: f64| TipHold::Clamped {
-        position_m: Vec3::new(0.1, 0.0, 0.0),
-        rotation: up * lie::exp(&lie::stack(&Vec3::new(t, 0.0, 0.0), &Vec3::zeros())).rot,
-    };
+    let hold_at = move |t: f64| TipHold::clamped(Vec3::new(0.1, 0.0, 0.0), up * lie::exp(&lie::stack(&Vec3::new(t, 0.0, 0.0), &Vec3::zeros())).rot);
     (model, hold_at)
 }
 
@@ -368,4 +364,156 @@ fn a_limit_points_sensitivity_from_its_null_vector_matches_differences_of_the_lo
     let fd = (snap_at(g * 1.01).1.t - snap_at(g * 0.99).1.t) / 0.02;
     println!("snap {:.6} rad; d snap / d ln G: {from_null_vector:.5} from the null vector, {fd:.5} by differences", critical.t);
     assert!((from_null_vector / fd - 1.0).abs() < 0.01, "{from_null_vector} vs {fd}");
+}
+
+/// A planar Reissner rod (bending about y, stretch and shear in the x-z
+/// plane) clamped at the origin pointing +x, solved by shooting: an
+/// independent reference for loops between two clamps. Unknowns: the
+/// base's curvature and the internal force there; RK4 over `steps`.
+struct PlanarShooting {
+    length_m: f64,
+    /// E I_y, E A, G k A \[N m^2, N, N\].
+    ei: f64,
+    ea: f64,
+    gka: f64,
+    /// Weight per length \[N/m\] (along -z).
+    weight_n_m: f64,
+    steps: usize,
+}
+
+impl PlanarShooting {
+    /// (theta, x, z) along the rod from base curvature `k0` and base force
+    /// (`nx`, `nz`): every step's arc length and state.
+    fn integrate(&self, k0: f64, nx: f64, nz0: f64) -> Vec<(f64, [f64; 4])> {
+        let h = self.length_m / self.steps as f64;
+        // y = [theta, theta', x, z]
+        let rate = |s: f64, y: &[f64; 4]| -> [f64; 4] {
+            let nz = nz0 + self.weight_n_m * s;
+            let (c, sn) = (y[0].cos(), y[0].sin());
+            let (d1, d3) = ([c, -sn], [sn, c]);
+            let stretch = 1.0 + (nx * d1[0] + nz * d1[1]) / self.ea;
+            let shear = (nx * d3[0] + nz * d3[1]) / self.gka;
+            let r = [stretch * d1[0] + shear * d3[0], stretch * d1[1] + shear * d3[1]];
+            [y[1], (r[0] * nz - r[1] * nx) / self.ei, r[0], r[1]]
+        };
+        let mut y = [0.0, k0, 0.0, 0.0];
+        let mut out = vec![(0.0, y)];
+        for i in 0..self.steps {
+            let s = i as f64 * h;
+            let add = |a: &[f64; 4], b: &[f64; 4], w: f64| -> [f64; 4] { std::array::from_fn(|k| a[k] + w * b[k]) };
+            let k1 = rate(s, &y);
+            let k2 = rate(s + h / 2.0, &add(&y, &k1, h / 2.0));
+            let k3 = rate(s + h / 2.0, &add(&y, &k2, h / 2.0));
+            let k4 = rate(s + h, &add(&y, &k3, h));
+            y = std::array::from_fn(|k| y[k] + h / 6.0 * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k]));
+            out.push((s + h, y));
+        }
+        out
+    }
+
+    /// The base's curvature and force that end the rod at (`x_end`, 0)
+    /// turned by `theta_end`, by Newton on the three end errors from `guess`.
+    fn solve(&self, theta_end: f64, x_end: f64, guess: [f64; 3]) -> [f64; 3] {
+        let miss = |u: &[f64; 3]| {
+            let end = self.integrate(u[0], u[1], u[2]).last().unwrap().1;
+            [end[0] - theta_end, end[2] - x_end, end[3]]
+        };
+        let mut u = guess;
+        for _ in 0..50 {
+            let f = miss(&u);
+            if f.iter().map(|v| v.abs()).fold(0.0, f64::max) < 1e-12 {
+                return u;
+            }
+            let mut j = nalgebra::Matrix3::zeros();
+            for c in 0..3 {
+                let step = 1e-6 * (1.0 + u[c].abs());
+                let (mut a, mut b) = (u, u);
+                a[c] += step;
+                b[c] -= step;
+                let (fa, fb) = (miss(&a), miss(&b));
+                for r in 0..3 {
+                    j[(r, c)] = (fa[r] - fb[r]) / (2.0 * step);
+                }
+            }
+            let du = j.lu().solve(&nalgebra::Vector3::from(f)).expect("shooting Jacobian");
+            // Damped: the step halved until the end errors shrink.
+            let norm = |f: [f64; 3]| f.iter().map(|v| v * v).sum::<f64>();
+            let mut t = 1.0;
+            let mut next: [f64; 3] = std::array::from_fn(|k| u[k] - du[k]);
+            while norm(miss(&next)) > norm(f) && t > 1e-3 {
+                t /= 2.0;
+                next = std::array::from_fn(|k| u[k] - t * du[k]);
+            }
+            u = next;
+        }
+        panic!("the shooting did not converge: miss {:?}", miss(&u));
+    }
+}
+
+/// A full-turn loop: the 1.5 m cord clamped at both ends 0.123 m apart,
+/// both clamps pointing +x, the tip clamp's rotation vector one whole turn
+/// about y (its rotation is none). Without gravity and with it, `solve_held`
+/// reaches the loop (from the start wound by the whole turn: before, the
+/// straight rod compressed 92 % was returned) and its centre line lies on
+/// the shooting reference's to 1e-4 of the length (24 sections); it turns 2 pi, and is
+/// neutral (zero to round-off) without gravity, stable with it.
+#[test]
+fn a_full_turn_loop_between_two_clamps_matches_a_shooting_reference() {
+    let mut rod = cord();
+    rod.base = lie::Pose::identity();
+    // 24 sections: with gravity the worst distance converges as h^2
+    // (12, 24, 48 sections: 2.9e-4, 5.4e-5, 1.2e-5 of L; without: 6e-6,
+    // 4e-7, 1e-7).
+    rod.section_lengths_m = vec![rod.length_m / 24.0; 24];
+    let model = Model::new(&rod, &[]);
+    let props = rod.cross_section.properties(0.0, rod.length_m);
+    let k = props.stiffness_diag;
+    let gap_m = -0.123;
+    let hold = TipHold::clamped_by_vector(Vec3::new(gap_m, 0.0, 0.0), Vec3::new(0.0, 2.0 * PI, 0.0));
+    let mut guess = [2.0 * PI / rod.length_m, 0.0, 0.0];
+    for (loads, g) in [(Loads::none(), 0.0), (Loads::gravity(), 9.81)] {
+        let held = solve_held(&model, &loads, hold, None, &NewtonOptions::default()).unwrap();
+        let shooting = PlanarShooting { length_m: rod.length_m, ei: k[1], ea: k[3], gka: k[5], weight_n_m: props.mass_per_length_kg_m * g, steps: 6000 };
+        // Gravity switched on in twentieths from the loop without it.
+        for k in 1..=20 {
+            let step = PlanarShooting { weight_n_m: shooting.weight_n_m * k as f64 / 20.0, ..shooting };
+            guess = step.solve(2.0 * PI, gap_m, guess);
+        }
+        let reference = shooting.integrate(guess[0], guess[1], guess[2]);
+        let frames = model.frames(&held.solution.q);
+        let mut worst = 0.0_f64;
+        for (x, g) in model.joint_x_m.iter().zip(&frames.joints) {
+            let i = reference.partition_point(|r| r.0 < *x).clamp(1, reference.len() - 1);
+            let (a, b) = (&reference[i - 1], &reference[i]);
+            let w = (x - a.0) / (b.0 - a.0);
+            let (rx, rz) = (a.1[2] * (1.0 - w) + b.1[2] * w, a.1[3] * (1.0 - w) + b.1[3] * w);
+            worst = worst.max(((g.pos.x - rx).powi(2) + g.pos.y.powi(2) + (g.pos.z - rz).powi(2)).sqrt());
+        }
+        let shape = rod::shape::shape(&model, &held.solution.q);
+        let winding = rod::shape::winding_rad(&shape);
+        let lowest = rod::held::stability_eigenvalue(&model, &loads, hold, &held).unwrap();
+        let depth = reference.iter().map(|r| r.1[3]).fold(0.0, f64::min);
+        println!(
+            "g = {g}: loop {depth:.4} m deep, worst {:.2e} of L from the shooting, winding {:.6} rad about {:?}, lowest eigenvalue {lowest:.3e} (neutral below {:.1e})",
+            worst / rod.length_m,
+            winding.norm(),
+            winding / winding.norm(),
+            rod::held::neutral_eigenvalue(&model)
+        );
+        assert!(worst / rod.length_m < 1e-4, "{worst}");
+        assert!((winding - Vec3::new(0.0, 2.0 * PI, 0.0)).norm() < 1e-6, "{winding:?}");
+        let neutral = rod::held::neutral_eigenvalue(&model);
+        if g == 0.0 {
+            assert!(lowest.abs() < neutral, "{lowest}");
+        } else {
+            assert!(lowest > neutral, "{lowest}");
+        }
+    }
+    // Without the whole turn the rotation is none: the straight start
+    // reaches no loop (what was returned before, compressed).
+    let none = TipHold::clamped(Vec3::new(gap_m, 0.0, 0.0), Mat3::identity());
+    if let Ok(h) = solve_held(&model, &Loads::none(), none, None, &NewtonOptions::default()) {
+        let winding = rod::shape::winding_rad(&rod::shape::shape(&model, &h.solution.q));
+        assert!(winding.norm() < 1.0, "{winding:?}");
+    }
 }

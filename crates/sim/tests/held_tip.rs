@@ -100,8 +100,7 @@ const UP: [f64; 3] = [0.0, -PI / 2.0, 0.0];
 fn held_statics(rod: &Rod, gap_m: f64) -> (Model, rod::HeldSolution) {
     let model = Model::new(rod, &[]);
     let rotation = lie::trajectory::rotation_from_vector(&Vec3::from(UP));
-    let held =
-        solve_held(&model, &Loads::gravity(), TipHold::Clamped { position_m: Vec3::new(gap_m, 0.0, 0.0), rotation }, None, &NewtonOptions::default()).unwrap();
+    let held = solve_held(&model, &Loads::gravity(), TipHold::clamped(Vec3::new(gap_m, 0.0, 0.0), rotation), None, &NewtonOptions::default()).unwrap();
     (model, held)
 }
 
