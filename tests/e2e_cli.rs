@@ -652,7 +652,12 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     let line = stdout.lines().find(|l| l.starts_with("tip held (clamped)")).expect("the hold's reaction is printed");
     let fz: f64 = line.split_whitespace().nth(12).unwrap().trim_end_matches(',').parse().unwrap();
     assert!((fz / (0.5 * 0.14137 * 9.81) - 1.0).abs() < 2e-3, "{line}");
-    assert!(stdout.contains("stability: lowest eigenvalue") && stdout.contains("stable (or neutral)"), "{stdout}");
+    assert!(
+        stdout.contains("stability: lowest eigenvalue")
+            && stdout.contains(": stable")
+            && stdout.contains("branch: the rod's frame turns 3.1416 rad base to tip (0.500 turns)"),
+        "{stdout}"
+    );
     // The loop's clamp twisted until it snaps, and on: the snap (a limit
     // point), the unstable branch turning back, the branch as CSV.
     let dir = tempfile::tempdir().unwrap();
@@ -763,7 +768,14 @@ fn a_rod_held_at_both_ends_is_solved_and_identified_and_bad_holds_exit_2() {
     };
     expect_exit_2(critical("1,tip_bend_rad,6.5,0.05"), &["critical.csv", "line 2", "'tip_bend_rad'", "tip_twist_rad, clamp_distance_m"]);
     expect_exit_2(critical("2,clamp_distance_m,1.7,0.01"), &["critical.csv", "experiment '2', clamp_distance_m", "outside every branch", "1.5 m"]);
-    expect_exit_2(critical("3,tip_twist_rad,3.0,0.05"), &["experiment '3'", "no snap or buckling along tip_twist_rad", "outside every branch found"]);
+    // Loop 3 twisted to 3.0 rad: the rod file's G is a start, so the fit
+    // searches G down until it snaps; with G confined ([identify]
+    // g_pa_range) to where no branch snaps below 6 rad, it is refused.
+    let narrow = dir.path().join("narrow-g.toml");
+    std::fs::write(&narrow, std::fs::read_to_string(root().join(rod_file)).unwrap() + "\n[identify]\ng_pa_range = [5e6, 9e6]\n").unwrap();
+    std::fs::write(snaps.join("critical.csv"), "experiment,quantity,value,sigma\n3,tip_twist_rad,3.0,0.05\n").unwrap();
+    let o = rodlab(&["identify", "--rod", narrow.to_str().unwrap(), "--experiments", snaps.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-loo"]);
+    expect_exit_2(o, &["experiment '3'", "no snap or buckling along tip_twist_rad", "outside every branch found", "any G from 5.000e6 to 9.000e6 Pa"]);
     let pinned = dir.path().join("pinned.toml");
     std::fs::write(&pinned, std::fs::read_to_string(root().join(rod_file)).unwrap().replace("condition = \"clamped\"", "condition = \"pinned\"")).unwrap();
     let pins = dir.path().join("pins");

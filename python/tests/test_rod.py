@@ -173,7 +173,7 @@ def test_a_rod_held_at_both_ends_equals_the_command_line_and_carries_its_reactio
     weight_n = cord.material["rho_kg_m3"] * math.pi * 0.005**2 * cord.length_m * 9.81
     assert loop.tip_force_n[2] == pytest.approx(0.5 * weight_n, rel=1e-3)
     assert loop.base_force_n[2] == pytest.approx(0.5 * weight_n, rel=1e-3)
-    assert loop.stability_eigenvalue > 0 and "stable (or neutral)" in cli.stdout
+    assert loop.stability_eigenvalue > 0 and ": stable" in cli.stdout
     assert loop.tip_moment_nm.shape == (3,)
     free = rodlab.Rod.from_file(CANTILEVER).solve()
     assert free.tip_force_n is None and free.stability_eigenvalue is None

@@ -332,6 +332,49 @@ fn default_starts(rod: &Rod) -> Vec<[f64; 3]> {
     vec![[e, g, r], [3.0 * e, 3.0 * g, r], [0.5 * e, 0.5 * g, 1.3 * r], [2.0 * e, 0.5 * g, 0.8 * r], [e, 3.0 * g, r]]
 }
 
+/// A start for a fit whose critical values the rod file's material does
+/// not reach: E (and rho) from the shapes alone, G tied at the rod file's
+/// ratio to E (planar shapes do not see it), then G halved (and, failing
+/// that, doubled) within the rod file's range until every critical
+/// experiment's branch snaps or buckles (a snap twist grows with G J / E I:
+/// a start whose snap lies beyond twice the measured one is too stiff in
+/// torsion). The start and a line saying how it was found; `None` when no
+/// G in the range gives a snap.
+fn critical_start(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Option<([f64; 3], String)>, FitError> {
+    let m = rod.cross_section.body;
+    let shapes: Vec<Experiment> = experiments.iter().filter(|e| !e.measurements.is_empty()).map(|e| Experiment { critical: vec![], ..e.clone() }).collect();
+    let (e_pa, rho_kg_m3) = if shapes.is_empty() {
+        (m.e_pa, m.rho_kg_m3)
+    } else {
+        progress("the shapes alone, for E");
+        let nu = m.e_pa / (2.0 * m.g_pa) - 1.0;
+        let o = FitOptions { tie_g_poisson: Some(opts.tie_g_poisson.unwrap_or(nu)), ..opts.clone() };
+        let f = fit_once(rod, &shapes, &o, progress)?;
+        (f.values.e_pa, f.values.rho_kg_m3)
+    };
+    let critical: Vec<Experiment> = experiments.iter().filter(|e| !e.critical.is_empty()).cloned().collect();
+    let (low, high) = rod.identify_priors.ranges.g_pa;
+    let g0 = m.g_pa * e_pa / m.e_pa;
+    let halved = (1..=30).map(|k| g0 / 2f64.powi(k)).take_while(|g| *g >= low);
+    let doubled = (1..=30).map(|k| g0 * 2f64.powi(k)).take_while(|g| *g <= high);
+    for g_pa in std::iter::once(g0).chain(halved).chain(doubled) {
+        progress(&format!("searching G for the critical values: {g_pa:.3e} Pa"));
+        let values = Values::material(e_pa, g_pa, rho_kg_m3);
+        let problem = Problem::new(rod, &critical, Layout { fit_rho: true, ..Layout::default() }, &values);
+        match problem.evaluate(&problem.params(&values), false) {
+            Ok(_) => {
+                let note = format!(
+                    "the rod file's material reaches no critical value: started from E {e_pa:.4e} Pa (the shapes alone) and G {g_pa:.4e} Pa (the first of G halved, then doubled, whose branch snaps)"
+                );
+                return Ok(Some(([e_pa, g_pa, rho_kg_m3], note)));
+            }
+            Err(ModelError::NoCriticalPoint { .. }) | Err(ModelError::NoEquilibrium { .. }) => continue,
+            Err(e) => return Err(FitError::Input(e.to_string())),
+        }
+    }
+    Ok(None)
+}
+
 struct Run {
     params: DVector<f64>,
     cost: f64,
@@ -565,12 +608,27 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
         ..Values::material(e_pa, g_pa, rho_kg_m3)
     };
     let prior = problem.params(&at_start(centre[0], centre[1], centre[2]));
+    let mut search_note = None;
     // A critical value no branch of the rod file's material reaches (a
-    // twist searched to twice the value without a snap) is the data's
-    // fault, not the start's: said before any start tries.
+    // twist searched to twice the value without a snap): the rod file's
+    // material is a start, not a fact; E from the shapes, then G searched
+    // until a branch snaps (see `critical_start`). Only where no G in the
+    // rod file's range gives one is it the data's fault: said before any
+    // start tries.
     if experiments.iter().any(|e| !e.critical.is_empty()) {
         if let Err(e @ ModelError::NoCriticalPoint { .. }) = problem.evaluate(&prior, false) {
-            return Err(FitError::Input(format!("{e}, with the rod file's material")));
+            match critical_start(rod, experiments, opts, progress)? {
+                Some((start, note)) => {
+                    starts = vec![start];
+                    search_note = Some(note);
+                }
+                None => {
+                    let (low, high) = rod.identify_priors.ranges.g_pa;
+                    return Err(FitError::Input(format!(
+                        "{e}, with the rod file's material, nor with E from the shapes and any G from {low:.3e} to {high:.3e} Pa (the rod file's [identify] g_pa_range)"
+                    )));
+                }
+            }
         }
     }
     let mut runs = vec![];
@@ -618,7 +676,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
         .map(|(i, _)| i)
         .ok_or_else(|| FitError::NoStart(outcomes.iter().map(|o| o.note.clone()).collect::<Vec<_>>().join("; ")))?;
     let best_run = &runs[best];
-    let mut warnings = vec![];
+    let mut warnings: Vec<String> = search_note.into_iter().collect();
     // Do the starts agree?
     let mut disagree = vec![];
     for (o, r) in outcomes.iter().filter(|o| !o.e_pa.is_nan()).zip(&runs) {

@@ -64,7 +64,7 @@ impl fault::Fault for ModelError {
 }
 
 /// Which parameters are estimated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
     /// False when gravity is the only load (rho is then held fixed).
     pub fit_rho: bool,
