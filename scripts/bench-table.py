@@ -30,6 +30,7 @@ GOALS = [
     (r"static_solve.*_8_subsegments", "<= 80 us", lambda s, _: s <= 80e-6),
     (r"observer.*weighted_200_frames", ">= 10,000 frames/s", lambda s, _: 200 / s >= 10_000),
     (r"identify/.*one_start", "<= 5 ms", lambda s, _: s <= 5e-3),
+    (r"identify/full_turn_loop", "<= 60 s", lambda s, _: s <= 60.0),
     (r"identify_dynamic/", "<= 2 s", lambda s, _: s <= 2.0),
     # The Prony law's fit at most twice the Kelvin-Voigt fit of the same ring-down (#78).
     (r"identify_dynamic/ring_down_3_s_prony", "<= 2 x the Kelvin-Voigt fit",
