@@ -51,6 +51,17 @@ fn solve_writes_the_shape_and_bad_rods_exit_2_naming_file_and_field() {
         expect_exit_2(rodlab(&["solve", "--rod", path.to_str().unwrap()]), &[name, field]);
     }
     expect_exit_2(rodlab(&["solve", "--rod", "does/not/exist.toml"]), &["does/not/exist.toml"]);
+    // A device, a FIFO and an oversized file are refused at once, unread
+    // (before: /dev/zero grew to 2.1 GB, a FIFO hung).
+    let fifo = dir.path().join("fifo.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let huge = dir.path().join("huge.toml");
+    std::fs::File::create(&huge).unwrap().set_len(17 << 20).unwrap();
+    for (path, says) in [("/dev/zero", "not a regular file"), (fifo.to_str().unwrap(), "not a regular file"), (huge.to_str().unwrap(), "bytes, over the")] {
+        let started = std::time::Instant::now();
+        expect_exit_2(rodlab(&["solve", "--rod", path]), &[path, says]);
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{path}");
+    }
     expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tension", "1,2"]), &["--tension"]);
     expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "1,2"]), &["--tip-force"]);
     expect_exit_2(rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "0,0,NaN"]), &["--tip-force", "finite"]);

@@ -208,3 +208,14 @@ def test_rubbing_cables_give_two_shapes_by_direction_as_the_command_line(run, tm
     assert shapes["unload"].tip_m[2] > shapes["load"].tip_m[2] + 1e-3
     with pytest.raises(ValueError, match="direction: 'sideways'"):
         arm.solve(tensions=[0.3, 0, 0], direction="sideways")
+
+
+def test_a_rod_file_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path):
+    """Before: Rod.from_file('/dev/zero') grew the interpreter to 24 GB; a FIFO hung."""
+    import os
+
+    fifo = tmp_path / "rod.toml"
+    os.mkfifo(fifo)
+    for path in ["/dev/zero", str(fifo)]:
+        with pytest.raises(rodlab.InputError, match="not a regular file"):
+            rodlab.Rod.from_file(path)

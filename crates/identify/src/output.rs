@@ -1235,7 +1235,7 @@ impl IdentifiedFile {
 
     /// Reads the identified values back (for `rodlab solve --params`).
     pub fn read(path: &Path) -> Result<IdentifiedFile, ParamsFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ParamsFileError::new(path, format!("cannot read: {e}")))?;
+        let text = fault::read_text(path, fault::CONFIG_LIMIT_BYTES).map_err(|e| ParamsFileError::new(path, format!("cannot read: {e}")))?;
         let file: IdentifiedFile = toml::from_str(&text).map_err(|e| ParamsFileError::new(path, e.message().replace('\n', " ")))?;
         let fits = std::iter::once(("parameters".to_string(), &file.parameters))
             .chain(file.variant.iter().filter_map(|v| v.fitted.as_ref().map(|p| (format!("variant {:?}", v.name), p))));

@@ -656,7 +656,7 @@ pub fn capture_start(date: &str, time: &str) -> Option<String> {
 /// Reads a C3D file's marker trajectories.
 pub fn read_c3d(file: &Path) -> Result<Trajectories> {
     let name = file.display();
-    let bytes = std::fs::read(file).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+    let bytes = fault::read_bytes(file, fault::DATA_LIMIT_BYTES).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
     check_c3d_header(&bytes).map_err(|why| Error::input(format!("{name}: not a readable C3D file: {why}")))?;
     // The parser indexes the file by its header's counts; a damaged file
     // must be an error, not a crash (nor the panic's message on stderr).

@@ -68,7 +68,7 @@ pub fn read_table(file: &Path, map: &MocapMap) -> Result<Trajectories> {
     if std::fs::metadata(file).is_ok_and(|m| m.len() > MAX_TABLE_BYTES) {
         return Err(Error::input(format!("{name}: larger than a trajectory table is read ({} GB)", MAX_TABLE_BYTES >> 30)));
     }
-    let text = std::fs::read_to_string(file).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
+    let text = fault::read_text(file, fault::DATA_LIMIT_BYTES).map_err(|e| Error::input(format!("{name}: cannot read: {e}")))?;
     let format = Format::detect(text.lines().next().unwrap_or(""));
     let bad = |line: usize, m: String| Error::input(format!("{name}: line {line}: {m}"));
     let mut t = match format {

@@ -409,7 +409,7 @@ impl Rod {
     /// Reads and validates a rod file.
     pub fn from_file(path: &Path) -> Result<Rod, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(&file, "", format!("cannot read rod file: {e}")))?;
+        let text = fault::read_text(path, fault::CONFIG_LIMIT_BYTES).map_err(|e| ConfigError::new(&file, "", format!("cannot read rod file: {e}")))?;
         Rod::from_toml_str(&text, &file)
     }
 
@@ -435,7 +435,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Res
 /// Reads a TOML file into `T` (`kind` names it in the error: "scene file").
 pub fn read_toml_file<T: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<T, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(&file, "", format!("cannot read {kind}: {e}")))?;
+    let text = fault::read_text(path, fault::CONFIG_LIMIT_BYTES).map_err(|e| ConfigError::new(&file, "", format!("cannot read {kind}: {e}")))?;
     parse_toml(&text, &file)
 }
 

@@ -104,7 +104,7 @@ impl ConfigFileError {
 /// Reads and parses a TOML file; `kind` names it in errors ("rig file").
 /// Returns the value and the text (kept verbatim in a session).
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<(T, String), ConfigFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError::new(path, format!("cannot read {kind}: {e}")))?;
+    let text = fault::read_text(path, fault::CONFIG_LIMIT_BYTES).map_err(|e| ConfigFileError::new(path, format!("cannot read {kind}: {e}")))?;
     let value = toml::from_str(&text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start].lines().count().max(1));
         ConfigFileError::new(path, format!("{}{}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), e.message().replace('\n', " ")))
