@@ -290,6 +290,11 @@ pub fn poisson_for_tie(nu: f64) -> Result<f64, String> {
 /// Most sections a rod file may have: 500 give 3006 strain coordinates,
 /// dense matrices of 72 MB (200,000 asked for 11 TB).
 pub const MAX_SECTIONS: usize = 500;
+/// Most rows of a table along the rod (a radius profile, a channel's
+/// path radius, a cable's guide disks): a profile measured every
+/// millimetre of a metre; each row is a breakpoint the model cuts its
+/// sub-segments at (10^5 rows took 232 s, and 10^6 never ended).
+pub const MAX_TABLE_ROWS: usize = 1000;
 /// Most sub-segments per section (the integration points' count).
 pub const MAX_SUBSEGMENTS: usize = 64;
 
@@ -692,6 +697,18 @@ impl RawLength {
     }
 }
 
+/// A table along the rod of `rows` rows, refused past [`MAX_TABLE_ROWS`].
+fn too_many_rows(file: &str, field: &str, rows: usize) -> Result<(), ConfigError> {
+    if rows > MAX_TABLE_ROWS {
+        return Err(ConfigError::new(
+            file,
+            field,
+            format!("{rows} rows, over the {MAX_TABLE_ROWS} a table along the rod may have (every row cuts the model's sub-segments)"),
+        ));
+    }
+    Ok(())
+}
+
 /// A profile positive along the whole rod (its ends and kinks checked: it
 /// is linear between them).
 fn positive_along(file: &str, field: &str, p: &Profile, length: f64) -> Result<(), ConfigError> {
@@ -909,6 +926,7 @@ impl RawPathRadius {
         if points.is_empty() {
             return Err(ConfigError::new(file, field, "an empty table: give a radius, or [arc_m, radius_m] pairs"));
         }
+        too_many_rows(file, field, points.len())?;
         for (k, &(x, r)) in points.iter().enumerate() {
             if !(x.is_finite() && r.is_finite() && r >= 0.0) {
                 return Err(ConfigError::new(file, field, format!("point {k}: [{x}, {r}]: a finite arc and a radius >= 0 [m]")));
@@ -967,6 +985,7 @@ impl RawProfile {
                 if tab.len() < 2 {
                     return Err(ConfigError::new(file, &format!("{field}.table"), "needs at least two [X_m, r_m] rows"));
                 }
+                too_many_rows(file, &format!("{field}.table"), tab.len())?;
                 for (i, row) in tab.iter().enumerate() {
                     nonneg(file, &format!("{field}.table[{i}]"), row[1])?;
                     if i > 0 && row[0] <= tab[i - 1][0] {
@@ -1155,6 +1174,7 @@ impl RawRod {
                 ));
             }
             let anchor = anchor.min(length);
+            too_many_rows(file, &format!("{field}.guides_m"), c.guides_m.len())?;
             let mut guides_m = c.guides_m.clone();
             for (k, &g) in guides_m.iter().enumerate() {
                 if !(g.is_finite() && g > 0.0 && g <= anchor * (1.0 + 1e-12)) {
@@ -1348,6 +1368,28 @@ e_pa = 1.1e5
 g_pa = 3.793e4
 rho_kg_m3 = 2000
 "#;
+
+    /// A radius table of MAX_TABLE_ROWS rows reads and solves at once;
+    /// one row more (or as many guide disks) is refused naming the field
+    /// (before: 10^5 rows took 232 s, a quadratic walk per query).
+    #[test]
+    fn tables_along_the_rod_are_bounded_and_read_in_log_time() {
+        let table = |n: usize| -> String {
+            let rows: Vec<String> = (0..n).map(|i| format!("[{}, {}]", 0.2 * i as f64 / (n - 1) as f64, 0.01 - 0.005 * i as f64 / (n - 1) as f64)).collect();
+            GOOD.replace("base_m = 0.01\ntip_m = 0.005", &format!("table = [{}]", rows.join(", ")))
+        };
+        let started = std::time::Instant::now();
+        let rod = Rod::from_toml_str(&table(MAX_TABLE_ROWS), "table.toml").unwrap();
+        let model = crate::Model::new(&rod, &[]);
+        crate::statics::solve(&model, &crate::Loads::gravity(), None, &crate::NewtonOptions::default()).unwrap();
+        assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", started.elapsed());
+        let e = Rod::from_toml_str(&table(MAX_TABLE_ROWS + 1), "table.toml").unwrap_err().to_string();
+        assert!(e.contains("table.toml") && e.contains("radius.table") && e.contains("1001 rows, over the 1000"), "{e}");
+        let guides: Vec<String> = (1..=MAX_TABLE_ROWS + 1).map(|k| format!("{}", 0.2 * k as f64 / (MAX_TABLE_ROWS + 1) as f64)).collect();
+        let cable = format!("{GOOD}\n[[cable]]\nangle_deg = 0\nguides_m = [{}]\n", guides.join(", "));
+        let e = Rod::from_toml_str(&cable, "guides.toml").unwrap_err().to_string();
+        assert!(e.contains("cable[0].guides_m") && e.contains("1001 rows"), "{e}");
+    }
 
     #[test]
     fn parses_good_file() {

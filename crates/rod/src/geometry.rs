@@ -63,13 +63,12 @@ impl Profile {
     }
 }
 
+/// The table's interval holding `x` (the first or last beyond its ends),
+/// by bisection: a query is log n, never a walk along the rows.
 fn table_interval(t: &[(f64, f64)], x: f64) -> usize {
     let n = t.len();
-    let mut i = 0;
-    while i + 2 < n && x > t[i + 1].0 {
-        i += 1;
-    }
-    i
+    // The first row i >= 1 with x <= X_i, less one; at most n - 2.
+    t[1..n.saturating_sub(1)].partition_point(|p| x > p.0).min(n.saturating_sub(2))
 }
 
 /// An isotropic linear-elastic material.
