@@ -448,6 +448,8 @@ fn read_critical(path: &Path, experiments: &mut BTreeMap<String, Experiment>) ->
     }
     let csv = read_csv(path)?;
     let cols: Vec<usize> = ["experiment", "quantity", "value", "sigma"].iter().map(|n| csv.column(path, n)).collect::<Result<_, _>>()?;
+    // Each experiment's readings of a quantity, with their lines.
+    let mut readings: BTreeMap<(String, &'static str), Vec<(usize, CriticalQuantity, f64, f64)>> = BTreeMap::new();
     for (line, cells) in &csv.rows {
         if cells.len() != csv.header.len() {
             return Err(err(path, format!("line {line}"), format!("{} values, header has {}", cells.len(), csv.header.len())));
@@ -461,10 +463,46 @@ fn read_critical(path: &Path, experiments: &mut BTreeMap<String, Experiment>) ->
         if sigma <= 0.0 {
             return Err(err(path, format!("line {line}, column 'sigma'"), "must be positive"));
         }
-        let e = experiments.get_mut(id).ok_or_else(|| err(path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")))?;
-        e.critical.push(CriticalValue { quantity, value, sigma });
+        if !experiments.contains_key(id) {
+            return Err(err(path, format!("line {line}"), format!("experiment '{id}' is not in inputs.csv")));
+        }
+        readings.entry((id.clone(), quantity.key())).or_default().push((*line, quantity, value, sigma));
+    }
+    for ((id, key), rows) in readings {
+        let e = experiments.get_mut(&id).expect("checked above");
+        e.critical.push(combined_readings(path, &id, key, &rows)?);
     }
     Ok(())
+}
+
+/// One critical value from an experiment's readings of a quantity (line,
+/// quantity, value, sigma): a single row as it is; several (a snap twist
+/// read five times) as their mean, whose sigma is the larger of the rows'
+/// own (RMS) and their scatter, over sqrt(n). The same row repeated (a
+/// copied line: every value and sigma alike) is refused, not counted as n
+/// measurements.
+fn combined_readings(path: &Path, id: &str, key: &str, rows: &[(usize, CriticalQuantity, f64, f64)]) -> Result<CriticalValue, DataError> {
+    let (_, quantity, value, sigma) = rows[0];
+    if rows.len() == 1 {
+        return Ok(CriticalValue { quantity, value, sigma });
+    }
+    let lines = rows.iter().map(|r| r.0.to_string()).collect::<Vec<_>>().join(", ");
+    if rows.iter().all(|r| r.2 == value && r.3 == sigma) {
+        return Err(err(
+            path,
+            format!("lines {lines}"),
+            format!(
+                "experiment '{id}', {key}: the same reading {} times: give each reading once (repeated, it would count as {} measurements)",
+                rows.len(),
+                rows.len()
+            ),
+        ));
+    }
+    let n = rows.len() as f64;
+    let mean = rows.iter().map(|r| r.2).sum::<f64>() / n;
+    let scatter2 = rows.iter().map(|r| (r.2 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let own2 = rows.iter().map(|r| r.3 * r.3).sum::<f64>() / n;
+    Ok(CriticalValue { quantity, value: mean, sigma: (own2.max(scatter2) / n).sqrt() })
 }
 
 /// Checks each critical value against the experiment's hold and the rod:

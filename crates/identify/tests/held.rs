@@ -347,3 +347,32 @@ fn a_full_turn_loop_traced_and_twisted_to_its_snap_gives_ei_and_gj_from_a_far_st
     assert!(f.e_pa.ci95_low <= truth().e_pa && truth().e_pa <= f.e_pa.ci95_high, "E's interval holds the truth");
     assert!(f.g_pa.ci95_low <= truth().g_pa && truth().g_pa <= f.g_pa.ci95_high, "G's interval holds the truth");
 }
+
+/// critical.csv read by a lab that repeats: five readings of one snap are
+/// one value, their mean, with the larger of their own sigma and their
+/// scatter over sqrt(5); one row copied 50 times is refused naming its
+/// lines, not taken as 50 measurements (which narrowed the interval
+/// sevenfold and cost 50 branch follows).
+#[test]
+fn repeated_critical_readings_are_averaged_with_their_scatter_and_copies_refused() {
+    let rod = cable();
+    let exps = loops(&rod, &clamped_tips()[..1], 5e-4, 3);
+    let dir = std::env::temp_dir().join(format!("rodlab-critical-{}", std::process::id()));
+    identify::data::write_experiments(&dir, &exps, "one loop").unwrap();
+    let write = |rows: &[(f64, f64)]| {
+        let body: String = rows.iter().map(|(v, s)| format!("{},tip_twist_rad,{v},{s}\n", exps[0].id)).collect();
+        std::fs::write(dir.join("critical.csv"), format!("experiment,quantity,value,sigma\n{body}")).unwrap();
+    };
+    let readings = [6.41, 6.52, 6.47, 6.38, 6.55];
+    write(&readings.map(|v| (v, 0.01)));
+    let back = identify::read_experiments(&dir, 0).unwrap();
+    let c = &back[0].critical;
+    let mean = readings.iter().sum::<f64>() / 5.0;
+    let sd = (readings.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!((c[0].value - mean).abs() < 1e-12 && (c[0].sigma - sd / 5f64.sqrt()).abs() < 1e-12, "{c:?}");
+    write(&[(6.5, 0.05); 50]);
+    let e = identify::read_experiments(&dir, 0).unwrap_err().to_string();
+    assert!(e.contains("critical.csv") && e.contains("lines 2, 3, 4") && e.contains("the same reading 50 times"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
