@@ -449,7 +449,7 @@ fn read_critical(path: &Path, experiments: &mut BTreeMap<String, Experiment>) ->
     let csv = read_csv(path)?;
     let cols: Vec<usize> = ["experiment", "quantity", "value", "sigma"].iter().map(|n| csv.column(path, n)).collect::<Result<_, _>>()?;
     // Each experiment's readings of a quantity, with their lines.
-    let mut readings: BTreeMap<(String, &'static str), Vec<(usize, CriticalQuantity, f64, f64)>> = BTreeMap::new();
+    let mut readings: BTreeMap<(String, &'static str), Vec<Reading>> = BTreeMap::new();
     for (line, cells) in &csv.rows {
         if cells.len() != csv.header.len() {
             return Err(err(path, format!("line {line}"), format!("{} values, header has {}", cells.len(), csv.header.len())));
@@ -475,13 +475,16 @@ fn read_critical(path: &Path, experiments: &mut BTreeMap<String, Experiment>) ->
     Ok(())
 }
 
+/// A row of critical.csv: its line, quantity, value and sigma.
+type Reading = (usize, CriticalQuantity, f64, f64);
+
 /// One critical value from an experiment's readings of a quantity (line,
 /// quantity, value, sigma): a single row as it is; several (a snap twist
 /// read five times) as their mean, whose sigma is the larger of the rows'
 /// own (RMS) and their scatter, over sqrt(n). The same row repeated (a
 /// copied line: every value and sigma alike) is refused, not counted as n
 /// measurements.
-fn combined_readings(path: &Path, id: &str, key: &str, rows: &[(usize, CriticalQuantity, f64, f64)]) -> Result<CriticalValue, DataError> {
+fn combined_readings(path: &Path, id: &str, key: &str, rows: &[Reading]) -> Result<CriticalValue, DataError> {
     let (_, quantity, value, sigma) = rows[0];
     if rows.len() == 1 {
         return Ok(CriticalValue { quantity, value, sigma });
