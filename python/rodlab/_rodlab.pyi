@@ -187,6 +187,9 @@ def identify_dynamic(
     damping_start: Optional[float] = None,
     hold_damping: bool = False,
     hold_marker_delay: bool = False,
+    fit_marker_delay: bool = False,
+    hold_branches: bool = False,
+    window_s: Optional[Tuple[float, float]] = None,
     fit_stiffness: bool = False,
     sigma_m: float = 2e-5,
 ) -> Dict[str, Any]: ...

@@ -251,7 +251,8 @@ impl Rod {
         rod::held::hold_for(self.rod.tip_condition, load.tip_position_m, load.tip_rotation_rad, &fields)
             .map_err(|why| crate::errors::to_py(lab::Error::input(format!("the call {why}"))))?;
         let req = self.request(load, gravity, self.params(params)?);
-        let solved = py.detach(|| solve_lab(&req)).py_err()?;
+        // On a worker: Ctrl-C raises within 0.1 s (the solve's result dropped).
+        let solved = crate::work::run(py, None, move |_| solve_lab(&req))?;
         Ok(Shape::from(solved))
     }
 
@@ -287,6 +288,16 @@ impl Rod {
         if counts.iter().any(|&c| c != k) {
             return Err(value_error(format!("solve_many: the batch arguments disagree on the number of loads: {counts:?}")));
         }
+        // The shapes a batch returns, bounded before anything is solved.
+        let joints = self.rod.section_lengths_m.len() * self.rod.subsegments_per_section + 1;
+        let bytes = k as u128 * joints as u128 * std::mem::size_of::<ShapeRow>() as u128;
+        if bytes > MAX_BATCH_BYTES as u128 {
+            return Err(value_error(format!(
+                "solve_many: {k} loads of {joints} joints each would return {:.1} GB of shapes, over the {} GB a batch may: split it",
+                bytes as f64 * 1e-9,
+                MAX_BATCH_BYTES as f64 * 1e-9
+            )));
+        }
         let loads: Vec<Load> = (0..k)
             .map(|i| Load {
                 cable_slide: rod::statics::CableSlide::PulledIn,
@@ -303,21 +314,31 @@ impl Rod {
             .collect();
         let params = self.params(params)?;
         let this = self.clone();
-        let solve_all = move || -> lab::Result<Vec<Solved>> {
+        // On a worker; each load first checks for Ctrl-C (the task's step
+        // unwinds a stopped batch): KeyboardInterrupt within 0.1 s.
+        let solve_all = move |progress: &dyn lab::Progress| -> lab::Result<Vec<Solved>> {
             let pool =
                 rayon::ThreadPoolBuilder::new().num_threads(threads.unwrap_or(0)).build().map_err(|e| lab::Error::computation(format!("thread pool: {e}")))?;
+            let task = progress.task("solve_many", Some(k as u64));
+            let done = std::sync::atomic::AtomicU64::new(0);
             pool.install(|| {
                 loads
                     .into_par_iter()
                     .enumerate()
-                    .map(|(i, load)| solve_lab(&this.request(load, gravity, params.clone())).map_err(|e| e.context(format!("load {i}"))))
+                    .map(|(i, load)| {
+                        task.set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+                        solve_lab(&this.request(load, gravity, params.clone())).map_err(|e| e.context(format!("load {i}")))
+                    })
                     .collect()
             })
         };
-        let solved = py.detach(solve_all).py_err()?;
+        let solved = crate::work::run(py, None, solve_all)?;
         Ok(Shapes { shapes: solved.into_iter().map(Shape::from).collect() })
     }
 }
+
+/// The most a `solve_many` batch may return (its shapes' rows): 2 GB.
+const MAX_BATCH_BYTES: u64 = 2_000_000_000;
 
 /// An equilibrium: the shape base to tip at the rod's joints (n of them).
 #[pyclass(module = "rodlab", frozen)]

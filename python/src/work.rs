@@ -6,7 +6,10 @@
 //! KeyboardInterrupt at once and tells the worker to stop; the worker
 //! unwinds at its next progress report (workflows report at least every
 //! step of their loops) and its result is dropped. A second call starts
-//! a fresh worker.
+//! a fresh worker. No callback starts once the work is stopped, and the
+//! caller returns only after a callback already running has returned: a
+//! worker inside Python while the interpreter shuts down aborted it
+//! ("PyGILState_Release: thread state must be current", exit 134).
 
 use crate::errors::to_py;
 use lab::{Progress, Task};
@@ -26,6 +29,9 @@ struct Shared {
     /// The callback's own exception, raised in the caller.
     callback_error: Mutex<Option<PyErr>>,
     callback: Option<Py<PyAny>>,
+    /// Held while the callback runs: the caller takes it after stopping
+    /// the work, so that no callback runs past the call's return.
+    calling: Mutex<()>,
 }
 
 impl Shared {
@@ -39,6 +45,10 @@ impl Shared {
     /// `callback(task, done, total, message)`; an exception stops the work.
     fn report(&self, task: &str, done: Option<u64>, total: Option<u64>, message: Option<&str>) {
         let Some(cb) = &self.callback else { return };
+        let _calling = self.calling.lock().unwrap_or_else(|p| p.into_inner());
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
         Python::attach(|py| {
             if let Err(e) = cb.call1(py, (task, done, total, message)) {
                 *self.callback_error.lock().expect("not poisoned") = Some(e);
@@ -132,7 +142,12 @@ where
     T: Send + 'static,
     F: FnOnce(&dyn Progress) -> lab::Result<T> + Send + 'static,
 {
-    let shared = Arc::new(Shared { stop: AtomicBool::new(false), callback_error: Mutex::new(None), callback: callback.filter(|c| !c.is_none(py)) });
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        callback_error: Mutex::new(None),
+        callback: callback.filter(|c| !c.is_none(py)),
+        calling: Mutex::new(()),
+    });
     let (tx, rx) = mpsc::channel();
     // Waited on with the GIL released: shared with the detached closure.
     let rx = Mutex::new(rx);
@@ -177,6 +192,9 @@ where
                         }
                         None => {
                             shared.stop.store(true, Ordering::Relaxed);
+                            // A callback already running finishes first (the GIL
+                            // released for it); none starts after.
+                            py.detach(|| drop(shared.calling.lock().unwrap_or_else(|p| p.into_inner())));
                             return Err(interrupt);
                         }
                     }

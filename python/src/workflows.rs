@@ -168,11 +168,16 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// Fits friction (mu) and damping from recorded motion by simulating the
 /// `sessions` in `scene`, E, G, rho held at `params` (an identified.toml or
 /// `Identified`; default the rod file's). Returns a dictionary: the fitted
-/// values ("dynamic", as identified.toml's [dynamic]), "scan", "history",
-/// "identified_toml", "report", "warnings".
+/// values ("dynamic", as identified.toml's [dynamic]: with a rod file's
+/// [damping] branches, each branch's fitted modulus ratio and time, and
+/// the fit's chi-square), "scan", "history", "identified_toml", "report",
+/// "warnings". As the command line's `identify --dynamic`: `window_s=(from,
+/// to)` fits that span of each replay, `hold_branches` keeps the rod
+/// file's branches, `fit_marker_delay` fits a delay where mocap stamps
+/// markers and clamp alike.
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, hold_marker_delay=false, fit_stiffness=false, sigma_m=2e-5))]
+    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, sigma_m=2e-5))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -187,6 +192,9 @@ pub fn identify_dynamic<'py>(
     damping_start: Option<f64>,
     hold_damping: bool,
     hold_marker_delay: bool,
+    fit_marker_delay: bool,
+    hold_branches: bool,
+    window_s: Option<(f64, f64)>,
     fit_stiffness: bool,
     sigma_m: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -198,6 +206,9 @@ pub fn identify_dynamic<'py>(
     req.damping_start = damping_start;
     req.hold_damping = hold_damping;
     req.hold_marker_delay = hold_marker_delay;
+    req.fit_marker_delay = fit_marker_delay;
+    req.hold_branches = hold_branches;
+    req.window_s = window_s.map(|(from, to)| [from, to]);
     req.fit_stiffness = fit_stiffness;
     req.sigma_m = sigma_m;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;

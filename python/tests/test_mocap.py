@@ -48,5 +48,10 @@ def test_identify_from_sessions_and_from_a_release_equal_the_command_line(run, s
     # The beam's damping ratio: 0.06.
     assert got["dynamic"]["damping_ratio"] == pytest.approx(0.06, rel=0.05)
     assert got["identified_toml"] == tmp_path / "dyn" / "identified.toml"
+    # The fit's chi-square, as the command line's; a reversed window refused.
+    assert got["dynamic"]["noise_test"]["dof"] == cli_dyn["noise_test"]["dof"]
+    with pytest.raises(rodlab.InputError, match="window"):
+        rodlab.identify_dynamic(rod, sessions=release, scene=DATA / "release.toml", params=fit, loads=DATA / "masses.toml",
+                                window_s=(1.0, 0.5), out=tmp_path / "dyn-window", progress=False)
     with pytest.raises(rodlab.InputError, match="no-scene.toml"):
         rodlab.identify_dynamic(rod, sessions=release, scene=tmp_path / "no-scene.toml", progress=False)
