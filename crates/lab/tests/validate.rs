@@ -266,3 +266,26 @@ fn checks_that_rest_on_missing_markers_fail() {
     let s = one(&request(&[&good], &dir.path().join("v-good")));
     assert!(s.marker_coverage_pct > 99.9, "{}", s.marker_coverage_pct);
 }
+
+/// A robot chunk copied over the next one (a backup restored badly):
+/// validate leaves it out with a warning naming it and its rows, and
+/// validates the rest; `--strict` refuses the session naming the chunk.
+/// Before: exit 2 on the base log's "times must increase strictly",
+/// whatever the mode.
+#[test]
+fn a_chunk_copied_over_the_next_is_left_out_or_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = noise_free(dir.path(), "copied", |r| r.duration_s = Some(3.0));
+    let mut chunks: Vec<std::path::PathBuf> = std::fs::read_dir(s.stream("robot")).unwrap().map(|e| e.unwrap().path()).collect();
+    chunks.sort();
+    assert!(chunks.len() >= 3, "{chunks:?}");
+    std::fs::copy(&chunks[0], &chunks[1]).unwrap();
+    let out = dir.path().join("o");
+    let v = validate(&request(&[&s], &out), &lab::Silent).unwrap();
+    let name = chunks[1].file_name().unwrap().to_string_lossy().to_string();
+    let warned = v.sessions[0].warnings.iter().find(|w| w.contains(&name) && w.contains("left out")).cloned();
+    assert!(warned.as_ref().is_some_and(|w| w.contains("runs backwards")), "{:?}", v.sessions[0].warnings);
+    let mut strict = request(&[&s], &dir.path().join("strict"));
+    strict.options.refuse_damaged = true;
+    expect_input_error(validate(&strict, &lab::Silent), &[&name, "runs backwards"]);
+}

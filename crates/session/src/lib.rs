@@ -20,7 +20,7 @@ pub use frames::{FramePose, RigFrames, TablePlane};
 pub use layout::SessionDir;
 pub use meta::{DeviceRecord, MarkerOnBody, SessionMeta, MOCAP_CLOCK};
 pub use rig::Rig;
-pub use table::{chunk_problem, Damaged, Table, TableError};
+pub use table::{chunk_problem, stream_chunk_problem, Damaged, Table, TableError};
 
 /// A device's text made safe for a terminal: control characters (an
 /// escape sequence would move the cursor, clear the screen or retitle the
@@ -571,36 +571,20 @@ pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
                 }
             };
             let schema = t.schema();
-            let problem = match t.i64("t_host_ns") {
-                _ if chunk_problem(&t).is_some() => chunk_problem(&t),
-                Err(_) => Some("no t_host_ns column".to_string()),
-                Ok(th) => {
-                    let before = last_host;
-                    let mut backwards = None;
-                    let mut prev = before;
-                    for (k, t) in th.iter().enumerate() {
-                        if prev.is_some_and(|p| *t < p) && backwards.is_none() {
-                            backwards = Some((k, prev.unwrap_or(0)));
-                        }
-                        prev = Some(*t);
-                    }
-                    last_host = prev;
-                    match (&first_schema, backwards) {
-                        (Some((p0, s0)), _) if *s0 != schema => Some(format!(
-                            "columns differ from {}'s: [{}] against [{}]",
-                            p0.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-                            describe_schema(&schema),
-                            describe_schema(s0)
-                        )),
-                        (_, Some((k, p))) => Some(format!(
-                            "host time runs backwards at row {k}: {:.6} s after {:.6} s (a damaged or foreign chunk)",
-                            th[k] as f64 * 1e-9,
-                            p as f64 * 1e-9
-                        )),
-                        _ => None,
-                    }
-                }
-            };
+            // The readers' rules (a chunk they skip or refuse is named
+            // here), then the columns against the first chunk's.
+            let problem = table::stream_chunk_problem(&t, last_host).or_else(|| match &first_schema {
+                Some((p0, s0)) if *s0 != schema => Some(format!(
+                    "columns differ from {}'s: [{}] against [{}]",
+                    p0.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+                    describe_schema(&schema),
+                    describe_schema(s0)
+                )),
+                _ => None,
+            });
+            if problem.is_none() {
+                last_host = t.i64("t_host_ns").ok().and_then(|th| th.last().copied()).or(last_host);
+            }
             if first_schema.is_none() {
                 first_schema = Some((f.clone(), schema));
             }

@@ -203,6 +203,51 @@ pub fn chunk_problem(t: &Table) -> Option<String> {
     None
 }
 
+/// How far before the session's start a stream's host time may lie \[ns\]
+/// (a device's first samples stamped as they arrive).
+const HOST_BEFORE_START_NS: i64 = 60_000_000_000;
+/// How long after the start a host time may lie \[ns\]: 30 days, past
+/// any recording (a row at i64::MAX made validate blame the scene).
+const HOST_SPAN_NS: i64 = 30 * 86_400 * 1_000_000_000;
+
+/// What is wrong with a stream's chunk read after the chunks before it
+/// in name order (`last_host_ns`: the last host time they held): what
+/// [`chunk_problem`] finds, a host time outside any recording (a minute
+/// before its start, a month after), a host time that runs backwards
+/// (inside the chunk, or behind the chunk before: a chunk copied over the
+/// next, a foreign or shifted one), or an infinite value. One rule for
+/// `session check`, the stream readers that skip a damaged chunk, and
+/// those that refuse one (`--strict`).
+pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Option<String> {
+    if let Some(p) = chunk_problem(t) {
+        return Some(p);
+    }
+    let th = t.i64("t_host_ns").ok()?;
+    if let Some(k) = th.iter().position(|v| *v < -HOST_BEFORE_START_NS || *v > HOST_SPAN_NS) {
+        return Some(format!("host time {:.3} s at row {k} lies outside any recording (t_host_ns counts from the session's start)", th[k] as f64 * 1e-9));
+    }
+    let mut prev = last_host_ns;
+    for (k, now) in th.iter().enumerate() {
+        if let Some(p) = prev.filter(|p| now < p) {
+            let whose = if k == 0 { "the chunk before's last" } else { "the row before's" };
+            return Some(format!(
+                "host time runs backwards at row {k}: {:.6} s after {whose} {:.6} s (a damaged, copied or foreign chunk)",
+                *now as f64 * 1e-9,
+                p as f64 * 1e-9
+            ));
+        }
+        prev = Some(*now);
+    }
+    for (name, _) in t.schema().iter().filter(|(n, _)| n != "t_host_ns") {
+        if let Ok(v) = t.f64(name) {
+            if let Some(k) = v.iter().position(|x| x.is_infinite()) {
+                return Some(format!("column '{name}' is {} at row {k}", v[k]));
+            }
+        }
+    }
+    None
+}
+
 /// The file's columns: names and types, in file order.
 fn schema_of(columns: &[Column]) -> String {
     columns.iter().map(|c| format!("{}: {}", c.name, c.values.dtype())).collect::<Vec<_>>().join(", ")
@@ -388,40 +433,42 @@ impl Table {
         Ok(Table { columns: vec![], read: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
     }
 
-    /// Reads every `*.parquet` chunk of a stream directory, in name order,
-    /// as [`Table::read_chunks`] does, or (with `Damaged::Skip`) leaving
-    /// out each chunk that cannot be read, whose columns differ from the
-    /// first good chunk's, or whose content is damaged ([`chunk_problem`]):
-    /// one warning each, naming the chunk and the rows it held.
+    /// Reads a stream's `*.parquet` chunks in name order, each checked by
+    /// the rules of `session check` ([`stream_chunk_problem`]): with
+    /// `Damaged::Skip` each chunk that cannot be read, whose columns
+    /// differ from the first good chunk's, or that the rules name is left
+    /// out with a warning naming it and the rows it held; with
+    /// `Damaged::Refuse` the first such chunk is an error naming it.
     pub fn read_chunks_or_skip(dir: &Path, damaged: Damaged) -> Result<(Table, Vec<String>), TableError> {
-        if damaged == Damaged::Refuse {
-            return Ok((Table::read_chunks(dir)?, vec![]));
-        }
         let mut out: Option<Vec<Column>> = None;
         let mut warnings = vec![];
+        let mut last_host_ns = None;
         for n in &Table::chunk_files(dir)? {
-            let skipped = |why: String| {
-                let rows = Table::rows_in_file(n).map_or("its rows".to_string(), |r| format!("{r} rows"));
-                format!("{}: left out ({rows} lost): {why}", n.display())
-            };
-            let t = match Table::read(n) {
-                Ok(t) => t,
-                Err(e) => {
-                    warnings.push(skipped(e.to_string()));
-                    continue;
-                }
-            };
-            if let Some(why) = chunk_problem(&t) {
-                warnings.push(skipped(why));
-                continue;
-            }
-            let columns = t.read.expect("read");
-            match out.as_mut() {
-                None => out = Some(columns),
-                Some(o) => {
-                    if let Err(e) = stack(o, columns) {
-                        warnings.push(skipped(format!("its columns differ from the stream's first chunk's ({e})")));
+            let t = Table::read(n).and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
+                Some(why) => Err(TableError::Read(n.clone(), why)),
+                None => Ok(t),
+            });
+            let stacked = t.and_then(|t| {
+                let last = t.i64("t_host_ns").ok().and_then(|th| th.last().copied());
+                let columns = t.read.expect("read");
+                match out.as_mut() {
+                    None => out = Some(columns),
+                    Some(o) => {
+                        stack(o, columns).map_err(|e| TableError::Read(n.clone(), format!("its columns differ from the stream's first chunk's ({e})")))?
                     }
+                }
+                Ok(last)
+            });
+            match (stacked, damaged) {
+                (Ok(last), _) => last_host_ns = last.or(last_host_ns),
+                (Err(e), Damaged::Refuse) => return Err(e),
+                (Err(e), Damaged::Skip) => {
+                    let rows = Table::rows_in_file(n).map_or("its rows".to_string(), |r| format!("{r} rows"));
+                    let why = match e {
+                        TableError::Read(_, why) => why,
+                        other => other.to_string(),
+                    };
+                    warnings.push(format!("{}: left out ({rows} lost): {why}", n.display()));
                 }
             }
         }

@@ -114,7 +114,50 @@ fn a_chunk_with_nulls_is_named_and_left_out() {
     let (t, warnings) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip).unwrap();
     assert_eq!(t.height(), 3);
     assert!(warnings.len() == 1 && warnings[0].contains("000001.parquet: left out (3 rows lost): column 'force_n' has 1 null values"), "{warnings:?}");
-    assert!(Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).unwrap().0.f64("force_n").is_err());
+    // A strict reader refuses the chunk, naming it (as check does).
+    let e = Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).err().expect("refused").to_string();
+    assert!(e.contains("000001.parquet") && e.contains("column 'force_n' has 1 null values"), "{e}");
+}
+
+/// What a copied, reversed, shifted or foreign chunk does to a stream:
+/// `session check` names it, a lenient reader leaves it out (the rest of
+/// the stream read, the rows lost said), a strict one refuses it, by one
+/// rule. Before: a chunk copied over the next passed the readers and
+/// stopped validate on "times must increase strictly"; rows reversed
+/// inside a chunk passed `--strict`; +inf passed check; a row at
+/// i64::MAX passed check and made validate blame the scene.
+#[test]
+fn copied_reversed_infinite_and_out_of_range_chunks_are_named_skipped_or_refused_alike() {
+    let chunk = |t: Vec<i64>, f: Vec<f64>| {
+        let mut c = Table::new();
+        c.push_i64("t_host_ns", t);
+        c.push_f64("force_n", f);
+        c
+    };
+    let cases: Vec<(&str, Table, &str)> = vec![
+        ("a copy of the chunk before", chunk(vec![1_000, 2_000, 3_000], vec![0.1, 0.2, 0.3]), "runs backwards at row 0"),
+        ("rows reversed", chunk(vec![6_000, 5_000, 4_000], vec![0.4, 0.5, 0.6]), "runs backwards at row 1"),
+        ("+inf", chunk(vec![4_000, 5_000, 6_000], vec![0.4, f64::INFINITY, 0.6]), "column 'force_n' is inf at row 1"),
+        ("a row at i64::MAX", chunk(vec![4_000, 5_000, i64::MAX], vec![0.4, 0.5, 0.6]), "lies outside any recording"),
+        ("shifted by -1000 s", chunk(vec![-1_000_000_000_000, -999_999_999_000, -999_999_998_000], vec![0.4, 0.5, 0.6]), "lies outside any recording"),
+    ];
+    for (what, bad, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let stream = session::stream_dir(dir.path(), "cell");
+        std::fs::create_dir_all(&stream).unwrap();
+        chunk(vec![1_000, 2_000, 3_000], vec![0.1, 0.2, 0.3]).write(&stream.join("000000.parquet")).unwrap();
+        bad.write(&stream.join("000001.parquet")).unwrap();
+        chunk(vec![7_000, 8_000], vec![0.7, 0.8]).write(&stream.join("000002.parquet")).unwrap();
+        let reports = session::check_session(dir.path()).unwrap();
+        let named = reports.iter().find(|r| r.path.ends_with("000001.parquet")).unwrap();
+        assert!(named.problem.as_deref().is_some_and(|p| p.contains(says)), "{what}: {named:?}");
+        assert!(reports.iter().filter(|r| !r.path.ends_with("000001.parquet")).all(|r| r.problem.is_none()), "{what}: {reports:?}");
+        let (t, warnings) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip).unwrap();
+        assert_eq!(t.i64("t_host_ns").unwrap(), vec![1_000, 2_000, 3_000, 7_000, 8_000], "{what}");
+        assert!(warnings.len() == 1 && warnings[0].contains("000001.parquet: left out (3 rows lost)") && warnings[0].contains(says), "{what}: {warnings:?}");
+        let e = Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).err().expect("refused").to_string();
+        assert!(e.contains("000001.parquet") && e.contains(says), "{what}: {e}");
+    }
 }
 
 /// A chunk as a writer that allows nulls leaves it (polars and pyarrow
