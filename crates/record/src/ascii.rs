@@ -2,7 +2,10 @@
 //! a configured separator, each field scaled to SI by a configured factor.
 //! The decoder drops the first (possibly partial) line, rejects lines with
 //! the wrong number of fields or unparsable numbers, and re-syncs on the next
-//! newline after garbage or an over-long line.
+//! line end after garbage or an over-long line. A line ends at `\n`, `\r`
+//! or both (sensors that send only carriage returns record too); bytes that
+//! never end a line are rejected as what they are, so that a device that
+//! sent binary data is not said to have sent nothing.
 
 /// Lines longer than this are garbage (no sensor sends kilobyte lines).
 pub const MAX_LINE_BYTES: usize = 1024;
@@ -24,12 +27,27 @@ pub struct LineDecoder {
     pub bad_lines: u64,
     /// Why the last rejected line was rejected ("3 fields, the rig names 4 columns").
     pub last_rejection: Option<String>,
+    /// Bytes seen since the last line end while not yet in step with the
+    /// lines, and the first few of them (for the rejection's message).
+    unsynced: usize,
+    unsynced_head: Vec<u8>,
 }
 
 impl LineDecoder {
     /// `scales[i]` multiplies field `i`; the number of scales is the number of fields.
     pub fn new(separator: Separator, scales: Vec<f64>) -> LineDecoder {
-        LineDecoder { separator, scales, buf: Vec::with_capacity(256), synced: false, discarding: false, lines: 0, bad_lines: 0, last_rejection: None }
+        LineDecoder {
+            separator,
+            scales,
+            buf: Vec::with_capacity(256),
+            synced: false,
+            discarding: false,
+            lines: 0,
+            bad_lines: 0,
+            last_rejection: None,
+            unsynced: 0,
+            unsynced_head: vec![],
+        }
     }
 
     /// The line was silent for a while (a read timed out with nothing
@@ -42,7 +60,7 @@ impl LineDecoder {
 
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Vec<f64>>) {
         for &b in bytes {
-            if b == b'\n' {
+            if b == b'\n' || b == b'\r' {
                 if !self.synced || self.discarding {
                     self.synced = true;
                     self.discarding = false;
@@ -50,6 +68,10 @@ impl LineDecoder {
                     self.finish_line(out);
                 }
                 self.buf.clear();
+                self.unsynced = 0;
+                self.unsynced_head.clear();
+            } else if !self.synced || self.discarding {
+                self.count_unsynced(b);
             } else if self.synced && !self.discarding {
                 if self.buf.len() >= MAX_LINE_BYTES {
                     self.reject(format!("a line longer than {MAX_LINE_BYTES} bytes"));
@@ -77,6 +99,25 @@ impl LineDecoder {
                 out.push(v);
             }
             Err(why) => self.reject(why),
+        }
+    }
+
+    /// A byte outside any line: past a line's worth of them, rejected as
+    /// output without line ends (once per line's worth).
+    fn count_unsynced(&mut self, b: u8) {
+        self.unsynced += 1;
+        if self.unsynced_head.len() < 8 {
+            self.unsynced_head.push(b);
+        }
+        if self.unsynced > MAX_LINE_BYTES {
+            let head: Vec<String> = self.unsynced_head.iter().map(|b| format!("{b:02x}")).collect();
+            self.reject(format!(
+                "{} bytes without a line end (\\n or \\r), beginning {}: not lines of text (binary data, or another baud rate?)",
+                self.unsynced,
+                head.join(" ")
+            ));
+            self.unsynced = 0;
+            self.unsynced_head.clear();
         }
     }
 
@@ -153,6 +194,20 @@ mod tests {
         assert_eq!(decode_all(&mut d, b"7\n8\n", 1), vec![vec![7.0], vec![8.0]]);
     }
 
+    /// A sensor that ends its lines with carriage returns only records;
+    /// one that sends binary data without line ends is rejected saying so
+    /// (before: "no sample arrived", although bytes did).
+    #[test]
+    fn carriage_returns_end_lines_and_bytes_without_line_ends_are_named() {
+        let mut d = LineDecoder::new(Separator::Char(','), vec![1.0, 1.0]);
+        assert_eq!(decode_all(&mut d, b"9,9\r1,2\r3,4\r", 2), vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
+        let mut d = LineDecoder::new(Separator::Char(','), vec![1.0, 1.0]);
+        let garbage: Vec<u8> = (0..3000u32).map(|i| (i * 37 % 251) as u8).filter(|b| *b != b'\n' && *b != b'\r').collect();
+        assert!(decode_all(&mut d, &garbage, 64).is_empty());
+        let why = d.last_rejection.clone().unwrap_or_default();
+        assert!(d.bad_lines >= 2 && why.contains("1025 bytes without a line end (\\n or \\r), beginning "), "{} {why}", d.bad_lines);
+    }
+
     /// Property test: whatever garbage, truncation or chunking is injected
     /// between valid lines, the decoder never panics, never invents a sample,
     /// and decodes every valid line that is preceded by a newline it saw.
@@ -172,7 +227,7 @@ mod tests {
                 match rng.gen_range(0..10) {
                     0 => {
                         // Garbage bytes (no newline) glued before a line: that line is lost.
-                        stream.extend((0..rng.gen_range(1..40)).map(|_| rng.gen_range(0..=255u8)).filter(|b| *b != b'\n'));
+                        stream.extend((0..rng.gen_range(1..40)).map(|_| rng.gen_range(0..=255u8)).filter(|b| *b != b'\n' && *b != b'\r'));
                         stream.extend_from_slice(line.as_bytes());
                     }
                     1 => {
