@@ -30,6 +30,48 @@ pub const MAX_REQUEST_BYTES: u64 = 16 * 1024;
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Connections served at once; more are answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Event streams served at once (a quarter of the connections): a new one
+/// beyond them ends the most stalled (the one whose last message went out
+/// longest ago), so that clients that stop reading never lock out a viewer
+/// that reads (70 slow clients held every slot for minutes).
+pub const MAX_EVENT_STREAMS: usize = MAX_CONNECTIONS / 4;
+
+/// The event streams being served: each one's connection (to end it from
+/// outside, even inside a blocked write) and when its last message went out.
+#[derive(Default)]
+struct EventStreams {
+    slots: Mutex<Vec<EventSlot>>,
+    next_id: AtomicU64,
+}
+
+struct EventSlot {
+    id: u64,
+    conn: TcpStream,
+    last_sent: Arc<Mutex<Instant>>,
+}
+
+impl EventStreams {
+    /// Takes a slot for `conn`, ending the most stalled stream when all are
+    /// taken; the slot's id and its last-sent time (the stream updates it).
+    fn enter(&self, conn: &TcpStream) -> Option<(u64, Arc<Mutex<Instant>>)> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let last_sent = Arc::new(Mutex::new(Instant::now()));
+        let mut slots = self.slots.lock().ok()?;
+        while slots.len() >= MAX_EVENT_STREAMS {
+            let stalled = (0..slots.len()).min_by_key(|k| slots[*k].last_sent.lock().map(|t| *t).unwrap_or_else(|_| Instant::now()))?;
+            let gone = slots.swap_remove(stalled);
+            let _ = gone.conn.shutdown(std::net::Shutdown::Both);
+        }
+        slots.push(EventSlot { id, conn: conn.try_clone().ok()?, last_sent: last_sent.clone() });
+        Some((id, last_sent))
+    }
+
+    fn leave(&self, id: u64) {
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.retain(|s| s.id != id);
+        }
+    }
+}
 
 /// What a path is answered with.
 pub enum Reply {
@@ -81,6 +123,7 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let live = Arc::new(AtomicUsize::new(0));
+        let streams = Arc::new(EventStreams::default());
         let accept = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.load(Ordering::Relaxed) {
@@ -93,9 +136,9 @@ impl Server {
                     let _ = conn.write_all(head("503 Service Unavailable", "text/plain", 0).as_bytes());
                     continue;
                 }
-                let (site, live) = (site.clone(), live.clone());
+                let (site, live, streams) = (site.clone(), live.clone(), streams.clone());
                 std::thread::spawn(move || {
-                    serve(conn, &*site, addr);
+                    serve(conn, &*site, addr, &streams);
                     live.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -199,7 +242,7 @@ pub fn host_allowed(host: &str, addr: SocketAddr) -> bool {
     }
 }
 
-fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr) {
+fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr, streams: &EventStreams) {
     let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut out = conn;
     // One request per connection: pages are small and the events endless.
@@ -244,13 +287,18 @@ fn serve(conn: TcpStream, site: &dyn Site, addr: SocketAddr) {
             if out.write_all(head.as_bytes()).is_err() {
                 return;
             }
-            // Ends when the client goes (a failed or timed-out write) or
-            // the broadcast ends.
+            // Ends when the client goes (a failed or timed-out write), the
+            // broadcast ends, or a newer stream takes its slot.
+            let Some((id, last_sent)) = streams.enter(&out) else { return };
             for message in rx {
                 if out.write_all(format!("data: {message}\n\n").as_bytes()).and_then(|_| out.flush()).is_err() {
                     break;
                 }
+                if let Ok(mut t) = last_sent.lock() {
+                    *t = Instant::now();
+                }
             }
+            streams.leave(id);
         }
     }
     if refused_unread {
@@ -451,5 +499,60 @@ mod tests {
         let over = ask(&server, &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"));
         assert!(over.starts_with("HTTP/1.1 503"), "{over}");
         drop(idle);
+    }
+
+    /// An event stream every 20 ms.
+    struct Ticker(Arc<Broadcast>);
+    impl Site for Ticker {
+        fn get(&self, _: &str, _: &[(String, String)]) -> Reply {
+            Reply::Events(self.0.subscribe())
+        }
+    }
+
+    /// 70 clients open the event stream and never read: the streams are
+    /// capped, the most stalled ended for each newer one, and a viewer that
+    /// reads gets its stream and its events at once (before: 503 for
+    /// minutes).
+    #[test]
+    fn event_streams_that_stop_reading_never_lock_out_a_viewer_that_reads() {
+        let events = Arc::new(Broadcast::default());
+        let server = Server::start("127.0.0.1:0", Arc::new(Ticker(events.clone()))).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticking = {
+            let (events, stop) = (events.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    events.send(&"x".repeat(4000));
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        let request = format!("GET /events HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr());
+        let stalled: Vec<TcpStream> = (0..70)
+            .map(|_| {
+                let mut c = TcpStream::connect(server.addr()).unwrap();
+                c.write_all(request.as_bytes()).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+                c
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(500));
+        let mut viewer = TcpStream::connect(server.addr()).unwrap();
+        viewer.write_all(request.as_bytes()).unwrap();
+        viewer.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut got = vec![0u8; 64 * 1024];
+        let mut seen = String::new();
+        let started = Instant::now();
+        while !seen.contains("data: xxx") && started.elapsed() < Duration::from_secs(3) {
+            match viewer.read(&mut got) {
+                Ok(n) if n > 0 => seen.push_str(&String::from_utf8_lossy(&got[..n])),
+                _ => break,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        ticking.join().unwrap();
+        assert!(seen.starts_with("HTTP/1.1 200 OK") && seen.contains("data: xxx"), "{:.120}", seen);
+        assert!(events.clients() <= MAX_EVENT_STREAMS + 1, "{} streams", events.clients());
+        drop(stalled);
     }
 }
