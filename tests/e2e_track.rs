@@ -386,7 +386,9 @@ fn a_camera_set_without_shared_views_or_with_disagreeing_views_is_refused() {
     let e = stderr(&o);
     assert!(e.contains("camera right shares no board view with camera left") && e.lines().count() == 1, "{e}");
     assert!(!out.exists());
-    // A view that disagrees: the right camera's view_03 is another instant's (view_07).
+    // Views that disagree: the right camera's view_03 and view_07 swapped
+    // (each another instant's; a copy of one over the other would now be
+    // dropped as a repeated view).
     let moved = dir.path().join("moved");
     std::fs::create_dir_all(&moved).unwrap();
     for e in std::fs::read_dir(pair.join("right")).unwrap() {
@@ -394,10 +396,17 @@ fn a_camera_set_without_shared_views_or_with_disagreeing_views_is_refused() {
         std::fs::copy(&p, moved.join(p.file_name().unwrap())).unwrap();
     }
     std::fs::copy(pair.join("right/view_07.png"), moved.join("view_03.png")).unwrap();
+    std::fs::copy(pair.join("right/view_03.png"), moved.join("view_07.png")).unwrap();
     let o = calibrate(&pair.join("left"), &moved);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("calibration rejected") && e.contains("view_03") && e.lines().count() == 1, "{e}");
+    assert!(e.contains("calibration rejected") && (e.contains("view_03") || e.contains("view_07")) && e.lines().count() == 1, "{e}");
+    // One folder given as both cameras: refused, not two identical cameras
+    // a zero baseline apart.
+    let o = calibrate(&pair.join("left"), &pair.join("left"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("cameras left and right: the same images") && e.lines().count() == 1, "{e}");
     assert!(!out.exists());
 }
 

@@ -212,6 +212,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
     for r in &s.rejected {
         println!("  no board: {}", r.display());
     }
+    for (copy, of) in &s.duplicates {
+        println!("  dropped, the same view as {}: {}", of.display(), copy.display());
+    }
     println!(
         "fx {:.2} px, fy {:.2} px, cx {:.2} px, cy {:.2} px, k1 {:.4}, k2 {:.4}; RMS reprojection {:.3} px",
         cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px, cam.distortion[0], cam.distortion[1], s.rms_px

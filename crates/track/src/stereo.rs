@@ -190,6 +190,7 @@ pub fn calibrate_set(
         }
     }
     let views: Vec<CameraViews> = cameras.iter().map(|(n, d)| read_camera_views(n, d, board)).collect::<Result<_, _>>()?;
+    refuse_one_camera_twice(&views)?;
     let camera_from_world = initial_camera_poses(&views)?;
     let mut fit = JointFit::new(&views, camera_from_world, board);
     let iterations = fit.solve();
@@ -219,6 +220,30 @@ pub fn calibrate_set(
     }
     refuse_a_poor_fit(&set, max_rms_px)?;
     Ok((set, summary))
+}
+
+/// Two cameras whose every shared view has the same corners (within
+/// [`crate::calibrate::DUPLICATE_VIEW_PX`]) are one camera given twice (the
+/// same folder as left and right gave two identical cameras and a zero
+/// baseline): refused naming them.
+fn refuse_one_camera_twice(views: &[CameraViews]) -> Result<(), TrackError> {
+    for (i, a) in views.iter().enumerate() {
+        for b in &views[..i] {
+            let shared: Vec<_> = a.seen.iter().filter_map(|(name, (pa, _))| b.seen.get(name).map(|(pb, _)| (pa, pb))).collect();
+            let same = |pa: &Vec<[f64; 2]>, pb: &Vec<[f64; 2]>| {
+                pa.len() == pb.len() && pa.iter().zip(pb).all(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1]) < f64::from(crate::calibrate::DUPLICATE_VIEW_PX))
+            };
+            if !shared.is_empty() && shared.iter().all(|(pa, pb)| same(pa, pb)) {
+                return Err(TrackError::Input(format!(
+                    "cameras {} and {}: the same images (every one of their {} shared views has the same corners): one folder given twice? two cameras see the board from two places",
+                    b.name,
+                    a.name,
+                    shared.len()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Failed calibration when a camera's RMS exceeds `max_rms_px` or a view's

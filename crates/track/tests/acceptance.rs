@@ -74,6 +74,31 @@ fn calibration_rejects_too_few_views_the_wrong_board_and_a_high_rms() {
     assert!(e.contains("calibration rejected: RMS reprojection error"), "{e}");
 }
 
+/// One view copied 12 times is one view: dropped and named, not weighed
+/// 12 times (before: exit 0 with fx 3777 px for 2350 and k2 -19); with the
+/// copies beside distinct views, the calibration is that of the distinct
+/// views.
+#[test]
+fn copies_of_a_view_are_dropped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (views, _) = board_images(dir.path());
+    let copies: Vec<PathBuf> = (0..12)
+        .map(|k| {
+            let p = dir.path().join(format!("copy-{k:02}.png"));
+            std::fs::copy(&views[0], &p).unwrap();
+            p
+        })
+        .collect();
+    let e = calibrate::calibrate(&[&views[..1], &copies[..]].concat(), &BOARD, None, 1.0).unwrap_err().to_string();
+    assert!(e.contains("too few views") && e.contains("1 distinct views of 13 images (12 more were copies of another view, dropped)"), "{e}");
+    let all = [&views[..], &copies[..]].concat();
+    let (with_copies, summary) = calibrate::calibrate(&all, &BOARD, None, 1.0).unwrap();
+    let (distinct, _) = calibrate::calibrate(&views, &BOARD, None, 1.0).unwrap();
+    assert_eq!(summary.duplicates.len(), 12);
+    assert!(summary.duplicates.iter().all(|(_, of)| of == &views[0]) && summary.rejected.is_empty(), "{:?}", summary.duplicates);
+    assert!((with_copies.fx_px - distinct.fx_px).abs() < 1e-9 && with_copies.views == distinct.views);
+}
+
 #[test]
 fn centroid_error_below_a_tenth_of_a_pixel_at_noise_sigma_2() {
     let (camera, plane) = synth::demo_camera();
