@@ -131,7 +131,18 @@ impl RawAviReader {
                 let mut kind = [0u8; 4];
                 file.read_exact(&mut kind).map_err(|_| input("a LIST chunk cut short".into()))?;
                 if &kind == b"movi" {
-                    let video = video.ok_or_else(|| input("no video stream header (hdrl) before the frames".into()))?;
+                    let video: RawVideo = video.ok_or_else(|| input("no video stream header (hdrl) before the frames".into()))?;
+                    // A frame larger than the file holding it: a header not
+                    // this file's (its buffer, sized by the header, was
+                    // allocated before the refusal: 806 MB for 16384 x 16384).
+                    if video.frame_bytes() as u64 > file_bytes {
+                        return Err(input(format!(
+                            "frames of {}x{} px ({} bytes each) in a file of {file_bytes} bytes: the header does not describe this file",
+                            video.width_px,
+                            video.height_px,
+                            video.frame_bytes()
+                        )));
+                    }
                     // The frames are read by scanning to the end of the file,
                     // not to the end of this list: its size is 0 in a file
                     // whose writer crashed, and OpenDML parts follow it.
@@ -609,6 +620,14 @@ mod tests {
             (Box::new(|b| b[16..20].copy_from_slice(&u32::MAX.to_le_bytes())), "hdrl: 4294967295 bytes"),
             (Box::new(|b| b.truncate(40)), "cut short"),
             (Box::new(|b| b[8..12].copy_from_slice(b"WAVE")), "not an AVI file"),
+            // 16384 x 16384 (806 MB a frame) in a file of a kilobyte.
+            (
+                Box::new(move |b| {
+                    b[strf + 4..strf + 8].copy_from_slice(&16_384i32.to_le_bytes());
+                    b[strf + 8..strf + 12].copy_from_slice(&(-16_384i32).to_le_bytes());
+                }),
+                "frames of 16384x16384 px (805306368 bytes each) in a file of",
+            ),
         ];
         for (k, (damage, expected)) in cases.iter().enumerate() {
             let mut b = bytes.clone();

@@ -59,6 +59,7 @@ pub struct CalibrationSummary {
 }
 
 fn read_grey(path: &Path) -> Result<Mat, TrackError> {
+    crate::image_size::check(path)?;
     let m = imgcodecs::imread(&path.to_string_lossy(), imgcodecs::IMREAD_GRAYSCALE)?;
     if m.empty() {
         return Err(TrackError::Input(format!("{}: cannot read image", path.display())));

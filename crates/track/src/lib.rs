@@ -13,6 +13,7 @@ pub mod calibrate;
 pub mod camera;
 pub mod check;
 pub mod detect;
+pub mod image_size;
 pub mod multiview;
 pub mod pipeline;
 pub mod preview;

@@ -143,6 +143,7 @@ impl Frames for FrameSource {
             FrameSource::Images { files, next } => {
                 let Some(path) = files.get(*next) else { return Ok(false) };
                 *next += 1;
+                crate::image_size::check(path)?;
                 *frame = imgcodecs::imread(&path.to_string_lossy(), imgcodecs::IMREAD_COLOR)?;
                 if frame.empty() {
                     return Err(TrackError::Input(format!("{}: cannot read image", path.display())));
