@@ -562,38 +562,15 @@ fn identify_dynamic_writes_friction_that_validate_uses() {
     let text = std::fs::read_to_string(root().join("configs/scene/contact-paper-lying-drag.toml")).unwrap();
     let (a, b) = (text.find("[table]").unwrap(), text.find("[base]").unwrap());
     std::fs::write(&no_table, format!("{}{}", &text[..a], &text[b..])).unwrap();
-    let o = rodlab(&[
-        "identify",
-        "--dynamic",
-        "--rod",
-        rod,
-        "--sessions",
-        s,
-        "--scene",
-        no_table.to_str().unwrap(),
-        "--hold-damping",
-        "--out",
-        fit.to_str().unwrap(),
-    ]);
-    expect_exit_2(o, &["nothing to fit", "no-table.toml", "no [table]"]);
+    let in_air = |extra: &str| {
+        rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--scene", no_table.to_str().unwrap(), extra, "--out", fit.to_str().unwrap()])
+    };
+    expect_exit_2(in_air("--hold-damping"), &["nothing to fit", "no-table.toml", "no [table]"]);
     let o = rodlab(&["identify", "--dynamic", "--rod", rod, "--sessions", s, "--out", fit.to_str().unwrap()]);
     expect_exit_2(o, &["--scene"]);
     // A fit window of one value, and one that ends before it starts.
     for (window, says) in [("1", "--window-s: expected FROM,TO, got 1 values"), ("2,1", "--window-s: expected FROM,TO seconds with 0 <= FROM < TO")] {
-        let o = rodlab(&[
-            "identify",
-            "--dynamic",
-            "--rod",
-            rod,
-            "--sessions",
-            s,
-            "--scene",
-            no_table.to_str().unwrap(),
-            &format!("--window-s={window}"),
-            "--out",
-            fit.to_str().unwrap(),
-        ]);
-        expect_exit_2(o, &[says]);
+        expect_exit_2(in_air(&format!("--window-s={window}")), &[says]);
     }
 }
 

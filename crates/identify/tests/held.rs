@@ -177,13 +177,8 @@ fn the_twist_at_which_two_loops_snap_gives_g_within_five_percent() {
     let f = fit(&rod, &exps, &opts, |_| {}).unwrap();
     let gj = |g: f64| g * std::f64::consts::PI * 0.005_f64.powi(4) / 2.0;
     println!(
-        "snapped loops: E {:.4e} [{:.4e}, {:.4e}], G {:.4e} [{:.4e}, {:.4e}] (G J {:.4e} N m^2 for {:.4e}), rho {:.1}; {} solves; warnings {:?}",
-        f.e_pa.value,
-        f.e_pa.ci95_low,
-        f.e_pa.ci95_high,
-        f.g_pa.value,
-        f.g_pa.ci95_low,
-        f.g_pa.ci95_high,
+        "snapped loops: {} (G J {:.4e} N m^2 for {:.4e}), rho {:.1}; {} solves; warnings {:?}",
+        e_and_g(&f),
         gj(f.g_pa.value),
         gj(truth().g_pa),
         f.rho_kg_m3.value,
@@ -194,6 +189,14 @@ fn the_twist_at_which_two_loops_snap_gives_g_within_five_percent() {
     assert!((f.g_pa.value / truth().g_pa - 1.0).abs() < 0.05, "G {} for {}", f.g_pa.value, truth().g_pa);
     assert!(f.g_pa.ci95_low <= truth().g_pa && truth().g_pa <= f.g_pa.ci95_high, "G's interval holds the truth");
     assert!(!f.warnings.iter().any(|w| w.contains("G is")), "G is determined: {:?}", f.warnings);
+}
+
+/// "E 2.0e7 [1.9e7, 2.1e7], G ..." of a fit.
+fn e_and_g(f: &identify::Fit) -> String {
+    format!(
+        "E {:.4e} [{:.4e}, {:.4e}], G {:.4e} [{:.4e}, {:.4e}]",
+        f.e_pa.value, f.e_pa.ci95_low, f.e_pa.ci95_high, f.g_pa.value, f.g_pa.ci95_low, f.g_pa.ci95_high
+    )
 }
 
 #[test]
@@ -329,13 +332,8 @@ fn a_full_turn_loop_traced_and_twisted_to_its_snap_gives_ei_and_gj_from_a_far_st
         fit(&rod, &exps, &FitOptions { starts: vec![[truth().e_pa / 3.0, truth().g_pa * 3.0, truth().rho_kg_m3]], ..FitOptions::default() }, |_| {}).unwrap();
     let ratio = |e: f64, g: f64| g / e;
     println!(
-        "full-turn loop: E {:.4e} [{:.4e}, {:.4e}], G {:.4e} [{:.4e}, {:.4e}], G/E {:.4} (truth {:.4}); {} solves, {:.1} s; warnings {:?}",
-        f.e_pa.value,
-        f.e_pa.ci95_low,
-        f.e_pa.ci95_high,
-        f.g_pa.value,
-        f.g_pa.ci95_low,
-        f.g_pa.ci95_high,
+        "full-turn loop: {}, G/E {:.4} (truth {:.4}); {} solves, {:.1} s; warnings {:?}",
+        e_and_g(&f),
         ratio(f.e_pa.value, f.g_pa.value),
         ratio(truth().e_pa, truth().g_pa),
         f.static_solves,
