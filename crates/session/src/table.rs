@@ -248,6 +248,16 @@ pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Option<Stri
     None
 }
 
+/// A table file is a regular file: a FIFO named like a chunk would block
+/// its reader (`session check` hung, and Python ignored Ctrl-C), a device
+/// never end; judged from the metadata, nothing opened.
+fn regular_file(path: &Path) -> Result<(), TableError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(TableError::Read(path.to_path_buf(), "not a regular file (a FIFO, a device or a directory)".into())),
+        _ => Ok(()),
+    }
+}
+
 /// The file's columns: names and types, in file order.
 fn schema_of(columns: &[Column]) -> String {
     columns.iter().map(|c| format!("{}: {}", c.name, c.values.dtype())).collect::<Vec<_>>().join(", ")
@@ -369,6 +379,7 @@ impl Table {
     /// Rows of the Parquet file at `path`, from its footer (nothing else read).
     pub fn rows_in_file(path: &Path) -> Result<usize, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
+        regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
         let rows = fault::guard(|| SerializedFileReader::new(file).map(|r| r.metadata().file_metadata().num_rows()));
         let rows = rows.map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))?;
@@ -383,6 +394,7 @@ impl Table {
 
     fn read_unguarded(path: &Path) -> Result<Table, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
+        regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
         let reader = SerializedFileReader::new(file).map_err(|e| rerr(e.to_string()))?;
         let file_metadata = reader.metadata().file_metadata();

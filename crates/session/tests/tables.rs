@@ -183,3 +183,25 @@ fn write_with_a_null(path: &std::path::Path) {
     group.close().unwrap();
     writer.close().unwrap();
 }
+
+/// A FIFO named like a chunk is a chunk that cannot be read, named at once
+/// (before: `session check` hung on it, and so did every reader).
+#[test]
+fn a_fifo_named_like_a_chunk_is_named_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream = session::stream_dir(dir.path(), "cell");
+    std::fs::create_dir_all(&stream).unwrap();
+    let mut good = Table::new();
+    good.push_i64("t_host_ns", vec![1, 2, 3]);
+    good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
+    good.write(&stream.join("000000.parquet")).unwrap();
+    let fifo = stream.join("000001.parquet");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let reports = session::check_session(dir.path()).unwrap();
+    let named = reports.iter().find(|r| r.path.ends_with("000001.parquet")).unwrap();
+    assert!(named.problem.as_deref().is_some_and(|p| p.contains("not a regular file")), "{named:?}");
+    let (t, warnings) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip).unwrap();
+    assert!(t.height() == 3 && warnings.len() == 1 && warnings[0].contains("not a regular file"), "{warnings:?}");
+    assert!(started.elapsed().as_secs_f64() < 2.0);
+}
