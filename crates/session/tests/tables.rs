@@ -95,18 +95,24 @@ fn robot_stream_chunks_are_concatenated_and_interpolated() {
     assert!(read_tcp_poses(&dir.path().join("none")).unwrap().is_none());
 }
 
+/// A session in `dir` whose stream `cell` has one good chunk (3 rows); its directory.
+fn stream_with_a_good_chunk(dir: &std::path::Path) -> std::path::PathBuf {
+    let stream = session::stream_dir(dir, "cell");
+    std::fs::create_dir_all(&stream).unwrap();
+    let mut good = Table::new();
+    good.push_i64("t_host_ns", vec![1, 2, 3]);
+    good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
+    good.write(&stream.join("000000.parquet")).unwrap();
+    stream
+}
+
 /// A chunk with null values (another tool's writer, a damaged file) is
 /// named by `session check` and left out by a lenient reader, with the
 /// rows it held.
 #[test]
 fn a_chunk_with_nulls_is_named_and_left_out() {
     let dir = tempfile::tempdir().unwrap();
-    let stream = session::stream_dir(dir.path(), "cell");
-    std::fs::create_dir_all(&stream).unwrap();
-    let mut good = Table::new();
-    good.push_i64("t_host_ns", vec![1, 2, 3]);
-    good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
-    good.write(&stream.join("000000.parquet")).unwrap();
+    let stream = stream_with_a_good_chunk(dir.path());
     write_with_a_null(&stream.join("000001.parquet"));
     let reports = session::check_session(dir.path()).unwrap();
     let bad = reports.iter().find(|r| r.path.ends_with("000001.parquet")).unwrap();
@@ -189,12 +195,7 @@ fn write_with_a_null(path: &std::path::Path) {
 #[test]
 fn a_fifo_named_like_a_chunk_is_named_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
-    let stream = session::stream_dir(dir.path(), "cell");
-    std::fs::create_dir_all(&stream).unwrap();
-    let mut good = Table::new();
-    good.push_i64("t_host_ns", vec![1, 2, 3]);
-    good.push_f64("force_n", vec![0.1, 0.2, 0.3]);
-    good.write(&stream.join("000000.parquet")).unwrap();
+    let stream = stream_with_a_good_chunk(dir.path());
     let fifo = stream.join("000001.parquet");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let started = std::time::Instant::now();
