@@ -545,17 +545,24 @@ fn mocap_of(up: &str, w: &[f64; 3]) -> [f64; 3] {
 
 /// A held beam seen for `n` frames (straight, the cluster), world, mm as stored.
 fn held_frames(n: usize, tip_drift_mm: f64) -> Vec<Vec<Option<[f64; 3]>>> {
-    let rod = truth_rod();
-    let mut noise = Noise(7);
     let base = beam_base(0);
+    beam_frames(n, 7, NOISE_M, |f, m, mk| {
+        let drift = if m == 0 { Vec3::new(0.0, 0.0, tip_drift_mm * 1e-3 * f as f64 / n as f64) } else { Vec3::zeros() };
+        base.transform_point(&(Vec3::new(mk.arc_m, 0.0, 0.0) + mk.offset_body_m)) + drift
+    })
+}
+
+/// `n` frames of the truth rod's markers where `place(frame, marker, its
+/// design)` puts them (world) and of the clamp cluster, each coordinate
+/// with `noise_m` of noise (seed `seed`), as a C3D file stores them.
+fn beam_frames(n: usize, seed: u64, noise_m: f64, place: impl Fn(usize, usize, &rod::Marker) -> Vec3) -> Frames {
+    let rod = truth_rod();
+    let mut noise = Noise(seed);
     (0..n)
         .map(|f| {
-            let markers = rod.markers.iter().enumerate().map(|(m, mk)| {
-                let drift = if m == 0 { Vec3::new(0.0, 0.0, tip_drift_mm * 1e-3 * f as f64 / n as f64) } else { Vec3::zeros() };
-                base.transform_point(&(Vec3::new(mk.arc_m, 0.0, 0.0) + mk.offset_body_m)) + drift
-            });
+            let markers = rod.markers.iter().enumerate().map(|(m, mk)| place(f, m, mk));
             let cluster = CLUSTER.iter().zip(CLUSTER_OFF_MM).map(|(p, o)| clamp().transform_point(&(Vec3::from(*p) + Vec3::from(o) * 1e-3)));
-            markers.chain(cluster).map(|p| Some(stored_mm(&(p + Vec3::from_fn(|_, _| noise.gauss(NOISE_M)))))).collect()
+            markers.chain(cluster).map(|p| Some(stored_mm(&(p + Vec3::from_fn(|_, _| noise.gauss(noise_m)))))).collect()
         })
         .collect()
 }
@@ -836,21 +843,14 @@ fn current_exports_import_alike_keeping_their_capture_time_and_own_times() {
 /// there; 0.02 mm of noise on each coordinate (0.035 mm a frame in 3D).
 /// World, mm as stored, 1.5 s at 100 Hz.
 fn creeping_frames(creep_mm: f64) -> Vec<Vec<Option<[f64; 3]>>> {
-    let rod = truth_rod();
-    let mut noise = Noise(31);
     let base = beam_base(0);
-    (0..150)
-        .map(|f| {
-            let t = f as f64 / RATE_HZ;
-            let down_mm = if t < 0.5 { -creep_mm * t / 0.5 } else { -creep_mm - 20.0 * ((t - 0.5) / 0.1).min(1.0) };
-            let markers = rod.markers.iter().map(|mk| {
-                let share = mk.arc_m / rod.length_m;
-                base.transform_point(&(Vec3::new(mk.arc_m, 0.0, down_mm * 1e-3 * share) + mk.offset_body_m))
-            });
-            let cluster = CLUSTER.iter().zip(CLUSTER_OFF_MM).map(|(p, o)| clamp().transform_point(&(Vec3::from(*p) + Vec3::from(o) * 1e-3)));
-            markers.chain(cluster).map(|p| Some(stored_mm(&(p + Vec3::from_fn(|_, _| noise.gauss(2e-5)))))).collect()
-        })
-        .collect()
+    let length_m = truth_rod().length_m;
+    beam_frames(150, 31, 2e-5, |f, _, mk| {
+        let t = f as f64 / RATE_HZ;
+        let down_mm = if t < 0.5 { -creep_mm * t / 0.5 } else { -creep_mm - 20.0 * ((t - 0.5) / 0.1).min(1.0) };
+        let share = mk.arc_m / length_m;
+        base.transform_point(&(Vec3::new(mk.arc_m, 0.0, down_mm * 1e-3 * share) + mk.offset_body_m))
+    })
 }
 
 /// A support that creeps 0.15 mm over the reference window (0.035 mm of

@@ -289,7 +289,8 @@ impl Rod {
             return Err(value_error(format!("solve_many: the batch arguments disagree on the number of loads: {counts:?}")));
         }
         // The shapes a batch returns, bounded before anything is solved.
-        let joints = self.rod.section_lengths_m.len() * self.rod.subsegments_per_section + 1;
+        // A shape has a row per joint of the model (breakpoints cut sub-segments too).
+        let joints = rod::Model::new(&self.rod, &[]).n_joints();
         let bytes = k as u128 * joints as u128 * std::mem::size_of::<ShapeRow>() as u128;
         if bytes > MAX_BATCH_BYTES as u128 {
             return Err(value_error(format!(

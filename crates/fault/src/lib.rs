@@ -75,7 +75,8 @@ pub const CONFIG_LIMIT_BYTES: u64 = 16 << 20;
 /// CSV): 2 GiB, hours of a hundred markers at a few hundred hertz.
 pub const DATA_LIMIT_BYTES: u64 = 2 << 30;
 
-/// As [`read_text`], the file's bytes.
+/// As [`read_text`], the file's bytes (a file that grows while read is
+/// cut at the limit, and refused).
 pub fn read_bytes(path: &std::path::Path, limit_bytes: u64) -> Result<Vec<u8>, String> {
     use std::io::Read;
     check_regular(path, limit_bytes)?;
@@ -87,13 +88,20 @@ pub fn read_bytes(path: &std::path::Path, limit_bytes: u64) -> Result<Vec<u8>, S
     Ok(bytes)
 }
 
-/// A regular file of at most `limit_bytes`, judged from its metadata
-/// (nothing opened).
-fn check_regular(path: &std::path::Path, limit_bytes: u64) -> Result<(), String> {
+/// A path that is a regular file, judged from its metadata (nothing
+/// opened: a FIFO would block its reader, a device never end).
+pub fn regular_file(path: &std::path::Path) -> Result<std::fs::Metadata, String> {
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err("not a regular file (a FIFO, a device or a directory): give the file itself".into());
     }
+    Ok(meta)
+}
+
+/// A regular file of at most `limit_bytes`, judged from its metadata
+/// (nothing opened).
+fn check_regular(path: &std::path::Path, limit_bytes: u64) -> Result<(), String> {
+    let meta = regular_file(path)?;
     if meta.len() > limit_bytes {
         return Err(over_limit(meta.len(), limit_bytes));
     }
@@ -110,15 +118,8 @@ fn over_limit(bytes: u64, limit_bytes: u64) -> String {
 /// file over `limit_bytes`. The error is the sentence to put after the
 /// file's name.
 pub fn read_text(path: &std::path::Path, limit_bytes: u64) -> Result<String, String> {
-    use std::io::Read;
-    check_regular(path, limit_bytes)?;
-    let mut text = String::new();
-    // A file that grows while read is cut at the limit, and refused.
-    std::fs::File::open(path).and_then(|f| f.take(limit_bytes + 1).read_to_string(&mut text)).map_err(|e| e.to_string())?;
-    if text.len() as u64 > limit_bytes {
-        return Err(over_limit(text.len() as u64, limit_bytes));
-    }
-    Ok(text)
+    // The words std's reader gives a file that is not UTF-8.
+    String::from_utf8(read_bytes(path, limit_bytes)?).map_err(|_| "stream did not contain valid UTF-8".to_string())
 }
 
 #[cfg(test)]

@@ -560,7 +560,7 @@ const MU_STICKS: f64 = 50.0;
 /// markers inside the simulated span, with their noise.
 fn read_cases(req: &DynamicRequest, rod: &Rod, scene: &Scene) -> Result<Vec<SessionCase>> {
     let window = match req.window_s {
-        Some(w) if w.iter().all(|v| v.is_finite()) && w[0] >= 0.0 && w[0] < w[1] => Some(w),
+        Some(w) if sim::scene::is_window(w) => Some(w),
         Some(w) => return Err(Error::input(format!("--window-s: expected FROM,TO seconds with 0 <= FROM < TO, got {},{}", w[0], w[1]))),
         None => scene.fit_window_s,
     };
@@ -1038,6 +1038,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let delays_held = replay.cases.iter().zip(&delays_free).any(|(c, f)| !f && c.markers_move() && (req.hold_marker_delay || !c.one_clock));
     warnings.extend(test.as_ref().and_then(|t| misfit_warning(t, req, &rod, delays_held)));
     let stiffness_ci = ci(Knob::Stiffness);
+    let (marker_rms_m, force_rms_n) = rms_parts(&replay.cases, &r);
     let out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
@@ -1071,8 +1072,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         e_pa: req.fit_stiffness.then_some(rod.cross_section.body.e_pa * fitted.stiffness),
         e_pa_ci95: req.fit_stiffness.then(|| stiffness_ci.map(|s| rod.cross_section.body.e_pa * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
-        marker_rms_m: rms_parts(&replay.cases, &r).0,
-        force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then(|| rms_parts(&replay.cases, &r).1),
+        marker_rms_m,
+        force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then_some(force_rms_n),
         force_streams: replay.cases.iter().filter_map(|c| c.force.as_ref().map(|f| format!("{}: {}", c.name, f.stream))).collect(),
         iterations: history.len().saturating_sub(1),
         simulations: replay.simulations.load(Ordering::Relaxed),

@@ -371,15 +371,15 @@ fn arc_start(model: &Model, hold: &TipHold) -> DVector<f64> {
     let angle = turn.norm();
     let tip = model.n_joints() - 1;
     let mut best = (f64::INFINITY, straight);
-    let mut candidates = vec![Vec3::zeros(), turn];
-    if angle > 1e-9 {
-        candidates.push(turn - turn / angle * (2.0 * std::f64::consts::PI));
-    }
-    if winding_rad.norm() > 0.0 {
+    let candidates = if winding_rad.norm() > 0.0 {
         // Whole turns asked for: the arc wound by them, and no other (the
         // straight rod would reach the clamp by a branch of fewer turns).
-        candidates = vec![turn + model.rod.base.rot.transpose() * winding_rad];
-    }
+        vec![turn + model.rod.base.rot.transpose() * winding_rad]
+    } else if angle > 1e-9 {
+        vec![Vec3::zeros(), turn, turn - turn / angle * (2.0 * std::f64::consts::PI)]
+    } else {
+        vec![Vec3::zeros(), turn]
+    };
     for psi in candidates {
         let q = model.uniform_q(&lie::stack(&(psi / l), &Vec3::new(1.0, 0.0, 0.0)));
         let g = model.frames(&q).joints[tip];

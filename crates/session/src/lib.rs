@@ -573,18 +573,21 @@ pub fn check_session(session: &Path) -> Result<Vec<ChunkReport>, TableError> {
             let schema = t.schema();
             // The readers' rules (a chunk they skip or refuse is named
             // here), then the columns against the first chunk's.
-            let problem = table::stream_chunk_problem(&t, last_host).or_else(|| match &first_schema {
-                Some((p0, s0)) if *s0 != schema => Some(format!(
-                    "columns differ from {}'s: [{}] against [{}]",
-                    p0.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-                    describe_schema(&schema),
-                    describe_schema(s0)
-                )),
-                _ => None,
-            });
-            if problem.is_none() {
-                last_host = t.i64("t_host_ns").ok().and_then(|th| th.last().copied()).or(last_host);
-            }
+            let problem = match table::stream_chunk_problem(&t, last_host) {
+                Err(why) => Some(why),
+                Ok(_) if first_schema.as_ref().is_some_and(|(_, s0)| *s0 != schema) => first_schema.as_ref().map(|(p0, s0)| {
+                    format!(
+                        "columns differ from {}'s: [{}] against [{}]",
+                        p0.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+                        describe_schema(&schema),
+                        describe_schema(s0)
+                    )
+                }),
+                Ok(last) => {
+                    last_host = last.or(last_host);
+                    None
+                }
+            };
             if first_schema.is_none() {
                 first_schema = Some((f.clone(), schema));
             }

@@ -217,20 +217,21 @@ const HOST_SPAN_NS: i64 = 30 * 86_400 * 1_000_000_000;
 /// (inside the chunk, or behind the chunk before: a chunk copied over the
 /// next, a foreign or shifted one), or an infinite value. One rule for
 /// `session check`, the stream readers that skip a damaged chunk, and
-/// those that refuse one (`--strict`).
-pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Option<String> {
+/// those that refuse one (`--strict`). A good chunk gives its last host
+/// time (none when it has no rows), what the next chunk is read after.
+pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Result<Option<i64>, String> {
     if let Some(p) = chunk_problem(t) {
-        return Some(p);
+        return Err(p);
     }
-    let th = t.i64("t_host_ns").ok()?;
+    let Ok(th) = t.i64("t_host_ns") else { return Ok(None) };
     if let Some(k) = th.iter().position(|v| *v < -HOST_BEFORE_START_NS || *v > HOST_SPAN_NS) {
-        return Some(format!("host time {:.3} s at row {k} lies outside any recording (t_host_ns counts from the session's start)", th[k] as f64 * 1e-9));
+        return Err(format!("host time {:.3} s at row {k} lies outside any recording (t_host_ns counts from the session's start)", th[k] as f64 * 1e-9));
     }
     let mut prev = last_host_ns;
     for (k, now) in th.iter().enumerate() {
         if let Some(p) = prev.filter(|p| now < p) {
             let whose = if k == 0 { "the chunk before's last" } else { "the row before's" };
-            return Some(format!(
+            return Err(format!(
                 "host time runs backwards at row {k}: {:.6} s after {whose} {:.6} s (a damaged, copied or foreign chunk)",
                 *now as f64 * 1e-9,
                 p as f64 * 1e-9
@@ -241,21 +242,17 @@ pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Option<Stri
     for (name, _) in t.schema().iter().filter(|(n, _)| n != "t_host_ns") {
         if let Ok(v) = t.f64(name) {
             if let Some(k) = v.iter().position(|x| x.is_infinite()) {
-                return Some(format!("column '{name}' is {} at row {k}", v[k]));
+                return Err(format!("column '{name}' is {} at row {k}", v[k]));
             }
         }
     }
-    None
+    Ok(th.last().copied())
 }
 
-/// A table file is a regular file: a FIFO named like a chunk would block
-/// its reader (`session check` hung, and Python ignored Ctrl-C), a device
-/// never end; judged from the metadata, nothing opened.
+/// A table file is a regular file ([`fault::regular_file`]): a FIFO named
+/// like a chunk hung `session check` and every reader.
 fn regular_file(path: &Path) -> Result<(), TableError> {
-    match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => Err(TableError::Read(path.to_path_buf(), "not a regular file (a FIFO, a device or a directory)".into())),
-        _ => Ok(()),
-    }
+    fault::regular_file(path).map(|_| ()).map_err(|why| TableError::Read(path.to_path_buf(), why))
 }
 
 /// The file's columns: names and types, in file order.
@@ -457,11 +454,10 @@ impl Table {
         let mut last_host_ns = None;
         for n in &Table::chunk_files(dir)? {
             let t = Table::read(n).and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
-                Some(why) => Err(TableError::Read(n.clone(), why)),
-                None => Ok(t),
+                Err(why) => Err(TableError::Read(n.clone(), why)),
+                Ok(last) => Ok((t, last)),
             });
-            let stacked = t.and_then(|t| {
-                let last = t.i64("t_host_ns").ok().and_then(|th| th.last().copied());
+            let stacked = t.and_then(|(t, last)| {
                 let columns = t.read.expect("read");
                 match out.as_mut() {
                     None => out = Some(columns),

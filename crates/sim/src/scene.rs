@@ -478,9 +478,14 @@ pub const MIN_TOLERANCE: f64 = 1e-13;
 /// step, over a quarter of an hour of computing).
 pub const MAX_STEPS: usize = 1_000_000;
 
-/// A time window `[from, to]` \[s\]: finite, `0 <= from < to`.
+/// Whether `[from, to]` \[s\] is a time window: finite, `0 <= from < to`.
+pub fn is_window(w: [f64; 2]) -> bool {
+    w.iter().all(|v| v.is_finite()) && w[0] >= 0.0 && w[0] < w[1]
+}
+
+/// A time window ([`is_window`]), or the error naming `file` and `field`.
 pub fn check_window(file: &str, field: &str, w: [f64; 2]) -> Result<[f64; 2], ConfigError> {
-    if w.iter().all(|v| v.is_finite()) && w[0] >= 0.0 && w[0] < w[1] {
+    if is_window(w) {
         Ok(w)
     } else {
         Err(ConfigError::new(file, field, format!("expected [from, to] with 0 <= from < to (seconds), got [{}, {}]", w[0], w[1])))

@@ -121,9 +121,16 @@ pub struct BoardViews {
 /// Two views whose corners all lie within this of each other are one view \[px\].
 pub const DUPLICATE_VIEW_PX: f32 = 0.5;
 
-/// Whether two corner sets are one view (every corner within [`DUPLICATE_VIEW_PX`]).
+/// Whether two corner sets \[px\] are one view (every corner within
+/// [`DUPLICATE_VIEW_PX`] of its twin): one camera's views, or two cameras'.
+pub fn same_corners(a: impl ExactSizeIterator<Item = [f64; 2]>, b: impl ExactSizeIterator<Item = [f64; 2]>) -> bool {
+    a.len() == b.len() && a.zip(b).all(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1]) < f64::from(DUPLICATE_VIEW_PX))
+}
+
+/// [`same_corners`] of OpenCV's corner sets.
 pub fn same_view(a: &Vector<Point2f>, b: &Vector<Point2f>) -> bool {
-    a.len() == b.len() && a.iter().zip(b.iter()).all(|(p, q)| (p.x - q.x).hypot(p.y - q.y) < DUPLICATE_VIEW_PX)
+    let px = |c: &Vector<Point2f>| c.iter().map(|p| [f64::from(p.x), f64::from(p.y)]).collect::<Vec<_>>();
+    same_corners(px(a).into_iter(), px(b).into_iter())
 }
 
 impl BoardViews {

@@ -230,10 +230,7 @@ fn refuse_one_camera_twice(views: &[CameraViews]) -> Result<(), TrackError> {
     for (i, a) in views.iter().enumerate() {
         for b in &views[..i] {
             let shared: Vec<_> = a.seen.iter().filter_map(|(name, (pa, _))| b.seen.get(name).map(|(pb, _)| (pa, pb))).collect();
-            let same = |pa: &Vec<[f64; 2]>, pb: &Vec<[f64; 2]>| {
-                pa.len() == pb.len() && pa.iter().zip(pb).all(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1]) < f64::from(crate::calibrate::DUPLICATE_VIEW_PX))
-            };
-            if !shared.is_empty() && shared.iter().all(|(pa, pb)| same(pa, pb)) {
+            if !shared.is_empty() && shared.iter().all(|(pa, pb)| crate::calibrate::same_corners(pa.iter().copied(), pb.iter().copied())) {
                 return Err(TrackError::Input(format!(
                     "cameras {} and {}: the same images (every one of their {} shared views has the same corners): one folder given twice? two cameras see the board from two places",
                     b.name,
