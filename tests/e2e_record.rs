@@ -833,6 +833,12 @@ fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("No space left on device"), "session check says what failed: {text}");
+    // Rows delivered and never stored are a loss, not a remark: check fails
+    // (it exited 0 beside its own "1501 rows counted, 1001 on disk").
+    let lost: u64 = meta.devices.iter().map(|d| d.rows_lost).sum();
+    assert!(lost > 0, "{:?}", meta.devices);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("were never stored"), "{text}");
     stop(ascii_emu);
     stop(emu);
 }

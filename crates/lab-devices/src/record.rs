@@ -61,6 +61,7 @@ fn summary(name: &str, st: &Status) -> DeviceSummary {
     DeviceSummary {
         name: name.into(),
         rows: st.rows.load(Ordering::Relaxed),
+        rows_lost: 0,
         gaps: st.gaps.load(Ordering::Relaxed),
         missing_samples: st.missing_packages.load(Ordering::Relaxed),
         reconnects: st.reconnects.load(Ordering::Relaxed),
@@ -84,6 +85,7 @@ fn summary_on_disk(session: &Path, name: &str, st: &Status) -> DeviceSummary {
         if rows < d.rows {
             let lost = format!("{} rows counted, {rows} on disk", d.rows);
             d.last_error = Some(d.last_error.map_or(lost.clone(), |e| format!("{e} ({lost})")));
+            d.rows_lost = d.rows - rows;
             d.rows = rows;
         }
     }

@@ -352,8 +352,14 @@ fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport
     if !d.gaps.is_empty() && long.len() < d.gaps.len() {
         report.warnings.push(format!("device {name}: {} (none longer than {} s)", d.describe(), opts.max_outage_s));
     }
-    if let Some(e) = d.record.as_ref().and_then(|r| r.last_error.as_ref()) {
-        report.warnings.push(format!("device {name}: its last error: {e}"));
+    match d.record.as_ref() {
+        Some(r) if r.rows_lost > 0 => report.problems.push(format!(
+            "device {name}: {} rows it delivered were never stored (its last error: {})",
+            r.rows_lost,
+            r.last_error.as_deref().unwrap_or("none recorded")
+        )),
+        Some(r) if r.last_error.is_some() => report.warnings.push(format!("device {name}: its last error: {}", r.last_error.as_deref().unwrap_or_default())),
+        _ => {}
     }
     if let Some(r) = d.record.as_ref().filter(|r| r.backlog_reads > 0) {
         report.warnings.push(format!(

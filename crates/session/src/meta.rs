@@ -112,8 +112,12 @@ pub struct MarkerOnBody {
 pub struct DeviceRecord {
     /// The device's stream name.
     pub name: String,
-    /// Rows recorded.
+    /// Rows recorded (on disk).
     pub rows: u64,
+    /// Rows the device delivered that a failed write never stored (a
+    /// full disk): a loss `session check` calls a problem.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rows_lost: u64,
     /// Interruptions of the device's stream.
     pub gaps: u64,
     /// Samples the device numbered but never sent (where it numbers them).
@@ -144,6 +148,10 @@ pub struct DeviceRecord {
     /// (a camera's width_px, exposure, ...).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub settings: std::collections::BTreeMap<String, f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn default_clock() -> String {
