@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use session::gaps::{Gap, GapReason};
 use session::{DeviceRecord, SessionDir, SessionMeta, Table};
+use std::collections::BTreeMap;
 
 /// One stream of a session.
 #[derive(Clone, Debug, PartialEq)]
@@ -260,6 +261,9 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
                 } else if pct < 50.0 {
                     report.warnings.push(format!("{}: only {pct:.0} % of the marker positions are tracked", dir.markers().display()));
                 }
+                if let Some(p) = markers_on_one_point(&rows) {
+                    report.problems.push(format!("{}: {p}", dir.markers().display()));
+                }
             }
         }
     }
@@ -279,6 +283,24 @@ pub fn check(dir: &SessionDir, opts: &CheckOptions) -> Result<CheckReport> {
         check_videos(dir, opts.count_frames, &mut report);
     }
     Ok(report)
+}
+
+/// Frames whose three or more tracked markers all sit on one point (a
+/// tracker that wrote zeros, or one blob for every marker): no rod's
+/// markers do.
+fn markers_on_one_point(rows: &[session::MarkerRow]) -> Option<String> {
+    let mut frames: BTreeMap<i64, Vec<[f64; 3]>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.flags & session::flags::MISSING == 0 && r.x_m.is_finite()) {
+        frames.entry(r.frame).or_default().push([r.x_m, r.y_m, r.z_m]);
+    }
+    let judged = frames.values().filter(|p| p.len() >= 3).count();
+    let mut one_point = frames.values().filter(|p| p.len() >= 3 && p.iter().all(|q| q == &p[0]));
+    let first = one_point.next()?[0];
+    let n = 1 + one_point.count();
+    Some(format!(
+        "{n} of {judged} frames have every tracked marker on one point (the first at ({:.4}, {:.4}, {:.4}) m): a tracker that wrote one point for every marker",
+        first[0], first[1], first[2]
+    ))
 }
 
 /// What each stream holds, against the session: a value column that is

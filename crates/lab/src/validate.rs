@@ -341,6 +341,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let (key, _) = crate::observe::key(rod, &observer, &dir.markers());
     let recorded = if dir.strain().is_file() { crate::observe::recorded(&dir.strain()) } else { Default::default() };
     let observer_reused = recorded.key.as_deref() == Some(key.as_str());
+    let mut observer_failure = None;
     let (strain_path, observer_failed, session_scale_j) = if observer_reused {
         (dir.strain(), 0, recorded.energy_scale_j)
     } else {
@@ -348,7 +349,9 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());
         if ob.failed > 0 {
             let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
-            warnings.push(format!("the observer failed on {} of {} frames (left out of the comparison; most often, {n} frames: {why})", ob.failed, ob.frames));
+            let failure = format!("the observer failed on {} of {} frames (most often, {n} frames: {why})", ob.failed, ob.frames);
+            warnings.push(failure.replace(" (most often", " (left out of the comparison; most often"));
+            observer_failure = Some(failure);
         }
         (ob.out, ob.failed, ob.energy_scale_j)
     };
@@ -381,10 +384,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         frames_compared.insert(r.frame);
     }
     if frames_compared.is_empty() {
-        return Err(Error::input(format!(
-            "{}: no frame inside the simulated span (robot log) has a tracked marker: nothing to validate against",
-            dir.path().display()
-        )));
+        let why = observer_failure.unwrap_or_else(|| "no frame inside the simulated span (robot log) has a tracked marker".into());
+        return Err(Error::input(format!("{}: {why}: nothing to validate against", dir.path().display())));
     }
     let coverage_pct = marker_coverage_pct(&s.markers, &|t| t_of(t), t_rec[0], t_rec[t_rec.len() - 1]);
     // What a model that describes the session exactly would show here: the

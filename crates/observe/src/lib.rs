@@ -561,9 +561,14 @@ impl Observer {
         if self.model.rod.tip_condition != rod::TipCondition::Free && self.hold.is_none() {
             return Err(ObserveError::TipHeld(self.model.rod.tip_condition.key()));
         }
-        self.seat_on_hold();
         let targets = targets_of(measured, sigma_m);
         let missing = self.markers.len() - targets.len();
+        if let Some(why) = self.impossible(&targets) {
+            // No shape to search for (the search would take minutes).
+            let nodal_strain = self.model.node_x_m.iter().map(|&x| self.model.strain_at(x, &self.q)).collect();
+            return Ok(Observation { q: self.q.clone(), nodal_strain, marker_residual_m: f64::NAN, status: Status::Failed(why), iterations: 0 });
+        }
+        self.seat_on_hold();
         let q_warm = self.q.clone();
         let f_warm = self.forces.clone();
         let result = match self.mode {
@@ -615,6 +620,53 @@ impl Observer {
         }
         let nodal_strain = self.model.node_x_m.iter().map(|&x| self.model.strain_at(x, &self.q)).collect();
         Ok(Observation { q: self.q.clone(), nodal_strain, marker_residual_m, status, iterations })
+    }
+
+    /// Why sightings cannot be this rod's, judged before any solve: three
+    /// or more markers farther apart along the rod than pi times its
+    /// thickness, all within a point's reach. A rod does not pass through
+    /// itself: such markers' centre-line points lie at least 2 r apart, and
+    /// three points pairwise 2 r apart have no point within 2 r / sqrt(3)
+    /// of all three; markers within rho of the centre line then cannot all
+    /// lie within 2 r / sqrt(3) - rho of one point (and never on one point:
+    /// a tracker that wrote zeros, one blob taken for every marker).
+    pub fn impossible_sightings<M: Copy + Into<Sighting>>(&self, measured: &[Option<M>]) -> Option<String> {
+        self.impossible(&targets_of(measured, &vec![0.0; measured.len()]))
+    }
+
+    fn impossible(&self, targets: &[Target]) -> Option<String> {
+        let rod = &self.model.rod;
+        let thickness = |arc_m: f64| rod.cross_section.half_extents_m(arc_m, rod.length_m);
+        let mut by_arc: Vec<(f64, Vec3, f64)> = targets
+            .iter()
+            .filter_map(|(i, seen, _)| seen.as_point().map(|p| (self.markers[*i].arc_m, p, self.markers[*i].offset_body_m.norm())))
+            .collect();
+        by_arc.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let apart_m = std::f64::consts::PI * by_arc.iter().map(|m| thickness(m.0).0.max(thickness(m.0).1)).fold(0.0, f64::max);
+        let mut picked: Vec<(f64, Vec3, f64)> = vec![];
+        for m in by_arc {
+            if picked.last().is_none_or(|last| m.0 - last.0 > apart_m) {
+                picked.push(m);
+            }
+        }
+        if picked.len() < 3 {
+            return None;
+        }
+        let r_min_m = picked.iter().map(|m| thickness(m.0).0.min(thickness(m.0).1)).fold(f64::INFINITY, f64::min);
+        let rho_max_m = picked.iter().map(|m| m.2).fold(0.0, f64::max);
+        let reach_m = (2.0 * r_min_m / 3f64.sqrt() - rho_max_m).max(1e-6);
+        let centroid = picked.iter().map(|m| m.1).sum::<Vec3>() / picked.len() as f64;
+        let spread_m = picked.iter().map(|m| (m.1 - centroid).norm()).fold(0.0, f64::max);
+        (spread_m < reach_m).then(|| {
+            format!(
+                "{} markers {:.3} m or more apart along the rod sit within {spread_m:.2e} m of one point ({:.4}, {:.4}, {:.4}) m: no rod passes through itself (a tracker that wrote one point for every marker?)",
+                picked.len(),
+                apart_m,
+                centroid.x,
+                centroid.y,
+                centroid.z
+            )
+        })
     }
 
     fn solve_hard_with_continuation(&mut self, targets: &[Target]) -> Result<usize, Failure> {
@@ -872,6 +924,10 @@ impl Observer {
         let stride = frames.len().div_ceil(200).max(1);
         let mut sag: Option<DVector<f64>> = None;
         for (k, FrameInput { base, tip, markers: measured }) in frames.iter().enumerate().step_by(stride) {
+            if self.impossible_sightings(measured).is_some() {
+                // No rod's shape: never the most deformed one.
+                continue;
+            }
             if let Some(hold) = tip {
                 self.set_tip_hold(*hold);
             }
