@@ -887,6 +887,51 @@ fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_
     stop(emu);
 }
 
+/// Sends `signal` to a running recorder once its session exists and the
+/// robot has streamed a while; returns how long it took to exit after the
+/// signal, its exit code and standard error.
+fn signalled_after(rec: Child, out: &Path, streamed_s: f64, signal: &str) -> (f64, Option<i32>, String) {
+    wait_for(&out.join("session.toml"));
+    std::thread::sleep(Duration::from_secs_f64(streamed_s));
+    assert!(Command::new("kill").args([signal, &rec.id().to_string()]).status().unwrap().success());
+    let signalled = Instant::now();
+    let o = rec.wait_with_output().unwrap();
+    (signalled.elapsed().as_secs_f64(), o.status.code(), String::from_utf8_lossy(&o.stderr).to_string())
+}
+
+/// A controller that trickles (a package header of 65,535 bytes, then a
+/// byte every 0.5 s) when asked to pause, or in the handshake of a
+/// reconnection: the recorder stops within 2 s of SIGINT or SIGTERM, its
+/// session finalised with what came before. (The old recorder read each
+/// trickled byte within its per-read timeout: still running 30 s after
+/// the signal, and 21 s for a trickled handshake.)
+#[test]
+fn a_controller_that_trickles_never_holds_the_recorder_past_two_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    for (quirk, signal) in [("trickle-after-pause", "-INT"), ("trickle-after-pause", "-TERM"), ("drop-after=400,trickle-handshake-from=3", "-INT")] {
+        let port = free_port();
+        let emu = robot_emulator(port, 30.0, &["--quirk", quirk]);
+        let out = dir.path().join(format!("s{port}"));
+        let rec = rodlab()
+            .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The handshake case: 400 packages (0.8 s), then reconnections that
+        // trickle, 1.5 s of them before the signal.
+        let (took_s, code, err) = signalled_after(rec, &out, 2.3, signal);
+        println!("{quirk}, {signal}: stopped {took_s:.2} s after the signal, exit {code:?}: {}", err.trim());
+        assert!(took_s < 2.0, "{quirk}, {signal}: {took_s:.1} s");
+        let meta = session::SessionMeta::read(&out).unwrap().unwrap();
+        assert!(!meta.end_utc.is_empty(), "{quirk}: finalised");
+        let robot = device(&out, "robot");
+        assert!(robot.rows >= 400, "{quirk}: {robot:?}");
+        assert_eq!(robot.rows, session::stream_rows_on_disk(&out, "robot").unwrap(), "{quirk}");
+        stop(emu);
+    }
+}
+
 /// `--append` adds a segment to a session: into a directory that holds
 /// something else (no session.toml) it is refused before anything is
 /// written (it made a segment beside the other files).

@@ -59,7 +59,7 @@ pub enum EmulateCommand {
         /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
-        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages), lose=P (leave out a fraction P of the packages, the clock going on), exception-after=N (an EXCEPTION text message after N packages).
+        /// Depart from a controller to test clients: early-data (a data package before the start reply), text (text messages during setup), drop-after=N (close after N packages), lose=P (leave out a fraction P of the packages, the clock going on), exception-after=N (an EXCEPTION text message after N packages), ignore-pause (never confirm a pause), trickle-after-pause (answer a pause with a 65,535-byte header, then a byte every 0.5 s), trickle-handshake-from=N (the same from the N-th handshake on).
         #[arg(long, default_value = "")]
         quirk: String,
         /// Play these flange poses instead of the sinusoid: CSV t_s,x_m,y_m,z_m,rx,ry,rz (robot base frame, controller time from the emulator's start; held after the end).

@@ -47,9 +47,13 @@ impl Backoff {
         self.delay = Self::FIRST;
     }
 
-    /// Sleeps the current delay, then doubles it.
-    pub fn wait(&mut self) {
-        std::thread::sleep(self.delay);
+    /// Sleeps the current delay, then doubles it; ends early when `stop` is
+    /// set (a recorder asked to stop does not sleep out a 2 s delay).
+    pub fn wait(&mut self, stop: &AtomicBool) {
+        let until = Instant::now() + self.delay;
+        while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+        }
         self.delay = (self.delay * 2).min(Self::LONGEST);
     }
 }
@@ -341,7 +345,7 @@ pub fn record(cfg: &RobotConfig, session: &Path, clock: Clock, stop: Arc<AtomicB
                     }
                     // Counted, and kept as the device's last error.
                     status.failed(&e.to_string());
-                    backoff.wait();
+                    backoff.wait(&stop);
                     continue;
                 }
             };

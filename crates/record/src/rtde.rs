@@ -207,6 +207,40 @@ pub fn read_package<R: Read>(r: &mut R) -> std::io::Result<(u8, Vec<u8>)> {
     Ok((head[2], payload))
 }
 
+/// A socket whose every package must arrive whole within `per_package`
+/// of the first try to read it: a peer that trickles (a 65,535-byte header,
+/// then a byte every half second) never holds a reader longer, as a
+/// per-read timeout alone would (each byte resets it).
+struct PackageDeadline {
+    socket: TcpStream,
+    per_package: Duration,
+    deadline: Option<Instant>,
+}
+
+impl PackageDeadline {
+    /// Reads one package by the deadline (a late one is `TimedOut`, and
+    /// the stream is then out of step: the connection is over).
+    fn package(r: &mut std::io::BufReader<PackageDeadline>) -> std::io::Result<(u8, Vec<u8>)> {
+        r.get_mut().deadline = Some(Instant::now() + r.get_ref().per_package);
+        let package = read_package(r);
+        r.get_mut().deadline = None;
+        package
+    }
+}
+
+impl Read for PackageDeadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "a package did not arrive whole in time (a trickling peer)"));
+            }
+            self.socket.set_read_timeout(Some(left))?;
+        }
+        self.socket.read(buf)
+    }
+}
+
 /// Decodes a data package's values (after the recipe id) into columns.
 pub fn decode_values(types: &[FieldType], bytes: &[u8]) -> Result<Vec<f64>, RtdeError> {
     let mut out = Vec::with_capacity(types.len() * 6);
@@ -402,7 +436,7 @@ pub enum Received {
 
 /// An RTDE client with one output recipe.
 pub struct RtdeClient {
-    stream: std::io::BufReader<TcpStream>,
+    stream: std::io::BufReader<PackageDeadline>,
     writer: TcpStream,
     pub names: Vec<String>,
     pub types: Vec<FieldType>,
@@ -430,7 +464,9 @@ impl RtdeClient {
         s.set_nodelay(true).ok();
         s.set_read_timeout(Some(timeout)).ok();
         let mut writer = s.try_clone()?;
-        let mut stream = std::io::BufReader::with_capacity(1 << 16, s);
+        // Every package, in the handshake and in the stream, whole within
+        // the timeout.
+        let mut stream = std::io::BufReader::with_capacity(1 << 16, PackageDeadline { socket: s, per_package: timeout, deadline: None });
         let mut early = std::collections::VecDeque::new();
         write_package(&mut writer, REQUEST_PROTOCOL_VERSION, &2u16.to_be_bytes())?;
         // A peer that accepts the connection but never answers is not an
@@ -485,7 +521,7 @@ impl RtdeClient {
     pub fn start(&mut self) -> Result<(), RtdeError> {
         write_package(&mut self.writer, START, &[])?;
         loop {
-            let (kind, p) = read_package(&mut self.stream)?;
+            let (kind, p) = PackageDeadline::package(&mut self.stream)?;
             match kind {
                 START => {
                     return if p.first() == Some(&1) { Ok(()) } else { Err(RtdeError::Protocol("start refused".into())) };
@@ -512,7 +548,7 @@ impl RtdeClient {
         if let Some(r) = self.early.pop_front() {
             return Ok(r);
         }
-        let (kind, p) = read_package(&mut self.stream)?;
+        let (kind, p) = PackageDeadline::package(&mut self.stream)?;
         Ok(match kind {
             DATA_PACKAGE => Received::Data(self.decode(&p)?),
             TEXT_MESSAGE => Received::Text(TextMessage::decode(&p)),
@@ -532,9 +568,9 @@ impl RtdeClient {
 
 /// The reply of `kind`; text messages on the way are kept in `early`
 /// (data before a recipe exists cannot be decoded and is skipped).
-fn expect<R: Read>(r: &mut R, kind: u8, early: &mut std::collections::VecDeque<Received>) -> Result<(u8, Vec<u8>), RtdeError> {
+fn expect(r: &mut std::io::BufReader<PackageDeadline>, kind: u8, early: &mut std::collections::VecDeque<Received>) -> Result<(u8, Vec<u8>), RtdeError> {
     loop {
-        let (k, p) = read_package(r)?;
+        let (k, p) = PackageDeadline::package(r)?;
         if k == kind {
             return Ok((k, p));
         }
@@ -568,6 +604,28 @@ pub struct Quirks {
     /// Never confirm a pause request: go on streaming (a controller in a
     /// bad state, or a proxy that drops the request).
     pub ignore_pause: bool,
+    /// Answer a pause request with a package header of 65,535 bytes, then
+    /// trickle one byte every half second.
+    pub trickle_after_pause: bool,
+    /// From this handshake on (the first client to ask for a protocol
+    /// version is 1), answer it by trickling the same way.
+    pub trickle_handshake_from: Option<u64>,
+}
+
+/// The trickle quirks: a header announcing 65,535 bytes, then one byte
+/// every half second until the client leaves or the emulator stops.
+fn trickle(w: &mut TcpStream, stop: &AtomicBool) -> std::io::Result<()> {
+    w.write_all(&[0xff, 0xff, DATA_PACKAGE])?;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(50));
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+        }
+        w.write_all(&[0])?;
+    }
+    Ok(())
 }
 
 /// A quirk the emulator does not know.
@@ -578,7 +636,8 @@ pub struct QuirkError(String);
 impl std::str::FromStr for Quirks {
     type Err = QuirkError;
 
-    /// `early-data,text,drop-after=N,lose=P,exception-after=N,ignore-pause` (any subset).
+    /// `early-data,text,drop-after=N,lose=P,exception-after=N,ignore-pause,
+    /// trickle-after-pause,trickle-handshake-from=N` (any subset).
     fn from_str(s: &str) -> Result<Quirks, QuirkError> {
         let mut q = Quirks::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -586,6 +645,11 @@ impl std::str::FromStr for Quirks {
                 None if item == "early-data" => q.early_data = true,
                 None if item == "text" => q.text = true,
                 None if item == "ignore-pause" => q.ignore_pause = true,
+                None if item == "trickle-after-pause" => q.trickle_after_pause = true,
+                Some(("trickle-handshake-from", n)) => {
+                    q.trickle_handshake_from =
+                        Some(n.parse().map_err(|_| QuirkError(format!("trickle-handshake-from={n}: expected a handshake number (the first is 1)")))?)
+                }
                 Some(("drop-after", n)) => q.drop_after = Some(n.parse().map_err(|_| QuirkError(format!("drop-after={n}: expected a number of packages")))?),
                 Some(("exception-after", n)) => {
                     q.exception_after = Some(n.parse().map_err(|_| QuirkError(format!("exception-after={n}: expected a number of packages")))?)
@@ -594,7 +658,7 @@ impl std::str::FromStr for Quirks {
                     q.lose =
                         p.parse().ok().filter(|p: &f64| (0.0..1.0).contains(p)).ok_or_else(|| QuirkError(format!("lose={p}: expected a fraction in [0, 1)")))?
                 }
-                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N, lose=P, exception-after=N, ignore-pause)"))),
+                _ => return Err(QuirkError(format!("unknown quirk '{item}' (early-data, text, drop-after=N, lose=P, exception-after=N, ignore-pause, trickle-after-pause, trickle-handshake-from=N)"))),
             }
         }
         Ok(q)
@@ -720,11 +784,12 @@ impl Emulator {
         let (stop2, sent2, lost2) = (stop.clone(), sent.clone(), lost.clone());
         let thread = std::thread::spawn(move || {
             let epoch = Instant::now();
+            let mut handshakes = 0u64;
             while !stop2.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((s, _)) => {
                         s.set_nonblocking(false).ok();
-                        let _ = serve(s, &cfg, &stop2, (&sent2, &lost2), epoch);
+                        let _ = serve(s, &cfg, &stop2, (&sent2, &lost2), epoch, &mut handshakes);
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -755,7 +820,7 @@ fn emulator_text(message: &str, level: MessageLevel) -> Vec<u8> {
     TextMessage { message: message.into(), source: "rodlab RTDE emulator".into(), level }.encode()
 }
 
-fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, counters: (&Counter, &Counter), epoch: Instant) -> std::io::Result<()> {
+fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, counters: (&Counter, &Counter), epoch: Instant, handshakes: &mut u64) -> std::io::Result<()> {
     s.set_nodelay(true).ok();
     let mut w = s.try_clone()?;
     let mut r = std::io::BufReader::new(s);
@@ -768,6 +833,10 @@ fn serve(s: TcpStream, cfg: &EmulatorConfig, stop: &AtomicBool, counters: (&Coun
         let (kind, p) = read_package(&mut r)?;
         match kind {
             REQUEST_PROTOCOL_VERSION => {
+                *handshakes += 1;
+                if cfg.quirks.trickle_handshake_from.is_some_and(|from| *handshakes >= from) {
+                    return trickle(&mut w, stop);
+                }
                 let v = p.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]));
                 write_package(&mut w, REQUEST_PROTOCOL_VERSION, &[(v == Some(2)) as u8])?;
             }
@@ -912,6 +981,12 @@ fn stream(
                 r.get_ref().set_nonblocking(false)?;
                 let _ = read_package(r)?;
                 r.get_ref().set_nonblocking(true)?;
+            }
+            Ok(n) if n >= 3 && peek[2] == PAUSE && cfg.quirks.trickle_after_pause => {
+                r.get_ref().set_nonblocking(false)?;
+                let _ = read_package(r)?;
+                buf.flush()?;
+                return trickle(w, stop);
             }
             Ok(n) if n >= 3 && peek[2] == PAUSE => {
                 r.get_ref().set_nonblocking(false)?;

@@ -404,7 +404,7 @@ pub fn record(
                 }
                 Err(_) => {
                     status.errors.fetch_add(1, Ordering::Relaxed);
-                    backoff.wait();
+                    backoff.wait(&stop);
                     continue;
                 }
             },
@@ -426,7 +426,7 @@ pub fn record(
         if let Err(e) = sensor.start(&mut p) {
             status.failed(&e.to_string());
             outages.disconnected();
-            backoff.wait();
+            backoff.wait(&stop);
             continue;
         }
         if let Some(id) = sensor.identity() {
@@ -473,7 +473,7 @@ pub fn record(
         if failed {
             outages.disconnected();
             let _ = writer.flush();
-            backoff.wait();
+            backoff.wait(&stop);
             continue;
         }
         // Clean stop: tell the sensor, then keep what was already in flight
