@@ -580,6 +580,17 @@ pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
             bytes.len() - data_start
         ));
     }
+    // The parser sizes its analog grid by ANALOG:USED channels times the
+    // header's samples per channel (word 10) before it checks them against
+    // the analog samples a frame holds (word 3): a disagreement once asked
+    // for 2.4 GB from a 70 kB file.
+    let analog_used = usize::from(parameter_u16(bytes, big_endian, data_block, "ANALOG", "USED").unwrap_or(0));
+    let per_channel = usize::from(word(9));
+    if analog_used > 0 && analog_used * per_channel != analog {
+        return Err(format!(
+            "ANALOG:USED ({analog_used} channels) times the header's {per_channel} samples per channel a frame is not its {analog} analog samples a frame"
+        ));
+    }
     let grid_bytes = frames_held.saturating_mul(points).saturating_mul(std::mem::size_of::<c3dio::MarkerPoint>());
     if grid_bytes > C3D_MEMORY_BUDGET_BYTES {
         return Err(format!(
@@ -589,6 +600,40 @@ pub fn check_c3d_header(bytes: &[u8]) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A parameter holding one 16-bit integer, found as the parser finds it:
+/// records from the second block to the data, walked by their offsets
+/// (parameter names upper-cased, the last of a name kept). `None` when the
+/// walk finds none or the value is not one integer.
+fn parameter_u16(bytes: &[u8], big_endian: bool, data_block: usize, group: &str, name: &str) -> Option<u16> {
+    let blocks = bytes.get(512..(512 * data_block.saturating_sub(1)).min(bytes.len()))?;
+    let u16_at = |i: usize| blocks.get(i..i + 2).map(|b| if big_endian { u16::from_be_bytes([b[0], b[1]]) } else { u16::from_le_bytes([b[0], b[1]]) });
+    let (mut group_ids, mut found) = (std::collections::HashMap::new(), vec![]);
+    let mut i = 4;
+    // Each record's offset points past its name: a walk that does not move
+    // forward is a damaged block, not a loop to follow.
+    for _ in 0..100_000 {
+        let (len, id) = (usize::from((*blocks.get(i)? as i8).unsigned_abs()), *blocks.get(i + 1)? as i8);
+        if id == 0 {
+            break;
+        }
+        let record_name = String::from_utf8_lossy(blocks.get(i + 2..i + 2 + len)?).to_string();
+        let at = i + 2 + len;
+        let next = at + usize::from(u16_at(at)?);
+        if id < 0 {
+            group_ids.insert(id.unsigned_abs(), record_name);
+        } else if record_name.eq_ignore_ascii_case(name) {
+            let (kind, dims) = (*blocks.get(at + 2)? as i8, usize::from(*blocks.get(at + 3)?));
+            let one = blocks.get(at + 4..at + 4 + dims)?.iter().all(|d| *d == 1);
+            found.push((id as u8, (kind == 2 && one).then(|| u16_at(at + 4 + dims)).flatten()));
+        }
+        if next <= i {
+            break;
+        }
+        i = next;
+    }
+    found.into_iter().rev().find(|(id, _)| group_ids.get(id).is_some_and(|g| g == group)).and_then(|(_, v)| v)
 }
 
 /// Marker trajectories as a file holds them: labels, rate, and per frame
