@@ -209,8 +209,8 @@ fn c3d_variant(rng: &mut Rng, seed: &[u8], params: &[(String, String, usize, usi
             // A sizing parameter's dimensions (labels of 255 x 255, ...).
             3 if !sizing.is_empty() => {
                 let (_, _, dims, data) = sizing[rng.below(sizing.len())];
-                for d in *dims + 1..*data {
-                    b[d] = rng.next() as u8;
+                for byte in &mut b[*dims + 1..*data] {
+                    *byte = rng.next() as u8;
                 }
             }
             // Cut short.
