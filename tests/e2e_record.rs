@@ -819,6 +819,9 @@ fn a_disk_that_fills_stops_the_recording_at_once_and_says_which_device() {
     let took_s = started.elapsed().as_secs_f64();
     let err = String::from_utf8_lossy(&o.stderr);
     println!("full disk: the recorder stopped after {took_s:.1} s: {err}");
+    // Said at the start: the planned 20 s do not fit.
+    let said = String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string();
+    assert!(said.starts_with("disk: this rig writes about") && said.contains("the planned 20 s need") && said.contains("the disk fills after"), "{said}");
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(took_s < 15.0, "the recording went on to {took_s:.1} s");
     assert!(err.contains("failed at") && err.contains("the recording stopped there") && err.contains("No space left on device"), "{err}");

@@ -174,6 +174,12 @@ fn record_a_camera_then_track_with_the_frames_table() {
     std::fs::write(dir.path().join("rig.toml"), format!("[[camera]]\nname = \"camera\"\nfile = \"{}\"\n", p("video/video.avi"))).unwrap();
     let o = rodlab(&["record", "--rig", &p("rig.toml"), "--out", &p("s"), "--duration", "4"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The disk's line first: 1280 x 720 at the file's 100 frames/s in the
+    // default Motion-JPEG, 0.43 bytes a pixel: 2.4 GB a minute.
+    let said = String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string();
+    println!("{said}");
+    assert!(said.starts_with("disk: this rig writes about 2.4 GB a minute (camera 2.4 GB a minute): the planned 4 s need 158.5 MB of"), "{said}");
+    assert!(dir.path().join("s/camera.avi").is_file() && !session::avi::sniff(&dir.path().join("s/camera.avi")), "Motion-JPEG, not raw");
     let frames = session::Table::read_chunks(&session::stream_dir(&dir.path().join("s"), "camera")).unwrap();
     let idx = frames.f64("frame").unwrap();
     let t = frames.i64("t_host_ns").unwrap();

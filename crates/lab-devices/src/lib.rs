@@ -10,6 +10,7 @@
 //! need it, so that every other command starts without OpenCV's libraries.
 
 pub mod camera;
+pub mod disk;
 pub mod emulate;
 pub mod live;
 mod live_set;

@@ -474,6 +474,9 @@ pub fn record_live_viewed(req: &SynthRequest, camera_fps: f64, view_addr: Option
                 name: name.clone(),
                 file: Some(video.display().to_string()),
                 file_start_unix_s: Some(start_unix_s - VIDEO_LEAD_S),
+                // Uncompressed: nothing to encode while two cores play
+                // every device in real time (a lab's default is Motion-JPEG).
+                container: "raw".into(),
                 ..CameraDevice::default()
             })
             .collect(),

@@ -130,6 +130,48 @@ fn spawn_device(failed: &mut Vec<Arc<AtomicBool>>, run: impl FnOnce() -> Result<
     })
 }
 
+type OpenCamera = (record::camera::CameraConfig, Box<dyn record::camera::FrameSource>, Vec<(String, f64)>);
+
+/// The disk's line at the start ([`crate::disk::budget`]): each device's
+/// bytes a second from what it was configured and reported to do (a table
+/// stream at most its rows of 8-byte values, a serial line at most its
+/// baud rate's bytes), against the free space where the session goes.
+fn disk_line(
+    rig: &session::Rig,
+    cameras: &[OpenCamera],
+    netfts: &[(record::netft::NetFtConfig, record::netft::Calibration)],
+    serial_ports: &[(record::serial::SerialConfig, Box<dyn record::serial::SerialSensor>, record::serial::Port)],
+    root: &Path,
+    duration_s: Option<f64>,
+) -> String {
+    use crate::disk::{camera_rate, table_rate};
+    let mut rates = vec![];
+    for r in &rig.robots {
+        // Every variable at most six values (a pose, a wrench).
+        rates.push(table_rate(&r.name, r.frequency_hz.unwrap_or(500.0), 1 + 6 * r.variables.len()));
+    }
+    for (cfg, capture, _) in cameras {
+        // What the camera (or file) delivers, else what was asked.
+        let [width, height, fps] = record::camera::delivers(capture.as_ref());
+        let width = width.or(cfg.settings.width_px.map(f64::from)).unwrap_or(1280.0);
+        let height = height.or(cfg.settings.height_px.map(f64::from)).unwrap_or(720.0);
+        let fps = cfg.fps.or(fps).unwrap_or(30.0);
+        rates.push(camera_rate(&cfg.name, width, height, fps, &cfg.container));
+    }
+    for (cfg, _) in netfts {
+        // RDT streams at most 7 kHz: forces, moments and three counters.
+        rates.push(table_rate(&cfg.name, 7000.0, 9));
+    }
+    for (cfg, sensor, _) in serial_ports {
+        let columns = sensor.columns().len().max(1);
+        rates.push(table_rate(&cfg.name, cfg.baud as f64 / 10.0 / (2 * columns) as f64, columns));
+    }
+    match crate::disk::free_bytes(root) {
+        Some(free) => crate::disk::budget(&rates, free, duration_s).0,
+        None => format!("disk: the free space of {} is unknown", root.display()),
+    }
+}
+
 /// Records until `req.stop` is set or `req.duration_s` has passed.
 pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording> {
     let rig = req.rig;
@@ -172,6 +214,7 @@ pub fn record(req: &RecordRequest, progress: &dyn Progress) -> Result<Recording>
             scope.spawn(move || serial::drop_backlog(port));
         }
     });
+    progress.note(&disk_line(rig, &cameras, &netfts, &serial_ports, root, req.duration_s));
     // The view's address too, before anything is written.
     let bound_view = req.view.clone().map(crate::view::live::bind).transpose()?;
     let out = target.path();

@@ -69,7 +69,7 @@ pub struct CameraConfig {
     /// A file's frame 0 is shown at this wall-clock instant (default: when
     /// the recording starts).
     pub file_start: Option<std::time::SystemTime>,
-    /// "mkv" (lossless HuffYUV) or "avi" (Motion-JPEG).
+    /// "avi" (Motion-JPEG), "raw" (uncompressed BGR) or "mkv" (lossless HuffYUV).
     pub container: String,
     /// Capture settings from the rig file.
     pub settings: session::rig::CameraSettings,
@@ -98,6 +98,12 @@ pub trait FrameSource: Send {
     fn get(&self, prop: i32) -> f64;
     /// A video file (plays at its own rate and ends) rather than a device.
     fn is_file(&self) -> bool;
+}
+
+/// What a capture delivers, as it says: frame width and height \[px\] and
+/// its rate \[frames/s\] (`None` where it does not say).
+pub fn delivers(capture: &dyn FrameSource) -> [Option<f64>; 3] {
+    [videoio::CAP_PROP_FRAME_WIDTH, videoio::CAP_PROP_FRAME_HEIGHT, videoio::CAP_PROP_FPS].map(|p| Some(capture.get(p)).filter(|v| v.is_finite() && *v > 0.0))
 }
 
 /// Applies the rig file's capture settings and reads back what the camera
@@ -517,9 +523,16 @@ impl VideoFile {
             return Ok(VideoFile::Raw(session::avi::RawAviWriter::create(&path, first.cols() as u32, first.rows() as u32, fps)?));
         };
         let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-        let w = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(first.cols(), first.rows()), true)?;
+        // Motion-JPEG by OpenCV's own writer, whose quality can be set.
+        let api = if format == session::VideoFormat::Mjpeg { videoio::CAP_OPENCV_MJPEG } else { videoio::CAP_ANY };
+        let mut w = videoio::VideoWriter::new_with_backend(&path.to_string_lossy(), api, fourcc, fps, Size::new(first.cols(), first.rows()), true)?;
         if !w.is_opened()? {
             return Err(CameraError::Open(format!("camera '{}': cannot write {}", cfg.name, path.display())));
+        }
+        if let Some(q) = format.quality() {
+            if !w.set(videoio::VIDEOWRITER_PROP_QUALITY, q)? {
+                return Err(CameraError::Open(format!("camera '{}': {}: the writer refused quality {q}", cfg.name, path.display())));
+            }
         }
         Ok(VideoFile::OpenCv(w))
     }

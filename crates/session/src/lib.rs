@@ -43,12 +43,20 @@ pub enum VideoFormat {
     /// `mkv`: lossless HuffYUV (through OpenCV; 6.4 ms a 1280x720 frame to
     /// decode on two threads, FFV1 20 ms).
     HuffYuv,
-    /// `avi`: Motion-JPEG (small, lossy: 4:2:0 colour).
+    /// `avi`: Motion-JPEG at quality [`MJPEG_QUALITY`] by OpenCV's own
+    /// writer (lossy, 4:2:0 colour; the recorder's default: a lab day's
+    /// video in 150 GB where raw takes 2.4 TB).
     Mjpeg,
     /// `raw`: uncompressed BGR in an `.avi` ([`avi`]; 1.8 times HuffYUV's
     /// size, nothing to encode or decode: read in 0.09 ms a frame).
     Raw,
 }
+
+/// Motion-JPEG's quality (the JPEG standard's usual 75): on the demo's
+/// frames, markers tracked 0.020 px (median, 0.08 at most) from where the
+/// same frames uncompressed put them, at 0.19 bytes a pixel against raw's 3
+/// (docs/results.md, "A day on disk").
+pub const MJPEG_QUALITY: f64 = 75.0;
 
 impl VideoFormat {
     pub fn from_container(container: &str) -> Option<VideoFormat> {
@@ -66,6 +74,12 @@ impl VideoFormat {
             VideoFormat::HuffYuv => "mkv",
             VideoFormat::Mjpeg | VideoFormat::Raw => "avi",
         }
+    }
+
+    /// The encoder's quality (OpenCV's `VIDEOWRITER_PROP_QUALITY`, 0-100),
+    /// for a lossy format: Motion-JPEG at 95.
+    pub fn quality(self) -> Option<f64> {
+        (self == VideoFormat::Mjpeg).then_some(MJPEG_QUALITY)
     }
 
     /// The codec's FourCC for OpenCV's VideoWriter (None: written by

@@ -191,9 +191,16 @@ impl VideoSink {
             return Ok(VideoSink { writer: SinkWriter::Raw(RawAviWriter::create(path, size(width)?, size(height)?, fps)?) });
         };
         let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-        let writer = videoio::VideoWriter::new(&path.to_string_lossy(), fourcc, fps, Size::new(width, height), true)?;
+        // Motion-JPEG by OpenCV's own writer, whose quality can be set.
+        let api = if format == VideoFormat::Mjpeg { videoio::CAP_OPENCV_MJPEG } else { videoio::CAP_ANY };
+        let mut writer = videoio::VideoWriter::new_with_backend(&path.to_string_lossy(), api, fourcc, fps, Size::new(width, height), true)?;
         if !writer.is_opened()? {
             return Err(TrackError::Input(format!("{}: cannot open a video writer (codec missing from this OpenCV?)", path.display())));
+        }
+        if let Some(q) = format.quality() {
+            if !writer.set(videoio::VIDEOWRITER_PROP_QUALITY, q)? {
+                return Err(TrackError::Input(format!("{}: the video writer refused quality {q}", path.display())));
+            }
         }
         Ok(VideoSink { writer: SinkWriter::OpenCv(writer) })
     }
