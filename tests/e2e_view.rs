@@ -108,9 +108,13 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
         .spawn()
         .unwrap();
     let mut stdout = BufReader::new(rec.stdout.take().unwrap());
+    // The disk's line, then the view's URL.
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
-    let url = first.trim().strip_prefix("live view: ").unwrap_or_else(|| panic!("the URL first: {first:?}")).to_string();
+    assert!(first.starts_with("disk: this rig writes about"), "{first:?}");
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    let url = second.trim().strip_prefix("live view: ").unwrap_or_else(|| panic!("the URL second: {second:?}")).to_string();
     let t0 = Instant::now();
     // A client that asks for the event stream and never reads it, with a
     // small receive buffer so that the server's writes to it block soon.
