@@ -206,6 +206,19 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
             t.chi_square, t.dof, t.scale, t.p, t.level
         );
     }
+    for r in &o.ring_downs {
+        println!(
+            "  ring-down {}: {:.3} Hz recorded, {:.3} Hz replayed ({:+.1} %); log decrement {:.3} recorded, {:.3} replayed ({:+.0} %; first {} cycles)",
+            r.session,
+            r.recorded_hz,
+            r.replayed_hz,
+            100.0 * r.frequency_error(),
+            r.recorded_log_decrement,
+            r.replayed_log_decrement,
+            100.0 * r.decrement_error(),
+            r.cycles
+        );
+    }
     let force = o.force_rms_n.map_or(String::new(), |f| format!(", flange force RMS {f:.3} N (bias left out; {})", o.force_streams.join(", ")));
     println!(
         "  markers RMS {:.3} mm at the start, {:.3} mm fitted{force}; {} iterations, {} simulations, {:.1} s",

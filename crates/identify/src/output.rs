@@ -757,6 +757,10 @@ pub struct DynamicOut {
     /// model error) leaves, as the static fit's chi-square test asks.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub noise_test: Option<DynamicNoiseTest>,
+    /// Per release: the ring-down recorded and replayed with the fitted
+    /// values (its tip marker along gravity, the first three cycles).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub ring_downs: Vec<RingDownOut>,
     /// Per session (in `sessions`' order): how long after the robot's
     /// clock its markers' stamps were taken, fitted \[s\] (0 where held:
     /// `--hold-marker-delay`, or markers that do not move).
@@ -793,6 +797,35 @@ pub struct DynamicOut {
     pub simulations: usize,
     /// Wall time \[s\].
     pub wall_time_s: f64,
+}
+
+/// One release's first cycles, recorded and replayed (`identify --dynamic`).
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RingDownOut {
+    /// The release (session) read.
+    pub session: String,
+    /// Frequency of the recorded motion \[Hz\].
+    pub recorded_hz: f64,
+    /// Frequency of the replay with the fitted values \[Hz\].
+    pub replayed_hz: f64,
+    /// Logarithmic decrement per cycle, recorded \[1\].
+    pub recorded_log_decrement: f64,
+    /// Logarithmic decrement per cycle, replayed \[1\].
+    pub replayed_log_decrement: f64,
+    /// The cycles read (from the first crossing of the settled level).
+    pub cycles: usize,
+}
+
+impl RingDownOut {
+    /// The replay's frequency against the recording's, relative \[1\].
+    pub fn frequency_error(&self) -> f64 {
+        self.replayed_hz / self.recorded_hz - 1.0
+    }
+
+    /// The replay's decrement against the recording's, relative \[1\].
+    pub fn decrement_error(&self) -> f64 {
+        self.replayed_log_decrement / self.recorded_log_decrement - 1.0
+    }
 }
 
 /// One fitted viscoelastic branch, with 95 % intervals.

@@ -1039,6 +1039,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     warnings.extend(test.as_ref().and_then(|t| misfit_warning(t, req, &rod, delays_held)));
     let stiffness_ci = ci(Knob::Stiffness);
     let (marker_rms_m, force_rms_n) = rms_parts(&replay.cases, &r);
+    let ring_downs = ring_downs(&replay, &fitted, &delays_s)?;
     let out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
@@ -1062,6 +1063,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
             })
             .collect(),
         noise_test: test,
+        ring_downs,
         marker_delay_s: delays_s.clone(),
         marker_delay_ci95_s: (0..replay.cases.len())
             .map(|i| match (&intervals, problem.delay_index(i)) {
@@ -1084,6 +1086,39 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // The report: the scan, and per session the tip's path at the start and at the fit.
     let report = write_report(req, &replay, &out, &friction.scan, &history, (start, fitted), &delays_s, &warnings, &identified_toml)?;
     Ok(DynamicFit { out, scan: friction.scan, history, identified_toml, report, warnings })
+}
+
+/// Cycles of each release compared, recorded and replayed.
+const RING_DOWN_CYCLES: usize = 3;
+
+/// Each session's ring-down, recorded and replayed at `fitted`: the
+/// outermost marker's coordinate along gravity, at the tracked times (the
+/// replay `delays_s[i]` behind). Sessions that do not ring (a drag, a
+/// hold) are left out.
+fn ring_downs(replay: &Replay, fitted: &Point, delays_s: &[f64]) -> Result<Vec<identify::output::RingDownOut>> {
+    let markers = &replay.rod.markers;
+    let tip = (0..markers.len()).max_by(|a, b| markers[*a].arc_m.total_cmp(&markers[*b].arc_m).then(b.cmp(a))).unwrap_or(0);
+    let mut out = vec![];
+    for (i, case) in replay.cases.iter().enumerate() {
+        let Some(down) = case.rod.gravity_m_s2.try_normalize(1e-12) else { continue };
+        let tracked: Vec<(f64, f64)> = case.observed.iter().filter(|o| o.1 == tip).filter_map(|o| Some((o.0, o.2.as_point()?.dot(&down)))).collect();
+        let track = replay.track_of(i, fitted)?;
+        let t: Vec<f64> = tracked.iter().map(|p| p.0).collect();
+        let recorded: Vec<f64> = tracked.iter().map(|p| p.1).collect();
+        let replayed: Vec<f64> = t.iter().map(|t| track.marker_at(tip, t - delays_s[i]).dot(&down)).collect();
+        let (Some(a), Some(b)) = (crate::ringdown::ring_down(&t, &recorded, RING_DOWN_CYCLES), crate::ringdown::ring_down(&t, &replayed, RING_DOWN_CYCLES)) else {
+            continue;
+        };
+        out.push(identify::output::RingDownOut {
+            session: case.name.clone(),
+            recorded_hz: a.frequency_hz,
+            replayed_hz: b.frequency_hz,
+            recorded_log_decrement: a.log_decrement,
+            replayed_log_decrement: b.log_decrement,
+            cycles: RING_DOWN_CYCLES,
+        });
+    }
+    Ok(out)
 }
 
 /// The report's table of values: only those that apply (no friction
@@ -1181,6 +1216,26 @@ fn write_report(
     ))];
     blocks.push(Block::Warnings(warnings.to_vec()));
     blocks.push(Block::Table(["value", "fitted (95 % interval)", "start"].map(String::from).to_vec(), fitted_rows(replay, out, &start)));
+    if !out.ring_downs.is_empty() {
+        let header = ["release", "recorded [Hz]", "replayed [Hz]", "frequency error", "log decrement recorded", "replayed", "decrement error"];
+        let rows = out
+            .ring_downs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.session.clone(),
+                    format!("{:.3}", r.recorded_hz),
+                    format!("{:.3}", r.replayed_hz),
+                    format!("{:+.1} %", 100.0 * r.frequency_error()),
+                    format!("{:.3}", r.recorded_log_decrement),
+                    format!("{:.3}", r.replayed_log_decrement),
+                    format!("{:+.0} %", 100.0 * r.decrement_error()),
+                ]
+            })
+            .collect();
+        blocks.push(Block::Text(format!("Each release's first {RING_DOWN_CYCLES} cycles (its outermost marker along gravity, about where it settles), recorded and replayed with the fitted values:")));
+        blocks.push(Block::Table(header.map(String::from).to_vec(), rows));
+    }
     if !scan.is_empty() {
         blocks.push(Block::Chart(Chart {
             name: "mu_scan".into(),

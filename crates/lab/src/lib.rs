@@ -29,6 +29,7 @@ pub mod progress;
 pub mod provenance;
 pub mod reference;
 pub mod rig;
+pub mod ringdown;
 pub mod simulate;
 pub mod solve;
 pub mod synth;
