@@ -191,6 +191,7 @@ def identify_dynamic(
     hold_branches: bool = False,
     window_s: Optional[Tuple[float, float]] = None,
     fit_stiffness: bool = False,
+    match_ring_down: bool = False,
     sigma_m: float = 2e-5,
 ) -> Dict[str, Any]: ...
 def simulate(

@@ -174,10 +174,11 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// "warnings". As the command line's `identify --dynamic`: `window_s=(from,
 /// to)` fits that span of each replay, `hold_branches` keeps the rod
 /// file's branches, `fit_marker_delay` fits a delay where mocap stamps
-/// markers and clamp alike.
+/// markers and clamp alike, `match_ring_down` fits each release's
+/// frequency and log decrement instead of the markers' paths.
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, sigma_m=2e-5))]
+    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, match_ring_down=false, sigma_m=2e-5))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -196,6 +197,7 @@ pub fn identify_dynamic<'py>(
     hold_branches: bool,
     window_s: Option<(f64, f64)>,
     fit_stiffness: bool,
+    match_ring_down: bool,
     sigma_m: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = rod.params(params)?.unwrap_or_else(|| lab::params::Params::of_rod_file(&rod.rod, &rod.path));
@@ -210,6 +212,7 @@ pub fn identify_dynamic<'py>(
     req.hold_branches = hold_branches;
     req.window_s = window_s.map(|(from, to)| [from, to]);
     req.fit_stiffness = fit_stiffness;
+    req.match_ring_down = match_ring_down;
     req.sigma_m = sigma_m;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;
     let fit = work::run(py, self::progress(progress), move |p| lab::dynamic::identify_dynamic(&req, p))?;

@@ -373,6 +373,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.
     #[arg(long, requires = "dynamic")]
     pub fit_stiffness: bool,
+    /// With --dynamic: fit each release's frequency and log decrement over its first three cycles (its outermost marker along gravity) instead of the markers' paths: the swing alone, whatever the start's shape.
+    #[arg(long, requires = "dynamic")]
+    pub match_ring_down: bool,
     /// With --dynamic: floor of the markers' tracking noise per coordinate [m] (the noise estimated from each session is used when larger).
     #[arg(long, requires = "dynamic", default_value_t = 2e-5)]
     pub sigma_m: f64,
@@ -441,6 +444,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
         Some(v) => return Err(lab::Error::input(format!("--window-s: expected FROM,TO, got {} values", v.len()))),
     };
     req.fit_stiffness = a.fit_stiffness;
+    req.match_ring_down = a.match_ring_down;
     req.sigma_m = a.sigma_m;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;
     let fit = lab::dynamic::identify_dynamic(&req, progress)?;

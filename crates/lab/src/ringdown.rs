@@ -24,22 +24,36 @@ impl RingDown {
 /// The ring-down of `x` sampled at `t_s` (increasing), about the level it
 /// settles at (the mean of its last quarter): from the first crossing of
 /// that level, `cycles` cycles. The frequency is read from the crossings
-/// (interpolated), the decrement from the half-cycles' peaks (refined by a
-/// parabola through each peak and its neighbours). `None` when the signal
+/// (interpolated), the decrement from the swings, peak to the next peak
+/// of the other sign (each refined by a parabola through it and its
+/// neighbours), which the level's error leaves alone. `None` when the signal
 /// crosses its level fewer than 2 `cycles` + 1 times.
 pub fn ring_down(t_s: &[f64], x: &[f64], cycles: usize) -> Option<RingDown> {
     let n = t_s.len().min(x.len());
-    if n < 8 || cycles == 0 {
+    if n < 8 || cycles < 2 {
         return None;
     }
     let settled = x[n - n / 4..n].iter().sum::<f64>() / (n / 4) as f64;
     let y: Vec<f64> = x[..n].iter().map(|v| v - settled).collect();
-    // Crossings of the level: (index before, time).
+    // Crossings of the level, with hysteresis: the signal must reach 3
+    // times its noise (from its second differences) on the other side, so
+    // that noise about the level never counts. (index before, time) of the
+    // last zero crossing before each such swing.
+    let noise = ((1..n - 1).map(|k| (y[k + 1] - 2.0 * y[k] + y[k - 1]).powi(2)).sum::<f64>() / (6.0 * (n - 2) as f64)).sqrt();
+    let band = 3.0 * noise;
     let mut crossings = vec![];
+    let mut side = 0.0f64;
+    let mut last_zero: Option<(usize, f64)> = None;
     for k in 1..n {
         if (y[k - 1] < 0.0) != (y[k] < 0.0) {
             let f = y[k - 1] / (y[k - 1] - y[k]);
-            crossings.push((k - 1, t_s[k - 1] + f * (t_s[k] - t_s[k - 1])));
+            last_zero = Some((k - 1, t_s[k - 1] + f * (t_s[k] - t_s[k - 1])));
+        }
+        if y[k].abs() > band && y[k].signum() != side {
+            if side != 0.0 {
+                crossings.extend(last_zero);
+            }
+            side = y[k].signum();
         }
         if crossings.len() > 2 * cycles {
             break;
@@ -49,23 +63,37 @@ pub fn ring_down(t_s: &[f64], x: &[f64], cycles: usize) -> Option<RingDown> {
         return None;
     }
     let span_s = crossings[2 * cycles].1 - crossings[0].1;
-    // The peak of each half-cycle between two crossings.
+    // The peak of each half-cycle between two crossings: a parabola fitted
+    // (least squares) over the samples within a sixth of the half-cycle of
+    // its largest sample, so that noise on one sample does not set it.
     let peak = |from: usize, to: usize| -> f64 {
         let k = (from + 1..=to).max_by(|a, b| y[*a].abs().total_cmp(&y[*b].abs())).unwrap_or(from);
-        if k == 0 || k + 1 >= n {
+        let m = ((to - from) / 6).max(1);
+        let (lo, hi) = (k.saturating_sub(m), (k + m).min(n - 1));
+        if hi - lo < 2 {
             return y[k].abs();
         }
-        let (a, b, c) = (y[k - 1].abs(), y[k].abs(), y[k + 1].abs());
-        let curvature = a - 2.0 * b + c;
-        if curvature >= 0.0 {
-            return b;
+        // |y| = c0 + c1 u + c2 u^2 in u = t - t_k, by the normal equations.
+        let mut ata = nalgebra::Matrix3::<f64>::zeros();
+        let mut atb = nalgebra::Vector3::<f64>::zeros();
+        for i in lo..=hi {
+            let u = t_s[i] - t_s[k];
+            let row = nalgebra::Vector3::new(1.0, u, u * u);
+            ata += row * row.transpose();
+            atb += row * y[i].abs();
         }
-        b - (a - c).powi(2) / (8.0 * curvature)
+        let Some(c) = ata.try_inverse().map(|inv| inv * atb) else { return y[k].abs() };
+        if c[2] >= 0.0 {
+            return y[k].abs();
+        }
+        let vertex = (-c[1] / (2.0 * c[2])).clamp(t_s[lo] - t_s[k], t_s[hi] - t_s[k]);
+        c[0] + c[1] * vertex + c[2] * vertex * vertex
     };
-    let first = peak(crossings[0].0, crossings[1].0);
-    let last = peak(crossings[2 * cycles - 1].0, crossings[2 * cycles].0);
-    // Peaks 2 cycles - 1 half-cycles apart: the decrement per cycle.
-    let half_cycles = (2 * cycles - 1) as f64;
+    // Peak to peak: the level (a mean of a window that ends mid-cycle) drops out.
+    let swing = |k: usize| peak(crossings[k].0, crossings[k + 1].0) + peak(crossings[k + 1].0, crossings[k + 2].0);
+    let (first, last) = (swing(0), swing(2 * cycles - 2));
+    // Swings 2 cycles - 2 half-cycles apart: the decrement per cycle.
+    let half_cycles = (2 * cycles - 2) as f64;
     Some(RingDown { frequency_hz: cycles as f64 / span_s, log_decrement: 2.0 * (first / last).ln() / half_cycles, cycles })
 }
 
@@ -87,6 +115,30 @@ mod tests {
         assert!((r.frequency_hz / f_hz - 1.0).abs() < 2e-3, "{r:?}");
         assert!((r.log_decrement / delta - 1.0).abs() < 0.02, "{r:?} against {delta}");
         assert!((r.damping_ratio() / zeta - 1.0).abs() < 0.02, "{}", r.damping_ratio());
+        // A slow swing in a short window (3.37 Hz, 1.5 s: the level, the
+        // window's last quarter, is read off by what still swings there):
+        // its decrement within 3 %.
+        let (f_hz, zeta) = (3.37, 0.06);
+        let wd = 2.0 * std::f64::consts::PI * f_hz;
+        let wn = wd / (1.0f64 - zeta * zeta).sqrt();
+        let short: Vec<f64> = t.iter().copied().filter(|t| *t < 1.5).collect();
+        let x: Vec<f64> = short.iter().map(|t| 5.0 * (-zeta * wn * t).exp() * (wd * t).cos()).collect();
+        let r = ring_down(&short, &x, 3).unwrap();
+        let delta = 2.0 * std::f64::consts::PI * zeta / (1.0f64 - zeta * zeta).sqrt();
+        assert!((r.log_decrement / delta - 1.0).abs() < 0.03 && (r.frequency_hz / f_hz - 1.0).abs() < 0.01, "{r:?} against {delta}");
+        // With tracking noise of 2 % of the swing (seeded): noise about the
+        // level never counts as a crossing.
+        let mut seed = 9u64;
+        let mut gauss = || {
+            let mut u = || {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+            };
+            (-2.0 * u().ln()).sqrt() * (std::f64::consts::TAU * u()).cos()
+        };
+        let noisy: Vec<f64> = x.iter().map(|v| v + 0.1 * gauss()).collect();
+        let r = ring_down(&short, &noisy, 3).unwrap();
+        assert!((r.frequency_hz / f_hz - 1.0).abs() < 0.01 && (r.log_decrement / delta - 1.0).abs() < 0.1, "{r:?} against {delta}");
         // A signal that never crosses its level: none.
         assert!(ring_down(&t, &t, 3).is_none());
     }
