@@ -502,12 +502,7 @@ fn sigterm_and_sighup_finalise_the_session() {
     let emu = robot_emulator(port, 8.0, &[]);
     for signal in ["TERM", "HUP"] {
         let out = dir.path().join(signal);
-        let rec = rodlab()
-            .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let rec = recording(&rig(dir.path(), port), &out);
         wait_for(&out.join("session.toml"));
         std::thread::sleep(Duration::from_millis(1500));
         let k = Command::new("kill").args([format!("-{signal}"), rec.id().to_string()]).status().unwrap();
@@ -868,12 +863,7 @@ fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_
 
     // Two SIGINTs: the first asks for a clean stop, the second ends it now.
     let out = dir.path().join("twice");
-    let rec = rodlab()
-        .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let rec = recording(&rig(dir.path(), port), &out);
     wait_for(&out.join("session.toml"));
     std::thread::sleep(Duration::from_millis(800));
     let pid = rec.id().to_string();
@@ -888,6 +878,11 @@ fn a_controller_that_drops_pause_does_not_hold_the_recorder_and_a_second_signal_
     // ended the recorder (exit 130, saying so).
     assert!(o.status.code() == Some(0) || (o.status.code() == Some(130) && err.contains("second signal")), "{:?}: {err}", o.status);
     stop(emu);
+}
+
+/// A recorder of `rig` into `out` until a signal ends it, its output piped.
+fn recording(rig: &Path, out: &Path) -> Child {
+    rodlab().args(["record", "--rig", rig.to_str().unwrap(), "--out", out.to_str().unwrap()]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Sends `signal` to a running recorder once its session exists and the
@@ -915,12 +910,7 @@ fn a_controller_that_trickles_never_holds_the_recorder_past_two_seconds() {
         let port = free_port();
         let emu = robot_emulator(port, 30.0, &["--quirk", quirk]);
         let out = dir.path().join(format!("s{port}"));
-        let rec = rodlab()
-            .args(["record", "--rig", rig(dir.path(), port).to_str().unwrap(), "--out", out.to_str().unwrap()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let rec = recording(&rig(dir.path(), port), &out);
         // The handshake case: 400 packages (0.8 s), then reconnections that
         // trickle, 1.5 s of them before the signal.
         let (took_s, code, err) = signalled_after(rec, &out, 2.3, signal);

@@ -20,8 +20,8 @@
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::progress::Progress;
-use crate::ringdown::{ring_down, RingDown};
 use crate::provenance::{file_row, version_row};
+use crate::ringdown::{ring_down, RingDown};
 use crate::simulate::{at_records, BaseSource, Prepared, SimulateJob};
 use argmin::core::{Executor, Jacobian, Operator, State};
 use identify::output::{BranchOut, DynamicNoiseTest, DynamicOut};
@@ -724,7 +724,8 @@ pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) ->
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
     let held = Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone() };
-    let problem = DynamicProblem { replay: &replay, held, free: vec![Knob::Mu, Knob::Zeta], delays_free: vec![false; replay.cases.len()], ring_down: None, log_step };
+    let problem =
+        DynamicProblem { replay: &replay, held, free: vec![Knob::Mu, Knob::Zeta], delays_free: vec![false; replay.cases.len()], ring_down: None, log_step };
     problem.jacobian_fd(&problem.start())
 }
 

@@ -170,10 +170,7 @@ fn push_frame(t: &mut Trajectories, frame: Option<i64>, row: Vec<Option<Vec3>>, 
     }
     // Rows held are at most the lines: the frames numbered bound the missing.
     if skipped > 0 && t.frames.len() + skipped + 1 > (MISSING_PER_ROW + 1) * rows {
-        return Err(bad(
-            line,
-            format!("frame {frame} after frame {}: {skipped} frames missing in a file of {rows} lines (a damaged frame number?)", next - 1),
-        ));
+        return Err(bad(line, format!("frame {frame} after frame {}: {skipped} frames missing in a file of {rows} lines (a damaged frame number?)", next - 1)));
     }
     t.frames.extend(std::iter::repeat_n(vec![None; row.len()], skipped));
     t.frames.push(row);

@@ -637,10 +637,8 @@ impl Observer {
     fn impossible(&self, targets: &[Target]) -> Option<String> {
         let rod = &self.model.rod;
         let thickness = |arc_m: f64| rod.cross_section.half_extents_m(arc_m, rod.length_m);
-        let mut by_arc: Vec<(f64, Vec3, f64)> = targets
-            .iter()
-            .filter_map(|(i, seen, _)| seen.as_point().map(|p| (self.markers[*i].arc_m, p, self.markers[*i].offset_body_m.norm())))
-            .collect();
+        let mut by_arc: Vec<(f64, Vec3, f64)> =
+            targets.iter().filter_map(|(i, seen, _)| seen.as_point().map(|p| (self.markers[*i].arc_m, p, self.markers[*i].offset_body_m.norm()))).collect();
         by_arc.sort_by(|a, b| a.0.total_cmp(&b.0));
         let apart_m = std::f64::consts::PI * by_arc.iter().map(|m| thickness(m.0).0.max(thickness(m.0).1)).fold(0.0, f64::max);
         let mut picked: Vec<(f64, Vec3, f64)> = vec![];
