@@ -453,7 +453,7 @@ pub enum SynthCommand {
         /// The video's frame rate [frames/s]: how fast a camera that plays the file runs.
         #[arg(long, default_value_t = 100.0)]
         fps: f64,
-        /// `raw` (uncompressed BGR in video.avi, what the recorder writes by default), `mkv` (lossless HuffYUV), `avi` (Motion-JPEG) or `png` (an image directory).
+        /// `raw` (uncompressed BGR in video.avi: the recorder's container "raw"), `mkv` (lossless HuffYUV), `avi` (Motion-JPEG at quality 75, the recorder's default) or `png` (an image directory).
         #[arg(long, default_value = "raw")]
         format: String,
         /// Hide marker M for N frames from frame F: M,F,N.

@@ -64,7 +64,7 @@ pub enum Command {
     /// Look at a recorded session.
     #[command(subcommand)]
     Session(cmd_lab::SessionCommand),
-    /// Sessions from other tools' recordings (motion capture: C3D).
+    /// Sessions from other tools' recordings: motion capture as C3D, or as trajectory tables (Qualisys TSV, Motive CSV, Vicon Nexus CSV, a plain CSV).
     #[command(subcommand)]
     Import(cmd_lab::ImportCommand),
     /// The PLS paper's conical cantilever (Tables II and III): our PLS and PCS beside the paper's numbers.

@@ -69,9 +69,9 @@ pub struct DynamicRequest {
     /// Also fit the body's stiffness: E and G scaled together (their ratio,
     /// rho and geometry stay `--params'`), for motion that sees stiffness.
     pub fit_stiffness: bool,
-    /// Fit each release's frequency and log decrement over its first
-    /// cycles ([`RING_DOWN_CYCLES`]) instead of the markers' paths: the
-    /// swing alone, whatever the start's shape (`--match-ring-down`).
+    /// Fit each release's frequency and log decrement over its first three
+    /// cycles instead of the markers' paths: the swing alone, whatever the
+    /// start's shape (`--match-ring-down`).
     pub match_ring_down: bool,
     /// Floor of the markers' tracking noise per coordinate \[m\] (the
     /// noise estimated from each session is used when larger).

@@ -168,6 +168,10 @@ pub struct TruthFile {
     pub force_noise_n: f64,
     pub moment_noise_nm: f64,
     pub ft_bias: [f64; 6],
+    /// The table's friction coefficient the session was simulated with
+    /// (none: no table in the scene).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub friction_mu: Option<f64>,
     /// When the rod was mounted on the sensor \[s\] (0: from the start).
     #[serde(default)]
     pub mounted_at_s: f64,
@@ -315,6 +319,7 @@ pub fn truth_file(req: &SynthRequest, truth: &Truth, t0_host_ns: i64, live: bool
         force_noise_n: if req.flange_sensor { req.force_noise_n } else { 0.0 },
         moment_noise_nm: if req.flange_sensor { req.moment_noise_nm } else { 0.0 },
         ft_bias: req.ft_bias,
+        friction_mu: req.scene.table.as_ref().map(|t| t.mu),
         mounted_at_s: req.mounted_at_s,
         t0_host_ns,
         seed: req.seed,

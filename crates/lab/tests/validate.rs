@@ -298,6 +298,9 @@ fn a_chunk_copied_over_the_next_is_left_out_or_refused_naming_it() {
 fn markers_all_at_the_origin_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let good = noise_free(dir.path(), "good", |_| {});
+    // The truth states the table's friction it was made with (it left it out).
+    let truth = lab::synth::TruthFile::read(&dir.path().join("good-truth")).unwrap();
+    assert!(truth.friction_mu.is_some() && truth.friction_mu == scene(SCENE).table.map(|t| t.mu), "{truth:?}");
     let s = SessionDir::new(dir.path().join("zeros"));
     copy_dir(good.path(), s.path());
     let mut rows = session::read_markers(&s.markers()).unwrap();
