@@ -77,6 +77,7 @@ pub enum EmulateCommand {
         /// Serial device to write to (one end of a socat pty pair).
         #[arg(long)]
         port: PathBuf,
+        /// Frames a second streamed (the FT 300 streams at 100) [Hz].
         #[arg(long, default_value_t = 100.0)]
         rate_hz: f64,
         /// Every N frames, also send garbage, a truncated and a corrupted frame.
@@ -103,6 +104,7 @@ pub enum EmulateCommand {
         /// Stream from power-up, before any start command (as a sensor left streaming by its last client).
         #[arg(long)]
         streaming_at_start: bool,
+        /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -114,6 +116,7 @@ pub enum EmulateCommand {
         /// UDP address of the RDT server; the calibration's TCP port is the one below.
         #[arg(long, default_value = "127.0.0.1:49152")]
         bind: String,
+        /// RDT records a second once streaming [Hz].
         #[arg(long, default_value_t = 1000.0)]
         rate_hz: f64,
         /// The wrench it reads: FX,FY,FZ,MX,MY,MZ [N, N m].
@@ -128,6 +131,7 @@ pub enum EmulateCommand {
         /// Faults: lose=P, reorder=P, duplicate=P (fractions of the records), status-error-at=N (an error bit from record N on).
         #[arg(long, default_value = "")]
         quirk: String,
+        /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -137,8 +141,10 @@ pub enum EmulateCommand {
         after_help = "Example:\n  socat -d -d pty,raw,echo=0,link=/tmp/ascii-a pty,raw,echo=0,link=/tmp/ascii-b &\n  rodlab emulate ascii-sensor --port /tmp/ascii-a --rate-hz 1000"
     )]
     AsciiSensor {
+        /// Serial device to write to (one end of a socat pty pair).
         #[arg(long)]
         port: PathBuf,
+        /// Lines a second [Hz].
         #[arg(long, default_value_t = 1000.0)]
         rate_hz: f64,
         /// Field separator (one character; " " for whitespace).
@@ -150,6 +156,7 @@ pub enum EmulateCommand {
         /// Wall-clock time [s since 1970, UTC] of the values file's t = 0.
         #[arg(long, requires = "values")]
         start_at_unix_s: Option<f64>,
+        /// Stop after this many seconds (default: until killed).
         #[arg(long)]
         duration: Option<f64>,
     },
@@ -158,12 +165,16 @@ pub enum EmulateCommand {
 #[derive(Subcommand)]
 pub enum SessionCommand {
     /// Streams (rows, rates, span), devices (outages from the gap tables, reconnects) and segments of a session.
-    Info { dir: PathBuf },
+    Info {
+        /// Session directory (session.toml, streams/, markers.parquet, ...).
+        dir: PathBuf,
+    },
     /// Reads every file of a session and names each problem: damaged or drifting chunks, host time running
     /// backwards, unreadable marker/strain tables, videos shorter than their frame tables, devices silent
     /// longer than --max-outage-s or never heard. Exit 1 when anything is wrong.
     #[command(after_help = "Examples:\n  rodlab session check sessions/dry-run\n  rodlab session check sessions/day1 --max-outage-s 5 --skip-videos")]
     Check {
+        /// Session directory.
         dir: PathBuf,
         /// A device silent, away or losing samples for longer than this is a problem [s].
         #[arg(long, default_value_t = 1.0)]
@@ -178,6 +189,7 @@ pub enum SessionCommand {
         after_help = "Examples:\n  rodlab session view sessions/lab-day/stick   # open the printed URL\n  rodlab session view sessions/dry-run --addr 127.0.0.1:9000\n\nTrack the video and observe the markers first to see markers and strain."
     )]
     View {
+        /// Session directory.
         dir: PathBuf,
         /// Address to serve on (loopback by default; port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:8766")]
@@ -191,6 +203,7 @@ pub enum SessionCommand {
         after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
     )]
     Export {
+        /// Session directory, or a simulation's output (simulate --out).
         dir: PathBuf,
         /// Directory to write into (created).
         #[arg(long)]
@@ -205,6 +218,7 @@ pub enum CameraCommand {
         after_help = "Examples:\n  rodlab camera check --rig my-rig.toml --markers configs/markers.toml --out reports/camera-check\n  rodlab camera check --rig rig.toml --camera side --frames 30 --out /tmp/check\n\nRun it with the rod in place and the light as it will be. Per marker: frames found, blob area, how far its colour sits above saturation_min and value_min (0-1) and inside hue_ranges_deg, and sharpness (variance of the Laplacian; compare markers, and before/after focusing). Exit 1 when a marker is missing, flickers, or its colour is within 0.05 of a threshold; set count in the markers file so that a missing marker can be named."
     )]
     Check {
+        /// Rig file whose [[camera]] is checked.
         #[arg(long)]
         rig: PathBuf,
         /// markers.toml (default: red markers).
@@ -399,6 +413,7 @@ pub struct TrackArgs {
     /// Frame rate when there is no frames table (default: the video's).
     #[arg(long)]
     pub fps: Option<f64>,
+    /// Marker table to write (Parquet).
     #[arg(long, default_value = "markers.parquet")]
     pub out: PathBuf,
     /// Write annotated frames (JPEG) here, for checking by eye.
@@ -416,11 +431,13 @@ pub struct TrackArgs {
 pub enum SynthCommand {
     /// Checkerboard views for calibration, and one of the board lying in the plane of motion.
     Board {
+        /// Directory to write the views into (views/view_NN.png, plane.png, true-camera.toml).
         #[arg(long)]
         out: PathBuf,
         /// Inner corners, COLSxROWS.
         #[arg(long, default_value = "9x6")]
         board: String,
+        /// Side of a square [m].
         #[arg(long, default_value_t = 0.016)]
         square_m: f64,
         /// Sensor noise [grey levels].
@@ -438,10 +455,13 @@ pub enum SynthCommand {
     },
     /// A video of a bending rod with red markers, and its truth (truth.csv).
     Video {
+        /// Directory to write into (video, truth.csv, true-camera.toml, markers.toml).
         #[arg(long)]
         out: PathBuf,
+        /// Frames to render.
         #[arg(long, default_value_t = 200)]
         frames: usize,
+        /// Markers along the rod.
         #[arg(long, default_value_t = 6)]
         markers: usize,
         /// Fastest marker speed [px/frame].
@@ -469,8 +489,10 @@ pub enum SynthCommand {
     after_help = "Examples:\n  rodlab synth session --scene configs/scene/cable-arm-holds.toml --rod configs/rod/pls-cable-arm.toml --out sessions/holds1\n  rodlab synth session --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --rig configs/rig/emulated.toml --out sessions/stick --seed 2\n  rodlab synth session --scene configs/scene/contact-paper-stick.toml --rod configs/rod/contact-paper-steel-core.toml --out sessions/stick-live --live\n\nWrites the session (session.toml, streams/robot, streams/ft300, markers.parquet) into --out and the truth (the simulation's tables and report, truth.toml) into --truth, never inside the session. Without --live the session has no video: its markers are the tracker's output, with --marker-noise-m of noise."
 )]
 pub struct SynthSessionArgs {
+    /// Scene of the experiment simulated: time stepping, table, the base's motion, contact law (configs/scene/*.toml).
     #[arg(long)]
     pub scene: PathBuf,
+    /// Rod file of the truth (geometry, material unless --params, markers).
     #[arg(long)]
     pub rod: PathBuf,
     /// Rig file: its [frames] (robot base, gravity, table) place the scene and go into session.toml (default: the scene's).

@@ -462,6 +462,7 @@ pub struct ObserveArgs {
     /// Rod description with its [[marker]] entries.
     #[arg(long)]
     pub rod: PathBuf,
+    /// How the markers hold the rod: weighted (springs by their noise, the default) or hard (constraints: exact markers).
     #[arg(long, value_enum, default_value = "weighted")]
     pub mode: ModeArg,
     /// Marker position noise, standard deviation per coordinate [m]; never below the markers' own noise estimated from the table (third differences, 30 frames or more), with a warning.
@@ -524,6 +525,7 @@ pub enum RigCommand {
 pub struct CalibrateRigArgs {
     /// Session directory with markers.parquet (tracked, world frame) and a robot stream.
     pub session: PathBuf,
+    /// Rod file: its [base] mount and the tracked marker's arc length and offsets place the marker on the flange.
     #[arg(long)]
     pub rod: PathBuf,
     /// Index of the tracked marker (0 = base marker).

@@ -13,6 +13,7 @@ use std::path::PathBuf;
     after_help = "Examples:\n  rodlab simulate --rod configs/rod/contact-paper-steel-core.toml --scene configs/scene/contact-paper-stick.toml --out reports/sim/stick\n  rodlab simulate --rod rod.toml --scene scene.toml --trajectory flange.csv --params identified.toml --out sim/\n  rodlab simulate --rod rod.toml --scene scene.toml --session sessions/run1 --out sessions/run1/sim\n\nOutputs in --out: sim.parquet (one row per step: totals, tip, base wrench at the flange, energies, solver figures), sim_nodes.parquet (step x node strains), sim_contacts.parquet (step x contact point), sim_markers.parquet (the tracker's marker table: a simulation reads like a recording), index.html (plots) and summary.json.\nA trajectory CSV has the header t_s,x_m,y_m,z_m,rx,ry,rz: the flange pose in the robot's base frame (rotation vector, radians); the rod's base is flange * the rod file's [base]."
 )]
 pub struct SimulateArgs {
+    /// Rod file (geometry, material unless --params, markers, damping).
     #[arg(long)]
     pub rod: PathBuf,
     /// Scene: time stepping, table, base, contact law (configs/scene/*.toml).
@@ -149,6 +150,7 @@ pub struct ValidateArgs {
     /// Session directories (tracked markers, the base's stream: robot or mocap_base, optionally a force sensor).
     #[arg(required = true, num_args = 1..)]
     pub sessions: Vec<PathBuf>,
+    /// Rod file of the specimen (geometry, markers; its material unless --params).
     #[arg(long)]
     pub rod: PathBuf,
     /// identified.toml: E, G, rho to validate (default: the rod file's material) (FILE:NAME takes a compared variant's values instead of [parameters], e.g. "identified.toml:no nuisance").
@@ -163,6 +165,7 @@ pub struct ValidateArgs {
     /// loads.toml: the flange force sensor's stream, mount and tare (default: stream ft300 if the session has it).
     #[arg(long)]
     pub loads: Option<PathBuf>,
+    /// The observer of the measured strain: weighted (markers as springs by their noise, the default) or hard (constraints).
     #[arg(long, value_enum, default_value = "weighted")]
     pub observer: ModeArg,
     /// Tracking noise per coordinate [m] (observer weights, contact detection).

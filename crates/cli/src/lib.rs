@@ -214,3 +214,27 @@ pub fn quiet_video_libraries() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every option and argument of every command says what it is in
+    /// `--help` (`--scene` and `--rod` of several commands said nothing).
+    #[test]
+    fn every_argument_has_help() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id != "help" && id != "version" && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = vec![];
+        walk(&super::Cli::command(), "rodlab", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+}

@@ -24,10 +24,12 @@ impl RingDown {
 /// The ring-down of `x` sampled at `t_s` (increasing), about the level it
 /// settles at (the mean of its last quarter): from the first crossing of
 /// that level, `cycles` cycles. The frequency is read from the crossings
-/// (interpolated), the decrement from the swings, peak to the next peak
-/// of the other sign (each refined by a parabola through it and its
-/// neighbours), which the level's error leaves alone. `None` when the signal
-/// crosses its level fewer than 2 `cycles` + 1 times.
+/// (interpolated, counted only once the signal is 3 noise levels past the
+/// level), the decrement from the swings, peak to the next peak of the
+/// other sign (each the top of a least-squares parabola over its
+/// neighbourhood), which the level's error leaves alone. `None` for fewer
+/// than 2 cycles, or when the signal crosses its level fewer than
+/// 2 `cycles` + 1 times.
 pub fn ring_down(t_s: &[f64], x: &[f64], cycles: usize) -> Option<RingDown> {
     let n = t_s.len().min(x.len());
     if n < 8 || cycles < 2 {
