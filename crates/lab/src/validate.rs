@@ -904,6 +904,12 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
         let interval = req.params.as_ref().map(Params::material_ci95).map_or("-".to_string(), |ci| format!("[{:.4e}, {:.4e}]", ci[k][0], ci[k][1]));
         rows.push(vec![name.to_string(), format!("{:.4e} {unit}", s.parameters[k]), interval]);
     }
+    // The table's friction the replay ran with: identify --dynamic's, else the scene's.
+    if let Some(table) = crate::params::scene_with(req.scene.clone(), req.params.as_ref()).table {
+        let fitted = req.params.as_ref().and_then(|p| p.file.dynamic.as_ref()).filter(|d| !d.no_table);
+        let interval = fitted.map_or("- (the scene's)".to_string(), |d| format!("[{:.4}, {:.4}] (identify --dynamic)", d.mu_ci95[0], d.mu_ci95[1]));
+        rows.push(vec!["table friction mu".into(), format!("{:.4}", table.mu), interval]);
+    }
     blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
 
     blocks.push(Block::Heading("Strain: observed (measured) against simulated".into()));

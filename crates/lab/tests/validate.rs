@@ -265,6 +265,11 @@ fn checks_that_rest_on_missing_markers_fail() {
     // The intact session covers everything.
     let s = one(&request(&[&good], &dir.path().join("v-good")));
     assert!(s.marker_coverage_pct > 99.9, "{}", s.marker_coverage_pct);
+    // Its report's parameters name the table's friction the replay used (E, G and rho only, before).
+    let html = std::fs::read_to_string(dir.path().join("v-good/index.html")).unwrap();
+    let mu = format!("{:.4}", scene(SCENE).table.unwrap().mu);
+    let row = html.find("table friction mu").map(|at| &html[at..(at + 200).min(html.len())]).unwrap_or_default();
+    assert!(row.contains(&mu) && row.contains("the scene"), "the mu row: {row:?}");
 }
 
 /// A robot chunk copied over the next one (a backup restored badly):

@@ -88,10 +88,20 @@ function renderCameras(cameras) {
   return Promise.all(loading);
 }
 
+// What the page serves: "live" (a recording) or a recorded session.
+let viewMode = "";
+
 function renderStrain(strain) {
   const box = document.getElementById("strain");
   box.replaceChildren();
-  if (!strain) { box.append(el("p", {}, "no strain: give --rod (and a calibrated camera) to observe it")); return; }
+  if (!strain) {
+    // Each view's own way to strain: record's --rod, or the session's strain table.
+    const how = viewMode === "live"
+      ? "give record --rod (and a calibrated camera) to observe it"
+      : "the session has no strain.parquet: make it with rodlab observe SESSION --rod ROD --out SESSION/strain.parquet";
+    box.append(el("p", {}, "no strain: " + how));
+    return;
+  }
   const plots = el("div"); plots.innerHTML = strain.svg + strain.shape_svg; box.append(plots);
   box.append(el("p", {}, "residual " + fmt(strain.residual_m * 1e3, 3) + " mm, " + strain.status));
   // The strain's own frame time: it may lag the camera's newest frame.
@@ -122,6 +132,7 @@ function render(s) {
 
 async function start() {
   const info = await (await fetch("/api/info")).json();
+  viewMode = info.mode;
   document.getElementById("title").textContent = info.title;
   document.title = info.title;
   const link = document.getElementById("link");
