@@ -913,8 +913,13 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
     blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
 
     blocks.push(Block::Heading("Strain: observed (measured) against simulated".into()));
+    blocks.push(Block::Text(
+        "\"RMS % of range\" is the whole error; the checks count only what lies beyond the observer's floor: the error that a model describing the session exactly would show here (the simulated markers with the tracking noise, observed as the session's are), taken out in quadrature. A component whose error is the floor's passes at 0 %.".into(),
+    ));
     blocks.push(Block::Table(
-        ["component", "measured range", "RMS error", "max error", "RMS % of range", "max % of range", "in the headline"].map(String::from).to_vec(),
+        ["component", "measured range", "RMS error", "max error", "RMS % of range", "max % of range", "RMS % beyond the floor (checked)", "in the headline"]
+            .map(String::from)
+            .to_vec(),
         s.strain
             .iter()
             .map(|c| {
@@ -926,6 +931,7 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
                     f[1].clone(),
                     f[2].clone(),
                     f[3].clone(),
+                    format!("{:.3} %", c.excess_rms_pct),
                     if c.significant { "yes" } else { "no" }.into(),
                 ]
             })
