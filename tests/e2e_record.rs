@@ -131,14 +131,18 @@ fn sixty_seconds_robot_500_hz_ft300_100_hz_ascii_1_khz_nothing_lost() {
     assert!(a.i64("t_host_ns").unwrap().windows(2).all(|w| w[1] >= w[0]));
 
     // The serial emulators stopped about 3 s before the recorder: that
-    // trailing outage is each one's only gap (the FT 300's counts as
+    // trailing outage is each one's last gap (the FT 300's counts as
     // disconnected: it no longer answers the recorder's restart); the robot
-    // has none.
+    // has none. Before it, an emulator starved on a loaded machine may fall
+    // silent for a moment (0.3-0.5 s, seen in CI with every sample kept, as
+    // the counts above prove): a silence recorded as one, never a loss.
     for (name, reason) in [("ft300", session::gaps::GapReason::Disconnected), ("load_cell", session::gaps::GapReason::Silent)] {
         let gaps = session::gaps::read_gaps(&out, name).unwrap();
-        assert_eq!(gaps.len(), 1, "{name}: {gaps:?}");
-        assert_eq!(gaps[0].reason, reason, "{name}: {gaps:?}");
-        assert!(gaps[0].duration_s() > 1.5 && gaps[0].duration_s() < 5.0, "{name}: {gaps:?}");
+        let (last, before) = gaps.split_last().unwrap_or_else(|| panic!("{name}: no trailing gap"));
+        assert_eq!(last.reason, reason, "{name}: {gaps:?}");
+        assert!(last.duration_s() > 1.5 && last.duration_s() < 5.0, "{name}: {gaps:?}");
+        let brief_silences = before.iter().all(|g| g.reason == session::gaps::GapReason::Silent && g.duration_s() < 1.0 && g.missing_samples.unwrap_or(0) == 0);
+        assert!(before.len() <= 2 && brief_silences, "{name}: {gaps:?}");
     }
     assert!(session::gaps::read_gaps(&out, "robot").unwrap().is_empty());
     let o = rodlab().args(["session", "check", out.to_str().unwrap()]).output().unwrap();
