@@ -959,18 +959,21 @@ fn noise_test(cases: &[SessionCase], r: &DVector<f64>, parameters: usize, model_
         chi_square += r.rows(g.start, g.len).norm_squared() * allowed;
     }
     let biases = 3 * cases.iter().filter(|c| c.force.is_some()).count();
-    let dof = r.len().checked_sub(parameters + biases).filter(|d| *d > 0)?;
-    let p = identify::fit::chi_square_upper_p(chi_square, dof);
-    Some(DynamicNoiseTest { chi_square, dof, p, scale: (chi_square / dof as f64).sqrt(), model_error_m, level: CHI_SQUARE_LEVEL })
+    tested(chi_square, r.len(), parameters + biases, model_error_m)
 }
 
 /// The chi-square of `--match-ring-down`'s rows (each in its sigma,
 /// [`RING_DOWN_SIGMA`]), `parameters` fitted.
 fn ring_down_test(r: &DVector<f64>, parameters: usize) -> Option<DynamicNoiseTest> {
-    let chi_square = r.norm_squared();
-    let dof = r.len().checked_sub(parameters).filter(|d| *d > 0)?;
+    tested(r.norm_squared(), r.len(), parameters, 0.0)
+}
+
+/// The test of `chi_square` over `rows` less the `fitted` values (none
+/// when nothing is left over).
+fn tested(chi_square: f64, rows: usize, fitted: usize, model_error_m: f64) -> Option<DynamicNoiseTest> {
+    let dof = rows.checked_sub(fitted).filter(|d| *d > 0)?;
     let p = identify::fit::chi_square_upper_p(chi_square, dof);
-    Some(DynamicNoiseTest { chi_square, dof, p, scale: (chi_square / dof as f64).sqrt(), model_error_m: 0.0, level: CHI_SQUARE_LEVEL })
+    Some(DynamicNoiseTest { chi_square, dof, p, scale: (chi_square / dof as f64).sqrt(), model_error_m, level: CHI_SQUARE_LEVEL })
 }
 
 /// What a failed noise test says: how far off, and which terms the fit
@@ -1344,7 +1347,7 @@ fn write_report(
                 ]
             })
             .collect();
-        blocks.push(Block::Text(format!("Each release's first {RING_DOWN_CYCLES} cycles (its outermost marker along gravity, about where it settles), recorded and replayed with the fitted values:")));
+        blocks.push(Block::Text(format!("Each release's first {RING_DOWN_CYCLES} cycles (its outermost marker along the axis it swings on; decrements peak to peak), recorded and replayed with the fitted values:")));
         blocks.push(Block::Table(header.map(String::from).to_vec(), rows));
     }
     if !scan.is_empty() {

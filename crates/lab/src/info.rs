@@ -380,7 +380,7 @@ fn check_device(d: &DeviceOutages, opts: &CheckOptions, report: &mut CheckReport
             r.rows_lost,
             r.last_error.as_deref().unwrap_or("none recorded")
         )),
-        Some(r) if r.last_error.is_some() => report.warnings.push(format!("device {name}: its last error: {}", r.last_error.as_deref().unwrap_or_default())),
+        Some(DeviceRecord { last_error: Some(e), .. }) => report.warnings.push(format!("device {name}: its last error: {e}")),
         _ => {}
     }
     if let Some(r) = d.record.as_ref().filter(|r| r.backlog_reads > 0) {

@@ -349,9 +349,9 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         warnings.extend(ob.warnings.iter().filter(|w| w.contains("--sigma-m")).cloned());
         if ob.failed > 0 {
             let (why, n) = ob.reasons.iter().max_by_key(|(_, n)| **n).expect("failures have reasons");
-            let failure = format!("the observer failed on {} of {} frames (most often, {n} frames: {why})", ob.failed, ob.frames);
-            warnings.push(failure.replace(" (most often", " (left out of the comparison; most often"));
-            observer_failure = Some(failure);
+            let (failed, most) = (format!("the observer failed on {} of {} frames", ob.failed, ob.frames), format!("most often, {n} frames: {why}"));
+            warnings.push(format!("{failed} (left out of the comparison; {most})"));
+            observer_failure = Some(format!("{failed} ({most})"));
         }
         (ob.out, ob.failed, ob.energy_scale_j)
     };
