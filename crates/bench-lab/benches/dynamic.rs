@@ -5,7 +5,8 @@
 //! a time on two cores). And a ring-down of a viscoelastic rod (one
 //! Maxwell branch) fitted twice on the same session: with the elastic law
 //! and a damping ratio (one value), and with the branch's modulus ratio and
-//! time (the Prony law; #78 asks it to cost at most twice the first).
+//! time (the Prony law; #78 asks it to cost at most twice the first), and
+//! with the constant-loss law's two numbers (seven branches).
 
 use criterion::{criterion_group, Criterion};
 use lab::dynamic::{identify_dynamic, DynamicRequest};
@@ -54,12 +55,17 @@ fn bench_ring_down_laws(c: &mut Criterion) {
     let mut prony = DynamicRequest { out: dir.path().join("prony"), ..kelvin_voigt.clone() };
     prony.rod.damping = None;
     prony.rod.viscoelastic = vec![rod::PronyBranch { modulus_ratio: 0.15, time_constant_s: 0.1 }];
+    // The constant-loss law over 5 ms - 0.3 s (7 branches), fitted by its two numbers.
+    let mut constant_loss = DynamicRequest { out: dir.path().join("constant-loss"), ..prony.clone() };
+    let law = rod::ConstantLoss::new(0.06, 0.005, 0.3);
+    (constant_loss.rod.constant_loss, constant_loss.rod.viscoelastic) = (Some(law), law.prony_branches());
     let mut g = c.benchmark_group("identify_dynamic");
     g.sample_size(10);
     g.bench_function("ring_down_3_s_kelvin_voigt_damping_ratio", |b| b.iter(|| identify_dynamic(&kelvin_voigt, &lab::Silent).unwrap()));
     g.bench_function("ring_down_3_s_prony_one_branch", |b| {
         b.iter(|| assert!((identify_dynamic(&prony, &lab::Silent).unwrap().out.branches[0].time_constant_s / 0.05 - 1.0).abs() < 0.03))
     });
+    g.bench_function("ring_down_3_s_constant_loss_seven_branches", |b| b.iter(|| identify_dynamic(&constant_loss, &lab::Silent).unwrap()));
     g.finish();
 }
 

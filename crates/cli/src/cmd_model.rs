@@ -367,7 +367,7 @@ pub struct IdentifyArgs {
     /// With --dynamic: fit only this span of each replay, FROM,TO seconds from its start (the release, or the session's first sample), e.g. the ring-down after the robot stops (default: the scene's [time] fit_window_s, else all of it).
     #[arg(long, requires = "dynamic", value_name = "FROM,TO")]
     pub window_s: Option<Numbers>,
-    /// With --dynamic: hold the rod file's viscoelastic branches ([damping] branches) instead of fitting each one's modulus ratio and time constant.
+    /// With --dynamic: hold the rod file's viscoelastic law ([damping] branches or constant_loss) instead of fitting each branch's modulus ratio and time constant (or the constant-loss law's loss factor and longest time).
     #[arg(long, requires = "dynamic")]
     pub hold_branches: bool,
     /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.

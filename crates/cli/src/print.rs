@@ -180,7 +180,10 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     if o.branches.is_empty() || o.damping_ratio > 0.0 {
         println!("  damping ratio = {:.4}      {}", o.damping_ratio, interval(o.damping_ratio_ci95));
     }
-    for (i, b) in o.branches.iter().enumerate() {
+    if let Some(c) = &o.constant_loss {
+        println!("  constant loss {}", c.text());
+    }
+    for (i, b) in o.branches.iter().enumerate().filter(|_| o.constant_loss.is_none()) {
         println!(
             "  branch {}      modulus ratio {:.4} {}, time constant {:.5} s {}",
             i + 1,
@@ -191,7 +194,10 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
         );
     }
     if let (Some(e), Some(c)) = (o.e_pa, o.e_pa_ci95) {
-        println!("  E             = {e:.4e} Pa  95 % CI [{:.4e}, {:.4e}] (G scaled alike; [parameters] carry them)", c[0], c[1]);
+        println!("  E             = {e:.4e} Pa  95 % CI [{:.4e}, {:.4e}] (relaxed; G scaled alike; [parameters] carry them)", c[0], c[1]);
+    }
+    if let Some(h) = &o.static_holds {
+        println!("  static holds  {}", h.text());
     }
     if o.correlation_mu_damping.is_finite() {
         println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);

@@ -155,6 +155,9 @@ pub struct Experiment {
     /// Per cable, its tension where the slide last reversed (from a
     /// session's tension history; empty: they slid all along).
     pub cable_reversal_n: Vec<Option<f64>>,
+    /// How long the loads had acted at the hold's middle \[s\] (from a
+    /// session's hold; `None`: unknown, a hold long enough to have relaxed).
+    pub loaded_for_s: Option<f64>,
 }
 
 /// What a critical value measures: the path of holds from the
@@ -188,6 +191,7 @@ impl Experiment {
             cable_slide: rod::statics::CableSlide::PulledIn,
             cable_reversal_n: vec![],
             critical: vec![],
+            loaded_for_s: None,
         }
     }
 

@@ -608,6 +608,10 @@ pub struct ExperimentOut {
     pub loo_errors_mm: Vec<f64>,
     /// Per marker, the error with the reference values \[mm\] (empty without).
     pub reference_errors_mm: Vec<f64>,
+    /// How long its loads had acted at its middle \[s\] (a session's hold):
+    /// what a viscoelastic law's creep is read at.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub loaded_for_s: Option<f64>,
 }
 
 /// The reference values (a published table's), judged on the same data.
@@ -753,6 +757,15 @@ pub struct DynamicOut {
     /// `branches`; validate and simulate then use them.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub branches: Vec<BranchOut>,
+    /// The constant-loss law fitted, when the rod file's `[damping]` has
+    /// `constant_loss` (`branches` are then its branches).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub constant_loss: Option<ConstantLossOut>,
+    /// The static holds beside the releases (`--match-ring-down` with
+    /// `--fit-stiffness`): the modulus the fitted law gives them against
+    /// the static fit's.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub static_holds: Option<StaticHoldsOut>,
     /// Whether the residual is what the markers' noise (and the rod file's
     /// model error) leaves, as the static fit's chi-square test asks.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -828,6 +841,70 @@ impl RingDownOut {
     }
 }
 
+/// The static holds as the dynamic fit's values see them.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StaticHoldsOut {
+    /// The static fit's E (`--params`) \[Pa\] and its 95 % interval.
+    pub static_e_pa: f64,
+    /// Its 95 % interval \[Pa\].
+    pub static_e_ci95_pa: [f64; 2],
+    /// The modulus the fitted law gives the holds \[Pa\]: the relaxed E
+    /// times the mean creep ratio at how long each hold had been loaded.
+    pub hold_e_pa: f64,
+    /// How long the holds had been loaded, on average \[s\].
+    pub mean_loaded_for_s: f64,
+}
+
+impl StaticHoldsOut {
+    /// "the law gives the holds E = 2.61e5 Pa (2.9 s loaded): the static fit's 2.66e5 [2.55e5, 2.78e5] Pa".
+    pub fn text(&self) -> String {
+        let c = self.static_e_ci95_pa;
+        let inside = if self.hold_e_pa >= c[0] && self.hold_e_pa <= c[1] { "inside" } else { "OUTSIDE" };
+        format!(
+            "the law gives the static holds E = {:.4e} Pa ({:.1} s loaded), {inside} the static fit's {:.4e} [{:.4e}, {:.4e}] Pa",
+            self.hold_e_pa, self.mean_loaded_for_s, self.static_e_pa, c[0], c[1]
+        )
+    }
+}
+
+/// A fitted constant-loss law (`[damping] constant_loss`), with 95 % intervals.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConstantLossOut {
+    /// Loss modulus over the relaxed modulus inside the band \[1\].
+    pub loss_factor: f64,
+    /// Its 95 % interval (NaN where held).
+    pub loss_factor_ci95: [f64; 2],
+    /// The band's shortest relaxation time \[s\] (the rod file's, held).
+    pub shortest_time_s: f64,
+    /// The band's longest relaxation time \[s\].
+    pub longest_time_s: f64,
+    /// Its 95 % interval \[s\] (NaN where held).
+    pub longest_time_ci95_s: [f64; 2],
+    /// The Maxwell branches that carry it.
+    pub branches: usize,
+}
+
+impl ConstantLossOut {
+    /// The law as the rod carries it.
+    pub fn law(&self) -> rod::ConstantLoss {
+        rod::ConstantLoss { loss_factor: self.loss_factor, shortest_time_s: self.shortest_time_s, longest_time_s: self.longest_time_s, branches: self.branches }
+    }
+
+    /// "loss factor 0.110 [0.10, 0.12], band 0.002-0.154 s [0.12, 0.19]".
+    pub fn text(&self) -> String {
+        let ci = |c: [f64; 2], digits: usize| if c[0].is_finite() { format!(" [{:.digits$}, {:.digits$}]", c[0], c[1]) } else { " (held)".into() };
+        format!(
+            "loss factor {:.4}{}, relaxation times {:.4} s to {:.4} s{} ({} branches)",
+            self.loss_factor,
+            ci(self.loss_factor_ci95, 4),
+            self.shortest_time_s,
+            self.longest_time_s,
+            ci(self.longest_time_ci95_s, 4),
+            self.branches
+        )
+    }
+}
+
 /// One fitted viscoelastic branch, with 95 % intervals.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BranchOut {
@@ -889,7 +966,10 @@ impl DynamicOut {
             Some(b) => format!("mu at least {b:.4} (not determined)"),
             None => format!("mu {:.4} {}", self.mu, ci(self.mu_ci95)),
         };
-        let branches: String = self.branches.iter().enumerate().map(|(i, b)| format!(", branch {} {}", i + 1, b.text())).collect();
+        let branches: String = match &self.constant_loss {
+            Some(c) => format!(", constant loss: {}", c.text()),
+            None => self.branches.iter().enumerate().map(|(i, b)| format!(", branch {} {}", i + 1, b.text())).collect(),
+        };
         let test = self.noise_test.as_ref().map_or(String::new(), |t| {
             format!(", chi-square {:.1} on {} ({:.2} x noise): {}", t.chi_square, t.dof, t.scale, if t.passed() { "passed" } else { "FAILED" })
         });
@@ -1147,6 +1227,7 @@ impl IdentifiedFile {
                     errors_mm: f.errors_mm[i].clone(),
                     loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| nan(e.measurements.len())),
                     reference_errors_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| nan(e.measurements.len())),
+                    loaded_for_s: e.loaded_for_s,
                 })
                 .collect(),
             start: f.starts.clone(),
@@ -1213,6 +1294,10 @@ impl IdentifiedFile {
             out.damping = Some(rod::Damping::Ratio(d.damping_ratio));
             if !d.branches.is_empty() {
                 out.viscoelastic = d.branches.iter().map(BranchOut::branch).collect();
+            }
+            if let Some(c) = &d.constant_loss {
+                out.constant_loss = Some(c.law());
+                out.viscoelastic = c.law().prony_branches();
             }
         }
         if let Some(mu) = p.friction_mu {

@@ -537,6 +537,10 @@ impl Stream {
 #[derive(Clone, Debug, Default)]
 pub struct SessionData {
     pub name: String,
+    /// When the loads began to act (a support's release, session.toml's
+    /// `release_s`); `None`: each hold's loads began with its still run.
+    /// A viscoelastic rod's hold creeps for as long as they act.
+    pub loaded_since_s: Option<f64>,
     /// Flange poses in the world (`T_WB * TCP`), time-sorted.
     pub flange: Vec<(f64, Pose)>,
     /// A held tip (`[tip_hold]`): the tip's frame in the world over time,
@@ -554,6 +558,8 @@ pub struct SessionData {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hold {
     pub session: String,
+    /// Where the still run began (before its edges were trimmed).
+    pub still_from_s: f64,
     pub start_s: f64,
     pub end_s: f64,
     pub frames: usize,
@@ -676,7 +682,7 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
             } else {
                 HoldStatus::Used(String::new())
             };
-            holds.push(Hold { session: data.name.clone(), start_s, end_s, frames, status });
+            holds.push(Hold { session: data.name.clone(), still_from_s: t0, start_s, end_s, frames, status });
         }
         i = j + 1;
     }
@@ -832,6 +838,8 @@ pub fn experiment_from_hold(
         }
         e.base_wrench = Some(WrenchMeasurement { sensor_in_base: rod.mount.inverse().compose(&s.mount.pose()), wrench, sigma });
     }
+    // The loads act from the release (or from the still run's start).
+    e.loaded_for_s = Some(0.5 * (a + b) - data.loaded_since_s.filter(|t| *t <= hold.still_from_s).unwrap_or(hold.still_from_s));
     Ok(e)
 }
 

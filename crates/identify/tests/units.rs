@@ -254,6 +254,7 @@ mod sessions {
             streams: [("ft".to_string(), ft)].into_iter().collect(),
             gravity_m_s2: Vec3::new(0.0, 0.0, -9.81),
             warnings: vec![],
+            loaded_since_s: None,
         }
     }
 

@@ -280,6 +280,7 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
         streams,
         gravity_m_s2: frames_w.gravity(),
         warnings,
+        loaded_since_s: None,
     })
 }
 

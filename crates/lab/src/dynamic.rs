@@ -210,6 +210,8 @@ struct Point {
     zeta: f64,
     stiffness: f64,
     branches: Vec<rod::PronyBranch>,
+    /// The constant-loss law `branches` carry, when the rod file gives one.
+    constant_loss: Option<rod::ConstantLoss>,
 }
 
 impl Point {
@@ -235,6 +237,10 @@ enum Knob {
     BranchModulus(usize),
     /// Branch `i`'s time constant.
     BranchTime(usize),
+    /// The constant-loss law's loss factor.
+    LossFactor,
+    /// The constant-loss law's longest relaxation time.
+    LongestTime,
 }
 
 impl Knob {
@@ -245,6 +251,8 @@ impl Knob {
             Knob::Stiffness => p.stiffness,
             Knob::BranchModulus(i) => p.branches[i].modulus_ratio,
             Knob::BranchTime(i) => p.branches[i].time_constant_s,
+            Knob::LossFactor => p.constant_loss.map_or(f64::NAN, |c| c.loss_factor),
+            Knob::LongestTime => p.constant_loss.map_or(f64::NAN, |c| c.longest_time_s),
         }
     }
 
@@ -255,6 +263,16 @@ impl Knob {
             Knob::Stiffness => p.stiffness = v,
             Knob::BranchModulus(i) => p.branches[i].modulus_ratio = v,
             Knob::BranchTime(i) => p.branches[i].time_constant_s = v,
+            Knob::LossFactor | Knob::LongestTime => {
+                if let Some(law) = p.constant_loss.as_mut() {
+                    match self {
+                        Knob::LossFactor => law.loss_factor = v,
+                        // Never shorter than the band's held end.
+                        _ => law.longest_time_s = v.max(law.shortest_time_s * (1.0 + 1e-9)),
+                    }
+                    p.branches = law.prony_branches();
+                }
+            }
         }
     }
 }
@@ -323,6 +341,7 @@ impl<'a> Replay<'a> {
         let mut rod = case.rod.clone();
         rod.damping = Some(Damping::Ratio(at.zeta));
         rod.viscoelastic = at.branches.clone();
+        rod.constant_loss = at.constant_loss;
         rod.cross_section.body.e_pa *= at.stiffness;
         rod.cross_section.body.g_pa *= at.stiffness;
         self.simulations.fetch_add(1, Ordering::Relaxed);
@@ -428,6 +447,62 @@ struct DynamicProblem<'a> {
     log_step: f64,
     /// `--match-ring-down`: the residual is the releases' ring-downs.
     ring_down: Option<&'a RingDownReading>,
+    /// With the ring-downs and the stiffness free: what the static holds
+    /// measured of it (one more row).
+    holds: Option<StaticHolds>,
+}
+
+/// The static fit's E (from `--params`) as a measurement of the stiffness
+/// a dynamic fit frees: its holds saw the relaxed modulus times the law's
+/// creep ratio at how long each had been loaded ([`rod::creep`]), so one
+/// set of values must ring like the releases and sag like the holds.
+#[derive(Clone, Debug)]
+struct StaticHolds {
+    /// How long each static hold's loads had acted \[s\].
+    loaded_for_s: Vec<f64>,
+    /// The static E's standard deviation in its logarithm.
+    ln_e_sigma: f64,
+    /// The static fit's E \[Pa\] (what `--params` carry; stiffness 1) and its interval.
+    e_pa: f64,
+    e_ci95_pa: [f64; 2],
+}
+
+impl StaticHolds {
+    /// From `--params` when it is a static fit of sessions' holds with an
+    /// interval of E.
+    fn of(params: &crate::params::Params) -> Option<StaticHolds> {
+        let e = &params.file.parameters.e_pa;
+        let loaded_for_s: Vec<f64> = params.file.experiment.iter().filter_map(|x| x.loaded_for_s).collect();
+        let ln_e_sigma = (e.ci95[1] / e.ci95[0]).ln() / (2.0 * 1.96);
+        (!loaded_for_s.is_empty() && ln_e_sigma.is_finite() && ln_e_sigma > 0.0).then_some(StaticHolds {
+            loaded_for_s,
+            ln_e_sigma,
+            e_pa: e.value,
+            e_ci95_pa: e.ci95,
+        })
+    }
+
+    /// The modulus the holds see at `at` over the static fit's E: the
+    /// stiffness times the law's mean creep ratio over the holds.
+    fn hold_stiffness(&self, at: &Point) -> f64 {
+        let ratio = self.loaded_for_s.iter().map(|t| rod::creep::hold_modulus_ratio(&at.branches, *t)).sum::<f64>() / self.loaded_for_s.len() as f64;
+        at.stiffness * ratio
+    }
+
+    /// What the report says of the holds at `at`.
+    fn out(&self, at: &Point) -> identify::output::StaticHoldsOut {
+        identify::output::StaticHoldsOut {
+            static_e_pa: self.e_pa,
+            static_e_ci95_pa: self.e_ci95_pa,
+            hold_e_pa: self.e_pa * self.hold_stiffness(at),
+            mean_loaded_for_s: self.loaded_for_s.iter().sum::<f64>() / self.loaded_for_s.len() as f64,
+        }
+    }
+
+    /// The row: the holds' modulus against the static fit's, in its sigma.
+    fn row(&self, at: &Point) -> f64 {
+        self.hold_stiffness(at).ln() / self.ln_e_sigma
+    }
 }
 
 /// Difference step in the log-parameters: 1 %, wide enough that
@@ -477,7 +552,14 @@ impl DynamicProblem<'_> {
     /// The residual at `p` (each session's rows replayed once per point, see [`Replay`]).
     fn residual(&self, p: &DVector<f64>) -> Result<DVector<f64>> {
         match self.ring_down {
-            Some(reading) => reading.rows(self.replay, &self.values(p)),
+            Some(reading) => {
+                let at = self.values(p);
+                let rows = reading.rows(self.replay, &at)?;
+                Ok(match &self.holds {
+                    Some(h) => DVector::from_iterator(rows.len() + 1, rows.iter().copied().chain([h.row(&at)])),
+                    None => rows,
+                })
+            }
             None => self.replay.residual(&self.values(p), &self.delays_s(p)),
         }
     }
@@ -723,9 +805,16 @@ fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let held = Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone() };
-    let problem =
-        DynamicProblem { replay: &replay, held, free: vec![Knob::Mu, Knob::Zeta], delays_free: vec![false; replay.cases.len()], ring_down: None, log_step };
+    let held = Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss };
+    let problem = DynamicProblem {
+        replay: &replay,
+        held,
+        free: vec![Knob::Mu, Knob::Zeta],
+        delays_free: vec![false; replay.cases.len()],
+        ring_down: None,
+        holds: None,
+        log_step,
+    };
     problem.jacobian_fd(&problem.start())
 }
 
@@ -834,12 +923,13 @@ fn start_point(req: &DynamicRequest, rod: &Rod) -> Result<(Point, bool)> {
     if fit_zeta || req.damping_start.is_some() {
         crate::error::positive("--damping-start", zeta)?;
     }
-    Ok((Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone() }, fit_zeta))
+    Ok((Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss }, fit_zeta))
 }
 
 /// The values fitted: mu where the tip slides, the damping ratio, the
-/// stiffness when asked, and every branch's modulus and time.
-fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, branches: usize) -> Vec<Knob> {
+/// stiffness when asked, and every branch's modulus and time (or the
+/// constant-loss law's loss factor and longest time).
+fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, rod: &Rod) -> Vec<Knob> {
     let mut free = vec![];
     if friction.fit_mu() {
         free.push(Knob::Mu);
@@ -850,8 +940,10 @@ fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, branche
     if req.fit_stiffness {
         free.push(Knob::Stiffness);
     }
-    if !req.hold_branches {
-        free.extend((0..branches).flat_map(|i| [Knob::BranchModulus(i), Knob::BranchTime(i)]));
+    match (req.hold_branches, rod.constant_loss) {
+        (true, _) => {}
+        (false, Some(_)) => free.extend([Knob::LossFactor, Knob::LongestTime]),
+        (false, None) => free.extend((0..rod.viscoelastic.len()).flat_map(|i| [Knob::BranchModulus(i), Knob::BranchTime(i)])),
     }
     free
 }
@@ -985,7 +1077,7 @@ fn misfit_warning(test: &DynamicNoiseTest, req: &DynamicRequest, rod: &Rod, dela
     let mut terms = vec![];
     if rod.viscoelastic.is_empty() {
         terms.push(format!(
-            "a viscoelastic law ({} [damping] branches: a stiffness that rises with the rate and a loss nearly flat in frequency, which one damping ratio cannot give)",
+            "a viscoelastic law ({} [damping] branches or constant_loss: a stiffness that rises with the rate and a loss nearly flat in frequency, which one damping ratio cannot give)",
             req.rod_path.display()
         ));
     } else if req.hold_branches {
@@ -1040,7 +1132,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     // Levenberg-Marquardt from the scan's best (or with mu held where
     // the tip only sticks, or without mu where there is no table).
     task.message("least squares");
-    let free = free_knobs(req, &friction, fit_zeta, rod.viscoelastic.len());
+    let free = free_knobs(req, &friction, fit_zeta, &rod);
     if friction.no_table && free.is_empty() {
         return Err(Error::input(format!(
             "nothing to fit: {} has no [table] (no mu), the damping ratio and any branches are held and --fit-stiffness is not given",
@@ -1063,6 +1155,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         delays_free: delays_free.clone(),
         log_step: LOG_STEP,
         ring_down: req.match_ring_down.then_some(&reading),
+        holds: (req.match_ring_down && req.fit_stiffness).then(|| StaticHolds::of(&req.params)).flatten(),
     };
     let start_r = replay.residual(&start, &replay.no_delays())?;
     let (p, history) = least_squares(&problem)?;
@@ -1116,6 +1209,15 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
                 time_constant_ci95_s: ci(Knob::BranchTime(i)),
             })
             .collect(),
+        constant_loss: fitted.constant_loss.map(|law| identify::output::ConstantLossOut {
+            loss_factor: law.loss_factor,
+            loss_factor_ci95: ci(Knob::LossFactor),
+            shortest_time_s: law.shortest_time_s,
+            longest_time_s: law.longest_time_s,
+            longest_time_ci95_s: ci(Knob::LongestTime),
+            branches: law.branches,
+        }),
+        static_holds: problem.holds.as_ref().map(|h| h.out(&fitted)),
         noise_test: test,
         ring_downs,
         marker_delay_s: delays_s.clone(),
@@ -1251,7 +1353,15 @@ fn fitted_rows(replay: &Replay, out: &DynamicOut, start: &Point) -> Vec<Vec<Stri
     if out.branches.is_empty() || out.damping_ratio > 0.0 {
         rows.push(vec!["damping ratio".into(), format!("{:.4} {}", out.damping_ratio, ci(out.damping_ratio_ci95)), format!("{:.4}", start.zeta)]);
     }
-    for (i, (b, s)) in out.branches.iter().zip(&start.branches).enumerate() {
+    if let (Some(c), Some(s)) = (&out.constant_loss, &start.constant_loss) {
+        rows.push(vec!["constant loss: loss factor [1]".into(), format!("{:.4} {}", c.loss_factor, ci(c.loss_factor_ci95)), format!("{:.4}", s.loss_factor)]);
+        rows.push(vec![
+            format!("constant loss: longest time [s] (from {:.5} s, {} branches)", c.shortest_time_s, c.branches),
+            format!("{:.5} {}", c.longest_time_s, ci(c.longest_time_ci95_s)),
+            format!("{:.5}", s.longest_time_s),
+        ]);
+    }
+    for (i, (b, s)) in out.branches.iter().zip(&start.branches).enumerate().filter(|_| out.constant_loss.is_none()) {
         rows.push(vec![
             format!("branch {}: modulus ratio [1]", i + 1),
             format!("{:.4} {}", b.modulus_ratio, ci(b.modulus_ratio_ci95)),

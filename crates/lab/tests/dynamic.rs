@@ -267,3 +267,100 @@ fn a_ring_down_from_a_static_start_fits_a_viscoelastic_branch_in_its_window() {
         assert!(e.to_string().contains(says), "{e}");
     }
 }
+
+/// The constant-loss law (`[damping] constant_loss`: a box relaxation
+/// spectrum carried by Maxwell branches) fitted by its two numbers from
+/// the same jerked ring-down: the loss factor and the band's longest time
+/// come back from a start 2 and 3 times off, the truth inside their
+/// intervals, and the fitted law rings as the recording.
+#[test]
+fn a_ring_down_fits_a_constant_loss_law_by_its_two_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = rod::ConstantLoss::new(0.12, 0.005, 0.3);
+    let ring = synth(dir.path(), "cl-ring", ROD, RING, |r| {
+        r.rod.damping = None;
+        r.rod.constant_loss = Some(truth);
+        r.rod.viscoelastic = truth.prony_branches();
+        r.marker_noise_m = 1e-4;
+        r.seed = 11;
+    });
+    let mut req = request(dir.path(), vec![ring], RING, "cl-fit");
+    req.scene.table = None;
+    req.rod.damping = None;
+    // The rod file's start: half the loss, a third of the band (its branches as many as the truth's).
+    let start = rod::ConstantLoss { loss_factor: 0.06, longest_time_s: 0.1, ..truth };
+    req.rod.constant_loss = Some(start);
+    req.rod.viscoelastic = start.prony_branches();
+    req.window_s = Some([0.6, 3.0]);
+    let fit = identify_dynamic(&req, &lab::Silent).unwrap();
+    let o = &fit.out;
+    println!("constant loss: {}", o.summary());
+    let law = o.constant_loss.as_ref().expect("the law fitted");
+    println!("{}", law.text());
+    assert!((law.loss_factor / 0.12 - 1.0).abs() < 0.03 && (law.longest_time_s / 0.3 - 1.0).abs() < 0.05, "{law:?}");
+    assert!(law.loss_factor_ci95[0] <= 0.12 && 0.12 <= law.loss_factor_ci95[1], "{law:?}");
+    assert!(law.longest_time_ci95_s[0] <= 0.3 && 0.3 <= law.longest_time_ci95_s[1], "{law:?}");
+    assert_eq!((law.shortest_time_s, law.branches), (0.005, truth.branches));
+    // validate and simulate run the law's branches.
+    assert_eq!(o.branches.len(), truth.branches);
+    assert!(o.damping_ratio == 0.0 && o.noise_test.as_ref().unwrap().passed(), "{o:?}");
+    let ring_down = &o.ring_downs[0];
+    assert!(ring_down.frequency_error().abs() < 0.005 && ring_down.decrement_error().abs() < 0.05, "{ring_down:?}");
+}
+
+/// One set of values for the ring-down and the static holds: the static
+/// fit saw the modulus of holds loaded for 2 s (the relaxed E times the
+/// law's creep ratio then, `rod::creep`), and `--params` carry that E with
+/// a 2 % interval. Matching the ring-down with the stiffness free, the
+/// holds' E is one more row: the fit returns the relaxed E (1.5 % ) and
+/// says the holds' modulus it implies, inside the static interval.
+#[test]
+fn the_stiffness_fitted_with_a_ring_down_keeps_the_static_holds_creep_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = rod::ConstantLoss::new(0.12, 0.005, 20.0);
+    let ring = synth(dir.path(), "holds-ring", ROD, RING, |r| {
+        r.rod.damping = None;
+        r.rod.constant_loss = Some(truth);
+        r.rod.viscoelastic = truth.prony_branches();
+        r.marker_noise_m = 1e-4;
+        r.seed = 13;
+    });
+    let creep = rod::creep::hold_modulus_ratio(&truth.prony_branches(), 2.0);
+    println!("the holds see {creep:.4} x the relaxed E after 2 s");
+    assert!(creep > 1.05, "{creep}");
+    // The static fit: the holds' E, 2 % (1.96 sigma), each hold loaded 2 s.
+    let rod = rod(ROD);
+    let relaxed_e_pa = rod.cross_section.body.e_pa;
+    let mut body = rod.cross_section.body;
+    (body.e_pa, body.g_pa) = (body.e_pa * creep, body.g_pa * creep);
+    let mut file = identify::output::IdentifiedFile::of_material(&rod, ROD, body, "test");
+    file.parameters.e_pa.ci95 = [body.e_pa / 1.02, body.e_pa * 1.02];
+    file.experiment = vec![identify::output::ExperimentOut {
+        id: "hold".into(),
+        errors_mm: vec![],
+        loo_errors_mm: vec![],
+        reference_errors_mm: vec![],
+        loaded_for_s: Some(2.0),
+    }];
+    let params_path = dir.path().join("static.toml");
+    file.write(&params_path).unwrap();
+    let mut req = request(dir.path(), vec![ring], RING, "holds-fit");
+    req.params = lab::params::Params::read(&params_path, &rod, &at(ROD)).unwrap();
+    req.scene.table = None;
+    req.rod.damping = None;
+    let start = rod::ConstantLoss { loss_factor: 0.08, longest_time_s: 5.0, ..truth };
+    req.rod.constant_loss = Some(start);
+    req.rod.viscoelastic = start.prony_branches();
+    (req.window_s, req.match_ring_down, req.fit_stiffness) = (Some([0.6, 3.0]), true, true);
+    let fit = identify_dynamic(&req, &lab::Silent).unwrap();
+    let o = &fit.out;
+    println!("{}", o.summary());
+    let holds = o.static_holds.as_ref().expect("the static holds reported");
+    println!("{}", holds.text());
+    let e = o.e_pa.unwrap();
+    assert!((e / relaxed_e_pa - 1.0).abs() < 0.015, "relaxed E {e} against {relaxed_e_pa}");
+    assert!(holds.hold_e_pa >= holds.static_e_ci95_pa[0] && holds.hold_e_pa <= holds.static_e_ci95_pa[1] && holds.text().contains("inside"), "{holds:?}");
+    assert!((holds.mean_loaded_for_s - 2.0).abs() < 1e-12);
+    let ring_down = &o.ring_downs[0];
+    assert!(ring_down.frequency_error().abs() < 0.005 && ring_down.decrement_error().abs() < 0.05, "{ring_down:?}");
+}

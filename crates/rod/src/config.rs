@@ -189,6 +189,70 @@ pub struct PronyBranch {
     pub time_constant_s: f64,
 }
 
+/// A constant-loss law (`[damping] constant_loss`), fitted by two numbers:
+/// a box relaxation spectrum of height `2 loss_factor / pi` per unit of
+/// ln(time) from `shortest_time_s` to `longest_time_s`. Inside the band the
+/// loss modulus is `loss_factor` times the relaxed one at every frequency
+/// (the nearly flat loss of elastomers and foams) and the storage modulus
+/// rises by `2 loss_factor / pi` per e-fold of frequency (Kramers-Kronig's
+/// partner of a flat loss); the loss falls to half at the band's ends. It
+/// runs as `branches` Maxwell branches spaced evenly in ln(time)
+/// (trapezoid weights): at three per decade their moduli are the box's
+/// within 2 % of the loss factor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConstantLoss {
+    /// Loss modulus over the relaxed modulus inside the band \[1\].
+    pub loss_factor: f64,
+    /// The band's shortest relaxation time \[s\].
+    pub shortest_time_s: f64,
+    /// The band's longest relaxation time \[s\].
+    pub longest_time_s: f64,
+    /// How many Maxwell branches carry it (>= 2).
+    pub branches: usize,
+}
+
+impl ConstantLoss {
+    /// Branches per decade of the band when the rod file gives no count.
+    pub const BRANCHES_PER_DECADE: f64 = 3.0;
+
+    /// The law over a band with [`Self::BRANCHES_PER_DECADE`] (at least 2).
+    pub fn new(loss_factor: f64, shortest_time_s: f64, longest_time_s: f64) -> ConstantLoss {
+        let decades = (longest_time_s / shortest_time_s).log10().max(0.0);
+        let branches = ((Self::BRANCHES_PER_DECADE * decades).ceil() as usize + 1).max(2);
+        ConstantLoss { loss_factor, shortest_time_s, longest_time_s, branches }
+    }
+
+    /// The Maxwell branches that carry the law (ratios of the relaxed
+    /// modulus, times evenly spaced in ln(time), the two ends at half weight).
+    pub fn prony_branches(&self) -> Vec<PronyBranch> {
+        let n = self.branches.max(2);
+        let span = (self.longest_time_s / self.shortest_time_s).ln();
+        let step = span / (n - 1) as f64;
+        let height = 2.0 * self.loss_factor / std::f64::consts::PI;
+        (0..n)
+            .map(|k| {
+                let weight = if k == 0 || k == n - 1 { 0.5 * step } else { step };
+                PronyBranch { modulus_ratio: height * weight, time_constant_s: self.shortest_time_s * (k as f64 * step).exp() }
+            })
+            .collect()
+    }
+
+    /// The box spectrum's loss modulus over the relaxed modulus at angular
+    /// frequency `omega_rad_s` (closed form of the continuous law).
+    pub fn loss_ratio(&self, omega_rad_s: f64) -> f64 {
+        let height = 2.0 * self.loss_factor / std::f64::consts::PI;
+        height * ((omega_rad_s * self.longest_time_s).atan() - (omega_rad_s * self.shortest_time_s).atan())
+    }
+
+    /// The box spectrum's storage modulus over the relaxed modulus at
+    /// `omega_rad_s` (closed form of the continuous law).
+    pub fn storage_ratio(&self, omega_rad_s: f64) -> f64 {
+        let height = 2.0 * self.loss_factor / std::f64::consts::PI;
+        let (a, b) = ((omega_rad_s * self.longest_time_s).powi(2), (omega_rad_s * self.shortest_time_s).powi(2));
+        1.0 + 0.5 * height * ((1.0 + a) / (1.0 + b)).ln()
+    }
+}
+
 /// A validated rod: geometry, materials, discretisation, loads' frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rod {
@@ -212,6 +276,9 @@ pub struct Rod {
     /// Viscoelastic branches beside the relaxed moduli (`[damping]
     /// branches`; simulator only, empty: elastic).
     pub viscoelastic: Vec<PronyBranch>,
+    /// The constant-loss law behind `viscoelastic` when the rod file gives
+    /// one (`[damping] constant_loss`): its branches are `viscoelastic`.
+    pub constant_loss: Option<ConstantLoss>,
     /// Priors of the geometry identification can learn (`[identify]`).
     pub identify_priors: IdentifyPriors,
     /// How the tip is held (`[tip] condition`): free by default; a pinned
@@ -333,6 +400,7 @@ impl Rod {
             markers: vec![],
             damping: None,
             viscoelastic: vec![],
+            constant_loss: None,
             identify_priors: IdentifyPriors::default(),
             tip_condition: TipCondition::Free,
             weighed_mass_kg: None,
@@ -591,6 +659,22 @@ struct RawDamping {
     /// Generalised Maxwell branches (a Prony series): the material's E and G are the relaxed moduli; each branch adds modulus_ratio times them, relaxing with time_constant_s \[s\]. `branches = [{ modulus_ratio = 0.3, time_constant_s = 0.05 }]`.
     #[serde(default)]
     branches: Vec<RawPronyBranch>,
+    /// A constant-loss law instead of branches: a loss modulus loss_factor times the relaxed one, flat in frequency over the band of relaxation times \[shortest_time_s, longest_time_s\], with the storage modulus rising as a flat loss demands. `constant_loss = { loss_factor = 0.1, shortest_time_s = 0.002, longest_time_s = 0.5 }`.
+    constant_loss: Option<RawConstantLoss>,
+}
+
+/// `[damping.constant_loss]`: a box relaxation spectrum.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawConstantLoss {
+    /// Loss modulus over the relaxed modulus inside the band (> 0): a mode inside the band decays with a damping ratio of about loss_factor / 2 over its storage ratio.
+    loss_factor: f64,
+    /// The band's shortest relaxation time \[s\] (> 0; fits hold it).
+    shortest_time_s: f64,
+    /// The band's longest relaxation time \[s\] (> shortest_time_s): how far below the fast moduli a slow motion relaxes.
+    longest_time_s: f64,
+    /// Maxwell branches that carry the law (>= 2; default: three per decade of the band).
+    branches: Option<usize>,
 }
 
 /// `[[damping.branches]]`: one Maxwell branch.
@@ -1040,6 +1124,24 @@ fn nonneg(file: &str, field: &str, v: f64) -> Result<f64, ConfigError> {
     }
 }
 
+/// `[damping] constant_loss`, checked: positive numbers, a band that is
+/// one, and at least two branches.
+fn constant_loss(file: &str, raw: &RawConstantLoss) -> Result<ConstantLoss, ConfigError> {
+    let loss_factor = positive(file, "damping.constant_loss.loss_factor", raw.loss_factor)?;
+    let shortest = positive(file, "damping.constant_loss.shortest_time_s", raw.shortest_time_s)?;
+    let longest = positive(file, "damping.constant_loss.longest_time_s", raw.longest_time_s)?;
+    if longest <= shortest {
+        return Err(ConfigError::new(file, "damping.constant_loss.longest_time_s", format!("must exceed shortest_time_s ({shortest} s), got {longest} s")));
+    }
+    let mut law = ConstantLoss::new(loss_factor, shortest, longest);
+    match raw.branches {
+        Some(n) if n < 2 => return Err(ConfigError::new(file, "damping.constant_loss.branches", format!("must be at least 2, got {n}"))),
+        Some(n) => law.branches = n,
+        None => {}
+    }
+    Ok(law)
+}
+
 impl RawRod {
     fn validate(self, file: &str) -> Result<Rod, ConfigError> {
         let length = positive(file, "length_m", self.length_m)?;
@@ -1272,8 +1374,15 @@ impl RawRod {
             None => None,
             Some(RawDamping { time_constant_s: Some(t), damping_ratio: None, .. }) => Some(Damping::TimeConstant(nonneg(file, "damping.time_constant_s", *t)?)),
             Some(RawDamping { time_constant_s: None, damping_ratio: Some(z), .. }) => Some(Damping::Ratio(nonneg(file, "damping.damping_ratio", *z)?)),
-            Some(RawDamping { time_constant_s: None, damping_ratio: None, branches }) if !branches.is_empty() => None,
-            Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio (and/or branches)")),
+            Some(RawDamping { time_constant_s: None, damping_ratio: None, branches, constant_loss }) if !branches.is_empty() || constant_loss.is_some() => None,
+            Some(_) => return Err(ConfigError::new(file, "damping", "give either time_constant_s or damping_ratio (and/or branches or constant_loss)")),
+        };
+        let constant_loss = match self.damping.as_ref().and_then(|d| d.constant_loss.as_ref()) {
+            None => None,
+            Some(_) if self.damping.as_ref().is_some_and(|d| !d.branches.is_empty()) => {
+                return Err(ConfigError::new(file, "damping.constant_loss", "give branches or constant_loss, not both (the law is its own branches)"));
+            }
+            Some(c) => Some(constant_loss(file, c)?),
         };
         let mut viscoelastic = vec![];
         for (i, b) in self.damping.iter().flat_map(|d| &d.branches).enumerate() {
@@ -1354,7 +1463,11 @@ impl RawRod {
             cables,
             markers,
             damping,
-            viscoelastic,
+            viscoelastic: match constant_loss {
+                Some(c) => c.prony_branches(),
+                None => viscoelastic,
+            },
+            constant_loss,
             identify_priors,
             tip_condition,
             weighed_mass_kg,
@@ -1549,5 +1662,53 @@ rho_kg_m3 = 2000
         assert!(e.contains("cable[0].path_radius_m") && e.contains("outside the section") && e.contains("X = 0.2"), "{e}");
         let guided = outside.replacen("path_radius_m = 6.0e-3", "path_radius_m = 6.0e-3\nguides_m = [0.05, 0.1, 0.15, 0.2]", 1);
         assert!(Rod::from_toml_str(&guided, "arm.toml").is_ok());
+    }
+
+    /// The constant-loss law's branches against its closed form (a box
+    /// relaxation spectrum): at three per decade their loss and storage
+    /// moduli are the continuous law's within 1 % and 2 % of the loss
+    /// factor, across and beyond the band; the loss is flat inside it.
+    #[test]
+    fn a_constant_loss_law_is_its_box_spectrum_and_flat_inside_its_band() {
+        let eta = 0.12;
+        let law = ConstantLoss::new(eta, 1e-3, 1.0);
+        let branches = law.prony_branches();
+        assert_eq!(branches.len(), 10);
+        for omega in [0.1, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 1e4] {
+            let (mut storage, mut loss) = (1.0, 0.0);
+            for b in &branches {
+                let wt = omega * b.time_constant_s;
+                storage += b.modulus_ratio * wt * wt / (1.0 + wt * wt);
+                loss += b.modulus_ratio * wt / (1.0 + wt * wt);
+            }
+            assert!((loss - law.loss_ratio(omega)).abs() < 0.01 * eta, "loss at {omega} rad/s: {loss} against {}", law.loss_ratio(omega));
+            assert!((storage - law.storage_ratio(omega)).abs() < 0.02 * eta, "storage at {omega} rad/s: {storage} against {}", law.storage_ratio(omega));
+        }
+        // At the band's centre (1.5 decades from each end) the loss is the
+        // loss factor's to 1 - 4 / (pi 10^1.5); it falls to half at the ends.
+        let centre = 10f64.powf(1.5);
+        assert!((law.loss_ratio(centre) / eta - (1.0 - 4.0 / (std::f64::consts::PI * centre))).abs() < 1e-3, "{}", law.loss_ratio(centre));
+        assert!((law.loss_ratio(1.0) / eta - 0.5).abs() < 0.01 && (law.loss_ratio(1e3) / eta - 0.5).abs() < 0.01);
+        // Kramers-Kronig: a flat loss raises the storage by 2 eta / pi per e-fold.
+        let rise = law.storage_ratio(100.0) - law.storage_ratio(10.0);
+        assert!((rise / (2.0 * eta / std::f64::consts::PI * 10f64.ln()) - 1.0).abs() < 0.01, "{rise}");
+    }
+
+    #[test]
+    fn a_constant_loss_law_is_read_and_checked() {
+        let with = |law: &str| format!("{GOOD}\n[damping]\nconstant_loss = {{ {law} }}\n");
+        let rod = Rod::from_toml_str(&with("loss_factor = 0.1, shortest_time_s = 0.002, longest_time_s = 0.2"), "cl.toml").unwrap();
+        let law = rod.constant_loss.unwrap();
+        assert_eq!((law.branches, rod.viscoelastic.len()), (7, 7));
+        assert_eq!(rod.viscoelastic, law.prony_branches());
+        assert_eq!(rod.damping, None);
+        let e = err(&with("loss_factor = 0.1, shortest_time_s = 0.2, longest_time_s = 0.2"));
+        assert!(e.contains("damping.constant_loss.longest_time_s") && e.contains("must exceed"), "{e}");
+        let e = err(&with("loss_factor = -0.1, shortest_time_s = 0.002, longest_time_s = 0.2"));
+        assert!(e.contains("damping.constant_loss.loss_factor"), "{e}");
+        let e = err(&with("loss_factor = 0.1, shortest_time_s = 0.002, longest_time_s = 0.2, branches = 1"));
+        assert!(e.contains("damping.constant_loss.branches"), "{e}");
+        let both = format!("{GOOD}\n[damping]\nbranches = [{{ modulus_ratio = 0.1, time_constant_s = 0.1 }}]\nconstant_loss = {{ loss_factor = 0.1, shortest_time_s = 0.002, longest_time_s = 0.2 }}\n");
+        assert!(err(&both).contains("not both"));
     }
 }

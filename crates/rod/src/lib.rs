@@ -5,6 +5,7 @@
 
 pub mod branch;
 pub mod config;
+pub mod creep;
 pub mod factors;
 pub mod fibre;
 pub mod geometry;
@@ -19,7 +20,8 @@ pub mod terms;
 pub mod validity;
 
 pub use config::{
-    Cable, ConfigError, Damping, GuideReaction, IdentifyPriors, Marker, MaterialRanges, PathRadius, PronyBranch, Rod, StrainBasis, StrainModes, TipCondition,
+    Cable, ConfigError, ConstantLoss, Damping, GuideReaction, IdentifyPriors, Marker, MaterialRanges, PathRadius, PronyBranch, Rod, StrainBasis, StrainModes,
+    TipCondition,
 };
 pub use fibre::ElasticLaw;
 pub use geometry::{CrossSection, GivenSection, Material, Profile, Shape};
