@@ -331,7 +331,7 @@ pub struct IdentifyArgs {
     /// Tie G to E by this Poisson's ratio, G = E / (2 (1 + NU)), and identify E (and rho) alone: for data that cannot see G (loads in one plane, no torsion) of a material whose NU is known (silicone: 0.45-0.5). Default: the rod file's [identify] tie_g_poisson, if any.
     #[arg(long, value_name = "NU")]
     pub tie_g: Option<f64>,
-    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held.
+    /// Compare model variants (no nuisance, frame, cable offset, frame + cable offset, frame + offset per cable, frame + geometry when a radius-scale prior is given, frame + angle per cable and frame + offset and angle per cable when a cable-angle prior is given) by leave-one-out prediction error and recommend the best predictor; the priors are the flags', else the rod file's (cable offset else 0,0.005). With --reference, also fits the geometry with the reference material held. With --dynamic: compare the material's laws (elastic + damping ratio, one Maxwell branch, constant loss, and the rod file's own), each fitted to every session but one and replayed on it, and recommend the one whose held-out replays miss least (the ring-downs with --match-ring-down, else the markers).
     #[arg(long)]
     pub compare_variants: bool,
     /// With --compare-variants: compare every variant under the other elastic law too (linear <-> neo-Hookean, the rod file's [material] law); the recommendation stays under the rod file's law, and a line says which law the data favour.
@@ -341,7 +341,7 @@ pub struct IdentifyArgs {
     #[arg(long, requires = "sessions")]
     pub strict: bool,
     /// Identify what the statics cannot see from recorded motion: the table's friction mu and the rod's damping ratio, by replaying each of --sessions in the simulator (--scene: table, contact law, step) with E, G, rho and geometry held at --params (default: the rod file's), against the tracked markers and the flange force sensor (its constant bias left out). Writes --out/identified.toml (--params' file with [dynamic], which validate and simulate --params use), index.html and summary.json.
-    #[arg(long, requires_all = ["sessions", "scene"], conflicts_with_all = ["experiments", "compare_variants", "translation", "pitch"])]
+    #[arg(long, requires_all = ["sessions", "scene"], conflicts_with_all = ["experiments", "translation", "pitch", "compare_laws"])]
     pub dynamic: bool,
     /// With --dynamic: the scene of the sessions.
     #[arg(long, requires = "dynamic")]
@@ -446,6 +446,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     req.fit_stiffness = a.fit_stiffness;
     req.match_ring_down = a.match_ring_down;
     req.sigma_m = a.sigma_m;
+    req.compare_laws = a.compare_variants;
     req.loads = lab::loads::Loads::read(a.loads.as_deref(), req.rod.cables.len())?;
     let fit = lab::dynamic::identify_dynamic(&req, progress)?;
     crate::print::dynamic(&fit);

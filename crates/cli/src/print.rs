@@ -199,6 +199,10 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     if let Some(h) = &o.static_holds {
         println!("  static holds  {}", h.text());
     }
+    for v in &o.variants {
+        let mark = if o.recommended_law.as_deref() == Some(v.law.as_str()) { "  <- recommended" } else { "" };
+        println!("  law compared  {:<28} held out: markers {:.3} mm, ring-down miss {:.2} sigmas{mark}", v.law, v.marker_rms_m * 1e3, v.ring_down_score);
+    }
     if o.correlation_mu_damping.is_finite() {
         println!("  correlation (ln mu, ln damping ratio) {:+.3}", o.correlation_mu_damping);
     }

@@ -761,6 +761,13 @@ pub struct DynamicOut {
     /// `constant_loss` (`branches` are then its branches).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub constant_loss: Option<ConstantLossOut>,
+    /// `--compare-variants`: each law fitted without each session and
+    /// judged on it (empty when not asked).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub variants: Vec<DynamicVariantOut>,
+    /// The law whose held-out replays missed least.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub recommended_law: Option<String>,
     /// The static holds beside the releases (`--match-ring-down` with
     /// `--fit-stiffness`): the modulus the fitted law gives them against
     /// the static fit's.
@@ -839,6 +846,35 @@ impl RingDownOut {
     pub fn decrement_error(&self) -> f64 {
         self.replayed_log_decrement / self.recorded_log_decrement - 1.0
     }
+}
+
+/// One law of the material judged by prediction (`identify --dynamic
+/// --compare-variants`): fitted to all sessions but one, replayed on it.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DynamicVariantOut {
+    /// The law ("elastic + damping ratio", "one Maxwell branch", "constant loss", the rod file's).
+    pub law: String,
+    /// Per session, its replay by the fit without it.
+    pub held_out: Vec<HeldOutOut>,
+    /// RMS of the held-out replays' marker misses \[m\].
+    pub marker_rms_m: f64,
+    /// RMS of the held-out ring-downs' misses in the ring-down rows' sigmas
+    /// (1 % in frequency, 10 % in decrement), over the sessions that ring
+    /// \[1\] (NaN: none does).
+    pub ring_down_score: f64,
+}
+
+/// A session replayed by a fit that did not see it.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HeldOutOut {
+    /// The session left out.
+    pub session: String,
+    /// Its markers' RMS miss \[m\].
+    pub marker_rms_m: f64,
+    /// Its ring-down's frequency, replayed against recorded, relative \[1\] (NaN: no ring).
+    pub frequency_error: f64,
+    /// Its log decrement, replayed against recorded, relative \[1\] (NaN: no ring).
+    pub decrement_error: f64,
 }
 
 /// The static holds as the dynamic fit's values see them.

@@ -17,6 +17,8 @@
 //! needed, and mu is reported as bounded from below by the largest
 //! tangential / normal ratio of the sticking contact.
 
+pub mod variants;
+
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::progress::Progress;
@@ -76,6 +78,9 @@ pub struct DynamicRequest {
     /// Floor of the markers' tracking noise per coordinate \[m\] (the
     /// noise estimated from each session is used when larger).
     pub sigma_m: f64,
+    /// Also judge the material's laws by held-out sessions
+    /// (`--compare-variants`, [`variants::compare_laws`]).
+    pub compare_laws: bool,
     /// The flange force sensor's stream and mount (default: stream ft300
     /// when the session has it); its readings join the residual.
     pub loads: crate::loads::Loads,
@@ -101,6 +106,7 @@ impl DynamicRequest {
             match_ring_down: false,
             fit_stiffness: false,
             sigma_m: 2e-5,
+            compare_laws: false,
             loads: Default::default(),
         }
     }
@@ -1187,7 +1193,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let stiffness_ci = ci(Knob::Stiffness);
     let (marker_rms_m, force_rms_n) = rms_parts(&replay.cases, &markers_r);
     let ring_downs = ring_downs(&replay, &reading, &fitted, &delays_s)?;
-    let out = DynamicOut {
+    let mut out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
         mu: if friction.no_table { f64::NAN } else { friction.mu_at_least.unwrap_or(fitted.mu) },
@@ -1217,6 +1223,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
             longest_time_ci95_s: ci(Knob::LongestTime),
             branches: law.branches,
         }),
+        variants: vec![],
+        recommended_law: None,
         static_holds: problem.holds.as_ref().map(|h| h.out(&fitted)),
         noise_test: test,
         ring_downs,
@@ -1238,6 +1246,11 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         wall_time_s: started.elapsed().as_secs_f64(),
     };
     drop(task);
+    if req.compare_laws {
+        let (variants, best) = variants::compare_laws(req, progress)?;
+        out.recommended_law = best.map(|i| variants[i].law.clone());
+        out.variants = variants;
+    }
     let identified_toml = write_identified(req, &out, fitted.stiffness, stiffness_ci)?;
     // The report: the scan, and per session the tip's path at the start and at the fit.
     let report = write_report(req, &replay, &out, &friction.scan, &history, (start, fitted), &delays_s, &warnings, &identified_toml)?;
@@ -1459,6 +1472,17 @@ fn write_report(
             .collect();
         blocks.push(Block::Text(format!("Each release's first {RING_DOWN_CYCLES} cycles (its outermost marker along the axis it swings on; decrements peak to peak), recorded and replayed with the fitted values:")));
         blocks.push(Block::Table(header.map(String::from).to_vec(), rows));
+    }
+    if !out.variants.is_empty() {
+        blocks.push(Block::Text(format!(
+            "Laws compared (--compare-variants): each fitted to every session but one and replayed on that one. Recommended: {} (the least held-out miss{}).",
+            out.recommended_law.as_deref().unwrap_or("none"),
+            if req.match_ring_down { ", in the ring-down rows' sigmas" } else { ": the markers' RMS" }
+        )));
+        blocks.push(Block::Table(
+            ["law", "held-out markers RMS [mm]", "held-out ring-down miss [sigmas]", "per session (frequency, decrement)"].map(String::from).to_vec(),
+            variants::rows(&out.variants),
+        ));
     }
     if !scan.is_empty() {
         blocks.push(Block::Chart(Chart {
