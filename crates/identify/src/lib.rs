@@ -12,6 +12,7 @@ pub mod output;
 pub mod problem;
 pub mod sensor_bias;
 pub mod sessions;
+pub mod windings;
 
 pub use data::{read_experiments, CriticalQuantity, CriticalValue, DataError, Experiment, Measurement, WrenchMeasurement};
 pub use fit::{fit, leave_one_out, predict, predict_with_band, Fit, FitError, FitOptions, LooResult, Prediction, Uncertainty};

@@ -374,3 +374,38 @@ fn repeated_critical_readings_are_averaged_with_their_scatter_and_copies_refused
     assert!(e.contains("critical.csv") && e.contains("lines 2, 3, 4") && e.contains("the same reading 50 times"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two clamps both along +x hold the cord straight-ish, as an S, or as a
+/// full-turn loop either way: a lab that writes the tip's rotation as
+/// (0, 0, 0) (the clamps are parallel) has not said which. Traced as the
+/// hanging full-turn loop, the fit picks the winding whose equilibrium
+/// lies on the tracings, says so, and lands E within 5 % (as when the
+/// turn was written); the loop's mirror (wound the other way) is not taken.
+#[test]
+fn parallel_clamps_given_no_turn_fit_the_loop_the_tracings_show_and_say_so() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/rod/full-turn-loop.toml");
+    let rod = Rod::from_file(&path).unwrap();
+    let mut rng = StdRng::seed_from_u64(85);
+    let tip = full_turn_tip();
+    let mut exps: Vec<Experiment> = (0..3).map(|i| digitised(&rod, &tip, &format!("tracing {}", i + 1), 23, 2e-3, &mut rng)).collect();
+    for e in exps.iter_mut() {
+        e.tip_rotation_rad = Some(Vec3::zeros());
+        e.measurements.iter_mut().for_each(|m| m.arc_sigma_m = 5e-3);
+    }
+    let notes = identify::windings::choose_windings(&rod, &mut exps, &truth());
+    println!("{notes:#?}");
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[0].contains("tracing 1") && notes[0].contains("another equilibrium") && notes[0].contains("one turn about"), "{}", notes[0]);
+    for e in &exps {
+        let r = e.tip_rotation_rad.unwrap();
+        assert!((r - tip.1.unwrap()).norm() < 1e-9, "took {r:?}");
+    }
+    let f =
+        fit(&rod, &exps, &FitOptions { starts: vec![[truth().e_pa, truth().g_pa, truth().rho_kg_m3]], hold_material: None, ..FitOptions::default() }, |_| {})
+            .unwrap();
+    println!("parallel clamps, the winding chosen: {}", e_and_g(&f));
+    assert!((f.e_pa.value / truth().e_pa - 1.0).abs() < 0.05, "E {}", f.e_pa.value);
+    // Written with the turn, nothing changes.
+    let mut written: Vec<Experiment> = exps.clone();
+    assert!(identify::windings::choose_windings(&rod, &mut written, &truth()).is_empty());
+}

@@ -399,6 +399,11 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             opts.fit_sensor_bias = !fs.bias_known();
         }
     }
+    // A clamped loop's winding: the equilibrium its measured points show,
+    // at the start values (the held material, else the rod file's).
+    task.message("clamped loops: which equilibrium");
+    let [e_pa, g_pa, rho_kg_m3] = req.hold_material.unwrap_or([rod.cross_section.body.e_pa, rod.cross_section.body.g_pa, rod.cross_section.body.rho_kg_m3]);
+    bias_warnings.extend(identify::windings::choose_windings(&rod, &mut experiments, &identify::Values::material(e_pa, g_pa, rho_kg_m3)));
     // The fit with the frame's nuisance (or without it) only where variants
     // are asked for: unasked, it reported a 22 cm translation and a -35 deg
     // pitch beside every fit.
