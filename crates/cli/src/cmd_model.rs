@@ -322,6 +322,9 @@ pub struct IdentifyArgs {
     /// Also estimate each cable's turn about the rod's axis from its angle_deg in the rod file (guide holes a degree or two off), with a Gaussian prior =MEAN_DEG,SD_DEG, e.g. =0,5 (bare: the rod file's [identify] cable_angle_deg). Pulled cables are seen by the data; the others stay at the prior.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
     pub fit_cable_angle: Option<Numbers>,
+    /// Also estimate each experiment's tip-clamp angle about the world's y axis from what it says (a clamp known only to within a tracing on a photograph in the x-z plane), with a Gaussian prior =MEAN_DEG,SD_DEG, e.g. =0,5 (bare: the rod file's [identify] clamp_angle_deg). A nuisance of those experiments: predictions of new ones take none. Clamped tips only.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
+    pub fit_clamp_angle: Option<Numbers>,
     /// Also estimate the cables' friction coefficient in their channels (the capstan law), one for all, with a Gaussian prior =MEAN,SD, e.g. =0.1,0.1 (bare: the rod file's [identify] friction_mu): from pulls that load and unload (inputs.csv's direction column).
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "MEAN,SD")]
     pub fit_friction: Option<Numbers>,
@@ -403,6 +406,7 @@ pub fn identify(a: IdentifyArgs, progress: &dyn Progress) -> Result<()> {
         pool_cables: a.pool_cables,
         radius_scale: prior("fit-radius-scale", &a.fit_radius_scale)?,
         cable_angle_deg: prior("fit-cable-angle", &a.fit_cable_angle)?,
+        clamp_angle_deg: prior("fit-clamp-angle", &a.fit_clamp_angle)?,
         friction: prior("fit-friction", &a.fit_friction)?,
         hold_material: material("--hold-material", &a.hold_material)?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
         tie_g_poisson: a.tie_g,

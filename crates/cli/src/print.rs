@@ -39,6 +39,16 @@ pub fn identification(id: &Identification, req: &IdentifyRequest) {
     for (c, (d, ci)) in p.cable_offsets_m.iter().zip(&p.cable_offsets_ci95_m).enumerate() {
         println!("  {:<12} = {:>9.3} mm     95 % CI [{:.3}, {:.3}] mm (outwards)", rod.cables[c].name, 1e3 * d, 1e3 * ci[0], 1e3 * ci[1]);
     }
+    for (k, (a, ci)) in p.clamp_angles_rad.iter().zip(&p.clamp_angles_ci95_rad).enumerate() {
+        println!(
+            "  clamp {:<6} = {:>+9.3} deg    95 % CI [{:+.3}, {:+.3}] deg (tip clamp's turn about world y, experiment {})",
+            k + 1,
+            a.to_degrees(),
+            ci[0].to_degrees(),
+            ci[1].to_degrees(),
+            k + 1
+        );
+    }
     for (c, (a, ci)) in p.cable_angles_rad.iter().zip(&p.cable_angles_ci95_rad).enumerate() {
         println!(
             "  {:<12} = {:>+9.3} deg    95 % CI [{:+.3}, {:+.3}] deg (turn about the axis from {} deg)",

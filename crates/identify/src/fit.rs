@@ -31,6 +31,10 @@ pub struct FitOptions {
     /// Estimate one turn per cable about the rod's axis from the rod
     /// file's angle, each with this prior (mean, sd) \[rad\].
     pub cable_angle_each_prior: Option<(f64, f64)>,
+    /// Estimate each experiment's tip-clamp angle about the world's y axis
+    /// (a clamp known only to within a tracing in the x-z plane), each with
+    /// this prior (mean, sd) \[rad\]; clamped tips only.
+    pub clamp_angle_prior: Option<(f64, f64)>,
     /// Estimate the cables' friction coefficient in their channels (one
     /// for all), with this prior (mean, sd): from pulls that load and
     /// unload (inputs.csv's direction).
@@ -80,6 +84,7 @@ impl Default for FitOptions {
             radius_scale_prior: None,
             cable_offset_each_prior: None,
             cable_angle_each_prior: None,
+            clamp_angle_prior: None,
             friction_prior: None,
             hold_material: None,
             tie_g_poisson: None,
@@ -529,8 +534,12 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
         radius_scale: opts.radius_scale_prior.is_some(),
         cable_offset_each: if opts.cable_offset_each_prior.is_some() { rod.cables.len() } else { 0 },
         cable_angle_each: if opts.cable_angle_each_prior.is_some() { rod.cables.len() } else { 0 },
+        clamp_angle_each: if opts.clamp_angle_prior.is_some() { experiments.len() } else { 0 },
         friction: opts.friction_prior.is_some(),
     };
+    if opts.clamp_angle_prior.is_some() && rod.tip_condition != rod::TipCondition::Clamped {
+        return Err(FitError::Input("a clamp angle is fitted only for a rod whose tip is clamped ([tip] condition = \"clamped\")".into()));
+    }
     let fixed_rho = opts.hold_material.map_or(rod.cross_section.body.rho_kg_m3, |m| m[2]);
     let m = rod.cross_section.body;
     let mut problem = Problem::new(rod, experiments, layout, &Values::material(m.e_pa, m.g_pa, fixed_rho));
@@ -554,6 +563,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
             Geometry::CableOffsetOf(_) | Geometry::CableAngleOf(_) if opts.pool_cables => None,
             Geometry::CableOffsetOf(_) => opts.cable_offset_each_prior,
             Geometry::CableAngleOf(_) => opts.cable_angle_each_prior,
+            Geometry::ClampAngleOf(_) => opts.clamp_angle_prior,
             Geometry::FrictionMu => opts.friction_prior,
         };
         if let Some((mean, sd)) = prior {
@@ -604,6 +614,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
         radius_scale: scale_mean,
         cable_offsets_m: vec![each_mean_m; layout.cable_offset_each],
         cable_angles_rad: vec![angle_mean_rad; layout.cable_angle_each],
+        clamp_angles_rad: vec![opts.clamp_angle_prior.map_or(0.0, |p| p.0); layout.clamp_angle_each],
         friction_mu: opts.friction_prior.map(|p| p.0),
         ..Values::material(e_pa, g_pa, rho_kg_m3)
     };

@@ -488,6 +488,15 @@ pub struct Parameters {
     /// Their 95 % intervals \[rad\].
     #[serde(default)]
     pub cable_angles_ci95_rad: Vec<[f64; 2]>,
+    /// Per experiment (in the fit's order), its tip clamp's turn about the
+    /// world's y axis from what the experiment gives \[rad\] (empty when
+    /// not fitted: `--fit-clamp-angle`), and their 95 % intervals. A
+    /// nuisance of those experiments: predictions of others take none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clamp_angles_rad: Vec<f64>,
+    /// Their 95 % intervals \[rad\].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clamp_angles_ci95_rad: Vec<[f64; 2]>,
     /// The cables' fitted friction coefficient in their channels (absent
     /// when not fitted: the rod file's friction_mu) and its 95 % interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -527,6 +536,7 @@ impl Parameters {
             radius_scale: self.radius_scale,
             cable_offsets_m: self.cable_offsets_m.clone(),
             cable_angles_rad: self.cable_angles_rad.clone(),
+            clamp_angles_rad: self.clamp_angles_rad.clone(),
             friction_mu: self.friction_mu,
         }
     }
@@ -1094,6 +1104,8 @@ fn parameters(f: &Fit) -> Parameters {
         cable_offsets_ci95_m: (0..f.layout.cable_offset_each).map(|c| interval(f, Geometry::CableOffsetOf(c))).collect(),
         cable_angles_rad: f.values.cable_angles_rad.clone(),
         cable_angles_ci95_rad: (0..f.layout.cable_angle_each).map(|c| interval(f, Geometry::CableAngleOf(c))).collect(),
+        clamp_angles_rad: f.values.clamp_angles_rad.clone(),
+        clamp_angles_ci95_rad: (0..f.layout.clamp_angle_each).map(|k| interval(f, Geometry::ClampAngleOf(k))).collect(),
         friction_mu: f.layout.friction.then_some(f.values.friction_mu.unwrap_or(0.0)),
         friction_mu_ci95: f.layout.friction.then(|| interval(f, Geometry::FrictionMu)),
         law: Some(f.elastic_law.key().0.to_string()),
@@ -1155,6 +1167,8 @@ impl IdentifiedFile {
                 cable_offsets_ci95_m: vec![],
                 cable_angles_rad: vec![],
                 cable_angles_ci95_rad: vec![],
+                clamp_angles_rad: vec![],
+                clamp_angles_ci95_rad: vec![],
                 friction_mu: None,
                 friction_mu_ci95: None,
                 law: Some(law.into()),

@@ -83,6 +83,10 @@ pub struct Layout {
     /// One angle per cable about the rod's axis, for this many cables (0:
     /// none; geometry, needs priors).
     pub cable_angle_each: usize,
+    /// One angle per experiment of its tip clamp about the world's y axis,
+    /// for this many experiments (0: none; nuisance, needs priors): a
+    /// clamp's angle known only to within a tracing.
+    pub clamp_angle_each: usize,
     /// The cables' friction coefficient in their channels, one for all
     /// (the last parameter; needs a prior).
     pub friction: bool,
@@ -97,6 +101,8 @@ pub enum Geometry {
     CableOffsetOf(usize),
     /// The turn of cable `c` about the rod's axis.
     CableAngleOf(usize),
+    /// The turn of experiment `k`'s tip clamp about the world's y axis.
+    ClampAngleOf(usize),
     /// The cables' friction coefficient in their channels.
     FrictionMu,
 }
@@ -108,6 +114,7 @@ impl Geometry {
             Geometry::RadiusScale => v.radius_scale,
             Geometry::CableOffsetOf(c) => v.cable_offsets_m.get(c).copied().unwrap_or(0.0),
             Geometry::CableAngleOf(c) => v.cable_angles_rad.get(c).copied().unwrap_or(0.0),
+            Geometry::ClampAngleOf(k) => v.clamp_angles_rad.get(k).copied().unwrap_or(0.0),
             Geometry::FrictionMu => v.friction_mu.unwrap_or(0.0),
         }
     }
@@ -119,6 +126,7 @@ impl Geometry {
             Geometry::RadiusScale => ("radius scale".into(), "1"),
             Geometry::CableOffsetOf(c) => (format!("cable {} offset", c + 1), "m"),
             Geometry::CableAngleOf(c) => (format!("cable {} angle", c + 1), "rad"),
+            Geometry::ClampAngleOf(k) => (format!("experiment {} clamp angle", k + 1), "rad"),
             Geometry::FrictionMu => ("cable friction mu".into(), "1"),
         }
     }
@@ -131,6 +139,7 @@ impl Geometry {
             Geometry::RadiusScale => v.radius_scale += delta,
             Geometry::CableOffsetOf(c) => add_at(&mut v.cable_offsets_m, c, delta),
             Geometry::CableAngleOf(c) => add_at(&mut v.cable_angles_rad, c, delta),
+            Geometry::ClampAngleOf(k) => add_at(&mut v.clamp_angles_rad, k, delta),
             Geometry::FrictionMu => v.friction_mu = Some(v.friction_mu.unwrap_or(0.0) + delta),
         }
         v
@@ -140,7 +149,7 @@ impl Geometry {
     fn step(self) -> f64 {
         match self {
             Geometry::CableOffset | Geometry::CableOffsetOf(_) => 1e-7,
-            Geometry::RadiusScale | Geometry::CableAngleOf(_) | Geometry::FrictionMu => 1e-6,
+            Geometry::RadiusScale | Geometry::CableAngleOf(_) | Geometry::ClampAngleOf(_) | Geometry::FrictionMu => 1e-6,
         }
     }
 }
@@ -165,6 +174,7 @@ impl Layout {
             radius_scale: true,
             cable_offset_each: n_cables,
             cable_angle_each: n_cables,
+            clamp_angle_each: 0,
             friction: false,
         }
     }
@@ -179,6 +189,7 @@ impl Layout {
             radius_scale: false,
             cable_offset_each: 0,
             cable_angle_each: 0,
+            clamp_angle_each: 0,
             friction: false,
         }
     }
@@ -192,17 +203,24 @@ impl Layout {
             + self.radius_scale as usize
             + self.cable_offset_each
             + self.cable_angle_each
+            + self.clamp_angle_each
             + self.friction as usize
     }
 
     /// Index of the first per-cable offset.
     pub fn cable_offset_each_index(&self) -> Option<usize> {
-        (self.cable_offset_each > 0).then_some(self.n_params() - self.friction as usize - self.cable_angle_each - self.cable_offset_each)
+        (self.cable_offset_each > 0)
+            .then_some(self.n_params() - self.friction as usize - self.clamp_angle_each - self.cable_angle_each - self.cable_offset_each)
     }
 
     /// Index of the first per-cable angle.
     pub fn cable_angle_each_index(&self) -> Option<usize> {
-        (self.cable_angle_each > 0).then_some(self.n_params() - self.friction as usize - self.cable_angle_each)
+        (self.cable_angle_each > 0).then_some(self.n_params() - self.friction as usize - self.clamp_angle_each - self.cable_angle_each)
+    }
+
+    /// Index of the first experiment's clamp angle.
+    pub fn clamp_angle_each_index(&self) -> Option<usize> {
+        (self.clamp_angle_each > 0).then_some(self.n_params() - self.friction as usize - self.clamp_angle_each)
     }
 
     /// Index of the friction coefficient (the last parameter).
@@ -228,6 +246,9 @@ impl Layout {
         }
         if let Some(i) = self.cable_angle_each_index() {
             g.extend((0..self.cable_angle_each).map(|c| (Geometry::CableAngleOf(c), i + c)));
+        }
+        if let Some(i) = self.clamp_angle_each_index() {
+            g.extend((0..self.clamp_angle_each).map(|k| (Geometry::ClampAngleOf(k), i + k)));
         }
         if let Some(i) = self.friction_index() {
             g.push((Geometry::FrictionMu, i));
@@ -259,6 +280,7 @@ impl Layout {
             radius_scale: has("radius_scale"),
             cable_offset_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_offset_m") && *n != "cable_offset_m").count(),
             cable_angle_each: names.iter().filter(|n| n.starts_with("cable_") && n.ends_with("_angle_rad")).count(),
+            clamp_angle_each: names.iter().filter(|n| n.starts_with("clamp_") && n.ends_with("_angle_rad")).count(),
             friction: has("friction_mu"),
         };
         (layout.names() == names).then_some(layout)
@@ -284,6 +306,7 @@ impl Layout {
         let mut n: Vec<String> = n.into_iter().map(String::from).collect();
         n.extend((1..=self.cable_offset_each).map(|c| format!("cable_{c}_offset_m")));
         n.extend((1..=self.cable_angle_each).map(|c| format!("cable_{c}_angle_rad")));
+        n.extend((1..=self.clamp_angle_each).map(|k| format!("clamp_{k}_angle_rad")));
         if self.friction {
             n.push("friction_mu".into());
         }
@@ -309,6 +332,10 @@ pub struct Values {
     /// Per-cable turns about the rod's axis, added to the rod file's
     /// angles (empty: none) \[rad\].
     pub cable_angles_rad: Vec<f64>,
+    /// Per-experiment turns of the tip clamp about the world's y axis from
+    /// what the experiment says (empty: none; the fit's nuisance, which a
+    /// prediction of a new experiment does not know) \[rad\].
+    pub clamp_angles_rad: Vec<f64>,
     /// The friction coefficient of every cable in its channel (`None`: each
     /// cable's from the rod file).
     pub friction_mu: Option<f64>,
@@ -327,6 +354,7 @@ impl Values {
             radius_scale: 1.0,
             cable_offsets_m: vec![],
             cable_angles_rad: vec![],
+            clamp_angles_rad: vec![],
             friction_mu: None,
         }
     }
@@ -787,6 +815,7 @@ impl Problem {
         }
         p.extend((0..self.layout.cable_offset_each).map(|c| v.cable_offsets_m.get(c).copied().unwrap_or(0.0)));
         p.extend((0..self.layout.cable_angle_each).map(|c| v.angle_of_cable_rad(c)));
+        p.extend((0..self.layout.clamp_angle_each).map(|k| v.clamp_angles_rad.get(k).copied().unwrap_or(0.0)));
         if self.layout.friction {
             p.push(v.friction_mu.unwrap_or(0.0));
         }
@@ -817,6 +846,9 @@ impl Problem {
         }
         if let Some(i) = l.friction_index() {
             v.friction_mu = Some(p[i]);
+        }
+        if let Some(i) = l.clamp_angle_each_index() {
+            v.clamp_angles_rad = p.rows(i, l.clamp_angle_each).iter().copied().collect();
         }
         if let Some(i) = l.cable_angle_each_index() {
             v.cable_angles_rad = p.rows(i, l.cable_angle_each).iter().copied().collect();
@@ -912,7 +944,8 @@ impl Problem {
             let no_equilibrium = |source| ModelError::NoEquilibrium { experiment: exp.id.clone(), source };
             // A held tip: the held system's unknowns, for its sensitivities.
             let mut held_unknowns = None;
-            let sol = if let Some(hold) = em.hold {
+            let hold_i = self.hold_of(i, &v);
+            let sol = if let Some(hold) = hold_i {
                 // Always from the hold's own start (the arc that turns the
                 // tip to its clamp), never from the last parameters' shape:
                 // a held rod has several equilibria, and a warm start after
@@ -968,7 +1001,7 @@ impl Problem {
                 let kin = asm.kinematics.expect("with tangent");
                 let n = model.n_dof();
                 let dr = self.parameter_columns(i, &model, &q, &v)?;
-                let sens = match (em.hold, &held_unknowns) {
+                let sens = match (hold_i, &held_unknowns) {
                     // dq/dp through the held system: the hold's equations do
                     // not depend on the parameters.
                     (Some(hold), Some(x)) => {
@@ -1021,7 +1054,7 @@ impl Problem {
             }
             let critical_row = wrench_row + if exp.base_wrench.is_some() { 6 } else { 0 };
             for (k, c) in exp.critical.iter().enumerate() {
-                let hold = em.hold.ok_or(ModelError::OutOfRange)?;
+                let hold = hold_i.ok_or(ModelError::OutOfRange)?;
                 let (t, gradient) = self.critical_value(i, &model, hold, c, &q, &v, jac.is_some().then_some(p))?;
                 residual[critical_row + k] = (t - c.value) / c.sigma;
                 if let (Some(jac), Some(gradient)) = (jac.as_mut(), gradient) {
@@ -1141,7 +1174,8 @@ impl Problem {
             let rm = assemble(&mp, &em.loads, q, 1.0, false)?.residual;
             dr.set_column(ip, &((rp - rm) / (2.0 * eps)));
         }
-        for (geometry, id) in self.layout.geometry() {
+        for (geometry, id) in self.layout.geometry().into_iter().filter(|(g, _)| !matches!(g, Geometry::ClampAngleOf(_))) {
+            // (A clamp's angle moves the hold only: see held_parameter_columns.)
             // Central difference of the residual at fixed q (the cable
             // term is smooth in its offset, stiffness and weight in
             // the scale).
@@ -1151,6 +1185,13 @@ impl Problem {
             dr.set_column(id, &((residual_at(eps)? - residual_at(-eps)?) / (2.0 * eps)));
         }
         Ok(dr)
+    }
+
+    /// Experiment `i`'s tip hold at `v`: as the experiment gives it, turned
+    /// by its clamp-angle nuisance where one is fitted.
+    fn hold_of(&self, i: usize, v: &Values) -> Option<rod::TipHold> {
+        let angle = v.clamp_angles_rad.get(i).copied().unwrap_or(0.0);
+        self.models[i].hold.map(|h| if angle == 0.0 { h } else { h.turned_about_world_y(angle) })
     }
 
     /// The held system's derivatives in the parameters at its unknowns `x`:
@@ -1179,6 +1220,14 @@ impl Problem {
             mp.rod.base = self.base_pose(i, v.pitch_rad - eps);
             let rm = assemble_held(&mp, loads, hold, x, false)?.residual;
             columns.set_column(ip, &((rp - rm) / (2.0 * eps)));
+        }
+        // Its own clamp's angle moves the hold's rows alone.
+        if let Some(ic) = self.layout.clamp_angle_each_index().filter(|_| i < self.layout.clamp_angle_each) {
+            let eps = 1e-6;
+            let loads = &self.models[i].loads;
+            let rp = assemble_held(model, loads, hold.turned_about_world_y(eps), x, false)?.residual;
+            let rm = assemble_held(model, loads, hold.turned_about_world_y(-eps), x, false)?.residual;
+            columns.set_column(ic + i, &((rp - rm) / (2.0 * eps)));
         }
         Ok(columns)
     }

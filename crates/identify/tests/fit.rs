@@ -28,6 +28,7 @@ const TRUTH: Values = Values {
     radius_scale: 1.0,
     cable_offsets_m: Vec::new(),
     cable_angles_rad: Vec::new(),
+    clamp_angles_rad: Vec::new(),
     friction_mu: None,
 };
 
@@ -343,6 +344,7 @@ fn weighed_experiments_jacobian_matches_finite_differences() {
         radius_scale: 0.9,
         cable_offsets_m: vec![0.001, -0.0005, 0.0, 0.0015],
         cable_angles_rad: vec![0.02, -0.01, 0.0, 0.03],
+        clamp_angles_rad: vec![],
         friction_mu: None,
     };
     let p = problem.params(&v);
@@ -422,6 +424,7 @@ fn a_parameter_the_data_do_not_see_stays_at_the_rod_files_value() {
         radius_scale: 1.0,
         cable_offsets_m: Vec::new(),
         cable_angles_rad: Vec::new(),
+        clamp_angles_rad: Vec::new(),
         friction_mu: None,
     };
     let mut exps = vec![];

@@ -156,6 +156,7 @@ mod problem {
             radius_scale: true,
             cable_offset_each: 0,
             cable_angle_each: 1,
+            clamp_angle_each: 0,
             friction: false,
         };
         let problem = Problem::new(&rod, &[e], layout, &Values::material(3e5, 1e5, 1200.0));

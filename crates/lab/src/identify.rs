@@ -66,6 +66,9 @@ pub struct IdentifyRequest {
     pub radius_scale: Prior,
     /// Each cable's turn about the rod's axis \[deg\].
     pub cable_angle_deg: Prior,
+    /// Each experiment's tip-clamp angle about the world's y axis
+    /// (`--fit-clamp-angle`), degrees.
+    pub clamp_angle_deg: Prior,
     /// The cables' friction coefficient in their channels.
     pub friction: Prior,
     /// Hold E, G, rho at these values and fit the rest.
@@ -100,6 +103,7 @@ impl IdentifyRequest {
             pool_cables: false,
             radius_scale: Prior::Off,
             cable_angle_deg: Prior::Off,
+            clamp_angle_deg: Prior::Off,
             friction: Prior::Off,
             hold_material: None,
             tie_g_poisson: None,
@@ -356,6 +360,15 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     if cable_angle_each_prior.is_some() && rod.cables.is_empty() {
         return Err(Error::input(format!("--fit-cable-angle: {} has no [[cable]]", req.rod_path.display())));
     }
+    let clamp_angle_rad = match req.clamp_angle_deg {
+        Prior::Given(m, sd) => Prior::Given(m.to_radians(), sd.to_radians()),
+        p => p,
+    };
+    let clamp_angle_prior =
+        prior("fit-clamp-angle", clamp_angle_rad, file_priors.clamp_angle_rad, &req.rod_path, "clamp_angle_deg = { mean = 0.0, sd = 5.0 }")?;
+    if clamp_angle_prior.is_some() && rod.tip_condition != rod::TipCondition::Clamped {
+        return Err(Error::input(format!("--fit-clamp-angle: {} has no clamped tip ([tip] condition = \"clamped\")", req.rod_path.display())));
+    }
     let friction_prior = prior("fit-friction", req.friction, file_priors.friction_mu, &req.rod_path, "friction_mu = { mean = 0.1, sd = 0.1 }")?;
     if friction_prior.is_some() && rod.cables.is_empty() {
         return Err(Error::input(format!("--fit-friction: {} has no [[cable]]", req.rod_path.display())));
@@ -371,6 +384,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         radius_scale_prior,
         cable_offset_each_prior,
         cable_angle_each_prior,
+        clamp_angle_prior,
         friction_prior,
         hold_material: req.hold_material,
         tie_g_poisson,
@@ -470,8 +484,14 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     }
     let written = report::write_identification_report(&req.out, &rep)?;
     if let Some(f) = failure {
+        // A clamped tip's angle is the first suspect of a traced loop.
+        let clamp = if rod.tip_condition == rod::TipCondition::Clamped && clamp_angle_prior.is_none() {
+            ", a tip clamp whose angle is known only to within a tracing (--fit-clamp-angle=0,5 fits each experiment's)"
+        } else {
+            ""
+        };
         return Err(Error::computation(format!(
-            "identification failed: {f}. {} and {} are written marked as failed. Usual causes: a force sensor not zeroed (its bias read as weight), holds whose markers are mislabelled, a rod file whose section or mount is not the specimen's",
+            "identification failed: {f}. {} and {} are written marked as failed. Usual causes: a force sensor not zeroed (its bias read as weight), holds whose markers are mislabelled, a rod file whose section or mount is not the specimen's{clamp}",
             identified_toml.display(),
             written.html.display()
         )));

@@ -330,6 +330,10 @@ pub struct IdentifyPriors {
     pub cable_angle_rad: Option<(f64, f64)>,
     /// The cables' friction coefficient in their channels (`friction_mu`).
     pub friction_mu: Option<(f64, f64)>,
+    /// Each experiment's tip-clamp turn about the world's y axis \[rad\]
+    /// (read from `clamp_angle_deg`, in degrees): a clamp known only to
+    /// within a tracing.
+    pub clamp_angle_rad: Option<(f64, f64)>,
     /// The physical ranges identified material values must fall inside
     /// (`[identify] e_pa_range = [min, max]`, ...): a fit at or beyond one
     /// is a failed identification, not a result.
@@ -625,6 +629,8 @@ struct RawIdentify {
     cable_angle_deg: Option<RawPrior>,
     /// Prior of the cables' friction coefficient in their channels, `{ mean, sd }` (mean >= 0): estimated when given (`--fit-friction`), from pulls that load and unload.
     friction_mu: Option<RawPrior>,
+    /// Prior of each experiment's tip-clamp angle about the world's y axis from what it says \[deg\], `{ mean, sd }`: estimated with `--fit-clamp-angle` (a clamped tip traced on a photograph in the x-z plane).
+    clamp_angle_deg: Option<RawPrior>,
     /// Plausible range of E \[Pa\], `[min, max]`: a fit at or beyond it is flagged.
     e_pa_range: Option<[f64; 2]>,
     /// Plausible range of G \[Pa\], `[min, max]`.
@@ -1419,6 +1425,12 @@ impl RawRod {
         identify_priors.friction_mu = cable_prior("friction_mu", identify.and_then(|i| i.friction_mu.as_ref()))?;
         if identify_priors.friction_mu.is_some_and(|(m, _)| m < 0.0) {
             return Err(ConfigError::new(file, "identify.friction_mu.mean", "must be >= 0"));
+        }
+        if let Some(RawPrior { mean, sd }) = identify.and_then(|i| i.clamp_angle_deg.as_ref()) {
+            if !mean.is_finite() {
+                return Err(ConfigError::new(file, "identify.clamp_angle_deg.mean", "must be finite"));
+            }
+            identify_priors.clamp_angle_rad = Some((mean.to_radians(), positive(file, "identify.clamp_angle_deg.sd", *sd)?.to_radians()));
         }
         if let Some(RawPrior { mean, sd }) = identify.and_then(|i| i.radius_scale.as_ref()) {
             identify_priors.radius_scale = Some((positive(file, "identify.radius_scale.mean", *mean)?, positive(file, "identify.radius_scale.sd", *sd)?));

@@ -69,6 +69,19 @@ impl TipHold {
         TipHold::Clamped { position_m, rotation, winding_rad }
     }
 
+    /// The clamp turned by `angle_rad` about the world's y axis through
+    /// its position (a pin is unchanged): a clamp's angle known only to
+    /// within a tracing in the x-z plane.
+    pub fn turned_about_world_y(self, angle_rad: f64) -> TipHold {
+        match self {
+            TipHold::Clamped { position_m, rotation, winding_rad } => {
+                let turn = lie::exp(&lie::stack(&Vec3::new(0.0, angle_rad, 0.0), &Vec3::zeros())).rot;
+                TipHold::Clamped { position_m, rotation: turn * rotation, winding_rad }
+            }
+            pinned => pinned,
+        }
+    }
+
     pub fn position_m(&self) -> Vec3 {
         match self {
             TipHold::Pinned { position_m } | TipHold::Clamped { position_m, .. } => *position_m,
