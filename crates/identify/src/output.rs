@@ -622,6 +622,11 @@ pub struct ExperimentOut {
     /// what a viscoelastic law's creep is read at.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub loaded_for_s: Option<f64>,
+    /// The modulus the fit gave this hold over the relaxed E: the rod
+    /// file's viscoelastic law crept for `loaded_for_s` (absent: 1, an
+    /// elastic rod or a hold of unknown age).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hold_modulus_ratio: Option<f64>,
 }
 
 /// The reference values (a published table's), judged on the same data.
@@ -890,7 +895,9 @@ pub struct HeldOutOut {
 /// The static holds as the dynamic fit's values see them.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StaticHoldsOut {
-    /// The static fit's E (`--params`) \[Pa\] and its 95 % interval.
+    /// The modulus the static fit (`--params`) saw in its holds \[Pa\]
+    /// (its E, times the creep ratio it gave them if its rod was
+    /// viscoelastic) and its 95 % interval.
     pub static_e_pa: f64,
     /// Its 95 % interval \[Pa\].
     pub static_e_ci95_pa: [f64; 2],
@@ -1278,6 +1285,7 @@ impl IdentifiedFile {
                     loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| nan(e.measurements.len())),
                     reference_errors_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| nan(e.measurements.len())),
                     loaded_for_s: e.loaded_for_s,
+                    hold_modulus_ratio: None,
                 })
                 .collect(),
             start: f.starts.clone(),

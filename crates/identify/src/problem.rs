@@ -427,6 +427,20 @@ struct ExperimentModel {
     joints: Vec<usize>,
     /// The tip's hold (a pinned or clamped tip), if any.
     hold: Option<rod::TipHold>,
+    /// The modulus the hold sees over the relaxed one: a viscoelastic
+    /// rod's creep ratio after its loads acted `loaded_for_s` (1: an
+    /// elastic rod, or a hold long enough to have relaxed).
+    creep: f64,
+}
+
+/// The modulus a hold of `rod` sees over its relaxed modulus: the rod
+/// file's viscoelastic law crept for as long as the experiment's loads
+/// acted; 1 for an elastic rod or a hold of unknown age (relaxed).
+pub fn hold_modulus_ratio(rod: &Rod, experiment: &Experiment) -> f64 {
+    match experiment.loaded_for_s {
+        Some(t) if !rod.viscoelastic.is_empty() => rod::creep::hold_modulus_ratio(&rod.viscoelastic, t),
+        _ => 1.0,
+    }
 }
 
 /// Residuals, Jacobian and predictions at one parameter vector.
@@ -602,6 +616,7 @@ impl Problem {
                     // Checked against the rod file where the experiments
                     // are read (identify::data::check_tip_holds).
                     hold: e.tip_hold(rod.tip_condition).unwrap_or(None),
+                    creep: hold_modulus_ratio(rod, e),
                 }
             })
             .collect();
@@ -876,8 +891,9 @@ impl Problem {
             model.rod.cross_section = em.model.rod.cross_section.scaled(s);
         }
         model.stiffness.fill(0.0);
-        em.k_e.add_to(&mut model.stiffness, s, v.e_pa);
-        em.k_g.add_to(&mut model.stiffness, s, v.g_pa);
+        // A viscoelastic rod's hold sees its relaxed moduli crept.
+        em.k_e.add_to(&mut model.stiffness, s, v.e_pa * em.creep);
+        em.k_g.add_to(&mut model.stiffness, s, v.g_pa * em.creep);
         em.k_0.add_to(&mut model.stiffness, s, 1.0);
         if model.fibres.is_some() {
             // A hyperelastic body: its fibres at the scaled section, with E.
@@ -885,7 +901,7 @@ impl Problem {
                 model.fibres = model.build_fibres();
             }
             if let Some(f) = model.fibres.as_mut() {
-                f.modulus_pa = v.e_pa;
+                f.modulus_pa = v.e_pa * em.creep;
             }
         }
         model.joint_mass_kg = em.mass_body.iter().zip(&em.mass_0).map(|(b, c)| (b * v.rho_kg_m3 + c) * s * s).collect();
@@ -1157,8 +1173,8 @@ impl Problem {
         if let Some(f) = &model.fibres {
             elastic_e += f.correction_unit(q, false).1;
         }
-        dr.set_column(0, &(elastic_e * v.e_pa));
-        dr.set_column(1, &(em.k_g.times(s, q) * v.g_pa));
+        dr.set_column(0, &(elastic_e * (v.e_pa * em.creep)));
+        dr.set_column(1, &(em.k_g.times(s, q) * (v.g_pa * em.creep)));
         if self.layout.fit_rho {
             let mut gm = em.gravity_model.clone();
             gm.rod.base = base;

@@ -466,6 +466,9 @@ struct DynamicProblem<'a> {
 struct StaticHolds {
     /// How long each static hold's loads had acted \[s\].
     loaded_for_s: Vec<f64>,
+    /// The creep ratio the static fit gave its holds, on average (1: it
+    /// fitted them elastic; its E is then the holds' modulus).
+    static_ratio: f64,
     /// The static E's standard deviation in its logarithm.
     ln_e_sigma: f64,
     /// The static fit's E \[Pa\] (what `--params` carry; stiffness 1) and its interval.
@@ -478,29 +481,33 @@ impl StaticHolds {
     /// interval of E.
     fn of(params: &crate::params::Params) -> Option<StaticHolds> {
         let e = &params.file.parameters.e_pa;
-        let loaded_for_s: Vec<f64> = params.file.experiment.iter().filter_map(|x| x.loaded_for_s).collect();
+        let held: Vec<(f64, f64)> = params.file.experiment.iter().filter_map(|x| x.loaded_for_s.map(|t| (t, x.hold_modulus_ratio.unwrap_or(1.0)))).collect();
+        let loaded_for_s: Vec<f64> = held.iter().map(|h| h.0).collect();
+        let static_ratio = held.iter().map(|h| h.1).sum::<f64>() / held.len().max(1) as f64;
         let ln_e_sigma = (e.ci95[1] / e.ci95[0]).ln() / (2.0 * 1.96);
         (!loaded_for_s.is_empty() && ln_e_sigma.is_finite() && ln_e_sigma > 0.0).then_some(StaticHolds {
             loaded_for_s,
+            static_ratio,
             ln_e_sigma,
             e_pa: e.value,
             e_ci95_pa: e.ci95,
         })
     }
 
-    /// The modulus the holds see at `at` over the static fit's E: the
-    /// stiffness times the law's mean creep ratio over the holds.
+    /// The modulus the holds see at `at` over what the static fit saw in
+    /// them: the stiffness times the law's mean creep ratio over the
+    /// holds, over the static fit's own.
     fn hold_stiffness(&self, at: &Point) -> f64 {
         let ratio = self.loaded_for_s.iter().map(|t| rod::creep::hold_modulus_ratio(&at.branches, *t)).sum::<f64>() / self.loaded_for_s.len() as f64;
-        at.stiffness * ratio
+        at.stiffness * ratio / self.static_ratio
     }
 
     /// What the report says of the holds at `at`.
     fn out(&self, at: &Point) -> identify::output::StaticHoldsOut {
         identify::output::StaticHoldsOut {
-            static_e_pa: self.e_pa,
-            static_e_ci95_pa: self.e_ci95_pa,
-            hold_e_pa: self.e_pa * self.hold_stiffness(at),
+            static_e_pa: self.e_pa * self.static_ratio,
+            static_e_ci95_pa: self.e_ci95_pa.map(|e| e * self.static_ratio),
+            hold_e_pa: self.e_pa * self.static_ratio * self.hold_stiffness(at),
             mean_loaded_for_s: self.loaded_for_s.iter().sum::<f64>() / self.loaded_for_s.len() as f64,
         }
     }

@@ -444,6 +444,9 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     drop(task);
     let mut file = IdentifiedFile::from_study(&study, &experiments, &req.rod_path.display().to_string(), &source);
     file.set_variants(variants.clone(), recommended);
+    if let Some(line) = creep_note(&rod, &experiments, &mut file) {
+        bias_warnings.push(line);
+    }
     file.warnings.extend(bias_warnings.iter().cloned());
     file.sensor_bias = sensor_biases.iter().map(bias_out).collect();
     file.rod_geometry = Some(identify::output::rod_geometry(&req.rod));
@@ -1083,4 +1086,26 @@ fn bias_table(biases: &[identify::sensor_bias::SensorBias]) -> ReportTable {
             })
             .collect(),
     }
+}
+
+/// A viscoelastic rod's holds: each saw the relaxed E times its creep
+/// ratio (written per experiment into `file`), and a line that says so.
+fn creep_note(rod: &Rod, experiments: &[Experiment], file: &mut IdentifiedFile) -> Option<String> {
+    let ratios: Vec<f64> = experiments.iter().map(|e| identify::problem::hold_modulus_ratio(rod, e)).collect();
+    for (x, r) in file.experiment.iter_mut().zip(&ratios) {
+        x.hold_modulus_ratio = (*r != 1.0).then_some(*r);
+    }
+    if rod.viscoelastic.is_empty() {
+        return None;
+    }
+    let loaded: Vec<f64> = experiments.iter().filter_map(|e| e.loaded_for_s).collect();
+    let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0_f64), |(a, b), r| (a.min(*r), b.max(*r)));
+    Some(match loaded.is_empty() {
+        true => "the rod file's viscoelastic law: the holds' ages are unknown (no release or still run to count from), so each is taken as relaxed: E is the relaxed modulus".into(),
+        false => format!(
+            "the rod file's viscoelastic law: each hold saw the relaxed E crept for as long as its loads acted ({:.2}-{:.2} s: {lo:.3}-{hi:.3} times it); E is the relaxed modulus",
+            loaded.iter().fold(f64::INFINITY, |a, b| a.min(*b)),
+            loaded.iter().fold(0.0_f64, |a, b| a.max(*b))
+        ),
+    })
 }

@@ -341,6 +341,7 @@ fn the_stiffness_fitted_with_a_ring_down_keeps_the_static_holds_creep_included()
         loo_errors_mm: vec![],
         reference_errors_mm: vec![],
         loaded_for_s: Some(2.0),
+        hold_modulus_ratio: None,
     }];
     let params_path = dir.path().join("static.toml");
     file.write(&params_path).unwrap();
