@@ -1283,10 +1283,16 @@ struct RingDownReading {
     sessions: Vec<Option<(Vec<f64>, RingDown, Vec3)>>,
 }
 
+/// The outermost marker (the first of the outermost on a tip face's
+/// cluster): what the ring-down reads and the report's charts show.
+fn outermost_marker(rod: &Rod) -> usize {
+    let markers = &rod.markers;
+    (0..markers.len()).max_by(|a, b| markers[*a].arc_m.total_cmp(&markers[*b].arc_m).then(b.cmp(a))).unwrap_or(0)
+}
+
 impl RingDownReading {
     fn of(replay: &Replay) -> RingDownReading {
-        let markers = &replay.rod.markers;
-        let tip = (0..markers.len()).max_by(|a, b| markers[*a].arc_m.total_cmp(&markers[*b].arc_m).then(b.cmp(a))).unwrap_or(0);
+        let tip = outermost_marker(&replay.rod);
         let sessions = replay
             .cases
             .iter()
@@ -1514,8 +1520,8 @@ fn write_report(
             diagonal: false,
         }));
     }
-    // The outermost marker, whose path each session's chart shows.
-    let tip = (0..replay.rod.markers.len()).max_by(|a, b| replay.rod.markers[*a].arc_m.total_cmp(&replay.rod.markers[*b].arc_m)).unwrap_or(0);
+    // The marker whose ring-down the table reads.
+    let tip = outermost_marker(&replay.rod);
     for (k, case) in replay.cases.iter().enumerate() {
         // One replay with the start values and one with the fitted ones,
         // sampled at the tracked times and at the sensor's.

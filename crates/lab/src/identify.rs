@@ -733,6 +733,11 @@ fn report(
                 errors_mm: f.errors_mm[i].clone(),
                 errors_reference_mm: study.reference.as_ref().map(|r| r.errors_mm[i].clone()).unwrap_or_else(|| vec![f64::NAN; n]),
                 loo_errors_mm: study.loo.get(i).map(|l| l.errors_mm.clone()).unwrap_or_else(|| vec![f64::NAN; n]),
+                base_m: p3(&e.base_pose.unwrap_or(rod.base).pos),
+                base_rotation: {
+                    let r = e.base_pose.unwrap_or(rod.base).rot;
+                    std::array::from_fn(|i| std::array::from_fn(|j| r[(i, j)]))
+                },
             }
         })
         .collect();

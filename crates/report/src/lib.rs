@@ -7,6 +7,7 @@
 //! does not depend on the model crates.
 
 pub mod page;
+pub mod style;
 
 /// A self-check for browsers and tests: counts figures and loaded images
 /// and script errors into `body[data-check]`.
@@ -57,6 +58,11 @@ pub struct ExperimentView {
     pub errors_reference_mm: Vec<f64>,
     /// Leave-one-out prediction errors (NaN if not computed).
     pub loo_errors_mm: Vec<f64>,
+    /// The rod's base in the world \[m\] and its rotation (rows of the
+    /// matrix taking the rod's frame to the world's): the shapes are drawn
+    /// in the rod's frame.
+    pub base_m: P3,
+    pub base_rotation: [[f64; 3]; 3],
 }
 
 /// A second fit shown for comparison (e.g. with nuisance parameters).
@@ -212,6 +218,30 @@ fn parameter_rows(h: &mut String, params: &[ParameterRow], with_reference: bool)
     }
 }
 
+/// Writes figure `name`'s SVG beside the page (`name.svg`).
+pub(crate) fn write_figure_svg(dir: &Path, name: &str, svg: &str) -> Result<(), ReportError> {
+    let path = dir.join(format!("{name}.svg"));
+    std::fs::write(&path, svg).map_err(|e| ReportError::Io(path, e))
+}
+
+/// The page's figure index: each figure's name, what it shows, and its
+/// files (SVG, PNG at twice the pixels).
+pub(crate) fn figure_index(h: &mut String, figures: &[(String, String)]) {
+    if figures.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Figures</h2><table><tr><th class=\"l\">figure</th><th class=\"l\">what it shows</th><th class=\"l\">files</th></tr>");
+    for (name, what) in figures {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><a href=\"#{0}\">{0}</a></td><td class=\"l\">{1}</td><td class=\"l\"><a href=\"{0}.svg\">{0}.svg</a>, <a href=\"{0}.png\">{0}.png</a></td></tr>",
+            esc(name),
+            esc(what)
+        );
+    }
+    h.push_str("</table>");
+}
+
 /// Writes `index.html`, `summary.json` and one PNG per plot into `dir`.
 pub fn write_identification_report(dir: &Path, r: &IdentificationReport) -> Result<Written, ReportError> {
     std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.to_path_buf(), e))?;
@@ -222,7 +252,9 @@ pub fn write_identification_report(dir: &Path, r: &IdentificationReport) -> Resu
         let png = dir.join(format!("{}.png", fig.name));
         (fig.draw_png)(&png).map_err(|e| ReportError::Plot(fig.name.to_string(), e.0))?;
         pngs.push(png);
-        svgs.push((fig, (fig.draw_svg)().map_err(|e| ReportError::Plot(fig.name.to_string(), e.0))?));
+        let svg = (fig.draw_svg)().map_err(|e| ReportError::Plot(fig.name.to_string(), e.0))?;
+        write_figure_svg(dir, fig.name, &svg)?;
+        svgs.push((fig, svg));
     }
     let mut h = String::new();
     let _ = write!(
@@ -323,15 +355,23 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     for t in &r.tables {
         table_html(&mut h, t);
     }
-    h.push_str("<h2>Figures</h2>\n");
+    h.push_str("<h2>Plots</h2>\n");
     for (fig, svg) in &svgs {
-        let _ = writeln!(h, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", fig.name, svg, esc(&fig.caption));
+        let _ = writeln!(
+            h,
+            "<figure id=\"{0}\">{1}<figcaption>{2} (<a href=\"{0}.svg\">SVG</a>, <a href=\"{0}.png\">PNG</a>)</figcaption></figure>",
+            fig.name,
+            svg,
+            esc(&fig.caption)
+        );
     }
     h.push_str("<h3>PNG copies</h3><p class=\"thumbs\">");
     for fig in &figures {
         let _ = write!(h, "<a href=\"{0}.png\"><img src=\"{0}.png\" alt=\"{1}\"></a>", fig.name, esc(&fig.caption));
     }
-    h.push_str("</p><h2>Provenance</h2><table>");
+    h.push_str("</p>");
+    figure_index(&mut h, &figures.iter().map(|f| (f.name.to_string(), f.caption.clone())).collect::<Vec<_>>());
+    h.push_str("<h2>Provenance</h2><table>");
     for (k, v) in &r.provenance {
         let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>", esc(k), esc(v));
     }
@@ -364,5 +404,120 @@ mod tests {
         let mut h = String::new();
         parameter_rows(&mut h, &[row(f64::NAN, f64::NAN)], false);
         assert!(!h.contains("not determined"), "{h}");
+    }
+}
+
+#[cfg(test)]
+mod reviewer_checklist {
+    //! A paper reviewer's checklist, on a page of generic charts and an
+    //! identification report with more series than the palette's colours.
+    use super::*;
+    use crate::page::{Block, Chart, Page, Series};
+    use crate::style::OKABE_ITO;
+
+    /// The colours an SVG strokes or fills with, as #RRGGBB.
+    fn colours(svg: &str) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for key in ["stroke=\"#", "fill=\"#"] {
+            for (i, _) in svg.match_indices(key) {
+                out.insert(svg[i + key.len() - 1..i + key.len() + 6].to_uppercase());
+            }
+        }
+        out
+    }
+
+    fn hex(c: &plotters::style::RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    /// The text an SVG draws (its <text> elements' contents).
+    fn texts(svg: &str) -> String {
+        svg.split("<text").skip(1).filter_map(|t| t.split_once('>').map(|(_, rest)| rest.split("</text>").next().unwrap_or(""))).collect::<Vec<_>>().join(" ")
+    }
+
+    /// PNG width and height from its header.
+    fn png_size(path: &Path) -> (u32, u32) {
+        let b = std::fs::read(path).unwrap();
+        (u32::from_be_bytes(b[16..20].try_into().unwrap()), u32::from_be_bytes(b[20..24].try_into().unwrap()))
+    }
+
+    /// Every figure of `dir` (its index.html's) as SVG and as a PNG of
+    /// twice its pixels; no cm axis; every legend label whole; at most 8
+    /// colours and only Okabe-Ito ones beside greys; an index of figures.
+    pub(crate) fn check(dir: &Path, names: &[&str], labels: &[String]) {
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        assert!(html.contains("<h2>Figures</h2>"), "no figure index");
+        let safe: Vec<String> = OKABE_ITO.iter().map(hex).collect();
+        for name in names {
+            let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap_or_else(|_| panic!("{name}.svg"));
+            assert!(html.contains(&format!("{name}.svg")) && html.contains(&format!("{name}.png")), "{name} not in the index");
+            let w: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            assert_eq!(png_size(&dir.join(format!("{name}.png"))).0, 2 * w, "{name}.png at twice the SVG's pixels");
+            assert!(!svg.contains("[cm]") && !svg.contains('…'), "{name}: a cm axis or a cut label");
+            let series: Vec<String> = colours(&svg).into_iter().filter(|c| !(c[1..3] == c[3..5] && c[3..5] == c[5..7])).collect();
+            assert!(series.len() <= 8, "{name}: {} colours {series:?}", series.len());
+            // Bands and hollow marks keep the hex and set an opacity.
+            assert!(!series.is_empty() && series.iter().all(|c| safe.contains(c)), "{name}: colours {series:?} beside Okabe-Ito's {safe:?}");
+        }
+        let all: String = names.iter().map(|n| texts(&std::fs::read_to_string(dir.join(format!("{n}.svg"))).unwrap())).collect::<Vec<_>>().join(" ");
+        for label in labels {
+            for word in label.split(' ') {
+                assert!(all.contains(word), "legend word {word:?} of {label:?} missing");
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_and_an_identification_report_pass_a_reviewers_checklist() {
+        let dir = std::env::temp_dir().join(format!("rodlab-checklist-{}", std::process::id()));
+        let labels: Vec<String> = (0..10).map(|i| format!("replayed, start (mu 0.{i}00, damping ratio 0.050) series {i}")).collect();
+        let series = labels.iter().enumerate().map(|(i, l)| Series::line(l.clone(), (0..20).map(|k| (k as f64, (k * (i + 1)) as f64)).collect(), i)).collect();
+        let chart = Chart { name: "many".into(), title: "ten series".into(), x_label: "t [s]".into(), y_label: "tip z [mm]".into(), series, diagonal: false };
+        let page = Page { title: "page".into(), blocks: vec![Block::Chart(chart)], provenance: vec![] };
+        crate::page::write_page(&dir, &page, &serde_json::json!({})).unwrap();
+        // The first entries are whole; the rest are counted, not cut.
+        check(&dir, &["many"], &labels[..3]);
+
+        let view = |i: usize| ExperimentView {
+            id: format!("qualisys-10g/hold{i}"),
+            inputs: String::new(),
+            measured_m: vec![[0.05, 0.7, 0.31 - 0.001 * i as f64]],
+            predicted_m: vec![[0.05, 0.7, 0.31 - 0.001 * i as f64]],
+            predicted_reference_m: vec![],
+            shape_m: (0..10).map(|k| [0.01 * k as f64, 0.7, 0.3]).collect(),
+            shape_reference_m: vec![],
+            errors_mm: vec![0.05],
+            errors_reference_mm: vec![f64::NAN],
+            loo_errors_mm: vec![0.06],
+            base_m: [0.0, 0.7, 0.3],
+            base_rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        };
+        let report = IdentificationReport {
+            title: "t".into(),
+            lead: vec![],
+            reference_label: None,
+            parameters: vec![],
+            correlation_names: vec![],
+            correlation: vec![],
+            experiments: (0..12).map(view).collect(),
+            history: vec![1.0, 0.1, 0.01],
+            rms_error_mm: 0.05,
+            rms_error_reference_mm: f64::NAN,
+            warnings: vec![],
+            facts: vec![],
+            alternatives: vec![],
+            tables: vec![],
+            provenance: vec![],
+        };
+        let dir2 = dir.join("identify");
+        write_identification_report(&dir2, &report).unwrap();
+        check(&dir2, &["parity", "shapes_side", "shapes_top", "residuals", "convergence"], &["qualisys-10g/hold0".into(), "leave-one-out".into()]);
+        // Shapes in the rod's frame: the base (0.7 m off in y) at the origin.
+        let side = std::fs::read_to_string(dir2.join("shapes_side.svg")).unwrap();
+        assert!(side.contains("x along the rod [mm]"));
+        // The residual axis is scaled to its 0.06 mm bars, not to 1 mm.
+        let residuals = std::fs::read_to_string(dir2.join("residuals.svg")).unwrap();
+        assert!(texts(&residuals).contains("0.06") && !texts(&residuals).contains("1.0 "), "{}", texts(&residuals));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -59,10 +59,7 @@ pub struct Chart {
 
 const SIZE: (u32, u32) = (900, 460);
 
-fn palette(i: usize) -> RGBColor {
-    let c = Palette99::pick(i).to_rgba();
-    RGBColor(c.0, c.1, c.2)
-}
+use crate::style::{palette, repeats, Scale};
 
 fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     let mut xs = (f64::INFINITY, f64::NEG_INFINITY);
@@ -100,7 +97,7 @@ fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
 /// Tick labels with enough digits to tell ticks apart on an axis
 /// spanning `span` (a curvature axis from 0 to 0.004 1/m is not all
 /// "0.0"); exponents beyond what fixed digits show well.
-fn tick_format(span: f64) -> impl Fn(&f64) -> String {
+pub(crate) fn tick_format(span: f64) -> impl Fn(&f64) -> String {
     let digits = if span > 0.0 && span.is_finite() { (2.0 - span.log10().floor()).clamp(0.0, 12.0) as usize } else { 2 };
     move |v: &f64| if digits > 5 || v.abs() >= 1e6 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
 }
@@ -118,7 +115,7 @@ pub fn has_unit(label: &str) -> bool {
 /// never covers the data).
 const LEGEND_WIDTH_PX: u32 = 210;
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, k: Scale) -> Result<(), DrawError> {
     // Every axis says what it shows and in what unit.
     for label in [&chart.x_label, &chart.y_label] {
         if !has_unit(label) {
@@ -128,21 +125,26 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| DrawError(x.to_string());
     root.fill(&WHITE).map_err(e)?;
     // The title over the whole width, the legend beside the plot under it.
-    let body = root.titled(&chart.title, ("sans-serif", 20)).map_err(e)?;
+    let body = root.titled(&chart.title, ("sans-serif", k.font(20.0))).map_err(e)?;
     let labelled: Vec<&Series> = chart.series.iter().filter(|s| !s.label.is_empty()).collect();
-    let (plot_area, legend_area) = with_legend_area(&body, !labelled.is_empty());
+    let (plot_area, legend_area) = with_legend_area(&body, !labelled.is_empty(), k);
     let ((x0, x1), (y0, y1)) = range(chart);
-    let mut c = ChartBuilder::on(&plot_area).margin(12).x_label_area_size(40).y_label_area_size(70).build_cartesian_2d(x0..x1, y0..y1).map_err(e)?;
+    let mut c =
+        ChartBuilder::on(&plot_area).margin(k.px(12)).x_label_area_size(k.px(40)).y_label_area_size(k.px(70)).build_cartesian_2d(x0..x1, y0..y1).map_err(e)?;
     let (x_ticks, y_ticks) = (tick_format(x1 - x0), tick_format(y1 - y0));
     c.configure_mesh()
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
         .x_label_formatter(&x_ticks)
         .y_label_formatter(&y_ticks)
+        .label_style(("sans-serif", k.font(13.0)))
+        .axis_desc_style(("sans-serif", k.font(15.0)))
+        .light_line_style(BLACK.mix(0.05))
+        .bold_line_style(BLACK.mix(0.15))
         .draw()
         .map_err(e)?;
     if chart.diagonal {
-        c.draw_series(LineSeries::new(vec![(x0, x0), (x1, x1)], BLACK.mix(0.4))).map_err(e)?;
+        c.draw_series(LineSeries::new(vec![(x0, x0), (x1, x1)], BLACK.mix(0.4).stroke_width(k.px(1)))).map_err(e)?;
     }
     for s in &chart.series {
         let color = palette(s.color);
@@ -152,15 +154,24 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
             c.draw_series(std::iter::once(Polygon::new(poly, color.mix(0.18)))).map_err(e)?;
         }
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
-        match s.style {
-            Style::Line => c.draw_series(LineSeries::new(pts, color.stroke_width(2))).map_err(e)?,
-            Style::Dashed => c.draw_series(DashedLineSeries::new(pts, 8, 5, color.stroke_width(2))).map_err(e)?,
-            Style::Points => c.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?,
+        // A colour the palette repeats is told apart by its line: dashed, or hollow points.
+        match (s.style, repeats(s.color)) {
+            (Style::Line, false) => c.draw_series(LineSeries::new(pts, color.stroke_width(k.px(2)))).map_err(e)?,
+            (Style::Line | Style::Dashed, _) => c.draw_series(DashedLineSeries::new(pts, k.px(8), k.px(5), color.stroke_width(k.px(2)))).map_err(e)?,
+            (Style::Points, false) => c.draw_series(pts.into_iter().map(|p| Circle::new(p, k.px(3), color.filled()))).map_err(e)?,
+            (Style::Points, true) => c.draw_series(pts.into_iter().map(|p| Circle::new(p, k.px(3), color.stroke_width(k.px(1))))).map_err(e)?,
         };
     }
     if let Some(area) = legend_area {
-        let entries: Vec<LegendEntry> = labelled.iter().map(|s| LegendEntry { label: s.label.clone(), color: palette(s.color), style: s.style }).collect();
-        draw_legend(&area, &entries).map_err(e)?;
+        let entries: Vec<LegendEntry> = labelled
+            .iter()
+            .map(|s| LegendEntry {
+                label: s.label.clone(),
+                color: palette(s.color),
+                style: if repeats(s.color) && s.style == Style::Line { Style::Dashed } else { s.style },
+            })
+            .collect();
+        draw_legend(&area, &entries, k).map_err(e)?;
     }
     root.present().map_err(e)?;
     Ok(())
@@ -175,41 +186,60 @@ pub(crate) struct LegendEntry {
 
 /// Splits `root` into the plot's area and, when there is a legend, the
 /// legend's beside it.
-pub(crate) fn with_legend_area<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, legend: bool) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
+pub(crate) fn with_legend_area<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    legend: bool,
+    k: Scale,
+) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
     if !legend {
         return (root.clone(), None);
     }
     let (w, _) = root.dim_in_pixel();
-    let (a, b) = root.split_horizontally(w.saturating_sub(LEGEND_WIDTH_PX));
+    let (a, b) = root.split_horizontally(w.saturating_sub(k.px(LEGEND_WIDTH_PX)));
     (a, Some(b))
 }
 
+/// Characters of a legend line: longer labels wrap onto more lines.
+const LEGEND_LINE_CHARS: usize = 26;
+
 /// The legend in its own area beside the plot: each label with a swatch
-/// drawn as its series is (solid, dashed or a dot), long lists cut with a
-/// count of what is left out.
-pub(crate) fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[LegendEntry]) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    const ROW_PX: i32 = 18;
+/// drawn as its series is (solid, dashed or a dot), long labels wrapped
+/// whole onto more lines; a list longer than the area ends with a count
+/// of the entries left out (never a cut label).
+pub(crate) fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[LegendEntry],
+    k: Scale,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let row = k.at(18);
     let (_, h) = area.dim_in_pixel();
-    let rows = ((h as i32 - 60) / ROW_PX).max(1) as usize;
-    let shown = if series.len() > rows { rows - 1 } else { series.len() };
-    let font = ("sans-serif", 13).into_font().color(&BLACK);
-    for (k, s) in series.iter().take(shown).enumerate() {
-        let y = 50 + k as i32 * ROW_PX;
+    let rows = ((h as i32 - k.at(60)) / row).max(1) as usize;
+    let font = ("sans-serif", k.font(13.0)).into_font().color(&BLACK);
+    let mut used = 0;
+    for (n, s) in series.iter().enumerate() {
+        let lines = crate::style::wrap(&s.label, LEGEND_LINE_CHARS);
+        // Room for this entry and, when more follow, the count's line.
+        let after = if n + 1 < series.len() { 1 } else { 0 };
+        if used + lines.len() + after > rows {
+            let y = k.at(50) + used as i32 * row;
+            area.draw(&Text::new(format!("and {} more", series.len() - n), (k.at(38), y - k.at(7)), font.clone()))?;
+            break;
+        }
+        let y = k.at(50) + used as i32 * row;
         let color = s.color;
         match s.style {
-            Style::Line => area.draw(&PathElement::new(vec![(4, y), (30, y)], color.stroke_width(2)))?,
+            Style::Line => area.draw(&PathElement::new(vec![(k.at(4), y), (k.at(30), y)], color.stroke_width(k.px(2))))?,
             Style::Dashed => {
                 for x in [4, 16, 28] {
-                    area.draw(&PathElement::new(vec![(x, y), (x + 6, y)], color.stroke_width(2)))?;
+                    area.draw(&PathElement::new(vec![(k.at(x), y), (k.at(x + 6), y)], color.stroke_width(k.px(2))))?;
                 }
             }
-            Style::Points => area.draw(&Circle::new((17, y), 4, color.filled()))?,
+            Style::Points => area.draw(&Circle::new((k.at(17), y), k.px(4), color.filled()))?,
         }
-        let label: String = if s.label.chars().count() > 26 { s.label.chars().take(25).chain(std::iter::once('…')).collect() } else { s.label.clone() };
-        area.draw(&Text::new(label, (38, y - 7), font.clone()))?;
-    }
-    if shown < series.len() {
-        area.draw(&Text::new(format!("and {} more", series.len() - shown), (38, 50 + shown as i32 * ROW_PX - 7), font))?;
+        for (l, line) in lines.iter().enumerate() {
+            area.draw(&Text::new(line.clone(), (k.at(38), y - k.at(7) + l as i32 * row), font.clone()))?;
+        }
+        used += lines.len();
     }
     Ok(())
 }
@@ -220,15 +250,15 @@ impl Chart {
         let mut s = String::new();
         {
             let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
-            draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m.0))?;
+            draw(&root, self, Scale::SVG).map_err(|m| ReportError::Plot(self.name.clone(), m.0))?;
         }
         Ok(s)
     }
 
-    /// The chart as a PNG file.
+    /// The chart as a PNG file, at twice the SVG's pixels.
     pub fn png(&self, path: &Path) -> Result<(), ReportError> {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        draw(&root, self).map_err(|m| ReportError::Plot(self.name.clone(), m.0))
+        let root = BitMapBackend::new(path, Scale::PNG.size(SIZE)).into_drawing_area();
+        draw(&root, self, Scale::PNG).map_err(|m| ReportError::Plot(self.name.clone(), m.0))
     }
 }
 
@@ -270,6 +300,7 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
         bad = crate::BAD_CELL_CSS
     );
     let mut pngs = vec![];
+    let mut index = vec![];
     for b in &page.blocks {
         match b {
             Block::Heading(s) => {
@@ -281,10 +312,17 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
             Block::Table(head, rows) => crate::table_html(&mut h, &crate::ReportTable { title: String::new(), header: head.clone(), rows: rows.clone() }),
             Block::Chart(c) => {
                 let svg = c.svg()?;
+                crate::write_figure_svg(dir, &c.name, &svg)?;
                 let png = dir.join(format!("{}.png", c.name));
                 c.png(&png)?;
                 pngs.push(png);
-                let _ = write!(h, "<figure>{svg}<figcaption>{} (<a href=\"{}.png\">PNG</a>)</figcaption></figure>", esc(&c.title), esc(&c.name));
+                let _ = write!(
+                    h,
+                    "<figure id=\"{0}\">{svg}<figcaption>{1} (<a href=\"{0}.svg\">SVG</a>, <a href=\"{0}.png\">PNG</a>)</figcaption></figure>",
+                    esc(&c.name),
+                    esc(&c.title)
+                );
+                index.push((c.name.clone(), c.title.clone()));
             }
             Block::Links(links) => {
                 h.push_str("<ul>");
@@ -303,6 +341,7 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
             }
         }
     }
+    crate::figure_index(&mut h, &index);
     if !page.provenance.is_empty() {
         h.push_str("<h2>Provenance</h2><table>");
         for (k, v) in &page.provenance {
