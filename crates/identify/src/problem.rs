@@ -573,6 +573,7 @@ impl Problem {
                     cable_tensions_n: e.tensions_n.clone(),
                     cable_slide: vec![e.cable_slide; e.tensions_n.len()],
                     cable_reversal_n: e.cable_reversal_n.clone(),
+                    cable_earlier_reversals_n: vec![],
                 };
                 let model = Model::new(rod, &points);
                 let part = |body: Material, keep_core: bool, scale: f64| {

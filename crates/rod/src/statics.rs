@@ -36,6 +36,10 @@ pub struct Loads {
     /// capstan profile meets the one it stopped with, friction holds it
     /// and that profile stays (stick within the friction cone).
     pub cable_reversal_n: Vec<Option<f64>>,
+    /// Per cable, the reversals before the last one that friction still
+    /// holds, oldest first (empty: none): a tension that went back and
+    /// forth; see [`crate::terms::Cables::earlier_reversals_n`].
+    pub cable_earlier_reversals_n: Vec<Vec<f64>>,
 }
 
 /// Which way a cable slides through its channel while its tension is
@@ -78,7 +82,14 @@ impl CableSlide {
 
 impl Default for Loads {
     fn default() -> Self {
-        Self { gravity_scale: 1.0, point_loads: vec![], cable_tensions_n: vec![], cable_slide: vec![], cable_reversal_n: vec![] }
+        Self {
+            gravity_scale: 1.0,
+            point_loads: vec![],
+            cable_tensions_n: vec![],
+            cable_slide: vec![],
+            cable_reversal_n: vec![],
+            cable_earlier_reversals_n: vec![],
+        }
     }
 }
 
@@ -213,7 +224,13 @@ impl<'l> StaticTerms<'l> {
         Ok(StaticTerms {
             gravity: Gravity { scale: loads.gravity_scale * lambda },
             points: PointLoads { loads: &loads.point_loads, joints, scale: lambda },
-            cables: Cables { tensions_n: &loads.cable_tensions_n, scale: lambda, slide: &loads.cable_slide, reversal_n: &loads.cable_reversal_n },
+            cables: Cables {
+                tensions_n: &loads.cable_tensions_n,
+                scale: lambda,
+                slide: &loads.cable_slide,
+                reversal_n: &loads.cable_reversal_n,
+                earlier_reversals_n: &loads.cable_earlier_reversals_n,
+            },
         })
     }
 

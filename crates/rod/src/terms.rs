@@ -1078,6 +1078,11 @@ pub struct Cables<'t> {
     /// Per cable, the base tension of its last reversal (empty or short:
     /// none; see [`crate::statics::Loads::cable_reversal_n`]).
     pub reversal_n: &'t [Option<f64>],
+    /// Per cable, the reversals before the last one, oldest first (empty
+    /// or short: none): a history of small back-and-forth pulls (a load
+    /// cell's noise) whose profiles friction still holds. The slide
+    /// alternates between them; see [`Capstan`].
+    pub earlier_reversals_n: &'t [Vec<f64>],
 }
 
 /// A rubbing cable's tension along its run by the capstan law: `t_n
@@ -1086,14 +1091,22 @@ pub struct Cables<'t> {
 /// stopped with, `T_r exp(-signed_mu theta)`, stays where friction holds
 /// it: let out, the tension is the smaller of the two; pulled in, the
 /// larger (they meet where the sliding part ends).
+///
+/// Reversals before the last (`earlier`, oldest first) nest alike: the
+/// profile left by each run of the slide is the one before it, clamped by
+/// the run's own (`min` letting out, `max` pulling in). A pull that moves
+/// back and forth by less than the friction's band then changes the
+/// tension near the base only, as friction does, instead of swapping the
+/// whole profile at every turn.
 #[derive(Clone, Copy, Debug)]
-struct Capstan {
+struct Capstan<'a> {
     t_n: f64,
     signed_mu: f64,
     reversal_n: Option<f64>,
+    earlier: &'a [f64],
 }
 
-impl Capstan {
+impl Capstan<'_> {
     /// The tension at turn `theta_rad` and its rate `dT/dtheta`.
     fn at(&self, theta_rad: f64) -> (f64, f64) {
         if self.signed_mu == 0.0 {
@@ -1101,13 +1114,22 @@ impl Capstan {
         }
         let sliding = self.t_n * (self.signed_mu * theta_rad).exp();
         let Some(t_r) = self.reversal_n else { return (sliding, sliding * self.signed_mu) };
-        let held = t_r * (-self.signed_mu * theta_rad).exp();
-        let slides_here = if self.signed_mu > 0.0 { sliding <= held } else { sliding >= held };
-        if slides_here {
-            (sliding, sliding * self.signed_mu)
-        } else {
-            (held, -held * self.signed_mu)
+        // The runs' profiles, oldest first, their slide alternating and
+        // ending with the current one (`signed_mu`).
+        let runs: Vec<f64> = self.earlier.iter().copied().chain([t_r]).collect();
+        let mut sign = if runs.len() % 2 == 1 { -1.0 } else { 1.0 };
+        let mut profile = (runs[0] * (sign * self.signed_mu * theta_rad).exp(), sign * self.signed_mu);
+        for t in runs[1..].iter().chain([&self.t_n]) {
+            sign = -sign;
+            let mu = sign * self.signed_mu;
+            let run = t * (mu * theta_rad).exp();
+            // Letting out (mu > 0) the smaller tension holds, pulling in the larger.
+            let takes = if mu > 0.0 { run <= profile.0 } else { run >= profile.0 };
+            if takes {
+                profile = (run, mu);
+            }
         }
+        (profile.0, profile.0 * profile.1)
     }
 }
 
@@ -1170,7 +1192,8 @@ impl Term for Cables<'_> {
             }
             let signed_mu = model.rod.cables[c].friction_mu * self.slide.get(c).copied().unwrap_or_default().capstan_sign();
             let reversal_n = self.reversal_n.get(c).copied().flatten().map(|t| t * self.scale);
-            let capstan = Capstan { t_n, signed_mu, reversal_n };
+            let earlier: Vec<f64> = self.earlier_reversals_n.get(c).map_or(vec![], |r| r.iter().map(|t| t * self.scale).collect());
+            let capstan = Capstan { t_n, signed_mu, reversal_n, earlier: &earlier };
             if !model.cable_guides[c].is_empty() {
                 guided_cable(s, sink, &model.cable_guides[c], &capstan);
                 continue;

@@ -58,6 +58,7 @@ fn loads(with_moment: bool) -> Loads {
         cable_tensions_n: vec![0.7, 1.3, 0.2, 0.3],
         cable_slide: vec![],
         cable_reversal_n: vec![],
+        cable_earlier_reversals_n: vec![],
     }
 }
 
@@ -264,14 +265,34 @@ fn a_rubbing_cables_tangent_is_the_jacobian_of_its_residual() {
     // Reversed from 30 % above (let out) or below (pulled in) the tensions.
     let above = vec![Some(0.91), Some(1.69), Some(1.17), Some(0.39)];
     let below = vec![Some(0.49), Some(0.91), Some(0.63), Some(0.21)];
-    for (slide, reversal_n) in [(PulledIn, vec![]), (LetOut, vec![]), (LetOut, above), (PulledIn, below)] {
+    // Let out after a pull that rose from a let-out's low just below the
+    // tensions (two reversals remembered, nested: three pieces along the
+    // cable), and pulled in after the mirror.
+    let tensions = [0.7, 1.3, 0.9, 0.3];
+    let low: Vec<Vec<f64>> = tensions.iter().map(|t| vec![0.99 * t]).collect();
+    let high: Vec<Vec<f64>> = tensions.iter().map(|t| vec![1.01 * t]).collect();
+    let cases = [
+        (PulledIn, vec![], vec![]),
+        (LetOut, vec![], vec![]),
+        (LetOut, above.clone(), vec![]),
+        (PulledIn, below.clone(), vec![]),
+        (LetOut, above, low),
+        (PulledIn, below, high),
+    ];
+    for (slide, reversal_n, earlier) in cases {
         let mut rod = busy_rod(StrainModes::COSSERAT);
         rod.cables[2].friction_mu = 0.3;
         rod.cables[0].friction_mu = 0.2;
         // And the cable through guide disks, rubbing at each.
         rod.cables[3].friction_mu = 0.25;
-        let reversed = !reversal_n.is_empty();
-        let l = Loads { cable_tensions_n: vec![0.7, 1.3, 0.9, 0.3], cable_slide: vec![slide; 4], cable_reversal_n: reversal_n, ..loads(true) };
+        let reversed = reversal_n.len() + earlier.iter().map(Vec::len).sum::<usize>();
+        let l = Loads {
+            cable_tensions_n: vec![0.7, 1.3, 0.9, 0.3],
+            cable_slide: vec![slide; 4],
+            cable_reversal_n: reversal_n,
+            cable_earlier_reversals_n: earlier,
+            ..loads(true)
+        };
         let model = Model::new(&rod, &l.points_m());
         for (seed, scale) in [(21, 1.0), (22, 0.3), (23, 0.0)] {
             let q = random_q(&model, seed, scale);

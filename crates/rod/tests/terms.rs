@@ -74,7 +74,7 @@ fn elastic_gravity_cables_point_loads_springs() {
     for (model, base) in models() {
         check(&model, &Elastic, true, &format!("elastic, {base}"));
         check(&model, &Gravity { scale: 1.3 }, true, &format!("gravity, {base}"));
-        check(&model, &Cables { tensions_n: &[0.7], scale: 1.0, slide: &[], reversal_n: &[] }, true, &format!("cables, {base}"));
+        check(&model, &Cables { tensions_n: &[0.7], scale: 1.0, slide: &[], reversal_n: &[], earlier_reversals_n: &[] }, true, &format!("cables, {base}"));
         let joints = loads.iter().map(|l| model.joint_at(l.x_m)).collect();
         check(&model, &PointLoads { loads: &loads, joints, scale: 0.8 }, true, &format!("point forces, {base}"));
         let joints = with_moment.iter().map(|l| model.joint_at(l.x_m)).collect();

@@ -251,6 +251,11 @@ struct Carry {
     /// Each cable's tension where it last reversed (None: never): beyond
     /// where the slide since then reaches, friction holds its old profile.
     cable_reversal_n: Vec<Option<f64>>,
+    /// Each cable's reversals before its last, oldest first: the minor
+    /// loops of a tension that went back and forth (a load cell's noise),
+    /// each dropped when the tension passes the reversal before it
+    /// (Madelung's rule: a closed loop leaves no trace).
+    cable_earlier_reversals_n: Vec<Vec<f64>>,
     /// Each viscoelastic branch's force on the strain coordinates
     /// ([`Viscoelastic`]); empty for an elastic rod, and while settling
     /// (an equilibrium is relaxed).
@@ -466,6 +471,7 @@ impl Simulator {
                 tip_lambda: vec![],
                 cable_slide: vec![],
                 cable_reversal_n: vec![],
+                cable_earlier_reversals_n: vec![],
                 branch_forces: vec![DVector::zeros(ns_branches); n_branches],
             },
             damping_tau_s,
@@ -885,9 +891,9 @@ impl Simulator {
         let body_force = BodyForce { acceleration_m_s2: body };
         let points = PointLoads { loads: &point_loads, joints: point_joints, scale: 1.0 };
         let tensions = self.scene.cable_tensions_n(&self.model.rod, t_end);
-        let (slide, reversal_n) = self.cable_slide_to(&tensions);
+        let (slide, reversal_n, earlier) = self.cable_slide_to(&tensions);
         // Ramped with gravity while settling the initial equilibrium.
-        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide, reversal_n: &reversal_n };
+        let cables = terms::Cables { tensions_n: &tensions, scale: gravity_scale, slide: &slide, reversal_n: &reversal_n, earlier_reversals_n: &earlier };
         let mut list: Vec<&dyn Term> = vec![&Elastic, &gravity, &body_force, &points];
         if tensions.iter().any(|t| *t != 0.0) {
             list.push(&cables);
@@ -970,38 +976,51 @@ impl Simulator {
 
     /// Which way each cable slides over the step to tensions `now` (the
     /// step's end): the way its tension moves from the last state's (the
-    /// load path's history), or as it last slid; and the tension of its
-    /// last reversal (the last state's, where the way changes now).
-    fn cable_slide_to(&self, now: &[f64]) -> (Vec<rod::statics::CableSlide>, Vec<Option<f64>>) {
+    /// load path's history), or as it last slid; the tension of its last
+    /// reversal (the last state's, where the way changes now), and the
+    /// reversals before it that friction still remembers.
+    #[allow(clippy::type_complexity)]
+    fn cable_slide_to(&self, now: &[f64]) -> (Vec<rod::statics::CableSlide>, Vec<Option<f64>>, Vec<Vec<f64>>) {
         use rod::statics::CableSlide;
         let before = self.scene.cable_tensions_n(&self.model.rod, self.carry.t_s);
-        before
-            .iter()
-            .zip(now)
-            .enumerate()
-            .map(|(c, (b, n))| {
-                let held = self.carry.cable_slide.get(c).copied().unwrap_or_default();
-                let reversal_n = self.carry.cable_reversal_n.get(c).copied().flatten();
-                let tolerance_n = 1e-12 * b.abs().max(n.abs());
-                let slide = if n - b > tolerance_n {
-                    CableSlide::PulledIn
-                } else if b - n > tolerance_n {
-                    CableSlide::LetOut
-                } else {
-                    held
-                };
-                // The first slide of a run (no history) is no reversal.
-                let reversed = slide != held && self.carry.t_s > 0.0;
-                (slide, if reversed { Some(*b) } else { reversal_n })
-            })
-            .unzip()
+        let (mut slides, mut latest, mut earlier) = (vec![], vec![], vec![]);
+        for (c, (b, n)) in before.iter().zip(now).enumerate() {
+            let held = self.carry.cable_slide.get(c).copied().unwrap_or_default();
+            let mut reversal_n = self.carry.cable_reversal_n.get(c).copied().flatten();
+            let mut stack = self.carry.cable_earlier_reversals_n.get(c).cloned().unwrap_or_default();
+            let tolerance_n = 1e-12 * b.abs().max(n.abs());
+            let slide = if n - b > tolerance_n {
+                CableSlide::PulledIn
+            } else if b - n > tolerance_n {
+                CableSlide::LetOut
+            } else {
+                held
+            };
+            // The first slide of a run (no history) is no reversal.
+            if slide != held && self.carry.t_s > 0.0 {
+                stack.extend(reversal_n);
+                reversal_n = Some(*b);
+            }
+            // A minor loop closes when the tension passes the reversal
+            // that opened it: both its reversals go.
+            let passed = |r: f64| if slide == CableSlide::PulledIn { *n >= r } else { *n <= r };
+            while stack.last().is_some_and(|r| passed(*r)) {
+                stack.pop();
+                reversal_n = stack.pop();
+            }
+            slides.push(slide);
+            latest.push(reversal_n);
+            earlier.push(stack);
+        }
+        (slides, latest, earlier)
     }
 
     /// Makes the step's solution the new state at `t_end` (after a step of
     /// length `h`).
     fn accept(&mut self, solution: StepSolution, h: f64, t_end: f64) {
         let StepSolution { x, wrench, evaluated, .. } = solution;
-        (self.carry.cable_slide, self.carry.cable_reversal_n) = self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
+        (self.carry.cable_slide, self.carry.cable_reversal_n, self.carry.cable_earlier_reversals_n) =
+            self.cable_slide_to(&self.scene.cable_tensions_n(&self.model.rod, t_end));
         self.carry.applied_wrench = wrench;
         let nq = self.model.n_dof();
         let n_rod = self.n_rod();
