@@ -910,6 +910,14 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
         let interval = fitted.map_or("- (the scene's)".to_string(), |d| format!("[{:.4}, {:.4}] (identify --dynamic)", d.mu_ci95[0], d.mu_ci95[1]));
         rows.push(vec!["table friction mu".into(), format!("{:.4}", table.mu), interval]);
     }
+    // Each rubbing cable's friction in its channel the replay ran with:
+    // identify's (--fit-friction), else the rod file's.
+    let replayed = crate::params::rod_with(req.rod.clone(), req.params.as_ref());
+    let fitted = req.params.as_ref().and_then(|p| p.file.parameters.friction_mu_ci95);
+    for c in replayed.cables.iter().filter(|c| c.friction_mu > 0.0) {
+        let interval = fitted.map_or("- (the rod file's)".to_string(), |ci| format!("[{:.4}, {:.4}] (identify --fit-friction)", ci[0], ci[1]));
+        rows.push(vec![format!("cable {} friction mu", c.name), format!("{:.4}", c.friction_mu), interval]);
+    }
     blocks.push(Block::Table(["parameter", "value", "95 % CI"].map(String::from).to_vec(), rows));
 
     blocks.push(Block::Heading("Strain: observed (measured) against simulated".into()));

@@ -370,4 +370,23 @@ fn an_arm_pulled_up_and_let_down_in_a_session_gives_its_cables_friction() {
     assert_eq!(let_out, [false, false, false, false, true, true, true], "the holds' directions");
     assert!((mu / 0.15 - 1.0).abs() < 0.1, "mu {mu}");
     assert!((f.e_pa.value / rod(CHANNELS).cross_section.body.e_pa - 1.0).abs() < 0.01, "E {}", f.e_pa.value);
+    // validate replays the session with the fitted friction and says so
+    // among its parameters (#81): each rubbing cable's mu with its interval.
+    let params = dir.path().join("fit/identified.toml");
+    let req = lab::validate::ValidateRequest {
+        sessions: vec![session],
+        rod_path: at(CHANNELS),
+        rod: rod(CHANNELS),
+        params: Some(lab::params::Params::read(&params, &rod(CHANNELS), &at(CHANNELS)).unwrap()),
+        scene_path: at(SCENE),
+        scene: scene(SCENE),
+        loads: Loads::read(Some(&loads_path), 3).unwrap(),
+        out: dir.path().join("validate"),
+        options: Default::default(),
+    };
+    let v = lab::validate::validate(&req, &lab::Silent).unwrap();
+    let page = std::fs::read_to_string(dir.path().join("validate/index.html")).unwrap();
+    println!("validation: {:?}", v.sessions[0].checks.iter().map(|c| format!("{} {:.3} (limit {})", c.name, c.value, c.limit)).collect::<Vec<_>>());
+    assert!(page.contains("cable up friction mu") && page.contains("(identify --fit-friction)"), "no cable friction among the parameters");
+    assert!(v.pass(), "{:?}", v.sessions[0].checks);
 }
