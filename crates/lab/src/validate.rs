@@ -946,28 +946,7 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
             .collect(),
     ));
     let h = p.headline;
-    blocks.push(Block::Chart(Chart {
-        name: "strain_time".into(),
-        title: format!("{} at the section boundaries: observed (solid), simulated (dashed), the difference shaded", COMPONENTS[h]),
-        x_label: "t [s]".into(),
-        y_label: format!("{} [{}]", COMPONENTS[h], COMPONENT_UNITS[h]),
-        series: p
-            .strain_nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-            .flat_map(|(k, v)| {
-                [
-                    Series::line(format!("node {k} observed"), v.iter().map(|x| (x.0, x.1)).collect(), k),
-                    Series {
-                        band: v.iter().map(|x| (x.0, x.1.min(x.2), x.1.max(x.2))).collect(),
-                        ..Series::dashed(format!("node {k} simulated"), v.iter().map(|x| (x.0, x.2)).collect(), k)
-                    },
-                ]
-            })
-            .collect(),
-        diagonal: false,
-    }));
+    blocks.extend(strain_charts(p, s.strain[h].floor_rms).into_iter().map(Block::Chart));
     blocks.push(Block::Chart(Chart {
         name: "strain_parity".into(),
         title: "Parity: simulated against observed strain (components in the headline)".into(),
@@ -1142,4 +1121,51 @@ fn write_batch_page(req: &ValidateRequest, all: &[SessionSummary]) -> Result<Pat
         provenance: vec![version_row()],
     };
     Ok(report::page::write_page(&req.out, &page, &all)?.html)
+}
+
+/// The headline component's strain over time: observed as points,
+/// simulated as a line in a band of +- the observer's floor (what the
+/// observation of a model that describes the session exactly would scatter
+/// by), and beneath it the residual (observed - simulated) per node with
+/// the floor's band about zero.
+fn strain_charts(p: &Plots, floor_rms: f64) -> [Chart; 2] {
+    let h = p.headline;
+    let nodes: Vec<(usize, &Vec<(f64, f64, f64)>)> = p.strain_nodes.iter().enumerate().filter(|(_, v)| !v.is_empty()).collect();
+    let unit = COMPONENT_UNITS[h];
+    let over_time = Chart {
+        name: "strain_time".into(),
+        title: format!("{} at the section boundaries: observed (points), simulated (line) within +- the observer's floor (shaded)", COMPONENTS[h]),
+        x_label: "t [s]".into(),
+        y_label: format!("{} [{unit}]", COMPONENTS[h]),
+        series: nodes
+            .iter()
+            .flat_map(|(k, v)| {
+                [
+                    Series::points(format!("node {k} observed"), v.iter().map(|x| (x.0, x.1)).collect(), *k),
+                    Series {
+                        band: v.iter().map(|x| (x.0, x.2 - floor_rms, x.2 + floor_rms)).collect(),
+                        ..Series::line(format!("node {k} simulated"), v.iter().map(|x| (x.0, x.2)).collect(), *k)
+                    },
+                ]
+            })
+            .collect(),
+        diagonal: false,
+    };
+    let (t0, t1) = nodes.iter().flat_map(|(_, v)| v.iter().map(|x| x.0)).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| (a.min(t), b.max(t)));
+    let mut residual: Vec<Series> = nodes.iter().map(|(k, v)| Series::line(format!("node {k}"), v.iter().map(|x| (x.0, x.1 - x.2)).collect(), *k)).collect();
+    if t0.is_finite() {
+        residual.push(Series {
+            band: vec![(t0, -floor_rms, floor_rms), (t1, -floor_rms, floor_rms)],
+            ..Series::dashed("observer's floor (+-)", vec![(t0, 0.0), (t1, 0.0)], 6)
+        });
+    }
+    let residuals = Chart {
+        name: "strain_residual".into(),
+        title: format!("{}: observed - simulated per node, and +- the observer's floor", COMPONENTS[h]),
+        x_label: "t [s]".into(),
+        y_label: format!("residual [{unit}]"),
+        series: residual,
+        diagonal: false,
+    };
+    [over_time, residuals]
 }

@@ -80,7 +80,7 @@ fn a_session_made_with_the_same_parameters_is_reproduced_and_wrong_ones_are_flag
     assert!(s.pass && !s.observer_reused, "{:?}", s.checks);
     // The page renders, with every chart.
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
-    let charts = ["strain_time", "strain_parity", "force_time", "normal_force", "tip_slide", "phases", "marker_errors"];
+    let charts = ["strain_time", "strain_residual", "strain_parity", "force_time", "normal_force", "tip_slide", "phases", "marker_errors"];
     for c in charts {
         assert!(out.join(format!("{c}.png")).is_file(), "{c}.png");
     }
