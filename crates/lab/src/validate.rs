@@ -1130,7 +1130,8 @@ fn write_batch_page(req: &ValidateRequest, all: &[SessionSummary]) -> Result<Pat
 /// the floor's band about zero.
 fn strain_charts(p: &Plots, floor_rms: f64) -> [Chart; 2] {
     let h = p.headline;
-    let nodes: Vec<(usize, &Vec<(f64, f64, f64)>)> = p.strain_nodes.iter().enumerate().filter(|(_, v)| !v.is_empty()).collect();
+    // (node, its (t, observed, simulated) samples)
+    let nodes: Vec<_> = p.strain_nodes.iter().enumerate().filter(|(_, v)| !v.is_empty()).collect();
     let unit = COMPONENT_UNITS[h];
     let over_time = Chart {
         name: "strain_time".into(),
