@@ -112,11 +112,11 @@ impl Session {
         file_columns(py, &self.dir.strain(), "strain table")
     }
 
-    /// Device `name`'s gap table's columns (empty: no gap).
+    /// Device `name`'s gap table's columns (no gap: the same columns, empty).
     fn gaps_columns<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
         let dir = session::gaps::gaps_dir(self.dir.path(), name);
         if !dir.is_dir() {
-            return Ok(PyDict::new(py));
+            return columns(py, &session::gaps::gaps_table(&[]).into_read());
         }
         let table = py.detach(|| Table::read_chunks(&dir)).py_err()?;
         columns(py, &table)

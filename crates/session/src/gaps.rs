@@ -78,16 +78,22 @@ impl GapWriter {
     }
 
     pub fn write(&mut self, gap: &Gap) -> Result<(), TableError> {
-        let mut t = Table::new();
-        t.push_i64("start_host_ns", vec![gap.start_host_ns]);
-        t.push_i64("end_host_ns", vec![gap.end_host_ns]);
-        t.push_f64("duration_s", vec![gap.duration_s()]);
-        t.push_str("reason", vec![gap.reason.as_str().to_string()]);
-        t.push_f64("missing_samples", vec![gap.missing_samples.map_or(f64::NAN, |m| m as f64)]);
-        t.write(&self.dir.join(format!("{:06}.parquet", self.seq)))?;
+        gaps_table(std::slice::from_ref(gap)).write(&self.dir.join(format!("{:06}.parquet", self.seq)))?;
         self.seq += 1;
         Ok(())
     }
+}
+
+/// The gap table of `gaps` (its columns whatever the count: none gives
+/// the empty table with the same columns).
+pub fn gaps_table(gaps: &[Gap]) -> Table {
+    let mut t = Table::new();
+    t.push_i64("start_host_ns", gaps.iter().map(|g| g.start_host_ns).collect());
+    t.push_i64("end_host_ns", gaps.iter().map(|g| g.end_host_ns).collect());
+    t.push_f64("duration_s", gaps.iter().map(Gap::duration_s).collect());
+    t.push_str("reason", gaps.iter().map(|g| g.reason.as_str().to_string()).collect());
+    t.push_f64("missing_samples", gaps.iter().map(|g| g.missing_samples.map_or(f64::NAN, |m| m as f64)).collect());
+    t
 }
 
 /// A device's outages, in time order (empty when it has no gap table:

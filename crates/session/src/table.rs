@@ -283,6 +283,13 @@ impl Table {
         self.columns.push(Column { name: name.into(), values, nulls: 0 });
     }
 
+    /// This table under construction, readable as if written and read
+    /// back (its schema and columns): an empty table keeps its columns.
+    pub fn into_read(mut self) -> Table {
+        self.read = Some(std::mem::take(&mut self.columns));
+        self
+    }
+
     pub fn push_f64(&mut self, name: &str, v: Vec<f64>) {
         self.push(name, Values::F64(v));
     }
