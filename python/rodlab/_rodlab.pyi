@@ -52,6 +52,9 @@ class Rod:
         gravity: bool = True,
         params: _Params = None,
         tip_force_offset: Optional[_Vec3] = None,
+        tip_position: Optional[_Vec3] = None,
+        tip_rotation: Optional[_Vec3] = None,
+        direction: str = "load",
     ) -> Shape: ...
     def solve_many(
         self,
@@ -62,6 +65,7 @@ class Rod:
         gravity: bool = True,
         params: _Params = None,
         threads: Optional[int] = None,
+        direction: str = "load",
     ) -> Shapes: ...
 
 class Shape:

@@ -234,8 +234,7 @@ impl Rod {
         tip_rotation: Option<&Bound<'_, PyAny>>,
         direction: &str,
     ) -> PyResult<Shape> {
-        let cable_slide = rod::statics::CableSlide::from_key(direction)
-            .ok_or_else(|| value_error(format!("direction: '{direction}': {}", rod::statics::CableSlide::KEYS)))?;
+        let cable_slide = slide_of(direction)?;
         let load = Load {
             cable_slide,
             tip_force_n: convert::vec3(tip_force, "tip_force")?,
@@ -265,7 +264,9 @@ impl Rod {
     /// Example (a sweep of one cable's tension):
     ///     t = np.zeros((1000, 4)); t[:, 3] = np.linspace(0, 2, 1000)
     ///     arm.solve_many(tensions=t).tip_m                 # (1000, 3)
-    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, threads=None))]
+    ///
+    /// `direction` is `solve`'s, for every load of the batch.
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, threads=None, direction="load"))]
     #[allow(clippy::too_many_arguments)]
     fn solve_many(
         &self,
@@ -276,7 +277,9 @@ impl Rod {
         gravity: bool,
         params: Option<&Bound<'_, PyAny>>,
         threads: Option<usize>,
+        direction: &str,
     ) -> PyResult<Shapes> {
+        let cable_slide = slide_of(direction)?;
         let n_cables = self.rod.cables.len();
         let forces = convert::rows(tip_force, "tip_force", 3)?;
         let moments = convert::rows(tip_moment, "tip_moment", 3)?;
@@ -301,7 +304,7 @@ impl Rod {
         }
         let loads: Vec<Load> = (0..k)
             .map(|i| Load {
-                cable_slide: rod::statics::CableSlide::PulledIn,
+                cable_slide,
                 tip_force_n: v3(&forces.row(i, 3)),
                 tip_moment_nm: v3(&moments.row(i, 3)),
                 tip_force_offset_body_m: Vec3::zeros(),
@@ -581,4 +584,10 @@ pub fn solve_time_in_rust_s(py: Python<'_>, rod: &Rod, n: usize, tip_force: Opti
         Ok::<f64, lab::Error>(started.elapsed().as_secs_f64() / n.max(1) as f64)
     });
     timed.py_err()
+}
+
+/// The cables' slide `direction` names ("load" or "unload"), or a
+/// ValueError naming the argument.
+fn slide_of(direction: &str) -> PyResult<rod::statics::CableSlide> {
+    rod::statics::CableSlide::from_key(direction).ok_or_else(|| value_error(format!("direction: '{direction}': {}", rod::statics::CableSlide::KEYS)))
 }

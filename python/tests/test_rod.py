@@ -208,6 +208,12 @@ def test_rubbing_cables_give_two_shapes_by_direction_as_the_command_line(run, tm
     assert shapes["unload"].tip_m[2] > shapes["load"].tip_m[2] + 1e-3
     with pytest.raises(ValueError, match="direction: 'sideways'"):
         arm.solve(tensions=[0.3, 0, 0], direction="sideways")
+    # solve_many takes the same direction for its batch (#80): each row the single solve's.
+    many = arm.solve_many(tensions=[[0.3, 0, 0], [0.2, 0, 0]], direction="unload")
+    assert np.allclose(many.tip_m[0], shapes["unload"].tip_m, rtol=0, atol=1e-12)
+    assert not np.allclose(arm.solve_many(tensions=[[0.3, 0, 0]]).tip_m[0], many.tip_m[0], rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="direction: 'sideways'"):
+        arm.solve_many(tensions=[[0.3, 0, 0]], direction="sideways")
 
 
 def test_a_rod_file_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path):
