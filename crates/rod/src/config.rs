@@ -501,12 +501,30 @@ impl Rod {
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-        let msg = e.message().replace('\n', " ");
+        let msg = in_toml_words(&e.message().replace('\n', " "));
         match line {
             Some(l) => ConfigError::new(file, &format!("line {l}"), msg),
             None => ConfigError::new(file, "", msg),
         }
     })
+}
+
+/// A TOML error in the file's words, not the parser's types: "expected
+/// struct RawPrior" reads "expected a table", "expected enum X" "expected
+/// one of the listed words".
+fn in_toml_words(msg: &str) -> String {
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(at) = rest.find("expected struct ").or_else(|| rest.find("expected enum ")) {
+        let is_struct = rest[at..].starts_with("expected struct ");
+        let head = if is_struct { "expected struct ".len() } else { "expected enum ".len() };
+        let name_len = rest[at + head..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len() - at - head);
+        out.push_str(&rest[..at]);
+        out.push_str(if is_struct { "expected a table ({ key = value, ... })" } else { "expected one of the listed words" });
+        rest = &rest[at + head + name_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Reads a TOML file into `T` (`kind` names it in the error: "scene file").
@@ -1722,5 +1740,18 @@ rho_kg_m3 = 2000
         assert!(e.contains("damping.constant_loss.branches"), "{e}");
         let both = format!("{GOOD}\n[damping]\nbranches = [{{ modulus_ratio = 0.1, time_constant_s = 0.1 }}]\nconstant_loss = {{ loss_factor = 0.1, shortest_time_s = 0.002, longest_time_s = 0.2 }}\n");
         assert!(err(&both).contains("not both"));
+    }
+
+    /// A TOML value of the wrong kind is named in the file's words, never
+    /// by the parser's Rust type (`expected struct RawPrior`, #80).
+    #[test]
+    fn a_wrong_kind_of_value_is_named_in_tomls_words() {
+        let e = err(&format!("{GOOD}\n[identify]\nradius_scale = 0.05\n"));
+        assert!(e.contains("line") && e.contains("expected a table") && !e.contains("Raw") && !e.contains("struct"), "{e}");
+        assert_eq!(
+            in_toml_words("invalid type: floating point `0.05`, expected struct RawPrior"),
+            "invalid type: floating point `0.05`, expected a table ({ key = value, ... })"
+        );
+        assert_eq!(in_toml_words("no struct here"), "no struct here");
     }
 }
