@@ -5,7 +5,7 @@ docstrings: n joints, k loads, T steps, m markers.
 """
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,8 @@ class Rod:
     def from_file(path: _Path, sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
     @staticmethod
     def from_toml(text: str, sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
+    @staticmethod
+    def from_dict(table: Mapping[str, Any], sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
     def with_material(self, *, e_pa: Optional[float] = None, g_pa: Optional[float] = None, rho_kg_m3: Optional[float] = None) -> Rod: ...
     @property
     def path(self) -> "os.PathLike[str]": ...

@@ -76,6 +76,24 @@ fn v3(v: &[f64]) -> Vec3 {
     Vec3::new(v[0], v[1], v[2])
 }
 
+impl Rod {
+    /// A rod from a rod file's text, named `name` in errors, with
+    /// `sections` and `modes` as [`Rod::from_file`] takes them.
+    fn from_toml_named(text: &str, name: &str, sections: Option<usize>, modes: Option<&str>) -> PyResult<Rod> {
+        let mut rod = rod::Rod::from_toml_str(text, name).py_err()?;
+        if let Some(n) = sections {
+            if n == 0 || n > rod::config::MAX_SECTIONS {
+                return Err(value_error(format!("sections: must be between 1 and {}, got {n}", rod::config::MAX_SECTIONS)));
+            }
+            rod = rod.with_equal_sections(n);
+        }
+        if let Some(m) = modes {
+            rod = rod.with_modes(rod::StrainModes::by_name(m).ok_or_else(|| value_error(format!("modes: unknown mode '{m}'")))?);
+        }
+        Ok(Rod { rod, path: PathBuf::from(name) })
+    }
+}
+
 #[pymethods]
 impl Rod {
     /// Reads a rod file. `sections`: that many equal sections instead of the
@@ -93,17 +111,25 @@ impl Rod {
     #[staticmethod]
     #[pyo3(signature = (text, sections=None, modes=None))]
     fn from_toml(text: &str, sections: Option<usize>, modes: Option<&str>) -> PyResult<Rod> {
-        let mut rod = rod::Rod::from_toml_str(text, "<text>").py_err()?;
-        if let Some(n) = sections {
-            if n == 0 || n > rod::config::MAX_SECTIONS {
-                return Err(value_error(format!("sections: must be between 1 and {}, got {n}", rod::config::MAX_SECTIONS)));
-            }
-            rod = rod.with_equal_sections(n);
-        }
-        if let Some(m) = modes {
-            rod = rod.with_modes(rod::StrainModes::by_name(m).ok_or_else(|| value_error(format!("modes: unknown mode '{m}'")))?);
-        }
-        Ok(Rod { rod, path: PathBuf::from("<text>") })
+        Self::from_toml_named(text, "<text>", sections, modes)
+    }
+
+    /// A rod from a dictionary laid out as a rod file is (what
+    /// `tomllib.load` gives of one: `{"length_m": 0.2, "material": {...},
+    /// "marker": [{...}, ...]}`), named "<dict>" in errors.
+    ///
+    /// Example:
+    ///     rod = rodlab.Rod.from_dict({"length_m": 0.2, "sections_m": [0.1, 0.1],
+    ///         "radius": {"base_m": 0.005, "tip_m": 0.005},
+    ///         "material": {"e_pa": 2e5, "poisson": 0.45, "rho_kg_m3": 1100.0}})
+    #[staticmethod]
+    #[pyo3(signature = (table, sections=None, modes=None))]
+    fn from_dict(py: Python<'_>, table: &Bound<'_, PyAny>, sections: Option<usize>, modes: Option<&str>) -> PyResult<Rod> {
+        let json: String =
+            py.import("json")?.call_method1("dumps", (table,)).map_err(|e| value_error(format!("table: not a rod file's table: {e}")))?.extract()?;
+        let value: toml::Value = serde_json::from_str(&json).map_err(|e| value_error(format!("table: not a rod file's table: {e}")))?;
+        let text = toml::to_string(&value).map_err(|e| value_error(format!("table: not a rod file's table: {e}")))?;
+        Self::from_toml_named(&text, "<dict>", sections, modes)
     }
 
     /// The same rod with another body material (E, G [Pa], rho [kg/m^3]);

@@ -225,3 +225,25 @@ def test_a_rod_file_that_is_a_device_or_a_fifo_is_refused_at_once(tmp_path):
     for path in ["/dev/zero", str(fifo)]:
         with pytest.raises(rodlab.InputError, match="not a regular file"):
             rodlab.Rod.from_file(path)
+
+
+def test_a_rod_from_a_dict_is_the_rod_of_its_file(tmp_path):
+    """Rod.from_dict takes a rod file's table as tomllib reads it (#80): the
+    same rod as from_file, to the last shape coordinate; a wrong field is an
+    InputError naming it in the file's words."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        pytest.skip("tomllib")
+    path = repo("configs/rod/tapered-channels-arm.toml")
+    with open(path, "rb") as f:
+        table = tomllib.load(f)
+    from_dict, from_file = rodlab.Rod.from_dict(table), rodlab.Rod.from_file(path)
+    assert from_dict.length_m == from_file.length_m and from_dict.cables == 3
+    assert np.array_equal(from_dict.solve(tensions=[0.2, 0, 0]).position_m, from_file.solve(tensions=[0.2, 0, 0]).position_m)
+    assert rodlab.Rod.from_dict(table, sections=4).sections == 4
+    bad = dict(table, material=dict(table["material"], e_pa=-1.0))
+    with pytest.raises(rodlab.InputError, match=r"<dict>.*material.e_pa"):
+        rodlab.Rod.from_dict(bad)
+    with pytest.raises(rodlab.InputError, match="expected a table"):
+        rodlab.Rod.from_dict(dict(table, material=0.05))
