@@ -268,6 +268,22 @@ fn a_ring_down_from_a_static_start_fits_a_viscoelastic_branch_in_its_window() {
     }
 }
 
+/// The contact paper's rod with the constant-loss law `truth` rung in the
+/// air (RING), `tip_kg` hung at its tip, tracked with 0.1 mm of noise.
+fn constant_loss_ring(dir: &Path, name: &str, truth: rod::ConstantLoss, tip_kg: f64, seed: u64) -> lab::SessionDir {
+    let length_m = rod(ROD).length_m;
+    synth(dir, name, ROD, RING, |r| {
+        r.rod.damping = None;
+        r.rod.constant_loss = Some(truth);
+        r.rod.viscoelastic = truth.prony_branches();
+        if tip_kg > 0.0 {
+            r.scene.loads.push(sim::LoadSpec::PointMass { arc_m: length_m, offset_body_m: lie::Vec3::zeros(), mass_kg: tip_kg });
+        }
+        r.marker_noise_m = 1e-4;
+        r.seed = seed;
+    })
+}
+
 /// The constant-loss law (`[damping] constant_loss`: a box relaxation
 /// spectrum carried by Maxwell branches) fitted by its two numbers from
 /// the same jerked ring-down: the loss factor and the band's longest time
@@ -277,13 +293,7 @@ fn a_ring_down_from_a_static_start_fits_a_viscoelastic_branch_in_its_window() {
 fn a_ring_down_fits_a_constant_loss_law_by_its_two_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let truth = rod::ConstantLoss::new(0.12, 0.005, 0.3);
-    let ring = synth(dir.path(), "cl-ring", ROD, RING, |r| {
-        r.rod.damping = None;
-        r.rod.constant_loss = Some(truth);
-        r.rod.viscoelastic = truth.prony_branches();
-        r.marker_noise_m = 1e-4;
-        r.seed = 11;
-    });
+    let ring = constant_loss_ring(dir.path(), "cl-ring", truth, 0.0, 11);
     let mut req = request(dir.path(), vec![ring], RING, "cl-fit");
     req.scene.table = None;
     req.rod.damping = None;
@@ -318,13 +328,7 @@ fn a_ring_down_fits_a_constant_loss_law_by_its_two_numbers() {
 fn the_stiffness_fitted_with_a_ring_down_keeps_the_static_holds_creep_included() {
     let dir = tempfile::tempdir().unwrap();
     let truth = rod::ConstantLoss::new(0.12, 0.005, 20.0);
-    let ring = synth(dir.path(), "holds-ring", ROD, RING, |r| {
-        r.rod.damping = None;
-        r.rod.constant_loss = Some(truth);
-        r.rod.viscoelastic = truth.prony_branches();
-        r.marker_noise_m = 1e-4;
-        r.seed = 13;
-    });
+    let ring = constant_loss_ring(dir.path(), "holds-ring", truth, 0.0, 13);
     let creep = rod::creep::hold_modulus_ratio(&truth.prony_branches(), 2.0);
     println!("the holds see {creep:.4} x the relaxed E after 2 s");
     assert!(creep > 1.05, "{creep}");
@@ -378,23 +382,13 @@ fn compared_by_held_out_releases_the_constant_loss_law_predicts_a_constant_loss_
     let dir = tempfile::tempdir().unwrap();
     let truth = rod::ConstantLoss::new(0.15, 0.02, 1.0);
     let masses = [("cmp-0g", 0.0), ("cmp-4g", 0.004), ("cmp-10g", 0.01)];
-    let length_m = rod(ROD).length_m;
     let mut loads = String::new();
     let sessions: Vec<lab::SessionDir> = masses
         .iter()
         .enumerate()
         .map(|(i, (name, kg))| {
             loads += &format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.0]\n");
-            synth(dir.path(), name, ROD, RING, |r| {
-                r.rod.damping = None;
-                r.rod.constant_loss = Some(truth);
-                r.rod.viscoelastic = truth.prony_branches();
-                if *kg > 0.0 {
-                    r.scene.loads.push(sim::LoadSpec::PointMass { arc_m: length_m, offset_body_m: lie::Vec3::zeros(), mass_kg: *kg });
-                }
-                r.marker_noise_m = 1e-4;
-                r.seed = 20 + i as u64;
-            })
+            constant_loss_ring(dir.path(), name, truth, *kg, 20 + i as u64)
         })
         .collect();
     let loads_path = dir.path().join("masses.toml");
