@@ -1081,7 +1081,7 @@ pub struct Cables<'t> {
     /// Per cable, the reversals before the last one, oldest first (empty
     /// or short: none): a history of small back-and-forth pulls (a load
     /// cell's noise) whose profiles friction still holds. The slide
-    /// alternates between them; see [`Capstan`].
+    /// alternates between them (each run clamps the profile before it).
     pub earlier_reversals_n: &'t [Vec<f64>],
 }
 
