@@ -1103,7 +1103,10 @@ struct Capstan<'a> {
     t_n: f64,
     signed_mu: f64,
     reversal_n: Option<f64>,
+    /// The reversals before the last, unscaled: they count times `scale`
+    /// (the load's ramp), as `t_n` and `reversal_n` already do.
     earlier: &'a [f64],
+    scale: f64,
 }
 
 impl Capstan<'_> {
@@ -1115,11 +1118,13 @@ impl Capstan<'_> {
         let sliding = self.t_n * (self.signed_mu * theta_rad).exp();
         let Some(t_r) = self.reversal_n else { return (sliding, sliding * self.signed_mu) };
         // The runs' profiles, oldest first, their slide alternating and
-        // ending with the current one (`signed_mu`).
-        let runs: Vec<f64> = self.earlier.iter().copied().chain([t_r]).collect();
-        let mut sign = if runs.len() % 2 == 1 { -1.0 } else { 1.0 };
-        let mut profile = (runs[0] * (sign * self.signed_mu * theta_rad).exp(), sign * self.signed_mu);
-        for t in runs[1..].iter().chain([&self.t_n]) {
+        // ending with the current one (`signed_mu`); no allocation: this
+        // runs for every span at every assembly.
+        let mut runs = self.earlier.iter().map(|t| t * self.scale).chain([t_r]);
+        let mut sign = if self.earlier.len() % 2 == 0 { -1.0 } else { 1.0 };
+        let oldest = runs.next().unwrap_or(t_r);
+        let mut profile = (oldest * (sign * self.signed_mu * theta_rad).exp(), sign * self.signed_mu);
+        for t in runs.chain([self.t_n]) {
             sign = -sign;
             let mu = sign * self.signed_mu;
             let run = t * (mu * theta_rad).exp();
@@ -1192,8 +1197,8 @@ impl Term for Cables<'_> {
             }
             let signed_mu = model.rod.cables[c].friction_mu * self.slide.get(c).copied().unwrap_or_default().capstan_sign();
             let reversal_n = self.reversal_n.get(c).copied().flatten().map(|t| t * self.scale);
-            let earlier: Vec<f64> = self.earlier_reversals_n.get(c).map_or(vec![], |r| r.iter().map(|t| t * self.scale).collect());
-            let capstan = Capstan { t_n, signed_mu, reversal_n, earlier: &earlier };
+            let earlier = self.earlier_reversals_n.get(c).map_or(&[][..], Vec::as_slice);
+            let capstan = Capstan { t_n, signed_mu, reversal_n, earlier, scale: self.scale };
             if !model.cable_guides[c].is_empty() {
                 guided_cable(s, sink, &model.cable_guides[c], &capstan);
                 continue;
