@@ -1121,7 +1121,7 @@ impl Capstan<'_> {
         // ending with the current one (`signed_mu`); no allocation: this
         // runs for every span at every assembly.
         let mut runs = self.earlier.iter().map(|t| t * self.scale).chain([t_r]);
-        let mut sign = if self.earlier.len() % 2 == 0 { -1.0 } else { 1.0 };
+        let mut sign = if self.earlier.len().is_multiple_of(2) { -1.0 } else { 1.0 };
         let oldest = runs.next().unwrap_or(t_r);
         let mut profile = (oldest * (sign * self.signed_mu * theta_rad).exp(), sign * self.signed_mu);
         for t in runs.chain([self.t_n]) {
