@@ -534,7 +534,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         checks,
         warnings,
     };
-    let page = session_page(req, dir, &summary, &plots);
+    let page = session_page(req, rod, dir, &summary, &plots);
     report::page::write_page(out, &page, &summary)?;
     Ok(summary)
 }
@@ -872,7 +872,7 @@ fn fmt_fig(e: &ErrorFigures, unit: &str) -> [String; 4] {
     [format!("{:.4} {unit}", e.rms), format!("{:.4} {unit}", e.max_abs), format!("{:.2} %", e.rms_pct), format!("{:.2} %", e.max_pct)]
 }
 
-fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: &Plots) -> Page {
+fn session_page(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, s: &SessionSummary, p: &Plots) -> Page {
     let mut blocks = vec![Block::Text(format!(
         "Session {} against the simulation of the scene {} ({}) driven by {}. {} frames compared. Verdict: {}.",
         dir.path().display(),
@@ -910,11 +910,10 @@ fn session_page(req: &ValidateRequest, dir: &SessionDir, s: &SessionSummary, p: 
         let interval = fitted.map_or("- (the scene's)".to_string(), |d| format!("[{:.4}, {:.4}] (identify --dynamic)", d.mu_ci95[0], d.mu_ci95[1]));
         rows.push(vec!["table friction mu".into(), format!("{:.4}", table.mu), interval]);
     }
-    // Each rubbing cable's friction in its channel the replay ran with:
-    // identify's (--fit-friction), else the rod file's.
-    let replayed = crate::params::rod_with(req.rod.clone(), req.params.as_ref());
+    // Each rubbing cable's friction in its channel the replay ran with
+    // (`rod`): identify's (--fit-friction), else the rod file's.
     let fitted = req.params.as_ref().and_then(|p| p.file.parameters.friction_mu_ci95);
-    for c in replayed.cables.iter().filter(|c| c.friction_mu > 0.0) {
+    for c in rod.cables.iter().filter(|c| c.friction_mu > 0.0) {
         let interval = fitted.map_or("- (the rod file's)".to_string(), |ci| format!("[{:.4}, {:.4}] (identify --fit-friction)", ci[0], ci[1]));
         rows.push(vec![format!("cable {} friction mu", c.name), format!("{:.4}", c.friction_mu), interval]);
     }
