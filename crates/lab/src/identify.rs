@@ -38,6 +38,17 @@ pub enum Prior {
     Given(f64, f64),
 }
 
+impl Prior {
+    /// A prior given in degrees, in radians (the rod file's priors are
+    /// read in radians already).
+    fn to_radians(self) -> Prior {
+        match self {
+            Prior::Given(m, sd) => Prior::Given(m.to_radians(), sd.to_radians()),
+            p => p,
+        }
+    }
+}
+
 /// What to identify and how.
 #[derive(Clone, Debug)]
 pub struct IdentifyRequest {
@@ -351,21 +362,14 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     if radius_scale_prior.is_some_and(|(m, _)| m <= 0.0) {
         return Err(Error::input("--fit-radius-scale: the mean must be positive"));
     }
-    // The request is in degrees; the rod file's prior is already in radians.
-    let angle_rad = match req.cable_angle_deg {
-        Prior::Given(m, sd) => Prior::Given(m.to_radians(), sd.to_radians()),
-        p => p,
-    };
-    let cable_angle_each_prior = prior("fit-cable-angle", angle_rad, file_priors.cable_angle_rad, &req.rod_path, "cable_angle_deg = { mean = 0.0, sd = 5.0 }")?;
+    // The request is in degrees.
+    let cable_angle_each_prior =
+        prior("fit-cable-angle", req.cable_angle_deg.to_radians(), file_priors.cable_angle_rad, &req.rod_path, "cable_angle_deg = { mean = 0.0, sd = 5.0 }")?;
     if cable_angle_each_prior.is_some() && rod.cables.is_empty() {
         return Err(Error::input(format!("--fit-cable-angle: {} has no [[cable]]", req.rod_path.display())));
     }
-    let clamp_angle_rad = match req.clamp_angle_deg {
-        Prior::Given(m, sd) => Prior::Given(m.to_radians(), sd.to_radians()),
-        p => p,
-    };
     let clamp_angle_prior =
-        prior("fit-clamp-angle", clamp_angle_rad, file_priors.clamp_angle_rad, &req.rod_path, "clamp_angle_deg = { mean = 0.0, sd = 5.0 }")?;
+        prior("fit-clamp-angle", req.clamp_angle_deg.to_radians(), file_priors.clamp_angle_rad, &req.rod_path, "clamp_angle_deg = { mean = 0.0, sd = 5.0 }")?;
     if clamp_angle_prior.is_some() && rod.tip_condition != rod::TipCondition::Clamped {
         return Err(Error::input(format!("--fit-clamp-angle: {} has no clamped tip ([tip] condition = \"clamped\")", req.rod_path.display())));
     }
