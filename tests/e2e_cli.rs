@@ -204,32 +204,10 @@ fn every_numeric_list_flag_takes_a_negative_first_value() {
     ok(&rodlab(&["solve", "--rod", "configs/rod/pls-paper-cantilever.toml", "--tip-force", "-0.005,0,0.002", "--out", &d("shape.csv")]));
 }
 
-/// A paper reviewer's checklist of a report's figures (#81): the page's
-/// figure index lists each; each is an SVG and a PNG of twice its pixels;
-/// no axis in cm (the tables are in mm); no legend text cut; at most 8
-/// colours, all Okabe-Ito's (greys aside). Returns the figures checked.
+/// A paper reviewer's checklist of a report's figures (#81,
+/// [`report::check_figures`]): the number of figures it checked.
 fn paper_figures(dir: &std::path::Path) -> usize {
-    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    let index = html.split("<h2>Figures</h2>").nth(1).unwrap_or_else(|| panic!("{}: no figure index", dir.display()));
-    let names: Vec<&str> = index.split(".svg\">").skip(1).filter_map(|s| s.split(".svg<").next()).collect();
-    let safe = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"];
-    for name in &names {
-        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap_or_else(|_| panic!("{name}.svg"));
-        let png = std::fs::read(dir.join(format!("{name}.png"))).unwrap_or_else(|_| panic!("{name}.png"));
-        let svg_width: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
-        assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 2 * svg_width, "{name}.png");
-        assert!(!svg.contains("[cm]") && !svg.contains('…'), "{name}: a cm axis or a cut label");
-        let text = svg.as_str();
-        let mut colours: Vec<String> = ["stroke=\"#", "fill=\"#"]
-            .iter()
-            .flat_map(|k| text.match_indices(k).map(move |(i, _)| text[i + k.len() - 1..i + k.len() + 6].to_uppercase()))
-            .filter(|c| !(c[1..3] == c[3..5] && c[3..5] == c[5..7]))
-            .collect();
-        colours.sort();
-        colours.dedup();
-        assert!(colours.len() <= 8 && colours.iter().all(|c| safe.contains(&c.as_str())), "{name}: {colours:?}");
-    }
-    names.len()
+    report::check_figures(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).len()
 }
 
 #[test]

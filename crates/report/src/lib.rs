@@ -218,6 +218,42 @@ fn parameter_rows(h: &mut String, params: &[ParameterRow], with_reference: bool)
     }
 }
 
+/// A paper reviewer's checklist of the figures a page's index lists
+/// (#81): each is an SVG and a PNG of twice its pixels; no axis in cm
+/// (the tables are in mm); no legend text cut; at most 8 colours, all
+/// Okabe-Ito's (greys aside). The figures' names, or the first problem.
+pub fn check_figures(dir: &Path) -> Result<Vec<String>, String> {
+    let html = std::fs::read_to_string(dir.join("index.html")).map_err(|e| format!("{}/index.html: {e}", dir.display()))?;
+    let index = html.split("<h2>Figures</h2>").nth(1).ok_or_else(|| format!("{}: no figure index", dir.display()))?;
+    let names: Vec<String> = index.split(".svg\">").skip(1).filter_map(|s| s.split(".svg<").next()).map(String::from).collect();
+    let safe: Vec<String> = style::OKABE_ITO.iter().map(|c| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)).collect();
+    for name in &names {
+        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).map_err(|e| format!("{name}.svg: {e}"))?;
+        let png = std::fs::read(dir.join(format!("{name}.png"))).map_err(|e| format!("{name}.png: {e}"))?;
+        let svg_width: u32 = svg.split("width=\"").nth(1).and_then(|w| w.split('"').next()?.parse().ok()).ok_or_else(|| format!("{name}.svg: no width"))?;
+        let png_width = png.get(16..20).map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")));
+        if png_width != Some(2 * svg_width) {
+            return Err(format!("{name}.png: {png_width:?} pixels wide, not twice the SVG's {svg_width}"));
+        }
+        if svg.contains("[cm]") || svg.contains('…') {
+            return Err(format!("{name}: a cm axis or a cut label"));
+        }
+        // Bands and hollow marks keep their colour's hex and set an opacity.
+        let mut colours: Vec<String> = ["stroke=\"#", "fill=\"#"]
+            .iter()
+            .flat_map(|k| svg.match_indices(k).map(move |(i, _)| i + k.len() - 1))
+            .filter_map(|at| svg.get(at..at + 7).map(str::to_uppercase))
+            .filter(|c| !(c[1..3] == c[3..5] && c[3..5] == c[5..7]))
+            .collect();
+        colours.sort();
+        colours.dedup();
+        if colours.is_empty() || colours.len() > 8 || !colours.iter().all(|c| safe.contains(c)) {
+            return Err(format!("{name}: colours {colours:?} beside Okabe-Ito's {safe:?}"));
+        }
+    }
+    Ok(names)
+}
+
 /// Writes figure `name`'s SVG beside the page (`name.svg`).
 pub(crate) fn write_figure_svg(dir: &Path, name: &str, svg: &str) -> Result<(), ReportError> {
     let path = dir.join(format!("{name}.svg"));
@@ -413,52 +449,16 @@ mod reviewer_checklist {
     //! identification report with more series than the palette's colours.
     use super::*;
     use crate::page::{Block, Chart, Page, Series};
-    use crate::style::OKABE_ITO;
-
-    /// The colours an SVG strokes or fills with, as #RRGGBB.
-    fn colours(svg: &str) -> std::collections::BTreeSet<String> {
-        let mut out = std::collections::BTreeSet::new();
-        for key in ["stroke=\"#", "fill=\"#"] {
-            for (i, _) in svg.match_indices(key) {
-                out.insert(svg[i + key.len() - 1..i + key.len() + 6].to_uppercase());
-            }
-        }
-        out
-    }
-
-    fn hex(c: &plotters::style::RGBColor) -> String {
-        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
-    }
 
     /// The text an SVG draws (its <text> elements' contents).
     fn texts(svg: &str) -> String {
         svg.split("<text").skip(1).filter_map(|t| t.split_once('>').map(|(_, rest)| rest.split("</text>").next().unwrap_or(""))).collect::<Vec<_>>().join(" ")
     }
 
-    /// PNG width and height from its header.
-    fn png_size(path: &Path) -> (u32, u32) {
-        let b = std::fs::read(path).unwrap();
-        (u32::from_be_bytes(b[16..20].try_into().unwrap()), u32::from_be_bytes(b[20..24].try_into().unwrap()))
-    }
-
-    /// Every figure of `dir` (its index.html's) as SVG and as a PNG of
-    /// twice its pixels; no cm axis; every legend label whole; at most 8
-    /// colours and only Okabe-Ito ones beside greys; an index of figures.
+    /// [`check_figures`] passes on `dir` with exactly `names`, and every
+    /// word of each legend label in `labels` is drawn whole.
     pub(crate) fn check(dir: &Path, names: &[&str], labels: &[String]) {
-        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-        assert!(html.contains("<h2>Figures</h2>"), "no figure index");
-        let safe: Vec<String> = OKABE_ITO.iter().map(hex).collect();
-        for name in names {
-            let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap_or_else(|_| panic!("{name}.svg"));
-            assert!(html.contains(&format!("{name}.svg")) && html.contains(&format!("{name}.png")), "{name} not in the index");
-            let w: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
-            assert_eq!(png_size(&dir.join(format!("{name}.png"))).0, 2 * w, "{name}.png at twice the SVG's pixels");
-            assert!(!svg.contains("[cm]") && !svg.contains('…'), "{name}: a cm axis or a cut label");
-            let series: Vec<String> = colours(&svg).into_iter().filter(|c| !(c[1..3] == c[3..5] && c[3..5] == c[5..7])).collect();
-            assert!(series.len() <= 8, "{name}: {} colours {series:?}", series.len());
-            // Bands and hollow marks keep the hex and set an opacity.
-            assert!(!series.is_empty() && series.iter().all(|c| safe.contains(c)), "{name}: colours {series:?} beside Okabe-Ito's {safe:?}");
-        }
+        assert_eq!(check_figures(dir), Ok(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()));
         let all: String = names.iter().map(|n| texts(&std::fs::read_to_string(dir.join(format!("{n}.svg"))).unwrap())).collect::<Vec<_>>().join(" ");
         for label in labels {
             for word in label.split(' ') {
@@ -477,6 +477,9 @@ mod reviewer_checklist {
         crate::page::write_page(&dir, &page, &serde_json::json!({})).unwrap();
         // The first entries are whole; the rest are counted, not cut.
         check(&dir, &["many"], &labels[..3]);
+        // A figure whose PNG went missing fails the checklist, naming it.
+        std::fs::remove_file(dir.join("many.png")).unwrap();
+        assert!(check_figures(&dir).unwrap_err().starts_with("many.png"));
 
         let view = |i: usize| ExperimentView {
             id: format!("qualisys-10g/hold{i}"),
