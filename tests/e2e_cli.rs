@@ -951,8 +951,9 @@ fn a_loop_between_two_clamps_has_pyelasticas_shape() {
 /// with mu 0.15, each pulled up to 0.4 N and let down again, written as
 /// inputs.csv with its direction column (load, unload); `identify
 /// --fit-friction=0.1,0.1` recovers mu and E, prints mu with its interval
-/// and writes it to identified.toml; a direction that is neither is
-/// refused in one line.
+/// and writes it to identified.toml; without it the fit fails and says
+/// that the friction fits; a direction that is neither is refused in one
+/// line.
 #[test]
 fn identify_fits_the_cables_friction_from_loading_and_unloading() {
     let rod_file = "configs/rod/tapered-channels-arm.toml";
@@ -1006,6 +1007,13 @@ fn identify_fits_the_cables_friction_from_loading_and_unloading() {
     let e_pa = v["parameters"]["e_pa"]["value"].as_float().unwrap();
     println!("mu {mu:.4} for 0.15, E {e_pa:.4e} for 2e5");
     assert!((mu / 0.15 - 1.0).abs() < 0.1 && (e_pa / 2.0e5 - 1.0).abs() < 0.01, "mu {mu}, E {e_pa}\n{stdout}");
+    // Without the friction the fit fails its noise test, and the failure
+    // names the term that fits, having fitted it: the suggestion is right.
+    let o = fit(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{stderr}");
+    assert!(stderr.contains("with --fit-friction=0.2,0.2 (the cables' friction") && stderr.contains("the same data fit: chi-square"), "{stderr}");
 
     std::fs::write(data.join("inputs.csv"), inputs.replacen(",unload", ",sideways", 1)).unwrap();
     expect_exit_2(fit(&[]), &["inputs.csv", "column 'direction'", "'sideways'"]);

@@ -188,8 +188,18 @@ def identify(
     ``out`` (default: a new temporary directory).
 
     Options (as the command line's flags): ``translation``, ``pitch``,
-    ``loo`` (default True), ``compare_variants``, ``reference=(E, G, rho)``,
-    ``hold_material=(E, G, rho)``, ``tie_g_poisson``, ``strict``.
+    ``loo`` (default True), ``compare_variants``, ``compare_laws``,
+    ``reference=(E, G, rho)``, ``hold_material=(E, G, rho)``,
+    ``tie_g_poisson``, ``strict``; the terms fitted with a Gaussian prior,
+    each ``True`` (the rod file's ``[identify]`` prior) or ``(mean, sd)``:
+    ``fit_cable_offset`` (m; ``per_cable``, ``pool_cables``),
+    ``fit_radius_scale``, ``fit_cable_angle`` (deg), ``fit_clamp_angle``
+    (deg), ``fit_friction``.
+
+    A fit that fails its checks raises ``ComputationError`` whose
+    ``result`` holds its values, chi-square, worst experiments and a
+    ``suggestion``: the term that fits the same data (fitted to them), e.g.
+    ``{"keyword": "fit_friction=(0.2, 0.2)", ...}``.
 
     Returns an ``Identified``: ``values`` and ``intervals`` (95 %) of
     ``e_pa``, ``g_pa``, ``rho_kg_m3``, ``variants``, ``identified_toml``
@@ -219,7 +229,10 @@ def identify_dynamic(
     """Fit friction (mu) and damping from recorded motion by simulating the
     ``sessions`` in ``scene``, E, G, rho held at ``params`` (identified.toml
     or ``Identified``). Options: ``loads``, ``mu_start``, ``damping_start``,
-    ``hold_damping``, ``hold_marker_delay``, ``fit_stiffness``, ``sigma_m``. Returns a dictionary
+    ``hold_damping``, ``hold_marker_delay``, ``fit_marker_delay``,
+    ``hold_branches``, ``window_s``, ``fit_stiffness``, ``fit_density``,
+    ``match_ring_down``, ``sigma_m``, ``compare_variants`` (the material's
+    laws judged by held-out releases). Returns a dictionary
     with "dynamic" (the fitted values), "identified_toml" and "report"."""
     return _rodlab.identify_dynamic(
         rod, sessions=_session_paths(sessions), scene=scene, params=params, out=out, progress=_progress(progress), **options

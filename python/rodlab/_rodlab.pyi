@@ -18,6 +18,9 @@ _Vec3 = Union[Sequence[float], npt.NDArray[np.float64]]
 _Array = npt.NDArray[np.float64]
 _Progress = Optional[Callable[[str, Optional[int], Optional[int], Optional[str]], Any]]
 _Params = Union[_Path, "Identified", None]
+# A term's Gaussian prior: None/False (not fitted), True (the rod file's
+# [identify] prior) or (mean, sd).
+_Prior = Union[bool, Tuple[float, float], Sequence[float], None]
 
 class Rod:
     @staticmethod
@@ -175,10 +178,18 @@ def identify(
     pitch: bool = False,
     loo: bool = True,
     compare_variants: bool = False,
+    compare_laws: bool = False,
     reference: Optional[Sequence[float]] = None,
     hold_material: Optional[Sequence[float]] = None,
     tie_g_poisson: Optional[float] = None,
     strict: bool = False,
+    fit_cable_offset: _Prior = None,
+    per_cable: bool = False,
+    pool_cables: bool = False,
+    fit_radius_scale: _Prior = None,
+    fit_cable_angle: _Prior = None,
+    fit_clamp_angle: _Prior = None,
+    fit_friction: _Prior = None,
 ) -> Identified: ...
 def identify_dynamic(
     rod: Rod,
@@ -197,8 +208,10 @@ def identify_dynamic(
     hold_branches: bool = False,
     window_s: Optional[Tuple[float, float]] = None,
     fit_stiffness: bool = False,
+    fit_density: bool = False,
     match_ring_down: bool = False,
     sigma_m: float = 2e-5,
+    compare_variants: bool = False,
 ) -> Dict[str, Any]: ...
 def simulate(
     rod: Rod,

@@ -8,6 +8,9 @@ field or device.
 """
 
 
+from typing import Any, Dict, Optional
+
+
 class Error(Exception):
     """Any error rodlab reports."""
 
@@ -18,7 +21,19 @@ class InputError(Error, ValueError):
 
 class ComputationError(Error, RuntimeError):
     """A computation did not succeed on valid input (no convergence, a model
-    outside its range, a fit that failed its checks)."""
+    outside its range, a fit that failed its checks).
+
+    ``result``: what the failed work still found, or None. A failed
+    ``identify`` gives a dictionary: ``values`` and ``intervals`` (e_pa,
+    g_pa, rho_kg_m3), ``chi_square``, ``dof``, ``p``, ``rms_error_mm``,
+    ``residual_scale``, ``worst`` (the experiments that fit worst, with
+    their RMS error in mm), ``reason``, and ``suggestion``: the term that
+    fits the same data, fitted to them (``term``, ``keyword`` of
+    ``identify``, ``flag`` of the command line, ``chi_square``, ``dof``,
+    ``passed``), or None.
+    """
+
+    result: Optional[Dict[str, Any]] = None
 
 
 class IoError(Error, OSError):

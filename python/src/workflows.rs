@@ -95,7 +95,8 @@ impl Identified {
 /// (default: a new temporary directory). Options as the command's flags.
 #[pyfunction]
 #[pyo3(signature = (rod, *, experiments=None, sessions=None, loads=None, out=None, progress=None, translation=false, pitch=false, loo=true,
-    compare_variants=false, reference=None, hold_material=None, tie_g_poisson=None, strict=false))]
+    compare_variants=false, compare_laws=false, reference=None, hold_material=None, tie_g_poisson=None, strict=false, fit_cable_offset=None,
+    per_cable=false, pool_cables=false, fit_radius_scale=None, fit_cable_angle=None, fit_clamp_angle=None, fit_friction=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify(
     py: Python<'_>,
@@ -109,10 +110,18 @@ pub fn identify(
     pitch: bool,
     loo: bool,
     compare_variants: bool,
+    compare_laws: bool,
     reference: Option<&Bound<'_, PyAny>>,
     hold_material: Option<&Bound<'_, PyAny>>,
     tie_g_poisson: Option<f64>,
     strict: bool,
+    fit_cable_offset: Option<&Bound<'_, PyAny>>,
+    per_cable: bool,
+    pool_cables: bool,
+    fit_radius_scale: Option<&Bound<'_, PyAny>>,
+    fit_cable_angle: Option<&Bound<'_, PyAny>>,
+    fit_clamp_angle: Option<&Bound<'_, PyAny>>,
+    fit_friction: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Identified> {
     let source = match (experiments.filter(|e| !e.is_none()), sessions.filter(|s| !s.is_none())) {
         (Some(e), None) => Source::Experiments(convert::path(e, "experiments")?),
@@ -131,6 +140,14 @@ pub fn identify(
         hold_material: material(hold_material, "hold_material")?.map(|m| [m.e_pa, m.g_pa, m.rho_kg_m3]),
         tie_g_poisson,
         refuse_damaged: strict,
+        compare_laws,
+        cable_offset: prior(fit_cable_offset, "fit_cable_offset")?,
+        per_cable,
+        pool_cables,
+        radius_scale: prior(fit_radius_scale, "fit_radius_scale")?,
+        cable_angle_deg: prior(fit_cable_angle, "fit_cable_angle")?,
+        clamp_angle_deg: prior(fit_clamp_angle, "fit_clamp_angle")?,
+        friction: prior(fit_friction, "fit_friction")?,
         ..IdentifyRequest::new(&rod.path, rod.rod.clone(), source, &out_dir(out, "identify")?)
     };
     let id = work::run(py, self::progress(progress), move |p| lab::identify::identify(&req, p))?;
@@ -153,6 +170,22 @@ pub fn identify(
         warnings: id.file.warnings.clone(),
         experiments: id.experiments.len(),
     })
+}
+
+/// A prior keyword of `identify` (`fit_friction=...`): `None` or `False`
+/// fits no such term, `True` fits it with the rod file's `[identify]`
+/// prior, `(mean, sd)` with that one.
+fn prior(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<lab::identify::Prior> {
+    use lab::identify::Prior;
+    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(Prior::Off) };
+    if let Ok(on) = v.extract::<bool>() {
+        return Ok(if on { Prior::RodFile } else { Prior::Off });
+    }
+    let pair = convert::floats(Some(v), name)?;
+    match pair[..] {
+        [mean, sd] => Ok(Prior::Given(mean, sd)),
+        _ => Err(value_error(format!("{name}: expected True (the rod file's prior) or (mean, sd), got {} numbers", pair.len()))),
+    }
 }
 
 fn scene(v: &Bound<'_, PyAny>) -> PyResult<(PathBuf, sim::Scene)> {
@@ -178,7 +211,7 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// frequency and log decrement instead of the markers' paths.
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, match_ring_down=false, sigma_m=2e-5))]
+    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, fit_density=false, match_ring_down=false, sigma_m=2e-5, compare_variants=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -197,8 +230,10 @@ pub fn identify_dynamic<'py>(
     hold_branches: bool,
     window_s: Option<(f64, f64)>,
     fit_stiffness: bool,
+    fit_density: bool,
     match_ring_down: bool,
     sigma_m: f64,
+    compare_variants: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = rod.params(params)?.unwrap_or_else(|| lab::params::Params::of_rod_file(&rod.rod, &rod.path));
     let (scene_path, scene) = self::scene(scene)?;
@@ -212,8 +247,10 @@ pub fn identify_dynamic<'py>(
     req.hold_branches = hold_branches;
     req.window_s = window_s.map(|(from, to)| [from, to]);
     req.fit_stiffness = fit_stiffness;
+    req.fit_density = fit_density;
     req.match_ring_down = match_ring_down;
     req.sigma_m = sigma_m;
+    req.compare_laws = compare_variants;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;
     let fit = work::run(py, self::progress(progress), move |p| lab::dynamic::identify_dynamic(&req, p))?;
     Ok(py_dict!(py, {

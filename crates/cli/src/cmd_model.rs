@@ -376,6 +376,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: also fit the body's stiffness (E and G scaled together; rho, geometry and the E/G ratio stay --params'): E, G, rho are otherwise held at the static result.
     #[arg(long, requires = "dynamic")]
     pub fit_stiffness: bool,
+    /// With --dynamic: also fit the body's density (rho scaled; E, G, geometry stay): releases with several hung masses see it in how far apart their frequencies lie. With --match-ring-down the static fit's rho (--params) is one more row.
+    #[arg(long, requires = "dynamic")]
+    pub fit_density: bool,
     /// With --dynamic: fit each release's frequency and log decrement over its first three cycles (its outermost marker along gravity) instead of the markers' paths: the swing alone, whatever the start's shape.
     #[arg(long, requires = "dynamic")]
     pub match_ring_down: bool,
@@ -448,6 +451,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
         Some(v) => return Err(lab::Error::input(format!("--window-s: expected FROM,TO, got {} values", v.len()))),
     };
     req.fit_stiffness = a.fit_stiffness;
+    req.fit_density = a.fit_density;
     req.match_ring_down = a.match_ring_down;
     req.sigma_m = a.sigma_m;
     req.compare_laws = a.compare_variants;

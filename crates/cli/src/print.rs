@@ -206,6 +206,9 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     if let (Some(e), Some(c)) = (o.e_pa, o.e_pa_ci95) {
         println!("  E             = {e:.4e} Pa  95 % CI [{:.4e}, {:.4e}] (relaxed; G scaled alike; [parameters] carry them)", c[0], c[1]);
     }
+    if let (Some(rho), Some(c)) = (o.rho_kg_m3, o.rho_kg_m3_ci95) {
+        println!("  rho           = {rho:.4e} kg/m^3  95 % CI [{:.4e}, {:.4e}] ([parameters] carry it)", c[0], c[1]);
+    }
     if let Some(h) = &o.static_holds {
         println!("  static holds  {}", h.text());
     }

@@ -4,6 +4,7 @@
 use crate::data::Experiment;
 use crate::lm::LevenbergMarquardt;
 use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
+use crate::step::Step;
 use argmin::core::{Executor, State};
 use lie::Vec3;
 use nalgebra::{DMatrix, DVector, Matrix3};
@@ -345,13 +346,13 @@ fn default_starts(rod: &Rod) -> Vec<[f64; 3]> {
 /// a start whose snap lies beyond twice the measured one is too stiff in
 /// torsion). The start and a line saying how it was found; `None` when no
 /// G in the range gives a snap.
-fn critical_start(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Option<([f64; 3], String)>, FitError> {
+fn critical_start(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(Step)) -> Result<Option<([f64; 3], String)>, FitError> {
     let m = rod.cross_section.body;
     let shapes: Vec<Experiment> = experiments.iter().filter(|e| !e.measurements.is_empty()).map(|e| Experiment { critical: vec![], ..e.clone() }).collect();
     let (e_pa, rho_kg_m3) = if shapes.is_empty() {
         (m.e_pa, m.rho_kg_m3)
     } else {
-        progress("the shapes alone, for E");
+        progress(Step::Stage("the shapes alone, for E"));
         let nu = m.e_pa / (2.0 * m.g_pa) - 1.0;
         let o = FitOptions { tie_g_poisson: Some(opts.tie_g_poisson.unwrap_or(nu)), ..opts.clone() };
         let f = fit_once(rod, &shapes, &o, progress)?;
@@ -363,7 +364,7 @@ fn critical_start(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, prog
     let halved = (1..=30).map(|k| g0 / 2f64.powi(k)).take_while(|g| *g >= low);
     let doubled = (1..=30).map(|k| g0 * 2f64.powi(k)).take_while(|g| *g <= high);
     for g_pa in std::iter::once(g0).chain(halved).chain(doubled) {
-        progress(&format!("searching G for the critical values: {g_pa:.3e} Pa"));
+        progress(Step::Stage(&format!("searching G for the critical values: {g_pa:.3e} Pa")));
         let values = Values::material(e_pa, g_pa, rho_kg_m3);
         let problem = Problem::new(rod, &critical, Layout { fit_rho: true, ..Layout::default() }, &values);
         match problem.evaluate(&problem.params(&values), false) {
@@ -423,20 +424,20 @@ fn run_from(problem: &Problem, p0: &DVector<f64>, prior: &DVector<f64>, max_iter
 }
 
 /// Fits (E, G, rho) (and nuisance parameters) to the experiments.
-pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(&str)) -> Result<Fit, FitError> {
+pub fn fit(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, mut progress: impl FnMut(Step)) -> Result<Fit, FitError> {
     fit_reporting(rod, experiments, opts, &mut progress)
 }
 
 // The fit behind one `dyn` callback: compiled once here, not once per
 // caller's closure (the fit's tests held 35 copies of `fit_once`, a
 // megabyte of code optimised again for each).
-fn fit_reporting(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Fit, FitError> {
+fn fit_reporting(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(Step)) -> Result<Fit, FitError> {
     // Pooled cables: a first fit pooled at the priors' sd tells which
     // cables the data see and how far apart they sit; the spread for the
     // fit is estimated from them.
     let pooled;
     let opts = if opts.pool_cables && opts.pooled_spreads.is_none() {
-        progress("pooling the cables");
+        progress(Step::Stage("pooling the cables"));
         let first = fit_once(rod, experiments, opts, progress)?;
         let v = &first.values;
         pooled = FitOptions { pooled_spreads: Some(pooled_spreads(&first, opts)), starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
@@ -451,7 +452,7 @@ fn fit_reporting(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progr
     // Measured tensions carry noise of their own: at the fit, push it
     // through the shape's sensitivity to each tension into the measured
     // points' sigma, and fit again from there.
-    progress("input noise into the weights");
+    progress(Step::Stage("input noise into the weights"));
     let noisy = with_input_noise(rod, experiments, &first.values);
     let v = &first.values;
     let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
@@ -518,7 +519,7 @@ fn pooled_spreads(first: &Fit, opts: &FitOptions) -> [f64; 2] {
     ]
 }
 
-fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Result<Fit, FitError> {
+fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: &mut dyn FnMut(Step)) -> Result<Fit, FitError> {
     let started = Instant::now();
     // Gravity alone scales with rho like the stiffness with E: only the
     // ratios are identifiable, unless a known force (cable tension, tip
@@ -645,7 +646,7 @@ fn fit_once(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, progress: 
     let mut runs = vec![];
     let mut outcomes = vec![];
     for (i, s) in starts.iter().enumerate() {
-        progress(&format!("start {}/{}", i + 1, starts.len()));
+        progress(Step::Counted { stage: "start", done: i + 1, total: starts.len() });
         let p0 = problem.params(&at_start(s[0], s[1], s[2]));
         match run_from(&problem, &p0, &prior, opts.max_iterations) {
             Ok((run, note)) => {
@@ -1150,18 +1151,18 @@ pub struct LooResult {
     pub errors_mm: Vec<f64>,
 }
 
-pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, mut progress: impl FnMut(&str)) -> Vec<LooResult> {
+pub fn leave_one_out(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, mut progress: impl FnMut(Step)) -> Vec<LooResult> {
     leave_one_out_reporting(rod, experiments, full, opts, &mut progress)
 }
 
-fn leave_one_out_reporting(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, progress: &mut dyn FnMut(&str)) -> Vec<LooResult> {
+fn leave_one_out_reporting(rod: &Rod, experiments: &[Experiment], full: &Fit, opts: &FitOptions, progress: &mut dyn FnMut(Step)) -> Vec<LooResult> {
     let mut out = vec![];
     if experiments.len() < 2 {
         return out;
     }
     let v = &full.values;
     for (i, left_out) in experiments.iter().enumerate() {
-        progress(&format!("leave-one-out {}/{}", i + 1, experiments.len()));
+        progress(Step::Counted { stage: "leave-one-out", done: i + 1, total: experiments.len() });
         let rest: Vec<Experiment> = experiments.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, e)| e.clone()).collect();
         let o = FitOptions { starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
         let Ok(f) = fit(rod, &rest, &o, |_| {}) else {

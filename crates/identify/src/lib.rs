@@ -14,6 +14,9 @@ pub mod sensor_bias;
 pub mod sessions;
 pub mod windings;
 
+mod step;
+pub use step::Step;
+
 pub use data::{read_experiments, CriticalQuantity, CriticalValue, DataError, Experiment, Measurement, WrenchMeasurement};
 pub use fit::{fit, leave_one_out, predict, predict_with_band, Fit, FitError, FitOptions, LooResult, Prediction, Uncertainty};
 pub use problem::{Geometry, Layout, ModelError, Problem, Values};

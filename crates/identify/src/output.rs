@@ -7,6 +7,7 @@ use crate::fit::{
     rms, t975, Estimate, Fit, FitError, FitOptions, LooResult, StartOutcome,
 };
 use crate::problem::{Geometry, Layout, ModelError, Problem, Values};
+use crate::step::Step;
 use lie::Vec3;
 use rod::Rod;
 use serde::{Deserialize, Serialize};
@@ -124,12 +125,12 @@ pub fn run_study(
     nuisance_too: bool,
     with_loo: bool,
     reference: Option<Values>,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(Step),
 ) -> Result<Study, FitError> {
     let mut main = fit(rod, experiments, opts, &mut progress)?;
     let shapes = evaluate_values(rod, experiments, &main.values)?.shapes;
     let with_nuisance = if nuisance_too {
-        progress("fit with nuisance parameters");
+        progress(Step::Stage("fit with nuisance parameters"));
         let v = &main.values;
         let o = FitOptions { translation: !opts.translation, pitch: !opts.pitch, starts: vec![[v.e_pa, v.g_pa, v.rho_kg_m3]], ..opts.clone() };
         fit(rod, experiments, &o, |_| {}).ok()
@@ -314,7 +315,7 @@ pub fn compare_variants(
     opts: &FitOptions,
     priors: GeometryPriors,
     compare_laws: bool,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(Step),
 ) -> (Vec<VariantOut>, Option<usize>) {
     let variants = variants_for(rod, experiments, priors);
     // With `compare_laws`, each variant also under the other law (linear
@@ -333,8 +334,10 @@ pub fn compare_variants(
     // Leave-one-out, or 5-fold beyond 12 experiments (each fold is a fit).
     let folds = if experiments.len() > 12 { 5 } else { experiments.len() };
     let mut out = vec![];
-    for (rod, name, other_law, v) in variants {
-        progress(&format!("variant {name}"));
+    let total = variants.len();
+    for (i, (rod, name, other_law, v)) in variants.into_iter().enumerate() {
+        progress(Step::Counted { stage: "variants", done: i + 1, total });
+        progress(Step::Stage(&format!("variant {name}")));
         let o = FitOptions {
             translation: v.frame,
             pitch: v.frame,
@@ -812,6 +815,13 @@ pub struct DynamicOut {
     /// Its 95 % interval \[Pa\].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub e_pa_ci95: Option<[f64; 2]>,
+    /// The body's density when fitted with the motion (`--fit-density`;
+    /// `[parameters]` then carry it) \[kg/m^3\]; absent when held.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rho_kg_m3: Option<f64>,
+    /// Its 95 % interval \[kg/m^3\].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rho_kg_m3_ci95: Option<[f64; 2]>,
     /// RMS of the tracked markers minus the simulated ones over all
     /// frames, with the starting values and with the fitted ones \[m\].
     pub marker_rms_start_m: f64,

@@ -71,6 +71,10 @@ pub struct DynamicRequest {
     /// Also fit the body's stiffness: E and G scaled together (their ratio,
     /// rho and geometry stay `--params'`), for motion that sees stiffness.
     pub fit_stiffness: bool,
+    /// Also fit the body's density (rho scaled; E, G and geometry stay):
+    /// releases with several hung masses see it in how far apart their
+    /// frequencies lie, which a sag alone barely does.
+    pub fit_density: bool,
     /// Fit each release's frequency and log decrement over its first three
     /// cycles instead of the markers' paths: the swing alone, whatever the
     /// start's shape (`--match-ring-down`).
@@ -105,6 +109,7 @@ impl DynamicRequest {
             window_s: None,
             match_ring_down: false,
             fit_stiffness: false,
+            fit_density: false,
             sigma_m: 2e-5,
             compare_laws: false,
             loads: Default::default(),
@@ -215,6 +220,8 @@ struct Point {
     mu: f64,
     zeta: f64,
     stiffness: f64,
+    /// The body's density over `--params'` (1: held).
+    density: f64,
     branches: Vec<rod::PronyBranch>,
     /// The constant-loss law `branches` carry, when the rod file gives one.
     constant_loss: Option<rod::ConstantLoss>,
@@ -229,7 +236,7 @@ impl Point {
     /// The values' bits (a replay's key).
     fn bits(&self) -> Vec<u64> {
         let branches = self.branches.iter().flat_map(|b| [b.modulus_ratio, b.time_constant_s]);
-        [self.mu, self.zeta, self.stiffness].into_iter().chain(branches).map(f64::to_bits).collect()
+        [self.mu, self.zeta, self.stiffness, self.density].into_iter().chain(branches).map(f64::to_bits).collect()
     }
 }
 
@@ -239,6 +246,7 @@ enum Knob {
     Mu,
     Zeta,
     Stiffness,
+    Density,
     /// Branch `i`'s modulus ratio.
     BranchModulus(usize),
     /// Branch `i`'s time constant.
@@ -255,6 +263,7 @@ impl Knob {
             Knob::Mu => p.mu,
             Knob::Zeta => p.zeta,
             Knob::Stiffness => p.stiffness,
+            Knob::Density => p.density,
             Knob::BranchModulus(i) => p.branches[i].modulus_ratio,
             Knob::BranchTime(i) => p.branches[i].time_constant_s,
             Knob::LossFactor => p.constant_loss.map_or(f64::NAN, |c| c.loss_factor),
@@ -267,6 +276,7 @@ impl Knob {
             Knob::Mu => p.mu = v,
             Knob::Zeta => p.zeta = v,
             Knob::Stiffness => p.stiffness = v,
+            Knob::Density => p.density = v,
             Knob::BranchModulus(i) => p.branches[i].modulus_ratio = v,
             Knob::BranchTime(i) => p.branches[i].time_constant_s = v,
             Knob::LossFactor | Knob::LongestTime => {
@@ -350,6 +360,7 @@ impl<'a> Replay<'a> {
         rod.constant_loss = at.constant_loss;
         rod.cross_section.body.e_pa *= at.stiffness;
         rod.cross_section.body.g_pa *= at.stiffness;
+        rod.cross_section.body.rho_kg_m3 *= at.density;
         self.simulations.fetch_add(1, Ordering::Relaxed);
         let mut sim = case.prepared.simulator(&rod, &scene, self.scene_path)?;
         sim.run(|_, _| {}).map_err(|e| {
@@ -474,13 +485,21 @@ struct StaticHolds {
     /// The static fit's E \[Pa\] (what `--params` carry; stiffness 1) and its interval.
     e_pa: f64,
     e_ci95_pa: [f64; 2],
+    /// With the stiffness free: the row on E.
+    e_row: bool,
+    /// With the density free: the static fit's rho as a row (its log's
+    /// standard deviation), where the holds measured it.
+    ln_rho_sigma: Option<f64>,
 }
 
 impl StaticHolds {
     /// From `--params` when it is a static fit of sessions' holds with an
     /// interval of E.
-    fn of(params: &crate::params::Params) -> Option<StaticHolds> {
+    fn of(params: &crate::params::Params, req: &DynamicRequest) -> Option<StaticHolds> {
         let e = &params.file.parameters.e_pa;
+        let rho = &params.file.parameters.rho_kg_m3;
+        let ln_rho_sigma = (rho.ci95[1] / rho.ci95[0]).ln() / (2.0 * 1.96);
+        let ln_rho_sigma = (req.fit_density && ln_rho_sigma.is_finite() && ln_rho_sigma > 0.0).then_some(ln_rho_sigma);
         let held: Vec<(f64, f64)> = params.file.experiment.iter().filter_map(|x| x.loaded_for_s.map(|t| (t, x.hold_modulus_ratio.unwrap_or(1.0)))).collect();
         let loaded_for_s: Vec<f64> = held.iter().map(|h| h.0).collect();
         let static_ratio = held.iter().map(|h| h.1).sum::<f64>() / held.len().max(1) as f64;
@@ -491,6 +510,8 @@ impl StaticHolds {
             ln_e_sigma,
             e_pa: e.value,
             e_ci95_pa: e.ci95,
+            e_row: req.fit_stiffness,
+            ln_rho_sigma,
         })
     }
 
@@ -512,9 +533,12 @@ impl StaticHolds {
         }
     }
 
-    /// The row: the holds' modulus against the static fit's, in its sigma.
-    fn row(&self, at: &Point) -> f64 {
-        self.hold_stiffness(at).ln() / self.ln_e_sigma
+    /// The rows: the holds' modulus against the static fit's, and the
+    /// density against its, each in its sigma.
+    fn rows(&self, at: &Point) -> Vec<f64> {
+        let e = self.e_row.then(|| self.hold_stiffness(at).ln() / self.ln_e_sigma);
+        let rho = self.ln_rho_sigma.map(|sigma| at.density.ln() / sigma);
+        e.into_iter().chain(rho).collect()
     }
 }
 
@@ -569,7 +593,10 @@ impl DynamicProblem<'_> {
                 let at = self.values(p);
                 let rows = reading.rows(self.replay, &at)?;
                 Ok(match &self.holds {
-                    Some(h) => DVector::from_iterator(rows.len() + 1, rows.iter().copied().chain([h.row(&at)])),
+                    Some(h) => {
+                        let extra = h.rows(&at);
+                        DVector::from_iterator(rows.len() + extra.len(), rows.iter().copied().chain(extra))
+                    }
                     None => rows,
                 })
             }
@@ -818,7 +845,7 @@ fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let held = Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss };
+    let held = Point { mu, zeta, stiffness: 1.0, density: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss };
     let problem = DynamicProblem {
         replay: &replay,
         held,
@@ -936,7 +963,7 @@ fn start_point(req: &DynamicRequest, rod: &Rod) -> Result<(Point, bool)> {
     if fit_zeta || req.damping_start.is_some() {
         crate::error::positive("--damping-start", zeta)?;
     }
-    Ok((Point { mu, zeta, stiffness: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss }, fit_zeta))
+    Ok((Point { mu, zeta, stiffness: 1.0, density: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss }, fit_zeta))
 }
 
 /// The values fitted: mu where the tip slides, the damping ratio, the
@@ -952,6 +979,9 @@ fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, rod: &R
     }
     if req.fit_stiffness {
         free.push(Knob::Stiffness);
+    }
+    if req.fit_density {
+        free.push(Knob::Density);
     }
     match (req.hold_branches, rod.constant_loss) {
         (true, _) => {}
@@ -1168,7 +1198,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         delays_free: delays_free.clone(),
         log_step: LOG_STEP,
         ring_down: req.match_ring_down.then_some(&reading),
-        holds: (req.match_ring_down && req.fit_stiffness).then(|| StaticHolds::of(&req.params)).flatten(),
+        holds: (req.match_ring_down && (req.fit_stiffness || req.fit_density)).then(|| StaticHolds::of(&req.params, req)).flatten(),
     };
     let start_r = replay.residual(&start, &replay.no_delays())?;
     let (p, history) = least_squares(&problem)?;
@@ -1198,6 +1228,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let delays_held = replay.cases.iter().zip(&delays_free).any(|(c, f)| !f && c.markers_move() && (req.hold_marker_delay || !c.one_clock));
     warnings.extend(test.as_ref().and_then(|t| misfit_warning(t, req, &rod, delays_held)));
     let stiffness_ci = ci(Knob::Stiffness);
+    let density_ci = ci(Knob::Density);
     let (marker_rms_m, force_rms_n) = rms_parts(&replay.cases, &markers_r);
     let ring_downs = ring_downs(&replay, &reading, &fitted, &delays_s)?;
     let mut out = DynamicOut {
@@ -1244,6 +1275,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
             .collect(),
         e_pa: req.fit_stiffness.then_some(rod.cross_section.body.e_pa * fitted.stiffness),
         e_pa_ci95: req.fit_stiffness.then(|| stiffness_ci.map(|s| rod.cross_section.body.e_pa * s)),
+        rho_kg_m3: req.fit_density.then_some(rod.cross_section.body.rho_kg_m3 * fitted.density),
+        rho_kg_m3_ci95: req.fit_density.then(|| density_ci.map(|s| rod.cross_section.body.rho_kg_m3 * s)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
         marker_rms_m,
         force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then_some(force_rms_n),
@@ -1258,7 +1291,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         out.recommended_law = best.map(|i| variants[i].law.clone());
         out.variants = variants;
     }
-    let identified_toml = write_identified(req, &out, fitted.stiffness, stiffness_ci)?;
+    let identified_toml = write_identified(req, &out, (fitted.stiffness, stiffness_ci), (fitted.density, density_ci))?;
     // The report: the scan, and per session the tip's path at the start and at the fit.
     let report = write_report(req, &replay, &out, &friction.scan, &history, (start, fitted), &delays_s, &warnings, &identified_toml)?;
     Ok(DynamicFit { out, scan: friction.scan, history, identified_toml, report, warnings })
@@ -1404,6 +1437,13 @@ fn fitted_rows(replay: &Replay, out: &DynamicOut, start: &Point) -> Vec<Vec<Stri
         _ => "held".into(),
     };
     rows.push(vec!["body E (relaxed) [Pa]".into(), e_text, format!("{:.4e}", replay.rod.cross_section.body.e_pa)]);
+    if let (Some(rho), Some(c)) = (out.rho_kg_m3, out.rho_kg_m3_ci95) {
+        rows.push(vec![
+            "body rho [kg/m^3]".into(),
+            format!("{rho:.4e} [{:.4e}, {:.4e}]", c[0], c[1]),
+            format!("{:.4e}", replay.rod.cross_section.body.rho_kg_m3),
+        ]);
+    }
     if out.correlation_mu_damping.is_finite() {
         rows.push(vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()]);
     }
@@ -1426,7 +1466,12 @@ fn fitted_rows(replay: &Replay, out: &DynamicOut, start: &Point) -> Vec<Vec<Stri
 /// identified.toml: the static file with `[dynamic]`; with the stiffness
 /// fitted, E and G in `[parameters]` scaled by it (G at `--params'` ratio
 /// to E), what validate and simulate then use.
-fn write_identified(req: &DynamicRequest, out: &DynamicOut, stiffness: f64, stiffness_ci: [f64; 2]) -> Result<PathBuf> {
+fn write_identified(
+    req: &DynamicRequest,
+    out: &DynamicOut,
+    (stiffness, stiffness_ci): (f64, [f64; 2]),
+    (density, density_ci): (f64, [f64; 2]),
+) -> Result<PathBuf> {
     std::fs::create_dir_all(&req.out).map_err(|e| Error::io(format!("{}: {e}", req.out.display())))?;
     let mut file = req.params.file.clone();
     file.dynamic = Some(out.clone());
@@ -1436,6 +1481,11 @@ fn write_identified(req: &DynamicRequest, out: &DynamicOut, stiffness: f64, stif
             est.ci95 = stiffness_ci.map(|s| est.value * s);
             est.value *= stiffness;
         }
+    }
+    if req.fit_density {
+        let est = &mut file.parameters.rho_kg_m3;
+        est.ci95 = density_ci.map(|s| est.value * s);
+        est.value *= density;
     }
     let identified_toml = req.out.join("identified.toml");
     file.write(&identified_toml).map_err(|e| Error::io(format!("{}: cannot write: {e}", identified_toml.display())))?;

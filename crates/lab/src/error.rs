@@ -9,13 +9,16 @@ use std::fmt::Display;
 pub struct Error {
     kind: Kind,
     message: String,
+    /// What the failed work still found (a failed fit's values, residuals
+    /// and suggestion), for callers that want more than the line.
+    result: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: Kind, message: impl Into<String>) -> Error {
-        Error { kind, message: message.into() }
+        Error { kind, message: message.into(), result: None }
     }
 
     /// The user's input is wrong (exit status 2).
@@ -41,6 +44,17 @@ impl Error {
         &self.message
     }
 
+    /// The same error carrying what the failed work found (see [`Error::result`]).
+    pub fn with_result(self, result: serde_json::Value) -> Error {
+        Error { result: Some(std::sync::Arc::new(result)), ..self }
+    }
+
+    /// What the failed work found, when it says (a failed identification:
+    /// [`crate::identify::FailedFit`]).
+    pub fn result(&self) -> Option<&serde_json::Value> {
+        self.result.as_deref()
+    }
+
     /// `what: message`, unless the message already starts with `what`
     /// (errors that name their file are not named twice).
     pub fn context(self, what: impl Display) -> Error {
@@ -48,7 +62,7 @@ impl Error {
         if what.is_empty() || self.message.starts_with(&what) {
             return self;
         }
-        Error { kind: self.kind, message: format!("{what}: {}", self.message) }
+        Error { message: format!("{what}: {}", self.message), ..self }
     }
 
     /// The same message with another kind (e.g. a device that does not
@@ -68,7 +82,7 @@ impl std::error::Error for Error {}
 
 impl<E: fault::Fault> From<E> for Error {
     fn from(e: E) -> Error {
-        Error { kind: e.kind(), message: e.to_string() }
+        Error { kind: e.kind(), message: e.to_string(), result: None }
     }
 }
 

@@ -425,12 +425,13 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     // The fit with the frame's nuisance (or without it) only where variants
     // are asked for: unasked, it reported a 22 cm translation and a -35 deg
     // pitch beside every fit.
-    let study = run_study(&rod, &experiments, &opts, req.compare_variants, req.loo, req.reference.clone(), |m| task.message(m))?;
+    let mut steps = crate::progress::StepTasks::new(progress);
+    let study = run_study(&rod, &experiments, &opts, req.compare_variants, req.loo, req.reference.clone(), |s| steps.show(task.as_ref(), s))?;
     if opts.fit_sensor_bias {
         sensor_biases = final_biases(&rod, &sensor_biases, &study.fit, &mut experiments);
     }
     let (variants, recommended) = if req.compare_variants {
-        identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |m| task.message(m))
+        identify::output::compare_variants(&rod, &experiments, &opts, priors, req.compare_laws, |s| steps.show(task.as_ref(), s))
     } else {
         (vec![], None)
     };
@@ -445,7 +446,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         }
         _ => None,
     };
-    drop(task);
+    drop(steps);
     let mut file = IdentifiedFile::from_study(&study, &experiments, &req.rod_path.display().to_string(), &source);
     file.set_variants(variants.clone(), recommended);
     if let Some(line) = creep_note(&rod, &experiments, &mut file) {
@@ -464,6 +465,17 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     }
     if !disagree.is_empty() {
         disagree.extend(axis_warnings(&req.source));
+    }
+    // A fit beyond its noise: which term the same data fit with.
+    let suggestion = match &noise {
+        Some(n) if !n.passed() => {
+            task.message("which term would fit");
+            crate::failed_fit::suggest(&rod, &experiments, &opts, &study.fit, req.rod.identify_priors.model_error_m)
+        }
+        _ => None,
+    };
+    if let Some(s) = &suggestion {
+        disagree.push(s.text());
     }
     let failure =
         (!disagree.is_empty()).then(|| format!("{}; the data that disagree most: {}", disagree.join("; "), worst_experiments(&experiments, &study.fit)));
@@ -490,9 +502,11 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
         rep.warnings.insert(0, format!("identification failed: {f}"));
     }
     let written = report::write_identification_report(&req.out, &rep)?;
+    drop(task);
     if let Some(f) = failure {
+        let result = crate::failed_fit::FailedFit::of(&study.fit, &experiments, noise.as_ref(), suggestion.clone(), &f);
         // A clamped tip's angle is the first suspect of a traced loop.
-        let clamp = if rod.tip_condition == rod::TipCondition::Clamped && clamp_angle_prior.is_none() {
+        let clamp = if rod.tip_condition == rod::TipCondition::Clamped && clamp_angle_prior.is_none() && suggestion.is_none() {
             ", a tip clamp whose angle is known only to within a tracing (--fit-clamp-angle=0,5 fits each experiment's)"
         } else {
             ""
@@ -501,7 +515,8 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
             "identification failed: {f}. {} and {} are written marked as failed. Usual causes: a force sensor not zeroed (its bias read as weight), holds whose markers are mislabelled, a rod file whose section or mount is not the specimen's{clamp}",
             identified_toml.display(),
             written.html.display()
-        )));
+        ))
+        .with_result(serde_json::to_value(&result).map_err(|e| Error::computation(format!("internal: {e}")))?));
     }
     Ok(Identification {
         rod,
@@ -885,7 +900,7 @@ fn axis_warnings(source: &Source) -> Vec<String> {
 }
 
 /// The chi-square test of the fit's residuals (None without degrees of freedom).
-fn noise_test(experiments: &[Experiment], f: &Fit, model_error_m: f64) -> Option<NoiseTest> {
+pub(crate) fn noise_test(experiments: &[Experiment], f: &Fit, model_error_m: f64) -> Option<NoiseTest> {
     if f.dof == 0 || !f.residual_scale.is_finite() {
         return None;
     }

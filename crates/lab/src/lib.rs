@@ -18,6 +18,7 @@ pub mod data;
 pub mod dynamic;
 pub mod error;
 pub mod export;
+pub mod failed_fit;
 pub mod identify;
 pub mod info;
 pub mod loads;

@@ -38,3 +38,41 @@ impl Progress for Silent {
     }
     fn note(&self, _: &str) {}
 }
+
+/// A fit's [`identify::Step`]s shown under a workflow's task: a stage as
+/// the task's message, a counted stage (starts, leave-one-out folds,
+/// variants) as a task of its own with its total, so that a bar can show
+/// how far it got and an ETA. A counted stage that starts again at 1 (the
+/// starts of a second fit) is a new task.
+pub struct StepTasks<'p> {
+    progress: &'p dyn Progress,
+    counted: Vec<(String, Box<dyn Task + 'p>)>,
+}
+
+impl<'p> StepTasks<'p> {
+    pub fn new(progress: &'p dyn Progress) -> StepTasks<'p> {
+        StepTasks { progress, counted: vec![] }
+    }
+
+    /// Shows `step`; stages go to `main`'s message.
+    pub fn show(&mut self, main: &dyn Task, step: identify::Step) {
+        match step {
+            identify::Step::Stage(text) => main.message(text),
+            identify::Step::Counted { stage, done, total } => {
+                let open = self.counted.iter().position(|(name, _)| name == stage);
+                let task = match open {
+                    Some(i) if done > 1 => &self.counted[i].1,
+                    _ => {
+                        if let Some(i) = open {
+                            self.counted.remove(i);
+                        }
+                        self.counted.push((stage.to_string(), self.progress.task(stage, Some(total as u64))));
+                        &self.counted.last().expect("just pushed").1
+                    }
+                };
+                // `done` counts the item starting: the ones before it are done.
+                task.set(done.saturating_sub(1) as u64);
+            }
+        }
+    }
+}

@@ -52,6 +52,7 @@ fn point_of(out: &DynamicOut, rod: &Rod) -> Point {
         mu: if out.no_table || !out.mu.is_finite() { super::MU_STICKS } else { out.mu_at_least.unwrap_or(out.mu) },
         zeta: out.damping_ratio,
         stiffness: out.e_pa.map_or(1.0, |e| e / rod.cross_section.body.e_pa),
+        density: out.rho_kg_m3.map_or(1.0, |rho| rho / rod.cross_section.body.rho_kg_m3),
         branches: out.branches.iter().map(|b| b.branch()).collect(),
         constant_loss: out.constant_loss.as_ref().map(|c| c.law()),
     }
