@@ -31,6 +31,9 @@ __all__ = [
     "Identified",
     "Simulation",
     "Session",
+    "synth_session",
+    "import_c3d",
+    "import_table",
     "identify",
     "identify_dynamic",
     "simulate",
@@ -151,6 +154,21 @@ class Session:
         """Device ``device``'s outages (empty: none)."""
         return _frame(self._native.gaps_columns(device))
 
+    def info(self) -> Dict[str, Any]:
+        """As ``rodlab session info``: "streams" (each one's rows, span_s,
+        rate_hz), "devices" (each one's gaps, outage_s, summary), "warnings"."""
+        return self._native.info()
+
+    def check(self, *, max_outage_s: float = 1.0, videos: bool = True) -> Dict[str, Any]:
+        """As ``rodlab session check``: reads every chunk, table and video;
+        "ok", "problems" (one line each), "warnings", "rows"."""
+        return self._native.check(max_outage_s=max_outage_s, videos=videos)
+
+    def export(self, to: PathLike) -> Dict[str, Any]:
+        """As ``rodlab session export``: every table as CSV and JSON into
+        ``to``; "files" ({path: rows}) and "warnings"."""
+        return self._native.export(to)
+
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]:
         """The path of camera ``camera``'s video (default: the first)."""
         return self._native.video(camera)
@@ -168,6 +186,59 @@ def _session_paths(sessions: Any) -> Any:
     if isinstance(sessions, (str, os.PathLike)):
         return sessions
     return [s.path if isinstance(s, Session) else s for s in sessions]
+
+
+def synth_session(
+    *,
+    scene: PathLike,
+    rod: PathLike,
+    out: PathLike,
+    progress: Union[bool, ProgressCallback, None] = True,
+    **options: Any,
+) -> Session:
+    """Make a lab session from the simulator, as ``rodlab synth session``:
+    the robot's RTDE stream, the flange force sensor and the tracked markers
+    of ``scene`` with the rod file ``rod``, written into ``out``; the truth
+    (the simulation's tables, truth.toml) beside it in ``truth`` (default
+    OUT-truth). Options (the command's flags): ``rig``, ``params``,
+    ``e_pa``, ``g_pa``, ``rho_kg_m3``, ``trajectory``, ``truth``,
+    ``duration_s``, ``marker_noise_m``, ``robot_hz``, ``sensor_hz``,
+    ``flange_sensor`` (default True), ``force_noise_n``, ``moment_noise_nm``,
+    ``load_cell_noise_n``, ``ft_bias`` (six numbers), ``mounted_at_s``,
+    ``seed``, ``tip_robot``. Returns the ``Session``."""
+    made = _rodlab.synth_session(scene=scene, rod=rod, out=out, progress=_progress(progress), **options)
+    return Session(made["session"])
+
+
+def import_c3d(
+    files: Any,
+    *,
+    rod: PathLike,
+    map: PathLike,
+    out: PathLike,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> list:
+    """Motion-capture recordings (C3D) into sessions, as ``rodlab import
+    c3d``: ``files`` (a path or a list), ``rod`` (the rod file: its
+    markers), ``map`` (labels, vertical axis, base), ``out`` (the session of
+    one file, the directory of several). Returns a dictionary per session:
+    "session", "frames", "rate_hz", "units", "missing", "base_frames",
+    "release_s", "warnings"."""
+    return _rodlab.import_c3d(files, rod=rod, map=map, out=out, progress=_progress(progress))
+
+
+def import_table(
+    files: Any,
+    *,
+    rod: PathLike,
+    map: PathLike,
+    out: PathLike,
+    progress: Union[bool, ProgressCallback, None] = True,
+) -> list:
+    """Motion-capture trajectory tables (Qualisys TSV, Motive CSV, Vicon
+    Nexus CSV, a plain CSV named by the map's ``[table]``) into sessions, as
+    ``rodlab import table``; arguments and answer as ``import_c3d``."""
+    return _rodlab.import_table(files, rod=rod, map=map, out=out, progress=_progress(progress))
 
 
 def identify(

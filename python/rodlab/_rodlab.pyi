@@ -164,8 +164,43 @@ class Session:
     def markers_columns(self) -> Dict[str, Any]: ...
     def strain_columns(self) -> Dict[str, Any]: ...
     def gaps_columns(self, name: str) -> Dict[str, Any]: ...
+    def info(self) -> Dict[str, Any]: ...
+    def check(self, *, max_outage_s: float = 1.0, videos: bool = True) -> Dict[str, Any]: ...
+    def export(self, to: _Path) -> Dict[str, Any]: ...
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]: ...
 
+def synth_session(
+    *,
+    scene: _Path,
+    rod: _Path,
+    out: _Path,
+    rig: Optional[_Path] = None,
+    params: Optional[_Path] = None,
+    e_pa: Optional[float] = None,
+    g_pa: Optional[float] = None,
+    rho_kg_m3: Optional[float] = None,
+    trajectory: Optional[_Path] = None,
+    truth: Optional[_Path] = None,
+    duration_s: Optional[float] = None,
+    marker_noise_m: float = 3e-4,
+    robot_hz: float = 125.0,
+    sensor_hz: float = 100.0,
+    flange_sensor: bool = True,
+    force_noise_n: float = 0.1,
+    moment_noise_nm: float = 0.005,
+    load_cell_noise_n: float = 0.005,
+    ft_bias: Optional[Sequence[float]] = None,
+    mounted_at_s: float = 0.0,
+    seed: int = 1,
+    tip_robot: Optional[str] = None,
+    progress: _Progress = None,
+) -> Dict[str, Any]: ...
+def import_c3d(
+    files: Union[_Path, Sequence[_Path]], *, rod: _Path, map: _Path, out: _Path, progress: _Progress = None
+) -> List[Dict[str, Any]]: ...
+def import_table(
+    files: Union[_Path, Sequence[_Path]], *, rod: _Path, map: _Path, out: _Path, progress: _Progress = None
+) -> List[Dict[str, Any]]: ...
 def identify(
     rod: Rod,
     *,

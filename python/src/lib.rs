@@ -21,6 +21,7 @@ mod convert;
 #[cfg(feature = "devices")]
 mod devices;
 mod errors;
+mod making;
 mod rodpy;
 mod sessionpy;
 mod work;
@@ -43,6 +44,9 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workflows::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::validate, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::observe, m)?)?;
+    m.add_function(wrap_pyfunction!(making::synth_session, m)?)?;
+    m.add_function(wrap_pyfunction!(making::import_c3d, m)?)?;
+    m.add_function(wrap_pyfunction!(making::import_table, m)?)?;
     m.add_function(wrap_pyfunction!(rodpy::solve_time_in_rust_s, m)?)?;
     #[cfg(feature = "devices")]
     {

@@ -132,6 +132,25 @@ impl Session {
         }
     }
 
+    /// `rodlab session info`: "streams" (rows, span_s, rate_hz of each),
+    /// "devices" (each one's gaps and outage), "warnings".
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::making::info(py, &self.dir)
+    }
+
+    /// `rodlab session check`: reads every file; "ok", "problems",
+    /// "warnings", "rows". `max_outage_s`: a device's longest outage
+    /// allowed; `videos`: also count each video's frames.
+    #[pyo3(signature = (*, max_outage_s=1.0, videos=true))]
+    fn check<'py>(&self, py: Python<'py>, max_outage_s: f64, videos: bool) -> PyResult<Bound<'py, PyDict>> {
+        crate::making::check(py, &self.dir, max_outage_s, videos)
+    }
+
+    /// `rodlab session export`: every table as CSV and JSON into `to`.
+    fn export<'py>(&self, py: Python<'py>, to: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        crate::making::export(py, &self.dir, &convert::path(to, "to")?)
+    }
+
     fn __repr__(&self) -> String {
         format!("Session({:?})", self.dir.path().display().to_string())
     }

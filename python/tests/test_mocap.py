@@ -55,3 +55,28 @@ def test_identify_from_sessions_and_from_a_release_equal_the_command_line(run, s
                                 window_s=(1.0, 0.5), out=tmp_path / "dyn-window", progress=False)
     with pytest.raises(rodlab.InputError, match="no-scene.toml"):
         rodlab.identify_dynamic(rod, sessions=release, scene=tmp_path / "no-scene.toml", progress=False)
+
+
+def test_import_c3d_from_python_equals_the_command_line(sessions, tmp_path):
+    """import_c3d makes the sessions the command line made, table for table;
+    Session.info, check and export answer as `rodlab session ...`."""
+    files = sorted(DATA.glob("*.c3d"))
+    made = rodlab.import_c3d(files, rod=BEAM, map=DATA / "map.toml", out=tmp_path / "py", progress=False)
+    assert [m["session"].name for m in made] == [s.name for s in sessions]
+    for m, cli in zip(made, sessions):
+        py, theirs = rodlab.Session(m["session"]), rodlab.Session(cli)
+        assert py.streams() == theirs.streams() and m["frames"] > 0 and m["rate_hz"] > 0
+        assert py.markers().equals(theirs.markers())
+        for stream in py.streams():
+            assert py.stream(stream).equals(theirs.stream(stream)), stream
+    one = rodlab.import_c3d(files[0], rod=BEAM, map=DATA / "map.toml", out=tmp_path / "one", progress=False)
+    assert len(one) == 1 and one[0]["session"] == tmp_path / "one"
+    session = rodlab.Session(made[0]["session"])
+    info = session.info()
+    assert info["streams"] and all(s["rows"] > 0 and s["rate_hz"] > 0 for s in info["streams"].values()), info
+    check = session.check()
+    assert check["ok"] and check["problems"] == [] and check["rows"] > 0, check
+    exported = session.export(tmp_path / "export")
+    assert exported["files"] and all(p.exists() for p in exported["files"]), exported
+    with pytest.raises(rodlab.InputError, match="map"):
+        rodlab.import_table(files[0], rod=BEAM, map=tmp_path / "no-map.toml", out=tmp_path / "bad", progress=False)

@@ -244,3 +244,17 @@ def test_a_failed_fit_is_a_result_whose_suggestion_fits(tmp_path):
     # True: the rod file's prior, which this file does not have: named in Python's words.
     with pytest.raises(rodlab.InputError, match=r"^fit_friction: "):
         rodlab.identify(rod, experiments=data, out=tmp_path / "none", loo=False, fit_friction=True, progress=False)
+
+
+def test_synth_session_from_python_equals_the_command_line(stick_session, tmp_path):
+    """synth_session with the command line's seed makes the same session:
+    every stream and the marker table equal, the truth beside it."""
+    made = rodlab.synth_session(scene=STICK, rod=STEEL, out=tmp_path / "stick", seed=3, progress=False)
+    theirs = rodlab.Session(stick_session)
+    assert isinstance(made, rodlab.Session) and made.streams() == theirs.streams()
+    for stream in made.streams():
+        assert made.stream(stream).equals(theirs.stream(stream)), stream
+    assert made.markers().equals(theirs.markers())
+    assert (tmp_path / "stick-truth" / "truth.toml").exists()
+    with pytest.raises(ValueError, match="ft_bias"):
+        rodlab.synth_session(scene=STICK, rod=STEEL, out=tmp_path / "bad", ft_bias=[1, 2], progress=False)

@@ -5,7 +5,7 @@
 
 use crate::args::Numbers;
 use clap::{Args, Subcommand};
-use lab::synth::{RigFile, SynthRequest};
+use lab::synth::SynthRequest;
 use lab::{Error, Progress, Result, SessionDir};
 use std::path::PathBuf;
 
@@ -580,25 +580,9 @@ pub struct SynthSessionArgs {
 
 /// The synthesis a `synth session` asks for (offline or --live).
 pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
-    let scene = sim::Scene::from_file(&a.scene)?;
-    let rod = rod::Rod::from_file(&a.rod)?;
-    let params = lab::params::read_optional(a.params.as_deref(), &rod, &a.rod)?;
-    let body = lab::params::rod_with(rod.clone(), params.as_ref()).cross_section.body;
-    let rig = match &a.rig {
-        Some(p) => {
-            let (rig, text) = session::Rig::from_file(p)?;
-            Some(RigFile { rig, path: p.clone(), text })
-        }
-        None => None,
-    };
-    let trajectory = match &a.trajectory {
-        Some(p) => Some((p.clone(), lab::tables::read_trajectory(p)?)),
-        None => None,
-    };
+    let files = lab::synth::SynthFiles { params: a.params.as_deref(), rig: a.rig.as_deref(), trajectory: a.trajectory.as_deref() };
+    let read = SynthRequest::read(&a.scene, &a.rod, &a.out, files, [a.e_pa, a.g_pa, a.rho_kg_m3])?;
     let req = SynthRequest {
-        material: lab::synth::truth_material(&body, a.e_pa, a.g_pa, a.rho_kg_m3),
-        rig,
-        trajectory,
         truth: a.truth.clone().unwrap_or_else(|| PathBuf::from(format!("{}-truth", a.out.display()))),
         duration_s: a.duration_s,
         marker_noise_m: a.marker_noise_m,
@@ -616,7 +600,7 @@ pub fn synth_request(a: &SynthSessionArgs) -> Result<SynthRequest> {
         tip_robot: a.tip_robot.clone(),
         cameras: a.cameras as usize,
         hidden_markers: a.hide_marker.clone(),
-        ..SynthRequest::new(&a.scene, scene, &a.rod, rod, &a.out)
+        ..read
     };
     Ok(req)
 }

@@ -91,6 +91,17 @@ pub struct SynthRequest {
     pub hidden_markers: Vec<(usize, usize)>,
 }
 
+/// The optional files of a synthesis ([`SynthRequest::read`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SynthFiles<'a> {
+    /// identified.toml: the truth's material.
+    pub params: Option<&'a Path>,
+    /// A rig file: its frames place the scene.
+    pub rig: Option<&'a Path>,
+    /// A flange trajectory CSV instead of the scene's waypoints.
+    pub trajectory: Option<&'a Path>,
+}
+
 impl SynthRequest {
     /// A session of `scene` with `rod` (its own material) into `out`,
     /// the truth beside it, with the defaults of `rodlab synth session`.
@@ -122,6 +133,32 @@ impl SynthRequest {
             cameras: 1,
             hidden_markers: vec![],
         }
+    }
+
+    /// A session of the scene and rod files `scene_path`, `rod_path` into
+    /// `out`: the truth's material from `params` (an identified.toml) or
+    /// the rod file, each of E, G, rho overridden where given (G keeps the
+    /// rod's ratio to E when only E is); the base placed by the rig file
+    /// `rig` and driven by the flange trajectory CSV `trajectory`, where
+    /// given. The rest at `synth session`'s defaults.
+    pub fn read(scene_path: &Path, rod_path: &Path, out: &Path, files: SynthFiles<'_>, material: [Option<f64>; 3]) -> Result<SynthRequest> {
+        let scene = Scene::from_file(scene_path)?;
+        let rod = Rod::from_file(rod_path)?;
+        let params = crate::params::read_optional(files.params, &rod, rod_path)?;
+        let body = crate::params::rod_with(rod.clone(), params.as_ref()).cross_section.body;
+        let rig = match files.rig {
+            Some(p) => {
+                let (rig, text) = session::Rig::from_file(p)?;
+                Some(RigFile { rig, path: p.to_path_buf(), text })
+            }
+            None => None,
+        };
+        let trajectory = match files.trajectory {
+            Some(p) => Some((p.to_path_buf(), crate::tables::read_trajectory(p)?)),
+            None => None,
+        };
+        let [e_pa, g_pa, rho_kg_m3] = material;
+        Ok(SynthRequest { material: truth_material(&body, e_pa, g_pa, rho_kg_m3), rig, trajectory, ..SynthRequest::new(scene_path, scene, rod_path, rod, out) })
     }
 
     /// Checks rates, noises and the material; the error names the flag.

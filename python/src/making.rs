@@ -1,0 +1,208 @@
+//! Sessions from Python, as the command line makes and reads them:
+//! `synth_session` (`rodlab synth session`), `import_c3d` and
+//! `import_table` (`rodlab import c3d|table`), and a session's `info`,
+//! `check` and `export` (`rodlab session info|check|export`). Each answers
+//! with a dictionary of what the command prints.
+
+use crate::convert::{self, py_dict};
+use crate::errors::{value_error, IntoPy};
+use crate::work;
+use crate::workflows::{optional_path, progress};
+use lab::synth::{SynthFiles, SynthRequest};
+use lab::SessionDir;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::PathBuf;
+
+/// Makes a lab session from the simulator (`rodlab synth session`): the
+/// robot's RTDE stream, the force sensor, the tracked markers (with
+/// `marker_noise_m` of noise), written into `out`, and the truth (the
+/// simulation's tables, truth.toml) into `truth` (default: OUT-truth).
+/// The truth's material is `params`' (an identified.toml) or the rod
+/// file's, with `e_pa`, `g_pa`, `rho_kg_m3` overriding. Returns
+/// "session", "truth", "end_s", "robot_samples", "camera_frames".
+#[pyfunction]
+#[pyo3(signature = (*, scene, rod, out, rig=None, params=None, e_pa=None, g_pa=None, rho_kg_m3=None, trajectory=None, truth=None, duration_s=None,
+    marker_noise_m=3e-4, robot_hz=125.0, sensor_hz=100.0, flange_sensor=true, force_noise_n=0.1, moment_noise_nm=0.005, load_cell_noise_n=0.005,
+    ft_bias=None, mounted_at_s=0.0, seed=1, tip_robot=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn synth_session<'py>(
+    py: Python<'py>,
+    scene: &Bound<'py, PyAny>,
+    rod: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    rig: Option<&Bound<'py, PyAny>>,
+    params: Option<&Bound<'py, PyAny>>,
+    e_pa: Option<f64>,
+    g_pa: Option<f64>,
+    rho_kg_m3: Option<f64>,
+    trajectory: Option<&Bound<'py, PyAny>>,
+    truth: Option<&Bound<'py, PyAny>>,
+    duration_s: Option<f64>,
+    marker_noise_m: f64,
+    robot_hz: f64,
+    sensor_hz: f64,
+    flange_sensor: bool,
+    force_noise_n: f64,
+    moment_noise_nm: f64,
+    load_cell_noise_n: f64,
+    ft_bias: Option<&Bound<'py, PyAny>>,
+    mounted_at_s: f64,
+    seed: u64,
+    tip_robot: Option<String>,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (scene, rod, out) = (convert::path(scene, "scene")?, convert::path(rod, "rod")?, convert::path(out, "out")?);
+    let (rig, params, trajectory) = (optional_path(rig, "rig")?, optional_path(params, "params")?, optional_path(trajectory, "trajectory")?);
+    let files = SynthFiles { params: params.as_deref(), rig: rig.as_deref(), trajectory: trajectory.as_deref() };
+    let read = SynthRequest::read(&scene, &rod, &out, files, [e_pa, g_pa, rho_kg_m3]).py_err()?;
+    let ft_bias = match convert::floats(ft_bias, "ft_bias")?.as_slice() {
+        [] => [0.0; 6],
+        b => <[f64; 6]>::try_from(b).map_err(|_| value_error(format!("ft_bias: expected six numbers (fx, fy, fz [N], mx, my, mz [N m]), got {}", b.len())))?,
+    };
+    let req = SynthRequest {
+        truth: optional_path(truth, "truth")?.unwrap_or_else(|| PathBuf::from(format!("{}-truth", out.display()))),
+        duration_s,
+        marker_noise_m,
+        robot_hz,
+        sensor_hz,
+        flange_sensor,
+        force_noise_n,
+        moment_noise_nm,
+        load_cell_noise_n,
+        ft_bias,
+        mounted_at_s,
+        seed,
+        tip_robot,
+        ..read
+    };
+    let s = work::run(py, self::progress(progress), move |p| lab::synth::synthesise(&req, p))?;
+    Ok(py_dict!(py, {
+        "session" => s.session.path().to_path_buf(),
+        "truth" => s.truth_dir.clone(),
+        "end_s" => s.end_s,
+        "robot_samples" => s.robot_samples,
+        "camera_frames" => s.camera_frames,
+    }))
+}
+
+/// Motion-capture recordings (C3D) into sessions (`rodlab import c3d`):
+/// `files` (a path or a list), `rod` (a rod file: its markers), `map`
+/// (the map file: labels, vertical axis, base), `out` (the session for one
+/// file, their directory for several). Returns one dictionary per
+/// session: "session", "frames", "rate_hz", "units", "missing" (label:
+/// samples), "base_frames", "release_s", "warnings".
+#[pyfunction]
+#[pyo3(signature = (files, *, rod, map, out, progress=None))]
+pub fn import_c3d<'py>(
+    py: Python<'py>,
+    files: &Bound<'py, PyAny>,
+    rod: &Bound<'py, PyAny>,
+    map: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    import(py, files, rod, map, out, progress, false)
+}
+
+/// Motion-capture trajectories as tables (Qualisys TSV, Motive CSV, Vicon
+/// Nexus CSV, a plain CSV whose columns the map's `[table]` names) into
+/// sessions (`rodlab import table`). Arguments and answer as `import_c3d`.
+#[pyfunction]
+#[pyo3(signature = (files, *, rod, map, out, progress=None))]
+pub fn import_table<'py>(
+    py: Python<'py>,
+    files: &Bound<'py, PyAny>,
+    rod: &Bound<'py, PyAny>,
+    map: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    import(py, files, rod, map, out, progress, true)
+}
+
+fn import<'py>(
+    py: Python<'py>,
+    files: &Bound<'py, PyAny>,
+    rod: &Bound<'py, PyAny>,
+    map: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    progress: Option<&Bound<'py, PyAny>>,
+    table: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let files = match convert::path(files, "files") {
+        Ok(one) => vec![one],
+        Err(_) => convert::paths(files, "files")?,
+    };
+    let (rod, map, out) = (convert::path(rod, "rod")?, convert::path(map, "map")?, convert::path(out, "out")?);
+    let rod = lab::read_rod(&rod, None, None).py_err()?;
+    let map = lab::c3d::MocapMap::read(&map, rod.markers.len()).py_err()?;
+    let imported = work::run(py, self::progress(progress), move |p| {
+        let read = |f: &std::path::Path| if table { lab::mocap_tables::read_table(f, &map) } else { lab::c3d::read_c3d(f) };
+        lab::c3d::import_files(&files, &map, &rod, &out, &read, p)
+    })?;
+    let list = PyList::empty(py);
+    for s in &imported {
+        let missing = PyDict::new(py);
+        for (label, _, samples) in &s.missing {
+            missing.set_item(label, samples)?;
+        }
+        list.append(py_dict!(py, {
+            "session" => s.session.clone(),
+            "frames" => s.frames,
+            "rate_hz" => s.rate_hz,
+            "units" => s.units.clone(),
+            "missing" => missing,
+            "base_frames" => s.base_frames,
+            "release_s" => s.release.as_ref().map(|r| r.t_s),
+            "warnings" => s.warnings.clone(),
+        }))?;
+    }
+    Ok(list)
+}
+
+/// `rodlab session info`: each stream's rows, span and rate, each device's
+/// outages, and the warnings reading them gave.
+pub fn info<'py>(py: Python<'py>, dir: &SessionDir) -> PyResult<Bound<'py, PyDict>> {
+    let info = lab::info::info(dir).py_err()?;
+    let streams = PyDict::new(py);
+    for s in &info.streams {
+        streams.set_item(
+            &s.name,
+            py_dict!(py, { "rows" => s.rows, "span_s" => s.span_s, "rate_hz" => s.rate_hz, "device_period_s" => s.device_period_s, "device_gaps" => s.device_gaps }),
+        )?;
+    }
+    let devices = PyDict::new(py);
+    for d in &info.devices {
+        let gaps = PyList::empty(py);
+        for g in &d.gaps {
+            gaps.append(py_dict!(py, {
+                "start_s" => g.start_host_ns as f64 * 1e-9,
+                "end_s" => g.end_host_ns as f64 * 1e-9,
+                "reason" => g.reason.as_str(),
+                "missing_samples" => g.missing_samples,
+            }))?;
+        }
+        devices.set_item(&d.name, py_dict!(py, { "gaps" => gaps, "outage_s" => d.outage_s(), "summary" => d.describe() }))?;
+    }
+    Ok(py_dict!(py, { "streams" => streams, "devices" => devices, "warnings" => info.warnings.clone() }))
+}
+
+/// `rodlab session check`: every chunk, table, video and device read;
+/// "ok", "problems" (one line each), "warnings", "rows".
+pub fn check<'py>(py: Python<'py>, dir: &SessionDir, max_outage_s: f64, videos: bool) -> PyResult<Bound<'py, PyDict>> {
+    lab::error::non_negative("max_outage_s", max_outage_s).py_err()?;
+    let report = lab::info::check(dir, &lab::info::CheckOptions { max_outage_s, videos, count_frames: None }).py_err()?;
+    Ok(py_dict!(py, { "ok" => report.ok(), "problems" => report.problems.clone(), "warnings" => report.warnings.clone(), "rows" => report.rows() }))
+}
+
+/// `rodlab session export`: CSV and JSON of every table into `to`;
+/// "files" (path: rows, None for the metadata) and "warnings".
+pub fn export<'py>(py: Python<'py>, dir: &SessionDir, to: &std::path::Path) -> PyResult<Bound<'py, PyDict>> {
+    let out = lab::export::export(dir, to).py_err()?;
+    let files = PyDict::new(py);
+    for (file, rows) in &out.files {
+        files.set_item(file, rows)?;
+    }
+    Ok(py_dict!(py, { "files" => files, "warnings" => out.warnings.clone() }))
+}
