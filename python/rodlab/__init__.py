@@ -316,19 +316,23 @@ def simulate(
     params: Any = None,
     *,
     session: Any = None,
+    trajectory: Optional[PathLike] = None,
+    loads: Optional[PathLike] = None,
     duration_s: Optional[float] = None,
     out: Optional[PathLike] = None,
     progress: Union[bool, ProgressCallback, None] = True,
 ) -> Simulation:
     """Simulate ``rod`` in ``scene`` (contact with the table, stick and slip),
     ``params`` applied, the base driven by the scene's waypoints or by a
-    recorded ``session``'s robot. Returns a ``Simulation`` of arrays:
+    recorded ``session``'s robot (with ``loads``: its hung masses and tip
+    hold), or a flange ``trajectory`` CSV (t_s,x_m,y_m,z_m,rx,ry,rz). Returns a ``Simulation`` of arrays:
     ``time_s`` (T,), ``marker_position_m`` (T, m, 3), ``tip_m`` (T, 3),
     ``node_strain`` (T, nodes, 6), ``node_position_m`` (T, nodes, 3), ``normal_force_n`` (T,),
     ``tangential_force_n`` (T, 3), ``tip_slip_m`` (T,)."""
     if isinstance(session, Session):
         session = session.path
-    return _rodlab.simulate(rod, scene, params=params, session=session, duration_s=duration_s, out=out, progress=_progress(progress))
+    return _rodlab.simulate(rod, scene, params=params, session=session, trajectory=trajectory, loads=loads, duration_s=duration_s, out=out,
+                            progress=_progress(progress))
 
 
 def validate(
@@ -343,7 +347,11 @@ def validate(
 ) -> Dict[str, Any]:
     """Validate recorded session(s) against a simulation of ``scene`` with
     ``params``: strain, marker, contact force and slip errors and their
-    checks. Options: ``loads``, ``sigma_m``, ``strict``, ``jobs``. Returns a
+    checks. Options (the command's flags): ``loads``, ``sigma_m``,
+    ``strict``, ``jobs``, ``observer``, ``contact_gap_m``,
+    ``slide_speed_m_s``, ``speed_window_s``, ``rest_s``, the limits
+    ``strain_stick_pct``, ``strain_slide_pct``, ``force_pct``, ``slide_mm``,
+    ``phase_pct``, ``min_coverage_pct``, and ``force_window_s``. Returns a
     dictionary: "pass" and "sessions" (each session's figures and checks)."""
     return _rodlab.validate(_session_paths(session), rod, scene, params=params, out=out, progress=_progress(progress), **options)
 
@@ -355,30 +363,39 @@ def observe(
     out: Optional[PathLike] = None,
     mode: str = "weighted",
     sigma_m: float = 3e-4,
+    energy_scale_j: Optional[float] = None,
+    loads: Optional[PathLike] = None,
     progress: Union[bool, ProgressCallback, None] = True,
 ) -> Dict[str, Any]:
     """Observe a session's strain from its markers (``mode`` "weighted" or
-    "hard", marker noise ``sigma_m`` [m]); writes strain.parquet (default:
-    into the session) and returns the run's figures."""
+    "hard", marker noise ``sigma_m`` [m], the weighted observer's
+    ``energy_scale_j``; ``loads``: a loads file whose ``[tip_hold]`` holds
+    the tip); writes strain.parquet (default: into the session) and returns
+    the run's figures."""
     if isinstance(session, Session):
         session = session.path
-    return _rodlab.observe(session, rod, out=out, mode=mode, sigma_m=sigma_m, progress=_progress(progress))
+    return _rodlab.observe(session, rod, out=out, mode=mode, sigma_m=sigma_m, energy_scale_j=energy_scale_j, loads=loads,
+                           progress=_progress(progress))
 
 
 def track(
-    video: PathLike,
-    camera: PathLike,
+    video: Any,
+    camera: Optional[PathLike] = None,
     *,
     markers: Optional[PathLike] = None,
     out: Optional[PathLike] = None,
     fps: Optional[float] = None,
     progress: Union[bool, ProgressCallback, None] = True,
+    **options: Any,
 ) -> Dict[str, Any]:
     """Track the coloured markers of ``video`` with ``camera`` (camera.toml)
-    into ``out`` (markers.parquet). Needs a rodlab built with OpenCV
-    (``rodlab.HAS_DEVICES``)."""
+    into ``out`` (markers.parquet). Options (the command's flags):
+    ``frames``, ``overlay``, ``overlay_every``, ``marker_height_m``; or
+    ``cameras`` (cameras.toml of a camera set) instead of ``camera``, one
+    video per camera in ``video``, and ``epipolar_gate_px``. Needs a rodlab
+    built with OpenCV (``rodlab.HAS_DEVICES``)."""
     _devices("track")
-    return _rodlab.track(video, camera, markers=markers, out=out, fps=fps, progress=_progress(progress))
+    return _rodlab.track(video, camera, markers=markers, out=out, fps=fps, progress=_progress(progress), **options)
 
 
 def _devices(what: str) -> None:
@@ -387,20 +404,27 @@ def _devices(what: str) -> None:
 
 
 def calibrate(
-    images: PathLike,
+    images: Optional[PathLike] = None,
     *,
     board: str,
     square_m: float,
     out: PathLike,
     plane_image: Optional[PathLike] = None,
     max_rms_px: float = 1.0,
+    camera_images: Optional[Dict[str, PathLike]] = None,
+    plane_view: Optional[str] = None,
+    corners_out: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """Calibrate a camera from checkerboard images (``board`` inner corners,
     e.g. "9x6", squares of ``square_m`` [m]) and its plane of motion from
     ``plane_image``; writes ``out`` (camera.toml). Returns "rms_px", "used",
-    "rejected"."""
+    "rejected". A camera set instead: ``camera_images`` ({name: directory},
+    images of one name taken at once), the world the board in
+    ``plane_view``, ``corners_out`` a CSV of the corners found; ``out`` is
+    cameras.toml and the answer has each camera's "rms_px"."""
     _devices("calibrate")
-    return _rodlab.calibrate(images, board=board, square_m=square_m, out=out, plane_image=plane_image, max_rms_px=max_rms_px)
+    return _rodlab.calibrate(images, board=board, square_m=square_m, out=out, plane_image=plane_image, max_rms_px=max_rms_px,
+                             camera_images=camera_images, plane_view=plane_view, corners_out=corners_out)
 
 
 def record(

@@ -60,6 +60,10 @@ class Rod:
         tip_position: Optional[_Vec3] = None,
         tip_rotation: Optional[_Vec3] = None,
         direction: str = "load",
+        flange_pose: Optional[Sequence[float]] = None,
+        follow: Optional[str] = None,
+        to: Optional[float] = None,
+        branch_out: Optional[_Path] = None,
     ) -> Shape: ...
     def solve_many(
         self,
@@ -96,6 +100,14 @@ class Shape:
     def mass_kg(self) -> float: ...
     @property
     def warnings(self) -> List[str]: ...
+    @property
+    def tip_force_n(self) -> Optional[_Array]: ...
+    @property
+    def tip_moment_nm(self) -> Optional[_Array]: ...
+    @property
+    def stability_eigenvalue(self) -> Optional[float]: ...
+    @property
+    def branch(self) -> Optional[Dict[str, Any]]: ...
 
 class Shapes:
     def __len__(self) -> int: ...
@@ -254,6 +266,8 @@ def simulate(
     *,
     params: _Params = None,
     session: Optional[_Path] = None,
+    trajectory: Optional[_Path] = None,
+    loads: Optional[_Path] = None,
     duration_s: Optional[float] = None,
     out: Optional[_Path] = None,
     progress: _Progress = None,
@@ -270,22 +284,57 @@ def validate(
     sigma_m: Optional[float] = None,
     strict: bool = False,
     jobs: int = 2,
+    observer: str = "weighted",
+    contact_gap_m: Optional[float] = None,
+    slide_speed_m_s: float = 2e-3,
+    speed_window_s: float = 0.3,
+    rest_s: float = 0.5,
+    strain_stick_pct: float = 10.0,
+    strain_slide_pct: float = 15.0,
+    force_pct: float = 5.0,
+    slide_mm: float = 2.0,
+    phase_pct: float = 90.0,
+    force_window_s: float = 0.5,
+    min_coverage_pct: float = 50.0,
 ) -> Dict[str, Any]: ...
 def observe(
-    session: _Path, rod: Rod, *, out: Optional[_Path] = None, mode: str = "weighted", sigma_m: float = 3e-4, progress: _Progress = None
+    session: _Path,
+    rod: Rod,
+    *,
+    out: Optional[_Path] = None,
+    mode: str = "weighted",
+    sigma_m: float = 3e-4,
+    energy_scale_j: Optional[float] = None,
+    loads: Optional[_Path] = None,
+    progress: _Progress = None,
 ) -> Dict[str, Any]: ...
 def track(
-    video: _Path,
-    camera: _Path,
+    video: Union[_Path, Sequence[_Path]],
+    camera: Optional[_Path] = None,
     *,
+    cameras: Optional[_Path] = None,
     markers: Optional[_Path] = None,
     out: Optional[_Path] = None,
     fps: Optional[float] = None,
+    frames: Optional[_Path] = None,
+    overlay: Optional[_Path] = None,
+    overlay_every: int = 1,
+    marker_height_m: Optional[float] = None,
+    epipolar_gate_px: float = 3.0,
     progress: _Progress = None,
 ) -> Dict[str, Any]: ...
 def solve_time_in_rust_s(rod: Rod, n: int, *, tip_force: Optional[_Vec3] = None, tensions: Optional[Sequence[float]] = None) -> float: ...
 def calibrate(
-    images: _Path, *, board: str, square_m: float, out: _Path, plane_image: Optional[_Path] = None, max_rms_px: float = 1.0
+    images: Optional[_Path] = None,
+    *,
+    board: str,
+    square_m: float,
+    out: _Path,
+    plane_image: Optional[_Path] = None,
+    max_rms_px: float = 1.0,
+    camera_images: Optional[Mapping[str, _Path]] = None,
+    plane_view: Optional[str] = None,
+    corners_out: Optional[_Path] = None,
 ) -> Dict[str, Any]: ...
 def record(rig: _Path, out: _Path, duration_s: float, *, append: bool = False, progress: _Progress = None) -> Dict[str, Any]: ...
 

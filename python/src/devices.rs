@@ -10,29 +10,69 @@ use lab::SessionDir;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Tracks the coloured markers of `video` (a video file or a directory of
 /// images) with `camera` (camera.toml) and `markers` (markers.toml; default
 /// red markers) into `out` (markers.parquet; default beside the video).
-/// Returns the run's figures as a dictionary.
+/// As `rodlab track`: `frames` (a session's frames table), `overlay` (a
+/// directory for annotated frames, one every `overlay_every`),
+/// `marker_height_m`. With `cameras` (cameras.toml of a camera set) instead
+/// of `camera`, `video` is one video per camera and the markers are
+/// triangulated in 3-D (`epipolar_gate_px`). Returns the run's figures.
 #[pyfunction]
-#[pyo3(signature = (video, camera, *, markers=None, out=None, fps=None, progress=None))]
+#[pyo3(signature = (video, camera=None, *, cameras=None, markers=None, out=None, fps=None, frames=None, overlay=None, overlay_every=1, marker_height_m=None,
+    epipolar_gate_px=3.0, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn track<'py>(
     py: Python<'py>,
     video: &Bound<'py, PyAny>,
-    camera: &Bound<'py, PyAny>,
+    camera: Option<&Bound<'py, PyAny>>,
+    cameras: Option<&Bound<'py, PyAny>>,
     markers: Option<&Bound<'py, PyAny>>,
     out: Option<&Bound<'py, PyAny>>,
     fps: Option<f64>,
+    frames: Option<&Bound<'py, PyAny>>,
+    overlay: Option<&Bound<'py, PyAny>>,
+    overlay_every: usize,
+    marker_height_m: Option<f64>,
+    epipolar_gate_px: f64,
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let (camera, cameras) = (optional_path(camera, "camera")?, optional_path(cameras, "cameras")?);
+    let Some(camera) = camera else {
+        let Some(cameras) = cameras else { return Err(value_error("track: give camera= (one camera) or cameras= (a camera set)")) };
+        if frames.is_some_and(|f| !f.is_none()) || overlay.is_some_and(|o| !o.is_none()) || marker_height_m.is_some() {
+            return Err(value_error("frames, overlay and marker_height_m are for one camera; with cameras= each video's frames table is the one beside it"));
+        }
+        let inputs = convert::paths(video, "video")?;
+        let out = optional_path(out, "out")?.unwrap_or_else(|| inputs[0].with_file_name("markers.parquet"));
+        let req = lab_devices::track::SetTrackRequest { inputs, cameras, markers: optional_path(markers, "markers")?, fps, out: out.clone(), epipolar_gate_px };
+        let t = work::run(py, self::progress(progress), move |p| lab_devices::track::track_set(&req, p))?;
+        return Ok(py_dict!(py, {
+            "out" => out,
+            "frames" => t.frames,
+            "markers" => t.markers,
+            "points" => t.points,
+            "rays" => t.rays,
+            "disagreements" => t.disagreements,
+            "warnings" => t.warnings.clone(),
+        }));
+    };
+    if cameras.is_some() {
+        return Err(value_error("track: give camera= or cameras=, not both"));
+    }
     let input = convert::path(video, "video")?;
     let out = optional_path(out, "out")?.unwrap_or_else(|| input.with_file_name("markers.parquet"));
-    let mut req = lab_devices::track::TrackRequest::new(&input, &convert::path(camera, "camera")?, &out);
+    let mut req = lab_devices::track::TrackRequest::new(&input, &camera, &out);
     req.markers = optional_path(markers, "markers")?;
     req.fps = fps;
+    req.frames = optional_path(frames, "frames")?;
+    req.overlay = optional_path(overlay, "overlay")?;
+    req.overlay_every = overlay_every.max(1);
+    req.marker_height_m = marker_height_m;
     let t = work::run(py, self::progress(progress), move |p| lab_devices::track::track(&req, p))?;
     Ok(py_dict!(py, {
         "out" => out,
@@ -48,21 +88,50 @@ pub fn track<'py>(
 /// Calibrates a camera from the checkerboard images in `images` (inner
 /// corners `board`, e.g. "9x6", squares of `square_m` [m]), the plane of
 /// motion from `plane_image` (default: the first image); writes `out`
-/// (camera.toml). Refused above `max_rms_px` of reprojection error.
+/// (camera.toml). Refused above `max_rms_px` of reprojection error. A
+/// camera set instead: `camera_images` ({name: directory}, images of one
+/// name taken at the same time), the world the board in `plane_view`;
+/// `corners_out` writes the corners found as CSV; `out` is cameras.toml.
 #[pyfunction]
-#[pyo3(signature = (images, *, board, square_m, out, plane_image=None, max_rms_px=1.0))]
+#[pyo3(signature = (images=None, *, board, square_m, out, plane_image=None, max_rms_px=1.0, camera_images=None, plane_view=None, corners_out=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn calibrate<'py>(
     py: Python<'py>,
-    images: &Bound<'py, PyAny>,
+    images: Option<&Bound<'py, PyAny>>,
     board: &str,
     square_m: f64,
     out: &Bound<'py, PyAny>,
     plane_image: Option<&Bound<'py, PyAny>>,
     max_rms_px: f64,
+    camera_images: Option<std::collections::BTreeMap<String, PathBuf>>,
+    plane_view: Option<String>,
+    corners_out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (images, out) = (convert::path(images, "images")?, convert::path(out, "out")?);
-    let plane = optional_path(plane_image, "plane_image")?;
+    let out = convert::path(out, "out")?;
     let board = board.to_string();
+    let images = optional_path(images, "images")?;
+    let Some(images) = images else {
+        let Some(set) = camera_images else {
+            return Err(value_error("calibrate: give images= (one camera) or camera_images= ({name: directory}, a camera set)"));
+        };
+        let named: Vec<String> = set.iter().map(|(name, dir)| format!("{name}={}", dir.display())).collect();
+        let corners = optional_path(corners_out, "corners_out")?;
+        let c = work::run(py, None, move |_| {
+            lab_devices::track::calibrate_set(&named, &board, square_m, plane_view.as_deref(), max_rms_px, &out, corners.as_deref()).map(|c| (c, out))
+        })?;
+        let (calibrated, out) = c;
+        let cameras = PyDict::new(py);
+        for (name, images, used, rms) in &calibrated.summary.cameras {
+            cameras.set_item(name, py_dict!(py, { "images" => *images, "used" => *used, "rms_px" => *rms }))?;
+        }
+        return Ok(
+            py_dict!(py, { "out" => out, "cameras" => cameras, "shared_views" => calibrated.summary.shared_views, "iterations" => calibrated.summary.iterations }),
+        );
+    };
+    if camera_images.is_some() {
+        return Err(value_error("calibrate: give images= or camera_images=, not both"));
+    }
+    let plane = optional_path(plane_image, "plane_image")?;
     let c = work::run(py, None, move |_| lab_devices::track::calibrate(&images, &board, square_m, plane.as_deref(), max_rms_px, &out).map(|c| (c, out)))?;
     let (calibrated, out) = c;
     Ok(py_dict!(py, {

@@ -245,7 +245,16 @@ impl Rod {
     /// `friction_mu`) lose tension along them while pulled in
     /// (`direction="load"`, the default) and gain it while let out
     /// (`direction="unload"`): the same tensions give two shapes.
-    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None, tip_position=None, tip_rotation=None, direction="load"))]
+    ///
+    /// `flange_pose` (x, y, z [m], rx, ry, rz [rad], as UR reports its TCP)
+    /// places the base at the flange times the rod file's mount. A held
+    /// tip's equilibria are followed along a path of holds with
+    /// `follow="tip_twist_rad"` (the clamp turned about the rod's axis) or
+    /// `"clamp_distance_m"` to `to`; the `Shape`'s `branch` is then a
+    /// dictionary ("path", "value", "lowest_eigenvalue", "critical": [(kind,
+    /// value)]) and `branch_out` writes it as CSV.
+    #[pyo3(signature = (*, tip_force=None, tip_moment=None, tensions=None, gravity=true, params=None, tip_force_offset=None, tip_position=None, tip_rotation=None, direction="load",
+        flange_pose=None, follow=None, to=None, branch_out=None))]
     #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
@@ -259,8 +268,31 @@ impl Rod {
         tip_position: Option<&Bound<'_, PyAny>>,
         tip_rotation: Option<&Bound<'_, PyAny>>,
         direction: &str,
+        flange_pose: Option<&Bound<'_, PyAny>>,
+        follow: Option<&str>,
+        to: Option<f64>,
+        branch_out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Shape> {
         let cable_slide = slide_of(direction)?;
+        let flange = match convert::floats(flange_pose, "flange_pose")?.as_slice() {
+            [] => None,
+            [x, y, z, rx, ry, rz] => Some(lie::trajectory::pose_from_ur(&[*x, *y, *z, *rx, *ry, *rz])),
+            other => return Err(value_error(format!("flange_pose: expected six numbers (x, y, z [m], rx, ry, rz [rad]), got {}", other.len()))),
+        };
+        let follow = match (follow, to) {
+            (None, None) => None,
+            (Some(key), Some(to)) => Some((
+                rod::branch::EndPath::parse(key)
+                    .ok_or_else(|| value_error(format!("follow: '{key}' is not one of {}", rod::branch::EndPath::KEYS.join(", "))))?,
+                to,
+            )),
+            _ => return Err(value_error("follow and to: give both (the path and where it ends)")),
+        };
+        let branch_out = match branch_out.filter(|b| !b.is_none()) {
+            Some(_) if follow.is_none() => return Err(value_error("branch_out: with follow= only")),
+            Some(b) => Some(convert::path(b, "branch_out")?),
+            None => None,
+        };
         let load = Load {
             cable_slide,
             tip_force_n: convert::vec3(tip_force, "tip_force")?,
@@ -275,10 +307,14 @@ impl Rod {
             rod::held::HoldFields { position: "tip_position", rotation: "tip_rotation", rotation_short: "tip_rotation", both: "tip_position and tip_rotation" };
         rod::held::hold_for(self.rod.tip_condition, load.tip_position_m, load.tip_rotation_rad, &fields)
             .map_err(|why| crate::errors::to_py(lab::Error::input(format!("the call {why}"))))?;
-        let req = self.request(load, gravity, self.params(params)?);
+        let req = SolveRequest { flange, follow, ..self.request(load, gravity, self.params(params)?) };
         // On a worker: Ctrl-C raises within 0.1 s (the solve's result dropped).
         let solved = crate::work::run(py, None, move |_| solve_lab(&req))?;
-        Ok(Shape::from(solved))
+        if let (Some(path), Some(f)) = (&branch_out, &solved.followed) {
+            lab::solve::write_branch_csv(path, f).py_err()?;
+        }
+        let branch = solved.followed.as_ref().map(|f| branch_dict(py, f)).transpose()?;
+        Ok(Shape { branch, ..Shape::from(solved) })
     }
 
     /// Equilibria of a batch of loads, in parallel on `threads` cores
@@ -382,6 +418,21 @@ pub struct Shape {
     warnings: Vec<String>,
     tip_reaction: Option<lie::Vec6>,
     stability_eigenvalue: Option<f64>,
+    /// With `follow=`: the followed branch.
+    branch: Option<Py<PyAny>>,
+}
+
+/// A followed branch as a dictionary of arrays.
+fn branch_dict(py: Python<'_>, f: &lab::solve::Followed) -> PyResult<Py<PyAny>> {
+    let column = |k: usize| -> Vec<f64> { f.points.iter().map(|p| [p.0, p.1, p.2][k]).collect() };
+    let critical: Vec<(String, f64)> = f.critical.iter().map(|(kind, t)| (kind.describe().to_string(), *t)).collect();
+    let d = crate::convert::py_dict!(py, {
+        "path" => f.path.key(),
+        "value" => array(py, [f.points.len()], column(0)),
+        "lowest_eigenvalue" => array(py, [f.points.len()], column(1)),
+        "critical" => critical,
+    });
+    Ok(d.into_any().unbind())
 }
 
 impl From<Solved> for Shape {
@@ -396,6 +447,7 @@ impl From<Solved> for Shape {
             warnings: s.warnings,
             tip_reaction: s.tip_reaction,
             stability_eigenvalue: s.stability_eigenvalue,
+            branch: None,
         }
     }
 }
@@ -475,6 +527,13 @@ impl Shape {
     #[getter]
     fn stability_eigenvalue(&self) -> Option<f64> {
         self.stability_eigenvalue
+    }
+
+    /// With `solve(follow=...)`: the followed branch ("path", "value",
+    /// "lowest_eigenvalue", "critical"); None otherwise.
+    #[getter]
+    fn branch(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.branch.as_ref().map(|b| b.clone_ref(py))
     }
 
     /// The clamp's reaction on the rod: moment about the base's origin

@@ -363,7 +363,7 @@ impl Simulation {
 /// waypoints, or by a recorded `session`'s robot. Writes tables and a report
 /// into `out` (default: a temporary directory). Returns a `Simulation`.
 #[pyfunction]
-#[pyo3(signature = (rod, scene, *, params=None, session=None, duration_s=None, out=None, progress=None))]
+#[pyo3(signature = (rod, scene, *, params=None, session=None, trajectory=None, loads=None, duration_s=None, out=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn simulate(
     py: Python<'_>,
@@ -371,6 +371,8 @@ pub fn simulate(
     scene: &Bound<'_, PyAny>,
     params: Option<&Bound<'_, PyAny>>,
     session: Option<&Bound<'_, PyAny>>,
+    trajectory: Option<&Bound<'_, PyAny>>,
+    loads: Option<&Bound<'_, PyAny>>,
     duration_s: Option<f64>,
     out: Option<&Bound<'_, PyAny>>,
     progress: Option<&Bound<'_, PyAny>>,
@@ -378,9 +380,16 @@ pub fn simulate(
     let params = rod.params(params)?;
     let (scene_path, scene) = self::scene(scene)?;
     let out = out_dir(out, "simulate")?;
-    let base = match optional_path(session, "session")? {
-        Some(s) => lab::simulate::BaseSource::Session(SessionDir::new(s)),
-        None => lab::simulate::BaseSource::Scene,
+    let base = match (optional_path(session, "session")?, optional_path(trajectory, "trajectory")?) {
+        (Some(_), Some(_)) => return Err(value_error("simulate: give session= or trajectory=, not both")),
+        (Some(s), None) => lab::simulate::BaseSource::Session(SessionDir::new(s)),
+        (None, Some(t)) => lab::simulate::BaseSource::Trajectory { samples: lab::tables::read_trajectory(&t).py_err()?, path: t },
+        (None, None) => lab::simulate::BaseSource::Scene,
+    };
+    let loads = match optional_path(loads, "loads")? {
+        Some(l) if matches!(base, lab::simulate::BaseSource::Session(_)) => Some(lab::loads::Loads::read(Some(&l), rod.rod.cables.len()).py_err()?),
+        Some(_) => return Err(value_error("loads: with session= only (the session's hung masses and tip hold)")),
+        None => None,
     };
     let (rod_path, out_path) = (rod.path.clone(), out.clone());
     let params_path = params.as_ref().map(|p| p.path.clone());
@@ -398,7 +407,7 @@ pub fn simulate(
             duration_s,
             out: &out_path,
             damaged: session::Damaged::Skip,
-            session_loads: None,
+            session_loads: loads.as_ref(),
         };
         lab::simulate::run(&job, p)
     })?;
@@ -410,7 +419,9 @@ pub fn simulate(
 /// checks. Returns a dictionary: "pass", and "sessions", each session's
 /// figures and checks (summary.json's).
 #[pyfunction]
-#[pyo3(signature = (sessions, rod, scene, *, params=None, loads=None, out=None, progress=None, sigma_m=None, strict=false, jobs=2))]
+#[pyo3(signature = (sessions, rod, scene, *, params=None, loads=None, out=None, progress=None, sigma_m=None, strict=false, jobs=2, observer="weighted",
+    contact_gap_m=None, slide_speed_m_s=2e-3, speed_window_s=0.3, rest_s=0.5, strain_stick_pct=10.0, strain_slide_pct=15.0, force_pct=5.0, slide_mm=2.0,
+    phase_pct=90.0, force_window_s=0.5, min_coverage_pct=50.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn validate<'py>(
     py: Python<'py>,
@@ -424,9 +435,37 @@ pub fn validate<'py>(
     sigma_m: Option<f64>,
     strict: bool,
     jobs: usize,
+    observer: &str,
+    contact_gap_m: Option<f64>,
+    slide_speed_m_s: f64,
+    speed_window_s: f64,
+    rest_s: f64,
+    strain_stick_pct: f64,
+    strain_slide_pct: f64,
+    force_pct: f64,
+    slide_mm: f64,
+    phase_pct: f64,
+    force_window_s: f64,
+    min_coverage_pct: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scene_path, scene) = self::scene(scene)?;
-    let mut options = lab::validate::ValidateOptions { jobs, refuse_damaged: strict, ..Default::default() };
+    let mut options = lab::validate::ValidateOptions {
+        jobs,
+        refuse_damaged: strict,
+        contact_gap_m,
+        slide_speed_m_s,
+        speed_window_s,
+        rest_s,
+        strain_stick_pct,
+        strain_slide_pct,
+        force_pct,
+        slide_mm,
+        phase_pct,
+        force_window_s,
+        min_coverage_pct,
+        ..Default::default()
+    };
+    options.observer.mode = observer_mode("observer", observer)?;
     if let Some(s) = sigma_m {
         options.observer.sigma_m = s;
     }
@@ -449,11 +488,20 @@ pub fn validate<'py>(
     }))
 }
 
+/// An observer's mode by its name ("weighted" or "hard").
+fn observer_mode(name: &str, mode: &str) -> PyResult<lab::observe::ObserverMode> {
+    match mode {
+        "weighted" => Ok(lab::observe::ObserverMode::Weighted),
+        "hard" => Ok(lab::observe::ObserverMode::Hard),
+        other => Err(value_error(format!("{name}: 'weighted' or 'hard', got '{other}'"))),
+    }
+}
+
 /// Observes the strain of a session (or a markers.parquet) with `rod`:
 /// writes strain.parquet (default: into the session) and returns the run's
 /// figures as a dictionary ("out", "frames", "solved", "failed", ...).
 #[pyfunction]
-#[pyo3(signature = (session, rod, *, out=None, mode="weighted", sigma_m=3e-4, progress=None))]
+#[pyo3(signature = (session, rod, *, out=None, mode="weighted", sigma_m=3e-4, energy_scale_j=None, loads=None, progress=None))]
 pub fn observe<'py>(
     py: Python<'py>,
     session: &Bound<'py, PyAny>,
@@ -461,6 +509,8 @@ pub fn observe<'py>(
     out: Option<&Bound<'py, PyAny>>,
     mode: &str,
     sigma_m: f64,
+    energy_scale_j: Option<f64>,
+    loads: Option<&Bound<'py, PyAny>>,
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let input = convert::path(session, "session")?;
@@ -470,14 +520,10 @@ pub fn observe<'py>(
         None if input.is_dir() => SessionDir::new(&input).strain(),
         None => markers.with_file_name("strain.parquet"),
     };
-    let mode = match mode {
-        "weighted" => lab::observe::ObserverMode::Weighted,
-        "hard" => lab::observe::ObserverMode::Hard,
-        other => return Err(value_error(format!("mode: 'weighted' or 'hard', got '{other}'"))),
-    };
-    let options = lab::observe::ObserveOptions { mode, sigma_m, energy_scale_j: None };
+    let options = lab::observe::ObserveOptions { mode: observer_mode("mode", mode)?, sigma_m, energy_scale_j };
+    let loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;
     let the_rod = rod.rod.clone();
-    let o = work::run(py, self::progress(progress), move |p| lab::observe::observe(&markers, &the_rod, &options, &out, p))?;
+    let o = work::run(py, self::progress(progress), move |p| lab::observe::observe_held(&markers, &the_rod, &options, loads.file.tip_hold.as_ref(), &out, p))?;
     Ok(py_dict!(py, {
         "out" => o.out.clone(),
         "frames" => o.frames,

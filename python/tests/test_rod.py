@@ -56,6 +56,7 @@ def test_rod_properties_from_file_and_from_toml():
         (CANTILEVER, ["--tip-force", "-0.01,0.002,0", "--tip-moment", "0,0.0005,0"], {"tip_force": [-0.01, 0.002, 0], "tip_moment": [0, 0.0005, 0]}),
         (CABLE_ARM, ["--tension", "0,0,0,1.96"], {"tensions": [0, 0, 0, 1.96]}),
         (CABLE_ARM, ["--tension", "0.5,0,0.2,0", "--no-gravity"], {"tensions": np.array([0.5, 0, 0.2, 0]), "gravity": False}),
+        (CANTILEVER, ["--flange-pose", "0.1,0,0.3,0,1.5707963,0"], {"flange_pose": [0.1, 0, 0.3, 0, 1.5707963, 0]}),
     ],
 )
 def test_solve_equals_the_command_line(run, tmp_path, rod_file, args, kwargs):
@@ -247,3 +248,20 @@ def test_a_rod_from_a_dict_is_the_rod_of_its_file(tmp_path):
         rodlab.Rod.from_dict(bad)
     with pytest.raises(rodlab.InputError, match="expected a table"):
         rodlab.Rod.from_dict(dict(table, material=0.05))
+
+
+def test_a_followed_branch_equals_the_command_lines(run, tmp_path):
+    """solve(follow=, to=, branch_out=): the loop's clamp twisted until it
+    snaps, as `rodlab solve --follow tip_twist_rad --to 9 --branch-out`:
+    the same CSV, and the branch as arrays with its critical points."""
+    cord = repo("configs/rod/clamped-clamped-cable.toml")
+    hold = ["--tip-position", "0.1,0,0", "--tip-rotation", "0,-1.5707963,0"]
+    run("solve", "--rod", cord, *hold, "--follow", "tip_twist_rad", "--to", "9", "--branch-out", tmp_path / "cli.csv")
+    shape = rodlab.Rod.from_file(cord).solve(tip_position=[0.1, 0, 0], tip_rotation=[0, -1.5707963, 0], follow="tip_twist_rad", to=9.0,
+                                              branch_out=tmp_path / "py.csv")
+    assert (tmp_path / "py.csv").read_text() == (tmp_path / "cli.csv").read_text()
+    branch = shape.branch
+    assert branch["path"] == "tip_twist_rad" and len(branch["value"]) == len(branch["lowest_eigenvalue"]) > 2
+    assert branch["critical"] and branch["critical"][0][0].startswith("a limit point"), branch["critical"]
+    with pytest.raises(ValueError, match="follow"):
+        rodlab.Rod.from_file(cord).solve(tip_position=[0.1, 0, 0], tip_rotation=[0, -1.5707963, 0], follow="tip_twist_rad")
