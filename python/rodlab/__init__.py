@@ -18,7 +18,7 @@ and ``rodlab.IoError``, with the command line's messages.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import _rodlab
 from .errors import ComputationError, Error, InputError, IoError
@@ -55,6 +55,9 @@ __all__ = [
 HAS_DEVICES: bool = _rodlab.HAS_DEVICES
 if HAS_DEVICES:
     from ._rodlab import Ft300Emulator, RobotEmulator
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: ``callback(task, done, total, message)``: ``task`` names the work
@@ -93,20 +96,21 @@ def _progress(progress: Union[bool, ProgressCallback, None]) -> Optional[Progres
         return progress
     if progress is True:
         try:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # type: ignore[import-untyped]
         except ImportError:
             return None
         return _TqdmProgress(tqdm)
     return None
 
 
-def _frame(columns: Dict[str, Any]) -> Any:
+def _frame(columns: Dict[str, Any]) -> "pl.DataFrame":
     """A polars DataFrame of the columns (numpy arrays go in without a
-    copy per row); without polars, the dictionary itself."""
+    copy per row); without polars, the dictionary itself (the type says
+    polars: a type checker runs where polars is installed)."""
     try:
         import polars as pl
     except ImportError:
-        return columns
+        return columns  # type: ignore[return-value]
     return pl.DataFrame(columns)
 
 
@@ -133,24 +137,24 @@ class Session:
         """session.toml as a dictionary (devices, clocks, frames)."""
         return self._native.meta
 
-    def streams(self) -> list:
+    def streams(self) -> List[str]:
         """The names of the recorded device streams."""
         return self._native.streams()
 
-    def stream(self, name: str, *, strict: bool = False) -> Any:
+    def stream(self, name: str, *, strict: bool = False) -> "pl.DataFrame":
         """Stream ``name`` (``t_host_ns`` and the device's columns in SI
         units); ``strict``: refuse a damaged chunk instead of leaving it out."""
         return _frame(self._native.stream_columns(name, strict=strict))
 
-    def markers(self) -> Any:
+    def markers(self) -> "pl.DataFrame":
         """The marker table (frame, t_s, t_host_ns, marker, u_px, v_px, x_m, y_m, z_m, ...)."""
         return _frame(self._native.markers_columns())
 
-    def strain(self) -> Any:
+    def strain(self) -> "pl.DataFrame":
         """The observed strain table (frame, t_host_ns, node, arc_m, kappa_x ... eps_z, ...; ``observe`` writes it)."""
         return _frame(self._native.strain_columns())
 
-    def gaps(self, device: str) -> Any:
+    def gaps(self, device: str) -> "pl.DataFrame":
         """Device ``device``'s outages (empty: none)."""
         return _frame(self._native.gaps_columns(device))
 
@@ -191,7 +195,7 @@ def _session_paths(sessions: Any) -> Any:
 def synth_session(
     *,
     scene: PathLike,
-    rod: PathLike,
+    rod: Union[Rod, PathLike],
     out: PathLike,
     progress: Union[bool, ProgressCallback, None] = True,
     **options: Any,
@@ -217,7 +221,7 @@ def import_c3d(
     map: PathLike,
     out: PathLike,
     progress: Union[bool, ProgressCallback, None] = True,
-) -> list:
+) -> List[Dict[str, Any]]:
     """Motion-capture recordings (C3D) into sessions, as ``rodlab import
     c3d``: ``files`` (a path or a list), ``rod`` (the rod file: its
     markers), ``map`` (labels, vertical axis, base), ``out`` (the session of
@@ -234,7 +238,7 @@ def import_table(
     map: PathLike,
     out: PathLike,
     progress: Union[bool, ProgressCallback, None] = True,
-) -> list:
+) -> List[Dict[str, Any]]:
     """Motion-capture trajectory tables (Qualisys TSV, Motive CSV, Vicon
     Nexus CSV, a plain CSV named by the map's ``[table]``) into sessions, as
     ``rodlab import table``; arguments and answer as ``import_c3d``."""

@@ -5,10 +5,35 @@ docstrings: n joints, k loads, T steps, m markers.
 """
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "__version__",
+    "HAS_DEVICES",
+    "Rod",
+    "Shape",
+    "Shapes",
+    "Identified",
+    "Simulation",
+    "Session",
+    "identify",
+    "identify_dynamic",
+    "simulate",
+    "validate",
+    "observe",
+    "synth_session",
+    "import_c3d",
+    "import_table",
+    "solve_time_in_rust_s",
+    "track",
+    "calibrate",
+    "record",
+    "RobotEmulator",
+    "Ft300Emulator",
+]
 
 __version__: str
 HAS_DEVICES: bool
@@ -22,6 +47,7 @@ _Params = Union[_Path, "Identified", None]
 # [identify] prior) or (mean, sd).
 _Prior = Union[bool, Tuple[float, float], Sequence[float], None]
 
+@final
 class Rod:
     @staticmethod
     def from_file(path: _Path, sections: Optional[int] = None, modes: Optional[str] = None) -> Rod: ...
@@ -77,6 +103,7 @@ class Rod:
         direction: str = "load",
     ) -> Shapes: ...
 
+@final
 class Shape:
     @property
     def arc_m(self) -> _Array: ...
@@ -109,6 +136,7 @@ class Shape:
     @property
     def branch(self) -> Optional[Dict[str, Any]]: ...
 
+@final
 class Shapes:
     def __len__(self) -> int: ...
     @property
@@ -128,6 +156,7 @@ class Shapes:
     @property
     def iterations(self) -> _Array: ...
 
+@final
 class Identified:
     identified_toml: "os.PathLike[str]"
     report: "os.PathLike[str]"
@@ -140,6 +169,7 @@ class Identified:
     warnings: List[str]
     experiments: int
 
+@final
 class Simulation:
     out: "os.PathLike[str]"
     summary: Dict[str, Any]
@@ -163,8 +193,9 @@ class Simulation:
     @property
     def base_wrench_flange(self) -> _Array: ...
 
+@final
 class Session:
-    def __init__(self, path: _Path) -> None: ...
+    def __new__(cls, path: _Path) -> Session: ...
     @property
     def path(self) -> "os.PathLike[str]": ...
     @property
@@ -184,7 +215,7 @@ class Session:
 def synth_session(
     *,
     scene: _Path,
-    rod: _Path,
+    rod: Union[Rod, _Path],
     out: _Path,
     rig: Optional[_Path] = None,
     params: Optional[_Path] = None,
@@ -338,8 +369,9 @@ def calibrate(
 ) -> Dict[str, Any]: ...
 def record(rig: _Path, out: _Path, duration_s: float, *, append: bool = False, progress: _Progress = None) -> Dict[str, Any]: ...
 
+@final
 class RobotEmulator:
-    def __init__(self, bind: str = "127.0.0.1:0", *, controller: str = "e-series", amplitude_m: float = 0.02) -> None: ...
+    def __new__(cls, bind: str = "127.0.0.1:0", *, controller: str = "e-series", amplitude_m: float = 0.02) -> RobotEmulator: ...
     @property
     def address(self) -> str: ...
     @property
@@ -348,10 +380,11 @@ class RobotEmulator:
     def __enter__(self) -> RobotEmulator: ...
     def __exit__(self, *args: Any) -> None: ...
 
+@final
 class Ft300Emulator:
-    def __init__(
-        self, port: _Path, *, rate_hz: float = 100.0, bias: Optional[Sequence[float]] = None, noise_n: float = 0.0, noise_nm: float = 0.0, seed: int = 1
-    ) -> None: ...
+    def __new__(
+        cls, port: _Path, *, rate_hz: float = 100.0, bias: Optional[Sequence[float]] = None, noise_n: float = 0.0, noise_nm: float = 0.0, seed: int = 1
+    ) -> Ft300Emulator: ...
     def stop(self) -> int: ...
     def __enter__(self) -> Ft300Emulator: ...
     def __exit__(self, *args: Any) -> None: ...

@@ -14,8 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 
-/// Makes a lab session from the simulator (`rodlab synth session`): the
-/// robot's RTDE stream, the force sensor, the tracked markers (with
+/// Makes a lab session from the simulator (`rodlab synth session`) of
+/// `rod` (a `Rod`, or a rod file) in `scene`: the robot's RTDE stream, the force sensor, the tracked markers (with
 /// `marker_noise_m` of noise), written into `out`, and the truth (the
 /// simulation's tables, truth.toml) into `truth` (default: OUT-truth).
 /// The truth's material is `params`' (an identified.toml) or the rod
@@ -52,10 +52,20 @@ pub fn synth_session<'py>(
     tip_robot: Option<String>,
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (scene, rod, out) = (convert::path(scene, "scene")?, convert::path(rod, "rod")?, convert::path(out, "out")?);
+    let (scene, out) = (convert::path(scene, "scene")?, convert::path(out, "out")?);
     let (rig, params, trajectory) = (optional_path(rig, "rig")?, optional_path(params, "params")?, optional_path(trajectory, "trajectory")?);
     let files = SynthFiles { params: params.as_deref(), rig: rig.as_deref(), trajectory: trajectory.as_deref() };
-    let read = SynthRequest::read(&scene, &rod, &out, files, [e_pa, g_pa, rho_kg_m3]).py_err()?;
+    let material = [e_pa, g_pa, rho_kg_m3];
+    // A Rod (from a file, a text or a dictionary: a truth changed in
+    // Python), or a rod file.
+    let read = match rod.cast::<crate::rodpy::Rod>() {
+        Ok(r) => {
+            let r = r.get();
+            SynthRequest::of_rod(&scene, &r.path, r.rod.clone(), &out, files, material)
+        }
+        Err(_) => SynthRequest::read(&scene, &convert::path(rod, "rod")?, &out, files, material),
+    }
+    .py_err()?;
     let ft_bias = match convert::floats(ft_bias, "ft_bias")?.as_slice() {
         [] => [0.0; 6],
         b => <[f64; 6]>::try_from(b).map_err(|_| value_error(format!("ft_bias: expected six numbers (fx, fy, fz [N], mx, my, mz [N m]), got {}", b.len())))?,

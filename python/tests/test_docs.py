@@ -41,6 +41,13 @@ def test_the_python_guide_runs(rodlab_bin, tmp_path, monkeypatch):
     assert "pass: True" in text, text
     assert (tmp_path / "reports" / "python" / "stick-session.png").stat().st_size > 10_000
     assert (tmp_path / "reports" / "python" / "fit" / "identified.toml").exists()
+    # The tendon arm's day: the friction suggested, then fitted near the truth.
+    assert "without friction: fit_friction=(0.2, 0.2)" in text, text
+    assert (tmp_path / "reports" / "python" / "arm-day.png").stat().st_size > 5_000
+    mu = namespace["mu"]
+    assert abs(mu / 0.15 - 1) < 0.1 and abs(namespace["arm_fit"].values["e_pa"] / namespace["truth"].material["e_pa"] - 1) < 0.01, text
+    # No shell from the guide.
+    assert "subprocess" not in (ROOT / "docs" / "python.md").read_text()
 
 
 def test_help_says_the_arguments_with_their_units():

@@ -142,8 +142,13 @@ impl SynthRequest {
     /// `rig` and driven by the flange trajectory CSV `trajectory`, where
     /// given. The rest at `synth session`'s defaults.
     pub fn read(scene_path: &Path, rod_path: &Path, out: &Path, files: SynthFiles<'_>, material: [Option<f64>; 3]) -> Result<SynthRequest> {
+        SynthRequest::of_rod(scene_path, rod_path, Rod::from_file(rod_path)?, out, files, material)
+    }
+
+    /// As [`SynthRequest::read`] with the rod already read (or built):
+    /// `rod_path` names it in the truth's provenance.
+    pub fn of_rod(scene_path: &Path, rod_path: &Path, rod: Rod, out: &Path, files: SynthFiles<'_>, material: [Option<f64>; 3]) -> Result<SynthRequest> {
         let scene = Scene::from_file(scene_path)?;
-        let rod = Rod::from_file(rod_path)?;
         let params = crate::params::read_optional(files.params, &rod, rod_path)?;
         let body = crate::params::rod_with(rod.clone(), params.as_ref()).cross_section.body;
         let rig = match files.rig {
