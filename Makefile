@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: demo test setup bench
+.PHONY: demo test setup bench install wheel
 
 setup:
 	@bash scripts/setup.sh
@@ -87,6 +87,20 @@ demo: setup
 test:
 	@bash scripts/setup.sh system
 	@bash scripts/run-tests.sh
+
+## A `rodlab` that does every command on the PATH: the binary and its
+## device and tracking builds in PREFIX/lib/rodlab, PREFIX/bin/rodlab linked
+## to it (default PREFIX: ~/.local; the build `make test` made).
+PREFIX ?= $(HOME)/.local
+install: setup
+	@bash scripts/install.sh $(PREFIX)
+
+## The Python package as an abi3 wheel carrying the device build and the
+## OpenCV libraries it links (target/wheels; `pip install` it anywhere,
+## no cargo needed).
+wheel: setup
+	@bash scripts/python-tests.sh --build-only
+	@bash scripts/wheel.sh
 
 ## Every benchmark (not part of the tests): criterion's, then the Python
 ## package's; one table of them into docs/results.md (scripts/bench-table.py).
