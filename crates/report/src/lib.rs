@@ -261,16 +261,18 @@ pub(crate) fn write_figure_svg(dir: &Path, name: &str, svg: &str) -> Result<(), 
 }
 
 /// The page's figure index: each figure's name, what it shows, and its
-/// files (SVG, PNG at twice the pixels).
-pub(crate) fn figure_index(h: &mut String, figures: &[(String, String)]) {
+/// files (SVG, PNG at twice the pixels, and where `data` says so its series
+/// as JSON, which `rodlab.plot` draws into a matplotlib Axes).
+pub(crate) fn figure_index(h: &mut String, figures: &[(String, String, bool)]) {
     if figures.is_empty() {
         return;
     }
     h.push_str("<h2>Figures</h2><table><tr><th class=\"l\">figure</th><th class=\"l\">what it shows</th><th class=\"l\">files</th></tr>");
-    for (name, what) in figures {
+    for (name, what, data) in figures {
+        let data = if *data { format!(", <a href=\"{0}.json\">{0}.json</a>", esc(name)) } else { String::new() };
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><a href=\"#{0}\">{0}</a></td><td class=\"l\">{1}</td><td class=\"l\"><a href=\"{0}.svg\">{0}.svg</a>, <a href=\"{0}.png\">{0}.png</a></td></tr>",
+            "<tr><td class=\"l\"><a href=\"#{0}\">{0}</a></td><td class=\"l\">{1}</td><td class=\"l\"><a href=\"{0}.svg\">{0}.svg</a>, <a href=\"{0}.png\">{0}.png</a>{data}</td></tr>",
             esc(name),
             esc(what)
         );
@@ -406,7 +408,7 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
         let _ = write!(h, "<a href=\"{0}.png\"><img src=\"{0}.png\" alt=\"{1}\"></a>", fig.name, esc(&fig.caption));
     }
     h.push_str("</p>");
-    figure_index(&mut h, &figures.iter().map(|f| (f.name.to_string(), f.caption.clone())).collect::<Vec<_>>());
+    figure_index(&mut h, &figures.iter().map(|f| (f.name.to_string(), f.caption.clone(), false)).collect::<Vec<_>>());
     h.push_str("<h2>Provenance</h2><table>");
     for (k, v) in &r.provenance {
         let _ = write!(h, "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>", esc(k), esc(v));

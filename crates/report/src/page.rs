@@ -313,6 +313,10 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
             Block::Chart(c) => {
                 let svg = c.svg()?;
                 crate::write_figure_svg(dir, &c.name, &svg)?;
+                // The series themselves, for a paper's own plot (`rodlab.plot.series`).
+                let data = dir.join(format!("{}.json", c.name));
+                let text = serde_json::to_string(c).map_err(|e| ReportError::Io(data.clone(), std::io::Error::other(e)))?;
+                std::fs::write(&data, text).map_err(|e| ReportError::Io(data.clone(), e))?;
                 let png = dir.join(format!("{}.png", c.name));
                 c.png(&png)?;
                 pngs.push(png);
@@ -322,7 +326,7 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
                     esc(&c.name),
                     esc(&c.title)
                 );
-                index.push((c.name.clone(), c.title.clone()));
+                index.push((c.name.clone(), c.title.clone(), true));
             }
             Block::Links(links) => {
                 h.push_str("<ul>");
