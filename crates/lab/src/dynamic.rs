@@ -467,7 +467,13 @@ struct DynamicProblem<'a> {
     /// With the ring-downs and the stiffness free: what the static holds
     /// measured of it (one more row).
     holds: Option<StaticHolds>,
+    /// The least squares' iterations shown as they pass (one Jacobian
+    /// each, of at most [`MAX_ITERATIONS`]): a bar with a total and an ETA.
+    iterations: Option<(&'a dyn crate::Task, std::sync::atomic::AtomicU64)>,
 }
+
+/// The least squares' iteration limit.
+const MAX_ITERATIONS: u64 = 30;
 
 /// The static fit's E (from `--params`) as a measurement of the stiffness
 /// a dynamic fit frees: its holds saw the relaxed modulus times the law's
@@ -639,6 +645,9 @@ impl DynamicProblem<'_> {
     /// only steer; where they stop is the residual's minimum, and the
     /// intervals use the central differences of [`Self::jacobian_fd`].
     fn jacobian_forward(&self, p: &DVector<f64>) -> Result<DMatrix<f64>> {
+        if let Some((task, done)) = &self.iterations {
+            task.set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
         let logs = self.log_count();
         let points: Vec<DVector<f64>> = std::iter::once(p.clone()).chain((0..logs).map(|i| self.shifted(p, i, 1.0))).collect();
         let rs = self.residuals(&points)?;
@@ -854,6 +863,7 @@ pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) ->
         ring_down: None,
         holds: None,
         log_step,
+        iterations: None,
     };
     problem.jacobian_fd(&problem.start())
 }
@@ -1002,7 +1012,7 @@ fn least_squares(problem: &DynamicProblem) -> Result<(DVector<f64>, Vec<f64>)> {
     let mut solver = identify::lm::LevenbergMarquardt::default();
     (solver.cost_tolerance, solver.step_tolerance) = (1e-6, 1e-4);
     let res = Executor::new(problem, solver)
-        .configure(|s| s.param(p0.clone()).max_iters(30))
+        .configure(|s| s.param(p0.clone()).max_iters(MAX_ITERATIONS))
         .run()
         .map_err(|e| Error::computation(format!("the least squares stopped: {e}")))?;
     let p = res.state().get_best_param().or(res.state().get_param()).cloned().unwrap_or(p0);
@@ -1189,6 +1199,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
             "--match-ring-down: no session rings ({RING_DOWN_CYCLES} cycles about where its outermost marker settles): nothing to match"
         )));
     }
+    let iterations_task = progress.task("least-squares iterations", Some(MAX_ITERATIONS));
     // Matching ring-downs reads each release on its own clock: no delay.
     let delays_free: Vec<bool> = replay.cases.iter().map(|c| !req.match_ring_down && c.delay_fitted(req)).collect();
     let problem = DynamicProblem {
@@ -1199,6 +1210,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         log_step: LOG_STEP,
         ring_down: req.match_ring_down.then_some(&reading),
         holds: (req.match_ring_down && (req.fit_stiffness || req.fit_density)).then(|| StaticHolds::of(&req.params, req)).flatten(),
+        iterations: Some((iterations_task.as_ref(), 0.into())),
     };
     let start_r = replay.residual(&start, &replay.no_delays())?;
     let (p, history) = least_squares(&problem)?;
