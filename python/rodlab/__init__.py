@@ -116,8 +116,10 @@ def _frame(columns: Dict[str, Any]) -> "pl.DataFrame":
 
 class Session:
     """A recorded session (``rodlab record``, ``synth session``, ``import c3d``):
-    its metadata and tables as polars DataFrames (``.to_pandas()`` works as
-    usual; without polars installed, dictionaries of numpy arrays)."""
+    its metadata and tables as polars DataFrames (``.to_pandas()`` as
+    polars has it, which needs pandas and pyarrow: ``pip install pandas
+    pyarrow``; ``.to_numpy()`` needs neither; without polars installed,
+    dictionaries of numpy arrays)."""
 
     def __init__(self, path: PathLike) -> None:
         self._native = _rodlab.Session(path)
