@@ -308,8 +308,13 @@ impl Rod {
         rod::held::hold_for(self.rod.tip_condition, load.tip_position_m, load.tip_rotation_rad, &fields)
             .map_err(|why| crate::errors::to_py(lab::Error::input(format!("the call {why}"))))?;
         let req = SolveRequest { flange, follow, ..self.request(load, gravity, self.params(params)?) };
-        // On a worker: Ctrl-C raises within 0.1 s (the solve's result dropped).
-        let solved = crate::work::run(py, None, move |_| solve_lab(&req))?;
+        // A held tip (a continuation path, a followed branch) can take
+        // seconds: on a worker, Ctrl-C raises within 0.1 s (the solve's
+        // result dropped). A free tip solves in a millisecond or less: on
+        // this thread with the GIL released, where a worker thread's start
+        // cost a call 0.2 ms (#43 asks a call to add at most 5 us).
+        let held = req.tip_position_m.is_some() || req.follow.is_some();
+        let solved = if held { crate::work::run(py, None, move |_| solve_lab(&req))? } else { py.detach(|| solve_lab(&req)).py_err()? };
         if let (Some(path), Some(f)) = (&branch_out, &solved.followed) {
             lab::solve::write_branch_csv(path, f).py_err()?;
         }
