@@ -404,6 +404,18 @@ fn a_mocap_day_in_five_formats_imports_alike_and_identifies_statics_and_releases
         println!("marker {}: {rms_mm:.3} mm RMS", m["marker"]);
         assert!(rms_mm < 0.3, "marker {}: {rms_mm} mm", m["marker"]);
     }
+    // The release's page a paper can use (#81): the measured strain as
+    // points, the model's as a line in its band, a residual panel beneath,
+    // each figure as SVG and PNG with its series as JSON (rodlab.plot).
+    let chart: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("strain_time.json")).unwrap()).unwrap();
+    let series = chart["series"].as_array().unwrap();
+    let measured = series.iter().filter(|s| s["style"] == "Points" && !s["points"].as_array().unwrap().is_empty()).count();
+    let banded = series.iter().filter(|s| s["style"] == "Line" && !s["band"].as_array().unwrap().is_empty()).count();
+    assert!(measured > 0 && banded == measured, "{measured} measured series, {banded} simulated in a band");
+    let residual: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("strain_residual.json")).unwrap()).unwrap();
+    assert!(residual["series"].as_array().unwrap().len() > measured, "a residual per node and the floor's band");
+    let figures = report::check_figures(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    assert!(figures.iter().any(|f| f == "strain_time") && figures.iter().any(|f| f == "strain_residual"), "{figures:?}");
 }
 
 /// The viscoelastic beam's truth: relaxed E, and two Maxwell branches
