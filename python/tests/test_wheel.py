@@ -18,28 +18,18 @@ import pytest
 
 import rodlab
 from conftest import ROOT
+from test_record import RIG
 
 pytestmark = pytest.mark.skipif(not rodlab.HAS_DEVICES or shutil.which("socat") is None, reason="needs the devices feature and socat")
 
+# The rig of test_record.py (its template: {robot}, {ft300}).
 RECORD = textwrap.dedent(
     """
     import sys, rodlab
-    port_a, port_b, out = sys.argv[1:4]
+    port_a, port_b, out, template = sys.argv[1:5]
     rig = out + ".rig.toml"
     with rodlab.RobotEmulator(controller="e-series") as robot, rodlab.Ft300Emulator(port_a, rate_hz=100.0):
-        open(rig, "w").write(f'''
-    [frames]
-    robot_base = {{ position_m = [0.0, 0.0, 0.0], rpy_deg = [0.0, 0.0, 0.0] }}
-    board = {{ position_m = [0.0, 0.0, 0.0], rpy_deg = [0.0, 0.0, 0.0] }}
-    gravity_m_s2 = [0.0, 0.0, -9.81]
-    [[robot]]
-    name = "robot"
-    address = "{robot.address}"
-    variables = ["actual_TCP_pose"]
-    [[ft300]]
-    name = "ft300"
-    port = "{port_b}"
-    ''')
+        open(rig, "w").write(open(template).read().format(robot=robot.address, ft300=port_b))
         result = rodlab.record(rig, out, 5.0, progress=False)
     rows = {d["name"]: (d["rows"], d["missing_samples"]) for d in result["devices"]}
     print(rodlab.__file__, rows)
@@ -70,9 +60,10 @@ def test_a_wheel_installed_without_cargo_records_from_the_emulators(tmp_path):
             if a.exists() and b.exists():
                 break
             time.sleep(0.05)
-        script = tmp_path / "record.py"
+        script, template = tmp_path / "record.py", tmp_path / "rig.template"
         script.write_text(RECORD)
-        day = subprocess.run([str(venv / "bin" / "python"), str(script), str(a), str(b), str(tmp_path / "day")], cwd=tmp_path,
+        template.write_text(RIG)
+        day = subprocess.run([str(venv / "bin" / "python"), str(script), str(a), str(b), str(tmp_path / "day"), str(template)], cwd=tmp_path,
                              env=clean_env(str(venv / "bin")), capture_output=True, text=True, timeout=60)
     finally:
         socat.kill()

@@ -284,6 +284,45 @@ fn constant_loss_ring(dir: &Path, name: &str, truth: rod::ConstantLoss, tip_kg: 
     })
 }
 
+/// Rings of a constant-loss rod, one per (session, hung mass [kg]), and
+/// the loads file that hangs each mass (noise seeds from `seed`).
+fn hung_mass_rings(dir: &Path, truth: rod::ConstantLoss, masses: &[(&str, f64)], seed: u64) -> (Vec<lab::SessionDir>, lab::loads::Loads) {
+    let mut loads = String::new();
+    let sessions = masses
+        .iter()
+        .enumerate()
+        .map(|(i, (name, kg))| {
+            loads += &format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.0]\n");
+            constant_loss_ring(dir, name, truth, *kg, seed + i as u64)
+        })
+        .collect();
+    let loads_path = dir.join("masses.toml");
+    std::fs::write(&loads_path, loads).unwrap();
+    (sessions, lab::loads::Loads::read(Some(&loads_path), 0).unwrap())
+}
+
+/// A static fit's identified.toml (`--params` of a dynamic fit): `body`
+/// with E's interval 2 % (and rho's `rho_ci`, as factors) from one hold
+/// loaded for 2 s.
+fn static_params(dir: &Path, rod: &rod::Rod, body: rod::Material, rho_ci: Option<f64>) -> lab::params::Params {
+    let mut file = identify::output::IdentifiedFile::of_material(rod, ROD, body, "test");
+    file.parameters.e_pa.ci95 = [body.e_pa / 1.02, body.e_pa * 1.02];
+    if let Some(f) = rho_ci {
+        file.parameters.rho_kg_m3.ci95 = [body.rho_kg_m3 / f, body.rho_kg_m3 * f];
+    }
+    file.experiment = vec![identify::output::ExperimentOut {
+        id: "hold".into(),
+        errors_mm: vec![],
+        loo_errors_mm: vec![],
+        reference_errors_mm: vec![],
+        loaded_for_s: Some(2.0),
+        hold_modulus_ratio: None,
+    }];
+    let params_path = dir.join("static.toml");
+    file.write(&params_path).unwrap();
+    lab::params::Params::read(&params_path, rod, &at(ROD)).unwrap()
+}
+
 /// The constant-loss law (`[damping] constant_loss`: a box relaxation
 /// spectrum carried by Maxwell branches) fitted by its two numbers from
 /// the same jerked ring-down: the loss factor and the band's longest time
@@ -337,20 +376,8 @@ fn the_stiffness_fitted_with_a_ring_down_keeps_the_static_holds_creep_included()
     let relaxed_e_pa = rod.cross_section.body.e_pa;
     let mut body = rod.cross_section.body;
     (body.e_pa, body.g_pa) = (body.e_pa * creep, body.g_pa * creep);
-    let mut file = identify::output::IdentifiedFile::of_material(&rod, ROD, body, "test");
-    file.parameters.e_pa.ci95 = [body.e_pa / 1.02, body.e_pa * 1.02];
-    file.experiment = vec![identify::output::ExperimentOut {
-        id: "hold".into(),
-        errors_mm: vec![],
-        loo_errors_mm: vec![],
-        reference_errors_mm: vec![],
-        loaded_for_s: Some(2.0),
-        hold_modulus_ratio: None,
-    }];
-    let params_path = dir.path().join("static.toml");
-    file.write(&params_path).unwrap();
     let mut req = request(dir.path(), vec![ring], RING, "holds-fit");
-    req.params = lab::params::Params::read(&params_path, &rod, &at(ROD)).unwrap();
+    req.params = static_params(dir.path(), &rod, body, None);
     req.scene.table = None;
     req.rod.damping = None;
     let start = rod::ConstantLoss { loss_factor: 0.08, longest_time_s: 5.0, ..truth };
@@ -380,39 +407,15 @@ fn the_stiffness_fitted_with_a_ring_down_keeps_the_static_holds_creep_included()
 fn releases_with_two_hung_masses_fit_the_density_a_sag_barely_sees() {
     let dir = tempfile::tempdir().unwrap();
     let truth = rod::ConstantLoss::new(0.12, 0.005, 1.0);
-    let masses = [("rho-0g", 0.0), ("rho-10g", 0.01)];
-    let mut loads = String::new();
-    let sessions: Vec<lab::SessionDir> = masses
-        .iter()
-        .enumerate()
-        .map(|(i, (name, kg))| {
-            loads += &format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.0]\n");
-            constant_loss_ring(dir.path(), name, truth, *kg, 30 + i as u64)
-        })
-        .collect();
-    let loads_path = dir.path().join("masses.toml");
-    std::fs::write(&loads_path, loads).unwrap();
+    let (sessions, loads) = hung_mass_rings(dir.path(), truth, &[("rho-0g", 0.0), ("rho-10g", 0.01)], 30);
     let rod = rod(ROD);
     let (relaxed_e_pa, rho_kg_m3) = (rod.cross_section.body.e_pa, rod.cross_section.body.rho_kg_m3);
     let creep = rod::creep::hold_modulus_ratio(&truth.prony_branches(), 2.0);
     let mut body = rod.cross_section.body;
     (body.e_pa, body.g_pa, body.rho_kg_m3) = (body.e_pa * creep, body.g_pa * creep, 0.88 * rho_kg_m3);
-    let mut file = identify::output::IdentifiedFile::of_material(&rod, ROD, body, "test");
-    file.parameters.e_pa.ci95 = [body.e_pa / 1.02, body.e_pa * 1.02];
-    file.parameters.rho_kg_m3.ci95 = [body.rho_kg_m3 / 1.15, body.rho_kg_m3 * 1.15];
-    file.experiment = vec![identify::output::ExperimentOut {
-        id: "hold".into(),
-        errors_mm: vec![],
-        loo_errors_mm: vec![],
-        reference_errors_mm: vec![],
-        loaded_for_s: Some(2.0),
-        hold_modulus_ratio: None,
-    }];
-    let params_path = dir.path().join("static.toml");
-    file.write(&params_path).unwrap();
     let mut req = request(dir.path(), sessions, RING, "rho-fit");
-    req.params = lab::params::Params::read(&params_path, &rod, &at(ROD)).unwrap();
-    req.loads = lab::loads::Loads::read(Some(&loads_path), 0).unwrap();
+    req.params = static_params(dir.path(), &rod, body, Some(1.15));
+    req.loads = loads;
     req.scene.table = None;
     req.rod.damping = None;
     (req.rod.constant_loss, req.rod.viscoelastic) = (Some(truth), truth.prony_branches());
@@ -441,20 +444,9 @@ fn releases_with_two_hung_masses_fit_the_density_a_sag_barely_sees() {
 fn compared_by_held_out_releases_the_constant_loss_law_predicts_a_constant_loss_rod_best() {
     let dir = tempfile::tempdir().unwrap();
     let truth = rod::ConstantLoss::new(0.15, 0.02, 1.0);
-    let masses = [("cmp-0g", 0.0), ("cmp-4g", 0.004), ("cmp-10g", 0.01)];
-    let mut loads = String::new();
-    let sessions: Vec<lab::SessionDir> = masses
-        .iter()
-        .enumerate()
-        .map(|(i, (name, kg))| {
-            loads += &format!("[[tip_mass]]\nsession = \"{name}\"\nkg = {kg}\noffset_m = [0.0, 0.0]\n");
-            constant_loss_ring(dir.path(), name, truth, *kg, 20 + i as u64)
-        })
-        .collect();
-    let loads_path = dir.path().join("masses.toml");
-    std::fs::write(&loads_path, loads).unwrap();
+    let (sessions, loads) = hung_mass_rings(dir.path(), truth, &[("cmp-0g", 0.0), ("cmp-4g", 0.004), ("cmp-10g", 0.01)], 20);
     let mut req = request(dir.path(), sessions, RING, "cmp-fit");
-    req.loads = lab::loads::Loads::read(Some(&loads_path), 0).unwrap();
+    req.loads = loads;
     req.scene.table = None;
     req.rod.damping = None;
     let start = rod::ConstantLoss { loss_factor: 0.08, longest_time_s: 0.3, ..truth };
