@@ -502,6 +502,7 @@ fn observer_mode(name: &str, mode: &str) -> PyResult<lab::observe::ObserverMode>
 /// figures as a dictionary ("out", "frames", "solved", "failed", ...).
 #[pyfunction]
 #[pyo3(signature = (session, rod, *, out=None, mode="weighted", sigma_m=3e-4, energy_scale_j=None, loads=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn observe<'py>(
     py: Python<'py>,
     session: &Bound<'py, PyAny>,

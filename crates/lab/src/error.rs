@@ -50,7 +50,7 @@ impl Error {
     }
 
     /// What the failed work found, when it says (a failed identification:
-    /// [`crate::identify::FailedFit`]).
+    /// [`crate::failed_fit::FailedFit`]).
     pub fn result(&self) -> Option<&serde_json::Value> {
         self.result.as_deref()
     }
