@@ -1,6 +1,6 @@
 """Screenshots of report pages in a real browser (Playwright driving
-Debian's /usr/bin/chromium, as the tests do): the top of each page, where
-its verdict, tables and first figures are, at 1100 x 1500 CSS pixels.
+Debian's /usr/bin/chromium, as the tests do): each page from its first
+figure down, 1100 x 1500 CSS pixels (the whole page when it is shorter).
 Prints, per page, how many of its images and inline SVG figures the
 browser drew (an image that did not load counts as not drawn).
 
@@ -36,7 +36,11 @@ def main(args: list) -> int:
         for html, shot in pairs:
             page.goto(Path(html).resolve().as_uri())
             page.wait_for_load_state("load")
-            page.screenshot(path=shot)
+            # From just above the first figure (the page's top without one).
+            top = page.evaluate("() => { const f = document.querySelector('figure, img'); return f ? f.getBoundingClientRect().top + window.scrollY - 40 : 0; }")
+            height = page.evaluate("() => document.documentElement.scrollHeight")
+            top = max(0.0, min(top, height - 1500.0))
+            page.screenshot(path=shot, full_page=True, clip={"x": 0, "y": top, "width": 1100, "height": 1500})
             print(json.dumps({"page": html, "shot": shot, **page.evaluate(DRAWN_JS)}))
         browser.close()
     return 0
