@@ -44,6 +44,8 @@ __all__ = [
     "record",
     "RobotEmulator",
     "Ft300Emulator",
+    "NetFtEmulator",
+    "AsciiSensorEmulator",
     "Error",
     "InputError",
     "ComputationError",
@@ -54,7 +56,7 @@ __all__ = [
 
 HAS_DEVICES: bool = _rodlab.HAS_DEVICES
 if HAS_DEVICES:
-    from ._rodlab import Ft300Emulator, RobotEmulator
+    from ._rodlab import AsciiSensorEmulator, Ft300Emulator, NetFtEmulator, RobotEmulator
 
 if TYPE_CHECKING:
     import polars as pl

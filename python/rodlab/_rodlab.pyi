@@ -33,6 +33,8 @@ __all__ = [
     "record",
     "RobotEmulator",
     "Ft300Emulator",
+    "NetFtEmulator",
+    "AsciiSensorEmulator",
 ]
 
 __version__: str
@@ -371,7 +373,16 @@ def record(rig: _Path, out: _Path, duration_s: float, *, append: bool = False, p
 
 @final
 class RobotEmulator:
-    def __new__(cls, bind: str = "127.0.0.1:0", *, controller: str = "e-series", amplitude_m: float = 0.02) -> RobotEmulator: ...
+    def __new__(
+        cls,
+        bind: str = "127.0.0.1:0",
+        *,
+        controller: str = "e-series",
+        amplitude_m: float = 0.02,
+        quirk: str = "",
+        trajectory: Optional[_Path] = None,
+        start_at_unix_s: Optional[float] = None,
+    ) -> RobotEmulator: ...
     @property
     def address(self) -> str: ...
     @property
@@ -383,8 +394,48 @@ class RobotEmulator:
 @final
 class Ft300Emulator:
     def __new__(
-        cls, port: _Path, *, rate_hz: float = 100.0, bias: Optional[Sequence[float]] = None, noise_n: float = 0.0, noise_nm: float = 0.0, seed: int = 1
+        cls,
+        port: _Path,
+        *,
+        rate_hz: float = 100.0,
+        bias: Optional[Sequence[float]] = None,
+        noise_n: float = 0.0,
+        noise_nm: float = 0.0,
+        seed: int = 1,
+        wrench: Optional[_Path] = None,
+        start_at_unix_s: Optional[float] = None,
+        inject_garbage_every: Optional[int] = None,
+        streaming_at_start: bool = False,
     ) -> Ft300Emulator: ...
     def stop(self) -> int: ...
     def __enter__(self) -> Ft300Emulator: ...
+    def __exit__(self, *args: Any) -> None: ...
+
+@final
+class NetFtEmulator:
+    def __new__(
+        cls,
+        bind: str = "127.0.0.1:0",
+        *,
+        rate_hz: float = 1000.0,
+        wrench: Optional[Sequence[float]] = None,
+        counts_per_force: int = 1000000,
+        counts_per_torque: int = 1000000,
+        quirk: str = "",
+    ) -> NetFtEmulator: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def sent(self) -> int: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> NetFtEmulator: ...
+    def __exit__(self, *args: Any) -> None: ...
+
+@final
+class AsciiSensorEmulator:
+    def __new__(
+        cls, port: _Path, *, rate_hz: float = 1000.0, separator: str = ",", values: Optional[_Path] = None, start_at_unix_s: Optional[float] = None
+    ) -> AsciiSensorEmulator: ...
+    def stop(self) -> int: ...
+    def __enter__(self) -> AsciiSensorEmulator: ...
     def __exit__(self, *args: Any) -> None: ...

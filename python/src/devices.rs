@@ -191,8 +191,11 @@ pub fn record<'py>(
 
 /// A UR controller's RTDE server on loopback (the recorder's and ur_rtde's
 /// peer): `controller` "e-series" (500 Hz) or "cb3" (125 Hz), a sinusoidal
-/// flange motion of `amplitude_m`. Serves until `stop()` (or the end of a
-/// `with` block); `address` is "127.0.0.1:PORT" (port 0 picks a free one).
+/// flange motion of `amplitude_m`, or the flange `trajectory` of a CSV
+/// (t_s,x_m,y_m,z_m,rx,ry,rz; its t = 0 at `start_at_unix_s`); faults from
+/// `quirk` (as `rodlab emulate robot --quirk`). Serves until `stop()` (or
+/// the end of a `with` block); `address` is "127.0.0.1:PORT" (port 0 picks
+/// a free one).
 #[pyclass(module = "rodlab")]
 pub struct RobotEmulator {
     emulator: Option<::record::rtde::Emulator>,
@@ -202,14 +205,32 @@ pub struct RobotEmulator {
 #[pymethods]
 impl RobotEmulator {
     #[new]
-    #[pyo3(signature = (bind="127.0.0.1:0", *, controller="e-series", amplitude_m=0.02))]
-    fn new(bind: &str, controller: &str, amplitude_m: f64) -> PyResult<RobotEmulator> {
+    #[pyo3(signature = (bind="127.0.0.1:0", *, controller="e-series", amplitude_m=0.02, quirk="", trajectory=None, start_at_unix_s=None))]
+    fn new(
+        bind: &str,
+        controller: &str,
+        amplitude_m: f64,
+        quirk: &str,
+        trajectory: Option<&Bound<'_, PyAny>>,
+        start_at_unix_s: Option<f64>,
+    ) -> PyResult<RobotEmulator> {
         let controller = match controller {
             "e-series" => ::record::rtde::Controller::ESeries,
             "cb3" => ::record::rtde::Controller::Cb3,
             other => return Err(value_error(format!("controller: 'e-series' or 'cb3', got '{other}'"))),
         };
-        let emulator = lab_devices::emulate::RobotEmulator { controller, amplitude_m, ..lab_devices::emulate::RobotEmulator::new(bind) }.start().py_err()?;
+        let quirks = quirk.parse().map_err(|e| value_error(format!("quirk: {e}")))?;
+        let trajectory = optional_path(trajectory, "trajectory")?.map(|p| lab::tables::read_trajectory(&p)).transpose().py_err()?;
+        let emulator = lab_devices::emulate::RobotEmulator {
+            controller,
+            amplitude_m,
+            quirks,
+            trajectory,
+            start_at_unix_s,
+            ..lab_devices::emulate::RobotEmulator::new(bind)
+        }
+        .start()
+        .py_err()?;
         Ok(RobotEmulator { address: emulator.addr.to_string(), emulator: Some(emulator) })
     }
 
@@ -267,8 +288,12 @@ impl SerialPlayer {
 
 /// A Robotiq FT 300 on serial port `port` (one end of a socat pty pair):
 /// `rate_hz` frames a second of a constant wrench `bias` [N, N m] with
-/// Gaussian noise (`noise_n` per force, `noise_nm` per moment component).
-/// Plays until `stop()`, which returns the frames sent.
+/// Gaussian noise (`noise_n` per force, `noise_nm` per moment component),
+/// or the `wrench` of a CSV (t_s, fx_n ... mz_nm; its t = 0 at
+/// `start_at_unix_s`) plus the bias; `inject_garbage_every` N frames a
+/// garbled and a truncated frame; `streaming_at_start`: streams before any
+/// start command. As `rodlab emulate ft300`. Plays until `stop()`, which
+/// returns the frames sent.
 #[pyclass(module = "rodlab")]
 pub struct Ft300Emulator {
     player: SerialPlayer,
@@ -277,20 +302,146 @@ pub struct Ft300Emulator {
 #[pymethods]
 impl Ft300Emulator {
     #[new]
-    #[pyo3(signature = (port, *, rate_hz=100.0, bias=None, noise_n=0.0, noise_nm=0.0, seed=1))]
-    fn new(port: &Bound<'_, PyAny>, rate_hz: f64, bias: Option<&Bound<'_, PyAny>>, noise_n: f64, noise_nm: f64, seed: u64) -> PyResult<Ft300Emulator> {
+    #[pyo3(signature = (port, *, rate_hz=100.0, bias=None, noise_n=0.0, noise_nm=0.0, seed=1, wrench=None, start_at_unix_s=None, inject_garbage_every=None,
+        streaming_at_start=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        port: &Bound<'_, PyAny>,
+        rate_hz: f64,
+        bias: Option<&Bound<'_, PyAny>>,
+        noise_n: f64,
+        noise_nm: f64,
+        seed: u64,
+        wrench: Option<&Bound<'_, PyAny>>,
+        start_at_unix_s: Option<f64>,
+        inject_garbage_every: Option<u64>,
+        streaming_at_start: bool,
+    ) -> PyResult<Ft300Emulator> {
         let bias = convert::floats(bias, "bias")?;
         let bias: [f64; 6] = match bias.len() {
             0 => [0.0; 6],
             6 => bias.try_into().expect("six"),
             n => return Err(value_error(format!("bias: expected six numbers fx, fy, fz, mx, my, mz, got {n}"))),
         };
-        let ft = lab_devices::emulate::Ft300Emulator { bias, noise_n, noise_nm, seed, ..lab_devices::emulate::Ft300Emulator::new(rate_hz) };
+        let wrench = optional_path(wrench, "wrench")?.map(|p| lab::tables::read_wrench(&p)).transpose().py_err()?;
+        let ft = lab_devices::emulate::Ft300Emulator {
+            bias,
+            noise_n,
+            noise_nm,
+            seed,
+            wrench,
+            start_at_unix_s,
+            inject_garbage_every,
+            streaming_at_power_up: streaming_at_start,
+            ..lab_devices::emulate::Ft300Emulator::new(rate_hz)
+        };
         let line = lab_devices::emulate::open_port(&convert::path(port, "port")?, 19_200).py_err()?;
         Ok(Ft300Emulator { player: SerialPlayer::start(move |stop| ft.run(line, stop)) })
     }
 
     /// Stops playing; returns the frames sent.
+    fn stop(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.player.stop(py)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.player.stop(py).map(|_| ())
+    }
+}
+
+/// An ATI Net F/T on loopback (the recorder's peer, as `rodlab emulate
+/// netft`): RDT records over UDP at `bind` (port 0 picks a free one; its
+/// calibration on TCP at the port below), `rate_hz` records a second of
+/// the constant `wrench` [N, N m], its calibration `counts_per_force` and
+/// `counts_per_torque`, faults from `quirk` ("lose=0.01,reorder=0.01").
+/// Serves until `stop()` (or the end of a `with` block); `address` is
+/// "127.0.0.1:PORT", what a rig's `[[netft]] address` takes.
+#[pyclass(module = "rodlab")]
+pub struct NetFtEmulator {
+    emulator: Option<::record::netft::NetFtEmulator>,
+    address: String,
+}
+
+#[pymethods]
+impl NetFtEmulator {
+    #[new]
+    #[pyo3(signature = (bind="127.0.0.1:0", *, rate_hz=1000.0, wrench=None, counts_per_force=1_000_000, counts_per_torque=1_000_000, quirk=""))]
+    fn new(bind: &str, rate_hz: f64, wrench: Option<&Bound<'_, PyAny>>, counts_per_force: u32, counts_per_torque: u32, quirk: &str) -> PyResult<NetFtEmulator> {
+        let wrench = match convert::floats(wrench, "wrench")?.as_slice() {
+            [] => [0.0; 6],
+            w => <[f64; 6]>::try_from(w).map_err(|_| value_error(format!("wrench: expected six numbers fx, fy, fz [N], mx, my, mz [N m], got {}", w.len())))?,
+        };
+        let quirks = quirk.parse().map_err(|e| value_error(format!("quirk: {e}")))?;
+        let spec = lab_devices::emulate::NetFtEmulatorSpec { bind: bind.to_string(), rate_hz, wrench, counts_per_force, counts_per_torque, quirks };
+        let emulator = spec.start().py_err()?;
+        let address = emulator.addr.to_string();
+        Ok(NetFtEmulator { emulator: Some(emulator), address })
+    }
+
+    /// "127.0.0.1:PORT" (RDT, UDP; the calibration on TCP PORT - 1).
+    #[getter]
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    /// Records sent so far.
+    #[getter]
+    fn sent(&self) -> u64 {
+        self.emulator.as_ref().map_or(0, |e| e.sent.load(Ordering::Relaxed))
+    }
+
+    /// Stops serving.
+    fn stop(&mut self, py: Python<'_>) {
+        if let Some(e) = self.emulator.take() {
+            py.detach(move || drop(e));
+        }
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.stop(py);
+    }
+}
+
+/// An ASCII line sensor (a load cell's amplifier) on serial port `port`
+/// (one end of a socat pty pair), as `rodlab emulate ascii-sensor`:
+/// `rate_hz` lines a second of `seq,t_us,force_mn` (`separator` between
+/// the fields), or the `values` of a CSV (t_s, then one column per field,
+/// each row held until the next; its t = 0 at `start_at_unix_s`). Plays
+/// until `stop()`, which returns the lines sent.
+#[pyclass(module = "rodlab")]
+pub struct AsciiSensorEmulator {
+    player: SerialPlayer,
+}
+
+#[pymethods]
+impl AsciiSensorEmulator {
+    #[new]
+    #[pyo3(signature = (port, *, rate_hz=1000.0, separator=",", values=None, start_at_unix_s=None))]
+    fn new(
+        port: &Bound<'_, PyAny>,
+        rate_hz: f64,
+        separator: &str,
+        values: Option<&Bound<'_, PyAny>>,
+        start_at_unix_s: Option<f64>,
+    ) -> PyResult<AsciiSensorEmulator> {
+        let separator = session::rig::Separator::parse(separator).map_err(|e| value_error(format!("separator: {e}")))?;
+        let values = optional_path(values, "values")?.map(|p| lab::tables::read_time_table(&p, None).map(|t| t.rows)).transpose().py_err()?;
+        let cells = lab_devices::emulate::AsciiEmulator { rate_hz, separator, values, start_at_unix_s };
+        let line = lab_devices::emulate::open_port(&convert::path(port, "port")?, 115_200).py_err()?;
+        Ok(AsciiSensorEmulator { player: SerialPlayer::start(move |stop| cells.run(line, stop)) })
+    }
+
+    /// Stops playing; returns the lines sent.
     fn stop(&mut self, py: Python<'_>) -> PyResult<u64> {
         self.player.stop(py)
     }

@@ -55,6 +55,8 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(devices::record, m)?)?;
         m.add_class::<devices::RobotEmulator>()?;
         m.add_class::<devices::Ft300Emulator>()?;
+        m.add_class::<devices::NetFtEmulator>()?;
+        m.add_class::<devices::AsciiSensorEmulator>()?;
     }
     Ok(())
 }

@@ -29,16 +29,21 @@ CALLS = {
     "session export": [_rodlab.Session.export],
 }
 if rodlab.HAS_DEVICES:
-    CALLS.update({"track": [_rodlab.track], "calibrate": [_rodlab.calibrate], "record": [_rodlab.record]})
+    CALLS.update({
+        "track": [_rodlab.track],
+        "calibrate": [_rodlab.calibrate],
+        "record": [_rodlab.record],
+        "emulate robot": [_rodlab.RobotEmulator],
+        "emulate ft300": [_rodlab.Ft300Emulator],
+        "emulate netft": [_rodlab.NetFtEmulator],
+        "emulate ascii-sensor": [_rodlab.AsciiSensorEmulator],
+    })
 
 # Commands Python does not offer, and why.
 NOT_IN_PYTHON = {
     "help": "clap's own",
     "synth board": "test images for calibration: a tool of the command line's tests",
     "synth video": "test videos for tracking: a tool of the command line's tests",
-    "emulate": "device emulators as servers; Python has RobotEmulator and Ft300Emulator",
-    "emulate robot": "as emulate (rodlab.RobotEmulator)",
-    "emulate ft300": "as emulate (rodlab.Ft300Emulator)",
     "camera": "an interactive set-up step at the rig",
     "session view": "a live web view: a server, not a call",
     "paper-table": "the PLS paper's table printed: a demonstration",
@@ -47,7 +52,7 @@ NOT_IN_PYTHON = {
     "rig": "measuring the rig's world frame at the robot: an interactive set-up step",
 }
 # Commands whose Python calls need the device build.
-DEVICES = {"track", "calibrate", "record"}
+DEVICES = {"track", "calibrate", "record", "emulate robot", "emulate ft300", "emulate netft", "emulate ascii-sensor"}
 
 # Options spelt otherwise in Python.
 RENAMED = {
@@ -89,6 +94,10 @@ NOT_TAKEN = {
     ("record", "markers"): "with view only (the live view's tracker)",
     ("record", "calibration"): "with view only (the live view's camera)",
     ("record", "rod"): "with view only (the live view's strain)",
+    ("emulate robot", "duration"): "an emulator object serves until stop() or its with block ends",
+    ("emulate ft300", "duration"): "an emulator object plays until stop() or its with block ends",
+    ("emulate netft", "duration"): "an emulator object serves until stop() or its with block ends",
+    ("emulate ascii-sensor", "duration"): "an emulator object plays until stop() or its with block ends",
 }
 
 

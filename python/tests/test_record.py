@@ -109,3 +109,51 @@ def test_ctrl_c_ends_a_recording_cleanly(tmp_path):
     assert "interrupted_after_s" in words, p.stdout
     assert float(words[words.index("interrupted_after_s") + 1]) < 5.0, p.stdout
     assert int(words[words.index("rows") + 1]) > 300 and words[words.index("finished") + 1] == "True", p.stdout
+
+
+NETFT_ASCII_RIG = """
+[frames]
+robot_base = {{ position_m = [0.0, 0.0, 0.0], rpy_deg = [0.0, 0.0, 0.0] }}
+board = {{ position_m = [0.0, 0.0, 0.0], rpy_deg = [0.0, 0.0, 0.0] }}
+gravity_m_s2 = [0.0, 0.0, -9.81]
+
+[[netft]]
+name = "netft"
+address = "{netft}"
+calibration_port = {calibration}
+
+[[ascii]]
+name = "load_cell"
+port = "{ascii}"
+baud = 921600
+separator = ","
+columns = ["seq", "t_device_s", "force_n"]
+scales = [1, 1e-6, 1e-3]
+"""
+
+
+def test_a_net_ft_and_a_load_cell_recorded_from_python_emulators(tmp_path, pty_pair):
+    """The other two emulators of `rodlab emulate` as Python objects: an ATI
+    Net F/T (RDT over UDP, its calibration over TCP) reading a known wrench,
+    and an ASCII load cell at 1 kHz behind a pty pair, recorded on one clock."""
+    a, b = pty_pair
+    wrench = [0.5, -0.25, -4.9, 0.01, 0.1, 0.0]
+    with rodlab.NetFtEmulator(rate_hz=500.0, wrench=wrench) as netft, rodlab.AsciiSensorEmulator(a, rate_hz=1000.0) as cell:
+        rig = tmp_path / "rig.toml"
+        # Its calibration answers on TCP at the port below its RDT port.
+        calibration = int(netft.address.rsplit(":", 1)[1]) - 1
+        rig.write_text(NETFT_ASCII_RIG.format(netft=netft.address, calibration=calibration, ascii=b))
+        result = rodlab.record(rig, tmp_path / "day", 2.0, progress=False)
+        assert netft.sent > 0
+        lines = cell.stop()
+    assert lines > 1500
+    devices = {d["name"]: d for d in result["devices"]}
+    assert devices["netft"]["rows"] > 700 and devices["load_cell"]["rows"] > 1500, devices
+    assert devices["netft"]["missing_samples"] == 0 and devices["load_cell"]["missing_samples"] == 0, devices
+    session = rodlab.Session(result["session"])
+    ft = session.stream("netft")
+    assert np.allclose(ft["fz_n"].to_numpy(), -4.9, atol=1e-5) and np.allclose(ft["my_nm"].to_numpy(), 0.1, atol=1e-5), ft.head()
+    with pytest.raises(ValueError, match="wrench"):
+        rodlab.NetFtEmulator(wrench=[1.0, 2.0])
+    with pytest.raises(ValueError, match="separator"):
+        rodlab.AsciiSensorEmulator(a, separator="ab")
