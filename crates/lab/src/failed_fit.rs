@@ -76,9 +76,6 @@ impl Suggestion {
 
 impl FailedFit {
     pub fn of(fit: &Fit, experiments: &[Experiment], noise: Option<&NoiseTest>, suggestion: Option<Suggestion>, reason: &str) -> FailedFit {
-        let mut worst: Vec<(String, f64)> = experiments.iter().zip(&fit.errors_mm).map(|(e, err)| (e.id.clone(), identify::fit::rms(err))).collect();
-        worst.sort_by(|a, b| b.1.total_cmp(&a.1));
-        worst.truncate(3);
         let ci = |e: &identify::fit::Estimate| [e.ci95_low, e.ci95_high];
         FailedFit {
             values: ValuesOut { e_pa: fit.values.e_pa, g_pa: fit.values.g_pa, rho_kg_m3: fit.values.rho_kg_m3 },
@@ -88,11 +85,20 @@ impl FailedFit {
             p: noise.map_or(f64::NAN, |n| n.p),
             rms_error_mm: fit.rms_error_mm,
             residual_scale: fit.residual_scale,
-            worst,
+            worst: worst(experiments, fit),
             suggestion,
             reason: reason.to_string(),
         }
     }
+}
+
+/// The three experiments that fit worst, with their marker RMS error
+/// \[mm\], worst first.
+pub fn worst(experiments: &[Experiment], fit: &Fit) -> Vec<(String, f64)> {
+    let mut by_error: Vec<(String, f64)> = experiments.iter().zip(&fit.errors_mm).map(|(e, err)| (e.id.clone(), identify::fit::rms(err))).collect();
+    by_error.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_error.truncate(3);
+    by_error
 }
 
 /// A term to try: what it is, how it is asked for, and the options with it.
@@ -148,11 +154,10 @@ fn candidates(rod: &Rod, experiments: &[Experiment], opts: &FitOptions) -> Vec<C
 }
 
 /// The term whose fit passes the noise test with the smallest chi-square;
-/// failing that, the one that at least halves the chi-square. Each fit
-/// starts from the failed one's material.
-pub fn suggest(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, failed: &Fit, model_error_m: f64) -> Option<Suggestion> {
+/// failing that, the one that at least halves the failed fit's
+/// `failed_chi_square`. Each fit starts from the failed one's material.
+pub fn suggest(rod: &Rod, experiments: &[Experiment], opts: &FitOptions, failed: &Fit, failed_chi_square: f64, model_error_m: f64) -> Option<Suggestion> {
     let v = &failed.values;
-    let failed_chi_square = noise_test(experiments, failed, model_error_m).map_or(f64::INFINITY, |n| n.chi_square);
     let tried: Vec<Suggestion> = candidates(rod, experiments, opts)
         .into_iter()
         .filter_map(|c| {

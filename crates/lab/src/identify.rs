@@ -470,7 +470,7 @@ pub fn identify(req: &IdentifyRequest, progress: &dyn Progress) -> Result<Identi
     let suggestion = match &noise {
         Some(n) if !n.passed() => {
             task.message("which term would fit");
-            crate::failed_fit::suggest(&rod, &experiments, &opts, &study.fit, req.rod.identify_priors.model_error_m)
+            crate::failed_fit::suggest(&rod, &experiments, &opts, &study.fit, n.chi_square, req.rod.identify_priors.model_error_m)
         }
         _ => None,
     };
@@ -930,9 +930,7 @@ pub(crate) fn noise_test(experiments: &[Experiment], f: &Fit, model_error_m: f64
 
 /// The three experiments (holds) the fit misses most, by RMS error.
 fn worst_experiments(experiments: &[Experiment], f: &Fit) -> String {
-    let mut by_error: Vec<(String, f64)> = experiments.iter().zip(&f.errors_mm).map(|(e, err)| (e.id.clone(), identify::fit::rms(err))).collect();
-    by_error.sort_by(|a, b| b.1.total_cmp(&a.1));
-    by_error.iter().take(3).map(|(id, e)| format!("{id} ({e:.2} mm RMS)")).collect::<Vec<_>>().join(", ")
+    crate::failed_fit::worst(experiments, f).iter().map(|(id, e)| format!("{id} ({e:.2} mm RMS)")).collect::<Vec<_>>().join(", ")
 }
 
 /// A bias left in the data when the loads file says there is none (or
