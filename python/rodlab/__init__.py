@@ -359,8 +359,10 @@ def validate(
     ``strict``, ``jobs``, ``observer``, ``contact_gap_m``,
     ``slide_speed_m_s``, ``speed_window_s``, ``rest_s``, the limits
     ``strain_stick_pct``, ``strain_slide_pct``, ``force_pct``, ``slide_mm``,
-    ``phase_pct``, ``min_coverage_pct``, and ``force_window_s``. Returns a
-    dictionary: "pass" and "sessions" (each session's figures and checks)."""
+    ``phase_pct``, ``min_coverage_pct``, ``force_window_s``, and
+    ``parameter_band`` (False: the bands carry the noise alone, as
+    ``--no-parameter-band``). Returns a dictionary: "pass" and "sessions"
+    (each session's figures and checks)."""
     return _rodlab.validate(_session_paths(session), rod, scene, params=params, out=out, progress=_progress(progress), **options)
 
 

@@ -329,6 +329,7 @@ def validate(
     phase_pct: float = 90.0,
     force_window_s: float = 0.5,
     min_coverage_pct: float = 50.0,
+    parameter_band: bool = True,
 ) -> Dict[str, Any]: ...
 def observe(
     session: _Path,

@@ -62,6 +62,7 @@ RENAMED = {
     "no-gravity": "gravity",
     "no-flange-sensor": "flange_sensor",
     "skip-videos": "videos",
+    "no-parameter-band": "parameter_band",
 }
 # Positional arguments named otherwise, per command.
 RENAMED_IN = {

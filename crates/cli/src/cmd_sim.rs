@@ -207,6 +207,9 @@ pub struct ValidateArgs {
     /// Least share of the marker positions tracked in the compared span [% of marker-frames]: below it the check fails (the figures rest on too little).
     #[arg(long, default_value_t = 50.0)]
     pub min_coverage_pct: f64,
+    /// Bands of the noise alone: do not replay the identified parameters' principal deviations (the bands' parameter part costs one simulation per fitted material parameter).
+    #[arg(long)]
+    pub no_parameter_band: bool,
     /// Exit with status 1 when a check is exceeded, and refuse a session with a damaged chunk (default: the chunk is left out, with a warning naming it and its rows).
     #[arg(long)]
     pub strict: bool,
@@ -238,6 +241,7 @@ pub fn validate(a: ValidateArgs, progress: &dyn Progress) -> Result<()> {
             jobs: a.jobs as usize,
             refuse_damaged: a.strict,
             min_coverage_pct: a.min_coverage_pct,
+            parameter_band: !a.no_parameter_band,
         },
     };
     let v = lab::validate::validate(&req, progress)?;

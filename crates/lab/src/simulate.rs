@@ -293,6 +293,32 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
     Ok(Simulated { records, t0_host_ns, summary, scene, frames_from })
 }
 
+/// The job's replay with each of `rods` in its place (e.g. other
+/// parameters: a prediction band), in parallel, nothing written: the
+/// records of each run that reached the scene's end; a run that stopped
+/// is left out, and the note says where it stopped.
+pub fn replays(job: &SimulateJob, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>, Vec<String>)> {
+    use rayon::prelude::*;
+    let prepared = prepare(job)?;
+    let runs: Vec<Result<(Vec<StepRecord>, Option<SimError>)>> = rods
+        .par_iter()
+        .map(|rod| {
+            let mut sim = prepared.simulator(rod, &prepared.scene, job.scene_path)?;
+            Ok(sim.run_until_failure(|_, _| {}))
+        })
+        .collect();
+    let (mut done, mut notes) = (vec![], vec![]);
+    for (k, run) in runs.into_iter().enumerate() {
+        match run? {
+            (records, None) => done.push(records),
+            (records, Some(e)) => {
+                notes.push(format!("replay {} of {} stopped at t = {:.4} s ({e})", k + 1, rods.len(), records.last().map_or(0.0, |r| r.t_s)))
+            }
+        }
+    }
+    Ok((done, notes))
+}
+
 /// Figures of a run, written to summary.json.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Summary {

@@ -14,6 +14,7 @@ use crate::observe::ObserveOptions;
 use crate::params::Params;
 use crate::progress::Progress;
 use crate::provenance::{file_row, version_row};
+use crate::band::{ParameterSpread, PerturbedRuns, Z95};
 use crate::simulate::{at_records, BaseSource, SimulateJob, Simulated};
 use identify::sessions::FlangeSensor;
 use lie::series::bracket;
@@ -62,6 +63,10 @@ pub struct ValidateOptions {
     /// Least share of the marker positions tracked in the compared span
     /// \[% of marker-frames\]: below it, the figures rest on too little.
     pub min_coverage_pct: f64,
+    /// The prediction bands carry the identified parameters' uncertainty
+    /// (the replay simulated once more per principal direction of their
+    /// covariance); off: the bands are the measurement's noise alone.
+    pub parameter_band: bool,
 }
 
 impl Default for ValidateOptions {
@@ -81,6 +86,7 @@ impl Default for ValidateOptions {
             jobs: 2,
             refuse_damaged: false,
             min_coverage_pct: 50.0,
+            parameter_band: true,
         }
     }
 }
@@ -197,6 +203,26 @@ pub struct ComponentFigures {
     /// The RMS error beyond that floor, `sqrt(rms^2 - floor^2)`, % of the
     /// measured range: what the check uses.
     pub excess_rms_pct: f64,
+    /// RMS over the compared samples of the simulated strain's standard
+    /// deviation from the identified parameters' uncertainty (0: no
+    /// covariance given), in the component's unit.
+    pub parameter_sd_rms: f64,
+    /// Observed samples inside the prediction's 95 % band (the parameters'
+    /// uncertainty and the observer's floor) \[%\]: about 95 when the
+    /// model and its uncertainty describe the session.
+    pub within_band_pct: f64,
+}
+
+/// Where a validation's prediction bands come from.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BandFigures {
+    /// The identified parameters whose covariance the bands carry (empty:
+    /// the measurement's noise alone).
+    pub parameters: Vec<String>,
+    /// Replays simulated for them (one per principal direction).
+    pub replays: usize,
+    /// Parameters the fit left without a finite variance: not in the bands.
+    pub unbounded: Vec<String>,
 }
 
 /// A component is checked when its simulated range is at least this many
@@ -271,6 +297,8 @@ pub struct SessionSummary {
     pub marker_mean_offset_mm: [f64; 3],
     pub force: Option<ForceFigures>,
     pub contact: Option<ContactFigures>,
+    /// What the prediction bands carry.
+    pub band: BandFigures,
     pub observer_reused: bool,
     pub observer_failed_frames: usize,
     pub simulation_real_time_factor: f64,
@@ -282,13 +310,17 @@ pub struct SessionSummary {
 /// Series for the plots (not in the summary).
 #[derive(Default)]
 struct Plots {
-    /// Headline component: per node, (t, measured, simulated).
-    strain_nodes: Vec<Vec<(f64, f64, f64)>>,
+    /// Headline component: per node, (t, measured, simulated, the
+    /// prediction band's half width).
+    strain_nodes: Vec<Vec<(f64, f64, f64, f64)>>,
     headline: usize,
     parity: Vec<(usize, f64, f64)>,
-    force: Vec<(f64, Vec3, Vec3)>,
-    normal: Vec<(f64, f64, f64)>,
-    slide: Vec<(f64, f64, f64)>,
+    /// (t, measured, simulated, the band's half width per axis).
+    force: Vec<(f64, Vec3, Vec3, Vec3)>,
+    /// (t, measured, simulated, the band's half width).
+    normal: Vec<(f64, f64, f64, f64)>,
+    /// (t, tracked, simulated, the parameters' band's half width) \[mm\].
+    slide: Vec<(f64, f64, f64, f64)>,
     phases: Vec<(f64, Phase, Phase)>,
     marker_err: Vec<Vec<(f64, f64)>>,
 }
@@ -309,31 +341,33 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
     let damaged = if o.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip };
     let s = data::load(dir, rod.markers.len(), &requests, damaged)?;
+    let mut warnings_band = vec![];
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 
     // The simulation, driven by the session's robot.
-    let done: Simulated = crate::simulate::run(
-        &SimulateJob {
-            rod,
-            rod_path: &req.rod_path,
-            scene: crate::params::scene_with(req.scene.clone(), req.params.as_ref()),
-            scene_path: &req.scene_path,
-            params_path: req.params.as_ref().map(|p| p.path.as_path()),
-            base: BaseSource::Session(dir.clone()),
-            rig_frames: None,
-            duration_s: None,
-            out: &out.join("sim"),
-            damaged,
-            session_loads: Some(&req.loads),
-        },
-        progress,
-    )?;
+    let sim_out = out.join("sim");
+    let job = SimulateJob {
+        rod,
+        rod_path: &req.rod_path,
+        scene: crate::params::scene_with(req.scene.clone(), req.params.as_ref()),
+        scene_path: &req.scene_path,
+        params_path: req.params.as_ref().map(|p| p.path.as_path()),
+        base: BaseSource::Session(dir.clone()),
+        rig_frames: None,
+        duration_s: None,
+        out: &sim_out,
+        damaged,
+        session_loads: Some(&req.loads),
+    };
+    let done: Simulated = crate::simulate::run(&job, progress)?;
+    let (perturbed, band) = parameter_replays(req, &job, rod, &mut warnings_band)?;
     let records = &done.records;
     let t0_ns = done.t0_host_ns.expect("a session-driven simulation has a host time origin");
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = s.warnings.clone();
     warnings.extend(measured_markers);
+    warnings.append(&mut warnings_band);
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.
@@ -362,7 +396,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let mut measured: [Vec<f64>; 6] = Default::default();
     let mut simulated: [Vec<f64>; 6] = Default::default();
     // Per node: (t, observed, simulated).
-    type NodeSamples = Vec<(f64, [f64; 6], [f64; 6])>;
+    type NodeSamples = Vec<(f64, [f64; 6], [f64; 6], [f64; 6])>;
     let mut per_node: Vec<NodeSamples> = vec![vec![]; n_nodes];
     let mut frames_compared = std::collections::BTreeSet::new();
     // A frame whose every marker is missing was observed from nothing: the
@@ -375,12 +409,13 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             continue;
         }
         let Some(sim) = at_records(&t_rec, records, t, |x| x.node_strain[node]) else { continue };
+        let sd = perturbed.sd(t, &sim, |x| x.node_strain[node]);
         let sim: [f64; 6] = std::array::from_fn(|c| if c == 3 { sim[c] - 1.0 } else { sim[c] });
         for c in 0..6 {
             measured[c].push(r.strain[c]);
             simulated[c].push(sim[c]);
         }
-        per_node[node].push((t, r.strain, sim));
+        per_node[node].push((t, r.strain, sim, sd.into()));
         frames_compared.insert(r.frame);
     }
     if frames_compared.is_empty() {
@@ -414,7 +449,13 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let strain: Vec<ComponentFigures> = (0..6)
         .map(|c| {
             let e = errors(&measured[c], &simulated[c], range(&measured[c]));
+            let samples = per_node.iter().flatten();
+            let n = samples.clone().count().max(1) as f64;
+            let half_width = |sd: f64| band_half_width(sd, floor[c]);
+            let inside = samples.clone().filter(|x| (x.1[c] - x.2[c]).abs() <= half_width(x.3[c])).count() as f64;
             ComponentFigures {
+                parameter_sd_rms: (samples.map(|x| x.3[c].powi(2)).sum::<f64>() / n).sqrt(),
+                within_band_pct: 100.0 * inside / n,
                 component: COMPONENTS[c].into(),
                 unit: COMPONENT_UNITS[c].into(),
                 significant: range(&simulated[c]) > RESOLVED_OVER_FLOOR * floor[c] && scaled[c] >= SHARE_OF_LARGEST * largest && largest > 0.0,
@@ -427,7 +468,10 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         .collect();
     let headline = (0..6).filter(|c| strain[*c].significant).max_by(|x, y| strain[*x].excess_rms_pct.total_cmp(&strain[*y].excess_rms_pct)).unwrap_or(1);
     let mut plots = Plots { headline, ..Plots::default() };
-    plots.strain_nodes = per_node.iter().map(|v| v.iter().map(|(t, m, s)| (*t, m[headline], s[headline])).collect()).collect();
+    plots.strain_nodes = per_node
+        .iter()
+        .map(|v| v.iter().map(|(t, m, s, sd)| (*t, m[headline], s[headline], band_half_width(sd[headline], floor[headline]))).collect())
+        .collect();
     for c in (0..6).filter(|c| strain[*c].significant) {
         plots.parity.extend(measured[c].iter().zip(&simulated[c]).step_by((measured[c].len() / 400).max(1)).map(|(m, s)| (c, *m, *s)));
     }
@@ -488,13 +532,14 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
             o.force_window_s,
             plane.as_ref(),
             &flange_world,
+            &perturbed,
             &mut plots,
         )?),
         None => None,
     };
 
     // Contact: the tracked tip's rim point, its phases and slide.
-    let contact = plane.map(|plane| compare_contact(o, rod, &s.markers, &t_rec, records, &t_of, &plane, &mut plots));
+    let contact = plane.map(|plane| compare_contact(o, rod, &s.markers, &t_rec, records, &t_of, &plane, &perturbed, &mut plots));
 
     let mut checks = vec![Check::at_least("tracked marker coverage", coverage_pct, o.min_coverage_pct, "% of marker-frames")];
     checks.extend(session_checks(o, &strain, force.as_ref(), contact.as_ref(), plane.is_some()));
@@ -527,6 +572,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         marker_mean_offset_mm: [offset.x * 1e3, offset.y * 1e3, offset.z * 1e3],
         force,
         contact,
+        band,
         observer_reused,
         observer_failed_frames: observer_failed,
         simulation_real_time_factor: done.summary.real_time_factor,
@@ -537,6 +583,37 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let page = session_page(req, rod, dir, &summary, &plots);
     report::page::write_page(out, &page, &summary)?;
     Ok(summary)
+}
+
+/// The replays at the identified parameters' principal deviations (none
+/// without a covariance, or with `parameter_band` off), and what the bands
+/// then carry; a replay that stopped, and parameters without a variance,
+/// are named in `warnings`.
+fn parameter_replays(req: &ValidateRequest, job: &SimulateJob, rod: &Rod, warnings: &mut Vec<String>) -> Result<(PerturbedRuns, BandFigures)> {
+    let spread = match (&req.params, req.options.parameter_band) {
+        (Some(p), true) => ParameterSpread::of(&p.file),
+        _ => ParameterSpread::default(),
+    };
+    if !spread.unbounded.is_empty() {
+        warnings.push(format!(
+            "prediction bands: the fit left {} without a finite variance (the data never saw it): the bands leave it out",
+            spread.unbounded.join(", ")
+        ));
+    }
+    if spread.is_empty() {
+        return Ok((PerturbedRuns::default(), BandFigures { unbounded: spread.unbounded, ..BandFigures::default() }));
+    }
+    let rods: Vec<Rod> = spread.directions.iter().map(|d| d.apply(rod)).collect();
+    let (runs, stopped) = crate::simulate::replays(job, &rods)?;
+    warnings.extend(stopped.into_iter().map(|n| format!("prediction bands: {n}: the bands leave that direction out")));
+    Ok((PerturbedRuns::new(runs), BandFigures { parameters: spread.parameters, replays: rods.len(), unbounded: spread.unbounded }))
+}
+
+/// A 95 % prediction band's half width: the parameters' standard deviation
+/// and the measurement's noise (for strain, the observer's floor) in
+/// quadrature.
+fn band_half_width(parameter_sd: f64, noise_rms: f64) -> f64 {
+    Z95 * parameter_sd.hypot(noise_rms)
 }
 
 /// The share of marker positions tracked (not missing) in the frames
@@ -676,6 +753,7 @@ fn compare_force(
     window_s: f64,
     plane: Option<&Plane>,
     flange_world: &lie::trajectory::PoseTrajectory,
+    perturbed: &PerturbedRuns,
     plots: &mut Plots,
 ) -> Result<ForceFigures> {
     let col = |k: usize| &stream.columns[&fs.columns[k]];
@@ -736,7 +814,17 @@ fn compare_force(
     // samples it used, in every comparison after it.
     let bias_noise_n = if rest_samples > 0 { (scatter / rest_samples as f64).sqrt() } else { 0.0 };
     let excess_rms_pct = 100.0 * (force_n.rms.powi(2) - filtered_noise_n.powi(2) - bias_noise_n.powi(2)).max(0.0).sqrt() / peak;
-    plots.force = times.iter().zip(meas.iter().zip(&simf)).map(|(t, (m, f))| (*t, *m, *f)).collect();
+    // The band: the parameters' spread through the same filter, and the
+    // noise the comparison allows for.
+    let smooth = |t: &[f64], v: &[Vec3]| lie::series::moving_average(t, v, window_s);
+    let sd = perturbed.sd_filtered(&samples.iter().map(|s| (s.0, s.3)).collect::<Vec<_>>(), |r| lie::linear(&r.base_wrench_flange), smooth);
+    let noise_n = filtered_noise_n.hypot(bias_noise_n);
+    plots.force = times
+        .iter()
+        .zip(meas.iter().zip(&simf))
+        .zip(&sd)
+        .map(|((t, (m, f)), sd)| (*t, *m, *f, sd.map(|x| band_half_width(x, noise_n))))
+        .collect();
     // Normal contact force: the sensor's change along the table normal since rest.
     let normal_force_n = plane.and_then(|plane| {
         let world = |t: f64, f: &Vec3| flange_world.at(t).ok().map(|g| g.rot * f);
@@ -760,9 +848,10 @@ fn compare_force(
         // The simulated total through the sensor's filter too.
         let t: Vec<f64> = rows.iter().map(|r| r.0).collect();
         let sm: Vec<f64> = lie::series::moving_average(&t, &rows.iter().map(|r| r.2).collect::<Vec<_>>(), window_s);
-        let rows: Vec<(f64, f64, f64)> = rows.iter().zip(&sm).map(|(r, s)| (r.0, r.1, *s)).collect();
+        let smooth = |t: &[f64], v: &[nalgebra::Vector1<f64>]| lie::series::moving_average(t, v, window_s);
+        let sd = perturbed.sd_filtered(&rows.iter().map(|r| (r.0, nalgebra::Vector1::new(r.2))).collect::<Vec<_>>(), |r| nalgebra::Vector1::new(r.normal_force_n), smooth);
         let peak = m.iter().chain(&sm).cloned().fold(0.0, f64::max);
-        plots.normal = rows;
+        plots.normal = rows.iter().zip(&sm).zip(&sd).map(|((r, s), sd)| (r.0, r.1, *s, band_half_width(sd[0], noise_n))).collect();
         (peak > 0.0).then(|| errors(&m, &sm, peak))
     });
     Ok(ForceFigures {
@@ -786,6 +875,7 @@ fn compare_contact(
     records: &[StepRecord],
     t_of: &dyn Fn(f64) -> f64,
     plane: &Plane,
+    perturbed: &PerturbedRuns,
     plots: &mut Plots,
 ) -> ContactFigures {
     // The outermost marker and the outermost one before it along the rod
@@ -832,7 +922,8 @@ fn compare_contact(
     let slide_sim: Vec<f64> = t.iter().map(|tt| at_records(t_rec, records, *tt, |r| r.tip_slide_m).unwrap_or(f64::NAN)).collect();
     let in_contact = measured.iter().filter(|p| **p != Phase::Free).count();
     plots.phases = t.iter().zip(measured.iter().zip(&simulated)).map(|(t, (m, s))| (*t, *m, *s)).collect();
-    plots.slide = t.iter().zip(slide_m.iter().zip(&slide_sim)).map(|(t, (m, s))| (*t, m * 1e3, s * 1e3)).collect();
+    let slide_sd = |t: f64, s: f64| perturbed.sd(t, &nalgebra::Vector1::new(s), |r| nalgebra::Vector1::new(r.tip_slide_m))[0];
+    plots.slide = t.iter().zip(slide_m.iter().zip(&slide_sim)).map(|(t, (m, s))| (*t, m * 1e3, s * 1e3, Z95 * slide_sd(*t, *s) * 1e3)).collect();
     let first = |p: &[Phase]| p.iter().position(|x| *x != Phase::Free).map(|k| t[k]);
     let slide_mm = scale_figures(errors(&slide_m, &slide_sim, 1.0), 1e3);
     let slide_noise_mm = 2e3 * o.observer.sigma_m.max(noise_m);
@@ -945,7 +1036,8 @@ fn session_page(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, s: &SessionS
             .collect(),
     ));
     let h = p.headline;
-    blocks.extend(strain_charts(p, s.strain[h].floor_rms).into_iter().map(Block::Chart));
+    blocks.push(Block::Text(band_text(&s.band, &s.strain[h])));
+    blocks.extend(strain_charts(p).into_iter().map(Block::Chart));
     blocks.push(Block::Chart(Chart {
         name: "strain_parity".into(),
         title: "Parity: simulated against observed strain (components in the headline)".into(),
@@ -975,14 +1067,17 @@ fn session_page(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, s: &SessionS
         let axis = ["F_x", "F_y", "F_z"];
         blocks.push(Block::Chart(Chart {
             name: "force_time".into(),
-            title: "Force on the flange (flange frame): sensor minus bias (solid), simulated (dashed)".into(),
+            title: "Force on the flange (flange frame): sensor minus bias (solid), simulated (dashed) in its 95 % band (shaded)".into(),
             x_label: "t [s]".into(),
             y_label: "force [N]".into(),
             series: (0..3)
                 .flat_map(|k| {
                     [
                         Series::line(format!("{} measured", axis[k]), p.force.iter().map(|x| (x.0, x.1[k])).collect(), k),
-                        Series::dashed(format!("{} simulated", axis[k]), p.force.iter().map(|x| (x.0, x.2[k])).collect(), k),
+                        Series {
+                            band: p.force.iter().map(|x| (x.0, x.2[k] - x.3[k], x.2[k] + x.3[k])).collect(),
+                            ..Series::dashed(format!("{} simulated", axis[k]), p.force.iter().map(|x| (x.0, x.2[k])).collect(), k)
+                        },
                     ]
                 })
                 .collect(),
@@ -996,7 +1091,10 @@ fn session_page(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, s: &SessionS
                 y_label: "force [N]".into(),
                 series: vec![
                     Series::line("measured", p.normal.iter().map(|x| (x.0, x.1)).collect(), 0),
-                    Series::dashed("simulated", p.normal.iter().map(|x| (x.0, x.2)).collect(), 1),
+                    Series {
+                        band: p.normal.iter().map(|x| (x.0, x.2 - x.3, x.2 + x.3)).collect(),
+                        ..Series::dashed("simulated", p.normal.iter().map(|x| (x.0, x.2)).collect(), 1)
+                    },
                 ],
                 diagonal: false,
             }));
@@ -1017,13 +1115,13 @@ fn session_page(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, s: &SessionS
         )));
         blocks.push(Block::Chart(Chart {
             name: "tip_slide".into(),
-            title: "Tip slide distance along the table since touch".into(),
+            title: "Tip slide distance along the table since touch: tracked, simulated in the parameters' 95 % band (shaded)".into(),
             x_label: "t [s]".into(),
             y_label: "distance [mm]".into(),
             series: vec![
                 Series::line("tracked", p.slide.iter().map(|x| (x.0, x.1)).collect(), 0),
                 Series {
-                    band: p.slide.iter().map(|x| (x.0, x.1.min(x.2), x.1.max(x.2))).collect(),
+                    band: p.slide.iter().map(|x| (x.0, x.2 - x.3, x.2 + x.3)).collect(),
                     ..Series::dashed("simulated", p.slide.iter().map(|x| (x.0, x.2)).collect(), 1)
                 },
             ],
@@ -1123,18 +1221,18 @@ fn write_batch_page(req: &ValidateRequest, all: &[SessionSummary]) -> Result<Pat
 }
 
 /// The headline component's strain over time: observed as points,
-/// simulated as a line in a band of +- the observer's floor (what the
-/// observation of a model that describes the session exactly would scatter
-/// by), and beneath it the residual (observed - simulated) per node with
-/// the floor's band about zero.
-fn strain_charts(p: &Plots, floor_rms: f64) -> [Chart; 2] {
+/// simulated as a line in its 95 % band (the parameters' uncertainty and
+/// the observer's floor: where an observation of this model would fall),
+/// and beneath it the residual (observed - simulated) per node within the
+/// widest node's band about zero.
+fn strain_charts(p: &Plots) -> [Chart; 2] {
     let h = p.headline;
-    // (node, its (t, observed, simulated) samples)
+    // (node, its (t, observed, simulated, band's half width) samples)
     let nodes: Vec<_> = p.strain_nodes.iter().enumerate().filter(|(_, v)| !v.is_empty()).collect();
     let unit = COMPONENT_UNITS[h];
     let over_time = Chart {
         name: "strain_time".into(),
-        title: format!("{} at the section boundaries: observed (points), simulated (line) within +- the observer's floor (shaded)", COMPONENTS[h]),
+        title: format!("{} at the section boundaries: observed (points), simulated (line) in its 95 % band (shaded)", COMPONENTS[h]),
         x_label: "t [s]".into(),
         y_label: format!("{} [{unit}]", COMPONENTS[h]),
         series: nodes
@@ -1143,7 +1241,7 @@ fn strain_charts(p: &Plots, floor_rms: f64) -> [Chart; 2] {
                 [
                     Series::points(format!("node {k} observed"), v.iter().map(|x| (x.0, x.1)).collect(), *k),
                     Series {
-                        band: v.iter().map(|x| (x.0, x.2 - floor_rms, x.2 + floor_rms)).collect(),
+                        band: v.iter().map(|x| (x.0, x.2 - x.3, x.2 + x.3)).collect(),
                         ..Series::line(format!("node {k} simulated"), v.iter().map(|x| (x.0, x.2)).collect(), *k)
                     },
                 ]
@@ -1151,21 +1249,42 @@ fn strain_charts(p: &Plots, floor_rms: f64) -> [Chart; 2] {
             .collect(),
         diagonal: false,
     };
-    let (t0, t1) = nodes.iter().flat_map(|(_, v)| v.iter().map(|x| x.0)).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| (a.min(t), b.max(t)));
+    // The widest node's half width at each instant (the nodes of a frame share its time).
+    let mut widest: Vec<(f64, f64)> = nodes.iter().flat_map(|(_, v)| v.iter().map(|x| (x.0, x.3))).collect();
+    widest.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    widest.dedup_by(|b, a| b.0 == a.0);
     let mut residual: Vec<Series> = nodes.iter().map(|(k, v)| Series::line(format!("node {k}"), v.iter().map(|x| (x.0, x.1 - x.2)).collect(), *k)).collect();
-    if t0.is_finite() {
+    if !widest.is_empty() {
         residual.push(Series {
-            band: vec![(t0, -floor_rms, floor_rms), (t1, -floor_rms, floor_rms)],
-            ..Series::dashed("observer's floor (+-)", vec![(t0, 0.0), (t1, 0.0)], 6)
+            band: widest.iter().map(|(t, w)| (*t, -w, *w)).collect(),
+            ..Series::dashed("95 % band (widest node)", widest.iter().map(|(t, _)| (*t, 0.0)).collect(), 6)
         });
     }
     let residuals = Chart {
         name: "strain_residual".into(),
-        title: format!("{}: observed - simulated per node, and +- the observer's floor", COMPONENTS[h]),
+        title: format!("{}: observed - simulated per node, and the 95 % band about zero", COMPONENTS[h]),
         x_label: "t [s]".into(),
         y_label: format!("residual [{unit}]"),
         series: residual,
         diagonal: false,
     };
     [over_time, residuals]
+}
+
+/// What the bands carry, and how many observations fall inside (the
+/// headline component `c`).
+fn band_text(band: &BandFigures, c: &ComponentFigures) -> String {
+    let carried = if band.parameters.is_empty() {
+        "the observer's floor alone (no identified covariance: the rod file's material, or --no-parameter-band)".to_string()
+    } else {
+        format!(
+            "the identified parameters' uncertainty (the fit's covariance of {}: the session replayed once more per principal direction, {} in all) and the observer's floor, in quadrature",
+            band.parameters.join(", "),
+            band.replays
+        )
+    };
+    format!(
+        "Bands are 95 %: {carried}. {}: the parameters move the simulated strain by {:.3e} {} RMS (1 sd), the floor is {:.3e} {}; {:.1} % of the observations lie inside the band (about 95 % when the model and its uncertainty describe the session).",
+        c.component, c.parameter_sd_rms, c.unit, c.floor_rms, c.unit, c.within_band_pct
+    )
 }

@@ -326,3 +326,92 @@ fn markers_all_at_the_origin_are_refused_at_once() {
     let report = lab::info::check(&s, &lab::info::CheckOptions::default()).unwrap();
     assert!(report.problems.iter().any(|p| p.contains("801 of 801 frames have every tracked marker on one point")), "{:?}", report.problems);
 }
+
+/// An identified.toml for `ROD` with E scaled by `e_scale` and, when
+/// given, the fit's covariance of ln E and ln G (`[fit]`).
+fn params_with(dir: &Path, name: &str, e_scale: f64, covariance: Option<[[f64; 2]; 2]>) -> lab::params::Params {
+    let r = rod(ROD);
+    let mut body = r.cross_section.body;
+    body.e_pa *= e_scale;
+    let mut file = identify::output::IdentifiedFile::of_material(&r, ROD, body, "test");
+    if let Some(c) = covariance {
+        file.fit.parameter_names = vec!["ln_e".into(), "ln_g".into()];
+        file.fit.covariance = c.iter().map(|row| row.to_vec()).collect();
+    }
+    let p = dir.join(name);
+    file.write(&p).unwrap();
+    lab::params::Params::read(&p, &r, &at(ROD)).unwrap()
+}
+
+/// A chart's series by label, from the NAME.json the page writes beside its figure.
+fn chart_series(out: &Path, chart: &str, label: &str) -> serde_json::Value {
+    let chart: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join(format!("{chart}.json"))).unwrap()).unwrap();
+    chart["series"].as_array().unwrap().iter().find(|s| s["label"] == label).unwrap_or_else(|| panic!("no series {label}")).clone()
+}
+
+/// The prediction band carries the identified parameters' uncertainty:
+/// with E's variance alone, its half width at every sample is 1.96 times
+/// the move of a separate replay at E one standard deviation up, in
+/// quadrature with the observer's floor. A band that says E is uncertain
+/// by 20 % holds the observations even when E is 22 % off; without it,
+/// they fall outside.
+#[test]
+fn the_prediction_band_carries_the_parameters_uncertainty() {
+    let dir = tempfile::tempdir().unwrap();
+    // Tracked to 20 um, as the demo's lab day: the parameters' 20 % show beyond the floor.
+    let s = synth(dir.path(), "s", ROD, SCENE, |r| {
+        r.duration_s = Some(2.5);
+        r.marker_noise_m = 2e-5;
+    });
+    let sd_ln_e: f64 = 0.2;
+    let validate_with = |name: &str, params: lab::params::Params| {
+        let out = dir.path().join(name);
+        let mut req = ValidateRequest { params: Some(params), ..request(&[&s], &out) };
+        req.options.observer.sigma_m = 2e-5;
+        (one(&req), out)
+    };
+    let (at_truth, truth_out) = validate_with("truth", params_with(dir.path(), "truth.toml", 1.0, None));
+    let (one_sd_up, up_out) = validate_with("up", params_with(dir.path(), "up.toml", sd_ln_e.exp(), None));
+    let (banded, banded_out) = validate_with("banded", params_with(dir.path(), "banded.toml", 1.0, Some([[sd_ln_e.powi(2), 0.0], [0.0, 0.0]])));
+    assert!(at_truth.band.parameters.is_empty() && at_truth.band.replays == 0);
+    assert_eq!((banded.band.parameters.clone(), banded.band.replays), (vec!["ln_e".to_string(), "ln_g".to_string()], 1), "G's zero variance is no direction");
+    let h = banded.strain.iter().position(|c| c.significant && c.component == "kappa_y").expect("the stick test bends about y");
+    let floor = banded.strain[h].floor_rms;
+    assert_eq!(floor, at_truth.strain[h].floor_rms);
+    // Node by node, sample by sample, against the separate replay.
+    let nodes = rod(ROD).section_lengths_m.len() + 1;
+    let mut compared = 0;
+    for k in 0..nodes {
+        let label = format!("node {k} simulated");
+        let (Some(base), Some(up), Some(band)) = (
+            chart_series(&truth_out, "strain_time", &label)["points"].as_array().cloned(),
+            chart_series(&up_out, "strain_time", &label)["points"].as_array().cloned(),
+            chart_series(&banded_out, "strain_time", &label)["band"].as_array().cloned(),
+        ) else {
+            continue;
+        };
+        assert_eq!((base.len(), up.len()), (band.len(), band.len()));
+        for ((b, u), w) in base.iter().zip(&up).zip(&band) {
+            let (y, y_up) = (b[1].as_f64().unwrap(), u[1].as_f64().unwrap());
+            let half = (w[2].as_f64().unwrap() - w[1].as_f64().unwrap()) / 2.0;
+            let expected = lab::band::Z95 * (y_up - y).hypot(floor);
+            assert!((half - expected).abs() <= 1e-9 * expected.max(1e-12) + 1e-12, "node {k}: half width {half} vs {expected}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "{compared} samples");
+    assert!(banded.strain[h].parameter_sd_rms > floor, "E's 20 % moves the strain beyond the floor: {} vs {floor}", banded.strain[h].parameter_sd_rms);
+    // The session is the truth's: inside the band about as often as a 95 % band says.
+    assert!(banded.strain[h].within_band_pct > 90.0, "{}", banded.strain[h].within_band_pct);
+    // Validated 22 % stiff: outside the noise's band, inside the band of an E known to 20 %.
+    // The floor's band alone holds the truth's observations at about its
+    // 95 % (94.1 % when written), not those of a rod 22 % stiff (66 %).
+    assert!((90.0..99.0).contains(&at_truth.strain[h].within_band_pct), "{}", at_truth.strain[h].within_band_pct);
+    assert!(one_sd_up.strain[h].within_band_pct < 80.0, "{}", one_sd_up.strain[h].within_band_pct);
+    let (stiff_banded, _) = validate_with("stiff-banded", params_with(dir.path(), "stiff-banded.toml", sd_ln_e.exp(), Some([[sd_ln_e.powi(2), 0.0], [0.0, 0.0]])));
+    assert!(stiff_banded.strain[h].within_band_pct > 90.0, "{}", stiff_banded.strain[h].within_band_pct);
+    // The force and the slide carry their bands too.
+    assert!(chart_series(&banded_out, "force_time", "F_z simulated")["band"].as_array().unwrap().iter().any(|w| w[2].as_f64() > w[1].as_f64()));
+    let page = std::fs::read_to_string(banded_out.join("index.html")).unwrap();
+    assert!(page.contains("covariance of ln_e, ln_g: the session replayed once more per principal direction, 1 in all"), "the page says what the band carries");
+}

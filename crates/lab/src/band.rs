@@ -1,0 +1,199 @@
+//! The prediction band of a replay (validate): how far the simulated
+//! series move within the identified parameters' uncertainty. The fit's
+//! covariance (`[fit]` of identified.toml) of the parameters a replay
+//! depends on (ln E, ln G, ln rho, the cables' friction) is split into its
+//! principal directions; the replay is simulated once more at one standard
+//! deviation along each, and a series' variance is the sum of the squared
+//! moves (first order: exact for a series linear in the parameters, as the
+//! static fit's own bands are). Three or four simulations more, not a
+//! Monte Carlo cloud.
+
+use crate::simulate::at_records;
+use identify::output::IdentifiedFile;
+use nalgebra::{DMatrix, SVector, SymmetricEigen};
+use rod::Rod;
+use sim::StepRecord;
+
+/// The parameters a replay depends on, by their names in `[fit]`.
+const REPLAYED: [&str; 4] = ["ln_e", "ln_g", "ln_rho", "friction_mu"];
+
+/// A change of the replayed parameters: natural logarithms of E, G and
+/// rho, and the cables' friction coefficient added.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Perturbation {
+    /// By name as in [`REPLAYED`].
+    pub delta: [f64; 4],
+}
+
+impl Perturbation {
+    /// The rod with its material and its cables' friction moved by this.
+    pub fn apply(&self, rod: &Rod) -> Rod {
+        let body = rod.cross_section.body;
+        let [ln_e, ln_g, ln_rho, mu] = self.delta;
+        let mut out =
+            rod.with_material(rod::Material { e_pa: body.e_pa * ln_e.exp(), g_pa: body.g_pa * ln_g.exp(), rho_kg_m3: body.rho_kg_m3 * ln_rho.exp() });
+        for c in &mut out.cables {
+            c.friction_mu = (c.friction_mu + mu).max(0.0);
+        }
+        out
+    }
+}
+
+/// The identified parameters' spread as it reaches a replay.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParameterSpread {
+    /// The parameters the band covers, by their names in `[fit]`.
+    pub parameters: Vec<String>,
+    /// One standard deviation along each principal direction of their
+    /// covariance (a direction of zero variance left out).
+    pub directions: Vec<Perturbation>,
+    /// Replayed parameters the fit estimated without a finite variance
+    /// (the data never saw them): not in the band, and named on the page.
+    pub unbounded: Vec<String>,
+}
+
+impl ParameterSpread {
+    /// The spread of `file`'s fit; empty when the file has no covariance
+    /// (the rod file's material, or a file older than the bands).
+    pub fn of(file: &IdentifiedFile) -> ParameterSpread {
+        let fit = &file.fit;
+        let n = fit.parameter_names.len();
+        if fit.covariance.len() != n || fit.covariance.iter().any(|r| r.len() != n) {
+            return ParameterSpread::default();
+        }
+        let mut used = vec![];
+        let mut unbounded = vec![];
+        for (slot, name) in REPLAYED.iter().enumerate() {
+            let Some(i) = fit.parameter_names.iter().position(|p| p == name) else { continue };
+            let v = fit.covariance[i][i];
+            if v.is_finite() && !fit.prior_only.iter().any(|p| p == name) {
+                used.push((slot, i));
+            } else {
+                unbounded.push(name.to_string());
+            }
+        }
+        let cov = DMatrix::from_fn(used.len(), used.len(), |a, b| fit.covariance[used[a].1][used[b].1]);
+        let directions = principal_directions(&cov)
+            .into_iter()
+            .map(|d| {
+                let mut delta = [0.0; 4];
+                for (k, (slot, _)) in used.iter().enumerate() {
+                    delta[*slot] = d[k];
+                }
+                Perturbation { delta }
+            })
+            .collect();
+        ParameterSpread { parameters: used.iter().map(|(slot, _)| REPLAYED[*slot].to_string()).collect(), directions, unbounded }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.directions.is_empty()
+    }
+}
+
+/// One standard deviation along each principal direction of the symmetric
+/// `cov`: vectors `d_k` with `sum_k d_k d_k^T = cov` (eigenvalues at or
+/// below 1e-14 of the largest, or not finite, left out).
+pub fn principal_directions(cov: &DMatrix<f64>) -> Vec<Vec<f64>> {
+    if cov.is_empty() || cov.iter().any(|v| !v.is_finite()) {
+        return vec![];
+    }
+    let eig = SymmetricEigen::new(cov.clone());
+    let largest = eig.eigenvalues.iter().cloned().fold(0.0, f64::max);
+    (0..cov.nrows())
+        .filter(|&k| eig.eigenvalues[k] > 1e-14 * largest && eig.eigenvalues[k] > 0.0)
+        .map(|k| eig.eigenvectors.column(k).iter().map(|v| v * eig.eigenvalues[k].sqrt()).collect())
+        .collect()
+}
+
+/// A series' standard deviation from the parameters: from its value at
+/// the fitted parameters and at each direction's perturbation (`None`:
+/// that replay did not reach this instant; then the whole is unknown).
+pub fn linear_sd(nominal: f64, perturbed: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let mut sum = 0.0;
+    for y in perturbed {
+        sum += (y? - nominal).powi(2);
+    }
+    Some(sum.sqrt())
+}
+
+/// The replays at the perturbed parameters, each with its step times.
+#[derive(Default)]
+pub struct PerturbedRuns {
+    pub runs: Vec<(Vec<f64>, Vec<StepRecord>)>,
+}
+
+impl PerturbedRuns {
+    pub fn new(runs: Vec<Vec<StepRecord>>) -> PerturbedRuns {
+        PerturbedRuns { runs: runs.into_iter().map(|r| (r.iter().map(|x| x.t_s).collect(), r)).collect() }
+    }
+
+    /// Per component, the standard deviation that the parameters give
+    /// `f` at `t` about its value `nominal` (zeros without runs; a run
+    /// that does not reach `t` adds nothing).
+    pub fn sd<const N: usize>(&self, t: f64, nominal: &SVector<f64, N>, f: impl Fn(&StepRecord) -> SVector<f64, N>) -> SVector<f64, N> {
+        let mut var = SVector::<f64, N>::zeros();
+        for (t_rec, records) in &self.runs {
+            if let Some(y) = at_records(t_rec, records, t, &f) {
+                var += (y - nominal).component_mul(&(y - nominal));
+            }
+        }
+        var.map(f64::sqrt)
+    }
+
+    /// As [`PerturbedRuns::sd`] for each of a series' samples `(t,
+    /// nominal)` after the filter `smooth` (which the compared series
+    /// went through, e.g. a moving average over the sample times).
+    pub fn sd_filtered<const N: usize>(
+        &self,
+        samples: &[(f64, SVector<f64, N>)],
+        f: impl Fn(&StepRecord) -> SVector<f64, N>,
+        smooth: impl Fn(&[f64], &[SVector<f64, N>]) -> Vec<SVector<f64, N>>,
+    ) -> Vec<SVector<f64, N>> {
+        let times: Vec<f64> = samples.iter().map(|s| s.0).collect();
+        let mut var = vec![SVector::<f64, N>::zeros(); samples.len()];
+        for (t_rec, records) in &self.runs {
+            let raw: Vec<SVector<f64, N>> = samples.iter().map(|(t, y0)| at_records(t_rec, records, *t, &f).unwrap_or(*y0)).collect();
+            let nominal: Vec<SVector<f64, N>> = samples.iter().map(|s| s.1).collect();
+            for (v, (y, y0)) in var.iter_mut().zip(smooth(&times, &raw).iter().zip(smooth(&times, &nominal))) {
+                *v += (y - y0).component_mul(&(y - y0));
+            }
+        }
+        var.into_iter().map(|v| v.map(f64::sqrt)).collect()
+    }
+}
+
+/// The two-sided 95 % normal quantile: a band of +- this many standard deviations.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_directions_rebuild_the_covariance_and_give_a_linear_maps_variance() {
+        let cov = DMatrix::from_row_slice(3, 3, &[4e-4, 1e-4, 0.0, 1e-4, 9e-4, -2e-4, 0.0, -2e-4, 1e-4]);
+        let d = principal_directions(&cov);
+        assert_eq!(d.len(), 3);
+        let rebuilt = DMatrix::from_fn(3, 3, |a, b| d.iter().map(|v| v[a] * v[b]).sum::<f64>());
+        assert!((rebuilt - &cov).abs().max() < 1e-15);
+        // y = a . p: its variance a^T C a, from the moves along each direction.
+        let a = [3.0, -1.0, 2.0];
+        let y = |p: &[f64]| p.iter().zip(a).map(|(x, k)| x * k).sum::<f64>();
+        let sd = linear_sd(0.0, d.iter().map(|v| Some(y(v)))).unwrap();
+        let exact = (0..3).map(|i| (0..3).map(|j| a[i] * cov[(i, j)] * a[j]).sum::<f64>()).sum::<f64>().sqrt();
+        assert!((sd - exact).abs() < 1e-12 * exact, "{sd} vs {exact}");
+        // A replay that stopped short leaves the instant unknown.
+        assert_eq!(linear_sd(0.0, [Some(1.0), None]), None);
+    }
+
+    #[test]
+    fn e_and_g_tied_move_as_one_direction() {
+        // G tied to E by a Poisson ratio: ln G = ln E + const, correlation +1.
+        let v = 2.5e-3;
+        let d = principal_directions(&DMatrix::from_row_slice(2, 2, &[v, v, v, v]));
+        assert_eq!(d.len(), 1);
+        assert!((d[0][0].abs() - v.sqrt()).abs() < 1e-12 && (d[0][0] - d[0][1]).abs() < 1e-12, "{:?}", d);
+        assert!(principal_directions(&DMatrix::from_row_slice(1, 1, &[f64::INFINITY])).is_empty());
+    }
+}
