@@ -413,7 +413,13 @@ fn a_mocap_day_in_five_formats_imports_alike_and_identifies_statics_and_releases
     let banded = series.iter().filter(|s| s["style"] == "Line" && !s["band"].as_array().unwrap().is_empty()).count();
     assert!(measured > 0 && banded == measured, "{measured} measured series, {banded} simulated in a band");
     let residual: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("strain_residual.json")).unwrap()).unwrap();
-    assert!(residual["series"].as_array().unwrap().len() > measured, "a residual per node and the floor's band");
+    assert!(residual["series"].as_array().unwrap().len() > measured, "a residual per node and the band");
+    // The band carries the fitted parameters' uncertainty: E (and G with
+    // it) from the releases, replayed once more along their covariance.
+    let band = &summary["band"];
+    assert!(band["parameters"].as_array().unwrap().iter().any(|p| p == "ln_e") && band["replays"].as_u64().unwrap() >= 1, "{band}");
+    let headline = summary["strain"].as_array().unwrap().iter().filter(|c| c["significant"] == true).map(|c| c["parameter_sd_rms"].as_f64().unwrap());
+    assert!(headline.clone().all(|sd| sd > 0.0) && headline.count() > 0, "the parameters move the simulated strain");
     let figures = report::check_figures(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
     assert!(figures.iter().any(|f| f == "strain_time") && figures.iter().any(|f| f == "strain_residual"), "{figures:?}");
 }
