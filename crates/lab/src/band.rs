@@ -30,8 +30,7 @@ impl Perturbation {
     pub fn apply(&self, rod: &Rod) -> Rod {
         let body = rod.cross_section.body;
         let [ln_e, ln_g, ln_rho, mu] = self.delta;
-        let mut out =
-            rod.with_material(rod::Material { e_pa: body.e_pa * ln_e.exp(), g_pa: body.g_pa * ln_g.exp(), rho_kg_m3: body.rho_kg_m3 * ln_rho.exp() });
+        let mut out = rod.with_material(rod::Material { e_pa: body.e_pa * ln_e.exp(), g_pa: body.g_pa * ln_g.exp(), rho_kg_m3: body.rho_kg_m3 * ln_rho.exp() });
         for c in &mut out.cables {
             c.friction_mu = (c.friction_mu + mu).max(0.0);
         }

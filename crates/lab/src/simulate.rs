@@ -311,9 +311,7 @@ pub fn replays(job: &SimulateJob, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>,
     for (k, run) in runs.into_iter().enumerate() {
         match run? {
             (records, None) => done.push(records),
-            (records, Some(e)) => {
-                notes.push(format!("replay {} of {} stopped at t = {:.4} s ({e})", k + 1, rods.len(), records.last().map_or(0.0, |r| r.t_s)))
-            }
+            (records, Some(e)) => notes.push(format!("replay {} of {} stopped at t = {:.4} s ({e})", k + 1, rods.len(), records.last().map_or(0.0, |r| r.t_s))),
         }
     }
     Ok((done, notes))

@@ -7,6 +7,7 @@
 //! markers. Figures are checked against limits; a report page and
 //! summary.json per session, and a summary page for several sessions.
 
+use crate::band::{ParameterSpread, PerturbedRuns, Z95};
 use crate::data;
 use crate::error::{Context, Error, Result};
 use crate::loads::Loads;
@@ -14,7 +15,6 @@ use crate::observe::ObserveOptions;
 use crate::params::Params;
 use crate::progress::Progress;
 use crate::provenance::{file_row, version_row};
-use crate::band::{ParameterSpread, PerturbedRuns, Z95};
 use crate::simulate::{at_records, BaseSource, SimulateJob, Simulated};
 use identify::sessions::FlangeSensor;
 use lie::series::bracket;
@@ -819,12 +819,7 @@ fn compare_force(
     let smooth = |t: &[f64], v: &[Vec3]| lie::series::moving_average(t, v, window_s);
     let sd = perturbed.sd_filtered(&samples.iter().map(|s| (s.0, s.3)).collect::<Vec<_>>(), |r| lie::linear(&r.base_wrench_flange), smooth);
     let noise_n = filtered_noise_n.hypot(bias_noise_n);
-    plots.force = times
-        .iter()
-        .zip(meas.iter().zip(&simf))
-        .zip(&sd)
-        .map(|((t, (m, f)), sd)| (*t, *m, *f, sd.map(|x| band_half_width(x, noise_n))))
-        .collect();
+    plots.force = times.iter().zip(meas.iter().zip(&simf)).zip(&sd).map(|((t, (m, f)), sd)| (*t, *m, *f, sd.map(|x| band_half_width(x, noise_n)))).collect();
     // Normal contact force: the sensor's change along the table normal since rest.
     let normal_force_n = plane.and_then(|plane| {
         let world = |t: f64, f: &Vec3| flange_world.at(t).ok().map(|g| g.rot * f);
@@ -849,7 +844,11 @@ fn compare_force(
         let t: Vec<f64> = rows.iter().map(|r| r.0).collect();
         let sm: Vec<f64> = lie::series::moving_average(&t, &rows.iter().map(|r| r.2).collect::<Vec<_>>(), window_s);
         let smooth = |t: &[f64], v: &[nalgebra::Vector1<f64>]| lie::series::moving_average(t, v, window_s);
-        let sd = perturbed.sd_filtered(&rows.iter().map(|r| (r.0, nalgebra::Vector1::new(r.2))).collect::<Vec<_>>(), |r| nalgebra::Vector1::new(r.normal_force_n), smooth);
+        let sd = perturbed.sd_filtered(
+            &rows.iter().map(|r| (r.0, nalgebra::Vector1::new(r.2))).collect::<Vec<_>>(),
+            |r| nalgebra::Vector1::new(r.normal_force_n),
+            smooth,
+        );
         let peak = m.iter().chain(&sm).cloned().fold(0.0, f64::max);
         plots.normal = rows.iter().zip(&sm).zip(&sd).map(|((r, s), sd)| (r.0, r.1, *s, band_half_width(sd[0], noise_n))).collect();
         (peak > 0.0).then(|| errors(&m, &sm, peak))

@@ -408,7 +408,8 @@ fn the_prediction_band_carries_the_parameters_uncertainty() {
     // 95 % (94.1 % when written), not those of a rod 22 % stiff (66 %).
     assert!((90.0..99.0).contains(&at_truth.strain[h].within_band_pct), "{}", at_truth.strain[h].within_band_pct);
     assert!(one_sd_up.strain[h].within_band_pct < 80.0, "{}", one_sd_up.strain[h].within_band_pct);
-    let (stiff_banded, _) = validate_with("stiff-banded", params_with(dir.path(), "stiff-banded.toml", sd_ln_e.exp(), Some([[sd_ln_e.powi(2), 0.0], [0.0, 0.0]])));
+    let (stiff_banded, _) =
+        validate_with("stiff-banded", params_with(dir.path(), "stiff-banded.toml", sd_ln_e.exp(), Some([[sd_ln_e.powi(2), 0.0], [0.0, 0.0]])));
     assert!(stiff_banded.strain[h].within_band_pct > 90.0, "{}", stiff_banded.strain[h].within_band_pct);
     // The force and the slide carry their bands too.
     assert!(chart_series(&banded_out, "force_time", "F_z simulated")["band"].as_array().unwrap().iter().any(|w| w[2].as_f64() > w[1].as_f64()));
