@@ -21,7 +21,7 @@ const REPLAYED: [&str; 4] = ["ln_e", "ln_g", "ln_rho", "friction_mu"];
 /// rho, and the cables' friction coefficient added.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Perturbation {
-    /// By name as in [`REPLAYED`].
+    /// ln E, ln G, ln rho and the friction coefficient, in that order.
     pub delta: [f64; 4],
 }
 
