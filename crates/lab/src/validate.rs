@@ -198,6 +198,10 @@ pub struct ComponentFigures {
     /// (the observer's floor: its noise and what it cannot resolve), in
     /// the component's unit.
     pub floor_rms: f64,
+    /// The same floor at each section boundary, base to tip: what the
+    /// prediction band of that node carries (the observer resolves the
+    /// curvature at a free tip least).
+    pub floor_rms_per_node: Vec<f64>,
     /// The simulated values' range (what the experiment strains it by).
     pub simulated_range: f64,
     /// The RMS error beyond that floor, `sqrt(rms^2 - floor^2)`, % of the
@@ -442,25 +446,26 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     // markers may suit that motion worse than the session's suits its own
     // (a floor above the error it bounds let a wrong model pass).
     let floor_observer = ObserveOptions { energy_scale_j: session_scale_j, ..observer };
-    let floor = observer_floor(rod, &floor_observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
+    let Floor { component: floor, node: node_floor } =
+        observer_floor(rod, &floor_observer, noise_m, done.scene.gravity_m_s2, &floor_frames, &t_rec, records, &|t| sim_base.at(t).ok(), &tip_at)?;
     // Curvatures scaled by the length, strains as they are: comparable.
     let scaled: Vec<f64> = (0..6).map(|c| range(&simulated[c]) * if c < 3 { rod.length_m } else { 1.0 }).collect();
     let largest = scaled.iter().cloned().fold(0.0, f64::max);
     let strain: Vec<ComponentFigures> = (0..6)
         .map(|c| {
             let e = errors(&measured[c], &simulated[c], range(&measured[c]));
-            let samples = per_node.iter().flatten();
+            let samples = per_node.iter().enumerate().flat_map(|(k, v)| v.iter().map(move |x| (k, x)));
             let n = samples.clone().count().max(1) as f64;
-            let half_width = |sd: f64| band_half_width(sd, floor[c]);
-            let inside = samples.clone().filter(|x| (x.1[c] - x.2[c]).abs() <= half_width(x.3[c])).count() as f64;
+            let inside = samples.clone().filter(|(k, x)| (x.1[c] - x.2[c]).abs() <= band_half_width(x.3[c], node_floor[*k][c])).count() as f64;
             ComponentFigures {
-                parameter_sd_rms: (samples.map(|x| x.3[c].powi(2)).sum::<f64>() / n).sqrt(),
+                parameter_sd_rms: (samples.map(|(_, x)| x.3[c].powi(2)).sum::<f64>() / n).sqrt(),
                 within_band_pct: 100.0 * inside / n,
                 component: COMPONENTS[c].into(),
                 unit: COMPONENT_UNITS[c].into(),
                 significant: range(&simulated[c]) > RESOLVED_OVER_FLOOR * floor[c] && scaled[c] >= SHARE_OF_LARGEST * largest && largest > 0.0,
                 excess_rms_pct: 100.0 * (e.rms.powi(2) - floor[c].powi(2)).max(0.0).sqrt() / e.scale,
                 floor_rms: floor[c],
+                floor_rms_per_node: node_floor.iter().map(|f| f[c]).collect(),
                 simulated_range: range(&simulated[c]),
                 errors: e,
             }
@@ -470,7 +475,8 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let mut plots = Plots { headline, ..Plots::default() };
     plots.strain_nodes = per_node
         .iter()
-        .map(|v| v.iter().map(|(t, m, s, sd)| (*t, m[headline], s[headline], band_half_width(sd[headline], floor[headline]))).collect())
+        .zip(&node_floor)
+        .map(|(v, f)| v.iter().map(|(t, m, s, sd)| (*t, m[headline], s[headline], band_half_width(sd[headline], f[headline]))).collect())
         .collect();
     for c in (0..6).filter(|c| strain[*c].significant) {
         plots.parity.extend(measured[c].iter().zip(&simulated[c]).step_by((measured[c].len() / 400).max(1)).map(|(m, s)| (c, *m, *s)));
@@ -665,8 +671,16 @@ fn session_checks(o: &ValidateOptions, strain: &[ComponentFigures], force: Optio
     checks
 }
 
-/// Per strain component, the RMS error a model that describes the session
-/// exactly would show (the observer's floor): the simulated markers at the
+/// The observer's floor: per strain component, the RMS error a model that
+/// describes the session exactly would show, over every node and per node.
+struct Floor {
+    component: [f64; 6],
+    /// Per node (what the observer resolves differs along the rod: the
+    /// curvature at a free tip least).
+    node: Vec<[f64; 6]>,
+}
+
+/// The observer's floor ([`Floor`]): the simulated markers at the
 /// compared frames' times `frame_t` (at most 1500 of them), with the
 /// tracking's noise `noise_m` added (seeded), observed as the session's
 /// markers are, against the simulated strain. What the observer cannot
@@ -683,7 +697,7 @@ fn observer_floor(
     records: &[StepRecord],
     base_at: &dyn Fn(f64) -> Option<Pose>,
     tip_at: &dyn Fn(f64) -> Option<rod::TipHold>,
-) -> Result<[f64; 6]> {
+) -> Result<Floor> {
     let mut rod = rod.clone();
     rod.gravity_m_s2 = gravity_m_s2;
     let mode = match observer.mode {
@@ -713,7 +727,8 @@ fn observer_floor(
             .collect();
         obs.choose_energy_scale(&candidates, &sigma);
     }
-    let (mut sq, mut n) = ([0.0; 6], [0usize; 6]);
+    let n_nodes = records.first().map_or(0, |r| r.node_strain.len());
+    let (mut sq, mut n) = (vec![[0.0; 6]; n_nodes], vec![[0usize; 6]; n_nodes]);
     for (t, base, markers) in &frames {
         obs.set_base(base);
         if let Some(hold) = tip_at(*t) {
@@ -723,18 +738,22 @@ fn observer_floor(
         if matches!(ob.status, observe::Status::Failed(_)) {
             continue;
         }
-        for (node, observed) in ob.nodal_strain.iter().enumerate() {
+        for (node, observed) in ob.nodal_strain.iter().enumerate().take(n_nodes) {
             let Some(sim) = at_records(t_rec, records, *t, |x| x.node_strain[node]) else { continue };
             for c in 0..6 {
                 let d = observed[c] - sim[c];
                 if d.is_finite() {
-                    sq[c] += d * d;
-                    n[c] += 1;
+                    sq[node][c] += d * d;
+                    n[node][c] += 1;
                 }
             }
         }
     }
-    Ok(std::array::from_fn(|c| if n[c] > 0 { (sq[c] / n[c] as f64).sqrt() } else { 0.0 }))
+    let rms = |sq: f64, n: usize| if n > 0 { (sq / n as f64).sqrt() } else { 0.0 };
+    Ok(Floor {
+        component: std::array::from_fn(|c| rms(sq.iter().map(|s| s[c]).sum(), n.iter().map(|k| k[c]).sum())),
+        node: sq.iter().zip(&n).map(|(s, k)| std::array::from_fn(|c| rms(s[c], k[c]))).collect(),
+    })
 }
 
 fn scale_figures(e: ErrorFigures, k: f64) -> ErrorFigures {
@@ -1283,7 +1302,7 @@ fn band_text(band: &BandFigures, c: &ComponentFigures) -> String {
         )
     };
     format!(
-        "Bands are 95 %: {carried}. {}: the parameters move the simulated strain by {:.3e} {} RMS (1 sd), the floor is {:.3e} {}; {:.1} % of the observations lie inside the band (about 95 % when the model and its uncertainty describe the session).",
+        "Bands are 95 %: {carried}, each node with its own floor. {}: the parameters move the simulated strain by {:.3e} {} RMS (1 sd), the floor is {:.3e} {} over all nodes; {:.1} % of the observations lie inside the band (about 95 % when the model and its uncertainty describe the session).",
         c.component, c.parameter_sd_rms, c.unit, c.floor_rms, c.unit, c.within_band_pct
     )
 }
