@@ -924,7 +924,7 @@ fn a_loop_between_two_clamps_has_pyelasticas_shape() {
     let ours = dir.path().join("loop.csv");
     let args = ["solve", "--rod", "configs/rod/clamped-clamped-cable.toml", "--tip-position", "0.1,0,0", "--tip-rotation", "0,-1.5707963267948966,0", "--out"];
     ok(&rodlab(&[&args[..], &[ours.to_str().unwrap()]].concat()));
-    let peer = std::process::Command::new(python).args(["tests/python/elastica_loop.py", "0.1", "60", "6"]).current_dir(root()).output().unwrap();
+    let peer = std::process::Command::new(python).args(["tests/python/elastica_loop.py", "0.1", "60", "2.5"]).current_dir(root()).output().unwrap();
     assert!(peer.status.success(), "{}", String::from_utf8_lossy(&peer.stderr));
     let read = |text: &str| -> Vec<Vec<f64>> { text.lines().skip(1).map(|l| l.split(',').map(|v| v.trim().parse().unwrap()).collect()).collect() };
     // Ours: arc_m, px_m, py_m, pz_m first.
