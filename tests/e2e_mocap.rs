@@ -530,12 +530,12 @@ fn a_viscoelastic_beam_s_branches_are_recovered_from_releases_and_kelvin_voigt_i
     // Motion capture: the markers and the clamp share one clock, no delay fitted.
     assert!(d["marker_delay_s"].as_array().unwrap().iter().all(|x| x.as_float() == Some(0.0)), "{d:?}");
 
-    // At a 2 ms step the fit warns that the step is coarse (its times come
-    // out 5-6 % long).
+    // At 0.5 ms (40 steps per shortest time) no warning that the step is
+    // coarse (at 2 ms the fit warns, its times 5-6 % long: the warning is
+    // lab::dynamic's unit test, a fit less here).
+    assert!(!printed.contains("is coarse against the shortest branch time"), "{printed}");
     let coarse = data.join("release-2ms.toml");
     std::fs::write(&coarse, std::fs::read_to_string(&scene).unwrap().replace("step_s = 0.0005", "step_s = 0.002")).unwrap();
-    let (printed, _) = dynamic(&prony_rod, &coarse, &[], &dir.join("coarse"));
-    assert!(printed.contains("is coarse against the shortest branch time"), "{printed}");
 
     // Elastic + Kelvin-Voigt, E free with the motion: flagged (at 2 ms:
     // its misfit is 9 times the noise, the step's a few hundredths).

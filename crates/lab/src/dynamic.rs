@@ -1650,3 +1650,23 @@ fn write_report(
     let written = report::page::write_page(&req.out, &page, out)?;
     Ok(written.html)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The warning names the step a branch time of 20 ms needs (1 ms for
+    /// 20 steps per time), and stays quiet at 0.5 ms (40 per time).
+    #[test]
+    fn a_step_coarse_against_the_shortest_branch_time_is_warned_with_the_step_it_needs() {
+        let scene = |step_s: f64| {
+            let text = format!("[time]\nstep_s = {step_s}\nduration_s = 1.5\nmode = \"dynamic\"\n[base]\nkind = \"prescribed\"\n");
+            sim::Scene::from_toml_str(&text, "release.toml").unwrap()
+        };
+        let branches = [0.1, 0.02].map(|t| rod::PronyBranch { modulus_ratio: 0.2, time_constant_s: t });
+        let warning = coarse_step_warning(&scene(0.002), &branches).expect("2 ms against 20 ms is coarse");
+        assert!(warning.contains("shortest branch time (0.0200 s)") && warning.contains("refit with step_s <= 1.00e-3 s"), "{warning}");
+        assert_eq!(coarse_step_warning(&scene(0.0005), &branches), None);
+        assert_eq!(coarse_step_warning(&scene(0.002), &[]), None, "no branch, nothing to bias");
+    }
+}
