@@ -416,3 +416,27 @@ fn the_prediction_band_carries_the_parameters_uncertainty() {
     let page = std::fs::read_to_string(banded_out.join("index.html")).unwrap();
     assert!(page.contains("covariance of ln_e, ln_g: the session replayed once more per principal direction, 1 in all"), "the page says what the band carries");
 }
+
+/// The chain's bands at their stated rate: E and rho identified from a
+/// synthetic day's gravity holds (the demo's lab day: the same rod, the
+/// force sensor's bias fitted), their covariance carried into the
+/// validation of the day's stick session, whose truth is the holds':
+/// 92-98 % of every checked component's observations lie inside the 95 %
+/// band.
+#[test]
+fn bands_from_an_identification_hold_the_days_observations_at_their_stated_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let holds = synth(dir.path(), "holds", ROD, "configs/scene/cable-arm-holds.toml", |r| r.seed = 1);
+    let stick = synth(dir.path(), "stick", ROD, SCENE, |r| r.seed = 3);
+    let source = lab::identify::Source::Sessions { dirs: vec![holds], loads: lab::loads::Loads::read(Some(&at("configs/loads.toml")), 0).unwrap() };
+    let fit = dir.path().join("fit");
+    let req = lab::identify::IdentifyRequest { loo: false, ..lab::identify::IdentifyRequest::new(&at(ROD), rod(ROD), source, &fit) };
+    lab::identify::identify(&req, &lab::Silent).unwrap();
+    let params = lab::params::Params::read(&fit.join("identified.toml"), &rod(ROD), &at(ROD)).unwrap();
+    let s = one(&ValidateRequest { params: Some(params), ..request(&[&stick], &dir.path().join("report")) });
+    assert!(s.band.parameters.iter().any(|p| p == "ln_e") && s.band.replays >= 1, "{:?}", s.band);
+    for c in s.strain.iter().filter(|c| c.significant) {
+        println!("{}: {:.1} % inside, parameters {:.2e} RMS, floor {:.2e}", c.component, c.within_band_pct, c.parameter_sd_rms, c.floor_rms);
+        assert!((92.0..=98.0).contains(&c.within_band_pct), "{}: {} % inside its 95 % band", c.component, c.within_band_pct);
+    }
+}
