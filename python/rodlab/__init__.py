@@ -361,7 +361,8 @@ def validate(
     ``strain_stick_pct``, ``strain_slide_pct``, ``force_pct``, ``slide_mm``,
     ``phase_pct``, ``min_coverage_pct``, ``force_window_s``, and
     ``parameter_band`` (False: the bands carry the noise alone, as
-    ``--no-parameter-band``). Returns a dictionary: "pass" and "sessions"
+    ``--no-parameter-band``) and ``bands`` (N Monte Carlo draws, as
+    ``--bands N``). Returns a dictionary: "pass" and "sessions"
     (each session's figures and checks)."""
     return _rodlab.validate(_session_paths(session), rod, scene, params=params, out=out, progress=_progress(progress), **options)
 

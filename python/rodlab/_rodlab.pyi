@@ -330,6 +330,7 @@ def validate(
     force_window_s: float = 0.5,
     min_coverage_pct: float = 50.0,
     parameter_band: bool = True,
+    bands: int = 0,
 ) -> Dict[str, Any]: ...
 def observe(
     session: _Path,

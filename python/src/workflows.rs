@@ -421,7 +421,7 @@ pub fn simulate(
 #[pyfunction]
 #[pyo3(signature = (sessions, rod, scene, *, params=None, loads=None, out=None, progress=None, sigma_m=None, strict=false, jobs=2, observer="weighted",
     contact_gap_m=None, slide_speed_m_s=2e-3, speed_window_s=0.3, rest_s=0.5, strain_stick_pct=10.0, strain_slide_pct=15.0, force_pct=5.0, slide_mm=2.0,
-    phase_pct=90.0, force_window_s=0.5, min_coverage_pct=50.0, parameter_band=true))]
+    phase_pct=90.0, force_window_s=0.5, min_coverage_pct=50.0, parameter_band=true, bands=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn validate<'py>(
     py: Python<'py>,
@@ -448,6 +448,7 @@ pub fn validate<'py>(
     force_window_s: f64,
     min_coverage_pct: f64,
     parameter_band: bool,
+    bands: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scene_path, scene) = self::scene(scene)?;
     let mut options = lab::validate::ValidateOptions {
@@ -465,6 +466,7 @@ pub fn validate<'py>(
         force_window_s,
         min_coverage_pct,
         parameter_band,
+        band_samples: bands,
         ..Default::default()
     };
     options.observer.mode = observer_mode("observer", observer)?;

@@ -210,6 +210,9 @@ pub struct ValidateArgs {
     /// Bands of the noise alone: do not replay the identified parameters' principal deviations (the bands' parameter part costs one simulation per fitted material parameter).
     #[arg(long)]
     pub no_parameter_band: bool,
+    /// Monte Carlo bands: N draws from the parameters' covariance, each replayed, in place of one replay per principal direction (for replays far from linear in the parameters, e.g. a slide's onset).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub bands: usize,
     /// Exit with status 1 when a check is exceeded, and refuse a session with a damaged chunk (default: the chunk is left out, with a warning naming it and its rows).
     #[arg(long)]
     pub strict: bool,
@@ -242,6 +245,7 @@ pub fn validate(a: ValidateArgs, progress: &dyn Progress) -> Result<()> {
             refuse_damaged: a.strict,
             min_coverage_pct: a.min_coverage_pct,
             parameter_band: !a.no_parameter_band,
+            band_samples: a.bands,
         },
     };
     let v = lab::validate::validate(&req, progress)?;

@@ -5,8 +5,10 @@
 //! principal directions; the replay is simulated once more at one standard
 //! deviation along each, and a series' variance is the sum of the squared
 //! moves (first order: exact for a series linear in the parameters, as the
-//! static fit's own bands are). Three or four simulations more, not a
-//! Monte Carlo cloud.
+//! static fit's own bands are). Three or four simulations more. Where the
+//! replay is far from linear in them (a slide's onset), `samples` draws a
+//! Monte Carlo cloud from the same covariance instead: the variance is then
+//! the samples' mean squared move from the fitted parameters' replay.
 
 use crate::simulate::at_records;
 use identify::output::IdentifiedFile;
@@ -46,8 +48,10 @@ pub struct ParameterSpread {
     /// One standard deviation along each principal direction of their
     /// covariance (a direction of zero variance left out).
     pub directions: Vec<Perturbation>,
-    /// Replayed parameters the fit estimated without a finite variance
-    /// (the data never saw them): not in the band, and named on the page.
+    /// Replayed parameters the fit left undetermined (no finite variance,
+    /// a prior alone, or an interval the data do not bound, as
+    /// identified.toml's `determined = false`): not in the band (their
+    /// draws would be any value), and named on the page.
     pub unbounded: Vec<String>,
 }
 
@@ -60,12 +64,14 @@ impl ParameterSpread {
         if fit.covariance.len() != n || fit.covariance.iter().any(|r| r.len() != n) {
             return ParameterSpread::default();
         }
+        let p = &file.parameters;
+        let determined = [p.e_pa.determined, p.g_pa.determined, p.rho_kg_m3.determined, p.friction_mu_ci95.is_some_and(|c| c.iter().all(|x| x.is_finite()))];
         let mut used = vec![];
         let mut unbounded = vec![];
         for (slot, name) in REPLAYED.iter().enumerate() {
             let Some(i) = fit.parameter_names.iter().position(|p| p == name) else { continue };
             let v = fit.covariance[i][i];
-            if v.is_finite() && !fit.prior_only.iter().any(|p| p == name) {
+            if v.is_finite() && determined[slot] && !fit.prior_only.iter().any(|p| p == name) {
                 used.push((slot, i));
             } else {
                 unbounded.push(name.to_string());
@@ -87,6 +93,25 @@ impl ParameterSpread {
 
     pub fn is_empty(&self) -> bool {
         self.directions.is_empty()
+    }
+
+    /// `n` draws from the covariance (normal, seeded: the same bands on
+    /// every run): each a sum of the principal directions, each direction
+    /// times a standard normal number.
+    pub fn samples(&self, n: usize, seed: u64) -> Vec<Perturbation> {
+        let mut normal = crate::synth::Noise::new(seed);
+        (0..n)
+            .map(|_| {
+                let mut delta = [0.0; 4];
+                for d in &self.directions {
+                    let z = normal.sample(1.0);
+                    for (x, dx) in delta.iter_mut().zip(d.delta) {
+                        *x += z * dx;
+                    }
+                }
+                Perturbation { delta }
+            })
+            .collect()
     }
 }
 
@@ -120,11 +145,21 @@ pub fn linear_sd(nominal: f64, perturbed: impl IntoIterator<Item = Option<f64>>)
 #[derive(Default)]
 pub struct PerturbedRuns {
     pub runs: Vec<(Vec<f64>, Vec<StepRecord>)>,
+    /// Each run's squared move counts this much in the variance: 1 for a
+    /// principal direction's, 1/n for one of n Monte Carlo draws.
+    pub weight: f64,
 }
 
 impl PerturbedRuns {
+    /// Replays along the principal directions (the first-order variance).
     pub fn new(runs: Vec<Vec<StepRecord>>) -> PerturbedRuns {
-        PerturbedRuns { runs: runs.into_iter().map(|r| (r.iter().map(|x| x.t_s).collect(), r)).collect() }
+        PerturbedRuns { runs: runs.into_iter().map(|r| (r.iter().map(|x| x.t_s).collect(), r)).collect(), weight: 1.0 }
+    }
+
+    /// Replays of Monte Carlo draws (the variance their mean squared move).
+    pub fn drawn(runs: Vec<Vec<StepRecord>>) -> PerturbedRuns {
+        let weight = 1.0 / runs.len().max(1) as f64;
+        PerturbedRuns { weight, ..PerturbedRuns::new(runs) }
     }
 
     /// Per component, the standard deviation that the parameters give
@@ -134,7 +169,7 @@ impl PerturbedRuns {
         let mut var = SVector::<f64, N>::zeros();
         for (t_rec, records) in &self.runs {
             if let Some(y) = at_records(t_rec, records, t, &f) {
-                var += (y - nominal).component_mul(&(y - nominal));
+                var += (y - nominal).component_mul(&(y - nominal)) * self.weight;
             }
         }
         var.map(f64::sqrt)
@@ -155,7 +190,7 @@ impl PerturbedRuns {
             let raw: Vec<SVector<f64, N>> = samples.iter().map(|(t, y0)| at_records(t_rec, records, *t, &f).unwrap_or(*y0)).collect();
             let nominal: Vec<SVector<f64, N>> = samples.iter().map(|s| s.1).collect();
             for (v, (y, y0)) in var.iter_mut().zip(smooth(&times, &raw).iter().zip(smooth(&times, &nominal))) {
-                *v += (y - y0).component_mul(&(y - y0));
+                *v += (y - y0).component_mul(&(y - y0)) * self.weight;
             }
         }
         var.into_iter().map(|v| v.map(f64::sqrt)).collect()
@@ -184,6 +219,20 @@ mod tests {
         assert!((sd - exact).abs() < 1e-12 * exact, "{sd} vs {exact}");
         // A replay that stopped short leaves the instant unknown.
         assert_eq!(linear_sd(0.0, [Some(1.0), None]), None);
+    }
+
+    #[test]
+    fn monte_carlo_draws_have_the_covariance() {
+        let cov = DMatrix::from_row_slice(2, 2, &[4e-4, 1e-4, 1e-4, 9e-4]);
+        let directions = principal_directions(&cov).into_iter().map(|d| Perturbation { delta: [d[0], d[1], 0.0, 0.0] }).collect();
+        let spread = ParameterSpread { parameters: vec!["ln_e".into(), "ln_g".into()], directions, unbounded: vec![] };
+        let draws = spread.samples(20_000, 5);
+        let n = draws.len() as f64;
+        for (a, b) in [(0, 0), (0, 1), (1, 1)] {
+            let c = draws.iter().map(|d| d.delta[a] * d.delta[b]).sum::<f64>() / n;
+            assert!((c - cov[(a, b)]).abs() < 0.05 * cov[(1, 1)], "({a}, {b}): {c} vs {}", cov[(a, b)]);
+        }
+        assert_eq!(spread.samples(3, 5), spread.samples(3, 5), "seeded");
     }
 
     #[test]

@@ -300,11 +300,16 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
 pub fn replays(job: &SimulateJob, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>, Vec<String>)> {
     use rayon::prelude::*;
     let prepared = prepare(job)?;
-    let runs: Vec<Result<(Vec<StepRecord>, Option<SimError>)>> = rods
+    let runs: Vec<Result<(Vec<StepRecord>, Option<String>)>> = rods
         .par_iter()
-        .map(|rod| {
-            let mut sim = prepared.simulator(rod, &prepared.scene, job.scene_path)?;
-            Ok(sim.run_until_failure(|_, _| {}))
+        .map(|rod| match prepared.simulator(rod, &prepared.scene, job.scene_path) {
+            Ok(mut sim) => {
+                let (records, failure) = sim.run_until_failure(|_, _| {});
+                Ok((records, failure.map(|e: SimError| e.to_string())))
+            }
+            // The start's equilibrium not found with these values: a stopped replay.
+            Err(e) if e.kind() == crate::Kind::Computation => Ok((vec![], Some(e.to_string()))),
+            Err(e) => Err(e),
         })
         .collect();
     let (mut done, mut notes) = (vec![], vec![]);

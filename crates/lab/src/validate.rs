@@ -67,6 +67,10 @@ pub struct ValidateOptions {
     /// (the replay simulated once more per principal direction of their
     /// covariance); off: the bands are the measurement's noise alone.
     pub parameter_band: bool,
+    /// Monte Carlo: this many draws from the parameters' covariance,
+    /// each replayed, instead of one replay per principal direction (0);
+    /// for replays far from linear in the parameters (a slide's onset).
+    pub band_samples: usize,
 }
 
 impl Default for ValidateOptions {
@@ -87,6 +91,7 @@ impl Default for ValidateOptions {
             refuse_damaged: false,
             min_coverage_pct: 50.0,
             parameter_band: true,
+            band_samples: 0,
         }
     }
 }
@@ -223,8 +228,11 @@ pub struct BandFigures {
     /// The identified parameters whose covariance the bands carry (empty:
     /// the measurement's noise alone).
     pub parameters: Vec<String>,
-    /// Replays simulated for them (one per principal direction).
+    /// Replays simulated for them: one per principal direction, or the
+    /// Monte Carlo draws.
     pub replays: usize,
+    /// "first order" (the principal directions) or "Monte Carlo".
+    pub method: String,
     /// Parameters the fit left without a finite variance: not in the bands.
     pub unbounded: Vec<String>,
 }
@@ -601,19 +609,23 @@ fn parameter_replays(req: &ValidateRequest, job: &SimulateJob, rod: &Rod, warnin
         _ => ParameterSpread::default(),
     };
     if !spread.unbounded.is_empty() {
-        warnings.push(format!(
-            "prediction bands: the fit left {} without a finite variance (the data never saw it): the bands leave it out",
-            spread.unbounded.join(", ")
-        ));
+        warnings
+            .push(format!("prediction bands: the fit left {} undetermined (the data do not bound it): the bands leave it out", spread.unbounded.join(", ")));
     }
     if spread.is_empty() {
-        return Ok((PerturbedRuns::default(), BandFigures { unbounded: spread.unbounded, ..BandFigures::default() }));
+        return Ok((PerturbedRuns::default(), BandFigures { method: "noise alone".into(), unbounded: spread.unbounded, ..BandFigures::default() }));
     }
-    let rods: Vec<Rod> = spread.directions.iter().map(|d| d.apply(rod)).collect();
+    let draws = req.options.band_samples;
+    let perturbations = if draws > 0 { spread.samples(draws, BAND_SEED) } else { spread.directions.clone() };
+    let rods: Vec<Rod> = perturbations.iter().map(|d| d.apply(rod)).collect();
     let (runs, stopped) = crate::simulate::replays(job, &rods)?;
-    warnings.extend(stopped.into_iter().map(|n| format!("prediction bands: {n}: the bands leave that direction out")));
-    Ok((PerturbedRuns::new(runs), BandFigures { parameters: spread.parameters, replays: rods.len(), unbounded: spread.unbounded }))
+    warnings.extend(stopped.into_iter().map(|n| format!("prediction bands: {n}: the bands leave that replay out")));
+    let (runs, method) = if draws > 0 { (PerturbedRuns::drawn(runs), "Monte Carlo") } else { (PerturbedRuns::new(runs), "first order") };
+    Ok((runs, BandFigures { parameters: spread.parameters, replays: rods.len(), method: method.into(), unbounded: spread.unbounded }))
 }
+
+/// The Monte Carlo draws' seed: a report is the same on every run.
+const BAND_SEED: u64 = 11;
 
 /// A 95 % prediction band's half width: the parameters' standard deviation
 /// and the measurement's noise (for strain, the observer's floor) in
@@ -1295,10 +1307,14 @@ fn band_text(band: &BandFigures, c: &ComponentFigures) -> String {
     let carried = if band.parameters.is_empty() {
         "the observer's floor alone (no identified covariance: the rod file's material, or --no-parameter-band)".to_string()
     } else {
+        let how = if band.method == "Monte Carlo" {
+            format!("{} Monte Carlo draws from it, each replayed", band.replays)
+        } else {
+            format!("the session replayed once more per principal direction, {} in all", band.replays)
+        };
         format!(
-            "the identified parameters' uncertainty (the fit's covariance of {}: the session replayed once more per principal direction, {} in all) and the observer's floor, in quadrature",
-            band.parameters.join(", "),
-            band.replays
+            "the identified parameters' uncertainty (the fit's covariance of {}: {how}) and the observer's floor, in quadrature",
+            band.parameters.join(", ")
         )
     };
     format!(
