@@ -1,0 +1,92 @@
+"""rodlab.batch (#82): a workflow mapped over 20 synthetic sessions by a
+2-worker Dask LocalCluster and by a process pool gives what a serial run
+gives, to the last bit; each task writes only its own directory."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, List
+
+import polars as pl
+import pytest
+
+import rodlab
+import rodlab.batch
+
+from conftest import repo
+
+ROD = repo("configs/rod/contact-paper-steel-core.toml")
+SCENE = repo("configs/scene/contact-paper-stick.toml")
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> List[rodlab.Session]:
+    """20 short stick sessions, each its own seed."""
+    day = tmp_path_factory.mktemp("day")
+    return [rodlab.synth_session(scene=SCENE, rod=ROD, out=day / f"s{k:02}", seed=k, duration_s=0.6, progress=False) for k in range(20)]
+
+
+# How fast a run went (the host's clock): the one figure that differs.
+CLOCKED = {"simulation_real_time_factor", "real_time_factor", "wall_time_s"}
+
+
+def without_clock(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_clock(v) for k, v in value.items() if k not in CLOCKED}
+    if isinstance(value, list):
+        return [without_clock(v) for v in value]
+    return value
+
+
+def same_but_paths(a: Any, b: Any, root_a: Path, root_b: Path) -> bool:
+    """Equal, floats to the bit (JSON writes a float's shortest exact
+    form), once each run's output directory is named alike and the run's
+    speed left out."""
+    text_a = json.dumps(without_clock(a), sort_keys=True, default=str).replace(str(root_a), "OUT")
+    text_b = json.dumps(without_clock(b), sort_keys=True, default=str).replace(str(root_b), "OUT")
+    return text_a == text_b
+
+
+def test_validate_on_a_dask_cluster_equals_a_serial_run(sessions: List[rodlab.Session], tmp_path: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed")
+    serial = rodlab.batch.map("validate", sessions, rod=ROD, out=tmp_path / "serial", scene=SCENE)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            on_cluster = rodlab.batch.map("validate", sessions, rod=ROD, out=tmp_path / "dask", scene=SCENE, executor=client.get_executor())
+            workers = len(client.scheduler_info()["workers"])
+    assert workers == 2
+    assert len(serial) == len(on_cluster) == 20
+    assert all(r["pass"] for r in serial), [r["sessions"][0]["warnings"] for r in serial if not r["pass"]]
+    for s, r, c in zip(sessions, serial, on_cluster):
+        assert r["sessions"][0]["session"] == s.name
+        assert same_but_paths(r, c, tmp_path / "serial", tmp_path / "dask"), s.name
+        # Each task wrote its own directory, and nothing into the session.
+        assert (tmp_path / "dask" / s.name / "validate" / "summary.json").is_file()
+        assert not (Path(s.path) / "strain.parquet").exists()
+    # The figures differ from session to session (each its own seed): the
+    # comparison above compared something.
+    assert len({r["sessions"][0]["strain_headline_rms_pct"] for r in serial}) == 20
+
+
+def test_observe_in_a_process_pool_equals_a_serial_run(sessions: List[rodlab.Session], tmp_path: Path) -> None:
+    serial = rodlab.batch.map("observe", sessions, rod=ROD, out=tmp_path / "serial")
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pooled = rodlab.batch.map("observe", sessions, rod=ROD, out=tmp_path / "pool", executor=pool)
+    for s, r, p in zip(sessions, serial, pooled):
+        assert same_but_paths(r, p, tmp_path / "serial", tmp_path / "pool"), s.name
+        serial_table, pooled_table = (pl.read_parquet(tmp_path / run / s.name / "observe" / "strain.parquet") for run in ("serial", "pool"))
+        assert serial_table.height > 0 and serial_table.equals(pooled_table), s.name
+
+
+def test_bad_requests_are_refused_before_any_work(sessions: List[rodlab.Session], tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="task: one of track, observe, identify, simulate, validate"):
+        rodlab.batch.map("fit", sessions, rod=ROD, out=tmp_path)
+    with pytest.raises(ValueError, match="share a directory name"):
+        rodlab.batch.map("observe", [sessions[0], sessions[0]], rod=ROD, out=tmp_path)
+    in_memory = rodlab.Rod.from_toml(ROD.read_text())
+    with pytest.raises(ValueError, match="a rod file every worker can read"):
+        rodlab.batch.map("observe", sessions, rod=in_memory, out=tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing written"
