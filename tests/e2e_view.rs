@@ -257,7 +257,11 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("stick");
     // Recorded with its live view: the strain observed live from the
-    // rendered camera, watched while it records.
+    // rendered camera, watched while it records. The browser starts first
+    // and is given the URL once the recording prints it: started after, a
+    // cold Chromium (a fresh clone's first) came up when the recording had
+    // ended, ERR_CONNECTION_REFUSED, in every fresh-clone run.
+    let mut watcher = probe(&python, "-", 6.0, Some(&root().join("target/view-live-strain.png")), false);
     let mut synth = rodlab()
         .args(["synth", "session", "--live", "--scene", "configs/scene/contact-paper-stick.toml", "--rod", "configs/rod/contact-paper-steel-core.toml"])
         .args(["--out", s.to_str().unwrap(), "--seed", "3", "--view", "127.0.0.1:0"])
@@ -266,7 +270,8 @@ fn the_replay_of_a_virtual_lab_session_shows_the_frame_markers_and_strain_of_its
         .unwrap();
     let mut lines = BufReader::new(synth.stdout.take().unwrap()).lines();
     let live_url = lines.by_ref().map_while(|l| l.ok()).find_map(|l| l.strip_prefix("live view: ").map(str::to_string)).expect("the live view's URL");
-    let live = probe_result(probe(&python, &live_url, 6.0, Some(&root().join("target/view-live-strain.png")), false));
+    watch(&mut watcher, &live_url);
+    let live = probe_result(watcher);
     let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
     assert!(synth.wait().unwrap().success(), "{rest:?}");
     let o = rodlab().args(["observe", s.to_str().unwrap(), "--rod", "configs/rod/contact-paper-steel-core.toml", "--sigma-m", "2e-5"]).output().unwrap();
