@@ -130,17 +130,6 @@ pub fn principal_directions(cov: &DMatrix<f64>) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// A series' standard deviation from the parameters: from its value at
-/// the fitted parameters and at each direction's perturbation (`None`:
-/// that replay did not reach this instant; then the whole is unknown).
-pub fn linear_sd(nominal: f64, perturbed: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    let mut sum = 0.0;
-    for y in perturbed {
-        sum += (y? - nominal).powi(2);
-    }
-    Some(sum.sqrt())
-}
-
 /// The replays at the perturbed parameters, each with its step times.
 #[derive(Default)]
 pub struct PerturbedRuns {
@@ -185,11 +174,12 @@ impl PerturbedRuns {
         smooth: impl Fn(&[f64], &[SVector<f64, N>]) -> Vec<SVector<f64, N>>,
     ) -> Vec<SVector<f64, N>> {
         let times: Vec<f64> = samples.iter().map(|s| s.0).collect();
+        let nominal: Vec<SVector<f64, N>> = samples.iter().map(|s| s.1).collect();
+        let nominal = smooth(&times, &nominal);
         let mut var = vec![SVector::<f64, N>::zeros(); samples.len()];
         for (t_rec, records) in &self.runs {
             let raw: Vec<SVector<f64, N>> = samples.iter().map(|(t, y0)| at_records(t_rec, records, *t, &f).unwrap_or(*y0)).collect();
-            let nominal: Vec<SVector<f64, N>> = samples.iter().map(|s| s.1).collect();
-            for (v, (y, y0)) in var.iter_mut().zip(smooth(&times, &raw).iter().zip(smooth(&times, &nominal))) {
+            for (v, (y, y0)) in var.iter_mut().zip(smooth(&times, &raw).iter().zip(&nominal)) {
                 *v += (y - y0).component_mul(&(y - y0)) * self.weight;
             }
         }
@@ -211,14 +201,12 @@ mod tests {
         assert_eq!(d.len(), 3);
         let rebuilt = DMatrix::from_fn(3, 3, |a, b| d.iter().map(|v| v[a] * v[b]).sum::<f64>());
         assert!((rebuilt - &cov).abs().max() < 1e-15);
-        // y = a . p: its variance a^T C a, from the moves along each direction.
+        // y = a . p: its variance a^T C a, the sum of the squared moves along each direction.
         let a = [3.0, -1.0, 2.0];
         let y = |p: &[f64]| p.iter().zip(a).map(|(x, k)| x * k).sum::<f64>();
-        let sd = linear_sd(0.0, d.iter().map(|v| Some(y(v)))).unwrap();
+        let sd = d.iter().map(|v| y(v).powi(2)).sum::<f64>().sqrt();
         let exact = (0..3).map(|i| (0..3).map(|j| a[i] * cov[(i, j)] * a[j]).sum::<f64>()).sum::<f64>().sqrt();
         assert!((sd - exact).abs() < 1e-12 * exact, "{sd} vs {exact}");
-        // A replay that stopped short leaves the instant unknown.
-        assert_eq!(linear_sd(0.0, [Some(1.0), None]), None);
     }
 
     #[test]

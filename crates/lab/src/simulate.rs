@@ -269,7 +269,12 @@ fn tip_waypoints(clamp: &[(f64, lie::Pose)], from_s: f64) -> sim::scene::TipSpec
 
 /// Runs a simulation job and writes its tables and report into `job.out`.
 pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
-    let prepared = prepare(job)?;
+    run_prepared(job, prepare(job)?, progress)
+}
+
+/// [`run`] of a job already [`prepare`]d (its files read once, e.g. for
+/// [`replays`] of the same job too).
+pub fn run_prepared(job: &SimulateJob, prepared: Prepared, progress: &dyn Progress) -> Result<Simulated> {
     let mut sim = prepared.simulator(job.rod, &prepared.scene, job.scene_path)?;
     let Prepared { scene, t0_host_ns, frames_from, warnings, .. } = prepared;
     let task = progress.task("simulate", Some(scene.steps() as u64));
@@ -293,13 +298,12 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
     Ok(Simulated { records, t0_host_ns, summary, scene, frames_from })
 }
 
-/// The job's replay with each of `rods` in its place (e.g. other
-/// parameters: a prediction band), in parallel, nothing written: the
+/// The job's replay (`prepared`) with each of `rods` in its place (e.g.
+/// other parameters: a prediction band), in parallel, nothing written: the
 /// records of each run that reached the scene's end; a run that stopped
 /// is left out, and the note says where it stopped.
-pub fn replays(job: &SimulateJob, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>, Vec<String>)> {
+pub fn replays(job: &SimulateJob, prepared: &Prepared, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>, Vec<String>)> {
     use rayon::prelude::*;
-    let prepared = prepare(job)?;
     let runs: Vec<Result<(Vec<StepRecord>, Option<String>)>> = rods
         .par_iter()
         .map(|rod| match prepared.simulator(rod, &prepared.scene, job.scene_path) {

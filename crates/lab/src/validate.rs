@@ -233,7 +233,7 @@ pub struct BandFigures {
     pub replays: usize,
     /// "first order" (the principal directions) or "Monte Carlo".
     pub method: String,
-    /// Parameters the fit left without a finite variance: not in the bands.
+    /// Parameters the fit left undetermined (no bounded interval): not in the bands.
     pub unbounded: Vec<String>,
 }
 
@@ -353,7 +353,6 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
     let damaged = if o.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip };
     let s = data::load(dir, rod.markers.len(), &requests, damaged)?;
-    let mut warnings_band = vec![];
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 
     // The simulation, driven by the session's robot.
@@ -371,15 +370,16 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
         damaged,
         session_loads: Some(&req.loads),
     };
-    let done: Simulated = crate::simulate::run(&job, progress)?;
-    let (perturbed, band) = parameter_replays(req, &job, rod, &mut warnings_band)?;
+    // Read once: the replays of the prediction bands are the same job's.
+    let prepared = crate::simulate::prepare(&job)?;
+    let done: Simulated = crate::simulate::run_prepared(&job, prepared.clone(), progress)?;
     let records = &done.records;
     let t0_ns = done.t0_host_ns.expect("a session-driven simulation has a host time origin");
     let t_rec: Vec<f64> = records.iter().map(|r| r.t_s).collect();
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = s.warnings.clone();
     warnings.extend(measured_markers);
-    warnings.append(&mut warnings_band);
+    let (perturbed, band) = parameter_replays(req, &job, &prepared, rod, &mut warnings)?;
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.
@@ -407,7 +407,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let n_nodes = records[0].node_strain.len();
     let mut measured: [Vec<f64>; 6] = Default::default();
     let mut simulated: [Vec<f64>; 6] = Default::default();
-    // Per node: (t, observed, simulated).
+    // Per node: (t, observed, simulated, the parameters' sd).
     type NodeSamples = Vec<(f64, [f64; 6], [f64; 6], [f64; 6])>;
     let mut per_node: Vec<NodeSamples> = vec![vec![]; n_nodes];
     let mut frames_compared = std::collections::BTreeSet::new();
@@ -603,7 +603,13 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
 /// without a covariance, or with `parameter_band` off), and what the bands
 /// then carry; a replay that stopped, and parameters without a variance,
 /// are named in `warnings`.
-fn parameter_replays(req: &ValidateRequest, job: &SimulateJob, rod: &Rod, warnings: &mut Vec<String>) -> Result<(PerturbedRuns, BandFigures)> {
+fn parameter_replays(
+    req: &ValidateRequest,
+    job: &SimulateJob,
+    prepared: &crate::simulate::Prepared,
+    rod: &Rod,
+    warnings: &mut Vec<String>,
+) -> Result<(PerturbedRuns, BandFigures)> {
     let spread = match (&req.params, req.options.parameter_band) {
         (Some(p), true) => ParameterSpread::of(&p.file),
         _ => ParameterSpread::default(),
@@ -618,7 +624,7 @@ fn parameter_replays(req: &ValidateRequest, job: &SimulateJob, rod: &Rod, warnin
     let draws = req.options.band_samples;
     let perturbations = if draws > 0 { spread.samples(draws, BAND_SEED) } else { spread.directions.clone() };
     let rods: Vec<Rod> = perturbations.iter().map(|d| d.apply(rod)).collect();
-    let (runs, stopped) = crate::simulate::replays(job, &rods)?;
+    let (runs, stopped) = crate::simulate::replays(job, prepared, &rods)?;
     warnings.extend(stopped.into_iter().map(|n| format!("prediction bands: {n}: the bands leave that replay out")));
     let (runs, method) = if draws > 0 { (PerturbedRuns::drawn(runs), "Monte Carlo") } else { (PerturbedRuns::new(runs), "first order") };
     Ok((runs, BandFigures { parameters: spread.parameters, replays: rods.len(), method: method.into(), unbounded: spread.unbounded }))
