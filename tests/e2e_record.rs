@@ -2,7 +2,7 @@
 //! by the tests themselves.
 
 mod common;
-use common::{free_port, robot_emulator, rodlab_command as rodlab, PtyPair};
+use common::{free_port, robot_emulator, rodlab_command as rodlab, root, venv_python, PtyPair};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -365,6 +365,44 @@ fn a_device_that_never_sends_fails_the_check_and_an_unplugged_one_leaves_its_gap
     assert!(text.contains("problem: device ft300: disconnected for"), "{text}");
     drop(ft_emu);
     stop(emu);
+    aligned_as_pandas_joins_it(&out, &gaps[0]);
+}
+
+/// The robot and the unplugged FT 300 on one clock (`export --aligned`),
+/// every row as pandas's merge_asof has it (tests/python/asof_peer.py),
+/// and none of the FT 300's values carried across its outage.
+fn aligned_as_pandas_joins_it(session: &Path, outage: &session::gaps::Gap) {
+    let Some(python) = venv_python("pandas", "export --aligned against pandas") else { return };
+    for (i, (on, matching, tolerance)) in [("robot", "previous", None), ("ft300", "nearest", Some("0.004"))].into_iter().enumerate() {
+        let to = session.with_file_name(format!("aligned-{i}"));
+        let mut args = vec!["session", "export", session.to_str().unwrap(), "--to", to.to_str().unwrap(), "--aligned", "--on", on, "--match", matching];
+        args.extend(tolerance.iter().flat_map(|t| ["--tolerance-s", *t]));
+        let o = rodlab().args(&args).output().unwrap();
+        let printed = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(printed.contains(&format!("aligned on {on}'s times:")), "{printed}");
+        let peer = Command::new(&python)
+            .arg(root().join("tests/python/asof_peer.py"))
+            .args([to.to_str().unwrap(), on, matching, tolerance.unwrap_or("default")])
+            .output()
+            .unwrap();
+        assert!(peer.status.success(), "pandas disagrees: {}", String::from_utf8_lossy(&peer.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&peer.stdout).unwrap();
+        eprintln!("aligned on {on} ({matching}): pandas agrees: {v}");
+        let joined = if on == "robot" { "ft300" } else { "robot" };
+        let without = v["streams"][joined]["rows_without"].as_u64().unwrap();
+        assert!(printed.contains(&format!("{joined}: within")) && printed.contains(&format!("{without} rows without a value")), "{printed}\n{v}");
+        // On the robot's 500 Hz times, the FT 300's outage (2 s unplugged,
+        // then its reconnection) leaves its rows empty, and only those and
+        // the rows before its first sample: its values are not carried across.
+        if on == "robot" {
+            let in_outage = v["streams"]["ft300"]["rows_in_outages"].as_u64().unwrap() as f64;
+            let expected = outage.duration_s() * 500.0;
+            assert!((in_outage - expected).abs() < 0.05 * expected, "{in_outage} rows inside a {:.2} s outage", outage.duration_s());
+            assert!((without as f64) < in_outage + 0.05 * v["rows"].as_f64().unwrap(), "{v}");
+        }
+        assert!(v["compared"].as_u64().unwrap() > 3000, "{v}");
+    }
 }
 
 #[test]

@@ -172,10 +172,47 @@ class Session:
         "ok", "problems" (one line each), "warnings", "rows"."""
         return self._native.check(max_outage_s=max_outage_s, videos=videos)
 
-    def export(self, to: PathLike) -> Dict[str, Any]:
+    def aligned(
+        self,
+        *,
+        on: Optional[str] = None,
+        streams: Optional[List[str]] = None,
+        tolerance_s: Optional[float] = None,
+        match: str = "previous",
+        strict: bool = False,
+    ) -> "pl.DataFrame":
+        """Every stream on the host times of stream ``on`` (default: the one
+        with the most samples): ``t_host_ns``, then ``STREAM.COLUMN`` of each
+        stream. A row takes another stream's sample at or before it
+        (``match="previous"``) or nearest to it (``"nearest"``), within
+        ``tolerance_s`` (default: 1.5 of that stream's median sample
+        interval), and never one from across an outage in the stream's gap
+        table: such a value is null. ``streams``: those to join (default:
+        all); ``strict``: refuse a damaged chunk instead of leaving it out."""
+        got = self._native.aligned_columns(on=on, streams=streams, tolerance_s=tolerance_s, match=match, strict=strict)
+        frame = _frame(got["columns"])
+        try:
+            import polars as pl
+        except ImportError:
+            return frame
+        return frame.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+    def export(
+        self,
+        to: PathLike,
+        *,
+        aligned: bool = False,
+        on: Optional[str] = None,
+        streams: Optional[List[str]] = None,
+        tolerance_s: Optional[float] = None,
+        match: str = "previous",
+    ) -> Dict[str, Any]:
         """As ``rodlab session export``: every table as CSV and JSON into
-        ``to``; "files" ({path: rows}) and "warnings"."""
-        return self._native.export(to)
+        ``to``; "files" ({path: rows}) and "warnings". With ``aligned``, also
+        ``aligned.csv`` (the options as :meth:`aligned`'s; an empty field
+        where a row has no value) and "aligned" (the rows' stream, and each
+        joined stream's tolerance and rows without a value)."""
+        return self._native.export(to, aligned=aligned, on=on, streams=streams, tolerance_s=tolerance_s, match=match)
 
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]:
         """The path of camera ``camera``'s video (default: the first)."""

@@ -211,7 +211,25 @@ class Session:
     def gaps_columns(self, name: str) -> Dict[str, Any]: ...
     def info(self) -> Dict[str, Any]: ...
     def check(self, *, max_outage_s: float = 1.0, videos: bool = True) -> Dict[str, Any]: ...
-    def export(self, to: _Path) -> Dict[str, Any]: ...
+    def export(
+        self,
+        to: _Path,
+        *,
+        aligned: bool = False,
+        on: Optional[str] = None,
+        streams: Optional[List[str]] = None,
+        tolerance_s: Optional[float] = None,
+        match: str = "previous",
+    ) -> Dict[str, Any]: ...
+    def aligned_columns(
+        self,
+        *,
+        on: Optional[str] = None,
+        streams: Optional[List[str]] = None,
+        tolerance_s: Optional[float] = None,
+        match: str = "previous",
+        strict: bool = False,
+    ) -> Dict[str, Any]: ...
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]: ...
 
 def synth_session(

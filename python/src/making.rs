@@ -12,6 +12,7 @@ use lab::synth::{SynthFiles, SynthRequest};
 use lab::SessionDir;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use session::aligned::{AlignOptions, JoinedStream};
 use std::path::PathBuf;
 
 /// Makes a lab session from the simulator (`rodlab synth session`) of
@@ -208,11 +209,39 @@ pub fn check<'py>(py: Python<'py>, dir: &SessionDir, max_outage_s: f64, videos: 
 
 /// `rodlab session export`: CSV and JSON of every table into `to`;
 /// "files" (path: rows, None for the metadata) and "warnings".
-pub fn export<'py>(py: Python<'py>, dir: &SessionDir, to: &std::path::Path) -> PyResult<Bound<'py, PyDict>> {
-    let out = lab::export::export(dir, to).py_err()?;
+/// With `aligned`, also aligned.csv; "aligned": the rows' stream and each
+/// joined stream's rule ([`joined`]).
+pub fn export<'py>(py: Python<'py>, dir: &SessionDir, to: &std::path::Path, aligned: Option<&AlignOptions>) -> PyResult<Bound<'py, PyDict>> {
+    let out = py.detach(|| lab::export::export_with(dir, to, aligned)).py_err()?;
     let files = PyDict::new(py);
     for (file, rows) in &out.files {
         files.set_item(file, rows)?;
     }
-    Ok(py_dict!(py, { "files" => files, "warnings" => out.warnings.clone() }))
+    let aligned = match &out.aligned {
+        Some((on, streams)) => Some(joined(py, on, streams)?),
+        None => None,
+    };
+    Ok(py_dict!(py, { "files" => files, "warnings" => out.warnings.clone(), "aligned" => aligned }))
+}
+
+/// {"on": the rows' stream, "streams": [{name, tolerance_s, rows_without, rows_in_outages}]}.
+pub fn joined<'py>(py: Python<'py>, on: &str, streams: &[JoinedStream]) -> PyResult<Bound<'py, PyDict>> {
+    let list = streams
+        .iter()
+        .map(|j| {
+            Ok(py_dict!(py, {
+                "name" => j.name.clone(), "tolerance_s" => j.tolerance_s, "rows_without" => j.rows_without, "rows_in_outages" => j.rows_in_outages
+            }))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(py_dict!(py, { "on" => on.to_string(), "streams" => list }))
+}
+
+/// The options of an aligned table from Python's arguments (`matching`:
+/// "previous" or "nearest").
+pub fn align_options(on: Option<String>, streams: Option<Vec<String>>, tolerance_s: Option<f64>, matching: &str, strict: bool) -> PyResult<AlignOptions> {
+    let matching = session::aligned::Match::parse(matching)
+        .ok_or_else(|| crate::errors::to_py(lab::Error::input(format!("match='{matching}': one of 'previous', 'nearest'"))))?;
+    let damaged = if strict { session::Damaged::Refuse } else { session::Damaged::Skip };
+    Ok(AlignOptions { on, streams: streams.unwrap_or_default(), tolerance_s, matching, damaged })
 }

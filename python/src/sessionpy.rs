@@ -146,9 +146,47 @@ impl Session {
         crate::making::check(py, &self.dir, max_outage_s, videos)
     }
 
-    /// `rodlab session export`: every table as CSV and JSON into `to`.
-    fn export<'py>(&self, py: Python<'py>, to: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        crate::making::export(py, &self.dir, &convert::path(to, "to")?)
+    /// `rodlab session export`: every table as CSV and JSON into `to`;
+    /// with `aligned`, also aligned.csv (the options as [`Session::aligned_columns`]'s).
+    #[pyo3(signature = (to, *, aligned=false, on=None, streams=None, tolerance_s=None, r#match="previous"))]
+    #[allow(clippy::too_many_arguments)]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        to: &Bound<'py, PyAny>,
+        aligned: bool,
+        on: Option<String>,
+        streams: Option<Vec<String>>,
+        tolerance_s: Option<f64>,
+        r#match: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::making::align_options(on, streams, tolerance_s, r#match, false)?;
+        crate::making::export(py, &self.dir, &convert::path(to, "to")?, aligned.then_some(&options))
+    }
+
+    /// Every stream on the host times of `on` (default: the stream with
+    /// the most samples): {"columns": {name: array}, "on", "streams"}.
+    /// `streams`: those to join (default: all); `tolerance_s`: the
+    /// farthest a joined sample may lie (default: 1.5 of each stream's
+    /// median interval); `match`: "previous" or "nearest". A row without a
+    /// value (beyond the tolerance, or inside an outage of the stream's
+    /// gap table) holds NaN.
+    #[pyo3(signature = (*, on=None, streams=None, tolerance_s=None, r#match="previous", strict=false))]
+    fn aligned_columns<'py>(
+        &self,
+        py: Python<'py>,
+        on: Option<String>,
+        streams: Option<Vec<String>>,
+        tolerance_s: Option<f64>,
+        r#match: &str,
+        strict: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::making::align_options(on, streams, tolerance_s, r#match, strict)?;
+        let joined = py.detach(|| session::aligned::aligned(&self.dir, &options)).py_err()?;
+        let out = crate::making::joined(py, &joined.on, &joined.joined)?;
+        out.set_item("columns", columns(py, &joined.table)?)?;
+        out.set_item("warnings", joined.warnings.clone())?;
+        Ok(out)
     }
 
     fn __repr__(&self) -> String {

@@ -68,6 +68,25 @@ def test_a_scripted_recording_from_the_emulators(tmp_path, pty_pair):
     assert np.isfinite(fx).all() and np.abs(np.diff(fx)).max() < 0.1 and fx.std() > 0
     robot_rows = session.stream("robot")
     assert robot_rows.height == devices["robot"]["rows"] and (np.diff(robot_rows["t_host_ns"].to_numpy()) > 0).all()
+    # The FT 300 on the robot's clock, as polars's own join_asof has it.
+    # (Only "previous": where two FT 300 frames share a host time, polars's
+    # "nearest" takes the later one ahead of a row, pandas's merge_asof the
+    # earlier; rodlab follows pandas, checked row by row in tests/e2e_record.rs.)
+    import polars as pl
+
+    aligned = session.aligned(on="robot", tolerance_s=0.015)
+    ft_named = ft.rename({c: f"ft300.{c}" for c in ft.columns if c != "t_host_ns"})
+    peer = robot_rows.select("t_host_ns").join_asof(ft_named, on="t_host_ns", strategy="backward", tolerance=15_000_000)
+    assert aligned.height == robot_rows.height and aligned["t_host_ns"].equals(robot_rows["t_host_ns"])
+    assert aligned.select(peer.columns[1:]).equals(peer.select(peer.columns[1:]))
+    assert aligned["robot.actual_TCP_pose_0"].equals(robot_rows["actual_TCP_pose_0"].rename("robot.actual_TCP_pose_0"))
+    # The same from the export, with the default tolerance (1.5 intervals).
+    exported = session.export(tmp_path / "export", aligned=True, on="robot")
+    assert exported["aligned"]["on"] == "robot"
+    (joined,) = exported["aligned"]["streams"]
+    assert joined["name"] == "ft300" and abs(joined["tolerance_s"] - 0.015) < 0.003, joined
+    csv = pl.read_csv(tmp_path / "export" / "aligned.csv")
+    assert csv.height == robot_rows.height and csv["ft300.fx_n"].null_count() == joined["rows_without"]
 
 
 def test_bad_rigs_and_emulator_arguments_raise_input_errors(tmp_path):

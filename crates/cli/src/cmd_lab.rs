@@ -200,7 +200,7 @@ pub enum SessionCommand {
     },
     /// Every table of a session (or of a simulation's output) as CSV (headers: the column names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
     #[command(
-        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
+        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on robot\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on ft300 --match nearest --tolerance-s 0.005\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are.\n--aligned also writes aligned.csv: t_host_ns of the --on stream, then STREAM.COLUMN of every stream, each row taking the other streams' sample at or before it (--match previous) or nearest to it, within --tolerance-s (default: 1.5 sample intervals of each stream), and never one from across an outage in the stream's gap table: such a field is empty.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
     )]
     Export {
         /// Session directory, or a simulation's output (simulate --out).
@@ -208,6 +208,21 @@ pub enum SessionCommand {
         /// Directory to write into (created).
         #[arg(long)]
         to: PathBuf,
+        /// Also write aligned.csv: every stream on the host times of one (as-of join).
+        #[arg(long)]
+        aligned: bool,
+        /// With --aligned: the stream whose times are the rows (default: the one with the most samples).
+        #[arg(long, requires = "aligned")]
+        on: Option<String>,
+        /// With --aligned: the streams to join, comma-separated (default: all).
+        #[arg(long, requires = "aligned", value_delimiter = ',')]
+        streams: Vec<String>,
+        /// With --aligned: the farthest a joined sample may be from its row [s] (default: 1.5 x each stream's median interval).
+        #[arg(long, requires = "aligned")]
+        tolerance_s: Option<f64>,
+        /// With --aligned: `previous` (the sample at or before the row) or `nearest`.
+        #[arg(long = "match", requires = "aligned", default_value = "previous", value_parser = ["previous", "nearest"])]
+        matching: String,
     },
 }
 
@@ -320,12 +335,20 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
             let report = lab::info::check(&SessionDir::new(&dir), &lab::info::CheckOptions { max_outage_s, videos: !skip_videos, count_frames: None })?;
             print_check(&report, &dir)
         }
-        SessionCommand::Export { dir, to } => {
-            let out = lab::export::export(&SessionDir::new(&dir), &to)?;
+        SessionCommand::Export { dir, to, aligned, on, streams, tolerance_s, matching } => {
+            let matching = session::aligned::Match::parse(&matching).unwrap_or(session::aligned::Match::Previous);
+            let options = session::aligned::AlignOptions { on, streams, tolerance_s, matching, damaged: session::Damaged::Skip };
+            let out = lab::export::export_with(&SessionDir::new(&dir), &to, aligned.then_some(&options))?;
             for (file, rows) in &out.files {
                 match rows {
                     Some(rows) => println!("wrote {} ({rows} rows)", file.display()),
                     None => println!("wrote {}", file.display()),
+                }
+            }
+            if let Some((on, joined)) = &out.aligned {
+                println!("aligned on {on}'s times:");
+                for j in joined {
+                    println!("  {}: within {:.4} s; {} rows without a value ({} inside its outages)", j.name, j.tolerance_s, j.rows_without, j.rows_in_outages);
                 }
             }
             for w in &out.warnings {

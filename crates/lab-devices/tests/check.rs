@@ -188,6 +188,7 @@ fn damage_inside_the_files_is_named_and_readers_leave_a_damaged_chunk_out() {
     assert!(info.warnings.iter().any(|w| w.starts_with(&lost)), "{:?}", info.warnings);
     let exported = lab::export::export(&s, &dir.path().join("export")).unwrap();
     assert!(exported.warnings.iter().any(|w| w.starts_with(&lost)), "{:?}", exported.warnings);
+    assert!(exported.warnings.iter().any(|w| w.ends_with("device ft300's gap table left out")), "{:?}", exported.warnings);
     let loads = lab::loads::Loads::read(Some(&common::at("configs/loads.toml")), 4).unwrap();
     let request = |refuse_damaged: bool, sessions: Vec<SessionDir>| lab::identify::IdentifyRequest {
         loo: false,

@@ -7,6 +7,7 @@
 //! session's columns.
 
 use crate::error::{Error, Result};
+use session::aligned::AlignOptions;
 use session::{SessionDir, Table};
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,9 @@ pub struct Exported {
     pub files: Vec<(PathBuf, Option<usize>)>,
     /// Damaged chunks left out, one line each.
     pub warnings: Vec<String>,
+    /// With `--aligned`: the stream whose times are the rows of
+    /// `aligned.csv`, and each joined stream's rule and rows without a value.
+    pub aligned: Option<(String, Vec<session::aligned::JoinedStream>)>,
 }
 
 /// Suffixes that already name a unit (`fx_n`, `t_host_ns`, `x_m`, ...).
@@ -81,6 +85,10 @@ pub fn unit(column: &str) -> String {
 /// Writes `table` as CSV at `path`; its columns' units go to `units`
 /// (file, column, unit).
 fn write_csv(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>) -> Result<usize> {
+    write_csv_as(table, path, file, units, false)
+}
+
+fn write_csv_as(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>, missing_is_empty: bool) -> Result<usize> {
     let columns = table.text_columns()?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("{}: cannot create: {e}", parent.display())))?;
@@ -88,10 +96,13 @@ fn write_csv(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]
     let mut w = csv::Writer::from_path(path).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
     let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
     w.write_record(columns.iter().map(|(n, _)| n.as_str())).map_err(werr)?;
-    units.extend(columns.iter().map(|(n, _)| [file.to_string(), n.clone(), unit(n)]));
+    // An aligned table's `STREAM.COLUMN` has the column's unit.
+    units.extend(columns.iter().map(|(n, _)| [file.to_string(), n.clone(), unit(n.rsplit_once('.').map_or(n.as_str(), |(_, c)| c))]));
     let rows = table.height();
+    // An aligned row's missing value is an empty field, as pandas, polars
+    // and spreadsheets read one (a marker's NaN stays: it is a value).
     for r in 0..rows {
-        w.write_record(columns.iter().map(|(_, v)| v[r].as_str())).map_err(werr)?;
+        w.write_record(columns.iter().map(|(_, v)| if missing_is_empty && v[r] == "NaN" { "" } else { v[r].as_str() })).map_err(werr)?;
     }
     w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
     Ok(rows)
@@ -112,6 +123,13 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 /// markers as `markers.csv` under the same columns, beside `sim.csv`,
 /// `sim_nodes.csv`, `sim_contacts.csv` and its `summary.json`.
 pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
+    export_with(session, to, None)
+}
+
+/// [`export`], and with `aligned` also `aligned.csv`: every stream on the
+/// host times of one ([`session::aligned::aligned`]), an empty field where
+/// a row has no value (beyond the tolerance, or inside an outage).
+pub fn export_with(session: &SessionDir, to: &Path, aligned: Option<&AlignOptions>) -> Result<Exported> {
     let meta = session.meta()?;
     if meta.is_none() && session.path().join(SIM_MARKERS).is_file() {
         return export_simulation(session.path(), to);
@@ -138,8 +156,16 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
         let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
         let file = format!("gaps/{name}.csv");
         let out = to.join(&file);
-        let (table, w) = Table::read_chunks_or_skip(&gaps, session::Damaged::Skip)?;
-        warnings.extend(w);
+        // A gap table is not a stream (no t_host_ns, NaN for an unknown
+        // count): read as one, not by the stream rules, which left every
+        // chunk out and exported the outages as an empty file.
+        let table = match session::gaps::read_gaps(session.path(), &name) {
+            Ok(gaps) => session::gaps::gaps_table(&gaps).into_read(),
+            Err(e) => {
+                warnings.push(format!("{e}: device {name}'s gap table left out"));
+                continue;
+            }
+        };
         let rows = write_csv(&table, &out, &file, &mut units)?;
         files.push((out, Some(rows)));
     }
@@ -150,8 +176,18 @@ pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
             files.push((out, Some(rows)));
         }
     }
+    let aligned = match aligned {
+        Some(options) => {
+            let joined = session::aligned::aligned(session, options)?;
+            let out = to.join("aligned.csv");
+            let rows = write_csv_as(&joined.table, &out, "aligned.csv", &mut units, true)?;
+            files.push((out, Some(rows)));
+            Some((joined.on, joined.joined))
+        }
+        None => None,
+    };
     files.push(write_units(to, &units)?);
-    Ok(Exported { files, warnings })
+    Ok(Exported { files, warnings, aligned })
 }
 
 /// The simulated markers of `simulate --out` (the tracker's table, pixels NaN).
@@ -202,5 +238,5 @@ fn export_simulation(dir: &Path, to: &Path) -> Result<Exported> {
         files.push((out, None));
     }
     files.push(write_units(to, &units)?);
-    Ok(Exported { files, warnings: vec![] })
+    Ok(Exported { files, warnings: vec![], aligned: None })
 }

@@ -7,7 +7,10 @@
 //!   on reading (a crash loses at most the chunk being written).
 //! * The marker table of `rodlab track` and the strain table of
 //!   `rodlab observe`.
+//! * A session's streams on one clock ([`aligned`]): as-of joins that
+//!   carry no value across a device's outage.
 
+pub mod aligned;
 pub mod avi;
 pub mod frames;
 pub mod gaps;
