@@ -34,6 +34,7 @@ __all__ = [
     "synth_session",
     "import_c3d",
     "import_table",
+    "archive_index",
     "identify",
     "identify_dynamic",
     "simulate",
@@ -253,6 +254,17 @@ def synth_session(
     ``seed``, ``tip_robot``. Returns the ``Session``."""
     made = _rodlab.synth_session(scene=scene, rod=rod, out=out, progress=_progress(progress), **options)
     return Session(made["session"])
+
+
+def archive_index(dir: PathLike, *, out: Optional[PathLike] = None) -> Dict[str, Any]:
+    """A lab's archive as one table, as ``rodlab archive index``: every
+    session under ``dir`` a row (start, rig, devices, duration, rows, gaps,
+    outages, markers, strain) with the newest identification under ``dir``
+    that fitted it (specimen, E, G, rho and their 95 % intervals), written
+    to ``out`` (default ``dir/archive.parquet``) and as CSV beside it.
+    Returns "parquet", "csv", "sessions", "identified", "warnings";
+    ``polars.read_parquet(result["parquet"])`` reads the table."""
+    return _rodlab.archive_index(dir, out=out)
 
 
 def import_c3d(

@@ -19,6 +19,7 @@ __all__ = [
     "Identified",
     "Simulation",
     "Session",
+    "archive_index",
     "identify",
     "identify_dynamic",
     "simulate",
@@ -232,6 +233,7 @@ class Session:
     ) -> Dict[str, Any]: ...
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]: ...
 
+def archive_index(dir: _Path, *, out: Optional[_Path] = None) -> Dict[str, Any]: ...
 def synth_session(
     *,
     scene: _Path,

@@ -97,6 +97,29 @@ pub fn synth_session<'py>(
     }))
 }
 
+/// `rodlab archive index`: every session under `dir` as one table, written
+/// to `out` (default DIR/archive.parquet) and as CSV beside it. Returns
+/// "parquet", "csv", "sessions", "identified" (sessions with an
+/// identification) and "warnings".
+#[pyfunction]
+#[pyo3(signature = (dir, *, out=None))]
+pub fn archive_index<'py>(py: Python<'py>, dir: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let dir = convert::path(dir, "dir")?;
+    let out = match out {
+        Some(o) => convert::path(o, "out")?,
+        None => dir.join("archive.parquet"),
+    };
+    let (index, (parquet, csv)) = py
+        .detach(|| {
+            let index = lab::archive::index(&dir)?;
+            let files = lab::archive::write(&index, &out)?;
+            Ok::<_, lab::Error>((index, files))
+        })
+        .py_err()?;
+    let identified = index.rows.iter().filter(|r| r.identification.is_some()).count();
+    Ok(py_dict!(py, { "parquet" => parquet, "csv" => csv, "sessions" => index.rows.len(), "identified" => identified, "warnings" => index.warnings.clone() }))
+}
+
 /// Motion-capture recordings (C3D) into sessions (`rodlab import c3d`):
 /// `files` (a path or a list), `rod` (a rod file: its markers), `map`
 /// (the map file: labels, vertical axis, base), `out` (the session for one

@@ -9,7 +9,7 @@ use crate::errors::IntoPy;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use session::{Damaged, SessionDir, Table};
+use session::{Damaged, OwnedColumn, SessionDir, Table};
 use std::path::{Path, PathBuf};
 
 /// A session directory (made by `rodlab record`, `synth session` or
@@ -21,15 +21,15 @@ pub struct Session {
 
 /// A table's columns as {name: array or list}, in file order, and the
 /// warnings of chunks left out.
-fn columns<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
+/// The numbers go to numpy without a copy (each array owns the vector
+/// the reader decoded into).
+fn columns(py: Python<'_>, table: Table) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    for (name, dtype) in table.schema() {
-        if dtype.starts_with('i') || dtype.starts_with('u') {
-            d.set_item(&name, table.i64(&name).py_err()?.into_pyarray(py))?;
-        } else if dtype.starts_with('f') {
-            d.set_item(&name, table.f64(&name).py_err()?.into_pyarray(py))?;
-        } else {
-            d.set_item(&name, table.str(&name).py_err()?)?;
+    for (name, column) in table.into_columns().py_err()? {
+        match column {
+            OwnedColumn::F64(v) => d.set_item(&name, v.into_pyarray(py))?,
+            OwnedColumn::I64(v) => d.set_item(&name, v.into_pyarray(py))?,
+            OwnedColumn::Text(v) => d.set_item(&name, v)?,
         }
     }
     Ok(d)
@@ -49,7 +49,7 @@ fn file_columns<'py>(py: Python<'py>, path: &Path, what: &str) -> PyResult<Bound
         return Err(missing(path, what));
     }
     let table = py.detach(|| Table::read(path)).py_err()?;
-    columns(py, &table)
+    columns(py, table)
 }
 
 #[pymethods]
@@ -99,7 +99,7 @@ impl Session {
         }
         let dir = self.dir.stream(name);
         let (table, _skipped) = py.detach(|| Table::read_chunks_or_skip(&dir, if strict { Damaged::Refuse } else { Damaged::Skip })).py_err()?;
-        columns(py, &table)
+        columns(py, table)
     }
 
     /// markers.parquet's columns (the tracked or imported markers).
@@ -116,10 +116,10 @@ impl Session {
     fn gaps_columns<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
         let dir = session::gaps::gaps_dir(self.dir.path(), name);
         if !dir.is_dir() {
-            return columns(py, &session::gaps::gaps_table(&[]).into_read());
+            return columns(py, session::gaps::gaps_table(&[]).into_read());
         }
         let table = py.detach(|| Table::read_chunks(&dir)).py_err()?;
-        columns(py, &table)
+        columns(py, table)
     }
 
     /// The video of camera `camera` (default: the first camera with one).
@@ -184,8 +184,8 @@ impl Session {
         let options = crate::making::align_options(on, streams, tolerance_s, r#match, strict)?;
         let joined = py.detach(|| session::aligned::aligned(&self.dir, &options)).py_err()?;
         let out = crate::making::joined(py, &joined.on, &joined.joined)?;
-        out.set_item("columns", columns(py, &joined.table)?)?;
-        out.set_item("warnings", joined.warnings.clone())?;
+        out.set_item("warnings", joined.warnings)?;
+        out.set_item("columns", columns(py, joined.table)?)?;
         Ok(out)
     }
 

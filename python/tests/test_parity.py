@@ -27,6 +27,7 @@ CALLS = {
     "session info": [_rodlab.Session.info],
     "session check": [_rodlab.Session.check],
     "session export": [_rodlab.Session.export],
+    "archive index": [_rodlab.archive_index],
 }
 if rodlab.HAS_DEVICES:
     CALLS.update({

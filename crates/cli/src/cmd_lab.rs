@@ -163,6 +163,36 @@ pub enum EmulateCommand {
 }
 
 #[derive(Subcommand)]
+pub enum ArchiveCommand {
+    /// One table of every session under DIR (a row each: start, rig, devices, duration, rows, gaps, outages, markers, strain) with the newest identification under DIR that fitted it (specimen, E, G, rho and their 95 % intervals).
+    #[command(
+        after_help = "Examples:\n  rodlab archive index sessions\n  rodlab archive index /data/lab --out /data/lab/archive.parquet\n\nWrites DIR/archive.parquet (default) and archive.csv beside it; polars, pandas and DuckDB read either as one dataset:\n  python -c \"import polars as pl; print(pl.read_parquet('sessions/archive.parquet'))\"\nA session is a directory with session.toml; an identification is an identified.toml (identify --out) under DIR that names the session (the newest such file counts). The specimen is the rod file's name (a rod file describes one specimen)."
+    )]
+    Index {
+        /// The archive's directory (sessions and identify outputs, at any depth).
+        dir: PathBuf,
+        /// The table to write (default: DIR/archive.parquet; CSV beside it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+pub fn archive(cmd: ArchiveCommand) -> Result<()> {
+    match cmd {
+        ArchiveCommand::Index { dir, out } => {
+            let index = lab::archive::index(&dir)?;
+            let (parquet, csv) = lab::archive::write(&index, &out.unwrap_or_else(|| dir.join("archive.parquet")))?;
+            let identified = index.rows.iter().filter(|r| r.identification.is_some()).count();
+            println!("{} sessions ({identified} with an identification) -> {} and {}", index.rows.len(), parquet.display(), csv.display());
+            for w in &index.warnings {
+                eprintln!("rodlab: warning: {w}");
+            }
+            Ok(())
+        }
+    }
+}
+
+#[derive(Subcommand)]
 pub enum SessionCommand {
     /// Streams (rows, rates, span), devices (outages from the gap tables, reconnects) and segments of a session.
     Info {

@@ -64,6 +64,9 @@ pub enum Command {
     /// Look at a recorded session.
     #[command(subcommand)]
     Session(cmd_lab::SessionCommand),
+    /// A lab's archive: every session under a directory as one table.
+    #[command(subcommand)]
+    Archive(cmd_lab::ArchiveCommand),
     /// Sessions from other tools' recordings: motion capture as C3D, or as trajectory tables (Qualisys TSV, Motive CSV, Vicon Nexus CSV, a plain CSV).
     #[command(subcommand)]
     Import(cmd_lab::ImportCommand),
@@ -194,6 +197,7 @@ pub fn run(command: Command, bars: &progress::Bars) -> lab::Result<()> {
         Command::Rig(c) => cmd_model::rig(c),
         Command::Synth(c) => cmd_lab::synth(c, bars),
         Command::Session(c) => cmd_lab::session(c),
+        Command::Archive(c) => cmd_lab::archive(c),
         Command::Import(c) => cmd_lab::import(c, bars),
         Command::Simulate(a) => cmd_sim::simulate(a, bars),
         Command::Verify(c) => cmd_sim::verify(c, bars),

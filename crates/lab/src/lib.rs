@@ -12,6 +12,7 @@
 //! [`mod@reference`] turns the config files' parsers into their JSON
 //! schemas and reference tables.
 
+pub mod archive;
 pub mod band;
 pub mod c3d;
 pub mod c3d_words;

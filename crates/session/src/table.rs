@@ -15,6 +15,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescriptor, Type};
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -83,6 +84,30 @@ impl Values {
 
     fn is_number(&self) -> bool {
         !matches!(self, Values::Bool(_) | Values::Str(_))
+    }
+
+    /// The first infinite value and its row (only floats can hold one:
+    /// the stream rules refuse a column of text before this is asked).
+    fn first_infinite(&self) -> Option<(usize, f64)> {
+        match self {
+            Values::F64(v) => v.iter().position(|x| x.is_infinite()).map(|k| (k, v[k])),
+            Values::F32(v) => v.iter().position(|x| x.is_infinite()).map(|k| (k, f64::from(v[k]))),
+            _ => None,
+        }
+    }
+
+    /// Room for `more` values, so that stacking chunks copies each once.
+    fn reserve(&mut self, more: usize) {
+        match self {
+            Values::F64(v) => v.reserve(more),
+            Values::F32(v) => v.reserve(more),
+            Values::I64(v) => v.reserve(more),
+            Values::I32(v) => v.reserve(more),
+            Values::U32(v) => v.reserve(more),
+            Values::U64(v) => v.reserve(more),
+            Values::Bool(v) => v.reserve(more),
+            Values::Str(v) => v.reserve(more),
+        }
     }
 
     /// Appends `other` (of the same type).
@@ -223,7 +248,18 @@ pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Result<Opti
     if let Some(p) = chunk_problem(t) {
         return Err(p);
     }
-    let Ok(th) = t.i64("t_host_ns") else { return Ok(None) };
+    // Read in place: this check runs on every chunk of every stream read.
+    let converted;
+    let th: &[i64] = match t.checked("t_host_ns").map(|c| &c.values) {
+        Ok(Values::I64(v)) => v,
+        _ => match t.i64("t_host_ns") {
+            Ok(v) => {
+                converted = v;
+                &converted
+            }
+            Err(_) => return Ok(None),
+        },
+    };
     if let Some(k) = th.iter().position(|v| *v < -HOST_BEFORE_START_NS || *v > HOST_SPAN_NS) {
         return Err(format!("host time {:.3} s at row {k} lies outside any recording (t_host_ns counts from the session's start)", th[k] as f64 * 1e-9));
     }
@@ -239,11 +275,9 @@ pub fn stream_chunk_problem(t: &Table, last_host_ns: Option<i64>) -> Result<Opti
         }
         prev = Some(*now);
     }
-    for (name, _) in t.schema().iter().filter(|(n, _)| n != "t_host_ns") {
-        if let Ok(v) = t.f64(name) {
-            if let Some(k) = v.iter().position(|x| x.is_infinite()) {
-                return Err(format!("column '{name}' is {} at row {k}", v[k]));
-            }
+    for c in t.read.iter().flatten().filter(|c| c.name != "t_host_ns") {
+        if let Some((k, v)) = c.values.first_infinite() {
+            return Err(format!("column '{}' is {v} at row {k}", c.name));
         }
     }
     Ok(th.last().copied())
@@ -459,15 +493,24 @@ impl Table {
         let mut out: Option<Vec<Column>> = None;
         let mut warnings = vec![];
         let mut last_host_ns = None;
-        for n in &Table::chunk_files(dir)? {
-            let t = Table::read(n).and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
+        let files = Table::chunk_files(dir)?;
+        // The chunks decoded in parallel (most of a long stream's reading
+        // time), then checked and stacked in order.
+        let decoded: Vec<Result<Table, TableError>> = files.par_iter().map(|n| Table::read(n)).collect();
+        let rows: usize = decoded.iter().filter_map(|t| t.as_ref().ok()).map(Table::height).sum();
+        for (n, t) in files.iter().zip(decoded) {
+            let t = t.and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
                 Err(why) => Err(TableError::Read(n.clone(), why)),
                 Ok(last) => Ok((t, last)),
             });
             let stacked = t.and_then(|(t, last)| {
-                let columns = t.read.expect("read");
+                let mut columns = t.read.expect("read");
                 match out.as_mut() {
-                    None => out = Some(columns),
+                    None => {
+                        let more = rows.saturating_sub(columns.first().map_or(0, |c| c.values.len()));
+                        columns.iter_mut().for_each(|c| c.values.reserve(more));
+                        out = Some(columns)
+                    }
                     Some(o) => {
                         stack(o, columns).map_err(|e| TableError::Read(n.clone(), format!("its columns differ from the stream's first chunk's ({e})")))?
                     }
@@ -547,6 +590,43 @@ impl Table {
     pub fn str(&self, name: &str) -> Result<Vec<String>, TableError> {
         Ok(self.checked(name)?.values.to_text())
     }
+
+    /// Every column of a table read from disk, in file order, moved out
+    /// (not copied) where it already is f64 or i64: what a hand-over to
+    /// Python or another library wants. A column with nulls is refused.
+    pub fn into_columns(self) -> Result<Vec<(String, OwnedColumn)>, TableError> {
+        let path = self.path;
+        let mut out = vec![];
+        for c in self.read.unwrap_or_default() {
+            if c.nulls > 0 {
+                return Err(TableError::BadColumn(path, c.name, format!("{} null values", c.nulls)));
+            }
+            let owned = match c.values {
+                Values::F64(v) => OwnedColumn::F64(v),
+                Values::I64(v) => OwnedColumn::I64(v),
+                Values::Str(v) => OwnedColumn::Text(v),
+                Values::F32(v) => OwnedColumn::F64(v.into_iter().map(f64::from).collect()),
+                Values::I32(v) => OwnedColumn::I64(v.into_iter().map(i64::from).collect()),
+                Values::U32(v) => OwnedColumn::I64(v.into_iter().map(i64::from).collect()),
+                Values::Bool(v) => OwnedColumn::I64(v.into_iter().map(i64::from).collect()),
+                Values::U64(v) => match v.iter().map(|x| i64::try_from(*x).ok()).collect::<Option<Vec<i64>>>() {
+                    Some(v) => OwnedColumn::I64(v),
+                    None => return Err(TableError::BadColumn(path, c.name, "values not representable as i64".into())),
+                },
+            };
+            out.push((c.name, owned));
+        }
+        Ok(out)
+    }
+}
+
+/// A column moved out of a [`Table`] ([`Table::into_columns`]): numbers
+/// as f64 or i64, or text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OwnedColumn {
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+    Text(Vec<String>),
 }
 
 /// Which of [`Values`] a flat column of the file holds.
@@ -641,7 +721,9 @@ fn read_column(reader: ColumnReader, d: &ColumnDescriptor, rows: usize) -> Resul
 /// The values of a column whose definition levels say which rows hold
 /// one (level `present`); each other row gets `fill` and is counted.
 fn spread<T: Clone>(values: Vec<T>, levels: &[i16], optional: bool, present: i16, fill: T) -> (Vec<T>, usize) {
-    if !optional {
+    // Every row present (what polars and pyarrow write by default, columns
+    // optional without a null): the values as they are, not copied.
+    if !optional || values.len() == levels.len() {
         return (values, 0);
     }
     let (mut out, mut nulls) = (Vec::with_capacity(levels.len()), 0);
