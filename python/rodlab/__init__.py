@@ -35,6 +35,7 @@ __all__ = [
     "import_c3d",
     "import_table",
     "archive_index",
+    "archive_report",
     "identify",
     "identify_dynamic",
     "simulate",
@@ -265,6 +266,16 @@ def archive_index(dir: PathLike, *, out: Optional[PathLike] = None) -> Dict[str,
     Returns "parquet", "csv", "sessions", "identified", "warnings";
     ``polars.read_parquet(result["parquet"])`` reads the table."""
     return _rodlab.archive_index(dir, out=out)
+
+
+def archive_report(dir: PathLike, *, out: PathLike) -> Dict[str, Any]:
+    """E, G and rho of every identification under ``dir`` over the days, a
+    colour per specimen, each with its 95 % interval, as ``rodlab archive
+    report``: ``out``/index.html, its figures and summary.json. Returns
+    "report", "fits" (per identification: identified, specimen, sessions,
+    day, start_utc, e_pa, g_pa, rho_kg_m3 as [value, low, high],
+    rms_error_mm) and "warnings"."""
+    return _rodlab.archive_report(dir, out=out)
 
 
 def import_c3d(

@@ -20,6 +20,7 @@ __all__ = [
     "Simulation",
     "Session",
     "archive_index",
+    "archive_report",
     "identify",
     "identify_dynamic",
     "simulate",
@@ -234,6 +235,7 @@ class Session:
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]: ...
 
 def archive_index(dir: _Path, *, out: Optional[_Path] = None) -> Dict[str, Any]: ...
+def archive_report(dir: _Path, *, out: _Path) -> Dict[str, Any]: ...
 def synth_session(
     *,
     scene: _Path,

@@ -120,7 +120,8 @@ def figures(report: Any) -> List[str]:
 def series(ax: Any, report: Any, name: str, *, legend: bool = True) -> List[Any]:
     """Chart ``name`` of a simulate or validate report (its ``NAME.json``:
     e.g. "strain_time", "strain_residual") drawn into ``ax``: each series as
-    the report draws it (line, dashed, points), bands shaded, the same
+    the report draws it (line, dashed, points), bands shaded (points'
+    intervals as bars), the same
     colours and axis labels. Returns the artists of the series."""
     path = report_dir(report) / f"{name}.json"
     if not path.is_file():
@@ -131,7 +132,11 @@ def series(ax: Any, report: Any, name: str, *, legend: bool = True) -> List[Any]
     drawn = []
     for s in chart["series"]:
         colour = _colour(s["color"])
-        if s["band"]:
+        if s["band"] and s["style"] == "Points":
+            # Points' intervals, as the report draws them: a bar each.
+            x, low, high = zip(*s["band"])
+            ax.vlines(x, low, high, color=colour, lw=0.8)
+        elif s["band"]:
             x, low, high = zip(*s["band"])
             ax.fill_between(x, low, high, color=colour, alpha=0.2, lw=0)
         if not s["points"]:

@@ -47,6 +47,7 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(making::synth_session, m)?)?;
     m.add_function(wrap_pyfunction!(making::import_c3d, m)?)?;
     m.add_function(wrap_pyfunction!(making::archive_index, m)?)?;
+    m.add_function(wrap_pyfunction!(making::archive_report, m)?)?;
     m.add_function(wrap_pyfunction!(making::import_table, m)?)?;
     m.add_function(wrap_pyfunction!(rodpy::solve_time_in_rust_s, m)?)?;
     #[cfg(feature = "devices")]

@@ -120,6 +120,26 @@ pub fn archive_index<'py>(py: Python<'py>, dir: &Bound<'py, PyAny>, out: Option<
     Ok(py_dict!(py, { "parquet" => parquet, "csv" => csv, "sessions" => index.rows.len(), "identified" => identified, "warnings" => index.warnings.clone() }))
 }
 
+/// `rodlab archive report`: E, G and rho of every identification under
+/// `dir` over the days, a colour per specimen -> `out`/index.html. Returns
+/// "report" (its index.html), "fits" (one dictionary per identification:
+/// identified, specimen, sessions, day, start_utc, e_pa, g_pa, rho_kg_m3
+/// as [value, low, high], rms_error_mm) and "warnings".
+#[pyfunction]
+#[pyo3(signature = (dir, *, out))]
+pub fn archive_report<'py>(py: Python<'py>, dir: &Bound<'py, PyAny>, out: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let dir = convert::path(dir, "dir")?;
+    let out = convert::path(out, "out")?;
+    let (index, fits) = py
+        .detach(|| {
+            let index = lab::archive::index(&dir)?;
+            let fits = lab::archive::report(&index, &out)?;
+            Ok::<_, lab::Error>((index, fits))
+        })
+        .py_err()?;
+    Ok(py_dict!(py, { "report" => out.join("index.html"), "fits" => convert::to_python(py, &fits)?, "warnings" => index.warnings.clone() }))
+}
+
 /// Motion-capture recordings (C3D) into sessions (`rodlab import c3d`):
 /// `files` (a path or a list), `rod` (a rod file: its markers), `map`
 /// (the map file: labels, vertical axis, base), `out` (the session for one

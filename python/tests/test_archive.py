@@ -4,6 +4,7 @@ read back by polars as one dataset (Parquet and CSV)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tomllib
 from pathlib import Path
@@ -63,6 +64,23 @@ def test_an_archive_of_two_days_and_two_fits_is_one_table(rodlab_bin: Path, tmp_
     csv = pl.read_csv(out.with_suffix(".csv"), infer_schema_length=None).sort("session")
     assert csv["session"].equals(table["session"]) and csv["e_pa"][:2].to_list() == table["e_pa"][:2].to_list()
     assert csv["e_pa"][2] is None  # an empty field: no identification
+
+    # The report: each fit once, at its first session's day, its intervals drawn.
+    drawn = rodlab.archive_report(archive, out=tmp_path / "report")
+    fits = {f["identified"]: f for f in drawn["fits"]}
+    assert sorted(fits) == ["fits/both/identified.toml", "fits/s1-alone/identified.toml"]
+    assert fits["fits/both/identified.toml"]["sessions"] == ["day1/s0", "day1/s1"]
+    assert fits["fits/s1-alone/identified.toml"]["sessions"] == ["day1/s1"]
+    both = fits["fits/both/identified.toml"]
+    assert both["specimen"] == "pls-cable-arm" and both["day"] == 0.0
+    assert both["e_pa"] == [table["e_pa"][0], table["e_low_pa"][0], table["e_high_pa"][0]]
+    html = (tmp_path / "report" / "index.html").read_text()
+    for figure in ["e_over_time", "g_over_time", "rho_over_time"]:
+        assert figure in html and (tmp_path / "report" / f"{figure}.png").stat().st_size > 5_000
+        series = json.loads((tmp_path / "report" / f"{figure}.json").read_text())["series"]
+        assert [s["label"] for s in series] == ["pls-cable-arm"] and len(series[0]["band"]) == 2
+    done = subprocess.run([str(rodlab_bin), "archive", "report", str(archive), "--out", str(tmp_path / "report-cli")], capture_output=True, text=True)
+    assert done.returncode == 0 and "2 identifications of 3 sessions" in done.stdout, done.stdout + done.stderr
 
     missing = subprocess.run([str(rodlab_bin), "archive", "index", str(tmp_path / "nowhere")], capture_output=True, text=True)
     assert missing.returncode == 2 and "nowhere: not a directory" in missing.stderr

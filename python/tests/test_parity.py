@@ -28,6 +28,7 @@ CALLS = {
     "session check": [_rodlab.Session.check],
     "session export": [_rodlab.Session.export],
     "archive index": [_rodlab.archive_index],
+    "archive report": [_rodlab.archive_report],
 }
 if rodlab.HAS_DEVICES:
     CALLS.update({

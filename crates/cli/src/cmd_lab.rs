@@ -175,6 +175,17 @@ pub enum ArchiveCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// E, G and rho of every identification under DIR over the days, a colour per specimen, each with its 95 % interval -> OUT/index.html.
+    #[command(
+        after_help = "Examples:\n  rodlab archive report sessions --out reports/archive\n\nReads DIR as `archive index` does (sessions and identified.toml files at any depth). Each identification is one point at its first session's day; summary.json lists them (specimen, sessions, E, G, rho with intervals)."
+    )]
+    Report {
+        /// The archive's directory.
+        dir: PathBuf,
+        /// Where the report goes.
+        #[arg(long, default_value = "reports/archive")]
+        out: PathBuf,
+    },
 }
 
 pub fn archive(cmd: ArchiveCommand) -> Result<()> {
@@ -184,6 +195,15 @@ pub fn archive(cmd: ArchiveCommand) -> Result<()> {
             let (parquet, csv) = lab::archive::write(&index, &out.unwrap_or_else(|| dir.join("archive.parquet")))?;
             let identified = index.rows.iter().filter(|r| r.identification.is_some()).count();
             println!("{} sessions ({identified} with an identification) -> {} and {}", index.rows.len(), parquet.display(), csv.display());
+            for w in &index.warnings {
+                eprintln!("rodlab: warning: {w}");
+            }
+            Ok(())
+        }
+        ArchiveCommand::Report { dir, out } => {
+            let index = lab::archive::index(&dir)?;
+            let fits = lab::archive::report(&index, &out)?;
+            println!("{} identifications of {} sessions -> {}", fits.len(), index.rows.len(), out.join("index.html").display());
             for w in &index.warnings {
                 eprintln!("rodlab: warning: {w}");
             }

@@ -51,6 +51,10 @@ pub struct SessionRow {
 #[derive(Clone, Debug, Default)]
 pub struct ArchiveIndex {
     pub rows: Vec<SessionRow>,
+    /// Every identification under the directory, with the archive's
+    /// sessions it read (relative to the directory; none: sessions
+    /// elsewhere).
+    pub fits: Vec<(Identification, Vec<String>)>,
     pub warnings: Vec<String>,
 }
 
@@ -183,7 +187,14 @@ pub fn index(dir: &Path) -> Result<ArchiveIndex> {
             Err(e) => warnings.push(format!("{}: left out of the index: {e}", d.display())),
         }
     }
-    Ok(ArchiveIndex { rows, warnings })
+    let fits = identifications
+        .into_iter()
+        .map(|(id, listed)| {
+            let read = dirs.iter().filter(|d| listed.iter().any(|l| names(l, d))).map(|d| d.strip_prefix(root).unwrap_or(d).display().to_string()).collect();
+            (id, read)
+        })
+        .collect();
+    Ok(ArchiveIndex { rows, fits, warnings })
 }
 
 impl ArchiveIndex {
@@ -250,4 +261,121 @@ pub fn write(index: &ArchiveIndex, out: &Path) -> Result<(PathBuf, PathBuf)> {
     }
     w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", csv.display())))?;
     Ok((out.to_path_buf(), csv))
+}
+
+/// One identification as the archive's report draws it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FitPoint {
+    /// Its identified.toml, relative to the archive's directory.
+    pub identified: String,
+    pub specimen: String,
+    /// The archive's sessions it read.
+    pub sessions: Vec<String>,
+    /// Its first session's start, in days after the archive's first session's.
+    pub day: f64,
+    pub start_utc: String,
+    /// [value, low, high] (intervals NaN where held).
+    pub e_pa: [f64; 3],
+    pub g_pa: [f64; 3],
+    pub rho_kg_m3: [f64; 3],
+    pub rms_error_mm: f64,
+}
+
+/// The identifications of `index` that read its sessions, in time order.
+pub fn fit_points(index: &ArchiveIndex) -> Vec<FitPoint> {
+    let first = index.rows.iter().map(|r| r.start_unix_s).fold(f64::INFINITY, f64::min);
+    let row = |session: &str| index.rows.iter().find(|r| r.session == session);
+    let mut points: Vec<FitPoint> = index
+        .fits
+        .iter()
+        .filter_map(|(id, sessions)| {
+            let earliest = sessions.iter().filter_map(|s| row(s)).min_by(|a, b| a.start_unix_s.total_cmp(&b.start_unix_s))?;
+            Some(FitPoint {
+                identified: id.file.display().to_string(),
+                specimen: specimen(&id.rod_file),
+                sessions: sessions.clone(),
+                day: (earliest.start_unix_s - first) / 86_400.0,
+                start_utc: earliest.start_utc.clone(),
+                e_pa: id.e_pa,
+                g_pa: id.g_pa,
+                rho_kg_m3: id.rho_kg_m3,
+                rms_error_mm: id.rms_error_mm,
+            })
+        })
+        .collect();
+    points.sort_by(|a, b| a.day.total_cmp(&b.day).then(a.identified.cmp(&b.identified)));
+    points
+}
+
+/// `rodlab archive report`: E, G and rho of every identification in the
+/// archive over the days, a colour per specimen, each with its 95 %
+/// interval; and a table of them. Writes `index.html`, the figures and
+/// `summary.json` (the [`FitPoint`]s) into `out`.
+pub fn report(index: &ArchiveIndex, out: &Path) -> Result<Vec<FitPoint>> {
+    use report::page::{Block, Chart, Page, Series};
+    let points = fit_points(index);
+    let mut specimens: Vec<String> = points.iter().map(|p| p.specimen.clone()).collect();
+    specimens.sort();
+    specimens.dedup();
+    let chart = |name: &str, title: &str, y_label: &str, pick: fn(&FitPoint) -> [f64; 3]| Chart {
+        name: name.into(),
+        title: title.into(),
+        x_label: "days after the archive's first session [d]".into(),
+        y_label: y_label.into(),
+        series: specimens
+            .iter()
+            .enumerate()
+            .map(|(k, sp)| {
+                let mine: Vec<&FitPoint> = points.iter().filter(|p| &p.specimen == sp).collect();
+                let mut s = Series::points(sp.clone(), mine.iter().map(|p| (p.day, pick(p)[0])).collect(), k);
+                s.band = mine.iter().map(|p| (p.day, pick(p)[1], pick(p)[2])).collect();
+                s
+            })
+            .collect(),
+        diagonal: false,
+    };
+    let interval = |v: [f64; 3]| format!("{:.4e} [{:.4e}, {:.4e}]", v[0], v[1], v[2]);
+    let rows = points
+        .iter()
+        .map(|p| {
+            vec![
+                p.specimen.clone(),
+                p.identified.clone(),
+                p.sessions.len().to_string(),
+                p.start_utc.clone(),
+                interval(p.e_pa),
+                interval(p.g_pa),
+                interval(p.rho_kg_m3),
+                format!("{:.3}", p.rms_error_mm),
+            ]
+        })
+        .collect();
+    let sessions = index.rows.len();
+    let unfitted = index.rows.iter().filter(|r| r.identification.is_none()).count();
+    let mut blocks = vec![
+        Block::Text(format!(
+            "{sessions} sessions, {} identifications of {} specimens; {unfitted} sessions without one. Each point is one identification at its first session's day, with its 95 % interval.",
+            points.len(),
+            specimens.len()
+        )),
+        Block::Chart(chart("e_over_time", "Young's modulus E of each fit", "E [Pa]", |p| p.e_pa)),
+        Block::Chart(chart("g_over_time", "Shear modulus G of each fit", "G [Pa]", |p| p.g_pa)),
+        Block::Chart(chart("rho_over_time", "Density rho of each fit", "rho [kg/m^3]", |p| p.rho_kg_m3)),
+        Block::Table(
+            ["specimen", "identified.toml", "sessions", "first session (UTC)", "E [Pa] (95 %)", "G [Pa] (95 %)", "rho [kg/m^3] (95 %)", "RMS [mm]"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        ),
+    ];
+    if !index.warnings.is_empty() {
+        blocks.push(Block::Warnings(index.warnings.clone()));
+    }
+    let page = Page {
+        title: "The archive's parameters over specimens and days".into(),
+        blocks,
+        provenance: vec![("rodlab".into(), env!("CARGO_PKG_VERSION").into())],
+    };
+    report::page::write_page(out, &page, &points)?;
+    Ok(points)
 }

@@ -26,7 +26,8 @@ pub struct Series {
     pub style: Style,
     /// Palette index (same index, same colour across charts).
     pub color: usize,
-    /// Optional band (x, low, high) drawn shaded under the curve.
+    /// Optional band (x, low, high) drawn shaded under the curve; under
+    /// points, each point's interval, drawn as a bar.
     pub band: Vec<(f64, f64, f64)>,
 }
 
@@ -148,7 +149,17 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, k: Sca
     }
     for s in &chart.series {
         let color = palette(s.color);
-        if !s.band.is_empty() {
+        if !s.band.is_empty() && s.style == Style::Points {
+            // Points' intervals: a bar with caps each (a shaded band would
+            // join intervals of separate measurements).
+            let cap = 0.006 * (x1 - x0);
+            let bars = s
+                .band
+                .iter()
+                .filter(|(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+                .flat_map(|&(x, lo, hi)| [vec![(x, lo), (x, hi)], vec![(x - cap, lo), (x + cap, lo)], vec![(x - cap, hi), (x + cap, hi)]]);
+            c.draw_series(bars.map(|line| PathElement::new(line, color.stroke_width(k.px(1))))).map_err(e)?;
+        } else if !s.band.is_empty() {
             let mut poly: Vec<(f64, f64)> = s.band.iter().map(|&(x, lo, _)| (x, lo)).collect();
             poly.extend(s.band.iter().rev().map(|&(x, _, hi)| (x, hi)));
             c.draw_series(std::iter::once(Polygon::new(poly, color.mix(0.18)))).map_err(e)?;
