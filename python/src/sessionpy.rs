@@ -98,7 +98,12 @@ impl Session {
             return Err(crate::errors::to_py(lab::Error::input(msg)));
         }
         let dir = self.dir.stream(name);
-        let (table, _skipped) = py.detach(|| Table::read_chunks_or_skip(&dir, if strict { Damaged::Refuse } else { Damaged::Skip })).py_err()?;
+        let (table, skipped) = py.detach(|| Table::read_chunks_or_skip(&dir, if strict { Damaged::Refuse } else { Damaged::Skip })).py_err()?;
+        // A chunk left out is said, as the command line says it.
+        let warnings = py.import("warnings")?;
+        for s in skipped {
+            warnings.call_method1("warn", (format!("rodlab: {s}"),))?;
+        }
         columns(py, table)
     }
 

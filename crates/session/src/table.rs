@@ -427,7 +427,17 @@ impl Table {
     pub fn read(path: &Path) -> Result<Table, TableError> {
         // A Parquet reader may panic on a damaged footer: a damaged file
         // is an error naming it, not a crash.
-        fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))))
+        let read =
+            fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))));
+        read.map_err(|e| match e {
+            // A codec this build leaves out (lz4, brotli, gzip) is the
+            // writer's choice, not damage: say which, and what reads.
+            TableError::Read(p, why) if why.contains("Disabled feature at compile time: ") => {
+                let codec = why.rsplit("compile time: ").next().unwrap_or("?").trim().to_string();
+                TableError::Read(p, format!("compressed with {codec}, which rodlab does not read: write it with zstd, snappy or none"))
+            }
+            other => other,
+        })
     }
 
     fn read_unguarded(path: &Path) -> Result<Table, TableError> {

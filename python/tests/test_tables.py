@@ -1,0 +1,72 @@
+"""Session tables between rodlab and polars (#82): a stream whose chunks
+polars wrote (its types, compressions, row groups) reads as polars reads
+it; the tables rodlab writes read in polars as rodlab reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import rodlab
+
+from conftest import repo
+
+
+def polars_stream(root: Path, compression: str, row_group_size: int) -> pl.DataFrame:
+    """A 2-chunk stream as polars writes it: the integer and float widths a
+    logger might use, an optional (nullable) column without a null."""
+    rng = np.random.default_rng(1)
+    n = 1_000
+    frame = pl.DataFrame(
+        {
+            "t_host_ns": np.arange(n, dtype=np.int64) * 2_000_000,
+            "timestamp": np.arange(n) * 0.002,
+            "fx_n": rng.normal(size=n),
+            "gain": rng.normal(size=n).astype(np.float32),
+            "seq": np.arange(n, dtype=np.int32),
+            "count": np.arange(n, dtype=np.uint32),
+        }
+    )
+    stream = root / "streams" / "logger"
+    stream.mkdir(parents=True)
+    for k, start in enumerate(range(0, n, n // 2)):
+        frame.slice(start, n // 2).write_parquet(stream / f"{k:06}.parquet", compression=compression, row_group_size=row_group_size)
+    (root / "session.toml").write_text("")
+    return frame
+
+
+@pytest.mark.parametrize("compression, row_group_size", [("zstd", 512), ("snappy", 100), ("uncompressed", 512)])
+def test_a_stream_polars_wrote_reads_as_polars_reads_it(tmp_path: Path, compression: str, row_group_size: int) -> None:
+    written = polars_stream(tmp_path, compression, row_group_size)
+    got = rodlab.Session(tmp_path).stream("logger")
+    assert got.columns == written.columns
+    # Floats widen to f64 and integers to i64, value for value.
+    assert got.equals(written.with_columns(pl.col("gain").cast(pl.Float64), pl.col("seq", "count").cast(pl.Int64)))
+    assert got.equals(pl.read_parquet(tmp_path / "streams" / "logger" / "*.parquet").cast({"gain": pl.Float64, "seq": pl.Int64, "count": pl.Int64}))
+
+
+def test_a_compression_rodlab_does_not_read_is_named(tmp_path: Path) -> None:
+    polars_stream(tmp_path, "lz4", 512)
+    with pytest.raises(rodlab.InputError, match=r"000000\.parquet: cannot read: compressed with lz4, which rodlab does not read: write it with zstd, snappy or none"):
+        rodlab.Session(tmp_path).stream("logger", strict=True)
+    # Not strict: each chunk left out, and said.
+    with pytest.warns(UserWarning, match=r"000001\.parquet: left out \(500 rows lost\): compressed with lz4"):
+        assert rodlab.Session(tmp_path).stream("logger").height == 0
+
+
+def test_the_tables_rodlab_writes_read_in_polars(tmp_path: Path) -> None:
+    session = rodlab.synth_session(
+        scene=repo("configs/scene/contact-paper-stick.toml"),
+        rod=repo("configs/rod/contact-paper-steel-core.toml"),
+        out=tmp_path / "stick",
+        seed=4,
+        duration_s=0.6,
+        progress=False,
+    )
+    for name in session.streams():
+        theirs = pl.read_parquet(Path(session.path) / "streams" / name / "*.parquet")
+        assert theirs.equals(session.stream(name)), name
+    assert pl.read_parquet(Path(session.path) / "markers.parquet").equals(session.markers())
