@@ -15,7 +15,7 @@ pub struct Identification {
     /// Its identified.toml, relative to the archive's directory.
     pub file: PathBuf,
     pub rod_file: String,
-    /// [value, low, high] of E [Pa], G [Pa], rho [kg/m^3] (NaN: held).
+    /// \[value, low, high\] of E \[Pa\], G \[Pa\], rho \[kg/m^3\] (NaN: held).
     pub e_pa: [f64; 3],
     pub g_pa: [f64; 3],
     pub rho_kg_m3: [f64; 3],
@@ -37,7 +37,7 @@ pub struct SessionRow {
     /// Device names, comma-separated.
     pub devices: String,
     pub streams: usize,
-    /// The longest stream's span [s].
+    /// The longest stream's span \[s\].
     pub duration_s: f64,
     pub rows: usize,
     pub gaps: usize,
@@ -274,7 +274,7 @@ pub struct FitPoint {
     /// Its first session's start, in days after the archive's first session's.
     pub day: f64,
     pub start_utc: String,
-    /// [value, low, high] (intervals NaN where held).
+    /// \[value, low, high\] (intervals NaN where held).
     pub e_pa: [f64; 3],
     pub g_pa: [f64; 3],
     pub rho_kg_m3: [f64; 3],

@@ -40,7 +40,7 @@ pub struct AlignOptions {
     pub on: Option<String>,
     /// The streams to join (empty: every stream of the session).
     pub streams: Vec<String>,
-    /// The farthest a joined sample may lie from its row [s] (default:
+    /// The farthest a joined sample may lie from its row \[s\] (default:
     /// 1.5 times each joined stream's median sample interval: a missed
     /// sample leaves its rows without a value, rather than repeating
     /// an older one).
@@ -98,7 +98,7 @@ fn read_stream(session: &SessionDir, name: &str, damaged: Damaged, warnings: &mu
     Ok(StreamColumns { name: name.to_string(), t_host_ns, columns })
 }
 
-/// The median interval between a stream's samples [s] (None: under two).
+/// The median interval between a stream's samples \[s\] (None: under two).
 pub fn median_interval_s(t_host_ns: &[i64]) -> Option<f64> {
     let mut dt: Vec<i64> = t_host_ns.windows(2).map(|w| w[1] - w[0]).collect();
     if dt.is_empty() {
