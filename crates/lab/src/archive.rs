@@ -251,15 +251,7 @@ pub fn write(index: &ArchiveIndex, out: &Path) -> Result<(PathBuf, PathBuf)> {
     }
     index.table().write(out)?;
     let csv = out.with_extension("csv");
-    let table = Table::read(out)?;
-    let columns = table.text_columns()?;
-    let mut w = csv::Writer::from_path(&csv).map_err(|e| Error::io(format!("{}: cannot write: {e}", csv.display())))?;
-    let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", csv.display()));
-    w.write_record(columns.iter().map(|(n, _)| n.as_str())).map_err(werr)?;
-    for r in 0..table.height() {
-        w.write_record(columns.iter().map(|(_, v)| if v[r] == "NaN" { "" } else { v[r].as_str() })).map_err(werr)?;
-    }
-    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", csv.display())))?;
+    crate::export::write_csv_as(&Table::read(out)?, &csv, "archive.csv", &mut vec![], true)?;
     Ok((out.to_path_buf(), csv))
 }
 

@@ -88,7 +88,9 @@ fn write_csv(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]
     write_csv_as(table, path, file, units, false)
 }
 
-fn write_csv_as(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>, missing_is_empty: bool) -> Result<usize> {
+/// [`write_csv`], with a missing value (NaN) as an empty field where
+/// `missing_is_empty` (an aligned table's, the archive's).
+pub(crate) fn write_csv_as(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>, missing_is_empty: bool) -> Result<usize> {
     let columns = table.text_columns()?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("{}: cannot create: {e}", parent.display())))?;
