@@ -8,7 +8,7 @@
 //! own values are never NaN: a reader refuses a chunk that holds one).
 
 use crate::gaps::{read_gaps, Gap};
-use crate::table::{Damaged, Table, TableError};
+use crate::table::{Damaged, OwnedColumn, Table, TableError};
 use crate::SessionDir;
 
 /// Which sample of another stream a row takes.
@@ -89,12 +89,21 @@ fn read_stream(session: &SessionDir, name: &str, damaged: Damaged, warnings: &mu
     let (table, skipped) = Table::read_chunks_or_skip(&session.stream(name), damaged)?;
     warnings.extend(skipped);
     let t_host_ns = if table.height() == 0 && !table.has("t_host_ns") { vec![] } else { table.i64("t_host_ns")? };
-    let mut columns = vec![];
-    for (column, dtype) in table.schema() {
-        if column != "t_host_ns" && dtype != "str" && dtype != "bool" {
-            columns.push((format!("{name}.{column}"), table.f64(&column)?));
-        }
-    }
+    // The values moved out of the reader, not copied (a stream holds
+    // numbers only: its chunks' rules refuse text).
+    let columns = table
+        .into_columns()?
+        .into_iter()
+        .filter(|(column, _)| column != "t_host_ns")
+        .filter_map(|(column, values)| {
+            let values = match values {
+                OwnedColumn::F64(v) => v,
+                OwnedColumn::I64(v) => v.into_iter().map(|x| x as f64).collect(),
+                OwnedColumn::Text(_) => return None,
+            };
+            Some((format!("{name}.{column}"), values))
+        })
+        .collect();
     Ok(StreamColumns { name: name.to_string(), t_host_ns, columns })
 }
 
@@ -163,17 +172,17 @@ pub fn aligned(session: &SessionDir, options: &AlignOptions) -> Result<Aligned, 
         streams.insert(0, read_stream(session, &on, options.damaged, &mut warnings)?);
     }
     let base_at = streams.iter().position(|s| s.name == on).expect("on is read");
-    let base = streams.remove(base_at);
+    let StreamColumns { t_host_ns: rows_ns, columns: base_columns, .. } = streams.remove(base_at);
     let mut table = Table::new();
-    table.push_i64("t_host_ns", base.t_host_ns.clone());
-    for (name, values) in &base.columns {
-        table.push_f64(name, values.clone());
+    table.push_i64("t_host_ns", rows_ns.clone());
+    for (name, values) in base_columns {
+        table.push_f64(&name, values);
     }
     let mut joined = vec![];
     for stream in &streams {
         let tolerance_s = options.tolerance_s.or_else(|| median_interval_s(&stream.t_host_ns).map(|dt| 1.5 * dt)).unwrap_or(0.0);
         let gaps = read_gaps(session.path(), &stream.name)?;
-        let (picks, rows_in_outages) = match_rows(&base.t_host_ns, &stream.t_host_ns, &gaps, options.matching, (tolerance_s * 1e9).round() as i64);
+        let (picks, rows_in_outages) = match_rows(&rows_ns, &stream.t_host_ns, &gaps, options.matching, (tolerance_s * 1e9).round() as i64);
         for (name, values) in &stream.columns {
             table.push_f64(name, picks.iter().map(|p| p.map_or(f64::NAN, |i| values[i])).collect());
         }
