@@ -126,19 +126,23 @@ fn identification(path: &Path, warnings: &mut Vec<String>) -> Option<(Identifica
     Some((id, sessions))
 }
 
-fn session_row(root: &Path, dir: &Path, identifications: &[(Identification, Vec<String>)], warnings: &mut Vec<String>) -> Result<SessionRow> {
+/// `path` relative to the archive's directory `root`.
+fn relative(root: &Path, path: &Path) -> PathBuf {
+    path.strip_prefix(root).unwrap_or(path).to_path_buf()
+}
+
+/// `fits`: every identification with the archive's sessions it read; the
+/// row takes the newest that read `session`.
+fn session_row(dir: &Path, session: String, fits: &[(Identification, Vec<String>)], warnings: &mut Vec<String>) -> Result<SessionRow> {
     let s = SessionDir::new(dir);
     let info = crate::info::info(&s)?;
     warnings.extend(info.warnings.iter().map(|w| format!("{}: {w}", dir.display())));
     let meta = info.meta.clone().ok_or_else(|| Error::input(format!("{}: no session.toml", dir.display())))?;
     let rows_of = |p: PathBuf| if p.is_file() { Table::rows_in_file(&p).unwrap_or(0) } else { 0 };
-    let identification = identifications
-        .iter()
-        .filter(|(_, listed)| listed.iter().any(|l| names(l, dir)))
-        .max_by(|a, b| a.0.written_unix_s.total_cmp(&b.0.written_unix_s))
-        .map(|(id, _)| id.clone());
+    let identification =
+        fits.iter().filter(|(_, read)| read.contains(&session)).max_by(|a, b| a.0.written_unix_s.total_cmp(&b.0.written_unix_s)).map(|(id, _)| id.clone());
     Ok(SessionRow {
-        session: dir.strip_prefix(root).unwrap_or(dir).display().to_string(),
+        session,
         start_utc: meta.start_utc.clone(),
         start_unix_s: meta.start_unix_s,
         rig_file: meta.rig_file.clone(),
@@ -172,28 +176,28 @@ pub fn index(dir: &Path) -> Result<ArchiveIndex> {
     if !dir.is_dir() {
         return Err(Error::input(format!("{}: not a directory", dir.display())));
     }
-    let root = dir;
     let (mut dirs, mut identified) = (vec![], vec![]);
     walk(dir, &mut dirs, &mut identified);
     let mut warnings = vec![];
-    let mut identifications: Vec<_> = identified.iter().filter_map(|p| identification(p, &mut warnings)).collect();
-    for (id, _) in &mut identifications {
-        id.file = id.file.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| id.file.clone());
-    }
+    // Which sessions each fit read, decided once (a path is resolved on
+    // disk); each session's row then takes the newest of its fits.
+    let session_name = |d: &Path| relative(dir, d).display().to_string();
+    let fits: Vec<(Identification, Vec<String>)> = identified
+        .iter()
+        .filter_map(|p| identification(p, &mut warnings))
+        .map(|(mut id, listed)| {
+            id.file = relative(dir, &id.file);
+            let read = dirs.iter().filter(|d| listed.iter().any(|l| names(l, d))).map(|d| session_name(d)).collect();
+            (id, read)
+        })
+        .collect();
     let mut rows = vec![];
     for d in &dirs {
-        match session_row(dir, d, &identifications, &mut warnings) {
+        match session_row(d, session_name(d), &fits, &mut warnings) {
             Ok(row) => rows.push(row),
             Err(e) => warnings.push(format!("{}: left out of the index: {e}", d.display())),
         }
     }
-    let fits = identifications
-        .into_iter()
-        .map(|(id, listed)| {
-            let read = dirs.iter().filter(|d| listed.iter().any(|l| names(l, d))).map(|d| d.strip_prefix(root).unwrap_or(d).display().to_string()).collect();
-            (id, read)
-        })
-        .collect();
     Ok(ArchiveIndex { rows, fits, warnings })
 }
 
@@ -218,19 +222,17 @@ impl ArchiveIndex {
         t.push_f64("outage_s", r.iter().map(|x| x.outage_s).collect());
         t.push_i64("marker_rows", count(|x| x.marker_rows));
         t.push_i64("strain_rows", count(|x| x.strain_rows));
-        let id = |x: &SessionRow| x.identification.clone();
+        fn id(x: &SessionRow) -> Option<&Identification> {
+            x.identification.as_ref()
+        }
         t.push_str("identified", r.iter().map(|x| id(x).map_or(String::new(), |i| i.file.display().to_string())).collect());
         t.push_str("specimen", r.iter().map(|x| id(x).map_or(String::new(), |i| specimen(&i.rod_file))).collect());
-        for (name, pick) in [("e_pa", 0usize), ("g_pa", 1), ("rho_kg_m3", 2)] {
-            for (suffix, k) in [("", 0usize), ("_low", 1), ("_high", 2)] {
-                let column = match name {
-                    // Units stay last in the name: e_low_pa, rho_high_kg_m3.
-                    "e_pa" => format!("e{suffix}_pa"),
-                    "g_pa" => format!("g{suffix}_pa"),
-                    _ => format!("rho{suffix}_kg_m3"),
-                };
-                let value = |i: &Identification| [i.e_pa, i.g_pa, i.rho_kg_m3][pick][k];
-                t.push_f64(&column, r.iter().map(|x| id(x).map_or(f64::NAN, |i| value(&i))).collect());
+        type Pick = fn(&Identification) -> [f64; 3];
+        let quantities: [(&str, &str, Pick); 3] = [("e", "_pa", |i| i.e_pa), ("g", "_pa", |i| i.g_pa), ("rho", "_kg_m3", |i| i.rho_kg_m3)];
+        for (quantity, unit, pick) in quantities {
+            // Units stay last in the name: e_low_pa, rho_high_kg_m3.
+            for (k, suffix) in ["", "_low", "_high"].into_iter().enumerate() {
+                t.push_f64(&format!("{quantity}{suffix}{unit}"), r.iter().map(|x| id(x).map_or(f64::NAN, |i| pick(i)[k])).collect());
             }
         }
         t.push_f64("rms_error_mm", r.iter().map(|x| id(x).map_or(f64::NAN, |i| i.rms_error_mm)).collect());
@@ -251,7 +253,7 @@ pub fn write(index: &ArchiveIndex, out: &Path) -> Result<(PathBuf, PathBuf)> {
     }
     index.table().write(out)?;
     let csv = out.with_extension("csv");
-    crate::export::write_csv_as(&Table::read(out)?, &csv, "archive.csv", &mut vec![], true)?;
+    crate::export::write_csv_as(&index.table().into_read(), &csv, "archive.csv", &mut vec![], true)?;
     Ok((out.to_path_buf(), csv))
 }
 
