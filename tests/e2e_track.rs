@@ -201,9 +201,15 @@ fn record_a_camera_then_track_with_the_frames_table() {
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = session::read_markers(&dir.path().join("m.parquet")).unwrap();
     assert_eq!(rows.len(), 30 * 6);
+    // Times come from the frames table, on the file's clock (its positions,
+    // 10 ms apart) at the smallest delay of any frame: evenly spaced, none
+    // after the frame reached the recorder.
+    let stamped = session::frame_times_on_host_clock(&frames).unwrap();
+    assert!(stamped.windows(2).all(|w| (w[1] - w[0] - 10_000_000).abs() < 1_000), "{stamped:?}");
+    assert!(stamped.iter().zip(&t).all(|(s, h)| s <= h) && stamped.iter().zip(&t).any(|(s, h)| s == h), "{stamped:?} {t:?}");
     for r in &rows {
-        assert_eq!(r.t_host_ns, Some(t[r.frame as usize]), "times come from the frames table");
-        assert!((r.t_s - t[r.frame as usize] as f64 * 1e-9).abs() < 1e-12);
+        assert_eq!(r.t_host_ns, Some(stamped[r.frame as usize]), "times come from the frames table");
+        assert!((r.t_s - stamped[r.frame as usize] as f64 * 1e-9).abs() < 1e-12);
     }
     // Missing device -> exit 2.
     std::fs::write(dir.path().join("bad.toml"), "[[camera]]\nfile = \"/nonexistent/video.mkv\"\n").unwrap();

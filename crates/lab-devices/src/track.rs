@@ -142,7 +142,7 @@ fn frame_times(input: &Path, frames: Option<&Path>, fps: Option<f64>, source: &i
     let beside = input.parent().zip(input.file_stem()).map(|(dir, stem)| dir.join("streams").join(stem)).filter(|p| p.is_dir());
     if let Some(dir) = frames.map(Path::to_path_buf).or(beside) {
         let t = session::Table::read_chunks(&dir)?;
-        return Ok(FrameTimes::Table(t.i64("t_host_ns")?));
+        return Ok(FrameTimes::Table(session::frame_times_on_host_clock(&t)?));
     }
     let fps = fps.unwrap_or(source.fps());
     if !(fps.is_finite() && fps > 0.0) {

@@ -38,12 +38,13 @@ fn live_at_fps(dir: &Path, name: &str, (rod_rel, scene_rel): (&str, &str), camer
 
 /// Tracked markers against the truth at the same instant (host time of the
 /// camera frame mapped to simulation time with the truth's t0): RMS error
-/// per marker [m], and the largest error over all. A frame's host stamp is
-/// when the recorder got it, after its exposure: on a loaded machine (CI's
-/// two cores) up to a frame period later. Each marker is compared with the
-/// truth nearest it over that period before its stamp (a marker 0.79 mm
-/// and 1.1 mm from the truth at its stamp failed the slide and loop tests
-/// in two CI runs, their RMS 62-129 um).
+/// per marker [m], and the largest error over all. A frame is stamped
+/// after its exposure (tracking puts it on the host clock by the file's
+/// own clock at the least delay seen, 2 ms on a quiet machine). Each
+/// marker is compared with the truth nearest it over a frame period before
+/// its stamp. (Stamped when the recorder got them, a loaded machine's
+/// frames came up to 46 ms late: markers 0.8-1.4 mm from the truth failed
+/// the slide test in fresh-clone CI runs, their RMS 90-210 um.)
 fn marker_errors(session: &SessionDir, truth: &Path) -> (Vec<f64>, f64) {
     let t0_ns = TruthFile::read(truth).unwrap().t0_host_ns;
     let tracked = session::read_markers(&session.markers()).unwrap();

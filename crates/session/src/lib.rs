@@ -404,6 +404,23 @@ pub fn read_tcp_poses_of(session: &Path, robot: &str, damaged: Damaged) -> Resul
     Ok(Some((out, warnings)))
 }
 
+/// Host times of a camera's frames (its `streams/<camera>` table): the
+/// host stamp says when the recorder got a frame, after decoding and
+/// scheduling (on a loaded two-core machine up to 46 ms late, a frame
+/// period and more, where it is 2 ms otherwise); the camera's own clock
+/// (`device_ms`: a file's position, a V4L2 buffer's time) advances evenly.
+/// With `device_ms`, each frame is put on the host clock as
+/// [`device_times_on_host_clock`] puts a robot's packages; a camera that
+/// reports no clock (zeros, NaN) keeps its host stamps.
+pub fn frame_times_on_host_clock(frames: &Table) -> Result<Vec<i64>, TableError> {
+    let host_ns = frames.i64("t_host_ns")?;
+    if !frames.has("device_ms") {
+        return Ok(host_ns);
+    }
+    let device_s: Vec<f64> = frames.f64("device_ms")?.iter().map(|ms| ms * 1e-3).collect();
+    Ok(device_times_on_host_clock(&device_s, &host_ns))
+}
+
 /// Host times of samples that carry the device's own clock (the RTDE
 /// `timestamp`, seconds): the host clock says when a package *arrived*,
 /// late by a varying delay (network, scheduling: milliseconds, bursts of

@@ -136,6 +136,31 @@ mod lib {
     }
 
     #[test]
+    fn camera_frames_are_stamped_by_the_camera_clock_where_it_has_one() {
+        // 30 frames/s; the recorder got each 2 ms after it was due, frame
+        // 10 46 ms after (a busy host), frame 20 a whole period late.
+        let due_ns: Vec<i64> = (0..60).map(|k| 1_000_000_000 + k * 33_333_333).collect();
+        let late_ns = |k: usize| 2_000_000 + if k == 10 { 44_000_000 } else if k == 20 { 33_000_000 } else { 0 };
+        let host: Vec<i64> = due_ns.iter().enumerate().map(|(k, t)| t + late_ns(k)).collect();
+        let mut frames = Table::new();
+        frames.push_i64("t_host_ns", host.clone());
+        frames.push_f64("frame", (0..60).map(|k| k as f64).collect());
+        frames.push_f64("device_ms", (0..60).map(|k| 500.0 + k as f64 * 1e3 / 30.0).collect());
+        let stamped = frame_times_on_host_clock(&frames.into_read()).unwrap();
+        for (k, (s, due)) in stamped.iter().zip(&due_ns).enumerate() {
+            assert!((s - due - 2_000_000).abs() < 1_000, "frame {k}: {} ms after it was due", (s - due) as f64 * 1e-6);
+        }
+        // A camera without a clock (zeros), or without the column, keeps its stamps.
+        let mut zeros = Table::new();
+        zeros.push_i64("t_host_ns", host.clone());
+        zeros.push_f64("device_ms", vec![0.0; 60]);
+        assert_eq!(frame_times_on_host_clock(&zeros.into_read()).unwrap(), host);
+        let mut bare = Table::new();
+        bare.push_i64("t_host_ns", host.clone());
+        assert_eq!(frame_times_on_host_clock(&bare.into_read()).unwrap(), host);
+    }
+
+    #[test]
     fn check_names_schema_drift_and_host_time_running_backwards() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = StreamWriter::create(dir.path(), "ft300", vec!["fx_n".into()], std::time::Duration::from_secs(3600)).unwrap();
