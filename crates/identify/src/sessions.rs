@@ -268,6 +268,12 @@ pub struct LoadsFile {
     /// edge of the tip face; default on the centre line).
     #[serde(default)]
     pub tip_mass_offset_m: [f64; 2],
+    /// The dry friction of the hook the masses hang on, as a radius \[m\]
+    /// (the pin's radius times its friction coefficient): in a dynamic
+    /// replay, turning the tip under a hung mass costs this times its
+    /// weight as a moment, whatever the swing (default: none; statics
+    /// never see it). `identify --dynamic --fit-hook-friction` fits it.
+    pub hook_friction_radius_m: Option<f64>,
     /// Masses hung per session and from a time on (a trial per mass, or
     /// masses added during one session); a hold without an entry has
     /// `tip_mass_kg`.
@@ -427,6 +433,9 @@ impl LoadsFile {
         }
         if self.tip_mass_offset_m.iter().any(|v| !v.is_finite()) {
             return Err(LoadsError::new("tip_mass_offset_m", "must be finite [y, z] in metres"));
+        }
+        if let Some(r) = self.hook_friction_radius_m.filter(|r| !(r.is_finite() && *r >= 0.0)) {
+            return Err(LoadsError::new("hook_friction_radius_m", format!("must be a number >= 0 [m], got {r}")));
         }
         for (i, m) in self.tip_masses.iter().enumerate() {
             if !(m.kg.is_finite() && m.kg >= 0.0) {

@@ -710,7 +710,12 @@ pub fn add_hung_mass(scene: &mut Scene, rod: &Rod, loads: &crate::loads::Loads, 
     if kg <= 0.0 {
         return Ok(None);
     }
-    scene.loads.push(sim::LoadSpec::PointMass { arc_m: rod.length_m, offset_body_m: lie::Vec3::new(0.0, offset[0], offset[1]), mass_kg: kg });
+    scene.loads.push(sim::LoadSpec::PointMass {
+        arc_m: rod.length_m,
+        offset_body_m: lie::Vec3::new(0.0, offset[0], offset[1]),
+        mass_kg: kg,
+        hook_friction_radius_m: loads.file.hook_friction_radius_m.unwrap_or(0.0),
+    });
     Ok(Some(format!(
         "{session}: a hung mass of {:.1} g at the tip (offset [{:.1}, {:.1}] mm; {}), with its inertia",
         kg * 1e3,

@@ -1,6 +1,7 @@
 //! The simulator's own terms besides inertia and contact: material damping
 //! and loads applied by the experimenter (a push spread over the rod's
-//! mass, a point force, a tow spring pulled at constant speed).
+//! mass, a point force, a tow spring pulled at constant speed) and the
+//! dry friction of a hung mass's hook.
 
 use lie::{Mat3, Vec3};
 use nalgebra::{DMatrix, DVector};
@@ -129,6 +130,63 @@ impl Term for TowSpring {
         let p = s.frames.joints[self.joint].pos;
         let k = self.stiffness();
         sink.point_force(Attach::Joint(self.joint), &p, &self.force_n(&p), &Vec3::zeros(), Some(&k));
+    }
+}
+
+/// Dry friction where a mass hangs (a hook in an eyelet): the hung weight
+/// presses the hook on its pin, so turning the rod's section under the
+/// hanging mass costs a moment of `friction_radius_m` (the pin's radius
+/// times its friction coefficient) times the weight, against the
+/// section's rotation rate, whatever its size: a loss per cycle that does
+/// not shrink with the swing (Coulomb's), where a material's shrinks with
+/// it. The rate over the step, `log(R R_start^T) / h`, is smoothed below
+/// `smoothing_rad_s` (`m = -M w / sqrt(|w|^2 + w_s^2)`) so that Newton's
+/// tangent exists at rest; a section at rest is held by at most `M`.
+pub struct HookFriction {
+    pub joint: usize,
+    /// The largest moment the hook resists with \[N m\]: `friction_radius_m * m g`.
+    pub moment_n_m: f64,
+    pub h_s: f64,
+    /// The section's rotation at the step's start.
+    pub rot_start: Mat3,
+    pub smoothing_rad_s: f64,
+}
+
+impl HookFriction {
+    /// The section's rotation rate over the step (world) at rotation `rot`.
+    fn rate_rad_s(&self, rot: &Mat3) -> Vec3 {
+        lie::so3_log(&(rot * self.rot_start.transpose())) / self.h_s
+    }
+
+    /// The friction moment (world) at rotation rate `w`.
+    pub fn moment_at(&self, w: &Vec3) -> Vec3 {
+        -w * (self.moment_n_m / (w.norm_squared() + self.smoothing_rad_s.powi(2)).sqrt())
+    }
+}
+
+impl Term for HookFriction {
+    fn name(&self) -> &str {
+        "hook friction"
+    }
+
+    fn energy(&self, _s: &State) -> Option<f64> {
+        None
+    }
+
+    fn contribute(&self, s: &State, sink: &mut Sink) {
+        let w = self.rate_rad_s(&s.frames.joints[self.joint].rot);
+        let m = self.moment_at(&w);
+        // -dW/deta: a turn d_theta of the section changes the rate by
+        // d_theta / h (to first order in the step's rotation).
+        let t = sink.wants_tangent().then(|| {
+            let n2 = w.norm_squared() + self.smoothing_rad_s.powi(2);
+            let n = n2.sqrt();
+            let d = (Mat3::identity() - w * w.transpose() / n2) * (self.moment_n_m / (n * self.h_s));
+            let mut t = lie::Mat6::zeros();
+            t.fixed_view_mut::<3, 3>(0, 0).copy_from(&d);
+            t
+        });
+        sink.wrench(Attach::Joint(self.joint), lie::stack(&m, &Vec3::zeros()), t);
     }
 }
 

@@ -105,8 +105,10 @@ pub enum LoadSpec {
     /// A mass hung at arc length `arc_m`, at `offset_body_m` from the
     /// centre line in that section's frame (a hook on the tip face's top
     /// edge): its weight always, and in a dynamic scene its inertia, as a
-    /// point rigidly attached to the section (rotary inertia neglected).
-    PointMass { arc_m: f64, offset_body_m: Vec3, mass_kg: f64 },
+    /// point rigidly attached to the section (rotary inertia neglected);
+    /// with `hook_friction_radius_m` > 0, the dry friction of the hook it
+    /// hangs on ([`crate::loads::HookFriction`]) resists the section's turning.
+    PointMass { arc_m: f64, offset_body_m: Vec3, mass_kg: f64, hook_friction_radius_m: f64 },
     /// A spring in the table plane from an anchor moving at constant
     /// velocity (starting at the point's initial position) to the point at
     /// `arc_m`.
@@ -341,6 +343,8 @@ struct RawLoad {
     arc_m: Option<f64>,
     /// point_mass: the mass \[kg\] (present for the whole run).
     mass_kg: Option<f64>,
+    /// point_mass: the dry friction of the hook it hangs on, as a radius \[m\] (the pin's radius times its friction coefficient): turning the section under the mass costs this times the weight as a moment (default 0: no friction).
+    hook_friction_radius_m: Option<f64>,
     /// tow: the speed of the spring's far end \[m/s\].
     velocity_m_s: Option<[f64; 3]>,
     /// tow: the spring's stiffness \[N/m\].
@@ -640,6 +644,12 @@ impl RawScene {
                         finite3(file, &field("offset_m"), [0.0, o[0], o[1]])?
                     },
                     mass_kg: positive(file, &field("mass_kg"), l.mass_kg.unwrap_or(f64::NAN))?,
+                    hook_friction_radius_m: match l.hook_friction_radius_m {
+                        Some(r) if !(r.is_finite() && r >= 0.0) => {
+                            return Err(ConfigError::new(file, &field("hook_friction_radius_m"), format!("must be a number >= 0, got {r}")))
+                        }
+                        r => r.unwrap_or(0.0),
+                    },
                 },
                 "tow" => LoadSpec::Tow {
                     arc_m: l.arc_m.unwrap_or(0.0),

@@ -17,7 +17,7 @@
 
 use crate::contact::{self, ContactState, LawParams, Plane};
 use crate::inertia::Inertia;
-use crate::loads::{Damping, TowSpring, Viscoelastic};
+use crate::loads::{Damping, HookFriction, TowSpring, Viscoelastic};
 use crate::scene::{BaseSpec, ContactPoints, Initial, LoadSpec, Mode, NormalCompliance, Scene};
 use lie::{Mat6, Pose, Vec3, Vec6};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -38,6 +38,11 @@ pub enum SimError {
     #[error("step {step} at t = {t_s:.4} s did not converge: {why}; {remedy}")]
     NoConvergence { step: usize, t_s: f64, why: String, remedy: String },
 }
+
+/// Below this rotation rate a hook's dry friction is smoothed
+/// ([`HookFriction`]): 1 mrad/s, where a swinging tip turns at tenths of
+/// rad/s to rad/s.
+const HOOK_SMOOTHING_RAD_S: f64 = 1e-3;
 
 impl fault::Fault for SimError {
     fn kind(&self) -> fault::Kind {
@@ -372,7 +377,7 @@ impl Simulator {
             .loads
             .iter()
             .filter_map(|l| match l {
-                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg } => Some((model.joint_at(*arc_m), *offset_body_m, *mass_kg)),
+                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg, .. } => Some((model.joint_at(*arc_m), *offset_body_m, *mass_kg)),
                 _ => None,
             })
             .collect();
@@ -855,6 +860,8 @@ impl Simulator {
         let mut point_loads = vec![];
         let mut point_joints = vec![];
         let mut tows = vec![];
+        let mut hooks = vec![];
+        let mut start_frames = None;
         for (k, l) in self.scene.loads.iter().enumerate() {
             match l {
                 LoadSpec::BodyForce { total_force_n, start_s, end_s } if t_end >= *start_s && t_end < *end_s => body += total_force_n / self.mass_kg,
@@ -869,7 +876,17 @@ impl Simulator {
                     point_joints.push(self.load_joints[k].expect("point load joint"));
                 }
                 // A hung mass's weight (its inertia is the inertia term's).
-                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg } => {
+                LoadSpec::PointMass { arc_m, offset_body_m, mass_kg, hook_friction_radius_m } => {
+                    if *hook_friction_radius_m > 0.0 && self.carry.inertia.is_some() {
+                        let joint = self.load_joints[k].expect("point mass joint");
+                        hooks.push(HookFriction {
+                            joint,
+                            moment_n_m: hook_friction_radius_m * mass_kg * self.scene.gravity_m_s2.norm() * gravity_scale,
+                            h_s: h,
+                            rot_start: start_frames.get_or_insert_with(|| self.model.frames(&self.carry.q)).joints[joint].rot,
+                            smoothing_rad_s: HOOK_SMOOTHING_RAD_S,
+                        });
+                    }
                     point_loads.push(PointLoad {
                         x_m: *arc_m,
                         offset_body_m: *offset_body_m,
@@ -900,6 +917,9 @@ impl Simulator {
         }
         for t in &tows {
             list.push(t);
+        }
+        for f in &hooks {
+            list.push(f);
         }
         if self.damping_tau_s > 0.0 {
             list.push(&damping);
