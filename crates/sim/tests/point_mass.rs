@@ -166,11 +166,8 @@ fn a_hooks_dry_friction_takes_the_same_amplitude_every_half_swing() {
         assert!((d / want_m - 1.0).abs() < 0.02, "{d} m vs {want_m} m: {drops_m:?}");
     }
     assert!((drops_m[4] / drops_m[0] - 1.0).abs() < 0.01, "{drops_m:?}");
-    // Without the hook's friction the swing keeps its amplitude.
-    let free = run(&rod, &s);
-    let yf: Vec<f64> = free.iter().map(|r| r.markers_m[0].y).collect();
-    let ef: Vec<f64> = yf.windows(3).filter(|w| (w[1] - w[0]) * (w[2] - w[1]) < 0.0).map(|w| w[1]).collect();
-    println!("free extremes {:?}", ef);
-    let last = free.iter().map(|r| r.markers_m[0].y.abs()).fold(0.0, f64::max);
-    assert!((last / extremes[0].abs() - 1.0).abs() < 0.01, "{last} vs {}", extremes[0]);
+    // Without the hook's friction the swing keeps its amplitude (to 1e-4).
+    let free: Vec<f64> = run(&rod, &s).iter().map(|r| r.markers_m[0].y).collect();
+    let free_extremes: Vec<f64> = free.windows(3).filter(|w| (w[1] - w[0]) * (w[2] - w[1]) < 0.0).map(|w| w[1].abs()).collect();
+    assert!(free_extremes.len() >= 6 && (free_extremes[5] / free_extremes[0] - 1.0).abs() < 1e-4, "{free_extremes:?}");
 }
