@@ -370,7 +370,7 @@ def identify_dynamic(
     or ``Identified``). Options: ``loads``, ``mu_start``, ``damping_start``,
     ``hold_damping``, ``hold_marker_delay``, ``fit_marker_delay``,
     ``hold_branches``, ``window_s``, ``fit_stiffness``, ``fit_density``,
-    ``match_ring_down``, ``sigma_m``, ``compare_variants`` (the material's
+    ``fit_hook_friction``, ``match_ring_down``, ``sigma_m``, ``compare_variants`` (the material's
     laws judged by held-out releases). Returns a dictionary
     with "dynamic" (the fitted values), "identified_toml" and "report"."""
     return _rodlab.identify_dynamic(

@@ -311,6 +311,7 @@ def identify_dynamic(
     window_s: Optional[Tuple[float, float]] = None,
     fit_stiffness: bool = False,
     fit_density: bool = False,
+    fit_hook_friction: bool = False,
     match_ring_down: bool = False,
     sigma_m: float = 2e-5,
     compare_variants: bool = False,

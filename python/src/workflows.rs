@@ -208,10 +208,11 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// to)` fits that span of each replay, `hold_branches` keeps the rod
 /// file's branches, `fit_marker_delay` fits a delay where mocap stamps
 /// markers and clamp alike, `match_ring_down` fits each release's
-/// frequency and log decrement instead of the markers' paths.
+/// frequency and log decrement instead of the markers' paths,
+/// `fit_hook_friction` fits the dry friction of the hook the masses hang on.
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, fit_density=false, match_ring_down=false, sigma_m=2e-5, compare_variants=false))]
+    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, fit_density=false, fit_hook_friction=false, match_ring_down=false, sigma_m=2e-5, compare_variants=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -231,6 +232,7 @@ pub fn identify_dynamic<'py>(
     window_s: Option<(f64, f64)>,
     fit_stiffness: bool,
     fit_density: bool,
+    fit_hook_friction: bool,
     match_ring_down: bool,
     sigma_m: f64,
     compare_variants: bool,
@@ -248,6 +250,7 @@ pub fn identify_dynamic<'py>(
     req.window_s = window_s.map(|(from, to)| [from, to]);
     req.fit_stiffness = fit_stiffness;
     req.fit_density = fit_density;
+    req.fit_hook_friction = fit_hook_friction;
     req.match_ring_down = match_ring_down;
     req.sigma_m = sigma_m;
     req.compare_laws = compare_variants;

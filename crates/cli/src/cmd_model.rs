@@ -379,6 +379,9 @@ pub struct IdentifyArgs {
     /// With --dynamic: also fit the body's density (rho scaled; E, G, geometry stay): releases with several hung masses see it in how far apart their frequencies lie. With --match-ring-down the static fit's rho (--params) is one more row.
     #[arg(long, requires = "dynamic")]
     pub fit_density: bool,
+    /// With --dynamic: also fit the dry friction of the hook the masses hang on, as a radius [m] (its moment over the hung weight; one value for every mass; start: the loads file's hook_friction_radius_m, else 1 mm): a loss per cycle that grows with the weight and not with the swing, which a material's law cannot give.
+    #[arg(long, requires = "dynamic")]
+    pub fit_hook_friction: bool,
     /// With --dynamic: fit each release's frequency and log decrement over its first three cycles (its outermost marker along gravity) instead of the markers' paths: the swing alone, whatever the start's shape.
     #[arg(long, requires = "dynamic")]
     pub match_ring_down: bool,
@@ -452,6 +455,7 @@ fn identify_dynamic(a: IdentifyArgs, rod: rod::Rod, progress: &dyn Progress) -> 
     };
     req.fit_stiffness = a.fit_stiffness;
     req.fit_density = a.fit_density;
+    req.fit_hook_friction = a.fit_hook_friction;
     req.match_ring_down = a.match_ring_down;
     req.sigma_m = a.sigma_m;
     req.compare_laws = a.compare_variants;

@@ -209,6 +209,15 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
     if let (Some(rho), Some(c)) = (o.rho_kg_m3, o.rho_kg_m3_ci95) {
         println!("  rho           = {rho:.4e} kg/m^3  95 % CI [{:.4e}, {:.4e}] ([parameters] carry it)", c[0], c[1]);
     }
+    if let Some(r) = o.hook_friction_radius_m {
+        match o.hook_friction_radius_ci95_m {
+            Some(c) => println!(
+                "  hook friction {r:.4e} m  95 % CI [{:.4e}, {:.4e}] (a moment of this times each hung weight; replays take it from the loads file's hook_friction_radius_m)",
+                c[0], c[1]
+            ),
+            None => println!("  hook friction {r:.4e} m (held: the loads file's)"),
+        }
+    }
     if let Some(h) = &o.static_holds {
         println!("  static holds  {}", h.text());
     }

@@ -822,6 +822,15 @@ pub struct DynamicOut {
     /// Its 95 % interval \[kg/m^3\].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rho_kg_m3_ci95: Option<[f64; 2]>,
+    /// The dry friction of the hook the masses hang on, as a radius (its
+    /// moment over the hung weight) \[m\]: fitted (`--fit-hook-friction`)
+    /// or the loads file's; absent without one. A replay takes it from the
+    /// loads file's `hook_friction_radius_m`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hook_friction_radius_m: Option<f64>,
+    /// Its 95 % interval when fitted \[m\].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hook_friction_radius_ci95_m: Option<[f64; 2]>,
     /// RMS of the tracked markers minus the simulated ones over all
     /// frames, with the starting values and with the fitted ones \[m\].
     pub marker_rms_start_m: f64,
@@ -1041,8 +1050,12 @@ impl DynamicOut {
         } else {
             String::new()
         };
+        let hook = self.hook_friction_radius_m.map_or(String::new(), |r| {
+            let c = self.hook_friction_radius_ci95_m.unwrap_or([f64::NAN; 2]);
+            format!(", hook friction {:.3} mm {}", r * 1e3, ci([c[0] * 1e3, c[1] * 1e3]))
+        });
         format!(
-            "{mu}{zeta}{branches}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N{test}, {} iterations, {} simulations, {:.1} s",
+            "{mu}{zeta}{branches}{hook}, correlation {:+.3}, marker delay {} ms, markers {:.3} -> {:.3} mm, force {:.3} N{test}, {} iterations, {} simulations, {:.1} s",
             self.correlation_mu_damping,
             self.delays_text(),
             self.marker_rms_start_m * 1e3,

@@ -75,6 +75,10 @@ pub struct DynamicRequest {
     /// releases with several hung masses see it in how far apart their
     /// frequencies lie, which a sag alone barely does.
     pub fit_density: bool,
+    /// Also fit the dry friction of the hook the masses hang on (the loads
+    /// file's `hook_friction_radius_m`, one value for every mass): a loss
+    /// per cycle that grows with the hung weight and not with the swing.
+    pub fit_hook_friction: bool,
     /// Fit each release's frequency and log decrement over its first three
     /// cycles instead of the markers' paths: the swing alone, whatever the
     /// start's shape (`--match-ring-down`).
@@ -110,6 +114,7 @@ impl DynamicRequest {
             match_ring_down: false,
             fit_stiffness: false,
             fit_density: false,
+            fit_hook_friction: false,
             sigma_m: 2e-5,
             compare_laws: false,
             loads: Default::default(),
@@ -225,6 +230,9 @@ struct Point {
     branches: Vec<rod::PronyBranch>,
     /// The constant-loss law `branches` carry, when the rod file gives one.
     constant_loss: Option<rod::ConstantLoss>,
+    /// The dry friction of the hook every hung mass hangs on \[m\]
+    /// ([`sim::loads::HookFriction`]; 0: none).
+    hook_friction_radius_m: f64,
 }
 
 impl Point {
@@ -236,7 +244,7 @@ impl Point {
     /// The values' bits (a replay's key).
     fn bits(&self) -> Vec<u64> {
         let branches = self.branches.iter().flat_map(|b| [b.modulus_ratio, b.time_constant_s]);
-        [self.mu, self.zeta, self.stiffness, self.density].into_iter().chain(branches).map(f64::to_bits).collect()
+        [self.mu, self.zeta, self.stiffness, self.density, self.hook_friction_radius_m].into_iter().chain(branches).map(f64::to_bits).collect()
     }
 }
 
@@ -255,6 +263,8 @@ enum Knob {
     LossFactor,
     /// The constant-loss law's longest relaxation time.
     LongestTime,
+    /// The hung masses' hook friction (`--fit-hook-friction`).
+    HookFriction,
 }
 
 impl Knob {
@@ -268,6 +278,7 @@ impl Knob {
             Knob::BranchTime(i) => p.branches[i].time_constant_s,
             Knob::LossFactor => p.constant_loss.map_or(f64::NAN, |c| c.loss_factor),
             Knob::LongestTime => p.constant_loss.map_or(f64::NAN, |c| c.longest_time_s),
+            Knob::HookFriction => p.hook_friction_radius_m,
         }
     }
 
@@ -277,6 +288,7 @@ impl Knob {
             Knob::Zeta => p.zeta = v,
             Knob::Stiffness => p.stiffness = v,
             Knob::Density => p.density = v,
+            Knob::HookFriction => p.hook_friction_radius_m = v,
             Knob::BranchModulus(i) => p.branches[i].modulus_ratio = v,
             Knob::BranchTime(i) => p.branches[i].time_constant_s = v,
             Knob::LossFactor | Knob::LongestTime => {
@@ -353,6 +365,11 @@ impl<'a> Replay<'a> {
         let mut scene = case.prepared.scene.clone();
         if let Some(t) = scene.table.as_mut() {
             t.mu = at.mu;
+        }
+        for load in scene.loads.iter_mut() {
+            if let sim::LoadSpec::PointMass { hook_friction_radius_m, .. } = load {
+                *hook_friction_radius_m = at.hook_friction_radius_m;
+            }
         }
         let mut rod = case.rod.clone();
         rod.damping = Some(Damping::Ratio(at.zeta));
@@ -854,7 +871,15 @@ fn rms_parts(cases: &[SessionCase], r: &DVector<f64>) -> (f64, f64) {
 pub fn sensitivities(req: &DynamicRequest, mu: f64, zeta: f64, log_step: f64) -> Result<DMatrix<f64>> {
     let rod = req.params.rod(&req.rod);
     let replay = Replay::new(rod.clone(), &req.scene_path, read_cases(req, &rod, &req.scene)?);
-    let held = Point { mu, zeta, stiffness: 1.0, density: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss };
+    let held = Point {
+        mu,
+        zeta,
+        stiffness: 1.0,
+        density: 1.0,
+        branches: rod.viscoelastic.clone(),
+        constant_loss: rod.constant_loss,
+        hook_friction_radius_m: req.loads.file.hook_friction_radius_m.unwrap_or(0.0),
+    };
     let problem = DynamicProblem {
         replay: &replay,
         held,
@@ -955,6 +980,10 @@ fn scan_friction(replay: &mut Replay, start: &Point, task: &dyn crate::progress:
     Ok(Friction { scan, best_mu, stick_only, mu_at_least, no_table: false, warnings })
 }
 
+/// Where `--fit-hook-friction` starts without a loads file's value \[m\]:
+/// a pin of a few millimetres at a friction coefficient of 0.3.
+const HOOK_FRICTION_START_M: f64 = 1e-3;
+
 /// The replay's start: mu (`--mu-start`, else the scene's), the damping
 /// ratio (`--damping-start`, else the rod file's; 0.05 for an elastic
 /// rod; none beside a viscoelastic law that asks for none) and the rod
@@ -973,7 +1002,13 @@ fn start_point(req: &DynamicRequest, rod: &Rod) -> Result<(Point, bool)> {
     if fit_zeta || req.damping_start.is_some() {
         crate::error::positive("--damping-start", zeta)?;
     }
-    Ok((Point { mu, zeta, stiffness: 1.0, density: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss }, fit_zeta))
+    let hook_friction_radius_m = match (req.loads.file.hook_friction_radius_m, req.fit_hook_friction) {
+        (Some(r), true) if r > 0.0 => r,
+        (_, true) => HOOK_FRICTION_START_M,
+        (r, false) => r.unwrap_or(0.0),
+    };
+    let point = Point { mu, zeta, stiffness: 1.0, density: 1.0, branches: rod.viscoelastic.clone(), constant_loss: rod.constant_loss, hook_friction_radius_m };
+    Ok((point, fit_zeta))
 }
 
 /// The values fitted: mu where the tip slides, the damping ratio, the
@@ -992,6 +1027,9 @@ fn free_knobs(req: &DynamicRequest, friction: &Friction, fit_zeta: bool, rod: &R
     }
     if req.fit_density {
         free.push(Knob::Density);
+    }
+    if req.fit_hook_friction {
+        free.push(Knob::HookFriction);
     }
     match (req.hold_branches, rod.constant_loss) {
         (true, _) => {}
@@ -1289,6 +1327,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         e_pa_ci95: req.fit_stiffness.then(|| stiffness_ci.map(|s| rod.cross_section.body.e_pa * s)),
         rho_kg_m3: req.fit_density.then_some(rod.cross_section.body.rho_kg_m3 * fitted.density),
         rho_kg_m3_ci95: req.fit_density.then(|| density_ci.map(|s| rod.cross_section.body.rho_kg_m3 * s)),
+        hook_friction_radius_m: (fitted.hook_friction_radius_m > 0.0).then_some(fitted.hook_friction_radius_m),
+        hook_friction_radius_ci95_m: req.fit_hook_friction.then(|| ci(Knob::HookFriction)),
         marker_rms_start_m: rms_parts(&replay.cases, &start_r).0,
         marker_rms_m,
         force_rms_n: replay.cases.iter().any(|c| c.force.is_some()).then_some(force_rms_n),
@@ -1455,6 +1495,10 @@ fn fitted_rows(replay: &Replay, out: &DynamicOut, start: &Point) -> Vec<Vec<Stri
             format!("{rho:.4e} [{:.4e}, {:.4e}]", c[0], c[1]),
             format!("{:.4e}", replay.rod.cross_section.body.rho_kg_m3),
         ]);
+    }
+    if let Some(r) = out.hook_friction_radius_m {
+        let c = out.hook_friction_radius_ci95_m.unwrap_or([f64::NAN; 2]);
+        rows.push(vec!["hook friction radius [m]".into(), format!("{r:.4e} {}", ci(c)), format!("{:.4e}", start.hook_friction_radius_m)]);
     }
     if out.correlation_mu_damping.is_finite() {
         rows.push(vec!["correlation (ln mu, ln zeta)".into(), format!("{:.3}", out.correlation_mu_damping), "-".into()]);

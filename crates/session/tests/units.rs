@@ -140,7 +140,16 @@ mod lib {
         // 30 frames/s; the recorder got each 2 ms after it was due, frame
         // 10 46 ms after (a busy host), frame 20 a whole period late.
         let due_ns: Vec<i64> = (0..60).map(|k| 1_000_000_000 + k * 33_333_333).collect();
-        let late_ns = |k: usize| 2_000_000 + if k == 10 { 44_000_000 } else if k == 20 { 33_000_000 } else { 0 };
+        let late_ns = |k: usize| {
+            2_000_000
+                + if k == 10 {
+                    44_000_000
+                } else if k == 20 {
+                    33_000_000
+                } else {
+                    0
+                }
+        };
         let host: Vec<i64> = due_ns.iter().enumerate().map(|(k, t)| t + late_ns(k)).collect();
         let mut frames = Table::new();
         frames.push_i64("t_host_ns", host.clone());

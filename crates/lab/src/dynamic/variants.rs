@@ -55,6 +55,7 @@ fn point_of(out: &DynamicOut, rod: &Rod) -> Point {
         density: out.rho_kg_m3.map_or(1.0, |rho| rho / rod.cross_section.body.rho_kg_m3),
         branches: out.branches.iter().map(|b| b.branch()).collect(),
         constant_loss: out.constant_loss.as_ref().map(|c| c.law()),
+        hook_friction_radius_m: out.hook_friction_radius_m.unwrap_or(0.0),
     }
 }
 
