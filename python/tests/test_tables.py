@@ -1,6 +1,7 @@
-"""Session tables between rodlab and polars (#82): a stream whose chunks
-polars wrote (its types, compressions, row groups) reads as polars reads
-it; the tables rodlab writes read in polars as rodlab reads them."""
+"""Session tables between rodlab and polars, pyarrow and DuckDB (#82): a
+stream whose chunks polars, pyarrow or DuckDB wrote (their types,
+compressions, row groups) reads as they read it; the tables rodlab writes
+read in all three as rodlab reads them."""
 
 from __future__ import annotations
 
@@ -70,3 +71,55 @@ def test_the_tables_rodlab_writes_read_in_polars(tmp_path: Path) -> None:
         theirs = pl.read_parquet(Path(session.path) / "streams" / name / "*.parquet")
         assert theirs.equals(session.stream(name)), name
     assert pl.read_parquet(Path(session.path) / "markers.parquet").equals(session.markers())
+
+
+def test_streams_pyarrow_and_duckdb_wrote_read_as_they_read_them(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    duckdb = pytest.importorskip("duckdb")
+    written = polars_stream(tmp_path / "polars", "zstd", 512)
+    # pyarrow: dictionary-encoded pages and statistics, two row groups a chunk.
+    arrow_stream = tmp_path / "pyarrow" / "streams" / "logger"
+    arrow_stream.mkdir(parents=True)
+    table = written.to_arrow()
+    for k, start in enumerate(range(0, table.num_rows, 500)):
+        pq.write_table(table.slice(start, 500), arrow_stream / f"{k:06}.parquet", compression="snappy", row_group_size=250)
+    (tmp_path / "pyarrow" / "session.toml").write_text("")
+    # DuckDB: its own writer, by SQL.
+    duck_stream = tmp_path / "duckdb" / "streams" / "logger"
+    duck_stream.mkdir(parents=True)
+    con = duckdb.connect()
+    con.register("frame", table)
+    for k, start in enumerate(range(0, table.num_rows, 500)):
+        con.execute(f"COPY (SELECT * FROM frame ORDER BY t_host_ns LIMIT 500 OFFSET {start}) TO '{duck_stream / f'{k:06}.parquet'}' (FORMAT parquet, COMPRESSION zstd)")
+    (tmp_path / "duckdb" / "session.toml").write_text("")
+    want = written.with_columns(pl.col("gain").cast(pl.Float64), pl.col("seq", "count").cast(pl.Int64))
+    for who in ("pyarrow", "duckdb"):
+        got = rodlab.Session(tmp_path / who).stream("logger")
+        assert got.columns == written.columns, who
+        assert got.equals(want), who
+        theirs = pl.from_arrow(pq.read_table(tmp_path / who / "streams" / "logger")).cast({"gain": pl.Float64, "seq": pl.Int64, "count": pl.Int64})
+        assert got.equals(theirs), who
+
+
+def test_the_tables_rodlab_writes_read_in_pyarrow_and_duckdb(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    duckdb = pytest.importorskip("duckdb")
+    session = rodlab.synth_session(
+        scene=repo("configs/scene/contact-paper-stick.toml"),
+        rod=repo("configs/rod/contact-paper-steel-core.toml"),
+        out=tmp_path / "stick",
+        seed=4,
+        duration_s=0.6,
+        progress=False,
+    )
+    for name in session.streams():
+        ours = session.stream(name)
+        arrow = pl.from_arrow(pq.read_table(Path(session.path) / "streams" / name))
+        assert arrow.equals(ours), name
+        duck = pl.from_arrow(duckdb.sql(f"SELECT * FROM read_parquet('{Path(session.path) / 'streams' / name / '*.parquet'}') ORDER BY t_host_ns").arrow())
+        assert duck.equals(ours), name
+    markers = session.markers()
+    assert pl.from_arrow(pq.read_table(Path(session.path) / "markers.parquet")).equals(markers)
+    duck = pl.from_arrow(duckdb.sql(f"SELECT * FROM read_parquet('{Path(session.path) / 'markers.parquet'}')").arrow())
+    assert duck.equals(markers)
