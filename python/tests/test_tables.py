@@ -103,6 +103,7 @@ def test_streams_pyarrow_and_duckdb_wrote_read_as_they_read_them(tmp_path: Path)
 
 
 def test_the_tables_rodlab_writes_read_in_pyarrow_and_duckdb(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     duckdb = pytest.importorskip("duckdb")
     session = rodlab.synth_session(
@@ -119,6 +120,13 @@ def test_the_tables_rodlab_writes_read_in_pyarrow_and_duckdb(tmp_path: Path) -> 
         assert arrow.equals(ours), name
         duck = pl.from_arrow(duckdb.sql(f"SELECT * FROM read_parquet('{Path(session.path) / 'streams' / name / '*.parquet'}') ORDER BY t_host_ns").arrow())
         assert duck.equals(ours), name
+    # In memory: a stream hands itself to pyarrow and DuckDB by the Arrow
+    # PyCapsule stream (`__arrow_c_stream__`), no file between.
+    robot = session.stream("robot")
+    assert hasattr(robot, "__arrow_c_stream__")
+    assert pl.from_arrow(pa.table(robot)).equals(robot)
+    rows, first, last = duckdb.sql("SELECT count(*), min(t_host_ns), max(t_host_ns) FROM robot").fetchall()[0]
+    assert (rows, first, last) == (robot.height, robot["t_host_ns"].min(), robot["t_host_ns"].max())
     markers = session.markers()
     assert pl.from_arrow(pq.read_table(Path(session.path) / "markers.parquet")).equals(markers)
     duck = pl.from_arrow(duckdb.sql(f"SELECT * FROM read_parquet('{Path(session.path) / 'markers.parquet'}')").arrow())
