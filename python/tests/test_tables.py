@@ -58,8 +58,9 @@ def test_a_compression_rodlab_does_not_read_is_named(tmp_path: Path) -> None:
         assert rodlab.Session(tmp_path).stream("logger").height == 0
 
 
-def test_the_tables_rodlab_writes_read_in_polars(tmp_path: Path) -> None:
-    session = rodlab.synth_session(
+def stick_session(tmp_path: Path) -> rodlab.Session:
+    """A short synthetic stick test: robot, FT 300 and markers tables."""
+    return rodlab.synth_session(
         scene=repo("configs/scene/contact-paper-stick.toml"),
         rod=repo("configs/rod/contact-paper-steel-core.toml"),
         out=tmp_path / "stick",
@@ -67,6 +68,10 @@ def test_the_tables_rodlab_writes_read_in_polars(tmp_path: Path) -> None:
         duration_s=0.6,
         progress=False,
     )
+
+
+def test_the_tables_rodlab_writes_read_in_polars(tmp_path: Path) -> None:
+    session = stick_session(tmp_path)
     for name in session.streams():
         theirs = pl.read_parquet(Path(session.path) / "streams" / name / "*.parquet")
         assert theirs.equals(session.stream(name)), name
@@ -106,14 +111,7 @@ def test_the_tables_rodlab_writes_read_in_pyarrow_and_duckdb(tmp_path: Path) -> 
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     duckdb = pytest.importorskip("duckdb")
-    session = rodlab.synth_session(
-        scene=repo("configs/scene/contact-paper-stick.toml"),
-        rod=repo("configs/rod/contact-paper-steel-core.toml"),
-        out=tmp_path / "stick",
-        seed=4,
-        duration_s=0.6,
-        progress=False,
-    )
+    session = stick_session(tmp_path)
     for name in session.streams():
         ours = session.stream(name)
         arrow = pl.from_arrow(pq.read_table(Path(session.path) / "streams" / name))
