@@ -1194,11 +1194,20 @@ fn misfit_warning(test: &DynamicNoiseTest, req: &DynamicRequest, rod: &Rod, dela
     ))
 }
 
-/// Fits mu and the damping ratio (or the viscoelastic branches) to the
-/// sessions; writes identified.toml (the static file with `[dynamic]`),
-/// index.html and summary.json.
-pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result<DynamicFit> {
-    let started = std::time::Instant::now();
+/// What a dynamic fit starts from: the rod with `--params`, the start
+/// point (and whether the damping ratio is free), the sessions' replays,
+/// the friction's scan, and the warnings so far.
+struct Prologue<'a> {
+    rod: Rod,
+    start: Point,
+    fit_zeta: bool,
+    replay: Replay<'a>,
+    friction: Friction,
+    warnings: Vec<String>,
+}
+
+/// The request checked, the sessions read and mu scanned (where the scene has a table).
+fn prologue<'a>(req: &'a DynamicRequest, task: &dyn crate::Task) -> Result<Prologue<'a>> {
     if req.sessions.is_empty() {
         return Err(Error::input("--sessions: at least one session is needed"));
     }
@@ -1208,17 +1217,50 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         return Err(Error::input(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", req.rod_path.display())));
     }
     let (start, fit_zeta) = start_point(req, &rod)?;
-    let task = progress.task("identify --dynamic", None);
     task.message("reading the sessions");
     let cases = read_cases(req, &rod, &req.scene)?;
     let mut replay = Replay::new(rod.clone(), &req.scene_path, cases);
     let friction = match req.scene.table {
-        Some(_) => scan_friction(&mut replay, &start, task.as_ref())?,
+        Some(_) => scan_friction(&mut replay, &start, task)?,
         None => Friction::no_table(&mut replay),
     };
     // What each replay is (from its release, a hung mass), then the friction's word.
     let mut warnings: Vec<String> = replay.cases.iter().flat_map(|c| c.prepared.warnings.iter().cloned()).collect();
     warnings.extend(friction.warnings.iter().cloned());
+    Ok(Prologue { rod, start, fit_zeta, replay, friction, warnings })
+}
+
+/// The fitted law's branches (or constant-loss law) with their intervals.
+fn law_out(fitted: &Point, ci: impl Fn(Knob) -> [f64; 2]) -> (Vec<BranchOut>, Option<identify::output::ConstantLossOut>) {
+    let branches = fitted
+        .branches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BranchOut {
+            modulus_ratio: b.modulus_ratio,
+            modulus_ratio_ci95: ci(Knob::BranchModulus(i)),
+            time_constant_s: b.time_constant_s,
+            time_constant_ci95_s: ci(Knob::BranchTime(i)),
+        })
+        .collect();
+    let constant_loss = fitted.constant_loss.map(|law| identify::output::ConstantLossOut {
+        loss_factor: law.loss_factor,
+        loss_factor_ci95: ci(Knob::LossFactor),
+        shortest_time_s: law.shortest_time_s,
+        longest_time_s: law.longest_time_s,
+        longest_time_ci95_s: ci(Knob::LongestTime),
+        branches: law.branches,
+    });
+    (branches, constant_loss)
+}
+
+/// Fits mu and the damping ratio (or the viscoelastic branches) to the
+/// sessions; writes identified.toml (the static file with `[dynamic]`),
+/// index.html and summary.json.
+pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result<DynamicFit> {
+    let started = std::time::Instant::now();
+    let task = progress.task("identify --dynamic", None);
+    let Prologue { rod, start, fit_zeta, replay, friction, mut warnings } = prologue(req, task.as_ref())?;
 
     // Levenberg-Marquardt from the scan's best (or with mu held where
     // the tip only sticks, or without mu where there is no table).
@@ -1281,6 +1323,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     let density_ci = ci(Knob::Density);
     let (marker_rms_m, force_rms_n) = rms_parts(&replay.cases, &markers_r);
     let ring_downs = ring_downs(&replay, &reading, &fitted, &delays_s)?;
+    let (branches, constant_loss) = law_out(&fitted, ci);
     let mut out = DynamicOut {
         sessions: replay.cases.iter().map(|c| c.name.clone()).collect(),
         scene_file: req.scene_path.display().to_string(),
@@ -1292,25 +1335,8 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         damping_ratio: fitted.zeta,
         damping_ratio_ci95: ci(Knob::Zeta),
         correlation_mu_damping: intervals.as_ref().map_or(f64::NAN, |i| i.correlation_mu_zeta),
-        branches: fitted
-            .branches
-            .iter()
-            .enumerate()
-            .map(|(i, b)| BranchOut {
-                modulus_ratio: b.modulus_ratio,
-                modulus_ratio_ci95: ci(Knob::BranchModulus(i)),
-                time_constant_s: b.time_constant_s,
-                time_constant_ci95_s: ci(Knob::BranchTime(i)),
-            })
-            .collect(),
-        constant_loss: fitted.constant_loss.map(|law| identify::output::ConstantLossOut {
-            loss_factor: law.loss_factor,
-            loss_factor_ci95: ci(Knob::LossFactor),
-            shortest_time_s: law.shortest_time_s,
-            longest_time_s: law.longest_time_s,
-            longest_time_ci95_s: ci(Knob::LongestTime),
-            branches: law.branches,
-        }),
+        branches,
+        constant_loss,
         variants: vec![],
         recommended_law: None,
         static_holds: problem.holds.as_ref().map(|h| h.out(&fitted)),
