@@ -313,6 +313,7 @@ def identify_dynamic(
     fit_density: bool = False,
     fit_hook_friction: bool = False,
     match_ring_down: bool = False,
+    ring_down_cycles: int = 3,
     sigma_m: float = 2e-5,
     compare_variants: bool = False,
 ) -> Dict[str, Any]: ...

@@ -208,11 +208,12 @@ pub(crate) fn optional_path(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResul
 /// to)` fits that span of each replay, `hold_branches` keeps the rod
 /// file's branches, `fit_marker_delay` fits a delay where mocap stamps
 /// markers and clamp alike, `match_ring_down` fits each release's
-/// frequency and log decrement instead of the markers' paths,
-/// `fit_hook_friction` fits the dry friction of the hook the masses hang on.
+/// frequency and log decrement instead of the markers' paths (over
+/// `ring_down_cycles` cycles: past three, the envelope's decay to each
+/// later cycle a row of its own), `fit_hook_friction` fits the dry friction of the hook the masses hang on.
 #[pyfunction]
 #[pyo3(signature = (rod, *, sessions, scene, params=None, loads=None, out=None, progress=None, mu_start=None, damping_start=None,
-    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, fit_density=false, fit_hook_friction=false, match_ring_down=false, sigma_m=2e-5, compare_variants=false))]
+    hold_damping=false, hold_marker_delay=false, fit_marker_delay=false, hold_branches=false, window_s=None, fit_stiffness=false, fit_density=false, fit_hook_friction=false, match_ring_down=false, ring_down_cycles=3, sigma_m=2e-5, compare_variants=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn identify_dynamic<'py>(
     py: Python<'py>,
@@ -234,6 +235,7 @@ pub fn identify_dynamic<'py>(
     fit_density: bool,
     fit_hook_friction: bool,
     match_ring_down: bool,
+    ring_down_cycles: usize,
     sigma_m: f64,
     compare_variants: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -252,6 +254,10 @@ pub fn identify_dynamic<'py>(
     req.fit_density = fit_density;
     req.fit_hook_friction = fit_hook_friction;
     req.match_ring_down = match_ring_down;
+    if ring_down_cycles < lab::dynamic::RING_DOWN_CYCLES {
+        return Err(value_error(format!("ring_down_cycles: at least {}, got {ring_down_cycles}", lab::dynamic::RING_DOWN_CYCLES)));
+    }
+    req.ring_down_cycles = ring_down_cycles;
     req.sigma_m = sigma_m;
     req.compare_laws = compare_variants;
     req.loads = lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?;

@@ -250,6 +250,11 @@ pub fn dynamic(fit: &lab::dynamic::DynamicFit) {
             100.0 * r.decrement_error(),
             r.cycles
         );
+        let (recorded, replayed) = r.envelope_decrements();
+        if !recorded.is_empty() {
+            let list = |v: &[f64]| v.iter().map(|d| format!("{d:.2}")).collect::<Vec<_>>().join(" ");
+            println!("    envelope, decrement cycle by cycle: recorded {}, replayed {}", list(&recorded), list(&replayed));
+        }
     }
     let force = o.force_rms_n.map_or(String::new(), |f| format!(", flange force RMS {f:.3} N (bias left out; {})", o.force_streams.join(", ")));
     println!(

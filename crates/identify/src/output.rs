@@ -866,11 +866,26 @@ pub struct RingDownOut {
     pub recorded_log_decrement: f64,
     /// Logarithmic decrement per cycle, replayed \[1\].
     pub replayed_log_decrement: f64,
-    /// The cycles read (from the first crossing of the settled level).
+    /// The cycles the decrements are read over (from the first crossing
+    /// of the settled level).
     pub cycles: usize,
+    /// Each cycle's swing, peak to peak, recorded \[m\]: the envelope, when
+    /// `--ring-down-cycles` reads more than `cycles` (else empty).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub recorded_swings_m: Vec<f64>,
+    /// The replay's swings, read as the recording's \[m\].
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub replayed_swings_m: Vec<f64>,
 }
 
 impl RingDownOut {
+    /// The envelope's decrements, cycle by cycle (ln of each swing over
+    /// the next), recorded and replayed: empty without an envelope.
+    pub fn envelope_decrements(&self) -> (Vec<f64>, Vec<f64>) {
+        let per_cycle = |s: &[f64]| s.windows(2).map(|w| (w[0] / w[1]).ln()).collect();
+        (per_cycle(&self.recorded_swings_m), per_cycle(&self.replayed_swings_m))
+    }
+
     /// The replay's frequency against the recording's, relative \[1\].
     pub fn frequency_error(&self) -> f64 {
         self.replayed_hz / self.recorded_hz - 1.0

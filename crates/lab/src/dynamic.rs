@@ -83,6 +83,11 @@ pub struct DynamicRequest {
     /// cycles instead of the markers' paths: the swing alone, whatever the
     /// start's shape (`--match-ring-down`).
     pub match_ring_down: bool,
+    /// Cycles of each release `--match-ring-down` reads (default and
+    /// fewest 3): past three, the decay to every later cycle is a row of
+    /// its own, the envelope that tells a hook's dry friction (a loss per
+    /// cycle that does not shrink with the swing) from the material's.
+    pub ring_down_cycles: usize,
     /// Floor of the markers' tracking noise per coordinate \[m\] (the
     /// noise estimated from each session is used when larger).
     pub sigma_m: f64,
@@ -112,6 +117,7 @@ impl DynamicRequest {
             hold_branches: false,
             window_s: None,
             match_ring_down: false,
+            ring_down_cycles: RING_DOWN_CYCLES,
             fit_stiffness: false,
             fit_density: false,
             fit_hook_friction: false,
@@ -1273,7 +1279,7 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         )));
     }
     let held = start.with_mu(if friction.fit_mu() { friction.best_mu } else { MU_STICKS });
-    let reading = RingDownReading::of(&replay);
+    let reading = RingDownReading::of(&replay, req.ring_down_cycles);
     if req.match_ring_down && reading.sessions.iter().all(Option::is_none) {
         return Err(Error::input(format!(
             "--match-ring-down: no session rings ({RING_DOWN_CYCLES} cycles about where its outermost marker settles): nothing to match"
@@ -1375,8 +1381,9 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
     Ok(DynamicFit { out, scan: friction.scan, history, identified_toml, report, warnings })
 }
 
-/// Cycles of each release compared, recorded and replayed.
-const RING_DOWN_CYCLES: usize = 3;
+/// Cycles of each release compared, recorded and replayed, by default
+/// (and the fewest read): the decrement reported is over these.
+pub const RING_DOWN_CYCLES: usize = 3;
 
 /// How closely a ring-down is read \[1, relative\]: the two trials of
 /// each mass of `datasets/beam-release-ethz` ring within 0.7 % of each
@@ -1402,7 +1409,7 @@ fn outermost_marker(rod: &Rod) -> usize {
 }
 
 impl RingDownReading {
-    fn of(replay: &Replay) -> RingDownReading {
+    fn of(replay: &Replay, cycles: usize) -> RingDownReading {
         let tip = outermost_marker(&replay.rod);
         let sessions = replay
             .cases
@@ -1411,35 +1418,53 @@ impl RingDownReading {
                 let points: Vec<(f64, Vec3)> = case.observed.iter().filter(|o| o.1 == tip).filter_map(|o| Some((o.0, o.2.as_point()?))).collect();
                 let axis = swing_axis(&points)?;
                 let (t, x): (Vec<f64>, Vec<f64>) = points.iter().map(|(t, p)| (*t, p.dot(&axis))).unzip();
-                let recorded = ring_down(&t, &x, RING_DOWN_CYCLES)?;
+                let recorded = ring_down_upto(&t, &x, cycles)?;
                 Some((t, recorded, axis))
             })
             .collect();
         RingDownReading { tip, sessions }
     }
 
-    /// Session `i`'s replay `track`, read as its recording was (`delay_s` behind).
+    /// Session `i`'s replay `track`, read as its recording was (`delay_s`
+    /// behind, as many cycles as the recording's read).
     fn replayed(&self, i: usize, track: &Track, delay_s: f64) -> Option<RingDown> {
-        let (t, _, down) = self.sessions[i].as_ref()?;
+        let (t, recorded, down) = self.sessions[i].as_ref()?;
         let x: Vec<f64> = t.iter().map(|t| track.marker_at(self.tip, t - delay_s).dot(down)).collect();
-        ring_down(t, &x, RING_DOWN_CYCLES)
+        ring_down_upto(t, &x, recorded.cycles)
     }
 
     /// The rows of `--match-ring-down` at `at`: per ringing session, the
-    /// frequency's and the decrement's relative misses over their sigmas (a
-    /// replay that does not ring misses by 100 %).
+    /// frequency's relative miss and, from the first swing to each later
+    /// cycle's from the third on, the decay's (ln of the swings' ratio),
+    /// each over its sigma: with three cycles, the decrement's miss alone;
+    /// with more (`--ring-down-cycles`), the envelope's bend, which tells
+    /// a loss that does not shrink with the swing (a hook's dry friction)
+    /// from the material's. A replay that rings fewer cycles misses those
+    /// by 100 %.
     fn rows(&self, replay: &Replay, at: &Point) -> Result<DVector<f64>> {
         let mut rows = vec![];
         for (i, reading) in self.sessions.iter().enumerate() {
             let Some((_, recorded, _)) = reading else { continue };
             let track = replay.track_of(i, at)?;
-            let (df, dd) = self
-                .replayed(i, &track, 0.0)
-                .map_or((1.0, 1.0), |r| (r.frequency_hz / recorded.frequency_hz - 1.0, r.log_decrement / recorded.log_decrement - 1.0));
-            rows.extend([df / RING_DOWN_SIGMA.0, dd / RING_DOWN_SIGMA.1]);
+            let replayed = self.replayed(i, &track, 0.0);
+            let df = replayed.as_ref().map_or(1.0, |r| r.frequency_hz / recorded.frequency_hz - 1.0);
+            rows.push(df / RING_DOWN_SIGMA.0);
+            for k in 2..recorded.cycles {
+                let miss = match (replayed.as_ref().and_then(|r| r.decay_to(k)), recorded.decay_to(k)) {
+                    (Some(a), Some(b)) => a / b - 1.0,
+                    _ => 1.0,
+                };
+                rows.push(miss / RING_DOWN_SIGMA.1);
+            }
         }
         Ok(DVector::from_vec(rows))
     }
+}
+
+/// The ring-down of `x` over `cycles` cycles, or over as many as it rings
+/// when fewer (at least [`RING_DOWN_CYCLES`]).
+fn ring_down_upto(t_s: &[f64], x: &[f64], cycles: usize) -> Option<RingDown> {
+    (RING_DOWN_CYCLES..=cycles.max(RING_DOWN_CYCLES)).rev().find_map(|c| ring_down(t_s, x, c))
 }
 
 /// The direction a tracked marker moves most along (its positions'
@@ -1462,16 +1487,39 @@ fn ring_downs(replay: &Replay, reading: &RingDownReading, fitted: &Point, delays
     for (i, case) in replay.cases.iter().enumerate() {
         let Some((_, a, _)) = &reading.sessions[i] else { continue };
         let Some(b) = reading.replayed(i, replay.track_of(i, fitted)?.as_ref(), delays_s[i]) else { continue };
+        let envelope = a.cycles > RING_DOWN_CYCLES;
         out.push(identify::output::RingDownOut {
             session: case.name.clone(),
             recorded_hz: a.frequency_hz,
             replayed_hz: b.frequency_hz,
-            recorded_log_decrement: a.log_decrement,
-            replayed_log_decrement: b.log_decrement,
+            recorded_log_decrement: a.decrement_over(RING_DOWN_CYCLES).unwrap_or(f64::NAN),
+            replayed_log_decrement: b.decrement_over(RING_DOWN_CYCLES).unwrap_or(f64::NAN),
             cycles: RING_DOWN_CYCLES,
+            recorded_swings_m: if envelope { a.swings.clone() } else { vec![] },
+            replayed_swings_m: if envelope { b.swings.clone() } else { vec![] },
         });
     }
     Ok(out)
+}
+
+/// The releases' envelopes (`--ring-down-cycles` past three): each
+/// cycle's decrement, recorded and replayed.
+fn envelope_table(out: &DynamicOut, blocks: &mut Vec<Block>) {
+    let rows: Vec<Vec<String>> = out
+        .ring_downs
+        .iter()
+        .filter(|r| !r.recorded_swings_m.is_empty())
+        .map(|r| {
+            let (recorded, replayed) = r.envelope_decrements();
+            let list = |v: &[f64]| v.iter().map(|d| format!("{d:.2}")).collect::<Vec<_>>().join(" ");
+            vec![r.session.clone(), list(&recorded), list(&replayed)]
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    blocks.push(Block::Text("Each release's envelope: the log decrement cycle by cycle (ln of a swing over the next). A linear law decays by one decrement every cycle; a loss per cycle that does not shrink with the swing (a hook's dry friction) lifts it as the swing shrinks:".into()));
+    blocks.push(Block::Table(["release", "recorded, cycle by cycle", "replayed"].map(String::from).to_vec(), rows));
 }
 
 /// The report's table of values: only those that apply (no friction
@@ -1617,6 +1665,7 @@ fn write_report(
             .collect();
         blocks.push(Block::Text(format!("Each release's first {RING_DOWN_CYCLES} cycles (its outermost marker along the axis it swings on; decrements peak to peak), recorded and replayed with the fitted values:")));
         blocks.push(Block::Table(header.map(String::from).to_vec(), rows));
+        envelope_table(out, &mut blocks);
     }
     if !out.variants.is_empty() {
         blocks.push(Block::Text(format!(

@@ -68,7 +68,7 @@ fn predict(req: &DynamicRequest, law: &Rod, fit: &DynamicOut, held_out: &crate::
     let at = point_of(fit, &rod);
     let delays = replay.no_delays();
     let (marker_rms_m, _) = rms_parts(&replay.cases, &replay.residual(&at, &delays)?);
-    let ring = ring_downs(&replay, &RingDownReading::of(&replay), &at, &delays)?.into_iter().next();
+    let ring = ring_downs(&replay, &RingDownReading::of(&replay, req.ring_down_cycles), &at, &delays)?.into_iter().next();
     Ok(HeldOutOut {
         session: held_out.name(),
         marker_rms_m,
