@@ -15,8 +15,9 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescriptor, Type};
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
@@ -503,12 +504,10 @@ impl Table {
         let mut warnings = vec![];
         let mut last_host_ns = None;
         let files = Table::chunk_files(dir)?;
-        // The chunks decoded first (one after another: on two cores,
-        // rayon's pool decoding them beside a live recording coincided with
-        // the FT 300's pty falling silent for 0.5 s in the 60 s soak of
-        // tests/e2e_record.rs), counted, then checked and stacked in order
-        // into columns reserved once.
-        let decoded: Vec<Result<Table, TableError>> = files.iter().map(|n| Table::read(n)).collect();
+        // The chunks decoded first, in parallel on the decoding pool (whose
+        // threads yield to a recording: [`DECODING_NICE`]), counted, then
+        // checked and stacked in order into columns reserved once.
+        let decoded: Vec<Result<Table, TableError>> = decoding_pool().install(|| files.par_iter().map(|n| Table::read(n)).collect());
         let rows: usize = decoded.iter().filter_map(|t| t.as_ref().ok()).map(Table::height).sum();
         for (n, t) in files.iter().zip(decoded) {
             let t = t.and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
@@ -750,4 +749,41 @@ fn spread<T: Clone>(values: Vec<T>, levels: &[i16], optional: bool, present: i16
         }
     }
     (out, nulls)
+}
+
+/// The nice value of the threads that decode a stream's chunks: below a
+/// recorder's priority, so that reading sessions never starves a recording
+/// on the same machine. (On two cores, decoding on rayon's global pool
+/// beside a live recording coincided with the FT 300's pty falling silent
+/// for 0.5 s in the 60 s soak of tests/e2e_record.rs; at this value the
+/// scheduler gives a recorder about ten times a decoder's share of a
+/// contended core.)
+pub const DECODING_NICE: i32 = 10;
+
+/// The pool that decodes a stream's chunks: one thread per core, each at
+/// [`DECODING_NICE`] (the global pool is left alone).
+pub fn decoding_pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("rodlab-decode-{i}"))
+            .start_handler(|_| lower_this_threads_priority(DECODING_NICE))
+            .build()
+            .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+            .expect("a one-thread pool")
+    })
+}
+
+/// The calling thread's nice value raised to `nice` (Linux: a thread's
+/// own; elsewhere, nothing).
+fn lower_this_threads_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority with PRIO_PROCESS and the calling thread's id
+    // touches only that thread's scheduling; a failure leaves it as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
 }

@@ -336,3 +336,22 @@ mod aligned {
         assert_eq!(median_interval_s(&[5]), None);
     }
 }
+
+/// A stream's chunks decode on threads that yield to a recording: each at
+/// nice `DECODING_NICE` (read back from /proc, the kernel's own figure),
+/// while the caller keeps its own priority.
+#[cfg(target_os = "linux")]
+#[test]
+fn chunks_decode_on_threads_below_a_recorders_priority() {
+    fn own_nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields after the command's closing parenthesis; nice is field 19.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+    let caller = own_nice();
+    let pool = session::table::decoding_pool();
+    let nices: Vec<i32> = pool.broadcast(|_| own_nice());
+    assert!(!nices.is_empty() && nices.iter().all(|n| *n == session::table::DECODING_NICE.max(caller)), "{nices:?} (caller {caller})");
+    assert_eq!(own_nice(), caller, "the caller's own priority is left alone");
+}
