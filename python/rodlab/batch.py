@@ -49,8 +49,9 @@ def map(
     file ``rod`` (a path, or a ``Rod`` read from a file), each into
     ``out/<session name>/<task>``, by ``executor`` (default: here, in turn).
     ``options`` are the task's keywords (``scene``, ``params``, ``loads``,
-    the limits, ...; for ``track``: ``camera`` and the tracker's options,
-    the session's video tracked). Returns one result per session, in order:
+    the limits, ...; for ``track``: ``camera`` (the camera file),
+    ``camera_name`` (which of the session's videos: default its first)
+    and the tracker's options). Returns one result per session, in order:
     the task's figures as dictionaries (``simulate``: its arrays; ``identify``:
     values, intervals and the identified.toml written)."""
     if task not in TASKS:

@@ -1318,6 +1318,9 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
         warnings.push(format!("the scan's best mu is its smallest value ({:.3}): the friction may be lower still", friction.best_mu));
     }
     warnings.extend(coarse_step_warning(&req.scene, &fitted.branches));
+    if req.match_ring_down {
+        warnings.extend(reading.short_of(&replay, req.ring_down_cycles));
+    }
     let test = match req.match_ring_down {
         true => ring_down_test(&r, p.len()),
         false => noise_test(&replay.cases, &r, p.len(), rod.identify_priors.model_error_m),
@@ -1458,6 +1461,25 @@ impl RingDownReading {
             }
         }
         Ok(DVector::from_vec(rows))
+    }
+}
+
+impl RingDownReading {
+    /// A warning per recording that rings fewer than the `cycles` asked in
+    /// its window (read over those it rings: the window, or the swing's
+    /// fall into the noise, ends the envelope).
+    fn short_of(&self, replay: &Replay, cycles: usize) -> Vec<String> {
+        let short = self.sessions.iter().zip(&replay.cases).filter_map(|(s, c)| {
+            let (t, recorded, _) = s.as_ref()?;
+            (recorded.cycles < cycles).then(|| {
+                let span_s = t.last().zip(t.first()).map_or(0.0, |(b, a)| b - a);
+                format!(
+                    "--ring-down-cycles {cycles}: {} rings {} cycles in its {span_s:.2} s window (read over those): a longer scene duration_s or --window-s reads more",
+                    c.name, recorded.cycles
+                )
+            })
+        });
+        short.collect()
     }
 }
 

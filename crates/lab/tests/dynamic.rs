@@ -573,6 +573,9 @@ fn a_ring_downs_envelope_gives_the_hooks_friction() {
         assert!((5..=6).contains(&r.recorded_swings_m.len()) && r.replayed_swings_m.len() == r.recorded_swings_m.len(), "{r:?}");
         let (recorded, _) = r.envelope_decrements();
         assert!(recorded.last().unwrap() > &(1.5 * recorded[0]), "the dry loss bends the envelope: {recorded:?}");
+        // Fewer cycles than asked: said, naming the release.
+        let said = fit.warnings.iter().any(|w| w.starts_with("--ring-down-cycles 6") && w.contains(&r.session));
+        assert_eq!(said, r.recorded_swings_m.len() < 6, "{:?}", fit.warnings);
     }
     assert!((hook / hook_m - 1.0).abs() < 0.2 && ci[0] <= hook_m && hook_m <= ci[1] && ci[0] > 0.5 * hook_m, "{hook} {ci:?}");
     assert!(law.loss_factor_ci95[0] <= 0.12 && 0.12 <= law.loss_factor_ci95[1], "{law:?}");
