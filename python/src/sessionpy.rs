@@ -9,7 +9,7 @@ use crate::errors::IntoPy;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use session::{Damaged, OwnedColumn, SessionDir, Table};
+use session::{Damaged, Decoding, OwnedColumn, SessionDir, Table};
 use std::path::{Path, PathBuf};
 
 /// A session directory (made by `rodlab record`, `synth session` or
@@ -98,7 +98,8 @@ impl Session {
             return Err(crate::errors::to_py(lab::Error::input(msg)));
         }
         let dir = self.dir.stream(name);
-        let (table, skipped) = py.detach(|| Table::read_chunks_or_skip(&dir, if strict { Damaged::Refuse } else { Damaged::Skip })).py_err()?;
+        let (table, skipped) =
+            py.detach(|| Table::read_chunks_decoded(&dir, if strict { Damaged::Refuse } else { Damaged::Skip }, Decoding::Parallel)).py_err()?;
         // A chunk left out is said, as the command line says it.
         let warnings = py.import("warnings")?;
         for s in skipped {

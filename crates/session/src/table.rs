@@ -499,15 +499,23 @@ impl Table {
     /// differ from the first good chunk's, or that the rules name is left
     /// out with a warning naming it and the rows it held; with
     /// `Damaged::Refuse` the first such chunk is an error naming it.
+    /// The chunks are decoded one after another ([`Decoding`]).
     pub fn read_chunks_or_skip(dir: &Path, damaged: Damaged) -> Result<(Table, Vec<String>), TableError> {
+        Table::read_chunks_decoded(dir, damaged, Decoding::OneAfterAnother)
+    }
+
+    /// [`Table::read_chunks_or_skip`], the chunks decoded as `decoding` says.
+    pub fn read_chunks_decoded(dir: &Path, damaged: Damaged, decoding: Decoding) -> Result<(Table, Vec<String>), TableError> {
         let mut out: Option<Vec<Column>> = None;
         let mut warnings = vec![];
         let mut last_host_ns = None;
         let files = Table::chunk_files(dir)?;
-        // The chunks decoded first, in parallel on the decoding pool (whose
-        // threads yield to a recording: [`DECODING_NICE`]), counted, then
-        // checked and stacked in order into columns reserved once.
-        let decoded: Vec<Result<Table, TableError>> = decoding_pool().install(|| files.par_iter().map(|n| Table::read(n)).collect());
+        // The chunks decoded first, counted, then checked and stacked in
+        // order into columns reserved once.
+        let decoded: Vec<Result<Table, TableError>> = match decoding {
+            Decoding::OneAfterAnother => files.iter().map(|n| Table::read(n)).collect(),
+            Decoding::Parallel => decoding_pool().install(|| files.par_iter().map(|n| Table::read(n)).collect()),
+        };
         let rows: usize = decoded.iter().filter_map(|t| t.as_ref().ok()).map(Table::height).sum();
         for (n, t) in files.iter().zip(decoded) {
             let t = t.and_then(|t| match stream_chunk_problem(&t, last_host_ns) {
@@ -751,13 +759,28 @@ fn spread<T: Clone>(values: Vec<T>, levels: &[i16], optional: bool, present: i16
     (out, nulls)
 }
 
-/// The nice value of the threads that decode a stream's chunks: below a
-/// recorder's priority, so that reading sessions never starves a recording
-/// on the same machine. (On two cores, decoding on rayon's global pool
-/// beside a live recording coincided with the FT 300's pty falling silent
-/// for 0.5 s in the 60 s soak of tests/e2e_record.rs; at this value the
-/// scheduler gives a recorder about ten times a decoder's share of a
-/// contended core.)
+/// How a stream's chunks are decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoding {
+    /// One after another on the caller's thread: what rodlab's own
+    /// commands do, leaving the other core to whatever records beside
+    /// them. (With the chunks decoded in parallel, even at
+    /// [`DECODING_NICE`], two of three fresh-clone CI runs lost FT 300
+    /// frames in the 60 s soak of tests/e2e_record.rs beside the live
+    /// virtual-lab days, whose commands read streams.)
+    OneAfterAnother,
+    /// In parallel on [`decoding_pool`]: what Python's `Session.stream`
+    /// does (a notebook reading a long stream: about 1.1 times polars'
+    /// own reader, against 1.8 times one after another).
+    Parallel,
+}
+
+/// The nice value of the threads that decode a stream's chunks in
+/// parallel ([`Decoding::Parallel`]): below a recorder's priority, so that
+/// the scheduler gives a recorder about ten times a decoder's share of a
+/// contended core. (Measured: the 60 s soak of tests/e2e_record.rs beside
+/// two processes reading a long stream over and over lost 33 FT 300 frames
+/// with the pool at nice 0, none at 10.)
 pub const DECODING_NICE: i32 = 10;
 
 /// The pool that decodes a stream's chunks: one thread per core, each at

@@ -163,6 +163,15 @@ fn copied_reversed_infinite_and_out_of_range_chunks_are_named_skipped_or_refused
         assert!(warnings.len() == 1 && warnings[0].contains("000001.parquet: left out (3 rows lost)") && warnings[0].contains(says), "{what}: {warnings:?}");
         let e = Table::read_chunks_or_skip(&stream, session::Damaged::Refuse).err().expect("refused").to_string();
         assert!(e.contains("000001.parquet") && e.contains(says), "{what}: {e}");
+        // Decoded in parallel (Python's Session.stream): the same rows, warning and refusal.
+        let (p, parallel_warnings) = Table::read_chunks_decoded(&stream, session::Damaged::Skip, session::Decoding::Parallel).unwrap();
+        assert_eq!(
+            (p.i64("t_host_ns").unwrap(), p.f64("force_n").unwrap(), &parallel_warnings),
+            (t.i64("t_host_ns").unwrap(), t.f64("force_n").unwrap(), &warnings),
+            "{what}"
+        );
+        let parallel_e = Table::read_chunks_decoded(&stream, session::Damaged::Refuse, session::Decoding::Parallel).err().expect("refused").to_string();
+        assert_eq!(parallel_e, e, "{what}");
     }
 }
 
