@@ -1462,9 +1462,7 @@ impl RingDownReading {
         }
         Ok(DVector::from_vec(rows))
     }
-}
 
-impl RingDownReading {
     /// A warning per recording that rings fewer than the `cycles` asked in
     /// its window (read over those it rings: the window, or the swing's
     /// fall into the noise, ends the envelope).
