@@ -254,9 +254,6 @@ pub fn identify_dynamic<'py>(
     req.fit_density = fit_density;
     req.fit_hook_friction = fit_hook_friction;
     req.match_ring_down = match_ring_down;
-    if ring_down_cycles < lab::dynamic::RING_DOWN_CYCLES {
-        return Err(value_error(format!("ring_down_cycles: at least {}, got {ring_down_cycles}", lab::dynamic::RING_DOWN_CYCLES)));
-    }
     req.ring_down_cycles = ring_down_cycles;
     req.sigma_m = sigma_m;
     req.compare_laws = compare_variants;

@@ -385,8 +385,8 @@ pub struct IdentifyArgs {
     /// With --dynamic: fit each release's frequency and log decrement over its first three cycles (its outermost marker along gravity) instead of the markers' paths: the swing alone, whatever the start's shape.
     #[arg(long, requires = "dynamic")]
     pub match_ring_down: bool,
-    /// With --match-ring-down: cycles of each release read (at least 3; a release that rings fewer is read over those). Past three, the decay from the first swing to every later cycle is a row of its own: the envelope, whose bend tells a hook's dry friction (a loss per cycle that does not shrink with the swing) from the material's loss. The scene's duration_s (or --window-s) must cover them.
-    #[arg(long, requires = "match_ring_down", default_value_t = lab::dynamic::RING_DOWN_CYCLES, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(3..=50), usize::from))]
+    /// With --match-ring-down: cycles of each release read (3 to 50; a release that rings fewer is read over those). Past three, the decay from the first swing to every later cycle is a row of its own: the envelope, whose bend tells a hook's dry friction (a loss per cycle that does not shrink with the swing) from the material's loss. The scene's duration_s (or --window-s) must cover them.
+    #[arg(long, requires = "match_ring_down", default_value_t = lab::dynamic::RING_DOWN_CYCLES)]
     pub ring_down_cycles: usize,
     /// With --dynamic: floor of the markers' tracking noise per coordinate [m] (the noise estimated from each session is used when larger).
     #[arg(long, requires = "dynamic", default_value_t = 2e-5)]

@@ -1218,6 +1218,10 @@ fn prologue<'a>(req: &'a DynamicRequest, task: &dyn crate::Task) -> Result<Prolo
         return Err(Error::input("--sessions: at least one session is needed"));
     }
     crate::error::positive("--sigma-m", req.sigma_m)?;
+    if !RING_DOWN_CYCLES_RANGE.contains(&req.ring_down_cycles) {
+        let (lo, hi) = (RING_DOWN_CYCLES_RANGE.start(), RING_DOWN_CYCLES_RANGE.end());
+        return Err(Error::input(format!("--ring-down-cycles: {lo} to {hi}, got {}", req.ring_down_cycles)));
+    }
     let rod = req.params.rod(&req.rod);
     if rod.markers.is_empty() {
         return Err(Error::input(format!("{}: no [[marker]]: the session's markers cannot be matched to the rod", req.rod_path.display())));
@@ -1387,6 +1391,10 @@ pub fn identify_dynamic(req: &DynamicRequest, progress: &dyn Progress) -> Result
 /// Cycles of each release compared, recorded and replayed, by default
 /// (and the fewest read): the decrement reported is over these.
 pub const RING_DOWN_CYCLES: usize = 3;
+
+/// The cycles `--ring-down-cycles` may ask (each reading tries every count
+/// from the asked one down to [`RING_DOWN_CYCLES`]: bounded work).
+pub const RING_DOWN_CYCLES_RANGE: std::ops::RangeInclusive<usize> = RING_DOWN_CYCLES..=50;
 
 /// How closely a ring-down is read \[1, relative\]: the two trials of
 /// each mass of `datasets/beam-release-ethz` ring within 0.7 % of each

@@ -137,10 +137,15 @@ fn bad_requests_are_refused_naming_what() {
     let dir = tempfile::tempdir().unwrap();
     let s = session(dir.path(), "ring", RING, 0.8, 0.1, 1);
     expect_input_error(identify_dynamic(&request(dir.path(), vec![s.clone()], RING, "a"), &lab::Silent), &["never touches the table"]);
-    let mut req = request(dir.path(), vec![s], RING, "b");
+    let mut req = request(dir.path(), vec![s.clone()], RING, "b");
     req.mu_start = Some(-1.0);
     expect_input_error(identify_dynamic(&req, &lab::Silent), &["--mu-start"]);
     expect_input_error(identify_dynamic(&request(dir.path(), vec![], RING, "c"), &lab::Silent), &["--sessions"]);
+    for cycles in [2, 51] {
+        let mut req = request(dir.path(), vec![s.clone()], RING, "d");
+        req.ring_down_cycles = cycles;
+        expect_input_error(identify_dynamic(&req, &lab::Silent), &["--ring-down-cycles: 3 to 50", &format!("got {cycles}")]);
+    }
 }
 
 /// A static result 15 % too stiff: held, it biases the fit; freed
