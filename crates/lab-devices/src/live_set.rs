@@ -76,7 +76,7 @@ pub(crate) fn render_set_videos(
         let plane = camera.model.plane.clone().expect("placed");
         let mut renderer = Renderer::new(camera.model.clone(), plane.clone(), look);
         paint_table(&mut renderer, frames, &plane.offset(MARKER_HEIGHT_M), &view.world_from_board, radius_m);
-        let video = dir.join(format!("{}.mkv", camera.name));
+        let video = dir.join(format!("{}.avi", camera.name));
         let shot = Shot { records, t_rec: &t_rec, end_s, camera_fps, radius_m, shown };
         render_frames(&mut renderer, &shot, in_board, &video, &format!("render {}", camera.name), progress)?;
         let base_px = renderer.pixel_3d(in_board(&records[0].base_pose.pos));

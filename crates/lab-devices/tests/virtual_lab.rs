@@ -328,13 +328,14 @@ fn an_identification_day_with_the_wrench_from_the_robot_gives_e_and_rho() {
 /// 0.05), recorded through the emulators and the camera, tracked, then
 /// fitted from the rod file's values: mu within 3 %, the damping ratio
 /// within 10 %, both truths inside their intervals; the camera's delay
-/// behind the robot's clock fitted per session, under a frame period.
+/// behind the robot's clock fitted per session, within a frame period of
+/// zero.
 ///
 /// Two drags, as a lab would: mu comes from the flange force's pull, and
 /// one drag's 0.1 N of sensor noise leaves it 1-2.5 % off (one drag each
 /// of five seeds: 0.786, 0.802, 0.802, 0.824, 0.804). With the camera's
 /// delay held at 0 the markers decided instead: the virtual camera
-/// stamps a frame when it is decoded, 0.5-1.5 ms late, which fitted mu
+/// stamped a frame when it was decoded, 0.5-1.5 ms late, which fitted mu
 /// 2 % high or, stamped on time, 2.5 % low (the robot's stamps 0.3 ms
 /// late), 0.751-0.826 over runs.
 #[test]
@@ -364,9 +365,12 @@ fn friction_and_damping_recorded_live_are_identified() {
     assert!((o.mu / mu - 1.0).abs() < 0.03 && o.mu_ci95[0] <= mu && mu <= o.mu_ci95[1], "{o:?}");
     assert!((o.damping_ratio / zeta - 1.0).abs() < 0.1 && o.damping_ratio_ci95[0] <= zeta && zeta <= o.damping_ratio_ci95[1], "{o:?}");
     assert_eq!(o.marker_delay_s.len(), 3);
-    // Stamped when decoded: late, by less than a frame (30 frames/s);
-    // the robot's stamps are late too, by about 0.3 ms.
-    assert!(o.marker_delay_s.iter().all(|d| (-1e-3..1.0 / 30.0).contains(d)), "{:?}", o.marker_delay_s);
+    // Camera and robot are both put on the host clock by their own clocks
+    // at the least delay each showed, so the delay between them is the
+    // difference of two such delays: a few ms either way, which beside
+    // four busy processes came out -1.98 ms (0.45-0.49 ms for the others).
+    // Within a frame period (30 frames/s) of zero.
+    assert!(o.marker_delay_s.iter().all(|d| d.abs() < 1.0 / 30.0), "{:?}", o.marker_delay_s);
 }
 
 /// A cord hanging as a loop between two robots, recorded live: the base's
