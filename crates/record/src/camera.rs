@@ -2,7 +2,8 @@
 //! at its own rate, behind the [`FrameSource`] trait so that tests can
 //! script one) into `<session>/<name>.mkv` (lossless HuffYUV) or `.avi`
 //! (Motion-JPEG), with the frames table `streams/<name>`: frame index and
-//! the host clock at grab. Grabbing and encoding run in two threads with a
+//! the host clock at grab (a video file played as a camera: when the file
+//! shows the frame, however late the host takes it). Grabbing and encoding run in two threads with a
 //! short queue between them: a slow encoder drops (and counts) frames
 //! instead of delaying the stamps. The device's own timestamps
 //! (CAP_PROP_POS_MSEC, kept as `device_ms`) tell frames the driver dropped;
@@ -78,8 +79,11 @@ pub struct CameraConfig {
 /// What one grab gave.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Grabbed {
-    /// A frame, with the device's timestamp \[ms\] (NaN: none).
-    Frame { device_ms: f64 },
+    /// A frame, with the device's timestamp \[ms\] (NaN: none) and, when
+    /// the source knows it on this host's clock, the instant it was taken
+    /// (a file played as a camera: when it is shown; a device: none, its
+    /// frames are stamped on arrival).
+    Frame { device_ms: f64, taken: Option<Instant> },
     /// Nothing this time (a device that stalls, or went away).
     Nothing,
     /// A file played to its end.
@@ -182,13 +186,21 @@ pub fn apply_settings(cfg: &CameraConfig, capture: &mut dyn FrameSource) -> (Vec
 }
 
 /// An OpenCV capture: a device, or a file played at its own rate from
-/// `file_start` as if a camera had been filming since then.
+/// `file_start` as if a camera had been filming since then. A file's frame
+/// is stamped when the file shows it, however late the host takes it: it
+/// used to be stamped on arrival, and a virtual-lab camera decoding
+/// HuffYUV beside four busy processes fell 3.3 s behind in 13 s, every
+/// frame later than the last, which no mapping by the file's clock (the
+/// least delay in a window) put right: markers 159 mm from the truth.
 pub struct OpenCvSource {
     cfg: CameraConfig,
     capture: videoio::VideoCapture,
     /// A file's frame rate; none for a device.
     file_fps: Option<f64>,
-    started: Instant,
+    /// When the file's clock started: at open with `file_start` (the
+    /// lead is counted from then), else at the first grab, so that the
+    /// time a recorder takes to start its devices drops no frame.
+    started: Option<Instant>,
     lead_s: f64,
     file_frame: u64,
 }
@@ -213,15 +225,26 @@ impl OpenCvSource {
 
 impl FrameSource for OpenCvSource {
     fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError> {
+        let mut taken = None;
+        let mut shown_ms = None;
         if let Some(f) = self.file_fps {
             // A file plays at its own rate, like a live camera; frames shown
-            // before the recording started are passed over.
+            // before the recording started are passed over. A late host
+            // gets every frame (they are wanted; a recording that ends
+            // while it is behind ends short of the file).
+            let started = *self.started.get_or_insert_with(Instant::now);
             loop {
                 let due_s = self.lead_s + self.file_frame as f64 / f;
                 if due_s >= 0.0 {
-                    let due = self.started + Duration::from_secs_f64(due_s);
+                    let due = started + Duration::from_secs_f64(due_s);
                     if let Some(wait) = due.checked_duration_since(Instant::now()) {
                         std::thread::sleep(wait);
+                    }
+                    if f.is_finite() {
+                        taken = Some(due);
+                        // Its position in the file, to the nanosecond (OpenCV's
+                        // position is whole milliseconds: 33, 67, 100 at 30/s).
+                        shown_ms = Some(self.file_frame as f64 / f * 1e3);
                     }
                     break;
                 }
@@ -238,7 +261,8 @@ impl FrameSource for OpenCvSource {
         if !self.capture.retrieve(frame, 0)? || frame.empty() {
             return Ok(Grabbed::Nothing);
         }
-        Ok(Grabbed::Frame { device_ms: self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN) })
+        let device_ms = shown_ms.unwrap_or_else(|| self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN));
+        Ok(Grabbed::Frame { device_ms, taken })
     }
 
     fn reopen(&mut self) -> Result<(), CameraError> {
@@ -279,7 +303,7 @@ pub fn open(cfg: &CameraConfig) -> Result<OpenCvSource, CameraError> {
     };
     // When frame 0 of a file is shown, on this process's monotonic clock.
     let lead_s = cfg.file_start.map_or(0.0, |t| -crate::serial_emulators::seconds_since(t));
-    Ok(OpenCvSource { cfg: cfg.clone(), capture: cap, file_fps, started: Instant::now(), lead_s, file_frame: 0 })
+    Ok(OpenCvSource { cfg: cfg.clone(), capture: cap, file_fps, started: cfg.file_start.map(|_| Instant::now()), lead_s, file_frame: 0 })
 }
 
 /// Frames a camera gives with the rig file's settings applied, for a look
@@ -355,6 +379,9 @@ pub fn record(
     let encoded = std::thread::scope(|scope| {
         let encoder = scope.spawn(|| encode(cfg, rx, session, file_rate, &status));
         let mut file_ended_ns: Option<i64> = None;
+        // A file's last frame, stamped when shown: its end comes a period
+        // later, however late the host reaches it.
+        let mut last_shown_ns: Option<i64> = None;
         let mut last_device_ms: Option<f64> = None;
         let mut last_frame = Instant::now();
         // Reopening waits longer after each failed try (50 ms to 2 s), while
@@ -368,7 +395,12 @@ pub fn record(
             let grabbed = source.grab(&mut frame);
             let t = clock.now_ns();
             match grabbed {
-                Ok(Grabbed::Frame { device_ms }) => {
+                Ok(Grabbed::Frame { device_ms, taken }) => {
+                    // Stamped when taken where the source knows it (a file
+                    // played as a camera: however late the host), else on
+                    // arrival.
+                    let t = taken.map_or(t, |at| clock.ns_at(at));
+                    last_shown_ns = taken.map(|_| t);
                     // The device's clock says how many frames it dropped.
                     let continuity = match last_device_ms {
                         Some(last) if device_ms.is_finite() && device_ms > last => {
@@ -404,7 +436,7 @@ pub fn record(
                 }
                 Ok(Grabbed::Ended) => {
                     // A file that ended is not an outage: the recording of it ends there.
-                    file_ended_ns = Some(t);
+                    file_ended_ns = Some(last_shown_ns.map_or(t, |last| last + (period_ms * 1e6) as i64));
                     status.set(FILE_ENDED_AT_S, t as f64 * 1e-9);
                     break;
                 }

@@ -25,6 +25,14 @@ impl Clock {
     pub fn now_ns(&self) -> i64 {
         self.anchor.elapsed().as_nanos() as i64
     }
+
+    /// The instant `at` on this clock \[ns\] (negative before the start).
+    pub fn ns_at(&self, at: Instant) -> i64 {
+        match at.checked_duration_since(self.anchor) {
+            Some(after) => after.as_nanos() as i64,
+            None => -(self.anchor.duration_since(at).as_nanos() as i64),
+        }
+    }
 }
 
 /// Delay between attempts to reach a device that went away: 50 ms after a
