@@ -70,9 +70,11 @@ fn the_live_view_shows_every_device_the_numbered_markers_a_lost_robot_and_costs_
     let Some(python) = venv_python("playwright.sync_api", "view (Chromium)") else { return };
     let dir = tempfile::tempdir().unwrap();
     // The camera: a synthetic video (25 fps, 6 markers) played at its rate,
-    // for 20 s: through the stalled client's whole stall.
+    // for 20 s: through the stalled client's whole stall. The file is raw
+    // (1.2 ms a 1280x720 frame to decode, Motion-JPEG 6.6 ms); the recorder
+    // still encodes Motion-JPEG, the lab's default.
     let video = dir.path().join("video");
-    let o = rodlab().args(["synth", "video", "--out", video.to_str().unwrap(), "--frames", "500", "--fps", "25", "--format", "avi"]).output().unwrap();
+    let o = rodlab().args(["synth", "video", "--out", video.to_str().unwrap(), "--frames", "500", "--fps", "25", "--format", "raw"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let port = free_port();
     let mut robot = robot_emulator(port, 60.0, &[]);
