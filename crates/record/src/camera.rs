@@ -3,12 +3,12 @@
 //! script one) into `<session>/<name>.mkv` (lossless HuffYUV) or `.avi`
 //! (Motion-JPEG), with the frames table `streams/<name>`: frame index and
 //! the host clock at grab (a video file played as a camera: when the file
-//! shows the frame, however late the host takes it). Grabbing and encoding run in two threads with a
-//! short queue between them: a slow encoder drops (and counts) frames
-//! instead of delaying the stamps. The device's own timestamps
-//! (CAP_PROP_POS_MSEC, kept as `device_ms`) tell frames the driver dropped;
-//! a camera that delivers nothing for a second is released and reopened
-//! with back-off; both go to the camera's gap table.
+//! shows the frame, however late the host takes it). Grabbing and encoding
+//! run in two threads with a short queue between them: a slow encoder
+//! drops (and counts) frames instead of delaying the stamps. The device's
+//! own timestamps (CAP_PROP_POS_MSEC, kept as `device_ms`) tell frames the
+//! driver dropped; a camera that delivers nothing for a second is
+//! released and reopened with back-off; both go to the camera's gap table.
 
 use crate::outage::{Continuity, Outages};
 use crate::robot::{Clock, Status};
@@ -225,8 +225,10 @@ impl OpenCvSource {
 
 impl FrameSource for OpenCvSource {
     fn grab(&mut self, frame: &mut Mat) -> Result<Grabbed, CameraError> {
-        let mut taken = None;
-        let mut shown_ms = None;
+        // A file's frame: when it is shown, and its position in the file
+        // [ms] to the nanosecond (OpenCV's is whole milliseconds: 33, 67,
+        // 100 at 30/s).
+        let mut shown: Option<(Instant, f64)> = None;
         if let Some(f) = self.file_fps {
             // A file plays at its own rate, like a live camera; frames shown
             // before the recording started are passed over. A late host
@@ -241,10 +243,7 @@ impl FrameSource for OpenCvSource {
                         std::thread::sleep(wait);
                     }
                     if f.is_finite() {
-                        taken = Some(due);
-                        // Its position in the file, to the nanosecond (OpenCV's
-                        // position is whole milliseconds: 33, 67, 100 at 30/s).
-                        shown_ms = Some(self.file_frame as f64 / f * 1e3);
+                        shown = Some((due, self.file_frame as f64 / f * 1e3));
                     }
                     break;
                 }
@@ -261,8 +260,8 @@ impl FrameSource for OpenCvSource {
         if !self.capture.retrieve(frame, 0)? || frame.empty() {
             return Ok(Grabbed::Nothing);
         }
-        let device_ms = shown_ms.unwrap_or_else(|| self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN));
-        Ok(Grabbed::Frame { device_ms, taken })
+        let device_ms = shown.map_or_else(|| self.capture.get(videoio::CAP_PROP_POS_MSEC).unwrap_or(f64::NAN), |(_, ms)| ms);
+        Ok(Grabbed::Frame { device_ms, taken: shown.map(|(at, _)| at) })
     }
 
     fn reopen(&mut self) -> Result<(), CameraError> {
