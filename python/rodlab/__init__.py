@@ -61,6 +61,8 @@ if HAS_DEVICES:
     from ._rodlab import AsciiSensorEmulator, Ft300Emulator, NetFtEmulator, RobotEmulator
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import polars as pl
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -411,6 +413,7 @@ def validate(
     *,
     out: Optional[PathLike] = None,
     progress: Union[bool, ProgressCallback, None] = True,
+    executor: Optional["Executor"] = None,
     **options: Any,
 ) -> Dict[str, Any]:
     """Validate recorded session(s) against a simulation of ``scene`` with
@@ -422,8 +425,17 @@ def validate(
     ``phase_pct``, ``min_coverage_pct``, ``force_window_s``, and
     ``parameter_band`` (False: the bands carry the noise alone, as
     ``--no-parameter-band``) and ``bands`` (N Monte Carlo draws, as
-    ``--bands N``). Returns a dictionary: "pass" and "sessions"
-    (each session's figures and checks)."""
+    ``--bands N``). ``executor`` (a ``concurrent.futures`` executor: a
+    process pool, Dask's ``client.get_executor()``) runs the prediction
+    band's replays, one task a replay (``rodlab.batch.band_replay``); the
+    result is a run's here, to the bit. Its workers read the rod, scene,
+    params and loads files and the session by their paths. Returns a
+    dictionary: "pass" and "sessions" (each session's figures and
+    checks)."""
+    if executor is not None:
+        from .batch import BandTasks
+
+        options["band_executor"] = BandTasks(executor, rod, scene, params, options)
     return _rodlab.validate(_session_paths(session), rod, scene, params=params, out=out, progress=_progress(progress), **options)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "identify_dynamic",
     "simulate",
     "validate",
+    "band_replay",
     "observe",
     "synth_session",
     "import_c3d",
@@ -355,7 +356,20 @@ def validate(
     min_coverage_pct: float = 50.0,
     parameter_band: bool = True,
     bands: int = 0,
+    band_executor: Optional[Callable[[str, int], List[bytes]]] = None,
 ) -> Dict[str, Any]: ...
+def band_replay(
+    session: _Path,
+    rod: Rod,
+    scene: _Path,
+    *,
+    index: int,
+    params: _Params = None,
+    loads: Optional[_Path] = None,
+    strict: bool = False,
+    parameter_band: bool = True,
+    bands: int = 0,
+) -> bytes: ...
 def observe(
     session: _Path,
     rod: Rod,

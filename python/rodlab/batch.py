@@ -20,6 +20,11 @@ bit (``python/tests/test_batch.py``)::
 
 rodlab builds no scheduler of its own: the executor decides where each
 task runs. Without one, the tasks run here, one after another.
+
+One validation's prediction band (``bands=N`` Monte Carlo draws, or one
+replay per principal direction) spreads the same way: ``rodlab.validate(...,
+executor=)`` hands each replay to the executor as a task of its own
+(:func:`band_replay`), and validate reads them back, as if made here.
 """
 
 from __future__ import annotations
@@ -105,3 +110,35 @@ def run_task(task: str, session: str, rod_file: str, out: str, options: Dict[str
     if video is None:
         raise ValueError(f"{session}: no video to track")
     return rodlab.track(video, opts.pop("camera", None), out=Path(out) / "markers.parquet", progress=False, **opts)
+
+
+# Keywords of validate a band's replay depends on (its worker gets these).
+BAND_OPTIONS = ("loads", "strict", "parameter_band", "bands")
+
+
+class BandTasks:
+    """A validation's band replays as an executor's tasks: called by
+    validate with a session and how many replays its band needs, it
+    submits one :func:`band_replay` each and returns their bytes, in
+    order."""
+
+    def __init__(self, executor: Executor, rod: Any, scene: PathLike, params: Any, options: Dict[str, Any]) -> None:
+        self.executor = executor
+        self.rod_file = _rod_file(rod)
+        self.scene = str(scene)
+        params = getattr(params, "identified_toml", params)
+        self.params = None if params is None else str(params)
+        self.options = {k: (str(v) if k == "loads" and v is not None else v) for k, v in options.items() if k in BAND_OPTIONS}
+
+    def __call__(self, session: str, count: int) -> List[bytes]:
+        futures = [self.executor.submit(band_replay, str(session), self.rod_file, self.scene, self.params, k, self.options) for k in range(count)]
+        return [f.result() for f in futures]
+
+
+def band_replay(session: str, rod_file: str, scene: str, params: Optional[str], index: int, options: Dict[str, Any]) -> bytes:
+    """Replay ``index`` of a session's prediction band (what a worker runs
+    for ``rodlab.validate(..., executor=)``): the replay's records as
+    bytes, floats exact."""
+    import rodlab
+
+    return rodlab._rodlab.band_replay(session, rodlab.Rod.from_file(rod_file), scene, index=index, params=params, **options)

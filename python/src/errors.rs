@@ -65,6 +65,23 @@ pub fn to_py(e: lab::Error) -> PyErr {
     })
 }
 
+/// A Python exception raised where the library called back into Python
+/// (an executor's task) as a library error of its kind: rodlab's
+/// `InputError` and `IoError` keep theirs, anything else failed the work.
+pub fn from_py(e: &PyErr, context: &str) -> lab::Error {
+    let message = format!("{context}: {e}");
+    Python::attach(|py| {
+        let is = |class: &str| py.import("rodlab.errors").and_then(|m| m.getattr(class)).is_ok_and(|t| e.get_type(py).is_subclass(&t).unwrap_or(false));
+        if is("InputError") {
+            lab::Error::input(message)
+        } else if is("IoError") {
+            lab::Error::io(message)
+        } else {
+            lab::Error::computation(message)
+        }
+    })
+}
+
 /// A wrong argument of a Python call (a shape, a type): `ValueError`
 /// naming the argument.
 pub fn value_error(message: impl Into<String>) -> PyErr {

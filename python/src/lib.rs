@@ -43,6 +43,7 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workflows::identify_dynamic, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(workflows::band_replay, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::observe, m)?)?;
     m.add_function(wrap_pyfunction!(making::synth_session, m)?)?;
     m.add_function(wrap_pyfunction!(making::import_c3d, m)?)?;

@@ -427,7 +427,7 @@ pub fn simulate(
 #[pyfunction]
 #[pyo3(signature = (sessions, rod, scene, *, params=None, loads=None, out=None, progress=None, sigma_m=None, strict=false, jobs=2, observer="weighted",
     contact_gap_m=None, slide_speed_m_s=2e-3, speed_window_s=0.3, rest_s=0.5, strain_stick_pct=10.0, strain_slide_pct=15.0, force_pct=5.0, slide_mm=2.0,
-    phase_pct=90.0, force_window_s=0.5, min_coverage_pct=50.0, parameter_band=true, bands=0))]
+    phase_pct=90.0, force_window_s=0.5, min_coverage_pct=50.0, parameter_band=true, bands=0, band_executor=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn validate<'py>(
     py: Python<'py>,
@@ -455,8 +455,8 @@ pub fn validate<'py>(
     min_coverage_pct: f64,
     parameter_band: bool,
     bands: usize,
+    band_executor: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (scene_path, scene) = self::scene(scene)?;
     let mut options = lab::validate::ValidateOptions {
         jobs,
         refuse_damaged: strict,
@@ -479,7 +479,29 @@ pub fn validate<'py>(
     if let Some(s) = sigma_m {
         options.observer.sigma_m = s;
     }
-    let req = lab::validate::ValidateRequest {
+    if let Some(call) = band_executor.filter(|c| !c.is_none()) {
+        options.band_executor = lab::band::BandExecutor::on(std::sync::Arc::new(PyBandRunner { call: call.clone().unbind() }));
+    }
+    let req = validate_request(sessions, rod, scene, params, loads, out_dir(out, "validate")?, options)?;
+    let v = work::run(py, self::progress(progress), move |p| lab::validate::validate(&req, p))?;
+    Ok(py_dict!(py, {
+        "pass" => v.pass(),
+        "sessions" => to_python(py, &v.sessions)?,
+        "batch_page" => v.batch_page.clone(),
+    }))
+}
+
+fn validate_request(
+    sessions: &Bound<'_, PyAny>,
+    rod: &Rod,
+    scene: &Bound<'_, PyAny>,
+    params: Option<&Bound<'_, PyAny>>,
+    loads: Option<&Bound<'_, PyAny>>,
+    out: PathBuf,
+    options: lab::validate::ValidateOptions,
+) -> PyResult<lab::validate::ValidateRequest> {
+    let (scene_path, scene) = self::scene(scene)?;
+    Ok(lab::validate::ValidateRequest {
         sessions: self::sessions(sessions)?,
         rod_path: rod.path.clone(),
         rod: rod.rod.clone(),
@@ -487,15 +509,49 @@ pub fn validate<'py>(
         scene_path,
         scene,
         loads: lab::loads::Loads::read(optional_path(loads, "loads")?.as_deref(), rod.rod.cables.len()).py_err()?,
-        out: out_dir(out, "validate")?,
+        out,
         options,
-    };
-    let v = work::run(py, self::progress(progress), move |p| lab::validate::validate(&req, p))?;
-    Ok(py_dict!(py, {
-        "pass" => v.pass(),
-        "sessions" => to_python(py, &v.sessions)?,
-        "batch_page" => v.batch_page.clone(),
-    }))
+    })
+}
+
+/// A validation's band replays run by a Python callable, `call(session,
+/// count)` -> `count` replays' bytes in order (`rodlab.validate`'s
+/// `executor`: one task a replay, each [`band_replay`]).
+struct PyBandRunner {
+    call: Py<PyAny>,
+}
+
+impl lab::band::BandRunner for PyBandRunner {
+    fn replay(&self, session: &SessionDir, count: usize) -> lab::Result<Vec<lab::simulate::Replay>> {
+        let got: PyResult<Vec<Vec<u8>>> = Python::attach(|py| self.call.call1(py, (session.path().to_path_buf(), count))?.extract(py));
+        let got = got.map_err(|e| crate::errors::from_py(&e, "prediction bands on the executor"))?;
+        got.iter().map(|b| lab::simulate::Replay::from_bytes(b)).collect()
+    }
+}
+
+/// Replay `index` of `session`'s prediction band, alone (what an
+/// executor's worker runs for `validate(..., executor=)`): its bytes, for
+/// validate to read back. The same keywords as validate's.
+#[pyfunction]
+#[pyo3(signature = (session, rod, scene, *, index, params=None, loads=None, strict=false, parameter_band=true, bands=0))]
+#[allow(clippy::too_many_arguments)]
+pub fn band_replay<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    rod: &Rod,
+    scene: &Bound<'py, PyAny>,
+    index: usize,
+    params: Option<&Bound<'py, PyAny>>,
+    loads: Option<&Bound<'py, PyAny>>,
+    strict: bool,
+    parameter_band: bool,
+    bands: usize,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let options = lab::validate::ValidateOptions { refuse_damaged: strict, parameter_band, band_samples: bands, ..Default::default() };
+    let req = validate_request(session, rod, scene, params, loads, PathBuf::new(), options)?;
+    let dir = SessionDir::new(convert::path(session, "session")?);
+    let replay = work::run(py, None, move |_| lab::validate::band_replay(&req, &dir, index))?;
+    Ok(pyo3::types::PyBytes::new(py, &replay.to_bytes()))
 }
 
 /// An observer's mode by its name ("weighted" or "hard").

@@ -1,12 +1,13 @@
 """rodlab.batch (#82): a workflow mapped over 20 synthetic sessions by a
 2-worker Dask LocalCluster and by a process pool gives what a serial run
-gives, to the last bit; each task writes only its own directory."""
+gives, to the last bit; each task writes only its own directory. So does
+one validation whose Monte Carlo band's replays the cluster runs."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, List
 
@@ -82,6 +83,46 @@ def test_observe_in_a_process_pool_equals_a_serial_run(sessions: List[rodlab.Ses
         assert same_but_paths(r, p, tmp_path / "serial", tmp_path / "pool"), s.name
         serial_table, pooled_table = (pl.read_parquet(tmp_path / run / s.name / "observe" / "strain.parquet") for run in ("serial", "pool"))
         assert serial_table.height > 0 and serial_table.equals(pooled_table), s.name
+
+
+class Counting(Executor):
+    """An executor that counts the tasks it hands on."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner, self.submitted = inner, 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> "Future[Any]":
+        self.submitted += 1
+        return self.inner.submit(fn, *args, **kwargs)
+
+
+def test_a_validations_band_replays_on_a_dask_cluster_equal_a_run_here(tmp_path: Path) -> None:
+    """validate's Monte Carlo band, its 8 replays run by a 2-worker Dask
+    cluster (one task each, in other processes) and sent back as bytes,
+    gives the figures and the band's charts of a run here, to the bit."""
+    distributed = pytest.importorskip("dask.distributed")
+    rod = rodlab.Rod.from_file(ROD)
+    # A covariance to draw from: E and rho from a synthetic day's gravity holds.
+    holds = rodlab.synth_session(scene=repo("configs/scene/cable-arm-holds.toml"), rod=ROD, out=tmp_path / "holds", seed=1, progress=False)
+    fit = rodlab.identify(rod, sessions=[holds], loads=repo("configs/loads.toml"), out=tmp_path / "fit", loo=False, progress=False)
+    stick = rodlab.synth_session(scene=SCENE, rod=ROD, out=tmp_path / "stick", seed=3, duration_s=0.6, progress=False)
+    here = rodlab.validate(stick, rod, SCENE, fit, out=tmp_path / "here", bands=8, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            executor = Counting(client.get_executor())
+            there = rodlab.validate(stick, rod, SCENE, fit, out=tmp_path / "dask", bands=8, progress=False, executor=executor)
+    assert executor.submitted == 8, "one task a replay"
+    band = here["sessions"][0]["band"]
+    assert (band["method"], band["replays"], band["parameters"]) == ("Monte Carlo", 8, ["ln_e", "ln_rho"]), band
+    assert same_but_paths(here, there, tmp_path / "here", tmp_path / "dask")
+    # The band moved the figures (the comparison compared a band), and its charts are the same files.
+    assert max(c["parameter_sd_rms"] for c in here["sessions"][0]["strain"]) > 0
+    for chart in ("strain_time.json", "force_time.json"):
+        assert (tmp_path / "here" / chart).read_bytes() == (tmp_path / "dask" / chart).read_bytes(), chart
+    # The workers read the rod from its file: one made in memory is refused before any work.
+    with pytest.raises(ValueError, match="a rod file every worker can read"):
+        rodlab.validate(stick, rodlab.Rod.from_toml(ROD.read_text()), SCENE, fit, out=tmp_path / "none", bands=8, executor=executor)
+    assert not (tmp_path / "none").exists()
 
 
 def test_bad_requests_are_refused_before_any_work(sessions: List[rodlab.Session], tmp_path: Path) -> None:

@@ -246,6 +246,8 @@ pub fn validate(a: ValidateArgs, progress: &dyn Progress) -> Result<()> {
             min_coverage_pct: a.min_coverage_pct,
             parameter_band: !a.no_parameter_band,
             band_samples: a.bands,
+            // The command line replays the band here (Python can hand it to an executor).
+            band_executor: Default::default(),
         },
     };
     let v = lab::validate::validate(&req, progress)?;

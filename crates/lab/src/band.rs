@@ -10,11 +10,14 @@
 //! Monte Carlo cloud from the same covariance instead: the variance is then
 //! the samples' mean squared move from the fitted parameters' replay.
 
-use crate::simulate::at_records;
+use crate::error::Result;
+use crate::simulate::{at_records, Replay};
 use identify::output::IdentifiedFile;
 use nalgebra::{DMatrix, SVector, SymmetricEigen};
 use rod::Rod;
+use session::SessionDir;
 use sim::StepRecord;
+use std::sync::Arc;
 
 /// The parameters a replay depends on, by their names in `[fit]`.
 const REPLAYED: [&str; 4] = ["ln_e", "ln_g", "ln_rho", "friction_mu"];
@@ -128,6 +131,41 @@ pub fn principal_directions(cov: &DMatrix<f64>) -> Vec<Vec<f64>> {
         .filter(|&k| eig.eigenvalues[k] > 1e-14 * largest && eig.eigenvalues[k] > 0.0)
         .map(|k| eig.eigenvectors.column(k).iter().map(|v| v * eig.eigenvalues[k].sqrt()).collect())
         .collect()
+}
+
+/// Who runs a session's band replays elsewhere: an executor (Python's
+/// process pools, a Dask cluster), one task a replay, each task made by
+/// [`crate::validate::band_replay`] from the validation's request alone.
+pub trait BandRunner: Send + Sync {
+    /// Replays `0..count` of `session`'s band, in that order.
+    fn replay(&self, session: &SessionDir, count: usize) -> Result<Vec<Replay>>;
+}
+
+/// Where a validation's band replays run: here, in parallel (the
+/// default), or by a [`BandRunner`].
+#[derive(Clone, Default)]
+pub struct BandExecutor(pub Option<Arc<dyn BandRunner>>);
+
+impl BandExecutor {
+    pub fn on(runner: Arc<dyn BandRunner>) -> BandExecutor {
+        BandExecutor(Some(runner))
+    }
+}
+
+impl std::fmt::Debug for BandExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "an executor" } else { "here" })
+    }
+}
+
+/// The same runner (or both here).
+impl PartialEq for BandExecutor {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
 }
 
 /// The replays at the perturbed parameters, each with its step times.

@@ -298,32 +298,41 @@ pub fn run_prepared(job: &SimulateJob, prepared: Prepared, progress: &dyn Progre
     Ok(Simulated { records, t0_host_ns, summary, scene, frames_from })
 }
 
-/// The job's replay (`prepared`) with each of `rods` in its place (e.g.
-/// other parameters: a prediction band), in parallel, nothing written: the
-/// records of each run that reached the scene's end; a run that stopped
-/// is left out, and the note says where it stopped.
-pub fn replays(job: &SimulateJob, prepared: &Prepared, rods: &[Rod]) -> Result<(Vec<Vec<StepRecord>>, Vec<String>)> {
-    use rayon::prelude::*;
-    let runs: Vec<Result<(Vec<StepRecord>, Option<String>)>> = rods
-        .par_iter()
-        .map(|rod| match prepared.simulator(rod, &prepared.scene, job.scene_path) {
-            Ok(mut sim) => {
-                let (records, failure) = sim.run_until_failure(|_, _| {});
-                Ok((records, failure.map(|e: SimError| e.to_string())))
-            }
-            // The start's equilibrium not found with these values: a stopped replay.
-            Err(e) if e.kind() == crate::Kind::Computation => Ok((vec![], Some(e.to_string()))),
-            Err(e) => Err(e),
-        })
-        .collect();
-    let (mut done, mut notes) = (vec![], vec![]);
-    for (k, run) in runs.into_iter().enumerate() {
-        match run? {
-            (records, None) => done.push(records),
-            (records, Some(e)) => notes.push(format!("replay {} of {} stopped at t = {:.4} s ({e})", k + 1, rods.len(), records.last().map_or(0.0, |r| r.t_s))),
-        }
+/// A replay of a job with another rod in its place, nothing written: its
+/// records up to where it stopped, and why it stopped (none: it reached
+/// the scene's end). It crosses processes whole ([`Replay::to_bytes`]): a
+/// prediction band's replays may run on another machine.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Replay {
+    pub records: Vec<StepRecord>,
+    pub stopped: Option<String>,
+}
+
+impl Replay {
+    /// CBOR: every float as its exact bits, a tenth of JSON's size.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = vec![];
+        ciborium::into_writer(self, &mut bytes).expect("a replay encodes into memory");
+        bytes
     }
-    Ok((done, notes))
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Replay> {
+        ciborium::from_reader(bytes).map_err(|e| Error::input(format!("a replay's bytes: {e}")))
+    }
+}
+
+/// The job's replay (`prepared`) with `rod` in its place (e.g. other
+/// parameters: a prediction band's). A start whose equilibrium is not
+/// found with these values is a replay that stopped at once.
+pub fn replay(job: &SimulateJob, prepared: &Prepared, rod: &Rod) -> Result<Replay> {
+    match prepared.simulator(rod, &prepared.scene, job.scene_path) {
+        Ok(mut sim) => {
+            let (records, failure) = sim.run_until_failure(|_, _| {});
+            Ok(Replay { records, stopped: failure.map(|e: SimError| e.to_string()) })
+        }
+        Err(e) if e.kind() == crate::Kind::Computation => Ok(Replay { records: vec![], stopped: Some(e.to_string()) }),
+        Err(e) => Err(e),
+    }
 }
 
 /// Figures of a run, written to summary.json.

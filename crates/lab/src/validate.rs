@@ -7,7 +7,7 @@
 //! markers. Figures are checked against limits; a report page and
 //! summary.json per session, and a summary page for several sessions.
 
-use crate::band::{ParameterSpread, PerturbedRuns, Z95};
+use crate::band::{BandExecutor, ParameterSpread, Perturbation, PerturbedRuns, Z95};
 use crate::data;
 use crate::error::{Context, Error, Result};
 use crate::loads::Loads;
@@ -71,6 +71,8 @@ pub struct ValidateOptions {
     /// each replayed, instead of one replay per principal direction (0);
     /// for replays far from linear in the parameters (a slide's onset).
     pub band_samples: usize,
+    /// Where the band's replays run (default: here, in parallel).
+    pub band_executor: BandExecutor,
 }
 
 impl Default for ValidateOptions {
@@ -92,6 +94,7 @@ impl Default for ValidateOptions {
             min_coverage_pct: 50.0,
             parameter_band: true,
             band_samples: 0,
+            band_executor: BandExecutor::default(),
         }
     }
 }
@@ -357,19 +360,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
 
     // The simulation, driven by the session's robot.
     let sim_out = out.join("sim");
-    let job = SimulateJob {
-        rod,
-        rod_path: &req.rod_path,
-        scene: crate::params::scene_with(req.scene.clone(), req.params.as_ref()),
-        scene_path: &req.scene_path,
-        params_path: req.params.as_ref().map(|p| p.path.as_path()),
-        base: BaseSource::Session(dir.clone()),
-        rig_frames: None,
-        duration_s: None,
-        out: &sim_out,
-        damaged,
-        session_loads: Some(&req.loads),
-    };
+    let job = simulate_job(req, rod, dir, &sim_out);
     // Read once: the replays of the prediction bands are the same job's.
     let prepared = crate::simulate::prepare(&job)?;
     let done: Simulated = crate::simulate::run_prepared(&job, prepared.clone(), progress)?;
@@ -379,7 +370,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = s.warnings.clone();
     warnings.extend(measured_markers);
-    let (perturbed, band) = parameter_replays(req, &job, &prepared, rod, &mut warnings)?;
+    let (perturbed, band) = parameter_replays(req, &job, &prepared, dir, &mut warnings)?;
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.
@@ -599,21 +590,65 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     Ok(summary)
 }
 
-/// The replays at the identified parameters' principal deviations (none
-/// without a covariance, or with `parameter_band` off), and what the bands
-/// then carry; a replay that stopped, and parameters without a variance,
-/// are named in `warnings`.
-fn parameter_replays(
-    req: &ValidateRequest,
-    job: &SimulateJob,
-    prepared: &crate::simulate::Prepared,
-    rod: &Rod,
-    warnings: &mut Vec<String>,
-) -> Result<(PerturbedRuns, BandFigures)> {
+/// The session's replay, driven by its robot, into `out`.
+fn simulate_job<'a>(req: &'a ValidateRequest, rod: &'a Rod, dir: &SessionDir, out: &'a Path) -> SimulateJob<'a> {
+    SimulateJob {
+        rod,
+        rod_path: &req.rod_path,
+        scene: crate::params::scene_with(req.scene.clone(), req.params.as_ref()),
+        scene_path: &req.scene_path,
+        params_path: req.params.as_ref().map(|p| p.path.as_path()),
+        base: BaseSource::Session(dir.clone()),
+        rig_frames: None,
+        duration_s: None,
+        out,
+        damaged: if req.options.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip },
+        session_loads: Some(&req.loads),
+    }
+}
+
+/// The parameters' spread a band carries (empty without a covariance, or
+/// with `parameter_band` off), and the changes of the parameters its
+/// replays are made at: one per principal direction, or the seeded Monte
+/// Carlo draws.
+fn band_perturbations(req: &ValidateRequest) -> (ParameterSpread, Vec<Perturbation>) {
     let spread = match (&req.params, req.options.parameter_band) {
         (Some(p), true) => ParameterSpread::of(&p.file),
         _ => ParameterSpread::default(),
     };
+    let draws = req.options.band_samples;
+    let perturbations = if draws > 0 && !spread.is_empty() { spread.samples(draws, BAND_SEED) } else { spread.directions.clone() };
+    (spread, perturbations)
+}
+
+/// Replay `index` of `session`'s prediction band, alone: what an
+/// executor's worker runs for a [`crate::band::BandRunner`]. From the
+/// validation's own request it is the replay validate makes, to the bit.
+pub fn band_replay(req: &ValidateRequest, session: &SessionDir, index: usize) -> Result<crate::simulate::Replay> {
+    let rod = crate::params::rod_with(req.rod.clone(), req.params.as_ref());
+    let (session_rod, _) = data::rod_for_session(&rod, session.meta().ok().flatten().as_ref(), session);
+    let (_, perturbations) = band_perturbations(req);
+    let Some(change) = perturbations.get(index) else {
+        return Err(Error::input(format!("band replay {index}: the band of {} has {} replays", session.name(), perturbations.len())));
+    };
+    let nowhere = PathBuf::new();
+    let job = simulate_job(req, &session_rod, session, &nowhere);
+    let prepared = crate::simulate::prepare(&job)?;
+    crate::simulate::replay(&job, &prepared, &change.apply(&session_rod))
+}
+
+/// The replays at the identified parameters' principal deviations (none
+/// without a covariance, or with `parameter_band` off), here or by the
+/// options' executor, and what the bands then carry; a replay that
+/// stopped, and parameters without a variance, are named in `warnings`.
+fn parameter_replays(
+    req: &ValidateRequest,
+    job: &SimulateJob,
+    prepared: &crate::simulate::Prepared,
+    dir: &SessionDir,
+    warnings: &mut Vec<String>,
+) -> Result<(PerturbedRuns, BandFigures)> {
+    let (spread, perturbations) = band_perturbations(req);
     if !spread.unbounded.is_empty() {
         warnings
             .push(format!("prediction bands: the fit left {} undetermined (the data do not bound it): the bands leave it out", spread.unbounded.join(", ")));
@@ -621,13 +656,33 @@ fn parameter_replays(
     if spread.is_empty() {
         return Ok((PerturbedRuns::default(), BandFigures { method: "noise alone".into(), unbounded: spread.unbounded, ..BandFigures::default() }));
     }
-    let draws = req.options.band_samples;
-    let perturbations = if draws > 0 { spread.samples(draws, BAND_SEED) } else { spread.directions.clone() };
-    let rods: Vec<Rod> = perturbations.iter().map(|d| d.apply(rod)).collect();
-    let (runs, stopped) = crate::simulate::replays(job, prepared, &rods)?;
-    warnings.extend(stopped.into_iter().map(|n| format!("prediction bands: {n}: the bands leave that replay out")));
-    let (runs, method) = if draws > 0 { (PerturbedRuns::drawn(runs), "Monte Carlo") } else { (PerturbedRuns::new(runs), "first order") };
-    Ok((runs, BandFigures { parameters: spread.parameters, replays: rods.len(), method: method.into(), unbounded: spread.unbounded }))
+    let n = perturbations.len();
+    let replays = match &req.options.band_executor.0 {
+        Some(runner) => {
+            let got = runner.replay(dir, n)?;
+            if got.len() != n {
+                return Err(Error::computation(format!("prediction bands: the executor returned {} replays of {n}", got.len())));
+            }
+            got
+        }
+        None => {
+            use rayon::prelude::*;
+            perturbations.par_iter().map(|d| crate::simulate::replay(job, prepared, &d.apply(job.rod))).collect::<Result<Vec<_>>>()?
+        }
+    };
+    let mut runs = vec![];
+    for (k, r) in replays.into_iter().enumerate() {
+        match r.stopped {
+            None => runs.push(r.records),
+            Some(e) => warnings.push(format!(
+                "prediction bands: replay {} of {n} stopped at t = {:.4} s ({e}): the bands leave that replay out",
+                k + 1,
+                r.records.last().map_or(0.0, |x| x.t_s)
+            )),
+        }
+    }
+    let (runs, method) = if req.options.band_samples > 0 { (PerturbedRuns::drawn(runs), "Monte Carlo") } else { (PerturbedRuns::new(runs), "first order") };
+    Ok((runs, BandFigures { parameters: spread.parameters, replays: n, method: method.into(), unbounded: spread.unbounded }))
 }
 
 /// The Monte Carlo draws' seed: a report is the same on every run.

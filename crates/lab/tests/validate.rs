@@ -458,3 +458,52 @@ fn bands_from_an_identification_hold_the_days_observations_at_their_stated_rate(
         assert!((0.6..1.5).contains(&(m.parameter_sd_rms / c.parameter_sd_rms)), "{} vs {}", m.parameter_sd_rms, c.parameter_sd_rms);
     }
 }
+
+/// A band's replays run elsewhere: a [`lab::band::BandRunner`] that makes
+/// each replay by `band_replay` from the request alone, through its bytes
+/// (what an executor's worker sends back), gives the band made here, to
+/// the bit; a runner that returns too few is an error, not a thinner band.
+#[test]
+fn band_replays_run_elsewhere_from_the_request_alone_give_the_band_made_here() {
+    struct Elsewhere {
+        req: ValidateRequest,
+        asked: std::sync::Mutex<Vec<usize>>,
+        short_by: usize,
+    }
+    impl lab::band::BandRunner for Elsewhere {
+        fn replay(&self, session: &SessionDir, count: usize) -> lab::Result<Vec<lab::simulate::Replay>> {
+            self.asked.lock().unwrap().push(count);
+            (0..count - self.short_by)
+                .map(|k| lab::validate::band_replay(&self.req, session, k).and_then(|r| lab::simulate::Replay::from_bytes(&r.to_bytes())))
+                .collect()
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = synth(dir.path(), "s", ROD, SCENE, |r| r.duration_s = Some(1.0));
+    let params = params_with(dir.path(), "banded.toml", 1.1, Some([[0.04, 0.01], [0.01, 0.02]]));
+    let mut req = ValidateRequest { params: Some(params), ..request(&[&s], &dir.path().join("here")) };
+    req.options.band_samples = 5;
+    let here = one(&req);
+    let runner = std::sync::Arc::new(Elsewhere { req: req.clone(), asked: Default::default(), short_by: 0 });
+    let mut there_req = ValidateRequest { out: dir.path().join("there"), ..req.clone() };
+    there_req.options.band_executor = lab::band::BandExecutor::on(runner.clone());
+    let there = one(&there_req);
+    assert_eq!(*runner.asked.lock().unwrap(), vec![5]);
+    assert_eq!((here.band.method.as_str(), here.band.replays), ("Monte Carlo", 5));
+    assert!(here.strain.iter().any(|c| c.parameter_sd_rms > 0.0), "the band moved something");
+    let figures = |v: &SessionSummary| {
+        let mut j = serde_json::to_value(v).unwrap();
+        j.as_object_mut().unwrap().retain(|k, _| !k.contains("real_time_factor") && !k.contains("wall_time"));
+        j.to_string().replace(&dir.path().join("here").display().to_string(), "OUT").replace(&dir.path().join("there").display().to_string(), "OUT")
+    };
+    assert_eq!(figures(&here), figures(&there));
+    for chart in ["strain_time.json", "force_time.json"] {
+        assert_eq!(std::fs::read(dir.path().join("here").join(chart)).unwrap(), std::fs::read(dir.path().join("there").join(chart)).unwrap(), "{chart}");
+    }
+    // Replay 6 of a band of 5 is no replay.
+    assert_eq!(lab::validate::band_replay(&req, &s, 5).unwrap_err().kind(), lab::Kind::Input);
+    let short = std::sync::Arc::new(Elsewhere { req: req.clone(), asked: Default::default(), short_by: 1 });
+    there_req.options.band_executor = lab::band::BandExecutor::on(short);
+    let err = validate(&there_req, &lab::Silent).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("the executor returned 4 replays of 5"), "{err}");
+}

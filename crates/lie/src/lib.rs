@@ -52,7 +52,7 @@ pub fn stack(a: &Vec3, b: &Vec3) -> Vec6 {
 }
 
 /// A rigid transformation `g = (R, p)` in SE(3).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pose {
     pub rot: Mat3,
     pub pos: Vec3,

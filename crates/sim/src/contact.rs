@@ -95,7 +95,7 @@ impl Law {
 }
 
 /// State of a contact point after a step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ContactState {
     Free,
     Stick,

@@ -91,7 +91,7 @@ impl BaseMotion {
 }
 
 /// One contact candidate after a step.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContactRecord {
     pub joint: usize,
     pub arc_m: f64,
@@ -106,8 +106,9 @@ pub struct ContactRecord {
     pub slip_velocity_m_s: Vec3,
 }
 
-/// Everything recorded at the end of a step.
-#[derive(Clone, Debug)]
+/// Everything recorded at the end of a step (serialisable: a replay run
+/// elsewhere, by an executor's worker, comes back whole).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepRecord {
     pub step: usize,
     pub t_s: f64,
