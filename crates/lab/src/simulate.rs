@@ -273,7 +273,7 @@ pub fn run(job: &SimulateJob, progress: &dyn Progress) -> Result<Simulated> {
 }
 
 /// [`run`] of a job already [`prepare`]d (its files read once, e.g. for
-/// [`replays`] of the same job too).
+/// [`replay`]s of the same job too).
 pub fn run_prepared(job: &SimulateJob, prepared: Prepared, progress: &dyn Progress) -> Result<Simulated> {
     let mut sim = prepared.simulator(job.rod, &prepared.scene, job.scene_path)?;
     let Prepared { scene, t0_host_ns, frames_from, warnings, .. } = prepared;
