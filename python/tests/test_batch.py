@@ -11,6 +11,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, List
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -83,6 +84,34 @@ def test_observe_in_a_process_pool_equals_a_serial_run(sessions: List[rodlab.Ses
         assert same_but_paths(r, p, tmp_path / "serial", tmp_path / "pool"), s.name
         serial_table, pooled_table = (pl.read_parquet(tmp_path / run / s.name / "observe" / "strain.parquet") for run in ("serial", "pool"))
         assert serial_table.height > 0 and serial_table.equals(pooled_table), s.name
+
+
+def test_identify_and_simulate_on_a_dask_cluster_equal_a_serial_run(sessions: List[rodlab.Session], tmp_path: Path) -> None:
+    """identify (three days of gravity holds, each its own fit) and
+    simulate (three stick sessions replayed) by the cluster's workers: the
+    same values, intervals and arrays as here, to the bit."""
+    distributed = pytest.importorskip("dask.distributed")
+    holds = [
+        rodlab.synth_session(scene=repo("configs/scene/cable-arm-holds.toml"), rod=ROD, out=tmp_path / "days" / f"holds{k}", seed=k, progress=False)
+        for k in range(3)
+    ]
+    replayed = sessions[:3]
+    fit_options = {"loads": repo("configs/loads.toml"), "loo": False}
+    serial_fits = rodlab.batch.map("identify", holds, rod=ROD, out=tmp_path / "serial", **fit_options)
+    serial_runs = rodlab.batch.map("simulate", replayed, rod=ROD, out=tmp_path / "serial", scene=SCENE)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            fits = rodlab.batch.map("identify", holds, rod=ROD, out=tmp_path / "dask", executor=client.get_executor(), **fit_options)
+            runs = rodlab.batch.map("simulate", replayed, rod=ROD, out=tmp_path / "dask", scene=SCENE, executor=client.get_executor())
+    for h, a, b in zip(holds, serial_fits, fits):
+        assert (a["values"], a["intervals"]) == (b["values"], b["intervals"]), h.name
+        assert Path(b["identified_toml"]) == tmp_path / "dask" / h.name / "identify" / "identified.toml"
+    # Each day its own noise: three different fits, so the comparison compared something.
+    assert len({f["values"]["e_pa"] for f in serial_fits}) == 3
+    for s, a, b in zip(replayed, serial_runs, runs):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a), s.name
+        assert a["time_s"].size > 100 and np.ptp(a["tip_m"][:, 2]) > 0, "a replay that moved"
+        assert (tmp_path / "dask" / s.name / "simulate" / "summary.json").is_file()
 
 
 class Counting(Executor):
