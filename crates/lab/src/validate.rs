@@ -234,10 +234,24 @@ pub struct BandFigures {
     /// Replays simulated for them: one per principal direction, or the
     /// Monte Carlo draws.
     pub replays: usize,
-    /// "first order" (the principal directions) or "Monte Carlo".
-    pub method: String,
+    pub method: BandMethod,
     /// Parameters the fit left undetermined (no bounded interval): not in the bands.
     pub unbounded: Vec<String>,
+}
+
+/// How a band's parameter part was made (summary.json: its words).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum BandMethod {
+    /// No parameters' part: the measurement's noise alone.
+    #[default]
+    #[serde(rename = "noise alone")]
+    NoiseAlone,
+    /// One replay per principal direction of the covariance.
+    #[serde(rename = "first order")]
+    FirstOrder,
+    /// Seeded draws from the covariance, each replayed.
+    #[serde(rename = "Monte Carlo")]
+    MonteCarlo,
 }
 
 /// A component is checked when its simulated range is at least this many
@@ -654,7 +668,7 @@ fn parameter_replays(
             .push(format!("prediction bands: the fit left {} undetermined (the data do not bound it): the bands leave it out", spread.unbounded.join(", ")));
     }
     if spread.is_empty() {
-        return Ok((PerturbedRuns::default(), BandFigures { method: "noise alone".into(), unbounded: spread.unbounded, ..BandFigures::default() }));
+        return Ok((PerturbedRuns::default(), BandFigures { unbounded: spread.unbounded, ..BandFigures::default() }));
     }
     let n = perturbations.len();
     let replays = match &req.options.band_executor.0 {
@@ -681,8 +695,9 @@ fn parameter_replays(
             )),
         }
     }
-    let (runs, method) = if req.options.band_samples > 0 { (PerturbedRuns::drawn(runs), "Monte Carlo") } else { (PerturbedRuns::new(runs), "first order") };
-    Ok((runs, BandFigures { parameters: spread.parameters, replays: n, method: method.into(), unbounded: spread.unbounded }))
+    let (runs, method) =
+        if req.options.band_samples > 0 { (PerturbedRuns::drawn(runs), BandMethod::MonteCarlo) } else { (PerturbedRuns::new(runs), BandMethod::FirstOrder) };
+    Ok((runs, BandFigures { parameters: spread.parameters, replays: n, method, unbounded: spread.unbounded }))
 }
 
 /// The Monte Carlo draws' seed: a report is the same on every run.
@@ -1368,7 +1383,7 @@ fn band_text(band: &BandFigures, c: &ComponentFigures) -> String {
     let carried = if band.parameters.is_empty() {
         "the observer's floor alone (no identified covariance: the rod file's material, or --no-parameter-band)".to_string()
     } else {
-        let how = if band.method == "Monte Carlo" {
+        let how = if band.method == BandMethod::MonteCarlo {
             format!("{} Monte Carlo draws from it, each replayed", band.replays)
         } else {
             format!("the session replayed once more per principal direction, {} in all", band.replays)

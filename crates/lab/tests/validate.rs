@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use lab::observe::{ObserveOptions, ObserverMode};
-use lab::validate::{validate, SessionSummary, ValidateOptions, ValidateRequest};
+use lab::validate::{validate, BandMethod, SessionSummary, ValidateOptions, ValidateRequest};
 use lab::SessionDir;
 use std::path::Path;
 
@@ -436,7 +436,7 @@ fn bands_from_an_identification_hold_the_days_observations_at_their_stated_rate(
     let req = ValidateRequest { params: Some(params), ..request(&[&stick], &dir.path().join("report")) };
     let first_order = one(&req);
     assert!(first_order.band.parameters.iter().any(|p| p == "ln_e") && first_order.band.replays >= 1, "{:?}", first_order.band);
-    assert_eq!(first_order.band.method, "first order");
+    assert_eq!(first_order.band.method, BandMethod::FirstOrder);
     let mut drawn = req.clone();
     drawn.options.band_samples = 24;
     drawn.out = dir.path().join("monte-carlo");
@@ -445,7 +445,7 @@ fn bands_from_an_identification_hold_the_days_observations_at_their_stated_rate(
     assert_eq!((first_order.band.parameters.clone(), first_order.band.unbounded.clone()), (vec!["ln_e".into(), "ln_rho".into()], vec!["ln_g".to_string()]));
     assert!(first_order.warnings.iter().any(|w| w.contains("the fit left ln_g undetermined")), "{:?}", first_order.warnings);
     assert!(!monte_carlo.warnings.iter().any(|w| w.contains("stopped")), "every draw replayed: {:?}", monte_carlo.warnings);
-    assert_eq!((monte_carlo.band.method.as_str(), monte_carlo.band.replays), ("Monte Carlo", 24));
+    assert_eq!((monte_carlo.band.method, monte_carlo.band.replays), (BandMethod::MonteCarlo, 24));
     for (c, m) in first_order.strain.iter().zip(&monte_carlo.strain).filter(|(c, _)| c.significant) {
         println!(
             "{}: {:.1} % inside (Monte Carlo {:.1} %), parameters {:.2e} RMS (Monte Carlo {:.2e}), floor {:.2e}",
@@ -489,7 +489,7 @@ fn band_replays_run_elsewhere_from_the_request_alone_give_the_band_made_here() {
     there_req.options.band_executor = lab::band::BandExecutor::on(runner.clone());
     let there = one(&there_req);
     assert_eq!(*runner.asked.lock().unwrap(), vec![5]);
-    assert_eq!((here.band.method.as_str(), here.band.replays), ("Monte Carlo", 5));
+    assert_eq!((here.band.method, here.band.replays), (BandMethod::MonteCarlo, 5));
     assert!(here.strain.iter().any(|c| c.parameter_sd_rms > 0.0), "the band moved something");
     let figures = |v: &SessionSummary| {
         let mut j = serde_json::to_value(v).unwrap();
