@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import shutil
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, List
@@ -112,6 +113,39 @@ def test_identify_and_simulate_on_a_dask_cluster_equal_a_serial_run(sessions: Li
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a), s.name
         assert a["time_s"].size > 100 and np.ptp(a["tip_m"][:, 2]) > 0, "a replay that moved"
         assert (tmp_path / "dask" / s.name / "simulate" / "summary.json").is_file()
+
+
+@pytest.mark.skipif(not rodlab.HAS_DEVICES, reason="built without OpenCV")
+def test_track_in_a_process_pool_equals_a_serial_run(sessions: List[rodlab.Session], run: Any, tmp_path: Path) -> None:
+    """track over two sessions whose camera recorded the demo's synthetic
+    video (30 frames; a camera is a stream with its video beside it), by a
+    spawned process pool: the same marker tables as here, row for row."""
+    board, video = tmp_path / "board", tmp_path / "video"
+    run("synth", "board", "--out", board)
+    run("calibrate", "--images", board / "views", "--board", "9x6", "--square-m", "0.016", "--plane-image", board / "plane.png",
+        "--out", tmp_path / "camera.toml")
+    run("synth", "video", "--out", video, "--frames", "30")
+    filmed = []
+    for s in sessions[:2]:
+        day = tmp_path / "days" / s.name
+        shutil.copytree(s.path, day)
+        (day / "streams" / "cam").mkdir()
+        shutil.copy(video / "video.avi", day / "cam.avi")
+        # The camera's frame times, as the recorder writes them: 30 frames/s.
+        k = np.arange(30)
+        pl.DataFrame({"t_host_ns": k * 33_333_333, "frame": k, "device_ms": k * 100.0 / 3.0}).write_parquet(day / "streams" / "cam" / "000000.parquet")
+        filmed.append(rodlab.Session(day))
+    assert all(Path(f.video()) == f.path / "cam.avi" for f in filmed)
+    options = {"camera": tmp_path / "camera.toml", "markers": video / "markers.toml"}
+    serial = rodlab.batch.map("track", filmed, rod=ROD, out=tmp_path / "serial", **options)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pooled = rodlab.batch.map("track", filmed, rod=ROD, out=tmp_path / "pool", executor=pool, **options)
+    for s, r, p in zip(filmed, serial, pooled):
+        assert r["frames"] == p["frames"] == 30, s.name
+        a, b = (pl.read_parquet(tmp_path / run_ / s.name / "track" / "markers.parquet") for run_ in ("serial", "pool"))
+        assert a.height > 0 and a.equals(b), s.name
+    with pytest.raises(ValueError, match="no video to track"):
+        rodlab.batch.map("track", sessions[2:3], rod=ROD, out=tmp_path / "none", **options)
 
 
 class Counting(Executor):
