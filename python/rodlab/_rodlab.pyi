@@ -5,7 +5,7 @@ docstrings: n joints, k loads, T steps, m markers.
 """
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -356,7 +356,7 @@ def validate(
     min_coverage_pct: float = 50.0,
     parameter_band: bool = True,
     bands: int = 0,
-    band_executor: Optional[Callable[[str, int], List[bytes]]] = None,
+    band_executor: Optional[Callable[[str, int], Iterable[bytes]]] = None,
 ) -> Dict[str, Any]: ...
 def band_replay(
     session: _Path,

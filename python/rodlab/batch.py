@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 import numpy as np
 
@@ -119,8 +119,8 @@ BAND_OPTIONS = ("loads", "strict", "parameter_band", "bands")
 class BandTasks:
     """A validation's band replays as an executor's tasks: called by
     validate with a session and how many replays its band needs, it
-    submits one :func:`band_replay` each and returns their bytes, in
-    order."""
+    submits one :func:`band_replay` each and yields their bytes, in order,
+    as they come back."""
 
     def __init__(self, executor: Executor, rod: Any, scene: PathLike, params: Any, options: Dict[str, Any]) -> None:
         self.executor = executor
@@ -130,9 +130,9 @@ class BandTasks:
         self.params = None if params is None else str(params)
         self.options = {k: (str(v) if k == "loads" and v is not None else v) for k, v in options.items() if k in BAND_OPTIONS}
 
-    def __call__(self, session: str, count: int) -> List[bytes]:
+    def __call__(self, session: str, count: int) -> Iterator[bytes]:
         futures = [self.executor.submit(band_replay, str(session), self.rod_file, self.scene, self.params, k, self.options) for k in range(count)]
-        return [f.result() for f in futures]
+        return (f.result() for f in futures)
 
 
 def band_replay(session: str, rod_file: str, scene: str, params: Optional[str], index: int, options: Dict[str, Any]) -> bytes:

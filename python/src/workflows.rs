@@ -515,17 +515,30 @@ fn validate_request(
 }
 
 /// A validation's band replays run by a Python callable, `call(session,
-/// count)` -> `count` replays' bytes in order (`rodlab.validate`'s
-/// `executor`: one task a replay, each [`band_replay`]).
+/// count)` -> an iterator of the `count` replays' bytes in order
+/// (`rodlab.validate`'s `executor`: one task a replay, each
+/// [`band_replay`]); the task counts them as they come back.
 struct PyBandRunner {
     call: Py<PyAny>,
 }
 
 impl lab::band::BandRunner for PyBandRunner {
-    fn replay(&self, session: &SessionDir, count: usize) -> lab::Result<Vec<lab::simulate::Replay>> {
-        let got: PyResult<Vec<Vec<u8>>> = Python::attach(|py| self.call.call1(py, (session.path().to_path_buf(), count))?.extract(py));
-        let got = got.map_err(|e| crate::errors::from_py(&e, "prediction bands on the executor"))?;
-        got.iter().map(|b| lab::simulate::Replay::from_bytes(b)).collect()
+    fn replay(&self, session: &SessionDir, count: usize, task: &dyn lab::Task) -> lab::Result<Vec<lab::simulate::Replay>> {
+        let failed = |e: PyErr| crate::errors::from_py(&e, "prediction bands on the executor");
+        let replies = Python::attach(|py| -> PyResult<Py<pyo3::types::PyIterator>> {
+            Ok(self.call.call1(py, (session.path().to_path_buf(), count))?.into_bound(py).try_iter()?.unbind())
+        })
+        .map_err(failed)?;
+        let mut replays = Vec::with_capacity(count);
+        // One reply at a time, the GIL taken for it alone: the progress
+        // report between two (which may stop the work) runs outside Python.
+        loop {
+            let reply = Python::attach(|py| -> PyResult<Option<Vec<u8>>> { replies.bind(py).clone().next().transpose()?.map(|b| b.extract()).transpose() });
+            let Some(bytes) = reply.map_err(failed)? else { break };
+            replays.push(lab::simulate::Replay::from_bytes(&bytes)?);
+            task.set(replays.len() as u64);
+        }
+        Ok(replays)
     }
 }
 

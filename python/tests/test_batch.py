@@ -173,8 +173,11 @@ def test_a_validations_band_replays_on_a_dask_cluster_equal_a_run_here(tmp_path:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
             executor = Counting(client.get_executor())
-            there = rodlab.validate(stick, rod, SCENE, fit, out=tmp_path / "dask", bands=8, progress=False, executor=executor)
+            reports: List[Any] = []
+            there = rodlab.validate(stick, rod, SCENE, fit, out=tmp_path / "dask", bands=8, progress=lambda *r: reports.append(r), executor=executor)
     assert executor.submitted == 8, "one task a replay"
+    # The replays are counted as they come back.
+    assert ("prediction band of stick", 8, 8, "done") in reports, [r for r in reports if r[0].startswith("prediction")]
     band = here["sessions"][0]["band"]
     assert (band["method"], band["replays"], band["parameters"]) == ("Monte Carlo", 8, ["ln_e", "ln_rho"]), band
     assert same_but_paths(here, there, tmp_path / "here", tmp_path / "dask")

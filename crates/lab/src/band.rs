@@ -11,6 +11,7 @@
 //! the samples' mean squared move from the fitted parameters' replay.
 
 use crate::error::Result;
+use crate::progress::Task;
 use crate::simulate::{at_records, Replay};
 use identify::output::IdentifiedFile;
 use nalgebra::{DMatrix, SVector, SymmetricEigen};
@@ -137,8 +138,9 @@ pub fn principal_directions(cov: &DMatrix<f64>) -> Vec<Vec<f64>> {
 /// process pools, a Dask cluster), one task a replay, each task made by
 /// [`crate::validate::band_replay`] from the validation's request alone.
 pub trait BandRunner: Send + Sync {
-    /// Replays `0..count` of `session`'s band, in that order.
-    fn replay(&self, session: &SessionDir, count: usize) -> Result<Vec<Replay>>;
+    /// Replays `0..count` of `session`'s band, in that order, telling
+    /// `task` how many are back.
+    fn replay(&self, session: &SessionDir, count: usize, task: &dyn Task) -> Result<Vec<Replay>>;
 }
 
 /// Where a validation's band replays run: here, in parallel (the

@@ -384,7 +384,7 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     let t_of = |t_host_s: f64| t_host_s - t0_ns as f64 * 1e-9;
     let mut warnings = s.warnings.clone();
     warnings.extend(measured_markers);
-    let (perturbed, band) = parameter_replays(req, &job, &prepared, dir, &mut warnings)?;
+    let (perturbed, band) = parameter_replays(req, &job, &prepared, dir, &mut warnings, progress)?;
 
     // Measured strain: the session's own strain table when it was made by
     // this rod, these parameters and this observer; else the observer now.
@@ -661,6 +661,7 @@ fn parameter_replays(
     prepared: &crate::simulate::Prepared,
     dir: &SessionDir,
     warnings: &mut Vec<String>,
+    progress: &dyn Progress,
 ) -> Result<(PerturbedRuns, BandFigures)> {
     let (spread, perturbations) = band_perturbations(req);
     if !spread.unbounded.is_empty() {
@@ -671,9 +672,10 @@ fn parameter_replays(
         return Ok((PerturbedRuns::default(), BandFigures { unbounded: spread.unbounded, ..BandFigures::default() }));
     }
     let n = perturbations.len();
+    let task = progress.task(&format!("prediction band of {}", dir.name()), Some(n as u64));
     let replays = match &req.options.band_executor.0 {
         Some(runner) => {
-            let got = runner.replay(dir, n)?;
+            let got = runner.replay(dir, n, task.as_ref())?;
             if got.len() != n {
                 return Err(Error::computation(format!("prediction bands: the executor returned {} replays of {n}", got.len())));
             }
@@ -681,9 +683,16 @@ fn parameter_replays(
         }
         None => {
             use rayon::prelude::*;
-            perturbations.par_iter().map(|d| crate::simulate::replay(job, prepared, &d.apply(job.rod))).collect::<Result<Vec<_>>>()?
+            let done = std::sync::atomic::AtomicU64::new(0);
+            let replay = |d: &Perturbation| {
+                let r = crate::simulate::replay(job, prepared, &d.apply(job.rod));
+                task.set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
+                r
+            };
+            perturbations.par_iter().map(replay).collect::<Result<Vec<_>>>()?
         }
     };
+    drop(task);
     let mut runs = vec![];
     for (k, r) in replays.into_iter().enumerate() {
         match r.stopped {

@@ -471,10 +471,13 @@ fn band_replays_run_elsewhere_from_the_request_alone_give_the_band_made_here() {
         short_by: usize,
     }
     impl lab::band::BandRunner for Elsewhere {
-        fn replay(&self, session: &SessionDir, count: usize) -> lab::Result<Vec<lab::simulate::Replay>> {
+        fn replay(&self, session: &SessionDir, count: usize, task: &dyn lab::Task) -> lab::Result<Vec<lab::simulate::Replay>> {
             self.asked.lock().unwrap().push(count);
             (0..count - self.short_by)
-                .map(|k| lab::validate::band_replay(&self.req, session, k).and_then(|r| lab::simulate::Replay::from_bytes(&r.to_bytes())))
+                .map(|k| {
+                    task.set(k as u64 + 1);
+                    lab::validate::band_replay(&self.req, session, k).and_then(|r| lab::simulate::Replay::from_bytes(&r.to_bytes()))
+                })
                 .collect()
         }
     }
