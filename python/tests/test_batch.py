@@ -117,9 +117,10 @@ def test_identify_and_simulate_on_a_dask_cluster_equal_a_serial_run(sessions: Li
 
 @pytest.mark.skipif(not rodlab.HAS_DEVICES, reason="built without OpenCV")
 def test_track_in_a_process_pool_equals_a_serial_run(sessions: List[rodlab.Session], run: Any, tmp_path: Path) -> None:
-    """track over two sessions whose camera recorded the demo's synthetic
-    video (30 frames; a camera is a stream with its video beside it), by a
-    spawned process pool: the same marker tables as here, row for row."""
+    """track over two sessions given the demo's synthetic video as their
+    camera's (30 frames; a camera is a stream of frame times, written here
+    as the recorder writes them, with its video beside it), by a spawned
+    process pool: the same marker tables as here, row for row."""
     board, video = tmp_path / "board", tmp_path / "video"
     run("synth", "board", "--out", board)
     run("calibrate", "--images", board / "views", "--board", "9x6", "--square-m", "0.016", "--plane-image", board / "plane.png",
