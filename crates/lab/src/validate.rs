@@ -100,6 +100,15 @@ impl Default for ValidateOptions {
 }
 
 impl ValidateOptions {
+    /// What a damaged chunk does: refused, or left out with a warning.
+    pub fn damaged(&self) -> session::Damaged {
+        if self.refuse_damaged {
+            session::Damaged::Refuse
+        } else {
+            session::Damaged::Skip
+        }
+    }
+
     /// Checks every value; the error names the flag.
     pub fn check(&self) -> Result<()> {
         for (name, v) in [
@@ -364,12 +373,10 @@ fn tip_phase(r: &StepRecord) -> Phase {
 
 fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Path, progress: &dyn Progress) -> Result<SessionSummary> {
     let o = &req.options;
-    // Markers measured on the body (a reference window) where the session has them.
-    let (session_rod, measured_markers) = data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir);
+    let (session_rod, measured_markers) = session_rod(rod, dir);
     let rod = &session_rod;
     let (sensor, requests) = req.loads.flange_sensor_with_request(dir);
-    let damaged = if o.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip };
-    let s = data::load(dir, rod.markers.len(), &requests, damaged)?;
+    let s = data::load(dir, rod.markers.len(), &requests, o.damaged())?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(format!("{}: {e}", out.display())))?;
 
     // The simulation, driven by the session's robot.
@@ -604,6 +611,13 @@ fn validate_session(req: &ValidateRequest, rod: &Rod, dir: &SessionDir, out: &Pa
     Ok(summary)
 }
 
+/// The rod as `dir` saw it: its markers where the session measured them on
+/// the body (a reference window), and a line saying which. Validate
+/// and a band's worker replay this rod alike.
+fn session_rod(rod: &Rod, dir: &SessionDir) -> (Rod, Option<String>) {
+    data::rod_for_session(rod, dir.meta().ok().flatten().as_ref(), dir)
+}
+
 /// The session's replay, driven by its robot, into `out`.
 fn simulate_job<'a>(req: &'a ValidateRequest, rod: &'a Rod, dir: &SessionDir, out: &'a Path) -> SimulateJob<'a> {
     SimulateJob {
@@ -616,7 +630,7 @@ fn simulate_job<'a>(req: &'a ValidateRequest, rod: &'a Rod, dir: &SessionDir, ou
         rig_frames: None,
         duration_s: None,
         out,
-        damaged: if req.options.refuse_damaged { session::Damaged::Refuse } else { session::Damaged::Skip },
+        damaged: req.options.damaged(),
         session_loads: Some(&req.loads),
     }
 }
@@ -639,8 +653,7 @@ fn band_perturbations(req: &ValidateRequest) -> (ParameterSpread, Vec<Perturbati
 /// executor's worker runs for a [`crate::band::BandRunner`]. From the
 /// validation's own request it is the replay validate makes, to the bit.
 pub fn band_replay(req: &ValidateRequest, session: &SessionDir, index: usize) -> Result<crate::simulate::Replay> {
-    let rod = crate::params::rod_with(req.rod.clone(), req.params.as_ref());
-    let (session_rod, _) = data::rod_for_session(&rod, session.meta().ok().flatten().as_ref(), session);
+    let (session_rod, _) = session_rod(&crate::params::rod_with(req.rod.clone(), req.params.as_ref()), session);
     let (_, perturbations) = band_perturbations(req);
     let Some(change) = perturbations.get(index) else {
         return Err(Error::input(format!("band replay {index}: the band of {} has {} replays", session.name(), perturbations.len())));
