@@ -120,6 +120,17 @@ def _frame(columns: Dict[str, Any]) -> "pl.DataFrame":
     return pl.DataFrame(columns)
 
 
+def _table(read: Callable[..., Any], *args: Any, **kwargs: Any) -> "pl.DataFrame":
+    """The table ``read`` gives, as a polars DataFrame taken over by the
+    Arrow C stream (the columns as the reader decoded them, no copy);
+    without polars, its columns as a dictionary of numpy arrays."""
+    try:
+        import polars as pl
+    except ImportError:
+        return read(*args, **kwargs)  # type: ignore[no-any-return]
+    return pl.DataFrame(read(*args, arrow=True, **kwargs))
+
+
 class Session:
     """A recorded session (``rodlab record``, ``synth session``, ``import c3d``):
     its metadata and tables as polars DataFrames (``.to_pandas()`` as
@@ -152,19 +163,19 @@ class Session:
     def stream(self, name: str, *, strict: bool = False) -> "pl.DataFrame":
         """Stream ``name`` (``t_host_ns`` and the device's columns in SI
         units); ``strict``: refuse a damaged chunk instead of leaving it out."""
-        return _frame(self._native.stream_columns(name, strict=strict))
+        return _table(self._native.stream_columns, name, strict=strict)
 
     def markers(self) -> "pl.DataFrame":
         """The marker table (frame, t_s, t_host_ns, marker, u_px, v_px, x_m, y_m, z_m, ...)."""
-        return _frame(self._native.markers_columns())
+        return _table(self._native.markers_columns)
 
     def strain(self) -> "pl.DataFrame":
         """The observed strain table (frame, t_host_ns, node, arc_m, kappa_x ... eps_z, ...; ``observe`` writes it)."""
-        return _frame(self._native.strain_columns())
+        return _table(self._native.strain_columns)
 
     def gaps(self, device: str) -> "pl.DataFrame":
         """Device ``device``'s outages (empty: none)."""
-        return _frame(self._native.gaps_columns(device))
+        return _table(self._native.gaps_columns, device)
 
     def info(self) -> Dict[str, Any]:
         """As ``rodlab session info``: "streams" (each one's rows, span_s,
@@ -210,13 +221,16 @@ class Session:
         streams: Optional[List[str]] = None,
         tolerance_s: Optional[float] = None,
         match: str = "previous",
+        format: str = "csv",
     ) -> Dict[str, Any]:
-        """As ``rodlab session export``: every table as CSV and JSON into
-        ``to``; "files" ({path: rows}) and "warnings". With ``aligned``, also
-        ``aligned.csv`` (the options as :meth:`aligned`'s; an empty field
-        where a row has no value) and "aligned" (the rows' stream, and each
-        joined stream's tolerance and rows without a value)."""
-        return self._native.export(to, aligned=aligned, on=on, streams=streams, tolerance_s=tolerance_s, match=match)
+        """As ``rodlab session export``: every table as CSV (or ``format``:
+        "json", "parquet", "ipc", written by polars) and the metadata as
+        JSON into ``to``; "files" ({path: rows}) and "warnings". With
+        ``aligned``, also ``aligned.csv`` (the options as :meth:`aligned`'s;
+        a missing value where a row has none) and "aligned" (the rows'
+        stream, and each joined stream's tolerance and rows without a
+        value)."""
+        return self._native.export(to, aligned=aligned, on=on, streams=streams, tolerance_s=tolerance_s, match=match, format=format)
 
     def video(self, camera: Optional[str] = None) -> Optional["os.PathLike[str]"]:
         """The path of camera ``camera``'s video (default: the first)."""

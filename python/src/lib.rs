@@ -17,6 +17,7 @@
 
 use pyo3::prelude::*;
 
+mod arrow;
 mod convert;
 #[cfg(feature = "devices")]
 mod devices;
@@ -39,6 +40,7 @@ fn _rodlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<workflows::Identified>()?;
     m.add_class::<workflows::Simulation>()?;
     m.add_class::<sessionpy::Session>()?;
+    m.add_class::<arrow::ArrowTable>()?;
     m.add_function(wrap_pyfunction!(workflows::identify, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::identify_dynamic, m)?)?;
     m.add_function(wrap_pyfunction!(workflows::simulate, m)?)?;

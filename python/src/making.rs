@@ -250,12 +250,24 @@ pub fn check<'py>(py: Python<'py>, dir: &SessionDir, max_outage_s: f64, videos: 
     Ok(py_dict!(py, { "ok" => report.ok(), "problems" => report.problems.clone(), "warnings" => report.warnings.clone(), "rows" => report.rows() }))
 }
 
-/// `rodlab session export`: CSV and JSON of every table into `to`;
-/// "files" (path: rows, None for the metadata) and "warnings".
-/// With `aligned`, also aligned.csv; "aligned": the rows' stream and each
-/// joined stream's rule ([`joined`]).
-pub fn export<'py>(py: Python<'py>, dir: &SessionDir, to: &std::path::Path, aligned: Option<&AlignOptions>) -> PyResult<Bound<'py, PyDict>> {
-    let out = py.detach(|| lab::export::export_with(dir, to, aligned)).py_err()?;
+/// `format` ("csv", "json", "parquet", "ipc"), or a ValueError naming them.
+pub fn table_format(format: &str) -> PyResult<session::TableFormat> {
+    session::TableFormat::parse(format)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("format '{format}': one of {}", session::TableFormat::NAMES.join(", "))))
+}
+
+/// `rodlab session export`: every table into `to` in `format`, and the
+/// metadata as JSON; "files" (path: rows, None for the metadata) and
+/// "warnings". With `aligned`, also the aligned table; "aligned": the
+/// rows' stream and each joined stream's rule ([`joined`]).
+pub fn export<'py>(
+    py: Python<'py>,
+    dir: &SessionDir,
+    to: &std::path::Path,
+    aligned: Option<&AlignOptions>,
+    format: session::TableFormat,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = py.detach(|| lab::export::export_with(dir, to, aligned, format)).py_err()?;
     let files = PyDict::new(py);
     for (file, rows) in &out.files {
         files.set_item(file, rows)?;

@@ -1,9 +1,11 @@
 //! `rodlab.Session`: a recorded session's metadata and tables. Each table
-//! comes out as columns of numpy arrays (numbers) or lists (text), read by
-//! the library's own reader (chunks in order, a damaged chunk refused or
-//! left out); the Python side makes a polars DataFrame of them without a
-//! loop over rows.
+//! is read by the library's own reader (chunks in order, a damaged chunk
+//! refused or left out) and comes out as an Arrow C stream
+//! ([`ArrowTable`]: polars, pyarrow and DuckDB take its columns as they lie
+//! in memory), or, where polars is not installed, as columns of numpy
+//! arrays (numbers) and lists (text).
 
+use crate::arrow::ArrowTable;
 use crate::convert::{self, to_python};
 use crate::errors::IntoPy;
 use numpy::IntoPyArray;
@@ -23,7 +25,7 @@ pub struct Session {
 /// warnings of chunks left out.
 /// The numbers go to numpy without a copy (each array owns the vector
 /// the reader decoded into).
-fn columns(py: Python<'_>, table: Table) -> PyResult<Bound<'_, PyDict>> {
+fn columns(py: Python<'_>, table: Table) -> PyResult<Bound<'_, PyAny>> {
     let d = PyDict::new(py);
     for (name, column) in table.into_columns().py_err()? {
         match column {
@@ -32,7 +34,15 @@ fn columns(py: Python<'_>, table: Table) -> PyResult<Bound<'_, PyDict>> {
             OwnedColumn::Text(v) => d.set_item(&name, v)?,
         }
     }
-    Ok(d)
+    Ok(d.into_any())
+}
+
+/// A table as an [`ArrowTable`] (`arrow`) or as [`columns`].
+fn table_out(py: Python<'_>, table: Table, arrow: bool) -> PyResult<Bound<'_, PyAny>> {
+    if arrow {
+        return Ok(Bound::new(py, ArrowTable::of(table).py_err()?)?.into_any());
+    }
+    columns(py, table)
 }
 
 fn missing(path: &Path, what: &str) -> PyErr {
@@ -44,12 +54,12 @@ fn missing(path: &Path, what: &str) -> PyErr {
 }
 
 /// The columns of one Parquet file of the session (`what`: its name in the error).
-fn file_columns<'py>(py: Python<'py>, path: &Path, what: &str) -> PyResult<Bound<'py, PyDict>> {
+fn file_columns<'py>(py: Python<'py>, path: &Path, what: &str, arrow: bool) -> PyResult<Bound<'py, PyAny>> {
     if !path.is_file() {
         return Err(missing(path, what));
     }
     let table = py.detach(|| Table::read(path)).py_err()?;
-    columns(py, table)
+    table_out(py, table, arrow)
 }
 
 #[pymethods]
@@ -89,10 +99,11 @@ impl Session {
         self.dir.stream_names()
     }
 
-    /// Stream `name`'s columns ({name: numpy array}); `strict`: refuse a
-    /// damaged chunk instead of leaving it out.
-    #[pyo3(signature = (name, *, strict=false))]
-    fn stream_columns<'py>(&self, py: Python<'py>, name: &str, strict: bool) -> PyResult<Bound<'py, PyDict>> {
+    /// Stream `name`'s columns ({name: numpy array}; `arrow`: an
+    /// [`ArrowTable`]); `strict`: refuse a damaged chunk instead of leaving
+    /// it out.
+    #[pyo3(signature = (name, *, strict=false, arrow=false))]
+    fn stream_columns<'py>(&self, py: Python<'py>, name: &str, strict: bool, arrow: bool) -> PyResult<Bound<'py, PyAny>> {
         if !self.dir.has_stream(name) {
             let msg = format!("{}: no stream '{name}' ({})", self.dir.path().display(), self.dir.describe_streams());
             return Err(crate::errors::to_py(lab::Error::input(msg)));
@@ -105,27 +116,30 @@ impl Session {
         for s in skipped {
             warnings.call_method1("warn", (format!("rodlab: {s}"),))?;
         }
-        columns(py, table)
+        table_out(py, table, arrow)
     }
 
     /// markers.parquet's columns (the tracked or imported markers).
-    fn markers_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        file_columns(py, &self.dir.markers(), "marker table")
+    #[pyo3(signature = (*, arrow=false))]
+    fn markers_columns<'py>(&self, py: Python<'py>, arrow: bool) -> PyResult<Bound<'py, PyAny>> {
+        file_columns(py, &self.dir.markers(), "marker table", arrow)
     }
 
     /// strain.parquet's columns (the observed strain).
-    fn strain_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        file_columns(py, &self.dir.strain(), "strain table")
+    #[pyo3(signature = (*, arrow=false))]
+    fn strain_columns<'py>(&self, py: Python<'py>, arrow: bool) -> PyResult<Bound<'py, PyAny>> {
+        file_columns(py, &self.dir.strain(), "strain table", arrow)
     }
 
     /// Device `name`'s gap table's columns (no gap: the same columns, empty).
-    fn gaps_columns<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+    #[pyo3(signature = (name, *, arrow=false))]
+    fn gaps_columns<'py>(&self, py: Python<'py>, name: &str, arrow: bool) -> PyResult<Bound<'py, PyAny>> {
         let dir = session::gaps::gaps_dir(self.dir.path(), name);
         if !dir.is_dir() {
-            return columns(py, session::gaps::gaps_table(&[]).into_read());
+            return table_out(py, session::gaps::gaps_table(&[]).into_read(), arrow);
         }
         let table = py.detach(|| Table::read_chunks(&dir)).py_err()?;
-        columns(py, table)
+        table_out(py, table, arrow)
     }
 
     /// The video of camera `camera` (default: the first camera with one).
@@ -152,9 +166,11 @@ impl Session {
         crate::making::check(py, &self.dir, max_outage_s, videos)
     }
 
-    /// `rodlab session export`: every table as CSV and JSON into `to`;
-    /// with `aligned`, also aligned.csv (the options as [`Session::aligned_columns`]'s).
-    #[pyo3(signature = (to, *, aligned=false, on=None, streams=None, tolerance_s=None, r#match="previous"))]
+    /// `rodlab session export`: every table as CSV (or `format`: "json",
+    /// "parquet", "ipc") and the metadata as JSON into `to`; with
+    /// `aligned`, also the aligned table (the options as
+    /// [`Session::aligned_columns`]'s).
+    #[pyo3(signature = (to, *, aligned=false, on=None, streams=None, tolerance_s=None, r#match="previous", format="csv"))]
     #[allow(clippy::too_many_arguments)]
     fn export<'py>(
         &self,
@@ -165,9 +181,11 @@ impl Session {
         streams: Option<Vec<String>>,
         tolerance_s: Option<f64>,
         r#match: &str,
+        format: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let options = crate::making::align_options(on, streams, tolerance_s, r#match, false)?;
-        crate::making::export(py, &self.dir, &convert::path(to, "to")?, aligned.then_some(&options))
+        let format = crate::making::table_format(format)?;
+        crate::making::export(py, &self.dir, &convert::path(to, "to")?, aligned.then_some(&options), format)
     }
 
     /// Every stream on the host times of `on` (default: the stream with

@@ -248,9 +248,9 @@ pub enum SessionCommand {
         #[arg(long)]
         duration: Option<f64>,
     },
-    /// Every table of a session (or of a simulation's output) as CSV (headers: the column names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
+    /// Every table of a session (or of a simulation's output) as CSV, JSON, Parquet or Arrow IPC (columns: the names of docs/reference/session.md; units.csv: each column's unit) and its metadata as JSON, for tools without rodlab.
     #[command(
-        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on robot\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on ft300 --match nearest --tolerance-s 0.005\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has). Videos stay where they are.\n--aligned also writes aligned.csv: t_host_ns of the --on stream, then STREAM.COLUMN of every stream, each row taking the other streams' sample at or before it (--match previous) or nearest to it, within --tolerance-s (default: 1.5 sample intervals of each stream), and never one from across an outage in the stream's gap table: such a field is empty.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
+        after_help = "Examples:\n  rodlab session export sessions/day1 --to exports/day1\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on robot\n  rodlab session export sessions/day1 --to exports/day1 --aligned --on ft300 --match nearest --tolerance-s 0.005\n  rodlab session export sessions/day1 --to exports/day1-arrow --format ipc\n  rodlab session export reports/sim --to exports/sim\n\nWrites session.json, streams/NAME.csv, gaps/DEVICE.csv, markers.csv and strain.csv (those the session has; with --format json, parquet or ipc: .json, .parquet or .arrow). Videos stay where they are.\n--aligned also writes aligned.csv: t_host_ns of the --on stream, then STREAM.COLUMN of every stream, each row taking the other streams' sample at or before it (--match previous) or nearest to it, within --tolerance-s (default: 1.5 sample intervals of each stream), and never one from across an outage in the stream's gap table: such a field is empty.\nA simulation's output (simulate --out) exports its simulated markers as markers.csv under a session's columns, beside sim.csv, sim_nodes.csv, sim_contacts.csv and summary.json."
     )]
     Export {
         /// Session directory, or a simulation's output (simulate --out).
@@ -273,6 +273,9 @@ pub enum SessionCommand {
         /// With --aligned: `previous` (the sample at or before the row) or `nearest`.
         #[arg(long = "match", requires = "aligned", default_value = "previous", value_parser = ["previous", "nearest"])]
         matching: String,
+        /// The tables' format (polars' writers): csv, json (an array of rows), parquet or ipc (Arrow IPC, .arrow).
+        #[arg(long, default_value = "csv", value_parser = session::TableFormat::NAMES)]
+        format: String,
     },
 }
 
@@ -385,10 +388,11 @@ pub fn session(cmd: SessionCommand) -> Result<()> {
             let report = lab::info::check(&SessionDir::new(&dir), &lab::info::CheckOptions { max_outage_s, videos: !skip_videos, count_frames: None })?;
             print_check(&report, &dir)
         }
-        SessionCommand::Export { dir, to, aligned, on, streams, tolerance_s, matching } => {
+        SessionCommand::Export { dir, to, aligned, on, streams, tolerance_s, matching, format } => {
             let matching = session::aligned::Match::parse(&matching).unwrap_or(session::aligned::Match::Previous);
             let options = session::aligned::AlignOptions { on, streams, tolerance_s, matching, damaged: session::Damaged::Skip };
-            let out = lab::export::export_with(&SessionDir::new(&dir), &to, aligned.then_some(&options))?;
+            let format = session::TableFormat::parse(&format).unwrap_or_default();
+            let out = lab::export::export_with(&SessionDir::new(&dir), &to, aligned.then_some(&options), format)?;
             for (file, rows) in &out.files {
                 match rows {
                     Some(rows) => println!("wrote {} ({rows} rows)", file.display()),

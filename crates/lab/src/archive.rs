@@ -253,7 +253,7 @@ pub fn write(index: &ArchiveIndex, out: &Path) -> Result<(PathBuf, PathBuf)> {
     }
     index.table().write(out)?;
     let csv = out.with_extension("csv");
-    crate::export::write_csv_as(&index.table().into_read(), &csv, "archive.csv", &mut vec![], true)?;
+    index.table().into_read().export(&csv, session::TableFormat::Csv, true)?;
     Ok((out.to_path_buf(), csv))
 }
 

@@ -1,5 +1,6 @@
-//! A session handed on: every table as CSV, its headers the columns' names
-//! as docs/reference/session.md lists them, with `units.csv` naming each
+//! A session handed on: every table as CSV (or JSON, Parquet, Arrow IPC:
+//! polars' writers), its headers the columns' names as
+//! docs/reference/session.md lists them, with `units.csv` naming each
 //! column's unit where its name does not end in one, and the metadata as
 //! JSON, for a colleague with MATLAB, Python or a spreadsheet and no
 //! rodlab. Videos are not copied (they already are plain files). A
@@ -8,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use session::aligned::AlignOptions;
-use session::{SessionDir, Table};
+use session::{SessionDir, Table, TableFormat};
 use std::path::{Path, PathBuf};
 
 /// What an export wrote.
@@ -82,32 +83,26 @@ pub fn unit(column: &str) -> String {
     .to_string()
 }
 
-/// Writes `table` as CSV at `path`; its columns' units go to `units`
-/// (file, column, unit).
-fn write_csv(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>) -> Result<usize> {
-    write_csv_as(table, path, file, units, false)
-}
-
-/// [`write_csv`], with a missing value (NaN) as an empty field where
-/// `missing_is_empty` (an aligned table's, the archive's).
-pub(crate) fn write_csv_as(table: &Table, path: &Path, file: &str, units: &mut Vec<[String; 3]>, missing_is_empty: bool) -> Result<usize> {
-    let columns = table.text_columns()?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("{}: cannot create: {e}", parent.display())))?;
-    }
-    let mut w = csv::Writer::from_path(path).map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
-    let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", path.display()));
-    w.write_record(columns.iter().map(|(n, _)| n.as_str())).map_err(werr)?;
+/// Writes `table` as `STEM.EXT` under `to` in `format` (polars' writers);
+/// its columns' units go to `units` (file, column, unit). A float's NaN is
+/// a missing value where `nan_is_missing` (an aligned table's, the
+/// archive's: an empty CSV field, as pandas, polars and spreadsheets read
+/// one; a marker's NaN stays: it is a value).
+pub(crate) fn write_table(
+    table: &Table,
+    to: &Path,
+    stem: &str,
+    format: TableFormat,
+    units: &mut Vec<[String; 3]>,
+    nan_is_missing: bool,
+) -> Result<(PathBuf, Option<usize>)> {
+    let file = format!("{stem}.{}", format.extension());
+    let path = to.join(&file);
+    let rows = table.export(&path, format, nan_is_missing)?;
     // An aligned table's `STREAM.COLUMN` has the column's unit.
-    units.extend(columns.iter().map(|(n, _)| [file.to_string(), n.clone(), unit(n.rsplit_once('.').map_or(n.as_str(), |(_, c)| c))]));
-    let rows = table.height();
-    // An aligned row's missing value is an empty field, as pandas, polars
-    // and spreadsheets read one (a marker's NaN stays: it is a value).
-    for r in 0..rows {
-        w.write_record(columns.iter().map(|(_, v)| if missing_is_empty && v[r] == "NaN" { "" } else { v[r].as_str() })).map_err(werr)?;
-    }
-    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", path.display())))?;
-    Ok(rows)
+    let names = table.schema().into_iter().map(|(n, _)| n);
+    units.extend(names.map(|n| [file.clone(), n.clone(), unit(n.rsplit_once('.').map_or(n.as_str(), |(_, c)| c))]));
+    Ok((path, Some(rows)))
 }
 
 fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -125,16 +120,18 @@ fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
 /// markers as `markers.csv` under the same columns, beside `sim.csv`,
 /// `sim_nodes.csv`, `sim_contacts.csv` and its `summary.json`.
 pub fn export(session: &SessionDir, to: &Path) -> Result<Exported> {
-    export_with(session, to, None)
+    export_with(session, to, None, TableFormat::Csv)
 }
 
-/// [`export`], and with `aligned` also `aligned.csv`: every stream on the
-/// host times of one ([`session::aligned::aligned`]), an empty field where
-/// a row has no value (beyond the tolerance, or inside an outage).
-pub fn export_with(session: &SessionDir, to: &Path, aligned: Option<&AlignOptions>) -> Result<Exported> {
+/// [`export`] in `format` (the tables' extension then `.json`, `.parquet`
+/// or `.arrow`; `session.json` and `summary.json` stay JSON), and with
+/// `aligned` also `aligned.csv`: every stream on the host times of one
+/// ([`session::aligned::aligned`]), a missing value where a row has none
+/// (beyond the tolerance, or inside an outage).
+pub fn export_with(session: &SessionDir, to: &Path, aligned: Option<&AlignOptions>, format: TableFormat) -> Result<Exported> {
     let meta = session.meta()?;
     if meta.is_none() && session.path().join(SIM_MARKERS).is_file() {
-        return export_simulation(session.path(), to);
+        return export_simulation(session.path(), to, format);
     }
     let meta = meta.ok_or_else(|| Error::input(format!("{}: no session.toml: not a session (nor a simulation's output)", session.path().display())))?;
     new_directory(to)?;
@@ -147,17 +144,12 @@ pub fn export_with(session: &SessionDir, to: &Path, aligned: Option<&AlignOption
     let mut units = vec![];
     for stream in sub_dirs(&session.streams()) {
         let name = stream.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let file = format!("streams/{name}.csv");
-        let out = to.join(&file);
         let (table, w) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip)?;
         warnings.extend(w);
-        let rows = write_csv(&table, &out, &file, &mut units)?;
-        files.push((out, Some(rows)));
+        files.push(write_table(&table, to, &format!("streams/{name}"), format, &mut units, false)?);
     }
     for gaps in sub_dirs(&session.path().join("gaps")) {
         let name = gaps.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let file = format!("gaps/{name}.csv");
-        let out = to.join(&file);
         // A gap table is not a stream (no t_host_ns, NaN for an unknown
         // count): read as one, not by the stream rules, which left every
         // chunk out and exported the outages as an empty file.
@@ -168,27 +160,22 @@ pub fn export_with(session: &SessionDir, to: &Path, aligned: Option<&AlignOption
                 continue;
             }
         };
-        let rows = write_csv(&table, &out, &file, &mut units)?;
-        files.push((out, Some(rows)));
+        files.push(write_table(&table, to, &format!("gaps/{name}"), format, &mut units, false)?);
     }
-    for (table, name) in [(session.markers(), "markers.csv"), (session.strain(), "strain.csv")] {
+    for (table, stem) in [(session.markers(), "markers"), (session.strain(), "strain")] {
         if table.is_file() {
-            let out = to.join(name);
-            let rows = write_csv(&Table::read(&table)?, &out, name, &mut units)?;
-            files.push((out, Some(rows)));
+            files.push(write_table(&Table::read(&table)?, to, stem, format, &mut units, false)?);
         }
     }
     let aligned = match aligned {
         Some(options) => {
             let joined = session::aligned::aligned(session, options)?;
-            let out = to.join("aligned.csv");
-            let rows = write_csv_as(&joined.table, &out, "aligned.csv", &mut units, true)?;
-            files.push((out, Some(rows)));
+            files.push(write_table(&joined.table, to, "aligned", format, &mut units, true)?);
             Some((joined.on, joined.joined))
         }
         None => None,
     };
-    files.push(write_units(to, &units)?);
+    files.push(write_units(to, &units, format)?);
     Ok(Exported { files, warnings, aligned })
 }
 
@@ -204,33 +191,25 @@ fn new_directory(to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| Error::io(format!("{}: cannot create: {e}", to.display())))
 }
 
-/// `units.csv`: (file, column, unit) of every column written.
-fn write_units(to: &Path, units: &[[String; 3]]) -> Result<(PathBuf, Option<usize>)> {
-    let out = to.join("units.csv");
-    let mut w = csv::Writer::from_path(&out).map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
-    let werr = |e: csv::Error| Error::io(format!("{}: cannot write: {e}", out.display()));
-    w.write_record(["file", "column", "unit"]).map_err(werr)?;
-    for row in units {
-        w.write_record(row).map_err(werr)?;
+/// `units.EXT`: (file, column, unit) of every column written.
+fn write_units(to: &Path, units: &[[String; 3]], format: TableFormat) -> Result<(PathBuf, Option<usize>)> {
+    let mut table = Table::new();
+    for (k, name) in ["file", "column", "unit"].into_iter().enumerate() {
+        table.push_str(name, units.iter().map(|row| row[k].clone()).collect());
     }
-    w.flush().map_err(|e| Error::io(format!("{}: cannot write: {e}", out.display())))?;
-    Ok((out, Some(units.len())))
+    write_table(&table.into_read(), to, "units", format, &mut vec![], false)
 }
 
 /// A simulation's output as a session's export: `markers.csv` (the
 /// simulated markers, a session's columns), `sim.csv`, `sim_nodes.csv`,
 /// `sim_contacts.csv`, `summary.json` (as written), `units.csv`.
-fn export_simulation(dir: &Path, to: &Path) -> Result<Exported> {
+fn export_simulation(dir: &Path, to: &Path, format: TableFormat) -> Result<Exported> {
     new_directory(to)?;
     let (mut files, mut units) = (vec![], vec![]);
-    for (table, name) in
-        [(SIM_MARKERS, "markers.csv"), ("sim.parquet", "sim.csv"), ("sim_nodes.parquet", "sim_nodes.csv"), ("sim_contacts.parquet", "sim_contacts.csv")]
-    {
+    for (table, stem) in [(SIM_MARKERS, "markers"), ("sim.parquet", "sim"), ("sim_nodes.parquet", "sim_nodes"), ("sim_contacts.parquet", "sim_contacts")] {
         let path = dir.join(table);
         if path.is_file() {
-            let out = to.join(name);
-            let rows = write_csv(&Table::read(&path)?, &out, name, &mut units)?;
-            files.push((out, Some(rows)));
+            files.push(write_table(&Table::read(&path)?, to, stem, format, &mut units, false)?);
         }
     }
     let summary = dir.join("summary.json");
@@ -239,6 +218,6 @@ fn export_simulation(dir: &Path, to: &Path) -> Result<Exported> {
         std::fs::copy(&summary, &out).map_err(|e| Error::io(format!("{}: cannot copy: {e}", out.display())))?;
         files.push((out, None));
     }
-    files.push(write_units(to, &units)?);
+    files.push(write_units(to, &units, format)?);
     Ok(Exported { files, warnings: vec![], aligned: None })
 }

@@ -10,6 +10,7 @@
 use crate::gaps::{read_gaps, Gap};
 use crate::table::{Damaged, OwnedColumn, Table, TableError};
 use crate::SessionDir;
+use polars::prelude::*;
 
 /// Which sample of another stream a row takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,37 +119,86 @@ pub fn median_interval_s(t_host_ns: &[i64]) -> Option<f64> {
     Some(*median as f64 * 1e-9)
 }
 
-/// The as-of rule: for each row time, the index of the sample `matching`
-/// takes from `sample_ns` (sorted), within `tolerance_ns` and not inside
-/// one of `gaps`; and how many rows lay inside one.
-pub fn match_rows(rows_ns: &[i64], sample_ns: &[i64], gaps: &[Gap], matching: Match, tolerance_ns: i64) -> (Vec<Option<usize>>, usize) {
-    let mut in_outages = 0;
-    let mut next = 0; // the first sample after the row's time
-    let picks = rows_ns
+/// The as-of rule as indices: for each row time, the index of the sample
+/// `matching` takes from `sample_ns` (sorted), within `tolerance_ns` and
+/// not inside one of `gaps`; and how many rows lay inside one. The same
+/// polars joins as [`aligned`], on the samples' indices.
+pub fn match_rows(rows_ns: &[i64], sample_ns: &[i64], gaps: &[Gap], matching: Match, tolerance_ns: i64) -> Result<(Vec<Option<usize>>, usize), String> {
+    let index = (0..sample_ns.len()).map(|k| k as f64).collect();
+    let stream = StreamColumns { name: String::new(), t_host_ns: sample_ns.to_vec(), columns: vec![("index".into(), index)] };
+    let joined = join_stream(rows_ns, &stream, gaps, matching, tolerance_ns).map_err(|e| e.to_string())?;
+    let picks = joined.columns[0].1.iter().map(|k| k.is_finite().then_some(*k as usize)).collect();
+    Ok((picks, joined.rows_in_outages))
+}
+
+/// The column of a joined sample's own host time, beside its values.
+const SAMPLE_NS: &str = "__sample_t_host_ns";
+/// The suffix of the sample after a row (`Match::Nearest`).
+const AFTER: &str = "__after";
+
+/// A stream as a polars frame: its host times (`t_host_ns`, and a copy
+/// under [`SAMPLE_NS`], which the join keeps) and its value columns.
+fn stream_frame(stream: &StreamColumns) -> PolarsResult<LazyFrame> {
+    let mut columns = vec![Column::new("t_host_ns".into(), stream.t_host_ns.as_slice()), Column::new(SAMPLE_NS.into(), stream.t_host_ns.as_slice())];
+    columns.extend(stream.columns.iter().map(|(name, values)| Column::new(name.as_str().into(), values.as_slice())));
+    Ok(DataFrame::new(columns)?.lazy())
+}
+
+/// `rows` as-of joined with `samples` on `t_host_ns`: each row given the
+/// last sample at or before it (`backward`) or the first strictly after
+/// it, within `tolerance_ns`; clashing names take `suffix`.
+fn join_asof(rows: LazyFrame, samples: LazyFrame, backward: bool, tolerance_ns: i64, suffix: &str) -> LazyFrame {
+    let options = AsOfOptions {
+        strategy: if backward { AsofStrategy::Backward } else { AsofStrategy::Forward },
+        tolerance: Some(AnyValue::Int64(tolerance_ns)),
+        allow_eq: backward,
+        check_sortedness: true,
+        ..Default::default()
+    };
+    let on = [col("t_host_ns")];
+    rows.join_builder().with(samples).left_on(on.clone()).right_on(on).how(JoinType::AsOf(options)).suffix(suffix).finish()
+}
+
+/// One stream joined onto the rows, as [`join_stream`] gives it.
+struct JoinedColumns {
+    columns: Vec<(String, Vec<f64>)>,
+    rows_without: usize,
+    rows_in_outages: usize,
+}
+
+/// `stream`'s value columns on the rows' times by polars' as-of joins:
+/// the sample `matching` takes (`Nearest`: a backward join, equal times
+/// included, against a forward one, strictly after; the earlier of two as
+/// near), none farther than `tolerance_ns`, none for a row inside one of
+/// `gaps`. Each column as f64, NaN where a row has no value.
+fn join_stream(rows_ns: &[i64], stream: &StreamColumns, gaps: &[Gap], matching: Match, tolerance_ns: i64) -> PolarsResult<JoinedColumns> {
+    let t_row = || col("t_host_ns");
+    let in_outage = gaps.iter().fold(lit(false), |any, g| any.or(t_row().gt(lit(g.start_host_ns)).and(t_row().lt(lit(g.end_host_ns)))));
+    let rows = DataFrame::new(vec![Column::new("t_host_ns".into(), rows_ns)])?.lazy().with_column(in_outage.alias("__in_outage"));
+    let before = join_asof(rows, stream_frame(stream)?, true, tolerance_ns, AFTER);
+    let names: Vec<&str> = std::iter::once(SAMPLE_NS).chain(stream.columns.iter().map(|(n, _)| n.as_str())).collect();
+    let (joined, picked) = match matching {
+        Match::Previous => (before, names.iter().map(|n| col(*n)).collect::<Vec<_>>()),
+        Match::Nearest => {
+            let both = join_asof(before, stream_frame(stream)?, false, tolerance_ns, AFTER);
+            let (t_before, t_after) = (col(SAMPLE_NS), col(format!("{SAMPLE_NS}{AFTER}")));
+            let after_nearer = (t_after.clone() - t_row()).lt(t_row() - t_before.clone());
+            let take_after = t_after.is_not_null().and(t_before.is_null().or(after_nearer));
+            (both, names.iter().map(|n| when(take_after.clone()).then(col(format!("{n}{AFTER}"))).otherwise(col(*n))).collect())
+        }
+    };
+    let mut picked = picked.into_iter();
+    let sample_ns = picked.next().expect("the sample's time comes first");
+    let without = col("__in_outage").or(sample_ns.is_null());
+    let mut select = vec![col("__in_outage"), without.clone().alias("__without")];
+    select.extend(picked.zip(&names[1..]).map(|(value, name)| when(without.clone()).then(lit(f64::NAN)).otherwise(value).alias(*name)));
+    let frame = joined.select(select).collect()?;
+    let count = |name: &str| -> PolarsResult<usize> { Ok(frame.column(name)?.bool()?.sum().unwrap_or(0) as usize) };
+    let columns = names[1..]
         .iter()
-        .map(|&t| {
-            while next < sample_ns.len() && sample_ns[next] <= t {
-                next += 1;
-            }
-            if gaps.iter().any(|g| g.start_host_ns < t && t < g.end_host_ns) {
-                in_outages += 1;
-                return None;
-            }
-            let before = next.checked_sub(1);
-            let pick = match matching {
-                Match::Previous => before,
-                Match::Nearest => {
-                    let after = (next < sample_ns.len()).then_some(next);
-                    match (before, after) {
-                        (Some(b), Some(a)) => Some(if sample_ns[a] - t < t - sample_ns[b] { a } else { b }),
-                        (b, a) => b.or(a),
-                    }
-                }
-            };
-            pick.filter(|&i| (sample_ns[i] - t).abs() <= tolerance_ns)
-        })
-        .collect();
-    (picks, in_outages)
+        .map(|name| Ok((name.to_string(), frame.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())))
+        .collect::<PolarsResult<Vec<_>>>()?;
+    Ok(JoinedColumns { columns, rows_without: count("__without")?, rows_in_outages: count("__in_outage")? })
 }
 
 /// `session`'s streams aligned by `options` (see the module's overview).
@@ -182,11 +232,13 @@ pub fn aligned(session: &SessionDir, options: &AlignOptions) -> Result<Aligned, 
     for stream in &streams {
         let tolerance_s = options.tolerance_s.or_else(|| median_interval_s(&stream.t_host_ns).map(|dt| 1.5 * dt)).unwrap_or(0.0);
         let gaps = read_gaps(session.path(), &stream.name)?;
-        let (picks, rows_in_outages) = match_rows(&rows_ns, &stream.t_host_ns, &gaps, options.matching, (tolerance_s * 1e9).round() as i64);
-        for (name, values) in &stream.columns {
-            table.push_f64(name, picks.iter().map(|p| p.map_or(f64::NAN, |i| values[i])).collect());
+        let tolerance_ns = (tolerance_s * 1e9).round() as i64;
+        let by_polars = join_stream(&rows_ns, stream, &gaps, options.matching, tolerance_ns);
+        let JoinedColumns { columns, rows_without, rows_in_outages } =
+            by_polars.map_err(|e| TableError::Read(session.stream(&stream.name), format!("cannot align it: {e}")))?;
+        for (name, values) in columns {
+            table.push_f64(&name, values);
         }
-        let rows_without = picks.iter().filter(|p| p.is_none()).count();
         joined.push(JoinedStream { name: stream.name.clone(), tolerance_s, rows_without, rows_in_outages });
     }
     Ok(Aligned { on, table: table.into_read(), joined, warnings })

@@ -23,7 +23,7 @@ pub use frames::{FramePose, RigFrames, TablePlane};
 pub use layout::SessionDir;
 pub use meta::{DeviceRecord, MarkerOnBody, SessionMeta, MOCAP_CLOCK};
 pub use rig::Rig;
-pub use table::{chunk_problem, stream_chunk_problem, Damaged, Decoding, OwnedColumn, Table, TableError};
+pub use table::{chunk_problem, stream_chunk_problem, Damaged, Decoding, OwnedColumn, Table, TableError, TableFormat};
 
 /// A device's text made safe for a terminal: control characters (an
 /// escape sequence would move the cursor, clear the screen or retitle the

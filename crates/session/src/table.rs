@@ -1,23 +1,15 @@
-//! A thin typed layer over Parquet for the project's tables: build
+//! The project's tables on disk, read and written by polars: build
 //! columns, write Parquet atomically, read (any writer's flat table:
-//! polars', pyarrow's, ours) with errors that name file and column.
-//!
-//! The `parquet` crate's column API, not a data-frame library: a table
-//! here is a few named columns of numbers or text, and a data frame's
-//! build (polars: about 1,000 s of CPU, most of a cold build) bought
-//! nothing the sessions use.
+//! polars', pyarrow's, DuckDB's, ours) with errors that name file and
+//! column, a stream's chunks checked and stacked by the rules of
+//! `session check`.
 
-use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as PhysicalType};
-use parquet::column::reader::ColumnReader;
-use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
-use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::{ColumnDescriptor, Type};
+use polars::prelude as pl;
+use polars::prelude::{PolarsError, SerReader, SerWriter};
+use polars_parquet::parquet::metadata::KeyValue;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
@@ -371,46 +363,31 @@ impl Table {
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
     }
 
-    /// One row group, every column required (no nulls), zstd-compressed.
-    fn write_to(&self, file: std::fs::File) -> Result<(), String> {
-        let e = |e: parquet::errors::ParquetError| e.to_string();
-        let fields = self
+    /// One row group, zstd-compressed, the metadata in the footer.
+    fn write_to(self, file: std::fs::File) -> Result<(), String> {
+        let e = |e: PolarsError| e.to_string();
+        let columns = self
             .columns
-            .iter()
+            .into_iter()
             .map(|c| {
-                let (physical, logical) = match c.values {
-                    Values::F64(_) => (PhysicalType::DOUBLE, None),
-                    Values::I64(_) => (PhysicalType::INT64, None),
-                    Values::U32(_) => (PhysicalType::INT32, Some(LogicalType::Integer(parquet::basic::IntType { bit_width: 32, is_signed: false }))),
-                    Values::Str(_) => (PhysicalType::BYTE_ARRAY, Some(LogicalType::String)),
+                let name = pl::PlSmallStr::from(c.name.as_str());
+                match c.values {
+                    Values::F64(v) => pl::Column::new(name, v),
+                    Values::I64(v) => pl::Column::new(name, v),
+                    Values::U32(v) => pl::Column::new(name, v),
+                    Values::Str(v) => pl::Column::new(name, v),
                     _ => unreachable!("tables are built from f64, i64, u32 and text columns"),
-                };
-                let field = Type::primitive_type_builder(&c.name, physical).with_repetition(Repetition::REQUIRED).with_logical_type(logical).build();
-                field.map(Arc::new).map_err(e)
+                }
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        let schema = Arc::new(Type::group_type_builder("schema").with_fields(fields).build().map_err(e)?);
-        let metadata = self.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect::<Vec<_>>();
-        let properties = WriterProperties::builder()
-            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
-            .set_key_value_metadata((!metadata.is_empty()).then_some(metadata))
-            .build();
-        let mut writer = SerializedFileWriter::new(file, schema, Arc::new(properties)).map_err(e)?;
-        let mut group = writer.next_row_group().map_err(e)?;
-        for c in &self.columns {
-            let mut column = group.next_column().map_err(e)?.ok_or("the writer ran out of columns")?;
-            match &c.values {
-                Values::F64(v) => column.typed::<DoubleType>().write_batch(v, None, None),
-                Values::I64(v) => column.typed::<Int64Type>().write_batch(v, None, None),
-                Values::U32(v) => column.typed::<Int32Type>().write_batch(&v.iter().map(|x| *x as i32).collect::<Vec<_>>(), None, None),
-                Values::Str(v) => column.typed::<ByteArrayType>().write_batch(&v.iter().map(|s| ByteArray::from(s.as_str())).collect::<Vec<_>>(), None, None),
-                _ => unreachable!("checked above"),
-            }
-            .map_err(e)?;
-            column.close().map_err(e)?;
-        }
-        group.close().map_err(e)?;
-        writer.close().map_err(e)?;
+            .collect::<Vec<_>>();
+        let frame = pl::DataFrame::new(columns).map_err(e)?;
+        // One thread: a table is written beside a recording.
+        let writer = pl::ParquetWriter::new(file).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
+        let mut batched = writer.batched(frame.schema()).map_err(e)?;
+        batched.write_batch(&frame).map_err(e)?;
+        let metadata = self.metadata.into_iter().map(|(key, value)| KeyValue { key, value: Some(value) }).collect::<Vec<_>>();
+        let mut file_writer = batched.get_writer().lock().map_err(|_| "the writer's lock is poisoned".to_string())?;
+        file_writer.end((!metadata.is_empty()).then_some(metadata)).map_err(e)?;
         Ok(())
     }
 
@@ -419,54 +396,41 @@ impl Table {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        let rows = fault::guard(|| SerializedFileReader::new(file).map(|r| r.metadata().file_metadata().num_rows()));
-        let rows = rows.map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))?;
-        usize::try_from(rows).map_err(|_| rerr(format!("a footer that counts {rows} rows")))
+        let rows = fault::guard(|| pl::ParquetReader::new(file).num_rows());
+        rows.map_err(|why| rerr(format!("damaged Parquet ({why})")))?.map_err(|e| rerr(e.to_string()))
     }
 
     pub fn read(path: &Path) -> Result<Table, TableError> {
         // A Parquet reader may panic on a damaged footer: a damaged file
         // is an error naming it, not a crash.
-        let read =
-            fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))));
-        read.map_err(|e| match e {
-            // A codec this build leaves out (lz4, brotli, gzip) is the
-            // writer's choice, not damage: say which, and what reads.
-            TableError::Read(p, why) if why.contains("Disabled feature at compile time: ") => {
-                let codec = why.rsplit("compile time: ").next().unwrap_or("?").trim().to_string();
-                TableError::Read(p, format!("compressed with {codec}, which rodlab does not read: write it with zstd, snappy or none"))
-            }
-            other => other,
-        })
+        fault::guard(|| Table::read_unguarded(path)).unwrap_or_else(|why| Err(TableError::Read(path.to_path_buf(), format!("damaged Parquet ({why})"))))
     }
 
     fn read_unguarded(path: &Path) -> Result<Table, TableError> {
         let rerr = |e: String| TableError::Read(path.to_path_buf(), e);
         regular_file(path)?;
         let file = std::fs::File::open(path).map_err(|e| rerr(e.to_string()))?;
-        let reader = SerializedFileReader::new(file).map_err(|e| rerr(e.to_string()))?;
-        let file_metadata = reader.metadata().file_metadata();
-        let metadata = file_metadata.key_value_metadata().map(|kv| kv.iter().filter_map(|k| k.value.clone().map(|v| (k.key.clone(), v))).collect());
-        let descriptors = file_metadata.schema_descr().columns().to_vec();
-        let mut columns: Vec<Column> = vec![];
-        for (g, group) in (0..reader.num_row_groups()).map(|g| (g, reader.get_row_group(g))) {
-            let group = group.map_err(|e| rerr(e.to_string()))?;
-            let rows = usize::try_from(group.metadata().num_rows()).unwrap_or(0);
-            let mut read = vec![];
-            for (k, d) in descriptors.iter().enumerate() {
-                let column_reader = group.get_column_reader(k).map_err(|e| rerr(e.to_string()))?;
-                read.push(read_column(column_reader, d, rows).map_err(|e| rerr(format!("column '{}': {e}", d.name())))?);
-            }
-            if g == 0 {
-                columns = read;
-            } else {
-                stack(&mut columns, read).map_err(rerr)?;
-            }
-        }
-        if reader.num_row_groups() == 0 {
-            columns = descriptors.iter().map(|d| empty_column(d).map_err(|e| rerr(format!("column '{}': {e}", d.name())))).collect::<Result<_, _>>()?;
-        }
-        Ok(Table { columns: vec![], read: Some(columns), path: path.to_path_buf(), metadata: metadata.unwrap_or_default() })
+        // One thread: the chunks of a stream are decoded in parallel, if
+        // at all, by the caller ([`Decoding`]), beside a recording.
+        let mut reader = pl::ParquetReader::new(file).read_parallel(pl::ParallelStrategy::None);
+        let footer = reader.get_metadata().map_err(|e| rerr(e.to_string()))?;
+        let metadata = footer
+            .key_value_metadata()
+            .iter()
+            .flatten()
+            .filter(|kv| kv.key != "ARROW:schema")
+            .filter_map(|kv| kv.value.clone().map(|v| (kv.key.clone(), v)))
+            .collect();
+        let frame = reader.finish().map_err(|e| rerr(e.to_string()))?;
+        let columns = frame
+            .take_columns()
+            .into_iter()
+            .map(|c| {
+                let name = c.name().to_string();
+                column_of(c.take_materialized_series()).map_err(|e| rerr(format!("column '{name}': {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Table { columns: vec![], read: Some(columns), path: path.to_path_buf(), metadata })
     }
 
     /// Every `*.parquet` chunk of a stream directory, in name order.
@@ -639,6 +603,95 @@ impl Table {
     }
 }
 
+/// A file format a table is exported in, by polars' writers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TableFormat {
+    /// A header of column names, floats in their shortest exact form.
+    #[default]
+    Csv,
+    /// An array of rows, each an object of its columns.
+    Json,
+    Parquet,
+    /// Arrow IPC (Feather v2): what pyarrow, polars and DuckDB map.
+    Ipc,
+}
+
+impl TableFormat {
+    /// The words the command line and Python take.
+    pub const NAMES: [&'static str; 4] = ["csv", "json", "parquet", "ipc"];
+
+    pub fn parse(text: &str) -> Option<TableFormat> {
+        match text {
+            "csv" => Some(TableFormat::Csv),
+            "json" => Some(TableFormat::Json),
+            "parquet" => Some(TableFormat::Parquet),
+            "ipc" | "arrow" => Some(TableFormat::Ipc),
+            _ => None,
+        }
+    }
+
+    /// The file name's extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            TableFormat::Csv => "csv",
+            TableFormat::Json => "json",
+            TableFormat::Parquet => "parquet",
+            TableFormat::Ipc => "arrow",
+        }
+    }
+}
+
+impl Values {
+    /// The values as a polars column (copied), NaN as null where
+    /// `nan_is_missing`.
+    fn to_polars(&self, name: &str, nan_is_missing: bool) -> pl::Column {
+        let name = pl::PlSmallStr::from(name);
+        match self {
+            Values::F64(v) if nan_is_missing => pl::Column::new(name, v.iter().map(|x| (!x.is_nan()).then_some(*x)).collect::<Vec<_>>()),
+            Values::F64(v) => pl::Column::new(name, v.as_slice()),
+            Values::F32(v) => pl::Column::new(name, v.as_slice()),
+            Values::I64(v) => pl::Column::new(name, v.as_slice()),
+            Values::I32(v) => pl::Column::new(name, v.as_slice()),
+            Values::U32(v) => pl::Column::new(name, v.as_slice()),
+            Values::U64(v) => pl::Column::new(name, v.as_slice()),
+            Values::Bool(v) => pl::Column::new(name, v.as_slice()),
+            Values::Str(v) => pl::Column::new(name, v.as_slice()),
+        }
+    }
+}
+
+impl Table {
+    /// A table read from disk (or [`Table::into_read`]) as a polars frame,
+    /// its values copied; a float's NaN as null where `nan_is_missing`. A
+    /// column with nulls is refused.
+    pub fn to_frame(&self, nan_is_missing: bool) -> Result<pl::DataFrame, TableError> {
+        let names = self.read.iter().flatten().map(|c| c.name.as_str());
+        let columns = names.map(|n| self.checked(n).map(|c| c.values.to_polars(n, nan_is_missing))).collect::<Result<Vec<_>, _>>()?;
+        pl::DataFrame::new(columns).map_err(|e| TableError::BadColumn(self.path.clone(), "(all)".into(), e.to_string()))
+    }
+
+    /// Writes a table read from disk (or [`Table::into_read`]) at `path`
+    /// in `format`, by polars' writers; a float's NaN as a missing value
+    /// (an empty CSV field, a JSON null) where `nan_is_missing` (an aligned
+    /// row without a value; a marker's NaN pixel is a value). Its rows.
+    pub fn export(&self, path: &Path, format: TableFormat, nan_is_missing: bool) -> Result<usize, TableError> {
+        let werr = |e: String| TableError::Write(path.to_path_buf(), e);
+        let mut frame = self.to_frame(nan_is_missing)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| werr(e.to_string()))?;
+        }
+        let file = std::fs::File::create(path).map_err(|e| werr(e.to_string()))?;
+        let e = |e: PolarsError| werr(e.to_string());
+        match format {
+            TableFormat::Csv => pl::CsvWriter::new(file).include_header(true).finish(&mut frame).map_err(e)?,
+            TableFormat::Json => pl::JsonWriter::new(file).with_json_format(pl::JsonFormat::Json).finish(&mut frame).map_err(e)?,
+            TableFormat::Parquet => pl::ParquetWriter::new(file).set_parallel(false).finish(&mut frame).map(|_| ()).map_err(e)?,
+            TableFormat::Ipc => pl::IpcWriter::new(file).finish(&mut frame).map_err(e)?,
+        }
+        Ok(frame.height())
+    }
+}
+
 /// A column moved out of a [`Table`] ([`Table::into_columns`]): numbers
 /// as f64 or i64, or text.
 #[derive(Clone, Debug, PartialEq)]
@@ -648,115 +701,39 @@ pub enum OwnedColumn {
     Text(Vec<String>),
 }
 
-/// Which of [`Values`] a flat column of the file holds.
-fn kind_of(d: &ColumnDescriptor) -> Result<Values, String> {
-    if d.max_rep_level() > 0 || d.path().parts().len() > 1 {
-        return Err("a nested column (lists, structs): a table here is flat".into());
+/// A column polars read, as [`Values`] (narrower integers widened to 32
+/// bits); a null becomes its type's default and is counted.
+fn column_of(series: pl::Series) -> Result<Column, String> {
+    let e = |e: PolarsError| e.to_string();
+    let name = series.name().to_string();
+    let nulls = series.null_count();
+    /// The values of a column of numbers, its nulls as the type's default:
+    /// one copy of each contiguous run where there is no null.
+    fn numbers<T: pl::PolarsNumericType>(values: &pl::ChunkedArray<T>) -> Vec<T::Native> {
+        if values.null_count() == 0 {
+            let mut out = Vec::with_capacity(values.len());
+            values.downcast_iter().for_each(|chunk| out.extend_from_slice(chunk.values()));
+            return out;
+        }
+        values.iter().map(Option::unwrap_or_default).collect()
     }
-    let unsigned = matches!(d.logical_type_ref(), Some(LogicalType::Integer(parquet::basic::IntType { is_signed: false, .. })))
-        || matches!(d.converted_type(), ConvertedType::UINT_8 | ConvertedType::UINT_16 | ConvertedType::UINT_32 | ConvertedType::UINT_64);
-    Ok(match d.physical_type() {
-        PhysicalType::DOUBLE => Values::F64(vec![]),
-        PhysicalType::FLOAT => Values::F32(vec![]),
-        PhysicalType::INT64 if unsigned => Values::U64(vec![]),
-        PhysicalType::INT64 => Values::I64(vec![]),
-        PhysicalType::INT32 if unsigned => Values::U32(vec![]),
-        PhysicalType::INT32 => Values::I32(vec![]),
-        PhysicalType::BOOLEAN => Values::Bool(vec![]),
-        PhysicalType::BYTE_ARRAY => Values::Str(vec![]),
-        other => return Err(format!("Parquet type {other} is not read here (numbers and text are)")),
-    })
-}
-
-fn empty_column(d: &ColumnDescriptor) -> Result<Column, String> {
-    Ok(Column { name: d.name().to_string(), values: kind_of(d)?, nulls: 0 })
-}
-
-/// Reads one column chunk of `rows` rows; a null becomes its type's
-/// default and is counted.
-fn read_column(reader: ColumnReader, d: &ColumnDescriptor, rows: usize) -> Result<Column, String> {
-    let kind = kind_of(d)?;
-    let present = d.max_def_level();
-    let optional = present > 0;
-    let mut levels: Vec<i16> = Vec::with_capacity(if optional { rows } else { 0 });
-    /// Reads every record, then spreads the values over the rows the
-    /// definition levels say are present.
-    macro_rules! read_all {
-        ($r:expr, $fill:expr) => {{
-            let mut r = $r;
-            let mut values = Vec::with_capacity(rows);
-            let mut total = 0;
-            loop {
-                let (records, _, _) = r.read_records(rows - total, optional.then_some(&mut levels), None, &mut values).map_err(|e| e.to_string())?;
-                total += records;
-                if records == 0 || total >= rows {
-                    break;
-                }
-            }
-            if total != rows {
-                return Err(format!("{total} of {rows} rows read"));
-            }
-            spread(values, &levels, optional, present, $fill)
-        }};
-    }
-    let (values, nulls) = match (reader, kind) {
-        (ColumnReader::DoubleColumnReader(r), _) => {
-            let (v, n) = read_all!(r, 0.0);
-            (Values::F64(v), n)
-        }
-        (ColumnReader::FloatColumnReader(r), _) => {
-            let (v, n) = read_all!(r, 0.0f32);
-            (Values::F32(v), n)
-        }
-        (ColumnReader::Int64ColumnReader(r), Values::U64(_)) => {
-            let (v, n) = read_all!(r, 0i64);
-            (Values::U64(v.into_iter().map(|x| x as u64).collect()), n)
-        }
-        (ColumnReader::Int64ColumnReader(r), _) => {
-            let (v, n) = read_all!(r, 0i64);
-            (Values::I64(v), n)
-        }
-        (ColumnReader::Int32ColumnReader(r), Values::U32(_)) => {
-            let (v, n) = read_all!(r, 0i32);
-            (Values::U32(v.into_iter().map(|x| x as u32).collect()), n)
-        }
-        (ColumnReader::Int32ColumnReader(r), _) => {
-            let (v, n) = read_all!(r, 0i32);
-            (Values::I32(v), n)
-        }
-        (ColumnReader::BoolColumnReader(r), _) => {
-            let (v, n) = read_all!(r, false);
-            (Values::Bool(v), n)
-        }
-        (ColumnReader::ByteArrayColumnReader(r), _) => {
-            let (v, n) = read_all!(r, ByteArray::from(""));
-            (Values::Str(v.iter().map(|b| String::from_utf8_lossy(b.data()).into_owned()).collect()), n)
-        }
-        (_, kind) => return Err(format!("a column of {} this reader does not take", kind.dtype())),
+    let widened = |series: &pl::Series, to: &pl::DataType| series.cast(to).map_err(e);
+    let values = match series.dtype() {
+        pl::DataType::Float64 => Values::F64(numbers(series.f64().map_err(e)?)),
+        pl::DataType::Float32 => Values::F32(numbers(series.f32().map_err(e)?)),
+        pl::DataType::Int64 => Values::I64(numbers(series.i64().map_err(e)?)),
+        pl::DataType::Int32 => Values::I32(numbers(series.i32().map_err(e)?)),
+        pl::DataType::UInt64 => Values::U64(numbers(series.u64().map_err(e)?)),
+        pl::DataType::UInt32 => Values::U32(numbers(series.u32().map_err(e)?)),
+        pl::DataType::Boolean => Values::Bool(series.bool().map_err(e)?.iter().map(Option::unwrap_or_default).collect()),
+        pl::DataType::String => Values::Str(series.str().map_err(e)?.iter().map(|s| s.unwrap_or_default().to_string()).collect()),
+        pl::DataType::Binary => Values::Str(series.binary().map_err(e)?.iter().map(|b| String::from_utf8_lossy(b.unwrap_or_default()).into_owned()).collect()),
+        d if d.is_nested() => return Err("a nested column (lists, structs): a table here is flat".into()),
+        d if d.is_signed_integer() => Values::I32(numbers(widened(&series, &pl::DataType::Int32)?.i32().map_err(e)?)),
+        d if d.is_unsigned_integer() => Values::U32(numbers(widened(&series, &pl::DataType::UInt32)?.u32().map_err(e)?)),
+        other => return Err(format!("type {other} is not read here (numbers and text are)")),
     };
-    Ok(Column { name: d.name().to_string(), values, nulls })
-}
-
-/// The values of a column whose definition levels say which rows hold
-/// one (level `present`); each other row gets `fill` and is counted.
-fn spread<T: Clone>(values: Vec<T>, levels: &[i16], optional: bool, present: i16, fill: T) -> (Vec<T>, usize) {
-    // Every row present (what polars and pyarrow write by default, columns
-    // optional without a null): the values as they are, not copied.
-    if !optional || values.len() == levels.len() {
-        return (values, 0);
-    }
-    let (mut out, mut nulls) = (Vec::with_capacity(levels.len()), 0);
-    let mut given = values.into_iter();
-    for level in levels {
-        match (*level == present).then(|| given.next()).flatten() {
-            Some(v) => out.push(v),
-            None => {
-                out.push(fill.clone());
-                nulls += 1;
-            }
-        }
-    }
-    (out, nulls)
+    Ok(Column { name, values, nulls })
 }
 
 /// How a stream's chunks are decoded.

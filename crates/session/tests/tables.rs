@@ -179,24 +179,9 @@ fn copied_reversed_infinite_and_out_of_range_chunks_are_named_skipped_or_refused
 /// write columns as optional): `t_host_ns` 4, 5, 6 and `force_n` 0.4,
 /// null, 0.6.
 fn write_with_a_null(path: &std::path::Path) {
-    use parquet::basic::{Repetition, Type as PhysicalType};
-    use parquet::data_type::{DoubleType, Int64Type};
-    use parquet::schema::types::Type;
-    use std::sync::Arc;
-    let field = |name: &str, t| Arc::new(Type::primitive_type_builder(name, t).with_repetition(Repetition::OPTIONAL).build().unwrap());
-    let schema =
-        Type::group_type_builder("schema").with_fields(vec![field("t_host_ns", PhysicalType::INT64), field("force_n", PhysicalType::DOUBLE)]).build().unwrap();
-    let file = std::fs::File::create(path).unwrap();
-    let mut writer = parquet::file::writer::SerializedFileWriter::new(file, Arc::new(schema), Default::default()).unwrap();
-    let mut group = writer.next_row_group().unwrap();
-    let mut column = group.next_column().unwrap().unwrap();
-    column.typed::<Int64Type>().write_batch(&[4, 5, 6], Some(&[1, 1, 1]), None).unwrap();
-    column.close().unwrap();
-    let mut column = group.next_column().unwrap().unwrap();
-    column.typed::<DoubleType>().write_batch(&[0.4, 0.6], Some(&[1, 0, 1]), None).unwrap();
-    column.close().unwrap();
-    group.close().unwrap();
-    writer.close().unwrap();
+    use polars::prelude::*;
+    let mut frame = df!("t_host_ns" => [4i64, 5, 6], "force_n" => [Some(0.4), None, Some(0.6)]).unwrap();
+    ParquetWriter::new(std::fs::File::create(path).unwrap()).finish(&mut frame).unwrap();
 }
 
 /// A FIFO named like a chunk is a chunk that cannot be read, named at once
@@ -214,4 +199,55 @@ fn a_fifo_named_like_a_chunk_is_named_not_waited_on() {
     let (t, warnings) = Table::read_chunks_or_skip(&stream, session::Damaged::Skip).unwrap();
     assert!(t.height() == 3 && warnings.len() == 1 && warnings[0].contains("not a regular file"), "{warnings:?}");
     assert!(started.elapsed().as_secs_f64() < 2.0);
+}
+
+/// A table exports by polars' writers in each format, and reads back (by
+/// polars' readers) value for value: floats to the bit, a NaN as a missing
+/// value only where asked.
+#[test]
+fn a_table_exports_in_every_format_and_reads_back_exactly() {
+    use polars::prelude::*;
+    use session::TableFormat;
+    let dir = tempfile::tempdir().unwrap();
+    let x = vec![0.1, 0.1 + 0.2, 1e-9, 100.0, -2.5e300, f64::NAN];
+    let mut t = Table::new();
+    t.push_i64("t_host_ns", vec![0, 1, 2, 3, 4, i64::MAX]);
+    t.push_f64("x_m", x.clone());
+    t.push_u32("marker", vec![0, 1, 2, 3, 4, u32::MAX]);
+    t.push_str("label", vec!["a".into(), "b, c".into(), "\"q\"".into(), "".into(), "é".into(), "f".into()]);
+    let t = t.into_read();
+    for format in TableFormat::NAMES.map(|n| TableFormat::parse(n).unwrap()) {
+        for nan_is_missing in [false, true] {
+            let path = dir.path().join(format!("t{nan_is_missing}.{}", format.extension()));
+            assert_eq!(t.export(&path, format, nan_is_missing).unwrap(), 6);
+            let file = std::fs::File::open(&path).unwrap();
+            let back = match format {
+                TableFormat::Csv => {
+                    CsvReadOptions::default().with_infer_schema_length(None).try_into_reader_with_file_path(Some(path.clone())).unwrap().finish()
+                }
+                TableFormat::Json => JsonReader::new(file).finish(),
+                TableFormat::Parquet => ParquetReader::new(file).finish(),
+                TableFormat::Ipc => IpcReader::new(file).finish(),
+            }
+            .unwrap();
+            let got: Vec<Option<f64>> = back.column("x_m").unwrap().f64().unwrap().iter().collect();
+            // JSON has no NaN: there it is null either way.
+            let last = if nan_is_missing || format == TableFormat::Json { None } else { Some(f64::NAN) };
+            assert_eq!(got[..5].iter().map(|v| v.unwrap().to_bits()).collect::<Vec<_>>(), x[..5].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{format:?}");
+            assert!(got[5].map(f64::is_nan) == last.map(f64::is_nan), "{format:?} {nan_is_missing}: {:?}", got[5]);
+            let ns: Vec<Option<i64>> = back.column("t_host_ns").unwrap().cast(&DataType::Int64).unwrap().i64().unwrap().iter().collect();
+            assert_eq!(ns.last().copied().flatten(), Some(i64::MAX), "{format:?}");
+            let labels: Vec<String> = back.column("label").unwrap().str().unwrap().iter().map(|s| s.unwrap_or("").to_string()).collect();
+            assert_eq!(labels, ["a", "b, c", "\"q\"", "", "é", "f"], "{format:?}");
+        }
+    }
+    // The CSV's text: floats in their shortest exact form, a missing
+    // value an empty field, a NaN kept as NaN where it is a value.
+    let csv = std::fs::read_to_string(dir.path().join("ttrue.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "t_host_ns,x_m,marker,label");
+    assert_eq!(lines[2], "1,0.30000000000000004,1,\"b, c\"");
+    assert_eq!(lines[6], "9223372036854775807,,4294967295,f");
+    let csv = std::fs::read_to_string(dir.path().join("tfalse.csv")).unwrap();
+    assert_eq!(csv.lines().nth(6), Some("9223372036854775807,NaN,4294967295,f"));
 }

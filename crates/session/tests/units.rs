@@ -301,18 +301,18 @@ mod aligned {
     #[test]
     fn previous_takes_the_sample_at_or_before_within_the_tolerance() {
         let samples = [10, 20, 30, 60];
-        let (picks, _) = match_rows(&[5, 10, 19, 29, 45, 55, 70], &samples, &[], Match::Previous, 15);
+        let (picks, _) = match_rows(&[5, 10, 19, 29, 45, 55, 70], &samples, &[], Match::Previous, 15).unwrap();
         assert_eq!(picks, vec![None, Some(0), Some(0), Some(1), Some(2), None, Some(3)]);
     }
 
     #[test]
     fn nearest_takes_the_closer_sample_and_the_earlier_on_a_tie() {
         let samples = [10, 20, 30];
-        let (picks, _) = match_rows(&[4, 14, 15, 16, 36, 41], &samples, &[], Match::Nearest, 10);
+        let (picks, _) = match_rows(&[4, 14, 15, 16, 36, 41], &samples, &[], Match::Nearest, 10).unwrap();
         assert_eq!(picks, vec![Some(0), Some(0), Some(0), Some(1), Some(2), None]);
         // Two samples at one host time: the last behind a row, the first
         // ahead of it (pandas's merge_asof alike).
-        let (picks, _) = match_rows(&[5, 10, 12], &[10, 10, 30], &[], Match::Nearest, 15);
+        let (picks, _) = match_rows(&[5, 10, 12], &[10, 10, 30], &[], Match::Nearest, 15).unwrap();
         assert_eq!(picks, vec![Some(0), Some(1), Some(1)]);
     }
 
@@ -324,7 +324,7 @@ mod aligned {
         let samples = [10, 20, 80, 90];
         let gaps = [gap(20, 80)];
         for matching in [Match::Previous, Match::Nearest] {
-            let (picks, in_outages) = match_rows(&[20, 21, 50, 79, 80], &samples, &gaps, matching, 1_000);
+            let (picks, in_outages) = match_rows(&[20, 21, 50, 79, 80], &samples, &gaps, matching, 1_000).unwrap();
             assert_eq!(picks, vec![Some(1), None, None, None, Some(2)], "{matching:?}");
             assert_eq!(in_outages, 3);
         }
