@@ -2,14 +2,13 @@
 //! (`__arrow_c_stream__`): polars, pyarrow and DuckDB take the columns the
 //! reader decoded as they lie in memory, without a copy per column.
 
-use polars::prelude::{CompatLevel, DataFrame, IntoColumn, IntoSeries, NewChunkedArray};
-use polars::prelude::{Float64Chunked, Int64Chunked, StringChunked};
+use polars::prelude::{CompatLevel, DataFrame};
 use polars_arrow::array::{Array, StructArray};
 use polars_arrow::datatypes::{ArrowDataType, Field};
 use polars_arrow::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use session::{OwnedColumn, Table};
+use session::Table;
 
 /// A table for Python's data-frame libraries: `polars.DataFrame(t)`,
 /// `pyarrow.table(t)`, DuckDB's `FROM t`.
@@ -32,13 +31,7 @@ impl ArrowTable {
     /// The table's columns moved (not copied) into a frame: numbers as
     /// f64 or i64 (a file's narrower ones widened), text as text.
     pub fn of(table: Table) -> Result<ArrowTable, session::TableError> {
-        let columns = table.into_columns()?.into_iter().map(|(name, values)| match values {
-            OwnedColumn::F64(v) => Float64Chunked::from_vec(name.into(), v).into_series().into_column(),
-            OwnedColumn::I64(v) => Int64Chunked::from_vec(name.into(), v).into_series().into_column(),
-            OwnedColumn::Text(v) => StringChunked::from_iter_values(name.into(), v.iter().map(String::as_str)).into_series().into_column(),
-        });
-        let frame = DataFrame::new(columns.collect()).map_err(|e| session::TableError::BadColumn("(memory)".into(), "(all)".into(), e.to_string()))?;
-        Ok(ArrowTable { frame })
+        Ok(ArrowTable { frame: table.into_frame()? })
     }
 }
 

@@ -175,12 +175,13 @@ fn join_stream(rows_ns: &[i64], stream: &StreamColumns, gaps: &[Gap], matching: 
     let t_row = || col("t_host_ns");
     let in_outage = gaps.iter().fold(lit(false), |any, g| any.or(t_row().gt(lit(g.start_host_ns)).and(t_row().lt(lit(g.end_host_ns)))));
     let rows = DataFrame::new(vec![Column::new("t_host_ns".into(), rows_ns)])?.lazy().with_column(in_outage.alias("__in_outage"));
-    let before = join_asof(rows, stream_frame(stream)?, true, tolerance_ns, AFTER);
+    let samples = stream_frame(stream)?;
+    let before = join_asof(rows, samples.clone(), true, tolerance_ns, AFTER);
     let names: Vec<&str> = std::iter::once(SAMPLE_NS).chain(stream.columns.iter().map(|(n, _)| n.as_str())).collect();
     let (joined, picked) = match matching {
         Match::Previous => (before, names.iter().map(|n| col(*n)).collect::<Vec<_>>()),
         Match::Nearest => {
-            let both = join_asof(before, stream_frame(stream)?, false, tolerance_ns, AFTER);
+            let both = join_asof(before, samples, false, tolerance_ns, AFTER);
             let (t_before, t_after) = (col(SAMPLE_NS), col(format!("{SAMPLE_NS}{AFTER}")));
             let after_nearer = (t_after.clone() - t_row()).lt(t_row() - t_before.clone());
             let take_after = t_after.is_not_null().and(t_before.is_null().or(after_nearer));

@@ -366,20 +366,7 @@ impl Table {
     /// One row group, zstd-compressed, the metadata in the footer.
     fn write_to(self, file: std::fs::File) -> Result<(), String> {
         let e = |e: PolarsError| e.to_string();
-        let columns = self
-            .columns
-            .into_iter()
-            .map(|c| {
-                let name = pl::PlSmallStr::from(c.name.as_str());
-                match c.values {
-                    Values::F64(v) => pl::Column::new(name, v),
-                    Values::I64(v) => pl::Column::new(name, v),
-                    Values::U32(v) => pl::Column::new(name, v),
-                    Values::Str(v) => pl::Column::new(name, v),
-                    _ => unreachable!("tables are built from f64, i64, u32 and text columns"),
-                }
-            })
-            .collect::<Vec<_>>();
+        let columns = self.columns.into_iter().map(|c| c.values.into_polars(&c.name)).collect::<Vec<_>>();
         let frame = pl::DataFrame::new(columns).map_err(e)?;
         // One thread: a table is written beside a recording.
         let writer = pl::ParquetWriter::new(file).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
@@ -642,20 +629,28 @@ impl TableFormat {
 }
 
 impl Values {
-    /// The values as a polars column (copied), NaN as null where
-    /// `nan_is_missing`.
-    fn to_polars(&self, name: &str, nan_is_missing: bool) -> pl::Column {
+    /// The values moved into a polars column (numbers without a copy).
+    fn into_polars(self, name: &str) -> pl::Column {
+        use pl::{IntoColumn, IntoSeries};
         let name = pl::PlSmallStr::from(name);
         match self {
-            Values::F64(v) if nan_is_missing => pl::Column::new(name, v.iter().map(|x| (!x.is_nan()).then_some(*x)).collect::<Vec<_>>()),
-            Values::F64(v) => pl::Column::new(name, v.as_slice()),
-            Values::F32(v) => pl::Column::new(name, v.as_slice()),
-            Values::I64(v) => pl::Column::new(name, v.as_slice()),
-            Values::I32(v) => pl::Column::new(name, v.as_slice()),
-            Values::U32(v) => pl::Column::new(name, v.as_slice()),
-            Values::U64(v) => pl::Column::new(name, v.as_slice()),
-            Values::Bool(v) => pl::Column::new(name, v.as_slice()),
-            Values::Str(v) => pl::Column::new(name, v.as_slice()),
+            Values::F64(v) => pl::Float64Chunked::from_vec(name, v).into_series().into_column(),
+            Values::F32(v) => pl::Float32Chunked::from_vec(name, v).into_series().into_column(),
+            Values::I64(v) => pl::Int64Chunked::from_vec(name, v).into_series().into_column(),
+            Values::I32(v) => pl::Int32Chunked::from_vec(name, v).into_series().into_column(),
+            Values::U32(v) => pl::UInt32Chunked::from_vec(name, v).into_series().into_column(),
+            Values::U64(v) => pl::UInt64Chunked::from_vec(name, v).into_series().into_column(),
+            Values::Bool(v) => pl::Column::new(name, v),
+            Values::Str(v) => pl::Column::new(name, v),
+        }
+    }
+
+    /// The values copied into a polars column, NaN as null where
+    /// `nan_is_missing`.
+    fn to_polars(&self, name: &str, nan_is_missing: bool) -> pl::Column {
+        match self {
+            Values::F64(v) if nan_is_missing => pl::Column::new(name.into(), v.iter().map(|x| (!x.is_nan()).then_some(*x)).collect::<Vec<_>>()),
+            other => other.clone().into_polars(name),
         }
     }
 }
@@ -668,6 +663,22 @@ impl Table {
         let names = self.read.iter().flatten().map(|c| c.name.as_str());
         let columns = names.map(|n| self.checked(n).map(|c| c.values.to_polars(n, nan_is_missing))).collect::<Result<Vec<_>, _>>()?;
         pl::DataFrame::new(columns).map_err(|e| TableError::BadColumn(self.path.clone(), "(all)".into(), e.to_string()))
+    }
+
+    /// A table read from disk as a polars frame, its columns moved (not
+    /// copied) and widened as [`Table::into_columns`] widens them: what a
+    /// hand-over to Python wants.
+    pub fn into_frame(self) -> Result<pl::DataFrame, TableError> {
+        let path = self.path.clone();
+        let columns = self.into_columns()?.into_iter().map(|(name, column)| {
+            let values = match column {
+                OwnedColumn::F64(v) => Values::F64(v),
+                OwnedColumn::I64(v) => Values::I64(v),
+                OwnedColumn::Text(v) => Values::Str(v),
+            };
+            values.into_polars(&name)
+        });
+        pl::DataFrame::new(columns.collect()).map_err(|e| TableError::BadColumn(path, "(all)".into(), e.to_string()))
     }
 
     /// Writes a table read from disk (or [`Table::into_read`]) at `path`
