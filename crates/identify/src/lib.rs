@@ -14,6 +14,7 @@ pub mod sensor_bias;
 pub mod sessions;
 pub mod windings;
 
+pub mod hold_table;
 mod step;
 pub use step::Step;
 

@@ -216,7 +216,7 @@ impl FlangeSensor {
             BiasMode::Tare([a, b]) => {
                 let mut tare = [0.0; 6];
                 for (k, col) in self.columns.iter().enumerate() {
-                    let (mean, _, n) = stream.stats(col, a, b).unwrap_or((f64::NAN, 0.0, 0));
+                    let (mean, _, n) = stream.stats(col, a, b)?.unwrap_or((f64::NAN, 0.0, 0));
                     if n < MIN_TARE_SAMPLES {
                         return Err(Unusable(format!(
                             "flange_sensor.tare_window_s = [{a}, {b}]: {n} samples of '{}'.{col} in it (at least {MIN_TARE_SAMPLES}; times are seconds since the session's start)",
@@ -527,17 +527,11 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Mean and standard deviation of `column` over `[a, b]`, and the count.
-    pub fn stats(&self, column: &str, a: f64, b: f64) -> Option<(f64, f64, usize)> {
-        let v = self.columns.get(column)?;
-        let xs: Vec<f64> = self.t_s.iter().zip(v).filter(|(t, x)| **t >= a && **t <= b && x.is_finite()).map(|(_, x)| *x).collect();
-        let n = xs.len();
-        if n == 0 {
-            return None;
-        }
-        let mean = xs.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 { xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
-        Some((mean, var.sqrt(), n))
+    /// Mean and standard deviation of `column`'s finite values over
+    /// `[a, b]`, and their count; `None` where there is none.
+    pub fn stats(&self, column: &str, a: f64, b: f64) -> Result<Option<(f64, f64, usize)>, Unusable> {
+        let Some(v) = self.columns.get(column) else { return Ok(None) };
+        crate::hold_table::stats_between(&self.t_s, v, a, b).map_err(|e| Unusable(format!("statistics of '{column}' over [{a}, {b}] s: {e}")))
     }
 }
 
@@ -648,7 +642,7 @@ fn marker_speeds(markers: &[(f64, Vec<Option<rod::Sighting>>)], o: &HoldOptions)
 /// shorter than the window are not listed; the others are `Used` (with an
 /// empty id, to be filled by [`experiments_from_session`]) or rejected as
 /// too short.
-pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
+pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Result<Vec<Hold>, Unusable> {
     let speeds = marker_speeds(&data.markers, o);
     // Every robot still at the frame: the base's, and a held tip's.
     let mut held_by = vec![&data.flange];
@@ -656,46 +650,27 @@ pub fn find_holds(data: &SessionData, o: &HoldOptions) -> Vec<Hold> {
         held_by.push(&data.tip_clamp);
     }
     let robots: Vec<(Vec<f64>, Vec<bool>)> = held_by.into_iter().map(|poses| (poses.iter().map(|s| s.0).collect(), robot_still(poses, o))).collect();
-    let still_at = |(rt, rs): &(Vec<f64>, Vec<bool>), t: f64| {
-        // The robot sample nearest the frame (its speed already spans the window).
-        let k = rt.partition_point(|x| *x < t);
-        let nearest = [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
-        nearest.is_some_and(|k| rs[k])
-    };
-    let still: Vec<bool> = data.markers.iter().zip(&speeds).map(|((t, _), s)| *s <= o.max_marker_speed_m_s && robots.iter().all(|r| still_at(r, *t))).collect();
-    let mut holds = vec![];
-    let mut i = 0;
-    while i < still.len() {
-        if !still[i] {
-            i += 1;
-            continue;
-        }
-        let mut j = i;
-        while j + 1 < still.len() && still[j + 1] {
-            j += 1;
-        }
-        let (t0, t1) = (data.markers[i].0, data.markers[j].0);
-        if t1 - t0 >= o.window_s {
+    let frames_t_s: Vec<f64> = data.markers.iter().map(|f| f.0).collect();
+    let runs = crate::hold_table::still_runs(&frames_t_s, &speeds, &robots, o).map_err(|e| Unusable(format!("finding the holds: {e}")))?;
+    Ok(runs
+        .into_iter()
+        .map(|run| {
             // A line fit over the window barely sees motion at its edge: a
             // run's ends are uncertain by half a window, so both are trimmed.
-            let start_s = t0 + 0.5 * o.window_s + o.settle_s;
-            let end_s = t1 - 0.5 * o.window_s;
-            let frames = data.markers[i..=j].iter().filter(|f| f.0 >= start_s && f.0 <= end_s).count();
+            let (start_s, end_s) = (run.start_s, run.end_s);
             let status = if end_s - start_s < o.min_duration_s {
                 HoldStatus::Rejected(format!(
                     "still for {:.2} s, {:.2} s of it after the window's edges and the settling (holds.window_s, settle_s), shorter than holds.min_duration_s = {} s",
-                    t1 - t0,
+                    run.t1_s - run.t0_s,
                     (end_s - start_s).max(0.0),
                     o.min_duration_s
                 ))
             } else {
                 HoldStatus::Used(String::new())
             };
-            holds.push(Hold { session: data.name.clone(), still_from_s: t0, start_s, end_s, frames, status });
-        }
-        i = j + 1;
-    }
-    holds
+            Hold { session: data.name.clone(), still_from_s: run.t0_s, start_s, end_s, frames: run.frames, status }
+        })
+        .collect())
 }
 
 /// A marker over a hold: its mean point and the standard error of the
@@ -804,7 +779,7 @@ pub fn experiment_from_hold(
     let mean_of = |c: &Channel, field: &str| {
         let s = data.streams.get(&c.stream).ok_or_else(|| Unusable(format!("{field}: no stream '{}'", c.stream)))?;
         let (m, sd, n) =
-            s.stats(&c.column, a, b).ok_or_else(|| Unusable(format!("{field}: stream '{}' has no sample of '{}' in the hold", c.stream, c.column)))?;
+            s.stats(&c.column, a, b)?.ok_or_else(|| Unusable(format!("{field}: stream '{}' has no sample of '{}' in the hold", c.stream, c.column)))?;
         Ok::<_, Unusable>((c.scale * m + c.offset, (c.scale * sd).abs(), n))
     };
     let mut tensions_n = vec![];
@@ -892,7 +867,7 @@ pub fn experiments_from_session(data: &SessionData, rod: &RodMarkers, loads: &Lo
         }
         None => [0.0; 6],
     };
-    let mut holds = find_holds(data, &loads.holds);
+    let mut holds = find_holds(data, &loads.holds)?;
     let mut experiments: Vec<Experiment> = vec![];
     for (k, h) in holds.iter_mut().enumerate() {
         if matches!(h.status, HoldStatus::Rejected(_)) {

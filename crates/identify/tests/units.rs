@@ -281,7 +281,7 @@ mod sessions {
     #[test]
     fn holds_are_the_still_intervals() {
         let o = HoldOptions::default();
-        let holds = find_holds(&session(3e-4), &o);
+        let holds = find_holds(&session(3e-4), &o).unwrap();
         assert_eq!(holds.len(), 2, "{holds:?}");
         // Robot still in [1, 3.5]: the window (0.5 s) blurs the edges, a
         // quarter second is trimmed at each end, the settling 0.2 s more at
@@ -354,5 +354,150 @@ mod sessions {
         let mixed: Vec<rod::Sighting> = (0..10).map(|k| if k < 9 { rod::Sighting::point(marker) } else { ray(left, k) }).collect();
         let h = hold_sighting(&mixed, 0.1, &refs);
         assert!(h.ray.is_none() && (h.at_m - marker).norm() < 1e-12);
+    }
+}
+
+/// Hold detection's frame work (polars) against the loops it replaced.
+mod hold_table {
+    use identify::hold_table::{stats_between, still_runs, StillRun};
+    use identify::sessions::HoldOptions;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// The detection as it was written before polars: the nearest robot
+    /// sample by bisection (the earlier of two equally near), then runs.
+    fn still_runs_by_loop(t: &[f64], speed: &[f64], robots: &[(Vec<f64>, Vec<bool>)], o: &HoldOptions) -> Vec<StillRun> {
+        let still_at = |(rt, rs): &(Vec<f64>, Vec<bool>), t: f64| {
+            let k = rt.partition_point(|x| *x < t);
+            let nearest =
+                [k.checked_sub(1), (k < rt.len()).then_some(k)].into_iter().flatten().min_by(|&a, &b| (rt[a] - t).abs().total_cmp(&(rt[b] - t).abs()));
+            nearest.is_some_and(|k| rs[k])
+        };
+        let still: Vec<bool> = t.iter().zip(speed).map(|(t, s)| *s <= o.max_marker_speed_m_s && robots.iter().all(|r| still_at(r, *t))).collect();
+        let mut runs = vec![];
+        let mut i = 0;
+        while i < still.len() {
+            if !still[i] {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j + 1 < still.len() && still[j + 1] {
+                j += 1;
+            }
+            let (t0_s, t1_s) = (t[i], t[j]);
+            if t1_s - t0_s >= o.window_s {
+                let (start_s, end_s) = (t0_s + 0.5 * o.window_s + o.settle_s, t1_s - 0.5 * o.window_s);
+                let frames = t[i..=j].iter().filter(|t| **t >= start_s && **t <= end_s).count();
+                runs.push(StillRun { t0_s, t1_s, start_s, end_s, frames });
+            }
+            i = j + 1;
+        }
+        runs
+    }
+
+    #[test]
+    fn still_runs_are_the_loops_runs_on_random_sessions() {
+        let mut rng = StdRng::seed_from_u64(82);
+        let mut compared = 0;
+        for case in 0..200 {
+            let o = HoldOptions { window_s: rng.gen_range(0.05..0.6), settle_s: rng.gen_range(0.0..0.3), max_marker_speed_m_s: 1e-3, ..HoldOptions::default() };
+            // Camera frames at 30 fps with jitter; speeds in still and moving spells.
+            let n = rng.gen_range(0..400);
+            let mut t = vec![];
+            let mut now = rng.gen_range(-1.0..1.0);
+            for _ in 0..n {
+                now += rng.gen_range(0.02..0.045);
+                t.push(now);
+            }
+            let mut moving = false;
+            let speed: Vec<f64> = (0..n)
+                .map(|_| {
+                    if rng.gen_bool(0.04) {
+                        moving = !moving;
+                    }
+                    match (moving, rng.gen_range(0..50)) {
+                        (_, 0) => f64::INFINITY,
+                        (_, 1) => f64::NAN,
+                        (_, 2) => 1e-3, // on the threshold
+                        (true, _) => rng.gen_range(2e-3..1e-1),
+                        (false, _) => rng.gen_range(0.0..9e-4),
+                    }
+                })
+                .collect();
+            // Robots at 125-500 Hz, some sharing the frames' times (ties
+            // and exact hits), one case in ten without samples.
+            let robots: Vec<(Vec<f64>, Vec<bool>)> = (0..rng.gen_range(1..3))
+                .map(|_| {
+                    if rng.gen_bool(0.1) {
+                        return (vec![], vec![]);
+                    }
+                    let dt = [0.002, 0.004, 0.008][rng.gen_range(0..3)];
+                    let start = t.first().copied().unwrap_or(0.0) - rng.gen_range(-0.5..0.5);
+                    let m = ((n as f64) * 0.04 / dt) as usize + 1;
+                    let mut rt: Vec<f64> = (0..m).map(|k| start + k as f64 * dt).collect();
+                    // Midpoints between two samples: equally near both.
+                    if !rt.is_empty() && !t.is_empty() && rng.gen_bool(0.3) {
+                        let k = rng.gen_range(0..t.len());
+                        rt.push(t[k] - 0.01);
+                        rt.push(t[k] + 0.01);
+                        rt.sort_by(f64::total_cmp);
+                    }
+                    let mut still = true;
+                    let flags = rt
+                        .iter()
+                        .map(|_| {
+                            if rng.gen_bool(0.01) {
+                                still = !still;
+                            }
+                            still
+                        })
+                        .collect();
+                    (rt, flags)
+                })
+                .collect();
+            let expected = still_runs_by_loop(&t, &speed, &robots, &o);
+            let got = still_runs(&t, &speed, &robots, &o).unwrap_or_else(|e| panic!("case {case}: {e}"));
+            assert_eq!(got, expected, "case {case}");
+            compared += expected.len();
+        }
+        assert!(compared > 100, "the cases hold few runs: {compared}");
+    }
+
+    #[test]
+    fn a_frame_midway_between_two_robot_samples_takes_the_earlier() {
+        // Exact binary fractions: every frame is exactly as near the robot
+        // sample before it as the one after it; the earlier is still.
+        let t: Vec<f64> = (0..64).map(|k| k as f64 * 0.25).collect();
+        let rt: Vec<f64> = (0..130).map(|k| k as f64 * 0.125 - 0.0625).collect();
+        let still: Vec<bool> = (0..130).map(|k| k % 2 == 0).collect();
+        let o = HoldOptions { window_s: 0.5, settle_s: 0.0, ..HoldOptions::default() };
+        let speed = vec![0.0; t.len()];
+        let expected = still_runs_by_loop(&t, &speed, &[(rt.clone(), still.clone())], &o);
+        assert_eq!(expected.len(), 1, "{expected:?}");
+        assert_eq!(still_runs(&t, &speed, &[(rt.clone(), still)], &o).unwrap(), expected);
+        // The later still instead: no frame is.
+        let later: Vec<bool> = (0..130).map(|k| k % 2 == 1).collect();
+        assert_eq!(still_runs_by_loop(&t, &speed, &[(rt.clone(), later.clone())], &o), vec![]);
+        assert_eq!(still_runs(&t, &speed, &[(rt, later)], &o).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn statistics_over_a_span_are_the_loops() {
+        let t: Vec<f64> = (0..1000).map(|k| k as f64 * 0.01).collect();
+        let x: Vec<f64> = t.iter().map(|t| if ((t * 100.0) as usize).is_multiple_of(97) { f64::NAN } else { (3.0 * t).sin() + 0.5 }).collect();
+        let by_loop = |a: f64, b: f64| {
+            let xs: Vec<f64> = t.iter().zip(&x).filter(|(t, x)| **t >= a && **t <= b && x.is_finite()).map(|(_, x)| *x).collect();
+            let n = xs.len() as f64;
+            let mean = xs.iter().sum::<f64>() / n;
+            (mean, (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt(), xs.len())
+        };
+        for (a, b) in [(0.0, 9.99), (1.0, 2.0), (2.345, 7.5)] {
+            let (mean, sd, n) = stats_between(&t, &x, a, b).unwrap().unwrap();
+            let (m, s, k) = by_loop(a, b);
+            assert_eq!(n, k);
+            assert!((mean - m).abs() < 1e-14 && (sd - s).abs() < 1e-14, "{mean} {m} {sd} {s}");
+        }
+        assert_eq!(stats_between(&t, &x, 20.0, 30.0).unwrap(), None);
+        assert_eq!(stats_between(&t, &x, 0.5, 0.5).unwrap(), Some((x[50], 0.0, 1)));
     }
 }

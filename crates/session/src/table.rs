@@ -757,8 +757,9 @@ pub enum Decoding {
     /// camera gave 37 of 45 frames; one chunk at a time, both passed.)
     OneAfterAnother,
     /// In parallel on [`decoding_pool`]: what Python's `Session.stream`
-    /// does (a notebook reading a long stream: about 1.1 times polars'
-    /// own reader, against 1.8 times one after another).
+    /// does (a notebook reading 600 one-second chunks of a 500 Hz robot:
+    /// 0.30-0.35 s, one after another 0.45-0.52 s; polars' own reader in
+    /// Python takes 0.16 s).
     Parallel,
 }
 
