@@ -44,8 +44,8 @@ fn nearest_still(frames: LazyFrame, robot_t_s: &[f64], still: &[bool], name: &st
     };
     let before = joined(frames, true, "_before");
     let both = joined(before, false, "_after");
-    // Both candidates are named by the join's suffixes once the second
-    // join's columns clash with the first's.
+    // The sample before keeps its names; the one after, whose columns
+    // clash with them, takes the suffix.
     let after_is_nearer =
         col("robot_t_s_after").is_not_null().and(col("robot_t_s").is_null().or((col("robot_t_s_after") - col("t_s")).lt(col("t_s") - col("robot_t_s"))));
     Ok(both.with_column(when(after_is_nearer).then(col("still_after")).otherwise(col("still")).fill_null(lit(false)).alias(name)).drop([
