@@ -21,13 +21,6 @@ pub struct StillRun {
     pub frames: usize,
 }
 
-/// The edges of a run from its first and last frame's times (the same
-/// arithmetic in Rust and in the frame, so that a frame on an edge counts
-/// the same in both).
-fn trimmed(t0_s: f64, t1_s: f64, o: &HoldOptions) -> (f64, f64) {
-    (t0_s + 0.5 * o.window_s + o.settle_s, t1_s - 0.5 * o.window_s)
-}
-
 /// `frames` given column `name`: the flag `still` of the robot sample
 /// nearest each frame's `t_s` (`robot_t_s` sorted; of two equally near the
 /// earlier); `robot_t_s` is not empty.
@@ -76,30 +69,26 @@ pub fn still_runs(frames_t_s: &[f64], marker_speed_m_s: &[f64], robots: &[(Vec<f
     // A run is named by the row where it starts, carried forward.
     let starts = col("still").and(col("still").shift(lit(1)).fill_null(lit(false)).not());
     let (half_s, settle_s) = (0.5 * o.window_s, o.settle_s);
-    let kept = col("t_s").gt_eq((col("t0") + lit(half_s)) + lit(settle_s)).and(col("t_s").lt_eq(col("t1") - lit(half_s)));
     let runs = frames
         .with_row_index("row", None)
         .with_column(still.alias("still"))
         .with_column(when(starts).then(col("row")).otherwise(lit(NULL)).forward_fill(None).alias("run"))
         .filter(col("still"))
         .with_columns([col("t_s").first().over([col("run")]).alias("t0"), col("t_s").last().over([col("run")]).alias("t1")])
-        .with_column(kept.alias("kept"))
+        .with_columns([((col("t0") + lit(half_s)) + lit(settle_s)).alias("start"), (col("t1") - lit(half_s)).alias("end")])
+        .with_column(col("t_s").gt_eq(col("start")).and(col("t_s").lt_eq(col("end"))).alias("kept"))
         .group_by_stable([col("run")])
-        .agg([col("t0").first(), col("t1").first(), col("kept").sum().alias("frames")])
+        .agg([col("t0").first(), col("t1").first(), col("start").first(), col("end").first(), col("kept").sum().alias("frames")])
         .filter((col("t1") - col("t0")).gt_eq(lit(o.window_s)))
-        .select([col("t0"), col("t1"), col("frames").cast(DataType::UInt64)])
         .collect()?;
-    let t0 = runs.column("t0")?.f64()?;
-    let t1 = runs.column("t1")?.f64()?;
-    let frames = runs.column("frames")?.u64()?;
-    Ok(t0
+    let times = |name: &str| -> PolarsResult<Vec<f64>> { Ok(runs.column(name)?.f64()?.into_no_null_iter().collect()) };
+    let (t0_s, t1_s, start_s, end_s) = (times("t0")?, times("t1")?, times("start")?, times("end")?);
+    let frames = runs.column("frames")?.cast(&DataType::UInt64)?;
+    Ok(frames
+        .u64()?
         .into_no_null_iter()
-        .zip(t1.into_no_null_iter())
-        .zip(frames.into_no_null_iter())
-        .map(|((t0_s, t1_s), frames)| {
-            let (start_s, end_s) = trimmed(t0_s, t1_s, o);
-            StillRun { t0_s, t1_s, start_s, end_s, frames: frames as usize }
-        })
+        .enumerate()
+        .map(|(k, frames)| StillRun { t0_s: t0_s[k], t1_s: t1_s[k], start_s: start_s[k], end_s: end_s[k], frames: frames as usize })
         .collect())
 }
 
