@@ -351,11 +351,15 @@ impl Table {
         if let Some(c) = self.columns.iter().find(|c| c.values.len() != height) {
             return Err(werr(format!("column '{}' has {} rows, the first column {height}", c.name, c.values.len())));
         }
+        // Encoded in memory, then written by us: polars' writer reports an
+        // I/O error in its footer as "Invalid thrift: transport error",
+        // without the system's reason (a full disk), which a recording's
+        // error must name.
+        let bytes = self.encode().map_err(werr)?;
         let tmp = path.with_extension("parquet.tmp");
-        let file = std::fs::File::create(&tmp).map_err(|e| werr(e.to_string()))?;
         // A write that fails (a full disk) leaves no half file behind to
         // fill what space is left.
-        let written = self.write_to(file).map_err(werr);
+        let written = std::fs::write(&tmp, bytes).map_err(|e| werr(e.to_string()));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -363,19 +367,23 @@ impl Table {
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
     }
 
-    /// One row group, zstd-compressed, the metadata in the footer.
-    fn write_to(self, file: std::fs::File) -> Result<(), String> {
+    /// The Parquet file's bytes: one row group, zstd-compressed, the
+    /// metadata in the footer.
+    fn encode(self) -> Result<Vec<u8>, String> {
         let e = |e: PolarsError| e.to_string();
         let columns = self.columns.into_iter().map(|c| c.values.into_polars(&c.name)).collect::<Vec<_>>();
         let frame = pl::DataFrame::new(columns).map_err(e)?;
+        let mut bytes = Vec::new();
         // One thread: a table is written beside a recording.
-        let writer = pl::ParquetWriter::new(file).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
+        let writer = pl::ParquetWriter::new(&mut bytes).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
         let mut batched = writer.batched(frame.schema()).map_err(e)?;
         batched.write_batch(&frame).map_err(e)?;
         let metadata = self.metadata.into_iter().map(|(key, value)| KeyValue { key, value: Some(value) }).collect::<Vec<_>>();
         let mut file_writer = batched.get_writer().lock().map_err(|_| "the writer's lock is poisoned".to_string())?;
         file_writer.end((!metadata.is_empty()).then_some(metadata)).map_err(e)?;
-        Ok(())
+        drop(file_writer);
+        drop(batched);
+        Ok(bytes)
     }
 
     /// Rows of the Parquet file at `path`, from its footer (nothing else read).

@@ -251,3 +251,70 @@ fn a_table_exports_in_every_format_and_reads_back_exactly() {
     let csv = std::fs::read_to_string(dir.path().join("tfalse.csv")).unwrap();
     assert_eq!(csv.lines().nth(6), Some("9223372036854775807,NaN,4294967295,f"));
 }
+
+/// A disk that fills while a table is written: whichever byte the disk
+/// runs out at (a page, the footer), the error names the system's reason
+/// and no half file is left. polars' writer, writing the file itself, said
+/// "Invalid thrift: transport error" where the footer met the full disk,
+/// and a recording's error then did not say why (seen in a fresh-clone
+/// CI's full-disk recording test).
+#[test]
+fn a_disk_full_at_any_byte_of_a_table_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("small-disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(&disk).status().is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("\n*** SKIPPED: cannot mount a tmpfs (not root?) ***\n");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&disk);
+    // Numbers zstd cannot shrink, so that a table's size moves with its rows.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let noise: Vec<f64> = (0..5000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as f64
+        })
+        .collect();
+    let table = |rows: usize| {
+        let mut t = Table::new();
+        t.push_i64("t_host_ns", (0..rows as i64).collect());
+        t.push_f64("x", noise[..rows].to_vec());
+        t
+    };
+    // The disk filled, then `pages` of tmpfs's 4 kB pages given back.
+    let filler = disk.join("filler");
+    let leave_free = |pages: u64| {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut f, &[0u8; 4096]).is_ok() {}
+        // A write cut short leaves its last page part filled: filled to its end.
+        while std::io::Write::write_all(&mut f, &[0]).is_ok() {}
+        let full = f.metadata().unwrap().len();
+        f.set_len(full - pages * 4096).unwrap();
+    };
+    // Tables whose ends fall at every offset within a page, each given one
+    // page less than it needs: the disk runs out in its last page, which
+    // holds only the footer for some.
+    let mut tried = 0;
+    for rows in (2000..5000).step_by(23) {
+        let fits = dir.path().join("fits.parquet");
+        table(rows).write(&fits).unwrap();
+        let pages = std::fs::metadata(&fits).unwrap().len().div_ceil(4096);
+        leave_free(pages - 1);
+        let err = table(rows).write(&disk.join("t.parquet")).unwrap_err().to_string();
+        assert!(err.contains("No space left on device") && err.contains("t.parquet"), "{rows} rows: {err}");
+        let left: Vec<_> = std::fs::read_dir(&disk).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != "filler").collect();
+        assert!(left.is_empty(), "{rows} rows: left behind {left:?}");
+        tried += 1;
+    }
+    assert_eq!(tried, 131);
+}
