@@ -2,6 +2,7 @@
 //! by the tests themselves.
 
 mod common;
+use common::tmpfs::Tmpfs;
 use common::{free_port, robot_emulator, rodlab_command as rodlab, root, venv_python, PtyPair};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -814,27 +815,6 @@ fn a_net_ft_that_restarts_its_numbering_loses_nothing_and_a_spoof_is_refused() {
     let o = rodlab().args(["session", "check", session.to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && !text.contains("problem"), "{text}");
-}
-
-/// A small tmpfs mounted for the test (root only: skipped loudly elsewhere).
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        let at = dir.join("small-disk");
-        std::fs::create_dir_all(&at).unwrap();
-        let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&at).status().is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("\n*** SKIPPED the full-disk test: cannot mount a tmpfs (not root?) ***\n");
-        }
-        ok.then_some(Tmpfs(at))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 /// The disk fills during a recording (a 256 kB tmpfs, a 500 Hz robot and

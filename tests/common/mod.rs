@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests of the `rodlab` binary.
 #![allow(dead_code)]
 
+pub mod tmpfs;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

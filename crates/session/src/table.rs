@@ -700,14 +700,54 @@ impl Table {
             std::fs::create_dir_all(parent).map_err(|e| werr(e.to_string()))?;
         }
         let file = std::fs::File::create(path).map_err(|e| werr(e.to_string()))?;
-        let e = |e: PolarsError| werr(e.to_string());
-        match format {
-            TableFormat::Csv => pl::CsvWriter::new(file).include_header(true).finish(&mut frame).map_err(e)?,
-            TableFormat::Json => pl::JsonWriter::new(file).with_json_format(pl::JsonFormat::Json).finish(&mut frame).map_err(e)?,
-            TableFormat::Parquet => pl::ParquetWriter::new(file).set_parallel(false).finish(&mut frame).map(|_| ()).map_err(e)?,
-            TableFormat::Ipc => pl::IpcWriter::new(file).finish(&mut frame).map_err(e)?,
+        let mut out = KeepsIoError::new(std::io::BufWriter::new(file));
+        let written = match format {
+            TableFormat::Csv => pl::CsvWriter::new(&mut out).include_header(true).finish(&mut frame),
+            TableFormat::Json => pl::JsonWriter::new(&mut out).with_json_format(pl::JsonFormat::Json).finish(&mut frame),
+            TableFormat::Parquet => pl::ParquetWriter::new(&mut out).set_parallel(false).finish(&mut frame).map(|_| ()),
+            TableFormat::Ipc => pl::IpcWriter::new(&mut out).finish(&mut frame),
+        };
+        let flushed = written.map_err(|e| e.to_string()).and_then(|()| std::io::Write::flush(&mut out).map_err(|e| e.to_string()));
+        if let Err(why) = flushed {
+            // The system's reason where there is one; no half file left to
+            // be taken for an export.
+            let _ = std::fs::remove_file(path);
+            return Err(werr(out.first_error.unwrap_or(why)));
         }
         Ok(frame.height())
+    }
+}
+
+/// A writer that keeps the first I/O error it met: polars' writers report
+/// some (one in a Parquet footer) as a format error ("Invalid thrift:
+/// transport error"), without the system's reason (a full disk).
+struct KeepsIoError<W> {
+    inner: W,
+    first_error: Option<String>,
+}
+
+impl<W> KeepsIoError<W> {
+    fn new(inner: W) -> Self {
+        KeepsIoError { inner, first_error: None }
+    }
+
+    fn kept<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            self.first_error.get_or_insert_with(|| e.to_string());
+        }
+        result
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for KeepsIoError<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.kept(result)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.inner.flush();
+        self.kept(result)
     }
 }
 

@@ -1,5 +1,9 @@
 //! Round trips of the session tables and clear errors for bad files.
 
+#[path = "../../../tests/common/tmpfs.rs"]
+mod tmpfs;
+use tmpfs::Tmpfs;
+
 use session::{read_markers, read_strain, read_tcp_poses, write_markers, write_strain, MarkerRow, RobotLog, StrainRow, Table};
 
 #[test]
@@ -261,23 +265,49 @@ fn a_table_exports_in_every_format_and_reads_back_exactly() {
 #[test]
 fn a_disk_full_at_any_byte_of_a_table_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let disk = dir.path().join("small-disk");
-    std::fs::create_dir_all(&disk).unwrap();
-    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(&disk).status().is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("\n*** SKIPPED: cannot mount a tmpfs (not root?) ***\n");
-        return;
+    let Some(disk) = Tmpfs::mount(dir.path(), "256k") else { return };
+    // Tables whose ends fall at every offset within a page, each given one
+    // page less than it needs: the disk runs out in its last page, which
+    // holds only the footer for some.
+    for rows in (2000..5000).step_by(23) {
+        let fits = dir.path().join("fits.parquet");
+        incompressible_table(rows).write(&fits).unwrap();
+        disk.leave_free(std::fs::metadata(&fits).unwrap().len().div_ceil(4096) - 1);
+        let err = incompressible_table(rows).write(&disk.0.join("t.parquet")).unwrap_err().to_string();
+        assert!(err.contains("No space left on device") && err.contains("t.parquet"), "{rows} rows: {err}");
+        assert!(disk.files().is_empty(), "{rows} rows: left behind {:?}", disk.files());
     }
-    struct Unmount<'a>(&'a std::path::Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
+}
+
+/// The same for an export (`session export`, `archive index`), in every
+/// format, the file written by polars' writers through ours: the system's
+/// reason named, no half file left.
+#[test]
+fn a_disk_full_during_an_export_is_named_in_every_format() {
+    use session::TableFormat;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(dir.path(), "256k") else { return };
+    let stored = dir.path().join("stored.parquet");
+    for rows in (3000..5000).step_by(97) {
+        incompressible_table(rows).write(&stored).unwrap();
+        let table = Table::read(&stored).unwrap();
+        for format in TableFormat::NAMES.map(|n| TableFormat::parse(n).unwrap()) {
+            let fits = dir.path().join(format!("fits.{}", format.extension()));
+            table.export(&fits, format, false).unwrap();
+            disk.leave_free(std::fs::metadata(&fits).unwrap().len().div_ceil(4096) - 1);
+            let out = disk.0.join(format!("t.{}", format.extension()));
+            let err = table.export(&out, format, false).unwrap_err().to_string();
+            assert!(err.contains("No space left on device") && err.contains(&format!("t.{}", format.extension())), "{rows} rows, {format:?}: {err}");
+            assert!(disk.files().is_empty(), "{rows} rows, {format:?}: left behind {:?}", disk.files());
         }
     }
-    let _unmount = Unmount(&disk);
-    // Numbers zstd cannot shrink, so that a table's size moves with its rows.
+}
+
+/// A table of `rows` numbers zstd cannot shrink, so that its size moves
+/// with its rows.
+fn incompressible_table(rows: usize) -> Table {
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let noise: Vec<f64> = (0..5000)
+    let noise: Vec<f64> = (0..rows)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
@@ -285,36 +315,8 @@ fn a_disk_full_at_any_byte_of_a_table_is_named() {
             state as f64
         })
         .collect();
-    let table = |rows: usize| {
-        let mut t = Table::new();
-        t.push_i64("t_host_ns", (0..rows as i64).collect());
-        t.push_f64("x", noise[..rows].to_vec());
-        t
-    };
-    // The disk filled, then `pages` of tmpfs's 4 kB pages given back.
-    let filler = disk.join("filler");
-    let leave_free = |pages: u64| {
-        let mut f = std::fs::File::create(&filler).unwrap();
-        while std::io::Write::write_all(&mut f, &[0u8; 4096]).is_ok() {}
-        // A write cut short leaves its last page part filled: filled to its end.
-        while std::io::Write::write_all(&mut f, &[0]).is_ok() {}
-        let full = f.metadata().unwrap().len();
-        f.set_len(full - pages * 4096).unwrap();
-    };
-    // Tables whose ends fall at every offset within a page, each given one
-    // page less than it needs: the disk runs out in its last page, which
-    // holds only the footer for some.
-    let mut tried = 0;
-    for rows in (2000..5000).step_by(23) {
-        let fits = dir.path().join("fits.parquet");
-        table(rows).write(&fits).unwrap();
-        let pages = std::fs::metadata(&fits).unwrap().len().div_ceil(4096);
-        leave_free(pages - 1);
-        let err = table(rows).write(&disk.join("t.parquet")).unwrap_err().to_string();
-        assert!(err.contains("No space left on device") && err.contains("t.parquet"), "{rows} rows: {err}");
-        let left: Vec<_> = std::fs::read_dir(&disk).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != "filler").collect();
-        assert!(left.is_empty(), "{rows} rows: left behind {left:?}");
-        tried += 1;
-    }
-    assert_eq!(tried, 131);
+    let mut t = Table::new();
+    t.push_i64("t_host_ns", (0..rows as i64).collect());
+    t.push_f64("x", noise);
+    t
 }
