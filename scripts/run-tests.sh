@@ -19,7 +19,9 @@ finish_venv() {
 }
 set -x
 if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-run
+  # --timings: where a cold build's minutes go, kept in
+  # target/cargo-timings/ (the build budget of #82).
+  cargo nextest run --workspace --locked --no-run --timings
   built=$?
   finish_venv
   [ "$built" = 0 ] || exit "$built"
