@@ -732,8 +732,12 @@ impl<W> KeepsIoError<W> {
     }
 
     fn kept<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
-        if let Err(e) = &result {
-            self.first_error.get_or_insert_with(|| e.to_string());
+        match &result {
+            // An interrupted call is retried by the writer: not a failure.
+            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => {
+                self.first_error.get_or_insert_with(|| e.to_string());
+            }
+            _ => {}
         }
         result
     }
