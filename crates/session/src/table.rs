@@ -351,39 +351,24 @@ impl Table {
         if let Some(c) = self.columns.iter().find(|c| c.values.len() != height) {
             return Err(werr(format!("column '{}' has {} rows, the first column {height}", c.name, c.values.len())));
         }
-        // Encoded in memory, then written by us: polars' writer reports an
-        // I/O error in its footer as "Invalid thrift: transport error",
-        // without the system's reason (a full disk), which a recording's
-        // error must name.
-        let bytes = self.encode().map_err(werr)?;
         let tmp = path.with_extension("parquet.tmp");
-        // A write that fails (a full disk) leaves no half file behind to
-        // fill what space is left.
-        let written = std::fs::write(&tmp, bytes).map_err(|e| werr(e.to_string()));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written?;
+        write_file(&tmp, |out| self.write_to(out)).map_err(werr)?;
         std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))
     }
 
-    /// The Parquet file's bytes: one row group, zstd-compressed, the
-    /// metadata in the footer.
-    fn encode(self) -> Result<Vec<u8>, String> {
+    /// One row group, zstd-compressed, the metadata in the footer.
+    fn write_to(self, out: &mut FileOut) -> Result<(), String> {
         let e = |e: PolarsError| e.to_string();
         let columns = self.columns.into_iter().map(|c| c.values.into_polars(&c.name)).collect::<Vec<_>>();
         let frame = pl::DataFrame::new(columns).map_err(e)?;
-        let mut bytes = Vec::new();
         // One thread: a table is written beside a recording.
-        let writer = pl::ParquetWriter::new(&mut bytes).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
+        let writer = pl::ParquetWriter::new(out).with_compression(pl::ParquetCompression::Zstd(None)).set_parallel(false);
         let mut batched = writer.batched(frame.schema()).map_err(e)?;
         batched.write_batch(&frame).map_err(e)?;
         let metadata = self.metadata.into_iter().map(|(key, value)| KeyValue { key, value: Some(value) }).collect::<Vec<_>>();
         let mut file_writer = batched.get_writer().lock().map_err(|_| "the writer's lock is poisoned".to_string())?;
         file_writer.end((!metadata.is_empty()).then_some(metadata)).map_err(e)?;
-        drop(file_writer);
-        drop(batched);
-        Ok(bytes)
+        Ok(())
     }
 
     /// Rows of the Parquet file at `path`, from its footer (nothing else read).
@@ -699,23 +684,37 @@ impl Table {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| werr(e.to_string()))?;
         }
-        let file = std::fs::File::create(path).map_err(|e| werr(e.to_string()))?;
-        let mut out = KeepsIoError::new(std::io::BufWriter::new(file));
-        let written = match format {
-            TableFormat::Csv => pl::CsvWriter::new(&mut out).include_header(true).finish(&mut frame),
-            TableFormat::Json => pl::JsonWriter::new(&mut out).with_json_format(pl::JsonFormat::Json).finish(&mut frame),
-            TableFormat::Parquet => pl::ParquetWriter::new(&mut out).set_parallel(false).finish(&mut frame).map(|_| ()),
-            TableFormat::Ipc => pl::IpcWriter::new(&mut out).finish(&mut frame),
-        };
-        let flushed = written.map_err(|e| e.to_string()).and_then(|()| std::io::Write::flush(&mut out).map_err(|e| e.to_string()));
-        if let Err(why) = flushed {
-            // The system's reason where there is one; no half file left to
-            // be taken for an export.
-            let _ = std::fs::remove_file(path);
-            return Err(werr(out.first_error.unwrap_or(why)));
-        }
+        write_file(path, |out| {
+            match format {
+                TableFormat::Csv => pl::CsvWriter::new(out).include_header(true).finish(&mut frame),
+                TableFormat::Json => pl::JsonWriter::new(out).with_json_format(pl::JsonFormat::Json).finish(&mut frame),
+                TableFormat::Parquet => pl::ParquetWriter::new(out).set_parallel(false).finish(&mut frame).map(|_| ()),
+                TableFormat::Ipc => pl::IpcWriter::new(out).finish(&mut frame),
+            }
+            .map_err(|e| e.to_string())
+        })
+        .map_err(werr)?;
         Ok(frame.height())
     }
+}
+
+/// A file being written, through [`KeepsIoError`].
+type FileOut = KeepsIoError<std::io::BufWriter<std::fs::File>>;
+
+/// Creates `path` and fills it by `fill` (polars' writers), flushed. On
+/// failure the system's reason where there was one (a full disk), and no
+/// half file left behind to fill what space is left or to be taken for a
+/// whole one.
+fn write_file(path: &Path, fill: impl FnOnce(&mut FileOut) -> Result<(), String>) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut out = KeepsIoError::new(std::io::BufWriter::new(file));
+    let written = fill(&mut out).and_then(|()| std::io::Write::flush(&mut out).map_err(|e| e.to_string()));
+    if let Err(why) = written {
+        drop(out.inner);
+        let _ = std::fs::remove_file(path);
+        return Err(out.first_error.unwrap_or(why));
+    }
+    Ok(())
 }
 
 /// A writer that keeps the first I/O error it met: polars' writers report
