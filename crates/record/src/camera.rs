@@ -481,6 +481,23 @@ fn offer_frame(tap: &crate::robot::Tap, t_ns: i64, device_ms: f64, frame: &Mat) 
     }
 }
 
+/// A device's frame rate \[1/s\] from its frames' host stamps: one over
+/// the median interval, to 0.01 frames/s; `None` under two frames.
+///
+/// The median, not the first-to-last span: a camera's first frame often
+/// arrives late (the stream starting) and the next one on time, and one
+/// late stamp in 15 frames at 50 frames/s made a span measure 53.1.
+pub fn rate_from_host_stamps(stamps_ns: &[i64]) -> Option<f64> {
+    let mut intervals_ns: Vec<i64> = stamps_ns.windows(2).map(|w| w[1] - w[0]).collect();
+    if intervals_ns.is_empty() {
+        return None;
+    }
+    intervals_ns.sort_unstable();
+    let n = intervals_ns.len();
+    let median_ns = if n % 2 == 1 { intervals_ns[n / 2] as f64 } else { 0.5 * (intervals_ns[n / 2 - 1] + intervals_ns[n / 2]) as f64 };
+    (median_ns > 0.0).then(|| (1e9 / median_ns * 100.0).round() / 100.0)
+}
+
 /// Writes the frames table and the video: the file's rate for a file,
 /// else the rate measured from the first frames' host stamps.
 fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, session: &Path, file_rate: Option<f64>, status: &Status) -> Result<(), CameraError> {
@@ -500,12 +517,8 @@ fn encode(cfg: &CameraConfig, rx: std::sync::mpsc::Receiver<QueuedFrame>, sessio
     };
     let open = |first: &QueuedFrame, fps: f64| VideoFile::create(cfg, session, &first.frame, fps);
     let measured = |frames: &[QueuedFrame]| -> f64 {
-        let span_s = (frames[frames.len() - 1].t_ns - frames[0].t_ns) as f64 * 1e-9;
-        if frames.len() > 1 && span_s > 0.0 {
-            (((frames.len() - 1) as f64 / span_s) * 100.0).round() / 100.0
-        } else {
-            cfg.fps.unwrap_or(30.0)
-        }
+        let stamps_ns: Vec<i64> = frames.iter().map(|f| f.t_ns).collect();
+        rate_from_host_stamps(&stamps_ns).unwrap_or(cfg.fps.unwrap_or(30.0))
     };
     // The video opens once its rate is known: a file's own, or measured
     // over the first frames (or over all of a shorter recording).

@@ -147,6 +147,22 @@ fn a_camera_that_stops_for_two_seconds_leaves_one_gap_and_records_after_it() {
     assert!((fps - 50.0).abs() < 3.0, "video at {fps} frames/s");
 }
 
+/// The rate a video is written at, from the first frames' host stamps: a
+/// first frame 16 ms late (as the camera of a CI run delivered it, whose
+/// video then played at 53.1 frames/s for 50) and a frame dropped on the
+/// way leave 50 frames/s.
+#[test]
+fn a_late_first_frame_or_a_dropped_frame_does_not_change_the_measured_rate() {
+    let ms = 1_000_000i64;
+    let mut stamps_ns: Vec<i64> = (0..15).map(|k| 20 * ms * k).collect();
+    stamps_ns[0] = 16 * ms;
+    assert_eq!(record::camera::rate_from_host_stamps(&stamps_ns), Some(50.0));
+    stamps_ns.remove(7);
+    assert_eq!(record::camera::rate_from_host_stamps(&stamps_ns), Some(50.0));
+    assert_eq!(record::camera::rate_from_host_stamps(&stamps_ns[..1]), None);
+    assert_eq!(record::camera::rate_from_host_stamps(&[5, 5]), None);
+}
+
 /// A driver that drops frames: its timestamps skip 2 frames after frame 60
 /// and 3 after frame 120; the gap table has them, as `lost`, with their counts.
 #[test]
