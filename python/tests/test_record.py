@@ -18,7 +18,11 @@ import pytest
 import rodlab
 from conftest import ROOT
 
-pytestmark = pytest.mark.skipif(not rodlab.HAS_DEVICES or shutil.which("socat") is None, reason="needs the devices feature and socat")
+# Real time (conftest.py): run alone, never beside another test.
+pytestmark = [
+    pytest.mark.skipif(not rodlab.HAS_DEVICES or shutil.which("socat") is None, reason="needs the devices feature and socat"),
+    pytest.mark.realtime,
+]
 
 RIG = """
 [frames]

@@ -44,6 +44,7 @@ def clean_env(path: str) -> dict:
     return env
 
 
+@pytest.mark.realtime  # it records (conftest.py): alone, never beside another test
 def test_a_wheel_installed_without_cargo_records_from_the_emulators(tmp_path):
     built = subprocess.run(["bash", str(ROOT / "scripts" / "wheel.sh"), "--auditwheel", "skip"], capture_output=True, text=True,
                            env={**os.environ, "WHEEL_OUT": str(tmp_path / "wheels")})
