@@ -11,9 +11,6 @@ import pytest
 
 from conftest import ROOT
 
-# Timed (within a second): run alone, never beside another test (conftest.py).
-pytestmark = pytest.mark.realtime
-
 SCRIPT = textwrap.dedent(
     """
     import os, signal, threading, time
@@ -42,6 +39,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.realtime  # timed (within a second): alone, never beside another test (conftest.py)
 def test_ctrl_c_stops_identify_within_a_second_and_the_next_call_works(tmp_path):
     p = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**__import__("os").environ, "OUT": str(tmp_path)})
@@ -115,6 +113,7 @@ BATCH = textwrap.dedent(
 )
 
 
+@pytest.mark.realtime  # timed (within half a second): alone (conftest.py)
 def test_solve_many_refuses_a_batch_over_its_memory_bound_and_obeys_ctrl_c(tmp_path):
     """Before: 10^7 loads grew to 4 GB and ignored two SIGINTs for 60 s; 3 million are refused here."""
     p = subprocess.run([sys.executable, "-c", BATCH], cwd=ROOT, capture_output=True, text=True, timeout=300)
