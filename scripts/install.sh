@@ -16,11 +16,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 started=$(date +%s)
 cd "$ROOT"
 echo "install: building rodlab and its device and tracking builds (cargo's progress below; nothing to compile after make test)" >&2
-# The workspace but the Python module (maturin builds it, with PATH and
-# VIRTUAL_ENV of its own: built here as well, PyO3 compiled again for each,
-# 8-11 s a time, measured). Not `-p` the three installed: with fewer
-# packages cargo unifies other features and compiles polars again.
-cargo build --locked --workspace --exclude rodlab-python
+cargo build --locked --workspace
 LIB="$PREFIX/lib/rodlab"
 mkdir -p "$LIB" "$PREFIX/bin"
 for f in rodlab librodlab_devices.so librodlab_tracking.so; do
