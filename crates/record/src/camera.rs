@@ -482,20 +482,15 @@ fn offer_frame(tap: &crate::robot::Tap, t_ns: i64, device_ms: f64, frame: &Mat) 
 }
 
 /// A device's frame rate \[1/s\] from its frames' host stamps: one over
-/// the median interval, to 0.01 frames/s; `None` under two frames.
+/// the median interval (the one `session export --aligned` takes its
+/// tolerance from), to 0.01 frames/s; `None` under two frames.
 ///
 /// The median, not the first-to-last span: a camera's first frame often
 /// arrives late (the stream starting) and the next one on time, and one
 /// late stamp in 15 frames at 50 frames/s made a span measure 53.1.
 pub fn rate_from_host_stamps(stamps_ns: &[i64]) -> Option<f64> {
-    let mut intervals_ns: Vec<i64> = stamps_ns.windows(2).map(|w| w[1] - w[0]).collect();
-    if intervals_ns.is_empty() {
-        return None;
-    }
-    intervals_ns.sort_unstable();
-    let n = intervals_ns.len();
-    let median_ns = if n % 2 == 1 { intervals_ns[n / 2] as f64 } else { 0.5 * (intervals_ns[n / 2 - 1] + intervals_ns[n / 2]) as f64 };
-    (median_ns > 0.0).then(|| (1e9 / median_ns * 100.0).round() / 100.0)
+    let median_s = session::aligned::median_interval_s(stamps_ns)?;
+    (median_s > 0.0).then(|| (1.0 / median_s * 100.0).round() / 100.0)
 }
 
 /// Writes the frames table and the video: the file's rate for a file,
