@@ -7,7 +7,7 @@
 //!   guide runs against the binary in a temporary directory (a renamed
 //!   flag fails here).
 
-mod common;
+use crate::common;
 use common::root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,7 +38,7 @@ fn every_config_field_is_documented_in_its_struct_and_in_its_reference_page() {
             } else {
                 let listed: Vec<&str> = current.lines().filter_map(|l| l.split('`').nth(1)).collect();
                 let missing: Vec<&str> = fields.iter().map(|f| f.path.as_str()).filter(|p| !listed.contains(p)).collect();
-                stale.push(format!("{}: stale field table (missing {missing:?}); RODLAB_BLESS=1 cargo test --test docs rewrites it", path.display()));
+                stale.push(format!("{}: stale field table (missing {missing:?}); RODLAB_BLESS=1 cargo test --test e2e docs:: rewrites it", path.display()));
             }
         }
     }
@@ -82,7 +82,7 @@ fn the_experiments_page_lists_the_readers_columns_and_its_examples_read() {
     if text[a + BEGIN_COLUMNS.len()..b].trim() != table.trim() {
         assert!(
             std::env::var("RODLAB_BLESS").is_ok_and(|v| v == "1"),
-            "{}: stale column tables; RODLAB_BLESS=1 cargo test --test docs rewrites them",
+            "{}: stale column tables; RODLAB_BLESS=1 cargo test --test e2e docs:: rewrites them",
             path.display()
         );
         std::fs::write(&path, format!("{}{BEGIN_COLUMNS}\n{table}{END_COLUMNS}{}", &text[..a], &text[b + END_COLUMNS.len()..])).unwrap();

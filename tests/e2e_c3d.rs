@@ -9,7 +9,7 @@
 //! `rodlab identify --sessions` finds the settled part of each trial and
 //! recovers E and rho. Bad files and maps exit 2 with one line.
 
-mod common;
+use crate::common;
 use common::*;
 
 use lie::{Pose, Vec3};

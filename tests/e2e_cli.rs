@@ -3,7 +3,7 @@
 //! What the workflows compute is tested on the `lab` library
 //! (crates/lab/tests), not through the binary's wording.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 

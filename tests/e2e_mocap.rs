@@ -19,7 +19,7 @@
 //! markers sit from their design positions. Every `[world] up` and a tilted
 //! calibration round-trip; bad maps exit 2 with one line.
 
-mod common;
+use crate::common;
 use common::*;
 
 use lie::{Mat3, Pose, Vec3};

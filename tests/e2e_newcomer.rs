@@ -2,7 +2,7 @@
 //! the newcomer's own files (tests/fixtures/newcomer): the defects that
 //! cost a lab a day or a wrong number, each with the command that showed it.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! End-to-end recording against the emulators, all on loopback and started
 //! by the tests themselves.
 
-mod common;
+use crate::common;
 use common::tmpfs::Tmpfs;
 use common::{free_port, robot_emulator, rodlab_command as rodlab, root, venv_python, PtyPair};
 use std::io::Read;

@@ -1,7 +1,7 @@
 //! End-to-end tracking with the `rodlab` binary: synthetic board ->
 //! calibrate -> synthetic video -> track -> marker table, and bad inputs.
 
-mod common;
+use crate::common;
 
 use common::{rodlab, stderr};
 

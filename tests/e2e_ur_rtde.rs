@@ -9,7 +9,7 @@
 //! advancing 3 s, a finite pose. ur_rtde always talks to port 30004, so
 //! each emulator listens on a loopback address of its own.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::io::{BufRead, BufReader};

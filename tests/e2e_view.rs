@@ -3,7 +3,7 @@
 //! emulators with a camera, a device lost and back, a browser that stalls;
 //! and the replay of a virtual-lab session against its files.
 
-mod common;
+use crate::common;
 use common::{free_port, robot_emulator, rodlab_command as rodlab, root, venv_python, PtyPair};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};

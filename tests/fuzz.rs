@@ -8,7 +8,7 @@
 //! signal; a refusal is one line with exit 2 (1 for `session check`'s
 //! problems).
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -185,7 +185,8 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// Table rows of parameters with their intervals (and the reference value).
-fn parameter_rows(h: &mut String, params: &[ParameterRow], with_reference: bool) {
+#[doc(hidden)]
+pub fn parameter_rows(h: &mut String, params: &[ParameterRow], with_reference: bool) {
     for p in params {
         // An interval of a positive value spanning more than four decades
         // (or unbounded) says nothing: the data did not determine it.
@@ -422,107 +423,4 @@ figure {{ margin: 1.5em 0; }} figcaption {{ color: #555; }}
     let text = serde_json::to_string_pretty(r).expect("serialisable");
     std::fs::write(&json, text).map_err(|e| ReportError::Io(json.clone(), e))?;
     Ok(Written { html, json, pngs })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A parameter the data did not bound is said to be so, not printed
-    /// as an interval of sixty decades; a held one keeps its blank cells.
-    #[test]
-    fn an_unbounded_interval_reads_not_determined() {
-        let row = |low: f64, high: f64| ParameterRow { name: "G".into(), unit: "Pa".into(), value: 8.5e4, ci95_low: low, ci95_high: high, reference: f64::NAN };
-        let mut h = String::new();
-        parameter_rows(&mut h, &[row(3.2198e-64, 2.2749e73)], false);
-        assert!(h.contains("not determined by these data") && !h.contains("e73"), "{h}");
-        let mut h = String::new();
-        parameter_rows(&mut h, &[row(7.0e4, 1.0e5)], false);
-        assert!(!h.contains("not determined"), "{h}");
-        let mut h = String::new();
-        parameter_rows(&mut h, &[row(f64::NAN, f64::NAN)], false);
-        assert!(!h.contains("not determined"), "{h}");
-    }
-}
-
-#[cfg(test)]
-mod reviewer_checklist {
-    //! A paper reviewer's checklist, on a page of generic charts and an
-    //! identification report with more series than the palette's colours.
-    use super::*;
-    use crate::page::{Block, Chart, Page, Series};
-
-    /// The text an SVG draws (its <text> elements' contents).
-    fn texts(svg: &str) -> String {
-        svg.split("<text").skip(1).filter_map(|t| t.split_once('>').map(|(_, rest)| rest.split("</text>").next().unwrap_or(""))).collect::<Vec<_>>().join(" ")
-    }
-
-    /// [`check_figures`] passes on `dir` with exactly `names`, and every
-    /// word of each legend label in `labels` is drawn whole.
-    pub(crate) fn check(dir: &Path, names: &[&str], labels: &[String]) {
-        assert_eq!(check_figures(dir), Ok(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()));
-        let all: String = names.iter().map(|n| texts(&std::fs::read_to_string(dir.join(format!("{n}.svg"))).unwrap())).collect::<Vec<_>>().join(" ");
-        for label in labels {
-            for word in label.split(' ') {
-                assert!(all.contains(word), "legend word {word:?} of {label:?} missing");
-            }
-        }
-    }
-
-    #[test]
-    fn a_page_and_an_identification_report_pass_a_reviewers_checklist() {
-        let dir = std::env::temp_dir().join(format!("rodlab-checklist-{}", std::process::id()));
-        let labels: Vec<String> = (0..10).map(|i| format!("replayed, start (mu 0.{i}00, damping ratio 0.050) series {i}")).collect();
-        let series = labels.iter().enumerate().map(|(i, l)| Series::line(l.clone(), (0..20).map(|k| (k as f64, (k * (i + 1)) as f64)).collect(), i)).collect();
-        let chart = Chart { name: "many".into(), title: "ten series".into(), x_label: "t [s]".into(), y_label: "tip z [mm]".into(), series, diagonal: false };
-        let page = Page { title: "page".into(), blocks: vec![Block::Chart(chart)], provenance: vec![] };
-        crate::page::write_page(&dir, &page, &serde_json::json!({})).unwrap();
-        // The first entries are whole; the rest are counted, not cut.
-        check(&dir, &["many"], &labels[..3]);
-        // A figure whose PNG went missing fails the checklist, naming it.
-        std::fs::remove_file(dir.join("many.png")).unwrap();
-        assert!(check_figures(&dir).unwrap_err().starts_with("many.png"));
-
-        let view = |i: usize| ExperimentView {
-            id: format!("qualisys-10g/hold{i}"),
-            inputs: String::new(),
-            measured_m: vec![[0.05, 0.7, 0.31 - 0.001 * i as f64]],
-            predicted_m: vec![[0.05, 0.7, 0.31 - 0.001 * i as f64]],
-            predicted_reference_m: vec![],
-            shape_m: (0..10).map(|k| [0.01 * k as f64, 0.7, 0.3]).collect(),
-            shape_reference_m: vec![],
-            errors_mm: vec![0.05],
-            errors_reference_mm: vec![f64::NAN],
-            loo_errors_mm: vec![0.06],
-            base_m: [0.0, 0.7, 0.3],
-            base_rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        };
-        let report = IdentificationReport {
-            title: "t".into(),
-            lead: vec![],
-            reference_label: None,
-            parameters: vec![],
-            correlation_names: vec![],
-            correlation: vec![],
-            experiments: (0..12).map(view).collect(),
-            history: vec![1.0, 0.1, 0.01],
-            rms_error_mm: 0.05,
-            rms_error_reference_mm: f64::NAN,
-            warnings: vec![],
-            facts: vec![],
-            alternatives: vec![],
-            tables: vec![],
-            provenance: vec![],
-        };
-        let dir2 = dir.join("identify");
-        write_identification_report(&dir2, &report).unwrap();
-        check(&dir2, &["parity", "shapes_side", "shapes_top", "residuals", "convergence"], &["qualisys-10g/hold0".into(), "leave-one-out".into()]);
-        // Shapes in the rod's frame: the base (0.7 m off in y) at the origin.
-        let side = std::fs::read_to_string(dir2.join("shapes_side.svg")).unwrap();
-        assert!(side.contains("x along the rod [mm]"));
-        // The residual axis is scaled to its 0.06 mm bars, not to 1 mm.
-        let residuals = std::fs::read_to_string(dir2.join("residuals.svg")).unwrap();
-        assert!(texts(&residuals).contains("0.06") && !texts(&residuals).contains("1.0 "), "{}", texts(&residuals));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

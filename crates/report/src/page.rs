@@ -58,7 +58,8 @@ pub struct Chart {
     pub diagonal: bool,
 }
 
-const SIZE: (u32, u32) = (900, 460);
+#[doc(hidden)]
+pub const SIZE: (u32, u32) = (900, 460);
 
 use crate::style::{palette, repeats, Scale};
 
@@ -98,7 +99,8 @@ fn range(chart: &Chart) -> ((f64, f64), (f64, f64)) {
 /// Tick labels with enough digits to tell ticks apart on an axis
 /// spanning `span` (a curvature axis from 0 to 0.004 1/m is not all
 /// "0.0"); exponents beyond what fixed digits show well.
-pub(crate) fn tick_format(span: f64) -> impl Fn(&f64) -> String {
+#[doc(hidden)]
+pub fn tick_format(span: f64) -> impl Fn(&f64) -> String {
     let digits = if span > 0.0 && span.is_finite() { (2.0 - span.log10().floor()).clamp(0.0, 12.0) as usize } else { 2 };
     move |v: &f64| if digits > 5 || v.abs() >= 1e6 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
 }
@@ -114,7 +116,8 @@ pub fn has_unit(label: &str) -> bool {
 
 /// Width of the legend beside a chart's plot \[px\] (outside it: a legend
 /// never covers the data).
-const LEGEND_WIDTH_PX: u32 = 210;
+#[doc(hidden)]
+pub const LEGEND_WIDTH_PX: u32 = 210;
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, k: Scale) -> Result<(), DrawError> {
     // Every axis says what it shows and in what unit.
@@ -372,97 +375,4 @@ figure{{margin:1em 0}}figcaption{{color:#555;font-size:90%}}{bad}</style></head>
     let text = serde_json::to_string_pretty(summary).map_err(|e| ReportError::Io(json.clone(), std::io::Error::other(e)))?;
     std::fs::write(&json, text).map_err(|e| ReportError::Io(json.clone(), e))?;
     Ok(Written { html, json, pngs })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn axes_need_units_and_ticks_get_the_digits_they_need() {
-        assert!(has_unit("t [s]") && has_unit("phase [0 free, 1 stick]") && has_unit("cost [sigma^2]"));
-        assert!(!has_unit("kinetic energy []") && !has_unit("phase") && !has_unit("[m]"));
-        let f = tick_format(0.004);
-        assert_eq!((f(&0.001), f(&0.0025)), ("0.00100".to_string(), "0.00250".to_string()));
-        assert_eq!(tick_format(50.0)(&12.5), "12.5");
-        assert_eq!(tick_format(2e-7)(&1e-7), "1.00e-7");
-    }
-
-    #[test]
-    fn page_with_every_block_renders() {
-        let dir = std::env::temp_dir().join(format!("rodlab-page-{}", std::process::id()));
-        let chart = Chart {
-            name: "sine".into(),
-            title: "A sine <and> a band".into(),
-            x_label: "t [s]".into(),
-            y_label: "y [m]".into(),
-            series: vec![
-                Series {
-                    band: (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).sin() - 0.1, (k as f64 * 0.1).sin() + 0.1)).collect(),
-                    ..Series::line("sin", (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).sin())).collect(), 0)
-                },
-                Series::dashed("cos", (0..50).map(|k| (k as f64 * 0.1, (k as f64 * 0.1).cos())).collect(), 1),
-                Series::points("pts", vec![(1.0, 0.5), (2.0, f64::NAN)], 2),
-            ],
-            diagonal: false,
-        };
-        let page = Page {
-            title: "Test & page".into(),
-            blocks: vec![
-                Block::Heading("Section".into()),
-                Block::Text("text".into()),
-                Block::Table(vec!["a".into(), "b".into()], vec![vec!["1".into(), "2".into()]]),
-                Block::Chart(chart),
-                Block::Warnings(vec!["careful".into()]),
-            ],
-            provenance: vec![("rod".into(), "x.toml".into())],
-        };
-        let w = write_page(&dir, &page, &serde_json::json!({"ok": true})).unwrap();
-        let html = std::fs::read_to_string(&w.html).unwrap();
-        assert!(html.contains("<svg") && html.contains("Test &amp; page") && html.contains("careful"));
-        assert_eq!(w.pngs.len(), 1);
-        assert!(std::fs::metadata(&w.pngs[0]).unwrap().len() > 1000);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
-
-#[cfg(test)]
-mod legend_tests {
-    use super::*;
-
-    /// The legend stands beside the plot (never over the data), and a
-    /// dashed series' swatch is dashed (three strokes), a solid one's one.
-    #[test]
-    fn the_legend_is_beside_the_plot_and_its_swatches_are_drawn_as_their_series() {
-        let xs: Vec<(f64, f64)> = (0..20).map(|k| (k as f64, k as f64)).collect();
-        let chart = Chart {
-            name: "c".into(),
-            title: "t".into(),
-            x_label: "x [m]".into(),
-            y_label: "y [m]".into(),
-            series: vec![Series::line("measured", xs.clone(), 0), Series::dashed("simulated", xs, 1)],
-            diagonal: false,
-        };
-        let svg = chart.svg().unwrap();
-        let legend_x0 = (SIZE.0 - LEGEND_WIDTH_PX) as f64;
-        for label in ["measured", "simulated"] {
-            let at = svg.find(label).unwrap_or_else(|| panic!("no legend text {label}"));
-            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
-            let x: f64 = tag.split("x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
-            assert!(x >= legend_x0, "{label} at x = {x}, inside the plot (legend from {legend_x0})");
-        }
-        // Swatches: short horizontal polylines in the legend's area, by colour.
-        let swatches = |colour: RGBColor| {
-            let hex = format!("#{:02X}{:02X}{:02X}", colour.0, colour.1, colour.2);
-            svg.match_indices("<polyline")
-                .filter(|(i, _)| {
-                    let tag = &svg[*i..*i + svg[*i..].find("/>").unwrap()];
-                    let first_x: f64 = tag.split("points=\"").nth(1).unwrap().split(',').next().unwrap().trim().parse().unwrap();
-                    tag.contains(&hex) && first_x >= legend_x0
-                })
-                .count()
-        };
-        assert_eq!(swatches(palette(0)), 1, "a solid swatch");
-        assert_eq!(swatches(palette(1)), 3, "a dashed swatch");
-    }
 }

@@ -74,16 +74,3 @@ pub fn wrap(label: &str, width: usize) -> Vec<String> {
     }
     lines
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_wrap_whole_at_spaces() {
-        assert_eq!(wrap("replayed, start (mu 0.500, zeta 0.050)", 20), ["replayed, start (mu", "0.500, zeta 0.050)"]);
-        assert_eq!(wrap("short", 20), ["short"]);
-        assert_eq!(wrap("qualisys-10g/hold1-and-more-text-without-spaces x", 10), ["qualisys-10g/hold1-and-more-text-without-spaces", "x"]);
-        assert_eq!(wrap(&"word ".repeat(30), 26).concat().replace(' ', ""), "word".repeat(30));
-    }
-}

@@ -2,8 +2,7 @@
 //! file (the real recording path: OpenCV in, HuffYUV out), tracked, then
 //! damaged file by file; each damage is named, none passes as "ok".
 
-#[path = "../../lab/tests/common/mod.rs"]
-mod common;
+use crate::common;
 use lab::info::check;
 use lab::{SessionDir, Silent};
 use std::sync::atomic::AtomicBool;

@@ -2,7 +2,7 @@
 //! docs/results.md's values and intervals, the report, predictions with the
 //! identified parameters (and their bands), model variants, bad data.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::identify::{identify, Identification, IdentifyRequest, Prior, Source};
 use lab::params::Params;

@@ -6,7 +6,7 @@
 //! observer holds it frame by frame, and validate compares the two. What a
 //! held rod's sessions lack is refused in one line.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::identify::{identify, IdentifyRequest, Source};
 use lab::loads::Loads;

@@ -3,7 +3,7 @@
 //! and rho recovered with a flange force sensor or load cells, only E/rho
 //! without; bad sessions are input errors naming the problem.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::identify::{identify, Identification, IdentifyRequest, Source};
 use lab::loads::Loads;

@@ -5,7 +5,7 @@
 //! Noise-free sessions: the figures are the chain's own error. A strain
 //! table is reused only when the same rod, parameters and observer made it.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::observe::{ObserveOptions, ObserverMode};
 use lab::validate::{validate, BandMethod, SessionSummary, ValidateOptions, ValidateRequest};

@@ -2,7 +2,7 @@
 //! reference's column names, their units in units.csv, the metadata as
 //! JSON, every value as in the Parquet files.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

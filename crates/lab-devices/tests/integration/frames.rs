@@ -6,8 +6,7 @@
 //! observing recover the strain and the base pose. And the rig calibration
 //! measures the robot's base from tracked poses.
 
-#[path = "../../lab/tests/common/mod.rs"]
-mod common;
+use crate::common;
 use common::*;
 use lie::{Pose, Vec3, Vec6};
 use session::{FramePose, RigFrames, SessionMeta, Table};

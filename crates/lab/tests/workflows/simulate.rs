@@ -2,7 +2,7 @@
 //! shipped scene, its tables read back with the formats of the other
 //! stages, a trajectory, and bad input naming file and field.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::simulate::{run, BaseSource, SimulateJob, Simulated};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Static equilibria through the lab's solve workflow: the paper's tables,
 //! beam theory, the model's validity, and bad input.
 
-mod common;
+use crate::common;
 use common::*;
 use lab::solve::{solve, SolveRequest};
 use lie::Vec3;

@@ -2,7 +2,7 @@
 //! by the model itself (loads at the markers, which the observer can
 //! represent), with and without a robot log, and bad input.
 
-mod common;
+use crate::common;
 use common::*;
 
 use lab::observe::{observe, ObserveOptions, ObserverMode};

@@ -5,8 +5,7 @@
 //! identify) runs on what was recorded, and the recorded data are compared
 //! with the truth the simulator wrote beside the session.
 
-#[path = "../../lab/tests/common/mod.rs"]
-mod common;
+use crate::common;
 use common::*;
 
 use lab::synth::{SynthRequest, TruthFile};

@@ -2,7 +2,7 @@
 //! synthetic sessions of the contact paper's rod whose truth has its own
 //! mu and damping ratio, fitted from wrong starts.
 
-mod common;
+use crate::common;
 use common::*;
 
 use lab::dynamic::{identify_dynamic, DynamicRequest};
