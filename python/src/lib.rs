@@ -17,6 +17,13 @@
 
 use pyo3::prelude::*;
 
+/// mimalloc for the module's own allocations: a stream's chunks are
+/// decoded on two threads into many small buffers, which glibc's malloc
+/// serves through locked arenas (Session.stream of 600 chunks: 1.21-1.29
+/// -> 1.08-1.11 times Python polars' reader, which has jemalloc).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod arrow;
 mod convert;
 #[cfg(feature = "devices")]
