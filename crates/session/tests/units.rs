@@ -355,3 +355,97 @@ fn chunks_decode_on_threads_below_a_recorders_priority() {
     assert!(!nices.is_empty() && nices.iter().all(|n| *n == session::table::DECODING_NICE.max(caller)), "{nices:?} (caller {caller})");
     assert_eq!(own_nice(), caller, "the caller's own priority is left alone");
 }
+
+/// The patched zstd (vendor/zstd): a thread's decoders share a pool of
+/// decompression contexts, each given back reset. What one decoder leaves
+/// behind (a frame half read, an error, a dictionary) must not reach the
+/// next one on the same thread.
+mod zstd_pool {
+    use std::io::Read;
+
+    fn payload(seed: u8, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) % 17).collect()
+    }
+
+    fn decoded(frame: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut out = vec![];
+        zstd::Decoder::with_buffer(frame)?.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn many_decoders_on_one_thread_each_give_their_own_frame() {
+        // More decoders than the pool keeps, alive at once and one after another.
+        let frames: Vec<(Vec<u8>, Vec<u8>)> = (0..12u8)
+            .map(|k| {
+                let data = payload(k, 1000 + 300 * k as usize);
+                (zstd::bulk::compress(&data, 3).unwrap(), data)
+            })
+            .collect();
+        for (frame, data) in &frames {
+            assert_eq!(&decoded(frame).unwrap(), data);
+        }
+        let mut open: Vec<_> = frames.iter().map(|(f, _)| zstd::Decoder::with_buffer(&f[..]).unwrap()).collect();
+        for (decoder, (_, data)) in open.iter_mut().zip(&frames).rev() {
+            let mut out = vec![];
+            decoder.read_to_end(&mut out).unwrap();
+            assert_eq!(&out, data);
+        }
+    }
+
+    #[test]
+    fn a_frame_left_half_read_or_broken_does_not_reach_the_next_decoder() {
+        let (a, b) = (payload(1, 200_000), payload(2, 5_000));
+        let (frame_a, frame_b) = (zstd::bulk::compress(&a, 3).unwrap(), zstd::bulk::compress(&b, 3).unwrap());
+        // Half of a's frame read, then its decoder dropped.
+        let mut half = vec![0u8; 100_000];
+        zstd::Decoder::with_buffer(&frame_a[..]).unwrap().read_exact(&mut half).unwrap();
+        assert_eq!(half, a[..100_000]);
+        assert_eq!(decoded(&frame_b).unwrap(), b);
+        // A damaged frame fails, and the next decodes.
+        let mut damaged = frame_a.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle..].iter_mut().for_each(|x| *x ^= 0xA5);
+        assert!(decoded(&damaged).is_err_and(|e| !e.to_string().is_empty()));
+        assert_eq!(decoded(&frame_b).unwrap(), b);
+        // A frame cut short fails, and the next decodes.
+        assert!(decoded(&frame_a[..frame_a.len() / 3]).is_err());
+        assert_eq!(decoded(&frame_a).unwrap(), a);
+    }
+
+    #[test]
+    fn a_dictionary_does_not_stay_with_the_pooled_context() {
+        let dictionary = payload(9, 4096);
+        let data = payload(3, 50_000);
+        let with_dictionary = zstd::bulk::Compressor::with_dictionary(3, &dictionary).unwrap().compress(&data).unwrap();
+        let mut out = vec![];
+        zstd::Decoder::with_dictionary(&with_dictionary[..], &dictionary).unwrap().read_to_end(&mut out).unwrap();
+        assert_eq!(out, data);
+        // The same frame without its dictionary is refused, not decoded
+        // by the dictionary a pooled context kept.
+        assert!(decoded(&with_dictionary).is_err());
+        let plain = zstd::bulk::compress(&data, 3).unwrap();
+        assert_eq!(decoded(&plain).unwrap(), data);
+    }
+
+    #[test]
+    fn decoders_on_other_threads_decode_beside_each_other() {
+        let frames: Vec<(Vec<u8>, Vec<u8>)> = (0..8u8)
+            .map(|k| {
+                let data = payload(k, 20_000 + 1000 * k as usize);
+                (zstd::bulk::compress(&data, 1).unwrap(), data)
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        for (frame, data) in &frames {
+                            assert_eq!(&decoded(frame).unwrap(), data);
+                        }
+                    }
+                });
+            }
+        });
+    }
+}
