@@ -367,6 +367,17 @@ mod zstd_pool {
         (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) % 17).collect()
     }
 
+    /// `count` payloads of `first_len`, `first_len + step_len`, ... bytes,
+    /// each with its zstd frame: (frame, payload).
+    fn frames(count: u8, first_len: usize, step_len: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..count)
+            .map(|k| {
+                let data = payload(k, first_len + step_len * k as usize);
+                (zstd::bulk::compress(&data, 3).unwrap(), data)
+            })
+            .collect()
+    }
+
     fn decoded(frame: &[u8]) -> std::io::Result<Vec<u8>> {
         let mut out = vec![];
         zstd::Decoder::with_buffer(frame)?.read_to_end(&mut out)?;
@@ -376,12 +387,7 @@ mod zstd_pool {
     #[test]
     fn many_decoders_on_one_thread_each_give_their_own_frame() {
         // More decoders than the pool keeps, alive at once and one after another.
-        let frames: Vec<(Vec<u8>, Vec<u8>)> = (0..12u8)
-            .map(|k| {
-                let data = payload(k, 1000 + 300 * k as usize);
-                (zstd::bulk::compress(&data, 3).unwrap(), data)
-            })
-            .collect();
+        let frames = frames(12, 1000, 300);
         for (frame, data) in &frames {
             assert_eq!(&decoded(frame).unwrap(), data);
         }
@@ -430,12 +436,7 @@ mod zstd_pool {
 
     #[test]
     fn decoders_on_other_threads_decode_beside_each_other() {
-        let frames: Vec<(Vec<u8>, Vec<u8>)> = (0..8u8)
-            .map(|k| {
-                let data = payload(k, 20_000 + 1000 * k as usize);
-                (zstd::bulk::compress(&data, 1).unwrap(), data)
-            })
-            .collect();
+        let frames = frames(8, 20_000, 1000);
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {
