@@ -88,11 +88,12 @@ impl Values {
         }
     }
 
-    /// `first` and then `more` (of the same type) as one column, room made
-    /// once: each value is copied once.
-    fn concat(first: Values, more: impl Iterator<Item = Values> + Clone) -> Values {
-        let rows = first.len() + more.clone().map(|v| v.len()).sum::<usize>();
-        let mut out = first;
+    /// `parts` (of one type, at least one) as one column, room made once:
+    /// each value is copied once.
+    fn concat(parts: Vec<Values>) -> Values {
+        let rows: usize = parts.iter().map(Values::len).sum();
+        let mut parts = parts.into_iter();
+        let mut out = parts.next().expect("a column has a chunk");
         match &mut out {
             Values::F64(v) => v.reserve(rows - v.len()),
             Values::F32(v) => v.reserve(rows - v.len()),
@@ -103,7 +104,7 @@ impl Values {
             Values::Bool(v) => v.reserve(rows - v.len()),
             Values::Str(v) => v.reserve(rows - v.len()),
         }
-        more.for_each(|v| out.extend(v));
+        parts.for_each(|v| out.extend(v));
         out
     }
 
@@ -295,23 +296,16 @@ fn schema_of(columns: &[Column]) -> String {
     columns.iter().map(|c| format!("{}: {}", c.name, c.values.dtype())).collect::<Vec<_>>().join(", ")
 }
 
-/// An error where `more`'s columns (another chunk of the same stream)
-/// differ from `to`'s in names or types.
-fn same_columns(to: &[Column], more: &[Column]) -> Result<(), String> {
+/// An error naming chunk `path` where its columns differ in names or
+/// types from those of the stream's first chunk (`first`, if any yet).
+fn same_columns(first: Option<&Vec<Column>>, more: &[Column], path: &Path) -> Result<(), TableError> {
+    let Some(to) = first else { return Ok(()) };
     let same = to.len() == more.len() && to.iter().zip(more).all(|(a, b)| a.name == b.name && a.values.dtype() == b.values.dtype());
     if !same {
-        return Err(format!("[{}] against [{}]", schema_of(more), schema_of(to)));
+        let why = format!("its columns differ from the stream's first chunk's ([{}] against [{}])", schema_of(more), schema_of(to));
+        return Err(TableError::Read(path.to_path_buf(), why));
     }
     Ok(())
-}
-
-/// Appends `more` (another chunk of the same stream, its columns the
-/// same: [`same_columns`]) to `to`.
-fn stack(to: &mut [Column], more: Vec<Column>) {
-    for (a, b) in to.iter_mut().zip(more) {
-        a.values.extend(b.values);
-        a.nulls += b.nulls;
-    }
 }
 
 /// A stream's good chunks' columns, in order.
@@ -337,9 +331,7 @@ fn read_stream_chunks(dir: &Path, damaged: Damaged, decoding: Decoding) -> Resul
         let stacked = chunk.and_then(|chunk| {
             let (table, last) = chunk.after(last_host_ns).map_err(|why| TableError::Read(n.clone(), why))?;
             let columns = table.read.expect("read");
-            if let Some(first) = good.first() {
-                same_columns(first, &columns).map_err(|e| TableError::Read(n.clone(), format!("its columns differ from the stream's first chunk's ({e})")))?;
-            }
+            same_columns(good.first(), &columns, n)?;
             good.push(columns);
             Ok(last)
         });
@@ -372,10 +364,8 @@ fn stack_chunks(chunks: Chunks, decoding: Decoding) -> Vec<Column> {
     }
     let stacked = |parts: Vec<Column>| {
         let nulls = parts.iter().map(|c| c.nulls).sum();
-        let mut parts = parts.into_iter();
-        let first = parts.next().expect("a column has a chunk");
-        let values = Values::concat(first.values, parts.map(|c| c.values));
-        Column { name: first.name, values, nulls }
+        let name = parts.first().expect("a column has a chunk").name.clone();
+        Column { name, values: Values::concat(parts.into_iter().map(|c| c.values).collect()), nulls }
     };
     match decoding {
         Decoding::OneAfterAnother => by_column.into_iter().map(stacked).collect(),
@@ -558,18 +548,14 @@ impl Table {
 
     /// Reads every `*.parquet` chunk of a stream directory, in name order.
     pub fn read_chunks(dir: &Path) -> Result<Table, TableError> {
-        let mut out: Option<Vec<Column>> = None;
+        let mut chunks: Chunks = vec![];
         for n in &Table::chunk_files(dir)? {
             let columns = Table::read(n)?.read.expect("read");
-            match out.as_mut() {
-                None => out = Some(columns),
-                Some(o) => {
-                    same_columns(o, &columns).map_err(|e| TableError::Read(n.clone(), format!("its columns differ from the stream's first chunk's ({e})")))?;
-                    stack(o, columns)
-                }
-            }
+            same_columns(chunks.first(), &columns, n)?;
+            chunks.push(columns);
         }
-        Ok(Table { columns: vec![], read: Some(out.unwrap_or_default()), path: dir.to_path_buf(), metadata: vec![] })
+        let columns = stack_chunks(chunks, Decoding::OneAfterAnother);
+        Ok(Table { columns: vec![], read: Some(columns), path: dir.to_path_buf(), metadata: vec![] })
     }
 
     /// Reads a stream's `*.parquet` chunks in name order, each checked by
