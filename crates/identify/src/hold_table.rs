@@ -3,7 +3,10 @@
 //! middle, of marker points that may be rays: [`super::sessions`]); which
 //! frames are still, the runs they make, what each run keeps after its
 //! edges are trimmed, and a channel's statistics over a hold are frame
-//! work: an as-of join, a run id, a group-by.
+//! work: an as-of join, a run id, a group-by. (The speeds as polars'
+//! centred rolling group-by with the line fits as expressions took 596 s
+//! for 60 s of a 500 Hz flange in the test profile, against under 1.2 s by
+//! the loops: docs/results.md, "Hold detection by polars".)
 
 use polars::prelude::*;
 
