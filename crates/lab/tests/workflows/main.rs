@@ -13,6 +13,7 @@ mod held_sessions;
 mod identify;
 mod observe;
 mod sessions;
+mod shipped_holds;
 mod simulate;
 mod solve;
 mod units;
