@@ -284,6 +284,17 @@ pub fn load(dir: &SessionDir, n_markers: usize, requests: &[StreamRequest], dama
     })
 }
 
+/// A rod held by a support until its release is not in equilibrium under
+/// its loads: the frames of `s` before the release (`dir`'s session.toml,
+/// `release_s`) are left out of the search for holds, and the loads count
+/// from it. The release time, where the session has one.
+pub fn from_release(dir: &SessionDir, s: &mut SessionData) -> Option<f64> {
+    let release_s = dir.meta().ok().flatten().and_then(|m| m.release_s)?;
+    s.markers.retain(|(t, _)| *t >= release_s);
+    s.loaded_since_s = Some(release_s);
+    Some(release_s)
+}
+
 /// Stream `name` of `dir` with `columns`, sorted by host time (chunks are
 /// in order; a restart may repeat times); damaged chunks refused or left
 /// out with a warning each into `warnings`. A missing column is

@@ -227,11 +227,7 @@ fn from_sessions(dirs: &[SessionDir], loads: &Loads, rod: &mut Rod, rod_path: &P
             s.tip_clamp = data::tip_clamp_log(dir, tip, &loads.name(), damaged, &mut s.warnings)?;
         }
         ignored.extend(s.warnings.iter().cloned());
-        // A rod held by a support until its release is not in equilibrium
-        // under its loads: holds are searched for after the release.
-        if let Some(release_s) = dir.meta().ok().flatten().and_then(|m| m.release_s) {
-            s.markers.retain(|(t, _)| *t >= release_s);
-            s.loaded_since_s = Some(release_s);
+        if let Some(release_s) = data::from_release(dir, &mut s) {
             ignored.push(format!("{}: held until its release at t = {release_s:.3} s (session.toml): holds are searched for after it", dir.path().display()));
         }
         match gravity {

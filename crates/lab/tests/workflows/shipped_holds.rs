@@ -36,9 +36,7 @@ fn shipped_holds() -> Vec<String> {
             let dir = SessionDir::new(tmp.path().join(format!("{k}-{name}")));
             import_c3d(&at(data).join(file), &map, &dir, &rod).unwrap();
             let mut s = lab::data::load(&dir, rod.markers.len(), &[], session::Damaged::Refuse).unwrap();
-            if let Some(release_s) = dir.meta().unwrap().and_then(|m| m.release_s) {
-                s.markers.retain(|(t, _)| *t >= release_s);
-            }
+            lab::data::from_release(&dir, &mut s);
             for h in find_holds(&s, &HoldOptions::default()).unwrap() {
                 let status = if matches!(h.status, HoldStatus::Used(_)) { "used" } else { "rejected" };
                 lines.push(format!("{data}/{file}: still from {:.2} s, kept {:.2}-{:.2} s, {} frames, {status}", h.still_from_s, h.start_s, h.end_s, h.frames));
